@@ -1,0 +1,37 @@
+//! What to run: the workload a user asked for, parsed and validated, with no I/O.
+//!
+//! `spec` owns units (`4k`, `30s`, `70%`), the option set of a job ([`JobOpts`], every field
+//! optional, as typed on a command line or in a TOML job file), named profiles shipped inside
+//! the binary, and the validated, fully resolved [`Job`] and [`Workload`] the rest of stormark
+//! runs. It knows nothing of hosts, files or devices: `probe` and the binary turn a `Workload`
+//! into a plan. Every parser here returns a [`SpecError`] whose text is the one-line message a
+//! user sees (`--bs 4kk: expected a size such as 4k, 64KiB or 1m`).
+//!
+//! ```
+//! use stormark_spec::{JobOpts, Source, Rw};
+//!
+//! let mut opts = JobOpts::default();
+//! opts.set("rw", "randread", Source::Flag).unwrap();
+//! opts.set("bs", "4k", Source::Flag).unwrap();
+//! opts.set("iodepth", "32", Source::Flag).unwrap();
+//! let job = opts.resolve("job").unwrap();
+//! assert_eq!(job.rw, Rw::RandRead);
+//! assert_eq!(job.bs.min, 4096);
+//! assert!(opts.set("bs", "4kk", Source::Flag).is_err());
+//! ```
+#![warn(missing_docs)]
+
+mod error;
+mod jobfile;
+mod profiles;
+pub mod units;
+mod workload;
+
+pub use error::SpecError;
+pub use jobfile::{parse_job_file, JobFile};
+pub use profiles::{profile, profile_names, PROFILES};
+pub use units::{parse_duration, parse_percent, parse_size};
+pub use workload::{
+    BlockSize, Direct, EngineChoice, Job, JobOpts, Rw, Source, Workload, DEFAULT_FILE_SIZE,
+    JOB_KEYS,
+};
