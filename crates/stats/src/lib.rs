@@ -1,1 +1,42 @@
-//! placeholder
+//! What was measured: per-worker recorders, exact merging, and the results document.
+//!
+//! Each engine worker owns one [`Recorder`] and records every I/O into it (an HDR histogram of
+//! latency per operation plus counters; no lock, no allocation). Once a second the worker swaps
+//! out a [`Snapshot`] and hands it on; [`PhaseAccumulator`] merges snapshots exactly (histogram
+//! counts are added, percentiles are never averaged) into per-interval, per-job and per-host
+//! [`Summary`]s and the [`Results`] document that every renderer reads. `stats` depends only on
+//! `spec`; it does no I/O.
+//!
+//! ```
+//! use stormark_stats::{Op, Recorder};
+//!
+//! let mut a = Recorder::new();
+//! let mut b = Recorder::new();
+//! a.record(Op::Read, 4096, 100_000);
+//! b.record(Op::Read, 4096, 300_000);
+//! let mut merged = a.take();
+//! merged += &b.take();
+//! let read = merged.op(Op::Read);
+//! assert_eq!(read.ops, 2);
+//! assert_eq!(read.bytes, 8192);
+//! assert_eq!(read.hist.max(), 300_031); // 3 significant digits: within 0.1%
+//! ```
+#![warn(missing_docs)]
+
+mod accumulate;
+mod recorder;
+mod results;
+mod summary;
+mod time;
+
+pub use accumulate::{PhaseAccumulator, WorkerKey};
+pub use recorder::{
+    new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
+    HIGHEST_NS,
+};
+pub use results::{
+    decode_histogram, encode_histogram, Breakdown, ErrorSummary, Finding, Host, Interval,
+    IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool, SCHEMA,
+};
+pub use summary::{Latency, Summary};
+pub use time::format_rfc3339;

@@ -1,0 +1,250 @@
+//! Merging worker snapshots into a phase: exact, incremental, one second at a time.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::results::{encode_histogram, Breakdown, ErrorSummary, Interval, Phase, PhaseJob};
+use crate::{Op, Snapshot, Summary};
+
+/// Names the source of a snapshot: which host, which job of the phase, which worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerKey {
+    /// Index into the phase's host names.
+    pub host: u16,
+    /// Index into the phase's jobs.
+    pub job: u16,
+    /// Worker number within the job on that host.
+    pub worker: u32,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct WorkerState {
+    last_interval: Option<u32>,
+    done: bool,
+}
+
+/// Builds one [`Phase`] from the snapshots its workers send, closing each 1-second interval
+/// as soon as every worker has moved past it (for the live line) and the rest at the end.
+#[derive(Debug)]
+pub struct PhaseAccumulator {
+    name: String,
+    hosts: Vec<String>,
+    jobs: Vec<PhaseJob>,
+    per_source: BTreeMap<(u16, u16), Snapshot>,
+    workers: HashMap<WorkerKey, WorkerState>,
+    open: BTreeMap<u32, Snapshot>,
+    closed: Vec<Interval>,
+    next_to_close: u32,
+    end_ns: u64,
+}
+
+impl PhaseAccumulator {
+    /// A phase run by `workers` on `hosts`, with `jobs` described for the results.
+    pub fn new(name: &str, hosts: Vec<String>, jobs: Vec<PhaseJob>, workers: &[WorkerKey]) -> Self {
+        PhaseAccumulator {
+            name: name.to_string(),
+            hosts,
+            jobs,
+            per_source: BTreeMap::new(),
+            workers: workers.iter().map(|k| (*k, WorkerState::default())).collect(),
+            open: BTreeMap::new(),
+            closed: Vec::new(),
+            next_to_close: 0,
+            end_ns: 0,
+        }
+    }
+
+    /// Adds what worker `key` did in 1-second interval `interval` (0 = the first second after
+    /// the ramp). Snapshots of one worker arrive in interval order.
+    pub fn add(&mut self, key: WorkerKey, interval: u32, snap: &Snapshot) {
+        *self.per_source.entry((key.host, key.job)).or_default() += snap;
+        *self.open.entry(interval).or_default() += snap;
+        let state = self.workers.entry(key).or_default();
+        state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
+    }
+
+    /// Marks worker `key` finished, its last I/O at `end_ns` after the measured start.
+    pub fn worker_done(&mut self, key: WorkerKey, end_ns: u64) {
+        self.workers.entry(key).or_default().done = true;
+        self.end_ns = self.end_ns.max(end_ns);
+    }
+
+    /// Closes every interval all workers have moved past, and returns the newly closed ones.
+    pub fn close_ready(&mut self) -> &[Interval] {
+        let before = self.closed.len();
+        loop {
+            let i = self.next_to_close;
+            let ready = self
+                .workers
+                .values()
+                .all(|w| w.done || w.last_interval.is_some_and(|l| l > i));
+            if !ready || self.workers.values().all(|w| w.done) {
+                break;
+            }
+            self.close(i, 1_000_000_000);
+        }
+        &self.closed[before..]
+    }
+
+    fn close(&mut self, i: u32, duration_ns: u64) {
+        let snap = self.open.remove(&i).unwrap_or_default();
+        self.closed.push(interval_of(i, duration_ns, &snap));
+        self.next_to_close = i + 1;
+    }
+
+    /// The phase's measured length so far (the latest worker end), ns.
+    pub fn end_ns(&self) -> u64 {
+        self.end_ns
+    }
+
+    /// Closes the remaining intervals and returns the phase. `duration_ns` is the measured
+    /// span; `start_offset_ns` places it in the run.
+    pub fn finish(mut self, start_offset_ns: u64, duration_ns: u64) -> Phase {
+        let full_seconds = duration_ns / 1_000_000_000;
+        let last = self.open.keys().next_back().copied().unwrap_or(0).max(full_seconds.saturating_sub(1) as u32);
+        while self.next_to_close <= last {
+            let i = self.next_to_close;
+            let start = u64::from(i) * 1_000_000_000;
+            let len = duration_ns.saturating_sub(start).min(1_000_000_000);
+            if len == 0 && !self.open.contains_key(&i) {
+                break;
+            }
+            self.close(i, len.max(1));
+        }
+
+        let mut total = Snapshot::new();
+        let mut by_host: BTreeMap<u16, Snapshot> = BTreeMap::new();
+        let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
+        let mut histograms = BTreeMap::new();
+        let mut errors = Vec::new();
+        for ((host, job), snap) in &self.per_source {
+            total += snap;
+            *by_host.entry(*host).or_default() += snap;
+            *by_job.entry(*job).or_default() += snap;
+            let host_name = self.hosts.get(*host as usize).cloned().unwrap_or_default();
+            let job_name = self.jobs.get(*job as usize).map(|j| j.name.clone()).unwrap_or_default();
+            for (op, r) in snap.ops() {
+                if r.ops > 0 {
+                    histograms.insert(format!("{host_name}/{job_name}/{}", op.name()), encode_histogram(&r.hist));
+                }
+            }
+            for e in snap.errors.entries() {
+                errors.push(ErrorSummary {
+                    host: host_name.clone(),
+                    job: job_name.clone(),
+                    op: e.op.name().to_string(),
+                    kind: e.kind.name(),
+                    count: e.count,
+                    first_offset: e.first_offset,
+                });
+            }
+        }
+        let breakdown = |s: &Snapshot| Breakdown { total: Summary::of(&s.total(), duration_ns), by_op: by_op(s, duration_ns) };
+        Phase {
+            name: self.name,
+            start_offset_ns,
+            duration_ns,
+            total: Summary::of(&total.total(), duration_ns),
+            by_op: by_op(&total, duration_ns),
+            by_host: by_host.iter().map(|(h, s)| (self.hosts[*h as usize].clone(), breakdown(s))).collect(),
+            by_job: by_job.iter().map(|(j, s)| (self.jobs[*j as usize].name.clone(), breakdown(s))).collect(),
+            jobs: self.jobs,
+            errors,
+            intervals: self.closed,
+            histograms,
+        }
+    }
+}
+
+/// Per-operation summaries of the operations that did anything.
+fn by_op(s: &Snapshot, duration_ns: u64) -> BTreeMap<String, Summary> {
+    s.ops()
+        .filter(|(_, r)| r.ops + r.errors > 0)
+        .map(|(op, r): (Op, _)| (op.name().to_string(), Summary::of(r, duration_ns)))
+        .collect()
+}
+
+fn interval_of(i: u32, duration_ns: u64, s: &Snapshot) -> Interval {
+    Interval { t_s: i, duration_ns, total: Summary::of(&s.total(), duration_ns), by_op: by_op(s, duration_ns) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{decode_histogram, Recorder};
+
+    fn job(name: &str) -> PhaseJob {
+        PhaseJob { name: name.into(), engine: "null".into(), direct: false, workers: 1, iodepth: 1 }
+    }
+
+    fn snap(n: u64, lat: u64) -> Snapshot {
+        let mut r = Recorder::new();
+        for _ in 0..n {
+            r.record(Op::Read, 4096, lat);
+        }
+        r.take()
+    }
+
+    #[test]
+    fn intervals_close_when_every_worker_moved_on() {
+        let a = WorkerKey { host: 0, job: 0, worker: 0 };
+        let b = WorkerKey { host: 0, job: 0, worker: 1 };
+        let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a, b]);
+        acc.add(a, 0, &snap(10, 100));
+        assert!(acc.close_ready().is_empty());
+        acc.add(a, 1, &snap(10, 100));
+        acc.add(b, 0, &snap(5, 100));
+        assert!(acc.close_ready().is_empty(), "b has not moved past 0");
+        acc.add(b, 2, &snap(5, 100)); // b stalled through second 1
+        let closed = acc.close_ready();
+        assert_eq!(closed.len(), 1);
+        assert_eq!(closed[0].total.ops, 15);
+        acc.add(a, 2, &snap(1, 100));
+        acc.add(a, 3, &snap(1, 100));
+        assert_eq!(acc.close_ready().len(), 1, "second 1 closes: a is at 3, b at 2");
+        acc.worker_done(a, 3_500_000_000);
+        acc.worker_done(b, 3_400_000_000);
+        let phase = acc.finish(0, 3_500_000_000);
+        let ops: Vec<u64> = phase.intervals.iter().map(|i| i.total.ops).collect();
+        assert_eq!(ops, vec![15, 10, 6, 1]);
+        assert_eq!(phase.intervals[3].duration_ns, 500_000_000);
+        assert_eq!(phase.total.ops, 32);
+        assert_eq!(phase.total.iops, 32.0 / 3.5);
+    }
+
+    #[test]
+    fn empty_seconds_are_reported_as_zero() {
+        let a = WorkerKey { host: 0, job: 0, worker: 0 };
+        let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+        acc.add(a, 0, &snap(3, 100));
+        acc.add(a, 2, &snap(3, 100));
+        acc.worker_done(a, 3_000_000_000);
+        let phase = acc.finish(0, 3_000_000_000);
+        let ops: Vec<u64> = phase.intervals.iter().map(|i| i.total.ops).collect();
+        assert_eq!(ops, vec![3, 0, 3]);
+    }
+
+    #[test]
+    fn hosts_and_jobs_sum_to_total_and_histograms_decode() {
+        let keys = [
+            WorkerKey { host: 0, job: 0, worker: 0 },
+            WorkerKey { host: 1, job: 0, worker: 0 },
+            WorkerKey { host: 1, job: 1, worker: 0 },
+        ];
+        let mut acc = PhaseAccumulator::new("run:g", vec!["h0".into(), "h1".into()], vec![job("a"), job("b")], &keys);
+        for (i, k) in keys.iter().enumerate() {
+            acc.add(*k, 0, &snap(10 * (i as u64 + 1), 1000 * (i as u64 + 1)));
+            acc.worker_done(*k, 1_000_000_000);
+        }
+        let phase = acc.finish(5, 1_000_000_000);
+        assert_eq!(phase.total.ops, 60);
+        assert_eq!(phase.by_host["h0"].total.ops + phase.by_host["h1"].total.ops, 60);
+        assert_eq!(phase.by_job["a"].total.ops, 30);
+        assert_eq!(phase.by_job["b"].total.ops, 30);
+        let mut merged = crate::new_histogram();
+        for text in phase.histograms.values() {
+            merged.add(decode_histogram(text).unwrap()).unwrap();
+        }
+        assert_eq!(merged.len(), 60);
+        assert_eq!(merged.max(), phase.total.latency_ns.unwrap().max);
+    }
+}

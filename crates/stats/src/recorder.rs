@@ -1,0 +1,413 @@
+//! The per-worker recorder: what the hot path touches.
+
+use std::ops::AddAssign;
+
+use hdrhistogram::Histogram;
+
+/// Highest latency a histogram holds: one hour, in nanoseconds. Longer values are clamped.
+pub const HIGHEST_NS: u64 = 3_600_000_000_000;
+
+/// A new latency histogram: 1 ns to 1 h at 3 significant digits (0.1% resolution), the range
+/// and precision fio reports in.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("constant bounds are valid")
+}
+
+/// An operation kind. Indexes the per-operation records of a [`Snapshot`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+}
+
+impl Op {
+    /// Every operation, in index order.
+    pub const ALL: [Op; 2] = [Op::Read, Op::Write];
+    /// How many operation kinds there are.
+    pub const COUNT: usize = 2;
+
+    /// The name used in results (`by_op.read`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
+
+    /// Position in [`Op::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The kind of a failed I/O: `Copy`, so the hot path counts it without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// EIO: the device reported an error.
+    Io,
+    /// ENOSPC: no space left.
+    NoSpace,
+    /// EINVAL: the kernel refused the request (often O_DIRECT alignment).
+    Invalid,
+    /// The transfer moved fewer bytes than asked.
+    Short,
+    /// Any other errno.
+    Other(i32),
+}
+
+impl ErrorKind {
+    /// Classifies a positive errno value.
+    pub fn from_errno(errno: i32) -> ErrorKind {
+        match errno {
+            5 => ErrorKind::Io,
+            28 => ErrorKind::NoSpace,
+            22 => ErrorKind::Invalid,
+            e => ErrorKind::Other(e),
+        }
+    }
+
+    /// A stable name for results: `eio`, `enospc`, `einval`, `short`, `errno-N`.
+    pub fn name(self) -> String {
+        match self {
+            ErrorKind::Io => "eio".into(),
+            ErrorKind::NoSpace => "enospc".into(),
+            ErrorKind::Invalid => "einval".into(),
+            ErrorKind::Short => "short".into(),
+            ErrorKind::Other(e) => format!("errno-{e}"),
+        }
+    }
+}
+
+/// One kind of error seen by one operation: how often, and where first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorTallyEntry {
+    /// Operation that failed.
+    pub op: Op,
+    /// What failed.
+    pub kind: ErrorKind,
+    /// How many times.
+    pub count: u64,
+    /// Offset of the first failure.
+    pub first_offset: u64,
+    /// Index of the file of the first failure, within the worker's files.
+    pub first_file: u32,
+}
+
+/// Error counts by operation and kind, in a fixed array: recording never allocates. Kinds past
+/// the eighth distinct one are counted under the last slot's kind `Other(0)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorTally {
+    entries: [Option<ErrorTallyEntry>; 8],
+}
+
+impl ErrorTally {
+    /// Counts one failure.
+    pub fn record(&mut self, op: Op, kind: ErrorKind, offset: u64, file: u32) {
+        let last = self.entries.len() - 1;
+        for (i, slot) in self.entries.iter_mut().enumerate() {
+            match slot {
+                Some(e) if e.op == op && e.kind == kind => {
+                    e.count += 1;
+                    return;
+                }
+                Some(e) if i == last => {
+                    e.kind = ErrorKind::Other(0);
+                    e.count += 1;
+                    return;
+                }
+                Some(_) => {}
+                None => {
+                    *slot = Some(ErrorTallyEntry { op, kind, count: 1, first_offset: offset, first_file: file });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The kinds seen, in order of first appearance.
+    pub fn entries(&self) -> impl Iterator<Item = &ErrorTallyEntry> {
+        self.entries.iter().flatten()
+    }
+
+    /// Whether nothing failed.
+    pub fn is_empty(&self) -> bool {
+        self.entries[0].is_none()
+    }
+
+    fn clear(&mut self) {
+        self.entries = Default::default();
+    }
+}
+
+impl AddAssign<&ErrorTally> for ErrorTally {
+    fn add_assign(&mut self, other: &ErrorTally) {
+        for e in other.entries() {
+            let before = self.entries().find(|x| x.op == e.op && x.kind == e.kind).map(|x| x.count);
+            match before {
+                Some(_) => {
+                    for x in self.entries.iter_mut().flatten() {
+                        if x.op == e.op && x.kind == e.kind {
+                            x.count += e.count;
+                        }
+                    }
+                }
+                None => {
+                    self.record(e.op, e.kind, e.first_offset, e.first_file);
+                    for x in self.entries.iter_mut().flatten() {
+                        if x.op == e.op && x.kind == e.kind {
+                            x.count += e.count - 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What one operation did: completed I/Os, bytes, failures, and the latency of every
+/// successful I/O.
+#[derive(Debug, Clone)]
+pub struct OpRecord {
+    /// Latency of each completed I/O, ns.
+    pub hist: Histogram<u64>,
+    /// Completed I/Os.
+    pub ops: u64,
+    /// Bytes moved by completed I/Os.
+    pub bytes: u64,
+    /// Failed I/Os.
+    pub errors: u64,
+}
+
+impl OpRecord {
+    /// An empty record.
+    pub fn new() -> OpRecord {
+        OpRecord { hist: new_histogram(), ops: 0, bytes: 0, errors: 0 }
+    }
+
+    fn clear(&mut self) {
+        self.hist.reset();
+        self.ops = 0;
+        self.bytes = 0;
+        self.errors = 0;
+    }
+}
+
+impl Default for OpRecord {
+    fn default() -> Self {
+        OpRecord::new()
+    }
+}
+
+impl PartialEq for OpRecord {
+    fn eq(&self, other: &Self) -> bool {
+        self.ops == other.ops && self.bytes == other.bytes && self.errors == other.errors && self.hist == other.hist
+    }
+}
+
+impl AddAssign<&OpRecord> for OpRecord {
+    fn add_assign(&mut self, other: &OpRecord) {
+        self.hist.add(&other.hist).expect("all histograms share one configuration");
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+    }
+}
+
+/// What one worker (or a merge of several) did in one interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    ops: [OpRecord; Op::COUNT],
+    /// Failures by kind.
+    pub errors: ErrorTally,
+}
+
+impl Snapshot {
+    /// An empty snapshot.
+    pub fn new() -> Snapshot {
+        Snapshot { ops: [OpRecord::new(), OpRecord::new()], errors: ErrorTally::default() }
+    }
+
+    /// The record of one operation.
+    pub fn op(&self, op: Op) -> &OpRecord {
+        &self.ops[op.index()]
+    }
+
+    /// Every operation's record, in [`Op::ALL`] order.
+    pub fn ops(&self) -> impl Iterator<Item = (Op, &OpRecord)> {
+        Op::ALL.iter().copied().zip(self.ops.iter())
+    }
+
+    /// All operations together: the merged histogram and summed counters.
+    pub fn total(&self) -> OpRecord {
+        let mut t = OpRecord::new();
+        for r in &self.ops {
+            t += r;
+        }
+        t
+    }
+
+    /// Empties the snapshot, keeping its memory.
+    pub fn clear(&mut self) {
+        for r in &mut self.ops {
+            r.clear();
+        }
+        self.errors.clear();
+    }
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot::new()
+    }
+}
+
+impl AddAssign<&Snapshot> for Snapshot {
+    fn add_assign(&mut self, other: &Snapshot) {
+        for (a, b) in self.ops.iter_mut().zip(other.ops.iter()) {
+            *a += b;
+        }
+        self.errors += &other.errors;
+    }
+}
+
+/// A worker's recorder: `record` is all the hot path calls.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    current: Snapshot,
+}
+
+impl Recorder {
+    /// An empty recorder.
+    pub fn new() -> Recorder {
+        Recorder { current: Snapshot::new() }
+    }
+
+    /// Records one completed I/O.
+    #[inline]
+    pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64) {
+        let r = &mut self.current.ops[op.index()];
+        r.hist.saturating_record(latency_ns.max(1));
+        r.ops += 1;
+        r.bytes += bytes;
+    }
+
+    /// Counts one failed I/O.
+    #[cold]
+    pub fn record_error(&mut self, op: Op, kind: ErrorKind, offset: u64, file: u32) {
+        self.current.ops[op.index()].errors += 1;
+        self.current.errors.record(op, kind, offset, file);
+    }
+
+    /// Swaps the current snapshot for `spare` (which is cleared first) and returns what was
+    /// recorded since the last swap. No allocation when a spare is handed back.
+    pub fn swap(&mut self, mut spare: Snapshot) -> Snapshot {
+        spare.clear();
+        std::mem::replace(&mut self.current, spare)
+    }
+
+    /// Returns what was recorded and starts afresh (allocates a new snapshot).
+    pub fn take(&mut self) -> Snapshot {
+        std::mem::take(&mut self.current)
+    }
+
+    /// Drops what was recorded (the end of a ramp).
+    pub fn discard(&mut self) {
+        self.current.clear();
+    }
+
+    /// Completed I/Os of every operation since the last swap.
+    pub fn ops(&self) -> u64 {
+        self.current.ops.iter().map(|r| r.ops + r.errors).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn errors_are_tallied_by_kind() {
+        let mut r = Recorder::new();
+        r.record_error(Op::Write, ErrorKind::NoSpace, 8192, 0);
+        r.record_error(Op::Write, ErrorKind::NoSpace, 4096, 1);
+        r.record_error(Op::Read, ErrorKind::from_errno(5), 0, 0);
+        let s = r.take();
+        let e: Vec<_> = s.errors.entries().copied().collect();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].kind, e[0].count, e[0].first_offset), (ErrorKind::NoSpace, 2, 8192));
+        assert_eq!(e[1].kind, ErrorKind::Io);
+        assert_eq!(s.op(Op::Write).errors, 2);
+    }
+
+    #[test]
+    fn tally_overflow_is_counted() {
+        let mut t = ErrorTally::default();
+        for errno in 100..120 {
+            t.record(Op::Read, ErrorKind::Other(errno), 0, 0);
+        }
+        assert_eq!(t.entries().map(|e| e.count).sum::<u64>(), 20);
+    }
+
+    #[test]
+    fn swap_reuses_memory_and_clears() {
+        let mut r = Recorder::new();
+        r.record(Op::Read, 10, 5);
+        let first = r.swap(Snapshot::new());
+        assert_eq!(first.op(Op::Read).ops, 1);
+        let second = r.swap(first);
+        assert_eq!(second.op(Op::Read).ops, 0);
+        r.record(Op::Write, 10, 5);
+        assert_eq!(r.take().op(Op::Write).ops, 1);
+    }
+
+    fn recorder_of(samples: &[(bool, u64, u64)]) -> Snapshot {
+        let mut r = Recorder::new();
+        for &(read, bytes, lat) in samples {
+            if lat % 7 == 0 {
+                r.record_error(if read { Op::Read } else { Op::Write }, ErrorKind::Other((lat % 3) as i32), bytes, 0);
+            } else {
+                r.record(if read { Op::Read } else { Op::Write }, bytes, lat);
+            }
+        }
+        r.take()
+    }
+
+    proptest! {
+        /// Merged recorders equal one recorder of everything, in any order.
+        #[test]
+        fn merge_is_exact_in_any_order(
+            samples in proptest::collection::vec((any::<bool>(), 0u64..1 << 20, 1u64..HIGHEST_NS), 0..200),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
+            seed in any::<u64>(),
+        ) {
+            let whole = recorder_of(&samples);
+            let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (samples.len() + 1)).collect();
+            bounds.push(0);
+            bounds.push(samples.len());
+            bounds.sort_unstable();
+            let mut parts: Vec<Snapshot> = bounds.windows(2).map(|w| recorder_of(&samples[w[0]..w[1]])).collect();
+            // A deterministic shuffle driven by the seed.
+            let mut s = seed | 1;
+            for i in (1..parts.len()).rev() {
+                s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+                parts.swap(i, (s % (i as u64 + 1)) as usize);
+            }
+            let mut merged = Snapshot::new();
+            for p in &parts {
+                merged += p;
+            }
+            for op in Op::ALL {
+                prop_assert_eq!(merged.op(op), whole.op(op));
+            }
+            let count = |s: &Snapshot| {
+                let mut v: Vec<_> = s.errors.entries().map(|e| (e.op, e.kind, e.count)).collect();
+                v.sort_by_key(|x| (x.0, x.1.name()));
+                v
+            };
+            prop_assert_eq!(count(&merged), count(&whole));
+        }
+    }
+}

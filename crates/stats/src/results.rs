@@ -1,0 +1,257 @@
+//! The versioned results document (`"schema": "stormark/results/1"`), field by field in
+//! docs/results-schema.md. Every renderer reads this and nothing else.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::Summary;
+
+/// The schema identifier written into every document.
+pub const SCHEMA: &str = "stormark/results/1";
+
+/// A whole run: what was asked, where, what every phase measured, and what it means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The program that wrote the document.
+    pub tool: Tool,
+    /// The command line, one argument per element.
+    pub command: Vec<String>,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// Wall time from start to the end of the last phase, ns.
+    pub duration_ns: u64,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Why it failed, when it did.
+    pub failure: Option<String>,
+    /// What was benchmarked.
+    pub target: Option<Target>,
+    /// The normalized workload: `prepare` plus the jobs as job-file keys; enough to re-run.
+    pub spec: serde_json::Value,
+    /// Measured phases in order (`prepare`, `run`, `run:<job>`, ...).
+    pub phases: Vec<Phase>,
+    /// Every host that ran load, with its inventory.
+    pub hosts: Vec<Host>,
+    /// What the numbers mean: problems found and advice.
+    pub findings: Vec<Finding>,
+    /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
+    pub notes: Vec<String>,
+}
+
+impl Results {
+    /// An empty document for a run started now with this command line.
+    pub fn new(command: Vec<String>) -> Results {
+        Results {
+            schema: SCHEMA.to_string(),
+            tool: Tool { name: "stormark".into(), version: env!("CARGO_PKG_VERSION").into() },
+            command,
+            started_at: crate::format_rfc3339(std::time::SystemTime::now()),
+            duration_ns: 0,
+            status: RunStatus::Ok,
+            failure: None,
+            target: None,
+            spec: serde_json::Value::Null,
+            phases: Vec::new(),
+            hosts: Vec::new(),
+            findings: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Errors counted over every phase.
+    pub fn total_errors(&self) -> u64 {
+        self.phases.iter().map(|p| p.total.errors).sum()
+    }
+}
+
+/// The program that wrote a document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// `stormark`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Every phase ran to its end without I/O errors.
+    Ok,
+    /// A phase could not run, or I/O errors were counted.
+    Failed,
+    /// Stopped by Ctrl-C or a signal; the phases hold what was measured until then.
+    Interrupted,
+}
+
+/// What was benchmarked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    /// The path as given (or the directory chosen for a run without TARGET).
+    pub path: String,
+    /// `directory`, `file` or `block-device`.
+    pub kind: String,
+    /// The run directory stormark created inside a directory target.
+    pub run_dir: Option<String>,
+    /// Whether the run directory was kept (`--keep`).
+    pub kept: bool,
+}
+
+/// One host that ran load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// Host name.
+    pub name: String,
+    /// What the host is (see `stormark probe`).
+    pub inventory: serde_json::Value,
+}
+
+/// Figures of one phase: one job, or every job of one group running together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// `prepare`, `run` (a workload of one job), or `run:<job or group>`.
+    pub name: String,
+    /// The jobs that ran in this phase.
+    pub jobs: Vec<PhaseJob>,
+    /// Start of the measured span, ns after the run's start.
+    pub start_offset_ns: u64,
+    /// Length of the measured span (ramp excluded), ns.
+    pub duration_ns: u64,
+    /// Every operation together.
+    pub total: Summary,
+    /// Per operation: `read`, `write`.
+    pub by_op: BTreeMap<String, Summary>,
+    /// Per host, the same shape.
+    pub by_host: BTreeMap<String, Breakdown>,
+    /// Per job, the same shape.
+    pub by_job: BTreeMap<String, Breakdown>,
+    /// Failed I/Os by kind.
+    pub errors: Vec<ErrorSummary>,
+    /// One entry per second of the measured span; the last may be shorter.
+    pub intervals: Vec<Interval>,
+    /// Latency histograms, HDR V2 encoded then base64, keyed `<host>/<job>/<op>`, so that
+    /// documents can be merged exactly at any level.
+    pub histograms: BTreeMap<String, String>,
+}
+
+/// How one job of a phase ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseJob {
+    /// Job name.
+    pub name: String,
+    /// Engine used (`io_uring`, `psync`, `null`).
+    pub engine: String,
+    /// Whether I/O bypassed the page cache.
+    pub direct: bool,
+    /// Workers (fio's numjobs).
+    pub workers: u32,
+    /// I/Os in flight per worker.
+    pub iodepth: u32,
+}
+
+/// Total and per-operation figures of one host or job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Every operation together.
+    pub total: Summary,
+    /// Per operation.
+    pub by_op: BTreeMap<String, Summary>,
+}
+
+/// One kind of failure of one operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    /// Host.
+    pub host: String,
+    /// Job.
+    pub job: String,
+    /// Operation.
+    pub op: String,
+    /// `eio`, `enospc`, `einval`, `short`, `errno-N`.
+    pub kind: String,
+    /// How many.
+    pub count: u64,
+    /// Offset of the first failure of this kind.
+    pub first_offset: u64,
+}
+
+/// One second of a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Start, in whole seconds after the phase's measured start.
+    pub t_s: u32,
+    /// Length, ns (one second but for the last).
+    pub duration_ns: u64,
+    /// Every operation together.
+    pub total: Summary,
+    /// Per operation.
+    pub by_op: BTreeMap<String, Summary>,
+}
+
+/// Alias kept for renderers that read an interval's per-operation figure.
+pub type IntervalOp = Summary;
+
+/// Something the run noticed: what, the evidence, and what to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// How much it matters.
+    pub severity: Severity,
+    /// Stable identifier, e.g. `odirect-unsupported`.
+    pub code: String,
+    /// One sentence.
+    pub message: String,
+    /// The numbers behind it.
+    pub evidence: serde_json::Value,
+    /// What to do about it.
+    pub advice: String,
+}
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// The numbers may not mean what they seem.
+    Warning,
+    /// The numbers are wrong or the system is in trouble.
+    Critical,
+}
+
+/// Encodes a histogram as HDR V2 (uncompressed, per the HdrHistogram spec), base64.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    let mut buf = Vec::new();
+    V2Serializer::new().serialize(h, &mut buf).expect("serializing into a Vec cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(buf)
+}
+
+/// Decodes a histogram written by [`encode_histogram`] (or any HDR V2/V2+deflate encoder).
+pub fn decode_histogram(text: &str) -> Option<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim()).ok()?;
+    Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::new_histogram;
+
+    #[test]
+    fn histogram_round_trip() {
+        let mut h = new_histogram();
+        for v in [1u64, 10, 1000, 123_456, 9_999_999_999] {
+            h.record(v).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h)).unwrap();
+        assert_eq!(back, h);
+        assert!(decode_histogram("not base64!").is_none());
+        assert!(decode_histogram("AAAA").is_none());
+    }
+}

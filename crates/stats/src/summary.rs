@@ -1,0 +1,113 @@
+//! Figures computed from a merged record: throughput and latency percentiles.
+
+use serde::{Deserialize, Serialize};
+
+use crate::OpRecord;
+
+/// Latency distribution of completed I/Os, in nanoseconds. Percentiles are read from the
+/// merged HDR histogram, so they are exact to its 0.1% resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Fastest I/O.
+    pub min: u64,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
+    /// Slowest I/O.
+    pub max: u64,
+}
+
+impl Latency {
+    /// The distribution of a record, or `None` when nothing completed.
+    pub fn of(r: &OpRecord) -> Option<Latency> {
+        let h = &r.hist;
+        if h.is_empty() {
+            return None;
+        }
+        Some(Latency {
+            min: h.min(),
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+        })
+    }
+}
+
+/// Throughput and latency of one operation (or all) over a span of time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Completed I/Os.
+    pub ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Completed I/Os per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bw_bytes_per_s: f64,
+    /// Failed I/Os.
+    pub errors: u64,
+    /// Latency of completed I/Os; `null` when none completed.
+    pub latency_ns: Option<Latency>,
+}
+
+impl Summary {
+    /// Summarises a record that covers `duration_ns`.
+    pub fn of(r: &OpRecord, duration_ns: u64) -> Summary {
+        let secs = duration_ns as f64 / 1e9;
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        Summary {
+            ops: r.ops,
+            bytes: r.bytes,
+            iops: per_s(r.ops),
+            bw_bytes_per_s: per_s(r.bytes),
+            errors: r.errors,
+            latency_ns: Latency::of(r),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Op, Recorder};
+
+    #[test]
+    fn known_values() {
+        let mut r = Recorder::new();
+        for v in 1..=1000u64 {
+            r.record(Op::Read, 4096, v * 1000); // 1 us .. 1 ms
+        }
+        let s = Summary::of(r.take().op(Op::Read), 2_000_000_000);
+        assert_eq!(s.ops, 1000);
+        assert_eq!(s.iops, 500.0);
+        assert_eq!(s.bw_bytes_per_s, 4096.0 * 500.0);
+        let l = s.latency_ns.unwrap();
+        let close = |got: u64, want: u64| (got as f64 - want as f64).abs() / want as f64 <= 0.001;
+        assert!(close(l.p50, 500_000), "{l:?}");
+        assert!(close(l.p90, 900_000), "{l:?}");
+        assert!(close(l.p99, 990_000), "{l:?}");
+        assert!(close(l.max, 1_000_000), "{l:?}");
+        assert!(close(l.min, 1_000), "{l:?}");
+        assert!((l.mean - 500_500.0).abs() / 500_500.0 < 0.001, "{l:?}");
+    }
+
+    #[test]
+    fn empty_has_no_latency() {
+        let s = Summary::of(&OpRecord::new(), 1_000_000_000);
+        assert_eq!(s.latency_ns, None);
+        assert_eq!(s.iops, 0.0);
+    }
+}
