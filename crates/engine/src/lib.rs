@@ -1,1 +1,40 @@
-//! placeholder
+//! How load is made on this host: workers, the offset generator and the I/O backends.
+//!
+//! A stage is a set of [`WorkerSpec`]s started together: every worker opens its files and
+//! allocates its buffers, then all wait at one gate and start at the same instant. Each worker
+//! picks its backend once ([`Backend`]: io_uring, psync or null) and runs a loop that submits,
+//! reaps and records into its own [`stormark_stats::Recorder`], with no allocation, lock or
+//! formatting per I/O. Once a second (and at the end) it sends a [`WorkerMsg`] with its
+//! snapshot; [`run_stage`] hands those to the caller, which merges them. The engine never
+//! creates or removes files: it is handed paths the planner made safe to use.
+//!
+//! ```
+//! use std::sync::{atomic::AtomicBool, Arc};
+//! use std::time::Duration;
+//! use stormark_engine::{run_stage, Backend, StageEvent, Stop, WorkerSpec};
+//!
+//! let spec = WorkerSpec {
+//!     backend: Backend::Null,
+//!     stop: Stop { time: Some(Duration::from_millis(50)), io_total: None },
+//!     ..WorkerSpec::new(vec![])
+//! };
+//! let mut ops = 0;
+//! run_stage(vec![spec], Arc::new(AtomicBool::new(false)), &mut |e| {
+//!     if let StageEvent::Interval { snap, .. } = e {
+//!         ops += snap.total().ops;
+//!     }
+//! });
+//! assert!(ops > 0);
+//! ```
+#![warn(missing_docs)]
+
+mod buffer;
+mod offsets;
+mod stage;
+mod uring;
+mod worker;
+
+pub use offsets::{IoReq, OffsetGen};
+pub use stage::{run_stage, StageEvent, StageOutcome};
+pub use uring::io_uring_available;
+pub use worker::{Backend, FileTarget, Stop, WorkerMsg, WorkerSpec};

@@ -1,0 +1,57 @@
+//! I/O buffers: allocated once per worker, aligned for O_DIRECT, filled with random bytes so
+//! that compressing or deduplicating storage sees incompressible data (fio's default).
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+
+/// Alignment of every buffer: a page, enough for any logical block size up to 4 KiB.
+pub const ALIGN: usize = 4096;
+
+/// A heap buffer aligned to [`ALIGN`].
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// SAFETY: the buffer is plain memory owned by one worker; moving it between threads is fine.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    /// Allocates `len` bytes (at least one page) and fills them from `seed`.
+    pub fn new(len: usize, seed: u64) -> AlignedBuf {
+        let layout = Layout::from_size_align(len.max(ALIGN).next_multiple_of(ALIGN), ALIGN)
+            .expect("buffer sizes are bounded by validated block size and iodepth");
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        let mut buf = AlignedBuf { ptr, layout };
+        let mut s = seed | 1;
+        for chunk in buf.as_mut_slice().chunks_exact_mut(8) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            chunk.copy_from_slice(&s.to_le_bytes());
+        }
+        buf
+    }
+
+    /// Pointer to byte `offset`.
+    pub fn at(&self, offset: usize) -> *mut u8 {
+        debug_assert!(offset < self.layout.size());
+        // SAFETY: offset is within the allocation (checked by callers via slot * bs_max).
+        unsafe { self.ptr.add(offset) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for layout.size() bytes and uniquely owned.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout in `new`.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}

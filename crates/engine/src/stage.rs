@@ -1,0 +1,233 @@
+//! A stage: workers started together through one gate, their messages handed to the caller.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use stormark_stats::Snapshot;
+
+use crate::worker::{run_worker, WorkerMsg, WorkerSpec};
+
+/// The start gate: every worker is ready (files open, buffers filled) before any starts, and
+/// all share one start instant.
+pub(crate) struct Gate {
+    barrier: Barrier,
+    t0: OnceLock<Instant>,
+}
+
+impl Gate {
+    /// Waits until everyone is ready, then returns the common start instant.
+    pub(crate) fn wait(&self) -> Instant {
+        self.barrier.wait();
+        self.barrier.wait();
+        *self.t0.get().expect("the stage sets t0 between the two barriers")
+    }
+}
+
+/// What a running stage reports to its caller, on the caller's thread.
+#[derive(Debug)]
+pub enum StageEvent<'a> {
+    /// Every worker is ready and the load starts now.
+    Started {
+        /// The common start instant.
+        t0: Instant,
+    },
+    /// A worker's second (or last part of one).
+    Interval {
+        /// Worker index.
+        worker: usize,
+        /// Interval number after the ramp.
+        interval: u32,
+        /// What it did.
+        snap: &'a Snapshot,
+    },
+    /// A worker stopped.
+    Done {
+        /// Worker index.
+        worker: usize,
+        /// Last completion, ns after the measured start.
+        end_ns: u64,
+        /// Why it failed, if it did.
+        failure: Option<&'a str>,
+    },
+    /// Nothing arrived for a quarter second; a chance to refresh a live display.
+    Tick,
+}
+
+/// How a stage ended.
+#[derive(Debug, Clone)]
+pub struct StageOutcome {
+    /// The common start instant.
+    pub t0: Instant,
+    /// When the last worker stopped.
+    pub ended: Instant,
+    /// Failures, by worker index.
+    pub failures: Vec<(usize, String)>,
+}
+
+/// Runs workers on threads of their own until every one has stopped, calling `on_event` on
+/// this thread for each message. Setting `stop` ends the stage early (Ctrl-C).
+pub fn run_stage(specs: Vec<WorkerSpec>, stop: Arc<AtomicBool>, on_event: &mut dyn FnMut(StageEvent<'_>)) -> StageOutcome {
+    let gate = Gate { barrier: Barrier::new(specs.len() + 1), t0: OnceLock::new() };
+    let (tx, rx) = channel::<WorkerMsg>();
+    let mut failures = Vec::new();
+    let mut t0 = Instant::now();
+    std::thread::scope(|scope| {
+        for (i, spec) in specs.iter().enumerate() {
+            let (gate, stop, tx) = (&gate, &*stop, tx.clone());
+            std::thread::Builder::new()
+                .name(format!("stormark-w{i}"))
+                .spawn_scoped(scope, move || run_worker(i, spec, gate, stop, &tx))
+                .expect("spawning a worker thread");
+        }
+        drop(tx);
+        gate.barrier.wait();
+        t0 = Instant::now();
+        gate.t0.set(t0).expect("t0 is set once");
+        gate.barrier.wait();
+        on_event(StageEvent::Started { t0 });
+        let mut running = specs.len();
+        while running > 0 {
+            match rx.recv_timeout(Duration::from_millis(250)) {
+                Ok(WorkerMsg::Interval { worker, interval, snap }) => on_event(StageEvent::Interval { worker, interval, snap: &snap }),
+                Ok(WorkerMsg::Done { worker, end_ns, failure }) => {
+                    running -= 1;
+                    on_event(StageEvent::Done { worker, end_ns, failure: failure.as_deref() });
+                    if let Some(f) = failure {
+                        failures.push((worker, f));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => on_event(StageEvent::Tick),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    });
+    StageOutcome { t0, ended: Instant::now(), failures }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Backend, FileTarget, Stop};
+    use std::io::Write;
+    use stormark_stats::Op;
+
+    fn collect(specs: Vec<WorkerSpec>) -> (Snapshot, Vec<(usize, String)>) {
+        let mut total = Snapshot::new();
+        let out = run_stage(specs, Arc::new(AtomicBool::new(false)), &mut |e| {
+            if let StageEvent::Interval { snap, .. } = e {
+                total += snap;
+            }
+        });
+        (total, out.failures)
+    }
+
+    fn temp_file(len: usize) -> (tempfile::TempDir, FileTarget) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::File::create(&path).unwrap().write_all(&vec![7u8; len]).unwrap();
+        (dir, FileTarget { path, len: len as u64 })
+    }
+
+    #[test]
+    fn io_total_bounds_every_backend() {
+        let (_dir, file) = temp_file(1 << 20);
+        let mut backends = vec![Backend::Psync, Backend::Null];
+        if crate::io_uring_available().is_ok() {
+            backends.push(Backend::IoUring);
+        } else {
+            eprintln!("skipping io_uring: not available on this kernel");
+        }
+        for backend in backends {
+            let spec = WorkerSpec {
+                backend,
+                iodepth: 8,
+                read_pct: 50,
+                stop: Stop { time: None, io_total: Some(1 << 20) },
+                ..WorkerSpec::new(vec![file.clone()])
+            };
+            let (total, failures) = collect(vec![spec]);
+            assert!(failures.is_empty(), "{backend:?}: {failures:?}");
+            let t = total.total();
+            assert_eq!(t.ops, 256, "{backend:?}");
+            assert_eq!(t.bytes, 1 << 20, "{backend:?}");
+            assert!(total.op(Op::Read).ops > 0 && total.op(Op::Write).ops > 0, "{backend:?}");
+        }
+    }
+
+    #[test]
+    fn write_once_fills_the_file() {
+        let (_dir, file) = temp_file(10_000);
+        std::fs::write(&file.path, b"").unwrap();
+        std::fs::File::options().write(true).open(&file.path).unwrap().set_len(10_000).unwrap();
+        let spec = WorkerSpec { write_once: true, bs_min: 4096, bs_max: 4096, ..WorkerSpec::new(vec![file.clone()]) };
+        let (total, failures) = collect(vec![spec]);
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(total.op(Op::Write).bytes, 10_000);
+        let data = std::fs::read(&file.path).unwrap();
+        assert!(data.iter().filter(|b| **b == 0).count() < 200, "the file holds written data");
+    }
+
+    #[test]
+    fn missing_file_fails_cleanly_and_others_still_run() {
+        let (_dir, file) = temp_file(1 << 16);
+        let bad = FileTarget { path: "/nonexistent/stormark".into(), len: 1 << 16 };
+        let stop = Stop { time: None, io_total: Some(1 << 16) };
+        let specs = vec![
+            WorkerSpec { stop, ..WorkerSpec::new(vec![bad]) },
+            WorkerSpec { stop, ..WorkerSpec::new(vec![file]) },
+        ];
+        let (total, failures) = collect(specs);
+        assert_eq!(failures.len(), 1);
+        assert!(failures[0].1.contains("cannot open /nonexistent/stormark"), "{failures:?}");
+        assert_eq!(total.total().ops, 16);
+    }
+
+    #[test]
+    fn errors_are_counted_and_a_failing_worker_stops() {
+        let (_dir, file) = temp_file(1 << 16);
+        // Claim the file is longer than it is: reads past its end come back short.
+        let long = FileTarget { len: 1 << 30, ..file };
+        let spec = WorkerSpec { stop: Stop { time: Some(Duration::from_secs(30)), io_total: None }, random_pct: 0, ..WorkerSpec::new(vec![long]) };
+        let (total, failures) = collect(vec![spec]);
+        assert_eq!(total.op(Op::Read).ops, 16);
+        assert_eq!(total.op(Op::Read).errors, 100);
+        let e = total.errors.entries().next().unwrap();
+        assert_eq!((e.kind.name().as_str(), e.first_offset), ("short", 1 << 16));
+        assert!(failures[0].1.contains("consecutive I/O errors"));
+    }
+
+    #[test]
+    fn stop_flag_ends_a_stage() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let spec = WorkerSpec { backend: Backend::Null, ..WorkerSpec::new(vec![]) };
+        let mut intervals = 0;
+        run_stage(vec![spec.clone(), spec], stop, &mut |e| match e {
+            StageEvent::Started { .. } => flag.store(true, std::sync::atomic::Ordering::Relaxed),
+            StageEvent::Interval { .. } => intervals += 1,
+            _ => {}
+        });
+        assert_eq!(intervals, 2, "each worker sends its last interval");
+    }
+
+    #[test]
+    fn ramp_is_discarded_and_intervals_follow() {
+        let spec = WorkerSpec {
+            backend: Backend::Null,
+            ramp: Duration::from_millis(300),
+            stop: Stop { time: Some(Duration::from_millis(1200)), io_total: None },
+            ..WorkerSpec::new(vec![])
+        };
+        let mut seen = Vec::new();
+        let mut end = 0;
+        run_stage(vec![spec], Arc::new(AtomicBool::new(false)), &mut |e| match e {
+            StageEvent::Interval { interval, .. } => seen.push(interval),
+            StageEvent::Done { end_ns, .. } => end = end_ns,
+            _ => {}
+        });
+        assert_eq!(seen, vec![0, 1]);
+        assert!((1_200_000_000..2_000_000_000).contains(&end), "{end}");
+    }
+}

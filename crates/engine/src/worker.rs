@@ -1,0 +1,363 @@
+//! One worker: its files, buffers, generator and recorder, and the loops of the psync and
+//! null backends (io_uring's is in `uring.rs`). Everything is chosen before the loop starts.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
+
+use crate::buffer::AlignedBuf;
+use crate::offsets::{IoReq, OffsetGen};
+
+/// The I/O backend of a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// io_uring with `iodepth` I/Os in flight.
+    IoUring,
+    /// `pread`/`pwrite`, one at a time.
+    Psync,
+    /// No I/O: each request completes at once (measures the tool itself).
+    Null,
+}
+
+impl Backend {
+    /// The name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::IoUring => "io_uring",
+            Backend::Psync => "psync",
+            Backend::Null => "null",
+        }
+    }
+}
+
+/// A file or device a worker does I/O on, from offset 0 to `len`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileTarget {
+    /// Path to open (never created by the engine).
+    pub path: PathBuf,
+    /// Bytes used, from the start.
+    pub len: u64,
+}
+
+/// When a worker stops: whichever comes first. With neither, it runs until told to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stop {
+    /// Measured time, after the ramp.
+    pub time: Option<Duration>,
+    /// Bytes issued by this worker, ramp included (fio's `io_size`).
+    pub io_total: Option<u64>,
+}
+
+/// Everything one worker needs, decided before it starts.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    /// Files, used round-robin.
+    pub files: Vec<FileTarget>,
+    /// Share of reads, percent.
+    pub read_pct: u8,
+    /// Share of random offsets, percent.
+    pub random_pct: u8,
+    /// Smallest I/O.
+    pub bs_min: u64,
+    /// Largest I/O.
+    pub bs_max: u64,
+    /// Alignment of offsets and sizes.
+    pub bs_align: u64,
+    /// I/Os in flight (io_uring; psync always has one).
+    pub iodepth: u32,
+    /// Open with `O_DIRECT`.
+    pub direct: bool,
+    /// Backend.
+    pub backend: Backend,
+    /// Stop rule.
+    pub stop: Stop,
+    /// Warm-up, discarded.
+    pub ramp: Duration,
+    /// Seed of the offset generator and buffer contents.
+    pub seed: u64,
+    /// Write each file once, front to back, then stop (the preparation pass).
+    pub write_once: bool,
+}
+
+impl WorkerSpec {
+    /// 4 KiB random reads at depth 1 over `files`, psync, until stopped: a base to fill in.
+    pub fn new(files: Vec<FileTarget>) -> WorkerSpec {
+        WorkerSpec {
+            files,
+            read_pct: 100,
+            random_pct: 100,
+            bs_min: 4096,
+            bs_max: 4096,
+            bs_align: 4096,
+            iodepth: 1,
+            direct: false,
+            backend: Backend::Psync,
+            stop: Stop::default(),
+            ramp: Duration::ZERO,
+            seed: 1,
+            write_once: false,
+        }
+    }
+}
+
+/// What a worker sends to its stage.
+#[derive(Debug)]
+pub enum WorkerMsg {
+    /// What the worker did in one second (`interval` 0 is the first after the ramp).
+    Interval {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Interval number.
+        interval: u32,
+        /// What it did.
+        snap: Snapshot,
+    },
+    /// The worker has stopped; nothing follows.
+    Done {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Its last completion, ns after the measured start (0 if it never got there).
+        end_ns: u64,
+        /// Why it could not run or stopped early.
+        failure: Option<String>,
+    },
+}
+
+/// A worker stops after this many failed I/Os in a row: the device or file is not usable, and
+/// spinning on errors measures nothing (fio stops at the first error by default).
+const MAX_CONSECUTIVE_ERRORS: u32 = 100;
+
+/// Time keeping of a worker: ramp, 1-second intervals, deadline.
+pub(crate) struct Pace {
+    pub measured_start: Instant,
+    in_ramp: bool,
+    interval: u32,
+    next_boundary: Instant,
+    deadline: Option<Instant>,
+    worker: usize,
+    last_completion: Option<Instant>,
+}
+
+impl Pace {
+    fn new(t0: Instant, spec: &WorkerSpec, worker: usize) -> Pace {
+        let measured_start = t0 + spec.ramp;
+        let in_ramp = !spec.ramp.is_zero();
+        Pace {
+            measured_start,
+            in_ramp,
+            interval: 0,
+            next_boundary: if in_ramp { measured_start } else { measured_start + Duration::from_secs(1) },
+            deadline: spec.stop.time.map(|t| measured_start + t),
+            worker,
+            last_completion: None,
+        }
+    }
+
+    /// Called with the time of each completion batch, before recording it.
+    #[inline]
+    pub fn tick(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) {
+        if now >= self.next_boundary {
+            self.roll(now, rec, tx);
+        }
+        self.last_completion = Some(now);
+    }
+
+    #[cold]
+    fn roll(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) {
+        if self.in_ramp {
+            rec.discard();
+            self.in_ramp = false;
+        } else {
+            let snap = rec.take();
+            // A closed receiver means the stage is gone; the stop flag ends the loop.
+            let _ = tx.send(WorkerMsg::Interval { worker: self.worker, interval: self.interval, snap });
+        }
+        let since = now.saturating_duration_since(self.measured_start);
+        self.interval = since.as_secs() as u32;
+        self.next_boundary = self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
+    }
+
+    /// Whether the measured time is over.
+    #[inline]
+    pub fn expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+    }
+
+    fn finish(&self, rec: &mut Recorder, tx: &Sender<WorkerMsg>, failure: Option<String>) {
+        let end_ns = match self.last_completion {
+            Some(t) if !self.in_ramp => t.saturating_duration_since(self.measured_start).as_nanos() as u64,
+            _ => 0,
+        };
+        if !self.in_ramp {
+            let _ = tx.send(WorkerMsg::Interval { worker: self.worker, interval: self.interval, snap: rec.take() });
+        }
+        let _ = tx.send(WorkerMsg::Done { worker: self.worker, end_ns, failure });
+    }
+}
+
+/// State shared by the loops of every backend.
+pub(crate) struct Ctx<'a> {
+    pub spec: &'a WorkerSpec,
+    pub files: Vec<File>,
+    pub buf: AlignedBuf,
+    pub gen: OffsetGen,
+    pub rec: Recorder,
+    pub pace: Pace,
+    pub stop: &'a AtomicBool,
+    pub tx: &'a Sender<WorkerMsg>,
+    pub issued: u64,
+    pub io_total: u64,
+    pub consecutive_errors: u32,
+}
+
+impl Ctx<'_> {
+    /// The next I/O to issue, or `None` when the stop rule says no more.
+    #[inline]
+    pub fn next_req(&mut self) -> Option<IoReq> {
+        if self.issued >= self.io_total || self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let req = self.gen.next()?;
+        self.issued += u64::from(req.len);
+        Some(req)
+    }
+
+    /// Records the outcome of one I/O: `res` is the byte count or a negative errno.
+    #[inline]
+    pub fn complete(&mut self, req: &IoReq, res: i64, latency_ns: u64) {
+        if res == i64::from(req.len) {
+            self.rec.record(req.op, u64::from(req.len), latency_ns);
+            self.consecutive_errors = 0;
+        } else {
+            self.fail(req, res);
+        }
+    }
+
+    #[cold]
+    fn fail(&mut self, req: &IoReq, res: i64) {
+        let kind = if res < 0 { ErrorKind::from_errno(-res as i32) } else { ErrorKind::Short };
+        self.rec.record_error(req.op, kind, req.offset, req.file);
+        self.consecutive_errors += 1;
+    }
+
+    /// Whether the worker should give up on a target that only fails.
+    pub fn failing(&self) -> Option<String> {
+        (self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS)
+            .then(|| format!("stopped after {MAX_CONSECUTIVE_ERRORS} consecutive I/O errors"))
+    }
+}
+
+/// Runs one worker: open, wait at the gate, loop, report. Never panics on I/O errors.
+pub(crate) fn run_worker(
+    worker: usize,
+    spec: &WorkerSpec,
+    gate: &crate::stage::Gate,
+    stop: &AtomicBool,
+    tx: &Sender<WorkerMsg>,
+) {
+    let setup = setup(spec);
+    // Everyone waits at the gate, even a worker that failed to set up, so that the others
+    // are not left waiting.
+    let t0 = gate.wait();
+    let (files, buf, gen) = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(WorkerMsg::Done { worker, end_ns: 0, failure: Some(e) });
+            return;
+        }
+    };
+    let io_total = spec.stop.io_total.unwrap_or(u64::MAX);
+    let mut ctx = Ctx {
+        spec,
+        files,
+        buf,
+        gen,
+        rec: Recorder::new(),
+        pace: Pace::new(t0, spec, worker),
+        stop,
+        tx,
+        issued: 0,
+        io_total,
+        consecutive_errors: 0,
+    };
+    let failure = match spec.backend {
+        Backend::Psync => run_psync(&mut ctx),
+        Backend::Null => run_null(&mut ctx),
+        Backend::IoUring => crate::uring::run(&mut ctx),
+    };
+    let failure = failure.err().or_else(|| ctx.failing());
+    ctx.pace.finish(&mut ctx.rec, tx, failure);
+}
+
+type Setup = (Vec<File>, AlignedBuf, OffsetGen);
+
+fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
+    let writes = spec.read_pct < 100 || spec.write_once;
+    let mut files = Vec::with_capacity(spec.files.len());
+    if spec.backend != Backend::Null {
+        for f in &spec.files {
+            let mut o = OpenOptions::new();
+            o.read(true).write(writes);
+            if spec.direct {
+                o.custom_flags(libc::O_DIRECT);
+            }
+            let file = o.open(&f.path).map_err(|e| format!("cannot open {}: {e}", f.path.display()))?;
+            files.push(file);
+        }
+    }
+    let lens: Vec<u64> = if spec.files.is_empty() { vec![spec.bs_max.max(1) * 1024] } else { spec.files.iter().map(|f| f.len).collect() };
+    if let Some(f) = spec.files.iter().find(|f| f.len < spec.bs_max) {
+        return Err(format!("{} holds {} bytes, less than one block of {}", f.path.display(), f.len, spec.bs_max));
+    }
+    let slots = if spec.backend == Backend::IoUring { spec.iodepth as usize } else { 1 };
+    let buf = AlignedBuf::new(slots * spec.bs_max as usize, spec.seed);
+    let gen = if spec.write_once {
+        OffsetGen::write_once(lens, spec.bs_max)
+    } else {
+        OffsetGen::new(lens, spec.read_pct, spec.random_pct, spec.bs_min, spec.bs_max, spec.bs_align, spec.seed)
+    };
+    Ok((files, buf, gen))
+}
+
+fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
+    let buf = ctx.buf.at(0);
+    let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
+    while let Some(req) = ctx.next_req() {
+        let fd = fds[req.file as usize];
+        let start = Instant::now();
+        // SAFETY: buf holds at least bs_max >= req.len bytes; fd is open for this op.
+        let res = unsafe {
+            match req.op {
+                Op::Read => libc::pread(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
+                Op::Write => libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
+            }
+        };
+        let res = if res < 0 { -i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { res as i64 };
+        let now = Instant::now();
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        ctx.complete(&req, res, now.saturating_duration_since(start).as_nanos() as u64);
+        if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
+    while let Some(req) = ctx.next_req() {
+        let start = Instant::now();
+        let now = Instant::now();
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        ctx.complete(&req, i64::from(req.len), now.saturating_duration_since(start).as_nanos() as u64);
+        if ctx.pace.expired(now) {
+            break;
+        }
+    }
+    Ok(())
+}
