@@ -1,1 +1,31 @@
-//! placeholder
+//! The coordinator and its agents: one code path for one host and many.
+//!
+//! A [`Coordinator`] drives every [`Agent`] through validate (targets, safety, free space:
+//! nothing written), prepare (run directory, files, the preparation pass), one stage after
+//! another (jobs, or groups of jobs run together), and cleanup. Agents stream 1-second
+//! snapshots back; the coordinator merges them exactly into [`stormark_stats::Phase`]s of a
+//! [`stormark_stats::Results`] and hands each closed second to a live display. A local run is
+//! the coordinator driving one in-process [`LocalAgent`]; remote agents over gRPC implement the
+//! same trait.
+//!
+//! ```no_run
+//! use std::sync::{atomic::AtomicBool, Arc};
+//! use stormark_cluster::{Coordinator, LocalAgent, TargetOptions};
+//! use stormark_stats::Results;
+//!
+//! let opts = stormark_spec::JobOpts::default();
+//! let workload = stormark_spec::Workload::new(vec![opts.resolve("job").unwrap()], false).unwrap();
+//! let agent = LocalAgent::new(TargetOptions::new("/tmp".into()));
+//! let mut coordinator = Coordinator::new(vec![Box::new(agent)], Arc::new(AtomicBool::new(false)));
+//! let mut results = Results::new(vec!["stormark".into()]);
+//! let outcome = coordinator.run(&workload, &mut results, &mut |_| {});
+//! ```
+#![warn(missing_docs)]
+
+mod agent;
+mod coordinator;
+mod local;
+
+pub use agent::{Agent, AgentError, AgentEvent, Validated};
+pub use coordinator::{Coordinator, Live, Outcome};
+pub use local::{LocalAgent, TargetOptions, MANIFEST};

@@ -1,1 +1,28 @@
-//! placeholder
+//! Renderers of a results document, one module per format behind one trait, and the live
+//! progress line. `report` reads only [`stormark_stats::Results`]: it never measures.
+//!
+//! ```
+//! use stormark_report::{Render, Terminal, format_latency};
+//!
+//! let results = stormark_stats::Results::new(vec!["stormark".into(), "run".into()]);
+//! let text = Terminal.render(&results);
+//! assert!(text.contains("status: ok"));
+//! assert_eq!(format_latency(1_234_567), "1.23 ms");
+//! ```
+#![warn(missing_docs)]
+
+mod format;
+mod json;
+mod live;
+mod terminal;
+
+pub use format::{format_bw, format_iops, format_latency};
+pub use json::Json;
+pub use live::LiveLine;
+pub use terminal::Terminal;
+
+/// A format a results document can be written in.
+pub trait Render {
+    /// The whole document in this format.
+    fn render(&self, results: &stormark_stats::Results) -> String;
+}

@@ -91,6 +91,11 @@ impl PhaseAccumulator {
         self.next_to_close = i + 1;
     }
 
+    /// Describes the phase's jobs (known once they ran).
+    pub fn set_jobs(&mut self, jobs: Vec<PhaseJob>) {
+        self.jobs = jobs;
+    }
+
     /// The phase's measured length so far (the latest worker end), ns.
     pub fn end_ns(&self) -> u64 {
         self.end_ns
@@ -121,7 +126,7 @@ impl PhaseAccumulator {
             *by_host.entry(*host).or_default() += snap;
             *by_job.entry(*job).or_default() += snap;
             let host_name = self.hosts.get(*host as usize).cloned().unwrap_or_default();
-            let job_name = self.jobs.get(*job as usize).map(|j| j.name.clone()).unwrap_or_default();
+            let job_name = self.jobs.get(*job as usize).map_or_else(|| format!("job{job}"), |j| j.name.clone());
             for (op, r) in snap.ops() {
                 if r.ops > 0 {
                     histograms.insert(format!("{host_name}/{job_name}/{}", op.name()), encode_histogram(&r.hist));
@@ -146,7 +151,7 @@ impl PhaseAccumulator {
             total: Summary::of(&total.total(), duration_ns),
             by_op: by_op(&total, duration_ns),
             by_host: by_host.iter().map(|(h, s)| (self.hosts[*h as usize].clone(), breakdown(s))).collect(),
-            by_job: by_job.iter().map(|(j, s)| (self.jobs[*j as usize].name.clone(), breakdown(s))).collect(),
+            by_job: by_job.iter().map(|(j, s)| (self.jobs.get(*j as usize).map_or_else(|| format!("job{j}"), |x| x.name.clone()), breakdown(s))).collect(),
             jobs: self.jobs,
             errors,
             intervals: self.closed,

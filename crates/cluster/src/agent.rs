@@ -1,0 +1,82 @@
+//! The interface every agent implements, in-process or remote.
+
+use stormark_spec::Workload;
+use stormark_stats::{Finding, PhaseJob, Snapshot, Target};
+
+/// Why an agent cannot go on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// The request cannot be run as given (a user error, found before any load): exit 2.
+    #[error("{0}")]
+    Refused(String),
+    /// Something broke while running: exit 1.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What validation found: how each stage will run, and what the user should know.
+#[derive(Debug, Clone, Default)]
+pub struct Validated {
+    /// The target as it will appear in results.
+    pub target: Option<Target>,
+    /// Per stage, the jobs as they will run (engine chosen, O_DIRECT decided later if auto).
+    pub stages: Vec<Vec<PhaseJob>>,
+    /// Decisions the agent made on its own.
+    pub notes: Vec<String>,
+    /// Problems worth reporting that do not stop the run.
+    pub findings: Vec<Finding>,
+}
+
+/// What an agent streams while a stage (or the preparation) runs.
+#[derive(Debug)]
+pub enum AgentEvent<'a> {
+    /// Load started on this agent.
+    Started,
+    /// One worker's second.
+    Interval {
+        /// Job index within the stage.
+        job: u16,
+        /// Worker index within the job.
+        worker: u32,
+        /// Interval number after the ramp.
+        interval: u32,
+        /// What it did.
+        snap: &'a Snapshot,
+    },
+    /// A worker stopped.
+    Done {
+        /// Job index within the stage.
+        job: u16,
+        /// Worker index within the job.
+        worker: u32,
+        /// Last completion, ns after the measured start.
+        end_ns: u64,
+        /// Why it failed, if it did.
+        failure: Option<&'a str>,
+    },
+    /// Nothing new; a chance to refresh a display.
+    Tick,
+}
+
+/// One host's share of a run. Calls come in order: `validate`, `prepare`, `run_stage` for each
+/// stage, `cleanup` (always, even after a failure).
+pub trait Agent {
+    /// Host name for results.
+    fn host(&self) -> &str;
+    /// The host's inventory, for `hosts[].inventory`.
+    fn inventory(&self) -> serde_json::Value;
+    /// Checks everything that can be checked without writing: target kind, safety, space,
+    /// engines. Errors are [`AgentError::Refused`].
+    fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError>;
+    /// Creates what the run needs and writes the working set when asked or needed. Returns the
+    /// jobs of the preparation pass (empty when none ran) after streaming its events.
+    fn prepare(&mut self, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError>;
+    /// Runs stage `index` to its end, streaming events. Returns the jobs as they ran.
+    fn run_stage(&mut self, index: usize, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError>;
+    /// Removes what this run created (unless kept). Returns notes for the results.
+    fn cleanup(&mut self) -> Vec<String>;
+    /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.
+    fn take_notes(&mut self) -> Vec<String>;
+    /// The workers of each job in `stage` (`usize::MAX` for the preparation), for merging.
+    fn workers(&self, stage: usize) -> Vec<u32>;
+}
