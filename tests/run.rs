@@ -1,1 +1,342 @@
+//! `stormark run` end to end: the real binary on temp directories and files.
 
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+use stormark_testkit::{entries, read_json, temp_dir, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn stormark(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("running stormark")
+}
+
+/// Runs `stormark run <args> --json <dir>/r.json` and returns the exit code and results.
+fn run_json(dir: &TempDir, args: &[&str]) -> (i32, Value, String) {
+    let json = dir.path().join("r.json");
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    all.push(json.to_str().unwrap());
+    let out = stormark(&all);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), read_json(&json), text)
+}
+
+fn target(dir: &TempDir) -> PathBuf {
+    let t = dir.path().join("target");
+    std::fs::create_dir_all(&t).unwrap();
+    t
+}
+
+fn phase<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["phases"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no phase {name} in {r}"))
+}
+
+fn ops(p: &Value, op: &str) -> u64 {
+    p["by_op"][op]["ops"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn randrw_psync_on_a_directory_measures_and_cleans_up() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    std::fs::write(t.join("users-file.txt"), b"keep me").unwrap();
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randrw", "--rwmixread", "70", "--bs", "4k", "--size", "4m", "--time", "2s", "--engine", "psync", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["schema"], "stormark/results/1");
+    assert_eq!(r["status"], "ok");
+    let p = phase(&r, "run");
+    assert!(ops(p, "read") > 0 && ops(p, "write") > 0, "{p}");
+    let reads = ops(p, "read") as f64 / (ops(p, "read") + ops(p, "write")) as f64;
+    assert!((0.6..0.8).contains(&reads), "rwmixread 70 gave {reads}");
+    assert_eq!(p["jobs"][0]["engine"], "psync");
+    let intervals = p["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 2, "{intervals:?}");
+    let sum: u64 = intervals.iter().map(|i| i["total"]["ops"].as_u64().unwrap()).sum();
+    assert_eq!(sum, p["total"]["ops"].as_u64().unwrap(), "intervals add up to the total");
+    let lat = &p["total"]["latency_ns"];
+    for k in ["min", "p50", "p90", "p99", "p999", "p9999", "max"] {
+        assert!(lat[k].as_u64().unwrap() > 0, "{k}");
+    }
+    assert!(lat["min"].as_u64() <= lat["p50"].as_u64() && lat["p50"].as_u64() <= lat["p99"].as_u64() && lat["p99"].as_u64() <= lat["max"].as_u64());
+    assert!(!p["histograms"].as_object().unwrap().is_empty());
+    // The user's file is untouched and the run directory is gone.
+    assert_eq!(entries(&t), vec!["users-file.txt"]);
+    assert_eq!(std::fs::read(t.join("users-file.txt")).unwrap(), b"keep me");
+    assert!(out.contains("IOPS") && out.contains("p99.99"), "{out}");
+}
+
+#[test]
+fn io_uring_direct_randread_with_prepare() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--iodepth", "8", "--direct", "--size", "8m", "--time", "1s", "--prepare", "--quiet"]);
+    if out.contains("does not support O_DIRECT") {
+        eprintln!("SKIP io_uring_direct_randread_with_prepare: no O_DIRECT on {TMP}");
+        return;
+    }
+    assert_eq!(code, 0, "{out}");
+    let prep = phase(&r, "prepare");
+    assert_eq!(prep["by_op"]["write"]["bytes"].as_u64(), Some(8 << 20));
+    let run = phase(&r, "run");
+    assert!(ops(run, "read") > 0);
+    assert_eq!(ops(run, "write"), 0);
+    let job = &run["jobs"][0];
+    assert_eq!(job["direct"], true);
+    let engine = job["engine"].as_str().unwrap();
+    assert!(engine == "io_uring" || r["notes"].to_string().contains("psync"), "{r}");
+    assert_eq!(entries(&t), Vec::<String>::new());
+}
+
+#[test]
+fn no_time_means_one_pass_and_io_total_bounds() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "write", "--bs", "4k", "--size", "1m", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ops(phase(&r, "run"), "write"), 256);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--size", "4m", "--io-total", "512k", "--jobs", "2", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    let run = phase(&r, "run");
+    assert_eq!(ops(run, "read"), 256, "128 per job");
+    assert_eq!(run["by_job"].as_object().unwrap().len(), 1);
+}
+
+#[test]
+fn block_size_range_and_random_share() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "rw", "--random-pct", "80", "--bs", "4k-64k", "--size", "8m", "--io-total", "16m", "--engine", "psync", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    let run = phase(&r, "run");
+    let bytes = run["total"]["bytes"].as_u64().unwrap();
+    let n = run["total"]["ops"].as_u64().unwrap();
+    let avg = bytes / n;
+    assert!((20_000..50_000).contains(&avg), "mean size of 4k..64k draws is about 34k, got {avg}");
+}
+
+#[test]
+fn job_file_runs_groups_together_and_others_in_turn() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let job = dir.path().join("mixed.toml");
+    std::fs::write(&job, r#"
+        size = "4m"
+        time = "1s"
+        engine = "psync"
+        [[job]]
+        name = "latency"
+        group = "mixed"
+        rw = "randread"
+        [[job]]
+        name = "stress"
+        group = "mixed"
+        rw = "write"
+        bs = "64k"
+        [[job]]
+        name = "after"
+        rw = "read"
+    "#).unwrap();
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--job", job.to_str().unwrap(), "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    let names: Vec<&str> = r["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["prepare", "run:mixed", "run:after"], "reads need data, so the files are prepared");
+    let mixed = phase(&r, "run:mixed");
+    let by_job = mixed["by_job"].as_object().unwrap();
+    assert!(by_job["latency"]["total"]["ops"].as_u64().unwrap() > 0);
+    assert!(by_job["stress"]["by_op"]["write"]["ops"].as_u64().unwrap() > 0);
+    assert_eq!(
+        by_job["latency"]["total"]["ops"].as_u64().unwrap() + by_job["stress"]["total"]["ops"].as_u64().unwrap(),
+        mixed["total"]["ops"].as_u64().unwrap()
+    );
+    // Flags override the file.
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--job", job.to_str().unwrap(), "--time", "500ms", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["spec"]["jobs"][2]["time"], "500ms");
+}
+
+#[test]
+fn keep_then_reuse() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--size", "2m", "--time", "1s", "--keep", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    let run_dir = r["target"]["run_dir"].as_str().unwrap().to_string();
+    assert!(Path::new(&run_dir).join(".stormark-run.json").exists());
+    assert!(out.contains("--reuse"), "{out}");
+    let (code, r, out) = run_json(&dir, &[&run_dir, "--rw", "randread", "--size", "2m", "--time", "1s", "--reuse", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    let names: Vec<&str> = r["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["run"], "reused files are already prepared");
+    assert!(Path::new(&run_dir).exists(), "a reused directory is kept");
+    // A bigger working set than the kept one is refused.
+    let (code, _, out) = run_json(&dir, &[&run_dir, "--rw", "randread", "--size", "4m", "--time", "1s", "--reuse", "--quiet"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("smaller than"), "{out}");
+    // A directory that is no run directory is refused.
+    let (code, _, out) = run_json(&dir, &[t.to_str().unwrap(), "--reuse", "--rw", "read", "--quiet"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no stormark run here"), "{out}");
+}
+
+#[test]
+fn existing_file_is_read_in_place_and_never_written_without_permission() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("image.bin");
+    let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&file, &data).unwrap();
+    let f = file.to_str().unwrap();
+    let (code, r, out) = run_json(&dir, &[f, "--rw", "randread", "--time", "1s", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["target"]["kind"], "file");
+    assert!(ops(phase(&r, "run"), "read") > 0);
+    let (code, _, out) = run_json(&dir, &[f, "--rw", "randwrite", "--time", "1s", "--quiet"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--allow-overwrite"), "{out}");
+    assert_eq!(std::fs::read(&file).unwrap(), data, "refused runs leave the file as it was");
+    let (code, r, out) = run_json(&dir, &[f, "--rw", "randwrite", "--time", "1s", "--allow-overwrite", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(phase(&r, "run"), "write") > 0);
+    assert!(file.exists(), "a file stormark did not create is never removed");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let t = t.to_str().unwrap();
+    let bad_toml = dir.path().join("bad.toml");
+    std::fs::write(&bad_toml, "[[job]]\nblocksiz = \"4k\"\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--bs", "4kk"], "--bs 4kk: expected a size"),
+        (vec!["--bs", "0"], "--bs 0:"),
+        (vec!["--size", "12q"], "--size 12q: expected a size"),
+        (vec!["--time", "soon"], "--time soon: expected a duration"),
+        (vec!["--ramp", "-1s"], "--ramp -1s: expected a duration"),
+        (vec!["--rwmixread", "150"], "--rwmixread 150: expected a percentage"),
+        (vec!["--random-pct", "x"], "--random-pct x: expected a percentage"),
+        (vec!["--iodepth", "many"], "--iodepth many: expected a whole number"),
+        (vec!["--jobs", "0"], "--jobs 0: expected a whole number"),
+        (vec!["--rw", "randomread"], "--rw randomread: expected one of"),
+        (vec!["--engine", "libaio"], "--engine libaio: expected one of"),
+        (vec!["--profile", "fastest"], "--profile fastest: unknown profile"),
+        (vec!["--job", bad_toml.to_str().unwrap()], "unknown key `blocksiz`"),
+        (vec!["--job", "/nonexistent/x.toml"], "cannot read it"),
+        (vec!["--job", "/nonexistent/x.fio"], "fio job files"),
+        (vec!["--bs", "8k", "--size", "4k"], "--size 4k: expected a size of at least the block size"),
+        (vec!["--size", "100t", "--rw", "write"], "only"),
+        (vec!["--json", "/nonexistent/dir/r.json", "--rw", "read"], "does not exist"),
+    ];
+    for (args, expect) in cases {
+        let mut all = vec!["run", t];
+        all.extend(&args);
+        let out = stormark(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line, got {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let out = stormark(&["run", "/nonexistent/path", "--rw", "read"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give an existing directory, file or block device"));
+    assert_eq!(entries(Path::new(t)), Vec::<String>::new(), "nothing written by refused runs");
+}
+
+#[test]
+fn refused_runs_still_write_results() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--size", "100t", "--rw", "write", "--quiet"]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(r["status"], "failed");
+    assert!(r["failure"].as_str().unwrap().contains("working set needs"), "{r}");
+}
+
+#[test]
+fn io_errors_are_counted_by_kind_and_exit_1() {
+    // A file shrinks under a running read job: reads past its new end come back short.
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("shrinking.bin");
+    std::fs::write(&file, vec![1u8; 8 << 20]).unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = Command::new(BIN)
+        .args(["run", file.to_str().unwrap(), "--rw", "read", "--bs", "4k", "--time", "10s", "--engine", "psync", "--quiet", "--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::File::options().write(true).open(&file).unwrap().set_len(0).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
+    let r = read_json(&json);
+    assert_eq!(r["status"], "failed");
+    let run = phase(&r, "run");
+    assert!(run["total"]["errors"].as_u64().unwrap() >= 100, "{run}");
+    assert_eq!(run["errors"][0]["kind"], "short");
+    assert!(run["errors"][0]["first_offset"].as_u64().is_some());
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_partial_results() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let json = dir.path().join("r.json");
+    let child = Command::new(BIN)
+        .args(["run", t.to_str().unwrap(), "--rw", "randrw", "--size", "4m", "--time", "60s", "--engine", "psync", "--quiet", "--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let r = read_json(&json);
+    assert_eq!(r["status"], "interrupted");
+    let run = phase(&r, "run");
+    assert!(run["total"]["ops"].as_u64().unwrap() > 0);
+    assert!(run["duration_ns"].as_u64().unwrap() < 30_000_000_000);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("status: interrupted"));
+    assert_eq!(entries(&t), Vec::<String>::new(), "the run directory is removed");
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn null_engine_and_profiles() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--engine", "null", "--iodepth", "4", "--time", "1s", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(phase(&r, "run"), "read") > 1000);
+    assert_eq!(entries(&t), Vec::<String>::new(), "null jobs create no files");
+    let out = stormark(&["run", "--list-profiles"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for p in ["quick", "oltp-4k", "bw-64k", "seqread-1m", "seqwrite-1m", "iometer-64k"] {
+        assert!(text.contains(p), "{text}");
+    }
+    // A profile with flags overriding it.
+    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--profile", "iometer-64k", "--size", "4m", "--time", "1s", "--engine", "psync", "--quiet"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["spec"]["jobs"][0]["random_pct"], "80");
+    assert_eq!(r["spec"]["jobs"][0]["bs"], "64k");
+}
+
+#[test]
+fn help_has_examples() {
+    for cmd in [vec!["--help"], vec!["run", "--help"], vec!["probe", "--help"]] {
+        let out = stormark(&cmd);
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"), "{cmd:?}");
+    }
+    let out = stormark(&["probe"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("io_uring"));
+}

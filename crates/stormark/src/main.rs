@@ -1,1 +1,19 @@
-fn main(){}
+//! stormark: what does this storage really sustain, at what latency, and what is holding it
+//! back? The binary is thin: it parses the command line, builds a workload, hands it to the
+//! coordinator and writes the results. Exit status: 0 ok, 1 the run failed or counted I/O
+//! errors or was interrupted, 2 a user error found before any load.
+
+mod cli;
+mod probe_cmd;
+mod run;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Run(args) => run::main(*args),
+        cli::Command::Probe(args) => probe_cmd::main(args),
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,175 @@
+//! The command line (clap derive). Workload options keep fio's names.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Storage benchmark: file and block load with exact latency, from one host.
+#[derive(Debug, Parser)]
+#[command(name = "stormark", version, about, long_about = None, after_help = "Examples:\n  stormark run                       # quick 20 s look at the current filesystem\n  stormark run /mnt/data --rw randread --bs 4k --iodepth 32 --direct --time 60s\n  stormark probe")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Benchmark a directory, file or block device.
+    Run(Box<RunArgs>),
+    /// Describe this host: CPU, memory, kernel, io_uring.
+    Probe(ProbeArgs),
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  stormark run
+      20 s quick profile on a fresh directory under the current directory
+  stormark run /mnt/data --rw randread --bs 4k --iodepth 32 --direct --time 60s --json out.json
+      4 KiB random reads, queue depth 32, bypassing the page cache, for 60 s
+  stormark run /mnt/data --profile oltp-4k --jobs 4 --size 4g
+      a shipped profile, with flags overriding it
+  stormark run /mnt/data --job mixed.toml
+      jobs from a TOML job file (jobs sharing a group run at the same time)
+  stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
+      writes to a raw device (destroys its data; refused while mounted)
+
+TARGET is a directory (stormark creates and later removes a run directory inside it), an
+existing file (read in place; writing needs --allow-overwrite), or a block device (reading
+needs no flag; writing needs --allow-device-write, and --force if it holds a filesystem).
+Sizes take k/m/g/t (1024-based, as fio), durations s/ms/m/h.";
+
+/// Options of `stormark run`.
+#[derive(Debug, Args)]
+#[command(after_help = RUN_EXAMPLES)]
+pub struct RunArgs {
+    /// Directory, file or block device to benchmark [default: the current directory].
+    pub target: Option<PathBuf>,
+
+    /// I/O pattern: read, write, randread, randwrite, rw, randrw.
+    #[arg(long, value_name = "PATTERN", allow_hyphen_values = true, help_heading = "Workload")]
+    pub rw: Option<String>,
+    /// Share of reads in mixed patterns, percent [default: 50].
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true, help_heading = "Workload")]
+    pub rwmixread: Option<String>,
+    /// Share of random offsets in one stream, percent (IOmeter's "80% random").
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true, help_heading = "Workload")]
+    pub random_pct: Option<String>,
+    /// Block size, or a range such as 4k-64k [default: 4k].
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    pub bs: Option<String>,
+    /// Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs].
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    pub bs_align: Option<String>,
+    /// I/Os in flight per job (io_uring) [default: 1].
+    #[arg(long, value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    pub iodepth: Option<String>,
+    /// Parallel jobs, each with its own files (fio's numjobs) [default: 1].
+    #[arg(long, alias = "numjobs", value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    pub jobs: Option<String>,
+    /// Files per job [default: 1].
+    #[arg(long, alias = "nrfiles", value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    pub files: Option<String>,
+    /// Bytes per file, or the part of a file or device used [default: 1g, or the whole file].
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    pub size: Option<String>,
+    /// Measured duration [default: one pass over the working set].
+    #[arg(long, alias = "runtime", value_name = "DURATION", allow_hyphen_values = true, help_heading = "Workload")]
+    pub time: Option<String>,
+    /// Stop each job after this many bytes (fio's io_size).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    pub io_total: Option<String>,
+    /// Bypass the page cache (O_DIRECT).
+    #[arg(long, conflicts_with = "buffered", help_heading = "Workload")]
+    pub direct: bool,
+    /// Go through the page cache (the default unless a profile says otherwise).
+    #[arg(long, help_heading = "Workload")]
+    pub buffered: bool,
+    /// I/O engine: auto (io_uring where allowed, else psync), io_uring, psync, null.
+    #[arg(long, alias = "ioengine", value_name = "ENGINE", allow_hyphen_values = true, help_heading = "Workload")]
+    pub engine: Option<String>,
+    /// Warm-up before measuring, excluded from results.
+    #[arg(long, alias = "ramp-time", value_name = "DURATION", allow_hyphen_values = true, help_heading = "Workload")]
+    pub ramp: Option<String>,
+    /// Job name (in results and reports).
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true, help_heading = "Workload")]
+    pub name: Option<String>,
+
+    /// TOML job file; flags given too override its values.
+    #[arg(long, value_name = "FILE", conflicts_with = "profile", help_heading = "Jobs")]
+    pub job: Option<PathBuf>,
+    /// Shipped profile (see --list-profiles); flags given too override it.
+    #[arg(long, value_name = "NAME", help_heading = "Jobs")]
+    pub profile: Option<String>,
+    /// List the shipped profiles and exit.
+    #[arg(long, help_heading = "Jobs")]
+    pub list_profiles: bool,
+
+    /// Write every file fully before measuring (its own phase), so reads never hit holes.
+    #[arg(long, help_heading = "Working set")]
+    pub prepare: bool,
+    /// Keep the run directory and its files (for --reuse).
+    #[arg(long, help_heading = "Working set")]
+    pub keep: bool,
+    /// TARGET is a run directory a --keep run left: use its files after checking their sizes.
+    #[arg(long, help_heading = "Working set")]
+    pub reuse: bool,
+
+    /// Allow writing into an existing file TARGET that stormark did not create.
+    #[arg(long, help_heading = "Safety")]
+    pub allow_overwrite: bool,
+    /// Allow writing to a block device TARGET (destroys its data).
+    #[arg(long, help_heading = "Safety")]
+    pub allow_device_write: bool,
+    /// Write to a device even if it holds a filesystem or partition-table signature.
+    #[arg(long, help_heading = "Safety")]
+    pub force: bool,
+
+    /// Write the results document (JSON) here, even if the run fails.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No live progress line.
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+impl RunArgs {
+    /// Workload flags as (job key, value) pairs, in the order fio users think of them.
+    pub fn workload_flags(&self) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        let mut add = |k: &'static str, val: &Option<String>| {
+            if let Some(x) = val {
+                v.push((k, x.clone()));
+            }
+        };
+        add("name", &self.name);
+        add("rw", &self.rw);
+        add("rwmixread", &self.rwmixread);
+        add("random_pct", &self.random_pct);
+        add("bs", &self.bs);
+        add("bs_align", &self.bs_align);
+        add("iodepth", &self.iodepth);
+        add("jobs", &self.jobs);
+        add("files", &self.files);
+        add("size", &self.size);
+        add("time", &self.time);
+        add("io_total", &self.io_total);
+        add("engine", &self.engine);
+        add("ramp", &self.ramp);
+        if self.direct {
+            v.push(("direct", "true".into()));
+        }
+        if self.buffered {
+            v.push(("direct", "false".into()));
+        }
+        v
+    }
+}
+
+/// Options of `stormark probe`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  stormark probe\n  stormark probe --json host.json")]
+pub struct ProbeArgs {
+    /// Also write the inventory as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
