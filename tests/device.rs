@@ -1,1 +1,194 @@
+//! `stormark run` on block devices: real loop devices, created by the test as root.
+//! Skipped with a printed reason where loop devices cannot be made; `.ci/run` runs as root.
 
+use std::process::{Command, Output};
+
+use stormark_testkit::{read_json, require_root, temp_dir, LoopDevice};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn stormark(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("running stormark")
+}
+
+fn device(test: &str) -> Option<LoopDevice> {
+    if !require_root(test) {
+        return None;
+    }
+    match LoopDevice::new(TMP, 64 << 20) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            None
+        }
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// One test, so that the loop devices are made and removed in turn.
+#[test]
+fn block_device_reads_writes_and_refusals() {
+    let Some(mut dev) = device("block_device_reads_writes_and_refusals") else {
+        return;
+    };
+    let d = dev.path.to_str().unwrap().to_string();
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let j = json.to_str().unwrap();
+
+    // Reads need no flag.
+    let out = stormark(&[
+        "run",
+        &d,
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--direct",
+        "--iodepth",
+        "8",
+        "--time",
+        "1s",
+        "--quiet",
+        "--json",
+        j,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = read_json(&json);
+    assert_eq!(r["target"]["kind"], "block-device");
+    assert!(r["phases"][0]["by_op"]["read"]["ops"].as_u64().unwrap() > 0);
+
+    // Writes need --allow-device-write.
+    let out = stormark(&["run", &d, "--rw", "randwrite", "--time", "1s", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--allow-device-write"),
+        "{}",
+        stderr(&out)
+    );
+
+    // With it, a blank device is written; --size bounds the offsets.
+    let out = stormark(&[
+        "run",
+        &d,
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--size",
+        "8m",
+        "--direct",
+        "--allow-device-write",
+        "--quiet",
+        "--json",
+        j,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = read_json(&json);
+    assert_eq!(
+        r["phases"][0]["by_op"]["write"]["bytes"].as_u64(),
+        Some(8 << 20),
+        "one pass over --size"
+    );
+
+    // A filesystem signature stops writes unless --force.
+    dev.mkfs_ext4().expect("mkfs.ext4");
+    let out = stormark(&[
+        "run",
+        &d,
+        "--rw",
+        "randwrite",
+        "--size",
+        "8m",
+        "--time",
+        "1s",
+        "--allow-device-write",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("ext2/3/4 signature") && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    let out = stormark(&[
+        "run",
+        &d,
+        "--rw",
+        "randwrite",
+        "--size",
+        "8m",
+        "--time",
+        "1s",
+        "--allow-device-write",
+        "--force",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // Mounted: never written, whatever the flags; reads are still fine.
+    dev.mkfs_ext4().expect("mkfs.ext4");
+    let mnt = dev.mount().expect("mount");
+    let out = stormark(&[
+        "run",
+        &d,
+        "--rw",
+        "randwrite",
+        "--time",
+        "1s",
+        "--allow-device-write",
+        "--force",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is mounted at"), "{}", stderr(&out));
+    let out = stormark(&["run", &d, "--rw", "randread", "--time", "1s", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // The mounted filesystem as a directory target: a real run on ext4 over the loop device.
+    let out = stormark(&[
+        "run",
+        mnt.to_str().unwrap(),
+        "--rw",
+        "randrw",
+        "--size",
+        "8m",
+        "--time",
+        "1s",
+        "--direct",
+        "--prepare",
+        "--quiet",
+        "--json",
+        j,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = read_json(&json);
+    let names: Vec<&str> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["prepare", "run"]);
+    let left: Vec<_> = std::fs::read_dir(&mnt)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("lost+found")],
+        "only what mkfs made remains"
+    );
+
+    // Too small a device for the block size.
+    let out = stormark(&["run", &d, "--rw", "read", "--bs", "128m", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

@@ -11,7 +11,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn stormark(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("running stormark")
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("running stormark")
 }
 
 /// Runs `stormark run <args> --json <dir>/r.json` and returns the exit code and results.
@@ -22,7 +25,11 @@ fn run_json(dir: &TempDir, args: &[&str]) -> (i32, Value, String) {
     all.push("--json");
     all.push(json.to_str().unwrap());
     let out = stormark(&all);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), read_json(&json), text)
 }
 
@@ -33,7 +40,12 @@ fn target(dir: &TempDir) -> PathBuf {
 }
 
 fn phase<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["phases"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("no phase {name} in {r}"))
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name} in {r}"))
 }
 
 fn ops(p: &Value, op: &str) -> u64 {
@@ -45,7 +57,25 @@ fn randrw_psync_on_a_directory_measures_and_cleans_up() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
     std::fs::write(t.join("users-file.txt"), b"keep me").unwrap();
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randrw", "--rwmixread", "70", "--bs", "4k", "--size", "4m", "--time", "2s", "--engine", "psync", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--rwmixread",
+            "70",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--time",
+            "2s",
+            "--engine",
+            "psync",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(r["schema"], "stormark/results/1");
     assert_eq!(r["status"], "ok");
@@ -56,13 +86,24 @@ fn randrw_psync_on_a_directory_measures_and_cleans_up() {
     assert_eq!(p["jobs"][0]["engine"], "psync");
     let intervals = p["intervals"].as_array().unwrap();
     assert!(intervals.len() >= 2, "{intervals:?}");
-    let sum: u64 = intervals.iter().map(|i| i["total"]["ops"].as_u64().unwrap()).sum();
-    assert_eq!(sum, p["total"]["ops"].as_u64().unwrap(), "intervals add up to the total");
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["total"]["ops"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        sum,
+        p["total"]["ops"].as_u64().unwrap(),
+        "intervals add up to the total"
+    );
     let lat = &p["total"]["latency_ns"];
     for k in ["min", "p50", "p90", "p99", "p999", "p9999", "max"] {
         assert!(lat[k].as_u64().unwrap() > 0, "{k}");
     }
-    assert!(lat["min"].as_u64() <= lat["p50"].as_u64() && lat["p50"].as_u64() <= lat["p99"].as_u64() && lat["p99"].as_u64() <= lat["max"].as_u64());
+    assert!(
+        lat["min"].as_u64() <= lat["p50"].as_u64()
+            && lat["p50"].as_u64() <= lat["p99"].as_u64()
+            && lat["p99"].as_u64() <= lat["max"].as_u64()
+    );
     assert!(!p["histograms"].as_object().unwrap().is_empty());
     // The user's file is untouched and the run directory is gone.
     assert_eq!(entries(&t), vec!["users-file.txt"]);
@@ -74,7 +115,25 @@ fn randrw_psync_on_a_directory_measures_and_cleans_up() {
 fn io_uring_direct_randread_with_prepare() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--iodepth", "8", "--direct", "--size", "8m", "--time", "1s", "--prepare", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "8",
+            "--direct",
+            "--size",
+            "8m",
+            "--time",
+            "1s",
+            "--prepare",
+            "--quiet",
+        ],
+    );
     if out.contains("does not support O_DIRECT") {
         eprintln!("SKIP io_uring_direct_randread_with_prepare: no O_DIRECT on {TMP}");
         return;
@@ -88,7 +147,10 @@ fn io_uring_direct_randread_with_prepare() {
     let job = &run["jobs"][0];
     assert_eq!(job["direct"], true);
     let engine = job["engine"].as_str().unwrap();
-    assert!(engine == "io_uring" || r["notes"].to_string().contains("psync"), "{r}");
+    assert!(
+        engine == "io_uring" || r["notes"].to_string().contains("psync"),
+        "{r}"
+    );
     assert_eq!(entries(&t), Vec::<String>::new());
 }
 
@@ -96,10 +158,38 @@ fn io_uring_direct_randread_with_prepare() {
 fn no_time_means_one_pass_and_io_total_bounds() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "write", "--bs", "4k", "--size", "1m", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "1m",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(ops(phase(&r, "run"), "write"), 256);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--size", "4m", "--io-total", "512k", "--jobs", "2", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--io-total",
+            "512k",
+            "--jobs",
+            "2",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     let run = phase(&r, "run");
     assert_eq!(ops(run, "read"), 256, "128 per job");
@@ -110,13 +200,34 @@ fn no_time_means_one_pass_and_io_total_bounds() {
 fn block_size_range_and_random_share() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "rw", "--random-pct", "80", "--bs", "4k-64k", "--size", "8m", "--io-total", "16m", "--engine", "psync", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "rw",
+            "--random-pct",
+            "80",
+            "--bs",
+            "4k-64k",
+            "--size",
+            "8m",
+            "--io-total",
+            "16m",
+            "--engine",
+            "psync",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     let run = phase(&r, "run");
     let bytes = run["total"]["bytes"].as_u64().unwrap();
     let n = run["total"]["ops"].as_u64().unwrap();
     let avg = bytes / n;
-    assert!((20_000..50_000).contains(&avg), "mean size of 4k..64k draws is about 34k, got {avg}");
+    assert!(
+        (20_000..50_000).contains(&avg),
+        "mean size of 4k..64k draws is about 34k, got {avg}"
+    );
 }
 
 #[test]
@@ -124,7 +235,9 @@ fn job_file_runs_groups_together_and_others_in_turn() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
     let job = dir.path().join("mixed.toml");
-    std::fs::write(&job, r#"
+    std::fs::write(
+        &job,
+        r#"
         size = "4m"
         time = "1s"
         engine = "psync"
@@ -140,21 +253,51 @@ fn job_file_runs_groups_together_and_others_in_turn() {
         [[job]]
         name = "after"
         rw = "read"
-    "#).unwrap();
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--job", job.to_str().unwrap(), "--quiet"]);
+    "#,
+    )
+    .unwrap();
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--job",
+            job.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
-    let names: Vec<&str> = r["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["prepare", "run:mixed", "run:after"], "reads need data, so the files are prepared");
+    let names: Vec<&str> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["prepare", "run:mixed", "run:after"],
+        "reads need data, so the files are prepared"
+    );
     let mixed = phase(&r, "run:mixed");
     let by_job = mixed["by_job"].as_object().unwrap();
     assert!(by_job["latency"]["total"]["ops"].as_u64().unwrap() > 0);
     assert!(by_job["stress"]["by_op"]["write"]["ops"].as_u64().unwrap() > 0);
     assert_eq!(
-        by_job["latency"]["total"]["ops"].as_u64().unwrap() + by_job["stress"]["total"]["ops"].as_u64().unwrap(),
+        by_job["latency"]["total"]["ops"].as_u64().unwrap()
+            + by_job["stress"]["total"]["ops"].as_u64().unwrap(),
         mixed["total"]["ops"].as_u64().unwrap()
     );
     // Flags override the file.
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--job", job.to_str().unwrap(), "--time", "500ms", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--job",
+            job.to_str().unwrap(),
+            "--time",
+            "500ms",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(r["spec"]["jobs"][2]["time"], "500ms");
 }
@@ -163,22 +306,53 @@ fn job_file_runs_groups_together_and_others_in_turn() {
 fn keep_then_reuse() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--rw", "randread", "--size", "2m", "--time", "1s", "--keep", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--size",
+            "2m",
+            "--time",
+            "1s",
+            "--keep",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     let run_dir = r["target"]["run_dir"].as_str().unwrap().to_string();
     assert!(Path::new(&run_dir).join(".stormark-run.json").exists());
     assert!(out.contains("--reuse"), "{out}");
-    let (code, r, out) = run_json(&dir, &[&run_dir, "--rw", "randread", "--size", "2m", "--time", "1s", "--reuse", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            &run_dir, "--rw", "randread", "--size", "2m", "--time", "1s", "--reuse", "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
-    let names: Vec<&str> = r["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["run"], "reused files are already prepared");
     assert!(Path::new(&run_dir).exists(), "a reused directory is kept");
     // A bigger working set than the kept one is refused.
-    let (code, _, out) = run_json(&dir, &[&run_dir, "--rw", "randread", "--size", "4m", "--time", "1s", "--reuse", "--quiet"]);
+    let (code, _, out) = run_json(
+        &dir,
+        &[
+            &run_dir, "--rw", "randread", "--size", "4m", "--time", "1s", "--reuse", "--quiet",
+        ],
+    );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("smaller than"), "{out}");
     // A directory that is no run directory is refused.
-    let (code, _, out) = run_json(&dir, &[t.to_str().unwrap(), "--reuse", "--rw", "read", "--quiet"]);
+    let (code, _, out) = run_json(
+        &dir,
+        &[t.to_str().unwrap(), "--reuse", "--rw", "read", "--quiet"],
+    );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("no stormark run here"), "{out}");
 }
@@ -197,11 +371,29 @@ fn existing_file_is_read_in_place_and_never_written_without_permission() {
     let (code, _, out) = run_json(&dir, &[f, "--rw", "randwrite", "--time", "1s", "--quiet"]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--allow-overwrite"), "{out}");
-    assert_eq!(std::fs::read(&file).unwrap(), data, "refused runs leave the file as it was");
-    let (code, r, out) = run_json(&dir, &[f, "--rw", "randwrite", "--time", "1s", "--allow-overwrite", "--quiet"]);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        data,
+        "refused runs leave the file as it was"
+    );
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            f,
+            "--rw",
+            "randwrite",
+            "--time",
+            "1s",
+            "--allow-overwrite",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(ops(phase(&r, "run"), "write") > 0);
-    assert!(file.exists(), "a file stormark did not create is never removed");
+    assert!(
+        file.exists(),
+        "a file stormark did not create is never removed"
+    );
 }
 
 #[test]
@@ -217,19 +409,46 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--size", "12q"], "--size 12q: expected a size"),
         (vec!["--time", "soon"], "--time soon: expected a duration"),
         (vec!["--ramp", "-1s"], "--ramp -1s: expected a duration"),
-        (vec!["--rwmixread", "150"], "--rwmixread 150: expected a percentage"),
-        (vec!["--random-pct", "x"], "--random-pct x: expected a percentage"),
-        (vec!["--iodepth", "many"], "--iodepth many: expected a whole number"),
+        (
+            vec!["--rwmixread", "150"],
+            "--rwmixread 150: expected a percentage",
+        ),
+        (
+            vec!["--random-pct", "x"],
+            "--random-pct x: expected a percentage",
+        ),
+        (
+            vec!["--iodepth", "many"],
+            "--iodepth many: expected a whole number",
+        ),
         (vec!["--jobs", "0"], "--jobs 0: expected a whole number"),
-        (vec!["--rw", "randomread"], "--rw randomread: expected one of"),
-        (vec!["--engine", "libaio"], "--engine libaio: expected one of"),
-        (vec!["--profile", "fastest"], "--profile fastest: unknown profile"),
-        (vec!["--job", bad_toml.to_str().unwrap()], "unknown key `blocksiz`"),
+        (
+            vec!["--rw", "randomread"],
+            "--rw randomread: expected one of",
+        ),
+        (
+            vec!["--engine", "libaio"],
+            "--engine libaio: expected one of",
+        ),
+        (
+            vec!["--profile", "fastest"],
+            "--profile fastest: unknown profile",
+        ),
+        (
+            vec!["--job", bad_toml.to_str().unwrap()],
+            "unknown key `blocksiz`",
+        ),
         (vec!["--job", "/nonexistent/x.toml"], "cannot read it"),
         (vec!["--job", "/nonexistent/x.fio"], "fio job files"),
-        (vec!["--bs", "8k", "--size", "4k"], "--size 4k: expected a size of at least the block size"),
+        (
+            vec!["--bs", "8k", "--size", "4k"],
+            "--size 4k: expected a size of at least the block size",
+        ),
         (vec!["--size", "100t", "--rw", "write"], "only"),
-        (vec!["--json", "/nonexistent/dir/r.json", "--rw", "read"], "does not exist"),
+        (
+            vec!["--json", "/nonexistent/dir/r.json", "--rw", "read"],
+            "does not exist",
+        ),
     ];
     for (args, expect) in cases {
         let mut all = vec!["run", t];
@@ -238,23 +457,45 @@ fn bad_input_is_one_line_and_exit_2() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line, got {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     let out = stormark(&["run", "/nonexistent/path", "--rw", "read"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("give an existing directory, file or block device"));
-    assert_eq!(entries(Path::new(t)), Vec::<String>::new(), "nothing written by refused runs");
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("give an existing directory, file or block device"));
+    assert_eq!(
+        entries(Path::new(t)),
+        Vec::<String>::new(),
+        "nothing written by refused runs"
+    );
 }
 
 #[test]
 fn refused_runs_still_write_results() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--size", "100t", "--rw", "write", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--size",
+            "100t",
+            "--rw",
+            "write",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 2, "{out}");
     assert_eq!(r["status"], "failed");
-    assert!(r["failure"].as_str().unwrap().contains("working set needs"), "{r}");
+    assert!(
+        r["failure"].as_str().unwrap().contains("working set needs"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -265,12 +506,31 @@ fn io_errors_are_counted_by_kind_and_exit_1() {
     std::fs::write(&file, vec![1u8; 8 << 20]).unwrap();
     let json = dir.path().join("r.json");
     let mut child = Command::new(BIN)
-        .args(["run", file.to_str().unwrap(), "--rw", "read", "--bs", "4k", "--time", "10s", "--engine", "psync", "--quiet", "--json", json.to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--rw",
+            "read",
+            "--bs",
+            "4k",
+            "--time",
+            "10s",
+            "--engine",
+            "psync",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    std::fs::File::options().write(true).open(&file).unwrap().set_len(0).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1));
     let r = read_json(&json);
@@ -287,7 +547,21 @@ fn ctrl_c_stops_cleanly_with_partial_results() {
     let t = target(&dir);
     let json = dir.path().join("r.json");
     let child = Command::new(BIN)
-        .args(["run", t.to_str().unwrap(), "--rw", "randrw", "--size", "4m", "--time", "60s", "--engine", "psync", "--quiet", "--json", json.to_str().unwrap()])
+        .args([
+            "run",
+            t.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--size",
+            "4m",
+            "--time",
+            "60s",
+            "--engine",
+            "psync",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -302,7 +576,11 @@ fn ctrl_c_stops_cleanly_with_partial_results() {
     assert!(run["total"]["ops"].as_u64().unwrap() > 0);
     assert!(run["duration_ns"].as_u64().unwrap() < 30_000_000_000);
     assert!(String::from_utf8_lossy(&out.stdout).contains("status: interrupted"));
-    assert_eq!(entries(&t), Vec::<String>::new(), "the run directory is removed");
+    assert_eq!(
+        entries(&t),
+        Vec::<String>::new(),
+        "the run directory is removed"
+    );
 }
 
 extern "C" {
@@ -313,17 +591,54 @@ extern "C" {
 fn null_engine_and_profiles() {
     let dir = temp_dir(TMP);
     let t = target(&dir);
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--engine", "null", "--iodepth", "4", "--time", "1s", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--iodepth",
+            "4",
+            "--time",
+            "1s",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(ops(phase(&r, "run"), "read") > 1000);
-    assert_eq!(entries(&t), Vec::<String>::new(), "null jobs create no files");
+    assert_eq!(
+        entries(&t),
+        Vec::<String>::new(),
+        "null jobs create no files"
+    );
     let out = stormark(&["run", "--list-profiles"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for p in ["quick", "oltp-4k", "bw-64k", "seqread-1m", "seqwrite-1m", "iometer-64k"] {
+    for p in [
+        "quick",
+        "oltp-4k",
+        "bw-64k",
+        "seqread-1m",
+        "seqwrite-1m",
+        "iometer-64k",
+    ] {
         assert!(text.contains(p), "{text}");
     }
     // A profile with flags overriding it.
-    let (code, r, out) = run_json(&dir, &[t.to_str().unwrap(), "--profile", "iometer-64k", "--size", "4m", "--time", "1s", "--engine", "psync", "--quiet"]);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--profile",
+            "iometer-64k",
+            "--size",
+            "4m",
+            "--time",
+            "1s",
+            "--engine",
+            "psync",
+            "--quiet",
+        ],
+    );
     assert_eq!(code, 0, "{out}");
     assert_eq!(r["spec"]["jobs"][0]["random_pct"], "80");
     assert_eq!(r["spec"]["jobs"][0]["bs"], "64k");
@@ -331,10 +646,17 @@ fn null_engine_and_profiles() {
 
 #[test]
 fn help_has_examples() {
-    for cmd in [vec!["--help"], vec!["run", "--help"], vec!["probe", "--help"]] {
+    for cmd in [
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["probe", "--help"],
+    ] {
         let out = stormark(&cmd);
         assert!(out.status.success());
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"), "{cmd:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Examples:"),
+            "{cmd:?}"
+        );
     }
     let out = stormark(&["probe"]);
     assert!(out.status.success());

@@ -70,9 +70,16 @@ pub trait Agent {
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError>;
     /// Creates what the run needs and writes the working set when asked or needed. Returns the
     /// jobs of the preparation pass (empty when none ran) after streaming its events.
-    fn prepare(&mut self, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError>;
+    fn prepare(
+        &mut self,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError>;
     /// Runs stage `index` to its end, streaming events. Returns the jobs as they ran.
-    fn run_stage(&mut self, index: usize, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError>;
+    fn run_stage(
+        &mut self,
+        index: usize,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError>;
     /// Removes what this run created (unless kept). Returns notes for the results.
     fn cleanup(&mut self) -> Vec<String>;
     /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.

@@ -59,9 +59,21 @@ impl Coordinator {
 
     /// Runs `workload`, filling `results` as it goes, so that whatever happens the document
     /// holds everything measured until then. Cleanup always runs.
-    pub fn run(&mut self, workload: &Workload, results: &mut Results, live: &mut dyn FnMut(Live<'_>)) -> Outcome {
+    pub fn run(
+        &mut self,
+        workload: &Workload,
+        results: &mut Results,
+        live: &mut dyn FnMut(Live<'_>),
+    ) -> Outcome {
         let start = Instant::now();
-        results.hosts = self.agents.iter().map(|a| Host { name: a.host().to_string(), inventory: a.inventory() }).collect();
+        results.hosts = self
+            .agents
+            .iter()
+            .map(|a| Host {
+                name: a.host().to_string(),
+                inventory: a.inventory(),
+            })
+            .collect();
         results.spec = serde_json::json!({
             "prepare": workload.prepare,
             "jobs": workload.jobs.iter().map(|j| j.to_pairs().into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
@@ -82,18 +94,29 @@ impl Coordinator {
         self.end(results, start, outcome, true)
     }
 
-    fn run_phases(&mut self, workload: &Workload, stages: &[Vec<stormark_stats::PhaseJob>], results: &mut Results, start: Instant, live: &mut dyn FnMut(Live<'_>)) -> Outcome {
+    fn run_phases(
+        &mut self,
+        workload: &Workload,
+        stages: &[Vec<stormark_stats::PhaseJob>],
+        results: &mut Results,
+        start: Instant,
+        live: &mut dyn FnMut(Live<'_>),
+    ) -> Outcome {
         let names: Vec<String> = workload
             .stages()
             .iter()
-            .map(|jobs| match (workload.stages().len(), jobs[0].group.as_deref()) {
-                (1, _) => "run".to_string(),
-                (_, Some(g)) => format!("run:{g}"),
-                (_, None) => format!("run:{}", jobs[0].name),
-            })
+            .map(
+                |jobs| match (workload.stages().len(), jobs[0].group.as_deref()) {
+                    (1, _) => "run".to_string(),
+                    (_, Some(g)) => format!("run:{g}"),
+                    (_, None) => format!("run:{}", jobs[0].name),
+                },
+            )
             .collect();
         // Preparation: its own phase, excluded from the run's figures.
-        let (result, phase) = self.phase("prepare", PREPARE, start, live, |agent, sink| agent.prepare(sink));
+        let (result, phase) = self.phase("prepare", PREPARE, start, live, |agent, sink| {
+            agent.prepare(sink)
+        });
         self.collect_notes(results);
         if let Err(e) = result {
             return self.outcome_of(e);
@@ -106,7 +129,8 @@ impl Coordinator {
         }
         for (i, name) in names.iter().enumerate() {
             live(Live::PhaseStarted { name });
-            let (result, phase) = self.phase(name, i, start, live, |agent, sink| agent.run_stage(i, sink));
+            let (result, phase) =
+                self.phase(name, i, start, live, |agent, sink| agent.run_stage(i, sink));
             if let Some(mut p) = phase {
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(i).cloned().unwrap_or_default();
@@ -133,13 +157,20 @@ impl Coordinator {
         stage: usize,
         start: Instant,
         live: &mut dyn FnMut(Live<'_>),
-        mut call: impl FnMut(&mut dyn Agent, &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<stormark_stats::PhaseJob>, AgentError>,
+        mut call: impl FnMut(
+            &mut dyn Agent,
+            &mut dyn FnMut(AgentEvent<'_>),
+        ) -> Result<Vec<stormark_stats::PhaseJob>, AgentError>,
     ) -> (Result<(), AgentError>, Option<Phase>) {
         let hosts: Vec<String> = self.agents.iter().map(|a| a.host().to_string()).collect();
         let mut keys = Vec::new();
         for (h, agent) in self.agents.iter().enumerate() {
             for (j, n) in agent.workers(stage).iter().enumerate() {
-                keys.extend((0..*n).map(|w| WorkerKey { host: h as u16, job: j as u16, worker: w }));
+                keys.extend((0..*n).map(|w| WorkerKey {
+                    host: h as u16,
+                    job: j as u16,
+                    worker: w,
+                }));
             }
         }
         let mut acc = PhaseAccumulator::new(name, hosts, Vec::new(), &keys);
@@ -152,13 +183,41 @@ impl Coordinator {
                 AgentEvent::Started => {
                     measured_start.get_or_insert_with(Instant::now);
                 }
-                AgentEvent::Interval { job, worker, interval, snap } => {
-                    a.add(WorkerKey { host: h as u16, job, worker }, interval, snap);
+                AgentEvent::Interval {
+                    job,
+                    worker,
+                    interval,
+                    snap,
+                } => {
+                    a.add(
+                        WorkerKey {
+                            host: h as u16,
+                            job,
+                            worker,
+                        },
+                        interval,
+                        snap,
+                    );
                     for closed in a.close_ready() {
-                        live(Live::Second { phase: name, interval: closed });
+                        live(Live::Second {
+                            phase: name,
+                            interval: closed,
+                        });
                     }
                 }
-                AgentEvent::Done { job, worker, end_ns, .. } => a.worker_done(WorkerKey { host: h as u16, job, worker }, end_ns),
+                AgentEvent::Done {
+                    job,
+                    worker,
+                    end_ns,
+                    ..
+                } => a.worker_done(
+                    WorkerKey {
+                        host: h as u16,
+                        job,
+                        worker,
+                    },
+                    end_ns,
+                ),
                 AgentEvent::Tick => {}
             };
             match call(agent.as_mut(), &mut sink) {
@@ -172,7 +231,8 @@ impl Coordinator {
         let ran = measured_start.is_some();
         let phase = ran.then(|| {
             acc.set_jobs(jobs);
-            let offset = measured_start.map_or(0, |t| t.saturating_duration_since(start).as_nanos() as u64);
+            let offset =
+                measured_start.map_or(0, |t| t.saturating_duration_since(start).as_nanos() as u64);
             let duration = acc.end_ns();
             acc.finish(offset, duration)
         });
@@ -196,7 +256,13 @@ impl Coordinator {
         }
     }
 
-    fn end(&mut self, results: &mut Results, start: Instant, outcome: Outcome, cleanup: bool) -> Outcome {
+    fn end(
+        &mut self,
+        results: &mut Results,
+        start: Instant,
+        outcome: Outcome,
+        cleanup: bool,
+    ) -> Outcome {
         if cleanup {
             for agent in &mut self.agents {
                 results.notes.extend(agent.cleanup());

@@ -10,8 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use stormark_engine::{io_uring_available, run_stage, Backend, FileTarget, StageEvent, Stop, WorkerSpec};
-use stormark_probe::{classify, device_in_use, fs_signature, odirect_supported, space, Inventory, TargetKind};
+use stormark_engine::{
+    io_uring_available, run_stage, Backend, FileTarget, StageEvent, Stop, WorkerSpec,
+};
+use stormark_probe::{
+    classify, device_in_use, fs_signature, odirect_supported, space, Inventory, TargetKind,
+};
 use stormark_spec::units::format_size;
 use stormark_spec::{Direct, EngineChoice, Job, Workload, DEFAULT_FILE_SIZE};
 use stormark_stats::{Finding, PhaseJob, Severity, Target};
@@ -46,7 +50,14 @@ pub struct TargetOptions {
 impl TargetOptions {
     /// Options for `path` with nothing allowed.
     pub fn new(path: PathBuf) -> TargetOptions {
-        TargetOptions { path, keep: false, reuse: false, allow_overwrite: false, allow_device_write: false, force: false }
+        TargetOptions {
+            path,
+            keep: false,
+            reuse: false,
+            allow_overwrite: false,
+            allow_device_write: false,
+            force: false,
+        }
     }
 }
 
@@ -148,18 +159,25 @@ impl LocalAgent {
     }
 
     fn write_manifest(&self) -> Result<(), String> {
-        let Some(dir) = self.run_dir() else { return Ok(()) };
+        let Some(dir) = self.run_dir() else {
+            return Ok(());
+        };
         let manifest = Manifest {
             tool: format!("stormark {}", env!("CARGO_PKG_VERSION")),
             files: self
                 .files
                 .iter()
                 .filter(|f| f.exists)
-                .map(|f| ManifestFile { name: f.name.clone(), size: f.size, prepared: f.prepared })
+                .map(|f| ManifestFile {
+                    name: f.name.clone(),
+                    size: f.size,
+                    prepared: f.prepared,
+                })
                 .collect(),
         };
         let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
-        std::fs::write(dir.join(MANIFEST), text).map_err(|e| format!("cannot write {}: {e}", dir.join(MANIFEST).display()))
+        std::fs::write(dir.join(MANIFEST), text)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(MANIFEST).display()))
     }
 
     fn resolve_backend(&self, job: &Job, notes: &mut Vec<String>) -> Result<Backend, AgentError> {
@@ -177,7 +195,10 @@ impl LocalAgent {
             EngineChoice::Auto => match io_uring_available() {
                 Ok(()) => Backend::IoUring,
                 Err(e) => {
-                    push_once(notes, format!("engine auto: io_uring is not available ({e}); using psync"));
+                    push_once(
+                        notes,
+                        format!("engine auto: io_uring is not available ({e}); using psync"),
+                    );
                     Backend::Psync
                 }
             },
@@ -188,7 +209,12 @@ impl LocalAgent {
         Ok(backend)
     }
 
-    fn plan_dir(&mut self, workload: &Workload, stages: &[Vec<(Job, Backend)>], validated: &mut Validated) -> Result<(), AgentError> {
+    fn plan_dir(
+        &mut self,
+        workload: &Workload,
+        stages: &[Vec<(Job, Backend)>],
+        validated: &mut Validated,
+    ) -> Result<(), AgentError> {
         let target = self.opts.path.clone();
         let (run_dir, manifest) = if self.opts.reuse {
             let text = std::fs::read_to_string(target.join(MANIFEST)).map_err(|_| {
@@ -197,8 +223,12 @@ impl LocalAgent {
                     target.display()
                 ))
             })?;
-            let m: Manifest = serde_json::from_str(&text)
-                .map_err(|e| AgentError::Refused(format!("--reuse {}: {MANIFEST} is damaged ({e})", target.display())))?;
+            let m: Manifest = serde_json::from_str(&text).map_err(|e| {
+                AgentError::Refused(format!(
+                    "--reuse {}: {MANIFEST} is damaged ({e})",
+                    target.display()
+                ))
+            })?;
             (target.clone(), Some(m))
         } else {
             if !is_writable(&target) {
@@ -222,7 +252,9 @@ impl LocalAgent {
                 if len < job.bs.max {
                     return Err(AgentError::Refused(format!(
                         "--size {}: too small for --bs {} once rounded down to whole {} blocks",
-                        format_size(size), job.bs, format_size(align)
+                        format_size(size),
+                        job.bs,
+                        format_size(align)
                     )));
                 }
                 let mut worker_files = Vec::new();
@@ -231,7 +263,13 @@ impl LocalAgent {
                     for f in 0..job.files {
                         let name = format!("j{k}.w{w}.f{f}");
                         let i = *index.entry(name.clone()).or_insert_with(|| {
-                            self.files.push(PlannedFile { name, size: 0, needs_data: false, exists: false, prepared: false });
+                            self.files.push(PlannedFile {
+                                name,
+                                size: 0,
+                                needs_data: false,
+                                exists: false,
+                                prepared: false,
+                            });
                             self.files.len() - 1
                         });
                         let pf = &mut self.files[i];
@@ -243,7 +281,13 @@ impl LocalAgent {
                     }
                     worker_files.push(list);
                 }
-                runs.push(JobRun { job: job.clone(), backend: *backend, direct: false, worker_files, len });
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend: *backend,
+                    direct: false,
+                    worker_files,
+                    len,
+                });
             }
             self.stages.push(runs);
         }
@@ -251,7 +295,9 @@ impl LocalAgent {
         if let Some(m) = &manifest {
             for pf in self.files.iter_mut().filter(|f| f.size > 0) {
                 let known = m.files.iter().find(|f| f.name == pf.name);
-                let on_disk = std::fs::metadata(run_dir.join(&pf.name)).map(|m| m.len()).ok();
+                let on_disk = std::fs::metadata(run_dir.join(&pf.name))
+                    .map(|m| m.len())
+                    .ok();
                 match (known, on_disk) {
                     (Some(k), Some(len)) if k.size >= pf.size && len == k.size => {
                         pf.exists = true;
@@ -267,12 +313,19 @@ impl LocalAgent {
                 }
             }
         }
-        let needed: u64 = self.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
+        let needed: u64 = self
+            .files
+            .iter()
+            .filter(|f| !f.exists)
+            .map(|f| f.size)
+            .sum();
         let room = space(&target).map_err(|e| AgentError::Refused(e.to_string()))?;
         if needed > room.avail {
             return Err(AgentError::Refused(format!(
                 "{}: the working set needs {} but only {} is free; lower --size, --files or --jobs",
-                target.display(), human(needed), human(room.avail)
+                target.display(),
+                human(needed),
+                human(room.avail)
             )));
         }
         let pct = room.used_pct_after(needed);
@@ -291,20 +344,38 @@ impl LocalAgent {
             run_dir: Some(run_dir.display().to_string()),
             kept: self.opts.keep || self.opts.reuse,
         });
-        self.place = Some(Place::Dir { run_dir, reused: self.opts.reuse });
+        self.place = Some(Place::Dir {
+            run_dir,
+            reused: self.opts.reuse,
+        });
         Ok(())
     }
 
-    fn plan_existing(&mut self, workload: &Workload, stages: &[Vec<(Job, Backend)>], kind: &TargetKind, validated: &mut Validated) -> Result<(), AgentError> {
+    fn plan_existing(
+        &mut self,
+        workload: &Workload,
+        stages: &[Vec<(Job, Backend)>],
+        kind: &TargetKind,
+        validated: &mut Validated,
+    ) -> Result<(), AgentError> {
         let path = self.opts.path.clone();
         let shown = path.display().to_string();
         if self.opts.reuse {
-            return Err(AgentError::Refused(format!("--reuse {shown}: expected the run directory a --keep run printed")));
+            return Err(AgentError::Refused(format!(
+                "--reuse {shown}: expected the run directory a --keep run printed"
+            )));
         }
-        let writes = stages.iter().flatten().any(|(j, b)| j.read_pct() < 100 && *b != Backend::Null);
+        let writes = stages
+            .iter()
+            .flatten()
+            .any(|(j, b)| j.read_pct() < 100 && *b != Backend::Null);
         let (total, block, lbs) = match kind {
             TargetKind::File { len } => (*len, false, 512),
-            TargetKind::BlockDevice { size, logical_block, .. } => (*size, true, *logical_block),
+            TargetKind::BlockDevice {
+                size,
+                logical_block,
+                ..
+            } => (*size, true, *logical_block),
             TargetKind::Directory => unreachable!("directories are planned by plan_dir"),
         };
         if writes && !block && !self.opts.allow_overwrite {
@@ -320,10 +391,14 @@ impl LocalAgent {
             }
             if let TargetKind::BlockDevice { rdev, .. } = kind {
                 if let Some(why) = device_in_use(&path, *rdev) {
-                    return Err(AgentError::Refused(format!("{shown}: {why}; stormark never writes to a device in use")));
+                    return Err(AgentError::Refused(format!(
+                        "{shown}: {why}; stormark never writes to a device in use"
+                    )));
                 }
             }
-            if let Some(sig) = fs_signature(&path).map_err(|e| AgentError::Refused(e.to_string()))? {
+            if let Some(sig) =
+                fs_signature(&path).map_err(|e| AgentError::Refused(e.to_string()))?
+            {
                 if !self.opts.force {
                     return Err(AgentError::Refused(format!(
                         "{shown}: holds a {sig} signature; add --force to overwrite it anyway"
@@ -332,7 +407,9 @@ impl LocalAgent {
             }
         }
         if workload.prepare {
-            validated.notes.push(format!("--prepare skipped: {shown} already holds data"));
+            validated
+                .notes
+                .push(format!("--prepare skipped: {shown} already holds data"));
         }
         self.stages.clear();
         for stage in stages {
@@ -343,36 +420,62 @@ impl LocalAgent {
                 if len < job.bs.max {
                     return Err(AgentError::Refused(format!(
                         "{shown}: holds {} bytes, less than one block of {} (--bs)",
-                        total, format_size(job.bs.max)
+                        total,
+                        format_size(job.bs.max)
                     )));
                 }
-                if block && job.direct != Direct::No && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0) {
+                if block
+                    && job.direct != Direct::No
+                    && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0)
+                {
                     return Err(AgentError::Refused(format!(
                         "--bs {}: {shown} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)",
                         job.bs
                     )));
                 }
-                runs.push(JobRun { job: job.clone(), backend: *backend, direct: false, worker_files: vec![Vec::new(); job.jobs as usize], len });
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend: *backend,
+                    direct: false,
+                    worker_files: vec![Vec::new(); job.jobs as usize],
+                    len,
+                });
             }
             self.stages.push(runs);
         }
-        validated.target = Some(Target { path: shown, kind: kind.kind_name().into(), run_dir: None, kept: false });
+        validated.target = Some(Target {
+            path: shown,
+            kind: kind.kind_name().into(),
+            run_dir: None,
+            kept: false,
+        });
         self.place = Some(Place::Existing { path });
         Ok(())
     }
 
     fn decide_direct(&mut self, notes: &mut Vec<String>) -> Result<(), AgentError> {
-        let wants = self.stages.iter().flatten().any(|r| r.job.direct != Direct::No && r.backend != Backend::Null);
+        let wants = self
+            .stages
+            .iter()
+            .flatten()
+            .any(|r| r.job.direct != Direct::No && r.backend != Backend::Null);
         if !wants {
             return Ok(());
         }
         let (supported, what) = match &self.place {
-            Some(Place::Dir { run_dir, .. }) => {
-                (odirect_supported(run_dir).map_err(|e| AgentError::Refused(e.to_string()))?, format!("the filesystem of {}", self.opts.path.display()))
-            }
+            Some(Place::Dir { run_dir, .. }) => (
+                odirect_supported(run_dir).map_err(|e| AgentError::Refused(e.to_string()))?,
+                format!("the filesystem of {}", self.opts.path.display()),
+            ),
             Some(Place::Existing { path, .. }) => {
-                let r = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path);
-                (!matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EINVAL)), path.display().to_string())
+                let r = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECT)
+                    .open(path);
+                (
+                    !matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EINVAL)),
+                    path.display().to_string(),
+                )
             }
             None => (false, String::new()),
         };
@@ -395,15 +498,28 @@ impl LocalAgent {
     fn phase_jobs(&self, index: usize) -> Vec<PhaseJob> {
         self.stages[index]
             .iter()
-            .map(|r| PhaseJob { name: r.job.name.clone(), engine: r.backend.name().into(), direct: r.direct, workers: r.job.jobs, iodepth: if r.backend == Backend::Psync { 1 } else { r.job.iodepth } })
+            .map(|r| PhaseJob {
+                name: r.job.name.clone(),
+                engine: r.backend.name().into(),
+                direct: r.direct,
+                workers: r.job.jobs,
+                iodepth: if r.backend == Backend::Psync {
+                    1
+                } else {
+                    r.job.iodepth
+                },
+            })
             .collect()
     }
 
     fn create_files(&mut self) -> Result<(), AgentError> {
-        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else { return Ok(()) };
+        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else {
+            return Ok(());
+        };
         if !reused {
-            std::fs::create_dir(&run_dir)
-                .map_err(|e| AgentError::Refused(format!("cannot create {}: {e}", run_dir.display())))?;
+            std::fs::create_dir(&run_dir).map_err(|e| {
+                AgentError::Refused(format!("cannot create {}: {e}", run_dir.display()))
+            })?;
             self.run_dir_created = true;
         }
         self.write_manifest().map_err(AgentError::Refused)?;
@@ -412,11 +528,18 @@ impl LocalAgent {
                 continue;
             }
             let path = run_dir.join(&self.files[i].name);
-            let file = OpenOptions::new().write(true).create_new(true).open(&path)
-                .map_err(|e| AgentError::Failed(format!("cannot create {}: {e}", path.display())))?;
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| {
+                    AgentError::Failed(format!("cannot create {}: {e}", path.display()))
+                })?;
             self.created.push(self.files[i].name.clone());
             self.files[i].exists = true;
-            allocate(&file, self.files[i].size).map_err(|e| AgentError::Failed(format!("cannot allocate {}: {e}", path.display())))?;
+            allocate(&file, self.files[i].size).map_err(|e| {
+                AgentError::Failed(format!("cannot allocate {}: {e}", path.display()))
+            })?;
         }
         self.write_manifest().map_err(AgentError::Failed)
     }
@@ -451,20 +574,41 @@ impl Agent for LocalAgent {
         Ok(v)
     }
 
-    fn prepare(&mut self, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError> {
+    fn prepare(
+        &mut self,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
         self.create_files()?;
         let mut notes = Vec::new();
         let decided = self.decide_direct(&mut notes);
         self.notes.extend(notes);
         decided?;
-        let todo: Vec<usize> = (0..self.files.len()).filter(|&i| self.files[i].needs_data && !self.files[i].prepared && self.files[i].size > 0).collect();
+        let todo: Vec<usize> = (0..self.files.len())
+            .filter(|&i| {
+                self.files[i].needs_data && !self.files[i].prepared && self.files[i].size > 0
+            })
+            .collect();
         if todo.is_empty() {
             return Ok(Vec::new());
         }
-        let direct = self.run_dir().map(|d| odirect_supported(d).unwrap_or(false)).unwrap_or(false);
-        let backend = if io_uring_available().is_ok() { Backend::IoUring } else { Backend::Psync };
+        let direct = self
+            .run_dir()
+            .map(|d| odirect_supported(d).unwrap_or(false))
+            .unwrap_or(false);
+        let backend = if io_uring_available().is_ok() {
+            Backend::IoUring
+        } else {
+            Backend::Psync
+        };
         let workers = todo.len().min(4);
-        let bs = self.files.iter().filter(|f| f.size > 0).map(|f| f.size).min().unwrap_or(1 << 20).min(1 << 20);
+        let bs = self
+            .files
+            .iter()
+            .filter(|f| f.size > 0)
+            .map(|f| f.size)
+            .min()
+            .unwrap_or(1 << 20)
+            .min(1 << 20);
         let specs: Vec<WorkerSpec> = (0..workers)
             .map(|w| WorkerSpec {
                 write_once: true,
@@ -476,13 +620,26 @@ impl Agent for LocalAgent {
                 direct,
                 backend,
                 seed: 0x5eed + w as u64,
-                ..WorkerSpec::new(todo.iter().skip(w).step_by(workers).map(|&i| FileTarget { path: self.file_path(i), len: self.files[i].size }).collect())
+                ..WorkerSpec::new(
+                    todo.iter()
+                        .skip(w)
+                        .step_by(workers)
+                        .map(|&i| FileTarget {
+                            path: self.file_path(i),
+                            len: self.files[i].size,
+                        })
+                        .collect(),
+                )
             })
             .collect();
         self.prepare_workers = workers as u32;
-        let out = run_stage(specs, self.stop.clone(), &mut |e| forward(e, &[(0u16, 0u32)], on_event, 0));
+        let out = run_stage(specs, self.stop.clone(), &mut |e| {
+            forward(e, &[(0u16, 0u32)], on_event, 0)
+        });
         if let Some((_, f)) = out.failures.first() {
-            return Err(AgentError::Failed(format!("preparing the working set failed: {f}")));
+            return Err(AgentError::Failed(format!(
+                "preparing the working set failed: {f}"
+            )));
         }
         if !self.stop.load(Ordering::Relaxed) {
             for &i in &todo {
@@ -493,20 +650,43 @@ impl Agent for LocalAgent {
             }
             self.write_manifest().map_err(AgentError::Failed)?;
         }
-        Ok(vec![PhaseJob { name: "prepare".into(), engine: backend.name().into(), direct, workers: workers as u32, iodepth: 4 }])
+        Ok(vec![PhaseJob {
+            name: "prepare".into(),
+            engine: backend.name().into(),
+            direct,
+            workers: workers as u32,
+            iodepth: 4,
+        }])
     }
 
-    fn run_stage(&mut self, index: usize, on_event: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError> {
-        let ramp = self.stages[index].iter().map(|r| r.job.ramp).max().unwrap_or_default();
+    fn run_stage(
+        &mut self,
+        index: usize,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let ramp = self.stages[index]
+            .iter()
+            .map(|r| r.job.ramp)
+            .max()
+            .unwrap_or_default();
         let mut specs = Vec::new();
         let mut map = Vec::new();
         for (k, run) in self.stages[index].iter().enumerate() {
             for (w, files) in run.worker_files.iter().enumerate() {
                 let targets: Vec<FileTarget> = match &self.place {
-                    Some(Place::Existing { path, .. }) => vec![FileTarget { path: path.clone(), len: run.len }],
-                    _ => files.iter().map(|&i| FileTarget { path: self.file_path(i), len: run.len }).collect(),
+                    Some(Place::Existing { path, .. }) => vec![FileTarget {
+                        path: path.clone(),
+                        len: run.len,
+                    }],
+                    _ => files
+                        .iter()
+                        .map(|&i| FileTarget {
+                            path: self.file_path(i),
+                            len: run.len,
+                        })
+                        .collect(),
                 };
-                if !run.direct && run.backend != Backend::Null {
+                if !run.direct && run.job.invalidate && run.backend != Backend::Null {
                     // Like fio's default invalidate=1: start buffered jobs with a cold cache.
                     for t in &targets {
                         drop_cache(&t.path);
@@ -514,7 +694,10 @@ impl Agent for LocalAgent {
                 }
                 let one_pass: u64 = targets.iter().map(|t| t.len).sum();
                 let stop = match (run.job.time, run.job.io_total) {
-                    (None, None) => Stop { time: None, io_total: Some(one_pass) },
+                    (None, None) => Stop {
+                        time: None,
+                        io_total: Some(one_pass),
+                    },
                     (time, io_total) => Stop { time, io_total },
                 };
                 specs.push(WorkerSpec {
@@ -535,24 +718,38 @@ impl Agent for LocalAgent {
                 map.push((k as u16, w as u32));
             }
         }
-        let out = run_stage(specs, self.stop.clone(), &mut |e| forward(e, &map, on_event, 1));
+        let out = run_stage(specs, self.stop.clone(), &mut |e| {
+            forward(e, &map, on_event, 1)
+        });
         if let Some((w, f)) = out.failures.first() {
             let (k, wk) = map[*w];
             let name = &self.stages[index][k as usize].job.name;
             let others = out.failures.len() - 1;
-            let more = if others > 0 { format!(" (and {others} more workers)") } else { String::new() };
-            return Err(AgentError::Failed(format!("job {name} worker {wk}: {f}{more}")));
+            let more = if others > 0 {
+                format!(" (and {others} more workers)")
+            } else {
+                String::new()
+            };
+            return Err(AgentError::Failed(format!(
+                "job {name} worker {wk}: {f}{more}"
+            )));
         }
         Ok(self.phase_jobs(index))
     }
 
     fn cleanup(&mut self) -> Vec<String> {
         let mut notes = Vec::new();
-        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else { return notes };
+        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else {
+            return notes;
+        };
         if self.opts.keep || reused {
             if self.run_dir_created || reused {
                 let _ = self.write_manifest();
-                notes.push(format!("kept run directory {} (run again on it with: stormark run {} --reuse)", run_dir.display(), run_dir.display()));
+                notes.push(format!(
+                    "kept run directory {} (run again on it with: stormark run {} --reuse)",
+                    run_dir.display(),
+                    run_dir.display()
+                ));
             }
             return notes;
         }
@@ -568,7 +765,10 @@ impl Agent for LocalAgent {
             }
         }
         if let Err(e) = std::fs::remove_dir(&run_dir) {
-            notes.push(format!("could not remove {}: {e} (files not created by stormark are left in place)", run_dir.display()));
+            notes.push(format!(
+                "could not remove {}: {e} (files not created by stormark are left in place)",
+                run_dir.display()
+            ));
         }
         notes
     }
@@ -581,23 +781,55 @@ impl Agent for LocalAgent {
         if stage == PREPARE {
             return vec![self.prepare_workers];
         }
-        self.stages.get(stage).map(|s| s.iter().map(|r| r.job.jobs).collect()).unwrap_or_default()
+        self.stages
+            .get(stage)
+            .map(|s| s.iter().map(|r| r.job.jobs).collect())
+            .unwrap_or_default()
     }
 }
 
 /// Forwards engine events as agent events. `map` gives (job, worker) by engine worker index;
 /// with `per_worker == 0` every engine worker is one worker of job 0 (the preparation).
-fn forward(e: StageEvent<'_>, map: &[(u16, u32)], on_event: &mut dyn FnMut(AgentEvent<'_>), per_worker: u8) {
-    let key = |w: usize| if per_worker == 0 { (0u16, w as u32) } else { map[w] };
+fn forward(
+    e: StageEvent<'_>,
+    map: &[(u16, u32)],
+    on_event: &mut dyn FnMut(AgentEvent<'_>),
+    per_worker: u8,
+) {
+    let key = |w: usize| {
+        if per_worker == 0 {
+            (0u16, w as u32)
+        } else {
+            map[w]
+        }
+    };
     match e {
         StageEvent::Started { .. } => on_event(AgentEvent::Started),
-        StageEvent::Interval { worker, interval, snap } => {
+        StageEvent::Interval {
+            worker,
+            interval,
+            snap,
+        } => {
             let (job, worker) = key(worker);
-            on_event(AgentEvent::Interval { job, worker, interval, snap })
+            on_event(AgentEvent::Interval {
+                job,
+                worker,
+                interval,
+                snap,
+            })
         }
-        StageEvent::Done { worker, end_ns, failure } => {
+        StageEvent::Done {
+            worker,
+            end_ns,
+            failure,
+        } => {
             let (job, worker) = key(worker);
-            on_event(AgentEvent::Done { job, worker, end_ns, failure })
+            on_event(AgentEvent::Done {
+                job,
+                worker,
+                end_ns,
+                failure,
+            })
         }
         StageEvent::Tick => on_event(AgentEvent::Tick),
     }
@@ -617,7 +849,9 @@ fn push_once(notes: &mut Vec<String>, note: String) {
 }
 
 fn is_writable(dir: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
     // SAFETY: c is a valid C string.
     unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
@@ -655,7 +889,11 @@ fn human(bytes: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 #[cfg(test)]

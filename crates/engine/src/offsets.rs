@@ -37,7 +37,15 @@ pub struct OffsetGen {
 impl OffsetGen {
     /// A generator over files of `file_lens` bytes. `bs_max - bs_min` must be a multiple of
     /// `bs_align`, and every file at least `bs_max` long.
-    pub fn new(file_lens: Vec<u64>, read_pct: u8, random_pct: u8, bs_min: u64, bs_max: u64, bs_align: u64, seed: u64) -> OffsetGen {
+    pub fn new(
+        file_lens: Vec<u64>,
+        read_pct: u8,
+        random_pct: u8,
+        bs_min: u64,
+        bs_max: u64,
+        bs_align: u64,
+        seed: u64,
+    ) -> OffsetGen {
         let bs_slots = (bs_max - bs_min) / bs_align + 1;
         let n = file_lens.len();
         OffsetGen {
@@ -57,7 +65,10 @@ impl OffsetGen {
     /// A generator that writes every file once, front to back, file after file, then ends:
     /// the preparation pass. The last piece of a file may be shorter than `bs`.
     pub fn write_once(file_lens: Vec<u64>, bs: u64) -> OffsetGen {
-        OffsetGen { once: true, ..OffsetGen::new(file_lens, 0, 0, bs, bs, bs, 1) }
+        OffsetGen {
+            once: true,
+            ..OffsetGen::new(file_lens, 0, 0, bs, bs, bs, 1)
+        }
     }
 
     #[inline]
@@ -76,16 +87,26 @@ impl OffsetGen {
 
     /// The next I/O, or `None` when a one-pass generator is done.
     #[inline]
-    pub fn next(&mut self) -> Option<IoReq> {
+    pub fn next_io(&mut self) -> Option<IoReq> {
         if self.once {
             return self.next_once();
         }
         let op = match self.read_pct {
             100 => Op::Read,
             0 => Op::Write,
-            p => if self.below(100) < u64::from(p) { Op::Read } else { Op::Write },
+            p => {
+                if self.below(100) < u64::from(p) {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
         };
-        let len = if self.bs_slots == 1 { self.bs_min } else { self.bs_min + self.below(self.bs_slots) * self.bs_align };
+        let len = if self.bs_slots == 1 {
+            self.bs_min
+        } else {
+            self.bs_min + self.below(self.bs_slots) * self.bs_align
+        };
         let file = self.next_file;
         self.next_file += 1;
         if self.next_file == self.file_lens.len() {
@@ -108,7 +129,12 @@ impl OffsetGen {
             *pos += len;
             at
         };
-        Some(IoReq { op, file: file as u32, offset, len: len as u32 })
+        Some(IoReq {
+            op,
+            file: file as u32,
+            offset,
+            len: len as u32,
+        })
     }
 
     fn next_once(&mut self) -> Option<IoReq> {
@@ -122,7 +148,12 @@ impl OffsetGen {
             }
             let len = remaining.min(self.bs_min);
             self.seq_pos[file][0] += len;
-            return Some(IoReq { op: Op::Write, file: file as u32, offset: pos, len: len as u32 });
+            return Some(IoReq {
+                op: Op::Write,
+                file: file as u32,
+                offset: pos,
+                len: len as u32,
+            });
         }
         None
     }
@@ -137,7 +168,7 @@ mod tests {
         let mut g = OffsetGen::new(vec![1 << 20], 100, 100, 4096, 4096, 4096, 7);
         let mut seen = std::collections::HashSet::new();
         for _ in 0..10_000 {
-            let r = g.next().unwrap();
+            let r = g.next_io().unwrap();
             assert_eq!(r.offset % 4096, 0);
             assert!(r.offset + 4096 <= 1 << 20);
             assert_eq!(r.op, Op::Read);
@@ -149,8 +180,14 @@ mod tests {
     #[test]
     fn sequential_wraps_and_round_robins() {
         let mut g = OffsetGen::new(vec![8192, 8192], 0, 0, 4096, 4096, 4096, 1);
-        let got: Vec<(u32, u64)> = (0..6).map(|_| g.next().unwrap()).map(|r| (r.file, r.offset)).collect();
-        assert_eq!(got, vec![(0, 0), (1, 0), (0, 4096), (1, 4096), (0, 0), (1, 0)]);
+        let got: Vec<(u32, u64)> = (0..6)
+            .map(|_| g.next_io().unwrap())
+            .map(|r| (r.file, r.offset))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0), (1, 0), (0, 4096), (1, 4096), (0, 0), (1, 0)]
+        );
     }
 
     #[test]
@@ -159,7 +196,7 @@ mod tests {
         let n = 100_000;
         let (mut reads, mut sizes) = (0, std::collections::HashSet::new());
         for _ in 0..n {
-            let r = g.next().unwrap();
+            let r = g.next_io().unwrap();
             reads += usize::from(r.op == Op::Read);
             assert_eq!(r.len % 4096, 0);
             assert!((4096..=65536).contains(&r.len));
@@ -174,7 +211,12 @@ mod tests {
     #[test]
     fn write_once_covers_each_file_exactly() {
         let mut g = OffsetGen::write_once(vec![10_000, 4096], 4096);
-        let got: Vec<(u32, u64, u32)> = std::iter::from_fn(|| g.next()).map(|r| (r.file, r.offset, r.len)).collect();
-        assert_eq!(got, vec![(0, 0, 4096), (0, 4096, 4096), (0, 8192, 1808), (1, 0, 4096)]);
+        let got: Vec<(u32, u64, u32)> = std::iter::from_fn(|| g.next_io())
+            .map(|r| (r.file, r.offset, r.len))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(0, 0, 4096), (0, 4096, 4096), (0, 8192, 1808), (1, 0, 4096)]
+        );
     }
 }

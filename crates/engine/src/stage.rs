@@ -21,7 +21,10 @@ impl Gate {
     pub(crate) fn wait(&self) -> Instant {
         self.barrier.wait();
         self.barrier.wait();
-        *self.t0.get().expect("the stage sets t0 between the two barriers")
+        *self
+            .t0
+            .get()
+            .expect("the stage sets t0 between the two barriers")
     }
 }
 
@@ -68,8 +71,15 @@ pub struct StageOutcome {
 
 /// Runs workers on threads of their own until every one has stopped, calling `on_event` on
 /// this thread for each message. Setting `stop` ends the stage early (Ctrl-C).
-pub fn run_stage(specs: Vec<WorkerSpec>, stop: Arc<AtomicBool>, on_event: &mut dyn FnMut(StageEvent<'_>)) -> StageOutcome {
-    let gate = Gate { barrier: Barrier::new(specs.len() + 1), t0: OnceLock::new() };
+pub fn run_stage(
+    specs: Vec<WorkerSpec>,
+    stop: Arc<AtomicBool>,
+    on_event: &mut dyn FnMut(StageEvent<'_>),
+) -> StageOutcome {
+    let gate = Gate {
+        barrier: Barrier::new(specs.len() + 1),
+        t0: OnceLock::new(),
+    };
     let (tx, rx) = channel::<WorkerMsg>();
     let mut failures = Vec::new();
     let mut t0 = Instant::now();
@@ -90,10 +100,26 @@ pub fn run_stage(specs: Vec<WorkerSpec>, stop: Arc<AtomicBool>, on_event: &mut d
         let mut running = specs.len();
         while running > 0 {
             match rx.recv_timeout(Duration::from_millis(250)) {
-                Ok(WorkerMsg::Interval { worker, interval, snap }) => on_event(StageEvent::Interval { worker, interval, snap: &snap }),
-                Ok(WorkerMsg::Done { worker, end_ns, failure }) => {
+                Ok(WorkerMsg::Interval {
+                    worker,
+                    interval,
+                    snap,
+                }) => on_event(StageEvent::Interval {
+                    worker,
+                    interval,
+                    snap: &snap,
+                }),
+                Ok(WorkerMsg::Done {
+                    worker,
+                    end_ns,
+                    failure,
+                }) => {
                     running -= 1;
-                    on_event(StageEvent::Done { worker, end_ns, failure: failure.as_deref() });
+                    on_event(StageEvent::Done {
+                        worker,
+                        end_ns,
+                        failure: failure.as_deref(),
+                    });
                     if let Some(f) = failure {
                         failures.push((worker, f));
                     }
@@ -103,7 +129,11 @@ pub fn run_stage(specs: Vec<WorkerSpec>, stop: Arc<AtomicBool>, on_event: &mut d
             }
         }
     });
-    StageOutcome { t0, ended: Instant::now(), failures }
+    StageOutcome {
+        t0,
+        ended: Instant::now(),
+        failures,
+    }
 }
 
 #[cfg(test)]
@@ -126,8 +156,17 @@ mod tests {
     fn temp_file(len: usize) -> (tempfile::TempDir, FileTarget) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        std::fs::File::create(&path).unwrap().write_all(&vec![7u8; len]).unwrap();
-        (dir, FileTarget { path, len: len as u64 })
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&vec![7u8; len])
+            .unwrap();
+        (
+            dir,
+            FileTarget {
+                path,
+                len: len as u64,
+            },
+        )
     }
 
     #[test]
@@ -144,7 +183,10 @@ mod tests {
                 backend,
                 iodepth: 8,
                 read_pct: 50,
-                stop: Stop { time: None, io_total: Some(1 << 20) },
+                stop: Stop {
+                    time: None,
+                    io_total: Some(1 << 20),
+                },
                 ..WorkerSpec::new(vec![file.clone()])
             };
             let (total, failures) = collect(vec![spec]);
@@ -152,7 +194,10 @@ mod tests {
             let t = total.total();
             assert_eq!(t.ops, 256, "{backend:?}");
             assert_eq!(t.bytes, 1 << 20, "{backend:?}");
-            assert!(total.op(Op::Read).ops > 0 && total.op(Op::Write).ops > 0, "{backend:?}");
+            assert!(
+                total.op(Op::Read).ops > 0 && total.op(Op::Write).ops > 0,
+                "{backend:?}"
+            );
         }
     }
 
@@ -160,27 +205,55 @@ mod tests {
     fn write_once_fills_the_file() {
         let (_dir, file) = temp_file(10_000);
         std::fs::write(&file.path, b"").unwrap();
-        std::fs::File::options().write(true).open(&file.path).unwrap().set_len(10_000).unwrap();
-        let spec = WorkerSpec { write_once: true, bs_min: 4096, bs_max: 4096, ..WorkerSpec::new(vec![file.clone()]) };
+        std::fs::File::options()
+            .write(true)
+            .open(&file.path)
+            .unwrap()
+            .set_len(10_000)
+            .unwrap();
+        let spec = WorkerSpec {
+            write_once: true,
+            bs_min: 4096,
+            bs_max: 4096,
+            ..WorkerSpec::new(vec![file.clone()])
+        };
         let (total, failures) = collect(vec![spec]);
         assert!(failures.is_empty(), "{failures:?}");
         assert_eq!(total.op(Op::Write).bytes, 10_000);
         let data = std::fs::read(&file.path).unwrap();
-        assert!(data.iter().filter(|b| **b == 0).count() < 200, "the file holds written data");
+        assert!(
+            data.iter().filter(|b| **b == 0).count() < 200,
+            "the file holds written data"
+        );
     }
 
     #[test]
     fn missing_file_fails_cleanly_and_others_still_run() {
         let (_dir, file) = temp_file(1 << 16);
-        let bad = FileTarget { path: "/nonexistent/stormark".into(), len: 1 << 16 };
-        let stop = Stop { time: None, io_total: Some(1 << 16) };
+        let bad = FileTarget {
+            path: "/nonexistent/stormark".into(),
+            len: 1 << 16,
+        };
+        let stop = Stop {
+            time: None,
+            io_total: Some(1 << 16),
+        };
         let specs = vec![
-            WorkerSpec { stop, ..WorkerSpec::new(vec![bad]) },
-            WorkerSpec { stop, ..WorkerSpec::new(vec![file]) },
+            WorkerSpec {
+                stop,
+                ..WorkerSpec::new(vec![bad])
+            },
+            WorkerSpec {
+                stop,
+                ..WorkerSpec::new(vec![file])
+            },
         ];
         let (total, failures) = collect(specs);
         assert_eq!(failures.len(), 1);
-        assert!(failures[0].1.contains("cannot open /nonexistent/stormark"), "{failures:?}");
+        assert!(
+            failures[0].1.contains("cannot open /nonexistent/stormark"),
+            "{failures:?}"
+        );
         assert_eq!(total.total().ops, 16);
     }
 
@@ -188,8 +261,18 @@ mod tests {
     fn errors_are_counted_and_a_failing_worker_stops() {
         let (_dir, file) = temp_file(1 << 16);
         // Claim the file is longer than it is: reads past its end come back short.
-        let long = FileTarget { len: 1 << 30, ..file };
-        let spec = WorkerSpec { stop: Stop { time: Some(Duration::from_secs(30)), io_total: None }, random_pct: 0, ..WorkerSpec::new(vec![long]) };
+        let long = FileTarget {
+            len: 1 << 30,
+            ..file
+        };
+        let spec = WorkerSpec {
+            stop: Stop {
+                time: Some(Duration::from_secs(30)),
+                io_total: None,
+            },
+            random_pct: 0,
+            ..WorkerSpec::new(vec![long])
+        };
         let (total, failures) = collect(vec![spec]);
         assert_eq!(total.op(Op::Read).ops, 16);
         assert_eq!(total.op(Op::Read).errors, 100);
@@ -202,7 +285,10 @@ mod tests {
     fn stop_flag_ends_a_stage() {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let spec = WorkerSpec { backend: Backend::Null, ..WorkerSpec::new(vec![]) };
+        let spec = WorkerSpec {
+            backend: Backend::Null,
+            ..WorkerSpec::new(vec![])
+        };
         let mut intervals = 0;
         run_stage(vec![spec.clone(), spec], stop, &mut |e| match e {
             StageEvent::Started { .. } => flag.store(true, std::sync::atomic::Ordering::Relaxed),
@@ -217,16 +303,23 @@ mod tests {
         let spec = WorkerSpec {
             backend: Backend::Null,
             ramp: Duration::from_millis(300),
-            stop: Stop { time: Some(Duration::from_millis(1200)), io_total: None },
+            stop: Stop {
+                time: Some(Duration::from_millis(1200)),
+                io_total: None,
+            },
             ..WorkerSpec::new(vec![])
         };
         let mut seen = Vec::new();
         let mut end = 0;
-        run_stage(vec![spec], Arc::new(AtomicBool::new(false)), &mut |e| match e {
-            StageEvent::Interval { interval, .. } => seen.push(interval),
-            StageEvent::Done { end_ns, .. } => end = end_ns,
-            _ => {}
-        });
+        run_stage(
+            vec![spec],
+            Arc::new(AtomicBool::new(false)),
+            &mut |e| match e {
+                StageEvent::Interval { interval, .. } => seen.push(interval),
+                StageEvent::Done { end_ns, .. } => end = end_ns,
+                _ => {}
+            },
+        );
         assert_eq!(seen, vec![0, 1]);
         assert!((1_200_000_000..2_000_000_000).contains(&end), "{end}");
     }

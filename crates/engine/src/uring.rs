@@ -23,7 +23,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
     let fds: Vec<types::Fd> = ctx.files.iter().map(|f| types::Fd(f.as_raw_fd())).collect();
     let bs_max = ctx.spec.bs_max as usize;
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
-    let placeholder = IoReq { op: Op::Read, file: 0, offset: 0, len: 0 };
+    let placeholder = IoReq {
+        op: Op::Read,
+        file: 0,
+        offset: 0,
+        len: 0,
+    };
     let mut slots: Vec<(IoReq, Instant)> = vec![(placeholder, Instant::now()); depth];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut inflight = 0usize;
@@ -41,8 +46,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
                 let ptr = ctx.buf.at(slot as usize * bs_max);
                 let fd = fds[req.file as usize];
                 let entry = match req.op {
-                    Op::Read => opcode::Read::new(fd, ptr, req.len).offset(req.offset).build(),
-                    Op::Write => opcode::Write::new(fd, ptr, req.len).offset(req.offset).build(),
+                    Op::Read => opcode::Read::new(fd, ptr, req.len)
+                        .offset(req.offset)
+                        .build(),
+                    Op::Write => opcode::Write::new(fd, ptr, req.len)
+                        .offset(req.offset)
+                        .build(),
                 }
                 .user_data(u64::from(slot));
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
@@ -57,7 +66,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         }
         match ring.submit_and_wait(1) {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) || e.raw_os_error() == Some(libc::EBUSY) => continue,
+            Err(e)
+                if e.raw_os_error() == Some(libc::EINTR)
+                    || e.raw_os_error() == Some(libc::EBUSY) =>
+            {
+                continue
+            }
             Err(e) => return Err(format!("io_uring_enter failed: {e}")),
         }
         // One timestamp per completion batch, as fio does (fio_gettime in init_icd).
@@ -66,7 +80,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         for cqe in ring.completion() {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
-            ctx.complete(&req, i64::from(cqe.result()), now.saturating_duration_since(started).as_nanos() as u64);
+            ctx.complete(
+                &req,
+                i64::from(cqe.result()),
+                now.saturating_duration_since(started).as_nanos() as u64,
+            );
             free.push(slot);
             inflight -= 1;
         }

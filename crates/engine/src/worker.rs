@@ -115,8 +115,8 @@ pub enum WorkerMsg {
         worker: usize,
         /// Interval number.
         interval: u32,
-        /// What it did.
-        snap: Snapshot,
+        /// What it did (boxed: the message stays small while in the channel).
+        snap: Box<Snapshot>,
     },
     /// The worker has stopped; nothing follows.
     Done {
@@ -152,7 +152,11 @@ impl Pace {
             measured_start,
             in_ramp,
             interval: 0,
-            next_boundary: if in_ramp { measured_start } else { measured_start + Duration::from_secs(1) },
+            next_boundary: if in_ramp {
+                measured_start
+            } else {
+                measured_start + Duration::from_secs(1)
+            },
             deadline: spec.stop.time.map(|t| measured_start + t),
             worker,
             last_completion: None,
@@ -176,11 +180,16 @@ impl Pace {
         } else {
             let snap = rec.take();
             // A closed receiver means the stage is gone; the stop flag ends the loop.
-            let _ = tx.send(WorkerMsg::Interval { worker: self.worker, interval: self.interval, snap });
+            let _ = tx.send(WorkerMsg::Interval {
+                worker: self.worker,
+                interval: self.interval,
+                snap: Box::new(snap),
+            });
         }
         let since = now.saturating_duration_since(self.measured_start);
         self.interval = since.as_secs() as u32;
-        self.next_boundary = self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
+        self.next_boundary =
+            self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
     }
 
     /// Whether the measured time is over.
@@ -191,13 +200,23 @@ impl Pace {
 
     fn finish(&self, rec: &mut Recorder, tx: &Sender<WorkerMsg>, failure: Option<String>) {
         let end_ns = match self.last_completion {
-            Some(t) if !self.in_ramp => t.saturating_duration_since(self.measured_start).as_nanos() as u64,
+            Some(t) if !self.in_ramp => {
+                t.saturating_duration_since(self.measured_start).as_nanos() as u64
+            }
             _ => 0,
         };
         if !self.in_ramp {
-            let _ = tx.send(WorkerMsg::Interval { worker: self.worker, interval: self.interval, snap: rec.take() });
+            let _ = tx.send(WorkerMsg::Interval {
+                worker: self.worker,
+                interval: self.interval,
+                snap: Box::new(rec.take()),
+            });
         }
-        let _ = tx.send(WorkerMsg::Done { worker: self.worker, end_ns, failure });
+        let _ = tx.send(WorkerMsg::Done {
+            worker: self.worker,
+            end_ns,
+            failure,
+        });
     }
 }
 
@@ -223,7 +242,7 @@ impl Ctx<'_> {
         if self.issued >= self.io_total || self.stop.load(Ordering::Relaxed) {
             return None;
         }
-        let req = self.gen.next()?;
+        let req = self.gen.next_io()?;
         self.issued += u64::from(req.len);
         Some(req)
     }
@@ -241,7 +260,11 @@ impl Ctx<'_> {
 
     #[cold]
     fn fail(&mut self, req: &IoReq, res: i64) {
-        let kind = if res < 0 { ErrorKind::from_errno(-res as i32) } else { ErrorKind::Short };
+        let kind = if res < 0 {
+            ErrorKind::from_errno(-res as i32)
+        } else {
+            ErrorKind::Short
+        };
         self.rec.record_error(req.op, kind, req.offset, req.file);
         self.consecutive_errors += 1;
     }
@@ -268,7 +291,11 @@ pub(crate) fn run_worker(
     let (files, buf, gen) = match setup {
         Ok(s) => s,
         Err(e) => {
-            let _ = tx.send(WorkerMsg::Done { worker, end_ns: 0, failure: Some(e) });
+            let _ = tx.send(WorkerMsg::Done {
+                worker,
+                end_ns: 0,
+                failure: Some(e),
+            });
             return;
         }
     };
@@ -307,20 +334,43 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
             if spec.direct {
                 o.custom_flags(libc::O_DIRECT);
             }
-            let file = o.open(&f.path).map_err(|e| format!("cannot open {}: {e}", f.path.display()))?;
+            let file = o
+                .open(&f.path)
+                .map_err(|e| format!("cannot open {}: {e}", f.path.display()))?;
             files.push(file);
         }
     }
-    let lens: Vec<u64> = if spec.files.is_empty() { vec![spec.bs_max.max(1) * 1024] } else { spec.files.iter().map(|f| f.len).collect() };
+    let lens: Vec<u64> = if spec.files.is_empty() {
+        vec![spec.bs_max.max(1) * 1024]
+    } else {
+        spec.files.iter().map(|f| f.len).collect()
+    };
     if let Some(f) = spec.files.iter().find(|f| f.len < spec.bs_max) {
-        return Err(format!("{} holds {} bytes, less than one block of {}", f.path.display(), f.len, spec.bs_max));
+        return Err(format!(
+            "{} holds {} bytes, less than one block of {}",
+            f.path.display(),
+            f.len,
+            spec.bs_max
+        ));
     }
-    let slots = if spec.backend == Backend::IoUring { spec.iodepth as usize } else { 1 };
+    let slots = if spec.backend == Backend::IoUring {
+        spec.iodepth as usize
+    } else {
+        1
+    };
     let buf = AlignedBuf::new(slots * spec.bs_max as usize, spec.seed);
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)
     } else {
-        OffsetGen::new(lens, spec.read_pct, spec.random_pct, spec.bs_min, spec.bs_max, spec.bs_align, spec.seed)
+        OffsetGen::new(
+            lens,
+            spec.read_pct,
+            spec.random_pct,
+            spec.bs_min,
+            spec.bs_max,
+            spec.bs_align,
+            spec.seed,
+        )
     };
     Ok((files, buf, gen))
 }
@@ -334,14 +384,30 @@ fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
         // SAFETY: buf holds at least bs_max >= req.len bytes; fd is open for this op.
         let res = unsafe {
             match req.op {
-                Op::Read => libc::pread(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
-                Op::Write => libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
+                Op::Read => {
+                    libc::pread(fd, buf.cast(), req.len as usize, req.offset as libc::off_t)
+                }
+                Op::Write => {
+                    libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t)
+                }
             }
         };
-        let res = if res < 0 { -i64::from(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)) } else { res as i64 };
+        let res = if res < 0 {
+            -i64::from(
+                std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO),
+            )
+        } else {
+            res as i64
+        };
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete(&req, res, now.saturating_duration_since(start).as_nanos() as u64);
+        ctx.complete(
+            &req,
+            res,
+            now.saturating_duration_since(start).as_nanos() as u64,
+        );
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
@@ -354,7 +420,11 @@ fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
         let start = Instant::now();
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete(&req, i64::from(req.len), now.saturating_duration_since(start).as_nanos() as u64);
+        ctx.complete(
+            &req,
+            i64::from(req.len),
+            now.saturating_duration_since(start).as_nanos() as u64,
+        );
         if ctx.pace.expired(now) {
             break;
         }

@@ -34,8 +34,15 @@ impl Inventory {
         Inventory {
             hostname: hostname(),
             kernel: read_trim("/proc/sys/kernel/osrelease"),
-            os: os_release.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=")).map(|v| v.trim_matches('"').to_string()),
-            cpu_model: cpuinfo.lines().find_map(|l| l.strip_prefix("model name")).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().to_string()),
+            os: os_release
+                .lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string()),
+            cpu_model: cpuinfo
+                .lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string()),
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_bytes: meminfo_kib(&meminfo, "MemTotal:").map(|k| k * 1024),
             swap_bytes: meminfo_kib(&meminfo, "SwapTotal:").map(|k| k * 1024),
@@ -60,7 +67,10 @@ fn io_uring_probe() -> Result<(), String> {
 }
 
 fn read_trim(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 fn hostname() -> String {
@@ -69,7 +79,10 @@ fn hostname() -> String {
 
 /// A `Key:   123 kB` line of /proc/meminfo, in KiB.
 pub(crate) fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok())
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 #[cfg(test)]
@@ -78,7 +91,8 @@ mod tests {
 
     #[test]
     fn meminfo_lines() {
-        let text = "MemTotal:       24608060 kB\nMemFree:        1 kB\nSwapTotal:             0 kB\n";
+        let text =
+            "MemTotal:       24608060 kB\nMemFree:        1 kB\nSwapTotal:             0 kB\n";
         assert_eq!(meminfo_kib(text, "MemTotal:"), Some(24_608_060));
         assert_eq!(meminfo_kib(text, "SwapTotal:"), Some(0));
         assert_eq!(meminfo_kib(text, "Nope:"), None);
@@ -90,7 +104,10 @@ mod tests {
         let inv = Inventory::collect();
         assert!(inv.cpus >= 1);
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
-        assert_eq!(inv.memory_bytes, meminfo_kib(&meminfo, "MemTotal:").map(|k| k * 1024));
+        assert_eq!(
+            inv.memory_bytes,
+            meminfo_kib(&meminfo, "MemTotal:").map(|k| k * 1024)
+        );
         assert!(!inv.hostname.is_empty());
     }
 }

@@ -21,6 +21,5 @@ mod safety;
 
 pub use inventory::Inventory;
 pub use safety::{
-    classify, device_in_use, fs_signature, odirect_supported, space, ProbeError, Space,
-    TargetKind,
+    classify, device_in_use, fs_signature, odirect_supported, space, ProbeError, Space, TargetKind,
 };

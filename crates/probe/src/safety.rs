@@ -66,26 +66,40 @@ impl TargetKind {
 
 /// Classifies a target path.
 pub fn classify(path: &Path) -> Result<TargetKind, ProbeError> {
-    let meta = std::fs::metadata(path).map_err(|source| ProbeError::Missing { path: path.into(), source })?;
+    let meta = std::fs::metadata(path).map_err(|source| ProbeError::Missing {
+        path: path.into(),
+        source,
+    })?;
     let ft = meta.file_type();
     if ft.is_dir() {
         Ok(TargetKind::Directory)
     } else if ft.is_file() {
         Ok(TargetKind::File { len: meta.len() })
     } else if ft.is_block_device() {
-        let io = |source| ProbeError::Io { path: path.into(), source };
+        let io = |source| ProbeError::Io {
+            path: path.into(),
+            source,
+        };
         let file = File::open(path).map_err(io)?;
         let mut size: u64 = 0;
         let mut lbs: libc::c_int = 0;
         // SAFETY: BLKGETSIZE64 writes a u64, BLKSSZGET an int, into the pointers given.
         let ok = unsafe {
-            libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&file), BLKGETSIZE64, &mut size) == 0
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                BLKGETSIZE64,
+                &mut size,
+            ) == 0
                 && libc::ioctl(std::os::fd::AsRawFd::as_raw_fd(&file), BLKSSZGET, &mut lbs) == 0
         };
         if !ok {
             return Err(io(std::io::Error::last_os_error()));
         }
-        Ok(TargetKind::BlockDevice { size, logical_block: lbs.max(512) as u64, rdev: meta.rdev() })
+        Ok(TargetKind::BlockDevice {
+            size,
+            logical_block: lbs.max(512) as u64,
+            rdev: meta.rdev(),
+        })
     } else {
         Err(ProbeError::Unsupported { path: path.into() })
     }
@@ -109,7 +123,10 @@ pub fn device_in_use(path: &Path, rdev: u64) -> Option<String> {
         for e in entries.flatten() {
             if e.path().join("partition").exists() {
                 if let Ok(dev) = std::fs::read_to_string(e.path().join("dev")) {
-                    devs.push((dev.trim().to_string(), format!("partition {}", e.file_name().to_string_lossy())));
+                    devs.push((
+                        dev.trim().to_string(),
+                        format!("partition {}", e.file_name().to_string_lossy()),
+                    ));
                 }
             }
         }
@@ -125,8 +142,15 @@ pub fn device_in_use(path: &Path, rdev: u64) -> Option<String> {
     }
     for (dev, what) in &devs {
         let holders = PathBuf::from(format!("/sys/dev/block/{dev}/holders"));
-        if let Some(h) = std::fs::read_dir(holders).ok().and_then(|mut d| d.next()).and_then(|e| e.ok()) {
-            return Some(format!("{what} is held by {} (LVM, RAID or device mapper)", h.file_name().to_string_lossy()));
+        if let Some(h) = std::fs::read_dir(holders)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+        {
+            return Some(format!(
+                "{what} is held by {} (LVM, RAID or device mapper)",
+                h.file_name().to_string_lossy()
+            ));
         }
     }
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
@@ -134,7 +158,9 @@ pub fn device_in_use(path: &Path, rdev: u64) -> Option<String> {
         if let Some(swap) = line.split_whitespace().next() {
             if let Ok(meta) = std::fs::metadata(swap) {
                 let (smaj, smin) = major_minor(meta.rdev());
-                if meta.file_type().is_block_device() && devs.iter().any(|(d, _)| *d == format!("{smaj}:{smin}")) {
+                if meta.file_type().is_block_device()
+                    && devs.iter().any(|(d, _)| *d == format!("{smaj}:{smin}"))
+                {
                     return Some(format!("{swap} is in use as swap"));
                 }
             }
@@ -146,7 +172,10 @@ pub fn device_in_use(path: &Path, rdev: u64) -> Option<String> {
 /// The filesystem, volume or partition-table signature at the start of a device or image,
 /// if any: what `wipefs` would report for the common kinds.
 pub fn fs_signature(path: &Path) -> Result<Option<&'static str>, ProbeError> {
-    let io = |source| ProbeError::Io { path: path.into(), source };
+    let io = |source| ProbeError::Io {
+        path: path.into(),
+        source,
+    };
     let mut head = vec![0u8; 0x10040 + 64];
     let mut f = File::open(path).map_err(io)?;
     let mut filled = 0;
@@ -186,7 +215,8 @@ pub(crate) fn signature_of(head: &[u8]) -> Option<&'static str> {
         return Some(name);
     }
     // An MBR: the boot signature plus at least one non-empty partition entry.
-    if at(510, &[0x55, 0xAA]) && (0..4).any(|i| head.get(446 + 16 * i + 4).is_some_and(|t| *t != 0)) {
+    if at(510, &[0x55, 0xAA]) && (0..4).any(|i| head.get(446 + 16 * i + 4).is_some_and(|t| *t != 0))
+    {
         return Some("MBR partition table");
     }
     None
@@ -220,7 +250,10 @@ pub fn space(path: &Path) -> Result<Space, ProbeError> {
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: c is a valid C string; s is a valid statvfs to fill.
     if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return Err(ProbeError::Io { path: path.into(), source: std::io::Error::last_os_error() });
+        return Err(ProbeError::Io {
+            path: path.into(),
+            source: std::io::Error::last_os_error(),
+        });
     }
     let frsize = s.f_frsize as u64;
     Ok(Space {
@@ -267,10 +300,17 @@ mod tests {
         assert_eq!(signature_of(&with(0x438, &[0x53, 0xEF])), Some("ext2/3/4"));
         assert_eq!(signature_of(&with(0, b"XFSB")), Some("xfs"));
         assert_eq!(signature_of(&with(0x10040, b"_BHRfS_M")), Some("btrfs"));
-        assert_eq!(signature_of(&with(512, b"EFI PART")), Some("GPT partition table"));
+        assert_eq!(
+            signature_of(&with(512, b"EFI PART")),
+            Some("GPT partition table")
+        );
         assert_eq!(signature_of(&with(4086, b"SWAPSPACE2")), Some("swap"));
         let mut mbr = with(510, &[0x55, 0xAA]);
-        assert_eq!(signature_of(&mbr), None, "a boot signature without partitions is not a table");
+        assert_eq!(
+            signature_of(&mbr),
+            None,
+            "a boot signature without partitions is not a table"
+        );
         mbr[446 + 4] = 0x83;
         assert_eq!(signature_of(&mbr), Some("MBR partition table"));
         assert_eq!(signature_of(&vec![0u8; 1 << 17]), None);
@@ -284,9 +324,17 @@ mod tests {
         let f = dir.path().join("f");
         std::fs::write(&f, vec![1u8; 1000]).unwrap();
         assert_eq!(classify(&f).unwrap(), TargetKind::File { len: 1000 });
-        let err = classify(&dir.path().join("missing")).unwrap_err().to_string();
-        assert!(err.contains("give an existing directory, file or block device"), "{err}");
-        assert!(matches!(classify(Path::new("/dev/null")), Err(ProbeError::Unsupported { .. })));
+        let err = classify(&dir.path().join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("give an existing directory, file or block device"),
+            "{err}"
+        );
+        assert!(matches!(
+            classify(Path::new("/dev/null")),
+            Err(ProbeError::Unsupported { .. })
+        ));
     }
 
     #[test]
@@ -296,6 +344,10 @@ mod tests {
         assert!(s.total > 0 && s.avail <= s.total);
         assert!(s.used_pct_after(0) <= 100.0);
         let _ = odirect_supported(dir.path()).unwrap();
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the probe file is removed");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "the probe file is removed"
+        );
     }
 }

@@ -20,14 +20,20 @@ impl LiveLine {
     /// previous line.
     pub fn second(&mut self, phase: &str, interval: &Interval) -> String {
         let t = &interval.total;
-        let p99 = t.latency_ns.map_or_else(|| "-".to_string(), |l| format_latency(l.p99));
+        let p99 = t
+            .latency_ns
+            .map_or_else(|| "-".to_string(), |l| format_latency(l.p99));
         let text = format!(
             "{phase} {:>4}s  {:>7} IOPS  {:>11}  p99 {:>9}{}",
             interval.t_s + 1,
             format_iops(t.iops),
             format_bw(t.bw_bytes_per_s),
             p99,
-            if t.errors > 0 { format!("  errors {}", t.errors) } else { String::new() }
+            if t.errors > 0 {
+                format!("  errors {}", t.errors)
+            } else {
+                String::new()
+            }
         );
         let pad = self.width.saturating_sub(text.chars().count());
         self.width = text.chars().count();

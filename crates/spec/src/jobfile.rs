@@ -36,7 +36,10 @@ pub struct JobFile {
 
 /// Parses a TOML job file. `path` names the file in errors.
 pub fn parse_job_file(text: &str, path: &str) -> Result<JobFile, SpecError> {
-    let file_err = |message: String| SpecError::JobFile { path: path.to_string(), message };
+    let file_err = |message: String| SpecError::JobFile {
+        path: path.to_string(),
+        message,
+    };
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         file_err(format!("not valid TOML: {}", e.message().trim()))
     })?;
@@ -49,7 +52,9 @@ pub fn parse_job_file(text: &str, path: &str) -> Result<JobFile, SpecError> {
                 })?;
                 for (i, item) in list.iter().enumerate() {
                     let section = item.as_table().ok_or_else(|| {
-                        file_err("`job` must be an array of tables: write each job as [[job]]".into())
+                        file_err(
+                            "`job` must be an array of tables: write each job as [[job]]".into(),
+                        )
                     })?;
                     let context = format!("[[job]] {} of {path}", i + 1);
                     let mut opts = JobOpts::default();
@@ -63,13 +68,17 @@ pub fn parse_job_file(text: &str, path: &str) -> Result<JobFile, SpecError> {
                 out.target = Some(
                     value
                         .as_str()
-                        .ok_or_else(|| file_err("target must be a string path, such as \"/mnt/data\"".into()))?
+                        .ok_or_else(|| {
+                            file_err("target must be a string path, such as \"/mnt/data\"".into())
+                        })?
                         .to_string(),
                 )
             }
             "prepare" => {
                 out.prepare = Some(
-                    value.as_bool().ok_or_else(|| file_err("prepare must be true or false".into()))?,
+                    value
+                        .as_bool()
+                        .ok_or_else(|| file_err("prepare must be true or false".into()))?,
                 )
             }
             _ => set_value(&mut out.defaults, key, value, path, path)?,
@@ -97,16 +106,19 @@ fn set_value(
             })
         }
     };
-    opts.set(key, &text, Source::Key(context)).map_err(|e| match e {
-        SpecError::Invalid { expected, .. } if expected.starts_with("a known key") => SpecError::JobFile {
-            path: path.to_string(),
-            message: format!(
-                "unknown key `{key}` in {context}; accepted keys: target, prepare, {}",
-                JOB_KEYS.join(", ")
-            ),
-        },
-        other => other,
-    })
+    opts.set(key, &text, Source::Key(context))
+        .map_err(|e| match e {
+            SpecError::Invalid { expected, .. } if expected.starts_with("a known key") => {
+                SpecError::JobFile {
+                    path: path.to_string(),
+                    message: format!(
+                        "unknown key `{key}` in {context}; accepted keys: target, prepare, {}",
+                        JOB_KEYS.join(", ")
+                    ),
+                }
+            }
+            other => other,
+        })
 }
 
 #[cfg(test)]
@@ -146,17 +158,31 @@ mod tests {
 
     #[test]
     fn errors_are_one_line_and_name_the_place() {
-        let err = parse_job_file("bs = \"4kk\"", "t.toml").unwrap_err().to_string();
+        let err = parse_job_file("bs = \"4kk\"", "t.toml")
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "bs in t.toml = 4kk: expected a size such as 4k, 64KiB or 1m, or a range such as 4k-64k");
-        let err = parse_job_file("[[job]]\nblocksiz = \"4k\"", "t.toml").unwrap_err().to_string();
-        assert!(err.starts_with("t.toml: unknown key `blocksiz` in [[job]] 1 of t.toml; accepted keys:"), "{err}");
+        let err = parse_job_file("[[job]]\nblocksiz = \"4k\"", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(
+                "t.toml: unknown key `blocksiz` in [[job]] 1 of t.toml; accepted keys:"
+            ),
+            "{err}"
+        );
         let err = parse_job_file("size = ", "t.toml").unwrap_err().to_string();
         assert!(err.starts_with("t.toml: not valid TOML"), "{err}");
         assert!(!err.contains('\n'), "{err}");
         let err = parse_job_file("job = 3", "t.toml").unwrap_err().to_string();
         assert!(err.contains("[[job]]"), "{err}");
-        let err = parse_job_file("size = [1]", "t.toml").unwrap_err().to_string();
-        assert!(err.contains("expected a string, number or boolean"), "{err}");
+        let err = parse_job_file("size = [1]", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected a string, number or boolean"),
+            "{err}"
+        );
     }
 
     proptest! {

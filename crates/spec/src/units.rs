@@ -39,7 +39,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
         return None;
     }
     let int: u128 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let frac_value: u128 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
+    let frac_value: u128 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().ok()?
+    };
     let scale = 10u128.pow(frac.len() as u32);
     let value = int.checked_mul(scale)?.checked_add(frac_value)?;
     let bytes = value.checked_mul(1u128 << shift)? / scale;
@@ -67,7 +71,9 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         }
         let number = &rest[..digits];
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let unit_ns: u128 = match &rest[..unit_len] {
             "ns" => 1,
             "us" | "µs" => 1_000,
@@ -117,7 +123,13 @@ pub fn format_size(bytes: u64) -> String {
 /// Formats a duration the way it would be typed back: `30s`, `250ms`, `1500us`.
 pub fn format_duration(d: Duration) -> String {
     let ns = d.as_nanos();
-    for (unit_ns, unit) in [(3_600_000_000_000u128, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+    for (unit_ns, unit) in [
+        (3_600_000_000_000u128, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+    ] {
         if ns != 0 && ns % unit_ns == 0 {
             return format!("{}{unit}", ns / unit_ns);
         }
@@ -149,7 +161,17 @@ mod tests {
 
     #[test]
     fn sizes_rejected() {
-        for bad in ["", "k", "4kk", "-4k", "4 x", "1.2.3k", "abc", "99999999999999999999999p", "16777216p"] {
+        for bad in [
+            "",
+            "k",
+            "4kk",
+            "-4k",
+            "4 x",
+            "1.2.3k",
+            "abc",
+            "99999999999999999999999p",
+            "16777216p",
+        ] {
             assert_eq!(parse_size(bad), None, "{bad}");
         }
     }

@@ -88,7 +88,10 @@ pub struct BlockSize {
 impl BlockSize {
     fn parse(s: &str) -> Option<BlockSize> {
         match s.split_once('-') {
-            Some((a, b)) => Some(BlockSize { min: parse_size(a)?, max: parse_size(b)? }),
+            Some((a, b)) => Some(BlockSize {
+                min: parse_size(a)?,
+                max: parse_size(b)?,
+            }),
             None => parse_size(s).map(|n| BlockSize { min: n, max: n }),
         }
     }
@@ -181,8 +184,23 @@ pub enum Source<'a> {
 /// The keys a job accepts, in job files and as `set` keys; fio's spellings are accepted as
 /// aliases (`numjobs`, `runtime`, `blocksize`, `readwrite`, `ioengine`, ...).
 pub const JOB_KEYS: &[&str] = &[
-    "name", "group", "rw", "rwmixread", "random_pct", "bs", "bs_align", "iodepth", "jobs",
-    "files", "size", "time", "io_total", "direct", "engine", "ramp",
+    "name",
+    "group",
+    "rw",
+    "rwmixread",
+    "random_pct",
+    "bs",
+    "bs_align",
+    "iodepth",
+    "jobs",
+    "files",
+    "size",
+    "time",
+    "io_total",
+    "direct",
+    "engine",
+    "ramp",
+    "invalidate",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -221,6 +239,8 @@ pub struct JobOpts {
     pub engine: Option<EngineChoice>,
     /// Warm-up excluded from results.
     pub ramp: Option<Duration>,
+    /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
+    pub invalidate: Option<bool>,
 }
 
 impl JobOpts {
@@ -243,9 +263,13 @@ impl JobOpts {
             "name" | "group" => {
                 let ok = !value.is_empty()
                     && value.len() <= 64
-                    && value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
                 if !ok {
-                    return Err(bad("a name of letters, digits, '-', '_' and '.', at most 64"));
+                    return Err(bad(
+                        "a name of letters, digits, '-', '_' and '.', at most 64",
+                    ));
                 }
                 if canonical == "name" {
                     self.name = Some(value.to_string());
@@ -254,12 +278,17 @@ impl JobOpts {
                 }
             }
             "rw" => {
-                self.rw = Some(Rw::parse(value).ok_or_else(|| {
-                    bad("one of read, write, randread, randwrite, rw, randrw")
-                })?)
+                self.rw =
+                    Some(Rw::parse(value).ok_or_else(|| {
+                        bad("one of read, write, randread, randwrite, rw, randrw")
+                    })?)
             }
-            "rwmixread" => self.rwmixread = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?),
-            "random_pct" => self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?),
+            "rwmixread" => {
+                self.rwmixread = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
+            }
+            "random_pct" => {
+                self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
+            }
             "bs" => {
                 self.bs = Some(BlockSize::parse(value).ok_or_else(|| {
                     bad("a size such as 4k, 64KiB or 1m, or a range such as 4k-64k")
@@ -282,6 +311,13 @@ impl JobOpts {
                 )
             }
             "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "invalidate" => {
+                self.invalidate = Some(match value.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err(bad("true or false (1 or 0)")),
+                })
+            }
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
         Ok(())
@@ -292,14 +328,20 @@ impl JobOpts {
         macro_rules! pick {
             ($($f:ident),*) => { JobOpts { $($f: top.$f.clone().or_else(|| self.$f.clone()),)* } };
         }
-        pick!(name, group, rw, rwmixread, random_pct, bs, bs_align, iodepth, jobs, files, size, time, io_total, direct, engine, ramp)
+        pick!(
+            name, group, rw, rwmixread, random_pct, bs, bs_align, iodepth, jobs, files, size, time,
+            io_total, direct, engine, ramp, invalidate
+        )
     }
 
     /// Fills defaults and checks the options against each other. `default_name` names a job
     /// that has no `name`.
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let rw = self.rw.unwrap_or(Rw::Read);
-        let bs = self.bs.unwrap_or(BlockSize { min: 4096, max: 4096 });
+        let bs = self.bs.unwrap_or(BlockSize {
+            min: 4096,
+            max: 4096,
+        });
         let shown_bs = bs.to_string();
         if bs.min == 0 || bs.min > bs.max {
             return Err(SpecError::invalid(
@@ -309,18 +351,27 @@ impl JobOpts {
             ));
         }
         if bs.max > 1 << 30 {
-            return Err(SpecError::invalid("--bs", &shown_bs, "a block size of at most 1g"));
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a block size of at most 1g",
+            ));
         }
         let bs_align = self.bs_align.unwrap_or(bs.min);
         if bs_align == 0 || bs_align > bs.min {
             return Err(SpecError::invalid(
                 "--bs-align",
                 &format_size(bs_align),
-                format!("a size above zero and at most the smallest block size ({})", format_size(bs.min)),
+                format!(
+                    "a size above zero and at most the smallest block size ({})",
+                    format_size(bs.min)
+                ),
             ));
         }
         let direct = self.direct.unwrap_or(Direct::No);
-        if direct != Direct::No && (bs.min % 512 != 0 || bs_align % 512 != 0 || (bs.max - bs.min) % 512 != 0) {
+        if direct != Direct::No
+            && (bs.min % 512 != 0 || bs_align % 512 != 0 || (bs.max - bs.min) % 512 != 0)
+        {
             return Err(SpecError::invalid(
                 "--bs",
                 &shown_bs,
@@ -332,22 +383,38 @@ impl JobOpts {
                 return Err(SpecError::invalid(
                     "--size",
                     &format_size(size),
-                    format!("a size of at least the block size ({})", format_size(bs.max)),
+                    format!(
+                        "a size of at least the block size ({})",
+                        format_size(bs.max)
+                    ),
                 ));
             }
         }
         if self.time == Some(Duration::ZERO) {
-            return Err(SpecError::invalid("--time", "0", "a duration above zero, such as 30s"));
+            return Err(SpecError::invalid(
+                "--time",
+                "0",
+                "a duration above zero, such as 30s",
+            ));
         }
         if self.io_total == Some(0) {
-            return Err(SpecError::invalid("--io-total", "0", "a size above zero, such as 1g"));
+            return Err(SpecError::invalid(
+                "--io-total",
+                "0",
+                "a size above zero, such as 1g",
+            ));
         }
         Ok(Job {
-            name: self.name.clone().unwrap_or_else(|| default_name.to_string()),
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| default_name.to_string()),
             group: self.group.clone(),
             rw,
             rwmixread: self.rwmixread.unwrap_or(50),
-            random_pct: self.random_pct.unwrap_or(if rw.is_random() { 100 } else { 0 }),
+            random_pct: self
+                .random_pct
+                .unwrap_or(if rw.is_random() { 100 } else { 0 }),
             bs,
             bs_align,
             iodepth: self.iodepth.unwrap_or(1),
@@ -359,12 +426,17 @@ impl JobOpts {
             direct,
             engine: self.engine.unwrap_or(EngineChoice::Auto),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
+            invalidate: self.invalidate.unwrap_or(true),
         })
     }
 }
 
 fn canonical_key(key: &str) -> Option<&'static str> {
-    let k = key.trim().trim_start_matches("--").replace('-', "_").to_ascii_lowercase();
+    let k = key
+        .trim()
+        .trim_start_matches("--")
+        .replace('-', "_")
+        .to_ascii_lowercase();
     let alias = match k.as_str() {
         "readwrite" => "rw",
         "blocksize" | "bsrange" | "blocksize_range" => "bs",
@@ -424,6 +496,8 @@ pub struct Job {
     pub engine: EngineChoice,
     /// Warm-up before measuring.
     pub ramp: Duration,
+    /// Drop cached pages of the files before a buffered job (fio's `invalidate=1`, the default).
+    pub invalidate: bool,
 }
 
 impl Job {
@@ -447,6 +521,7 @@ impl Job {
             ("direct", self.direct.name().to_string()),
             ("engine", self.engine.name().to_string()),
             ("ramp", format_duration(self.ramp)),
+            ("invalidate", self.invalidate.to_string()),
         ];
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
@@ -523,17 +598,36 @@ mod tests {
     #[test]
     fn every_key_accepts_its_forms() {
         let o = opts(&[
-            ("rw", "randrw"), ("rwmixread", "70%"), ("random_pct", "80"), ("bs", "4k-64k"),
-            ("bs_align", "4k"), ("iodepth", "32"), ("jobs", "2"), ("files", "3"), ("size", "1g"),
-            ("time", "30s"), ("io_total", "2g"), ("direct", "true"), ("engine", "io_uring"),
-            ("ramp", "5s"), ("name", "a-1"), ("group", "g"),
+            ("rw", "randrw"),
+            ("rwmixread", "70%"),
+            ("random_pct", "80"),
+            ("bs", "4k-64k"),
+            ("bs_align", "4k"),
+            ("iodepth", "32"),
+            ("jobs", "2"),
+            ("files", "3"),
+            ("size", "1g"),
+            ("time", "30s"),
+            ("io_total", "2g"),
+            ("direct", "true"),
+            ("engine", "io_uring"),
+            ("ramp", "5s"),
+            ("name", "a-1"),
+            ("group", "g"),
+            ("invalidate", "0"),
         ])
         .unwrap();
         let job = o.resolve("x").unwrap();
         assert_eq!(job.rw, Rw::RandRw);
         assert_eq!(job.rwmixread, 70);
         assert_eq!(job.random_pct, 80);
-        assert_eq!(job.bs, BlockSize { min: 4096, max: 65536 });
+        assert_eq!(
+            job.bs,
+            BlockSize {
+                min: 4096,
+                max: 65536
+            }
+        );
         assert_eq!((job.iodepth, job.jobs, job.files), (32, 2, 3));
         assert_eq!(job.size, Some(1 << 30));
         assert_eq!(job.time, Some(Duration::from_secs(30)));
@@ -542,13 +636,30 @@ mod tests {
         assert_eq!(job.engine, EngineChoice::IoUring);
         assert_eq!(job.ramp, Duration::from_secs(5));
         assert_eq!(job.name, "a-1");
+        assert!(!job.invalidate);
     }
 
     #[test]
     fn fio_aliases() {
-        let o = opts(&[("numjobs", "4"), ("runtime", "10"), ("blocksize", "8k"), ("readwrite", "randwrite"), ("ioengine", "psync")]).unwrap();
+        let o = opts(&[
+            ("numjobs", "4"),
+            ("runtime", "10"),
+            ("blocksize", "8k"),
+            ("readwrite", "randwrite"),
+            ("ioengine", "psync"),
+        ])
+        .unwrap();
         let job = o.resolve("x").unwrap();
-        assert_eq!((job.jobs, job.time, job.bs.min, job.rw, job.engine), (4, Some(Duration::from_secs(10)), 8192, Rw::RandWrite, EngineChoice::Psync));
+        assert_eq!(
+            (job.jobs, job.time, job.bs.min, job.rw, job.engine),
+            (
+                4,
+                Some(Duration::from_secs(10)),
+                8192,
+                Rw::RandWrite,
+                EngineChoice::Psync
+            )
+        );
     }
 
     #[test]
@@ -566,15 +677,51 @@ mod tests {
     #[test]
     fn rejected_values_name_option_and_form() {
         let cases = [
-            ("bs", "4kk", "--bs 4kk: expected a size such as 4k, 64KiB or 1m, or a range such as 4k-64k"),
-            ("rw", "randomread", "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw"),
-            ("iodepth", "0", "--iodepth 0: expected a whole number from 1 to 4096"),
-            ("jobs", "-1", "--jobs -1: expected a whole number from 1 to 4096"),
-            ("rwmixread", "101", "--rwmixread 101: expected a percentage from 0 to 100, such as 70 or 70%"),
-            ("time", "10x", "--time 10x: expected a duration such as 30s, 500ms, 5m or 1h"),
-            ("direct", "maybe", "--direct maybe: expected true, false or auto"),
-            ("engine", "libaio", "--engine libaio: expected one of auto, io_uring, psync, null"),
-            ("name", "a b", "--name a b: expected a name of letters, digits, '-', '_' and '.', at most 64"),
+            (
+                "bs",
+                "4kk",
+                "--bs 4kk: expected a size such as 4k, 64KiB or 1m, or a range such as 4k-64k",
+            ),
+            (
+                "rw",
+                "randomread",
+                "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw",
+            ),
+            (
+                "iodepth",
+                "0",
+                "--iodepth 0: expected a whole number from 1 to 4096",
+            ),
+            (
+                "jobs",
+                "-1",
+                "--jobs -1: expected a whole number from 1 to 4096",
+            ),
+            (
+                "rwmixread",
+                "101",
+                "--rwmixread 101: expected a percentage from 0 to 100, such as 70 or 70%",
+            ),
+            (
+                "time",
+                "10x",
+                "--time 10x: expected a duration such as 30s, 500ms, 5m or 1h",
+            ),
+            (
+                "direct",
+                "maybe",
+                "--direct maybe: expected true, false or auto",
+            ),
+            (
+                "engine",
+                "libaio",
+                "--engine libaio: expected one of auto, io_uring, psync, null",
+            ),
+            (
+                "name",
+                "a b",
+                "--name a b: expected a name of letters, digits, '-', '_' and '.', at most 64",
+            ),
         ];
         for (key, value, message) in cases {
             let err = opts(&[(key, value)]).unwrap_err();
@@ -584,21 +731,39 @@ mod tests {
 
     #[test]
     fn unknown_key_in_file_names_context() {
-        let err = JobOpts::default().set("blocksiz", "4k", Source::Key("job 1 of a.toml")).unwrap_err();
-        assert!(err.to_string().starts_with("blocksiz in job 1 of a.toml = 4k: expected a known key"), "{err}");
+        let err = JobOpts::default()
+            .set("blocksiz", "4k", Source::Key("job 1 of a.toml"))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("blocksiz in job 1 of a.toml = 4k: expected a known key"),
+            "{err}"
+        );
     }
 
     #[test]
     fn cross_checks() {
         let err = opts(&[("bs", "64k-4k")]).unwrap().resolve("x").unwrap_err();
         assert!(err.to_string().starts_with("--bs 64k-4k:"), "{err}");
-        let err = opts(&[("bs", "4k"), ("size", "1k")]).unwrap().resolve("x").unwrap_err();
-        assert_eq!(err.to_string(), "--size 1k: expected a size of at least the block size (4k)");
-        let err = opts(&[("bs", "1000"), ("direct", "1")]).unwrap().resolve("x").unwrap_err();
+        let err = opts(&[("bs", "4k"), ("size", "1k")])
+            .unwrap()
+            .resolve("x")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--size 1k: expected a size of at least the block size (4k)"
+        );
+        let err = opts(&[("bs", "1000"), ("direct", "1")])
+            .unwrap()
+            .resolve("x")
+            .unwrap_err();
         assert!(err.to_string().contains("multiples of 512"), "{err}");
         let err = opts(&[("time", "0s")]).unwrap().resolve("x").unwrap_err();
         assert!(err.to_string().starts_with("--time 0:"), "{err}");
-        let err = opts(&[("bs", "8k"), ("bs_align", "16k")]).unwrap().resolve("x").unwrap_err();
+        let err = opts(&[("bs", "8k"), ("bs_align", "16k")])
+            .unwrap()
+            .resolve("x")
+            .unwrap_err();
         assert!(err.to_string().starts_with("--bs-align 16k:"), "{err}");
     }
 
@@ -608,7 +773,13 @@ mod tests {
         let top = opts(&[("iodepth", "16")]).unwrap();
         let both = base.overlay(&top);
         assert_eq!(both.iodepth, Some(16));
-        assert_eq!(both.bs, Some(BlockSize { min: 4096, max: 4096 }));
+        assert_eq!(
+            both.bs,
+            Some(BlockSize {
+                min: 4096,
+                max: 4096
+            })
+        );
     }
 
     #[test]
@@ -620,15 +791,36 @@ mod tests {
             }
             o.resolve(name).unwrap()
         };
-        let w = Workload::new(vec![mk("a", None), mk("b", Some("g")), mk("c", None), mk("d", Some("g"))], false).unwrap();
-        let names: Vec<Vec<&str>> = w.stages().iter().map(|s| s.iter().map(|j| j.name.as_str()).collect()).collect();
+        let w = Workload::new(
+            vec![
+                mk("a", None),
+                mk("b", Some("g")),
+                mk("c", None),
+                mk("d", Some("g")),
+            ],
+            false,
+        )
+        .unwrap();
+        let names: Vec<Vec<&str>> = w
+            .stages()
+            .iter()
+            .map(|s| s.iter().map(|j| j.name.as_str()).collect())
+            .collect();
         assert_eq!(names, vec![vec!["a"], vec!["b", "d"], vec!["c"]]);
         assert!(Workload::new(vec![mk("a", None), mk("a", None)], false).is_err());
     }
 
     #[test]
     fn pairs_round_trip() {
-        let job = opts(&[("rw", "randrw"), ("bs", "4k-16k"), ("time", "90s"), ("size", "64m")]).unwrap().resolve("j").unwrap();
+        let job = opts(&[
+            ("rw", "randrw"),
+            ("bs", "4k-16k"),
+            ("time", "90s"),
+            ("size", "64m"),
+        ])
+        .unwrap()
+        .resolve("j")
+        .unwrap();
         let mut again = JobOpts::default();
         for (k, v) in job.to_pairs() {
             again.set(k, &v, Source::Flag).unwrap();

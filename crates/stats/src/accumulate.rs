@@ -45,7 +45,10 @@ impl PhaseAccumulator {
             hosts,
             jobs,
             per_source: BTreeMap::new(),
-            workers: workers.iter().map(|k| (*k, WorkerState::default())).collect(),
+            workers: workers
+                .iter()
+                .map(|k| (*k, WorkerState::default()))
+                .collect(),
             open: BTreeMap::new(),
             closed: Vec::new(),
             next_to_close: 0,
@@ -105,7 +108,13 @@ impl PhaseAccumulator {
     /// span; `start_offset_ns` places it in the run.
     pub fn finish(mut self, start_offset_ns: u64, duration_ns: u64) -> Phase {
         let full_seconds = duration_ns / 1_000_000_000;
-        let last = self.open.keys().next_back().copied().unwrap_or(0).max(full_seconds.saturating_sub(1) as u32);
+        let last = self
+            .open
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(full_seconds.saturating_sub(1) as u32);
         while self.next_to_close <= last {
             let i = self.next_to_close;
             let start = u64::from(i) * 1_000_000_000;
@@ -126,10 +135,16 @@ impl PhaseAccumulator {
             *by_host.entry(*host).or_default() += snap;
             *by_job.entry(*job).or_default() += snap;
             let host_name = self.hosts.get(*host as usize).cloned().unwrap_or_default();
-            let job_name = self.jobs.get(*job as usize).map_or_else(|| format!("job{job}"), |j| j.name.clone());
+            let job_name = self
+                .jobs
+                .get(*job as usize)
+                .map_or_else(|| format!("job{job}"), |j| j.name.clone());
             for (op, r) in snap.ops() {
                 if r.ops > 0 {
-                    histograms.insert(format!("{host_name}/{job_name}/{}", op.name()), encode_histogram(&r.hist));
+                    histograms.insert(
+                        format!("{host_name}/{job_name}/{}", op.name()),
+                        encode_histogram(&r.hist),
+                    );
                 }
             }
             for e in snap.errors.entries() {
@@ -143,15 +158,31 @@ impl PhaseAccumulator {
                 });
             }
         }
-        let breakdown = |s: &Snapshot| Breakdown { total: Summary::of(&s.total(), duration_ns), by_op: by_op(s, duration_ns) };
+        let breakdown = |s: &Snapshot| Breakdown {
+            total: Summary::of(&s.total(), duration_ns),
+            by_op: by_op(s, duration_ns),
+        };
         Phase {
             name: self.name,
             start_offset_ns,
             duration_ns,
             total: Summary::of(&total.total(), duration_ns),
             by_op: by_op(&total, duration_ns),
-            by_host: by_host.iter().map(|(h, s)| (self.hosts[*h as usize].clone(), breakdown(s))).collect(),
-            by_job: by_job.iter().map(|(j, s)| (self.jobs.get(*j as usize).map_or_else(|| format!("job{j}"), |x| x.name.clone()), breakdown(s))).collect(),
+            by_host: by_host
+                .iter()
+                .map(|(h, s)| (self.hosts[*h as usize].clone(), breakdown(s)))
+                .collect(),
+            by_job: by_job
+                .iter()
+                .map(|(j, s)| {
+                    (
+                        self.jobs
+                            .get(*j as usize)
+                            .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
+                        breakdown(s),
+                    )
+                })
+                .collect(),
             jobs: self.jobs,
             errors,
             intervals: self.closed,
@@ -169,7 +200,12 @@ fn by_op(s: &Snapshot, duration_ns: u64) -> BTreeMap<String, Summary> {
 }
 
 fn interval_of(i: u32, duration_ns: u64, s: &Snapshot) -> Interval {
-    Interval { t_s: i, duration_ns, total: Summary::of(&s.total(), duration_ns), by_op: by_op(s, duration_ns) }
+    Interval {
+        t_s: i,
+        duration_ns,
+        total: Summary::of(&s.total(), duration_ns),
+        by_op: by_op(s, duration_ns),
+    }
 }
 
 #[cfg(test)]
@@ -178,7 +214,13 @@ mod tests {
     use crate::{decode_histogram, Recorder};
 
     fn job(name: &str) -> PhaseJob {
-        PhaseJob { name: name.into(), engine: "null".into(), direct: false, workers: 1, iodepth: 1 }
+        PhaseJob {
+            name: name.into(),
+            engine: "null".into(),
+            direct: false,
+            workers: 1,
+            iodepth: 1,
+        }
     }
 
     fn snap(n: u64, lat: u64) -> Snapshot {
@@ -191,8 +233,16 @@ mod tests {
 
     #[test]
     fn intervals_close_when_every_worker_moved_on() {
-        let a = WorkerKey { host: 0, job: 0, worker: 0 };
-        let b = WorkerKey { host: 0, job: 0, worker: 1 };
+        let a = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        };
+        let b = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 1,
+        };
         let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a, b]);
         acc.add(a, 0, &snap(10, 100));
         assert!(acc.close_ready().is_empty());
@@ -205,7 +255,11 @@ mod tests {
         assert_eq!(closed[0].total.ops, 15);
         acc.add(a, 2, &snap(1, 100));
         acc.add(a, 3, &snap(1, 100));
-        assert_eq!(acc.close_ready().len(), 1, "second 1 closes: a is at 3, b at 2");
+        assert_eq!(
+            acc.close_ready().len(),
+            1,
+            "second 1 closes: a is at 3, b at 2"
+        );
         acc.worker_done(a, 3_500_000_000);
         acc.worker_done(b, 3_400_000_000);
         let phase = acc.finish(0, 3_500_000_000);
@@ -218,7 +272,11 @@ mod tests {
 
     #[test]
     fn empty_seconds_are_reported_as_zero() {
-        let a = WorkerKey { host: 0, job: 0, worker: 0 };
+        let a = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        };
         let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
         acc.add(a, 0, &snap(3, 100));
         acc.add(a, 2, &snap(3, 100));
@@ -231,18 +289,38 @@ mod tests {
     #[test]
     fn hosts_and_jobs_sum_to_total_and_histograms_decode() {
         let keys = [
-            WorkerKey { host: 0, job: 0, worker: 0 },
-            WorkerKey { host: 1, job: 0, worker: 0 },
-            WorkerKey { host: 1, job: 1, worker: 0 },
+            WorkerKey {
+                host: 0,
+                job: 0,
+                worker: 0,
+            },
+            WorkerKey {
+                host: 1,
+                job: 0,
+                worker: 0,
+            },
+            WorkerKey {
+                host: 1,
+                job: 1,
+                worker: 0,
+            },
         ];
-        let mut acc = PhaseAccumulator::new("run:g", vec!["h0".into(), "h1".into()], vec![job("a"), job("b")], &keys);
+        let mut acc = PhaseAccumulator::new(
+            "run:g",
+            vec!["h0".into(), "h1".into()],
+            vec![job("a"), job("b")],
+            &keys,
+        );
         for (i, k) in keys.iter().enumerate() {
             acc.add(*k, 0, &snap(10 * (i as u64 + 1), 1000 * (i as u64 + 1)));
             acc.worker_done(*k, 1_000_000_000);
         }
         let phase = acc.finish(5, 1_000_000_000);
         assert_eq!(phase.total.ops, 60);
-        assert_eq!(phase.by_host["h0"].total.ops + phase.by_host["h1"].total.ops, 60);
+        assert_eq!(
+            phase.by_host["h0"].total.ops + phase.by_host["h1"].total.ops,
+            60
+        );
         assert_eq!(phase.by_job["a"].total.ops, 30);
         assert_eq!(phase.by_job["b"].total.ops, 30);
         let mut merged = crate::new_histogram();

@@ -119,7 +119,13 @@ impl ErrorTally {
                 }
                 Some(_) => {}
                 None => {
-                    *slot = Some(ErrorTallyEntry { op, kind, count: 1, first_offset: offset, first_file: file });
+                    *slot = Some(ErrorTallyEntry {
+                        op,
+                        kind,
+                        count: 1,
+                        first_offset: offset,
+                        first_file: file,
+                    });
                     return;
                 }
             }
@@ -144,7 +150,10 @@ impl ErrorTally {
 impl AddAssign<&ErrorTally> for ErrorTally {
     fn add_assign(&mut self, other: &ErrorTally) {
         for e in other.entries() {
-            let before = self.entries().find(|x| x.op == e.op && x.kind == e.kind).map(|x| x.count);
+            let before = self
+                .entries()
+                .find(|x| x.op == e.op && x.kind == e.kind)
+                .map(|x| x.count);
             match before {
                 Some(_) => {
                     for x in self.entries.iter_mut().flatten() {
@@ -183,7 +192,12 @@ pub struct OpRecord {
 impl OpRecord {
     /// An empty record.
     pub fn new() -> OpRecord {
-        OpRecord { hist: new_histogram(), ops: 0, bytes: 0, errors: 0 }
+        OpRecord {
+            hist: new_histogram(),
+            ops: 0,
+            bytes: 0,
+            errors: 0,
+        }
     }
 
     fn clear(&mut self) {
@@ -202,13 +216,18 @@ impl Default for OpRecord {
 
 impl PartialEq for OpRecord {
     fn eq(&self, other: &Self) -> bool {
-        self.ops == other.ops && self.bytes == other.bytes && self.errors == other.errors && self.hist == other.hist
+        self.ops == other.ops
+            && self.bytes == other.bytes
+            && self.errors == other.errors
+            && self.hist == other.hist
     }
 }
 
 impl AddAssign<&OpRecord> for OpRecord {
     fn add_assign(&mut self, other: &OpRecord) {
-        self.hist.add(&other.hist).expect("all histograms share one configuration");
+        self.hist
+            .add(&other.hist)
+            .expect("all histograms share one configuration");
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.errors += other.errors;
@@ -226,7 +245,10 @@ pub struct Snapshot {
 impl Snapshot {
     /// An empty snapshot.
     pub fn new() -> Snapshot {
-        Snapshot { ops: [OpRecord::new(), OpRecord::new()], errors: ErrorTally::default() }
+        Snapshot {
+            ops: [OpRecord::new(), OpRecord::new()],
+            errors: ErrorTally::default(),
+        }
     }
 
     /// The record of one operation.
@@ -281,7 +303,9 @@ pub struct Recorder {
 impl Recorder {
     /// An empty recorder.
     pub fn new() -> Recorder {
-        Recorder { current: Snapshot::new() }
+        Recorder {
+            current: Snapshot::new(),
+        }
     }
 
     /// Records one completed I/O.
@@ -337,7 +361,10 @@ mod tests {
         let s = r.take();
         let e: Vec<_> = s.errors.entries().copied().collect();
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].kind, e[0].count, e[0].first_offset), (ErrorKind::NoSpace, 2, 8192));
+        assert_eq!(
+            (e[0].kind, e[0].count, e[0].first_offset),
+            (ErrorKind::NoSpace, 2, 8192)
+        );
         assert_eq!(e[1].kind, ErrorKind::Io);
         assert_eq!(s.op(Op::Write).errors, 2);
     }
@@ -367,7 +394,12 @@ mod tests {
         let mut r = Recorder::new();
         for &(read, bytes, lat) in samples {
             if lat % 7 == 0 {
-                r.record_error(if read { Op::Read } else { Op::Write }, ErrorKind::Other((lat % 3) as i32), bytes, 0);
+                r.record_error(
+                    if read { Op::Read } else { Op::Write },
+                    ErrorKind::Other((lat % 3) as i32),
+                    bytes,
+                    0,
+                );
             } else {
                 r.record(if read { Op::Read } else { Op::Write }, bytes, lat);
             }

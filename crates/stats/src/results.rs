@@ -49,7 +49,10 @@ impl Results {
     pub fn new(command: Vec<String>) -> Results {
         Results {
             schema: SCHEMA.to_string(),
-            tool: Tool { name: "stormark".into(), version: env!("CARGO_PKG_VERSION").into() },
+            tool: Tool {
+                name: "stormark".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
             command,
             started_at: crate::format_rfc3339(std::time::SystemTime::now()),
             duration_ns: 0,
@@ -228,13 +231,17 @@ pub enum Severity {
 /// Encodes a histogram as HDR V2 (uncompressed, per the HdrHistogram spec), base64.
 pub fn encode_histogram(h: &Histogram<u64>) -> String {
     let mut buf = Vec::new();
-    V2Serializer::new().serialize(h, &mut buf).expect("serializing into a Vec cannot fail");
+    V2Serializer::new()
+        .serialize(h, &mut buf)
+        .expect("serializing into a Vec cannot fail");
     base64::engine::general_purpose::STANDARD.encode(buf)
 }
 
 /// Decodes a histogram written by [`encode_histogram`] (or any HDR V2/V2+deflate encoder).
 pub fn decode_histogram(text: &str) -> Option<Histogram<u64>> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim()).ok()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()?;
     Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
 }
 

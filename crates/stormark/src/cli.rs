@@ -46,37 +46,95 @@ pub struct RunArgs {
     pub target: Option<PathBuf>,
 
     /// I/O pattern: read, write, randread, randwrite, rw, randrw.
-    #[arg(long, value_name = "PATTERN", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "PATTERN",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub rw: Option<String>,
     /// Share of reads in mixed patterns, percent [default: 50].
-    #[arg(long, value_name = "PCT", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "PCT",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub rwmixread: Option<String>,
     /// Share of random offsets in one stream, percent (IOmeter's "80% random").
-    #[arg(long, value_name = "PCT", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "PCT",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub random_pct: Option<String>,
     /// Block size, or a range such as 4k-64k [default: 4k].
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub bs: Option<String>,
     /// Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs].
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub bs_align: Option<String>,
     /// I/Os in flight per job (io_uring) [default: 1].
-    #[arg(long, value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub iodepth: Option<String>,
     /// Parallel jobs, each with its own files (fio's numjobs) [default: 1].
-    #[arg(long, alias = "numjobs", value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        alias = "numjobs",
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub jobs: Option<String>,
     /// Files per job [default: 1].
-    #[arg(long, alias = "nrfiles", value_name = "N", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        alias = "nrfiles",
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub files: Option<String>,
     /// Bytes per file, or the part of a file or device used [default: 1g, or the whole file].
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub size: Option<String>,
     /// Measured duration [default: one pass over the working set].
-    #[arg(long, alias = "runtime", value_name = "DURATION", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        alias = "runtime",
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub time: Option<String>,
     /// Stop each job after this many bytes (fio's io_size).
-    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub io_total: Option<String>,
     /// Bypass the page cache (O_DIRECT).
     #[arg(long, conflicts_with = "buffered", help_heading = "Workload")]
@@ -85,17 +143,47 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Workload")]
     pub buffered: bool,
     /// I/O engine: auto (io_uring where allowed, else psync), io_uring, psync, null.
-    #[arg(long, alias = "ioengine", value_name = "ENGINE", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        alias = "ioengine",
+        value_name = "ENGINE",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub engine: Option<String>,
     /// Warm-up before measuring, excluded from results.
-    #[arg(long, alias = "ramp-time", value_name = "DURATION", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        alias = "ramp-time",
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub ramp: Option<String>,
+    /// Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub invalidate: Option<String>,
     /// Job name (in results and reports).
-    #[arg(long, value_name = "NAME", allow_hyphen_values = true, help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub name: Option<String>,
 
     /// TOML job file; flags given too override its values.
-    #[arg(long, value_name = "FILE", conflicts_with = "profile", help_heading = "Jobs")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "profile",
+        help_heading = "Jobs"
+    )]
     pub job: Option<PathBuf>,
     /// Shipped profile (see --list-profiles); flags given too override it.
     #[arg(long, value_name = "NAME", help_heading = "Jobs")]
@@ -155,6 +243,7 @@ impl RunArgs {
         add("io_total", &self.io_total);
         add("engine", &self.engine);
         add("ramp", &self.ramp);
+        add("invalidate", &self.invalidate);
         if self.direct {
             v.push(("direct", "true".into()));
         }

@@ -54,7 +54,8 @@ fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
     let flags = args.workload_flags();
     let mut cli = JobOpts::default();
     for (key, value) in &flags {
-        cli.set(key, value, Source::Flag).map_err(|e| user(e.to_string()))?;
+        cli.set(key, value, Source::Flag)
+            .map_err(|e| user(e.to_string()))?;
     }
     let file: JobFile = if let Some(path) = &args.job {
         let shown = path.display().to_string();
@@ -63,7 +64,8 @@ fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
                 "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
         stormark_spec::parse_job_file(&text, &shown).map_err(|e| user(e.to_string()))?
     } else if let Some(name) = &args.profile {
         profile(name).map_err(|e| user(e.to_string()))?
@@ -73,18 +75,29 @@ fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
         JobFile::default()
     };
     let several = file.jobs.len() > 1;
-    let sections = if file.jobs.is_empty() { vec![JobOpts::default()] } else { file.jobs.clone() };
+    let sections = if file.jobs.is_empty() {
+        vec![JobOpts::default()]
+    } else {
+        file.jobs.clone()
+    };
     let mut jobs = Vec::new();
     for (i, section) in sections.iter().enumerate() {
         let opts = file.defaults.overlay(section).overlay(&cli);
         let default_name = if several {
             format!("job{}", i + 1)
         } else {
-            format!("{}-{}", opts.rw.map_or("read", |r| r.name()), opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string()))
+            format!(
+                "{}-{}",
+                opts.rw.map_or("read", |r| r.name()),
+                opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
+            )
         };
         let job = opts.resolve(&default_name).map_err(|e| {
             if several {
-                user(format!("job {}: {e}", opts.name.as_deref().unwrap_or(&default_name)))
+                user(format!(
+                    "job {}: {e}",
+                    opts.name.as_deref().unwrap_or(&default_name)
+                ))
             } else {
                 user(e.to_string())
             }
@@ -102,10 +115,17 @@ fn check_json_path(path: &Path) -> Result<()> {
         _ => PathBuf::from("."),
     };
     if !parent.is_dir() {
-        return Err(user(format!("--json {}: directory {} does not exist", path.display(), parent.display())));
+        return Err(user(format!(
+            "--json {}: directory {} does not exist",
+            path.display(),
+            parent.display()
+        )));
     }
     if path.is_dir() {
-        return Err(user(format!("--json {}: is a directory; give a file name such as results.json", path.display())));
+        return Err(user(format!(
+            "--json {}: is a directory; give a file name such as results.json",
+            path.display()
+        )));
     }
     Ok(())
 }
@@ -123,7 +143,8 @@ fn run(args: RunArgs) -> Result<i32> {
     {
         let stop = stop.clone();
         // A second Ctrl-C while stopping does nothing more: cleanup must finish.
-        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed)).context("cannot install the Ctrl-C handler")?;
+        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
+            .context("cannot install the Ctrl-C handler")?;
     }
     let opts = TargetOptions {
         path: target,
@@ -157,7 +178,10 @@ fn run(args: RunArgs) -> Result<i32> {
     let mut write_failed = None;
     if let Some(path) = &args.json {
         if let Err(e) = std::fs::write(path, Json.render(&results)) {
-            write_failed = Some(format!("--json {}: cannot write results: {e}", path.display()));
+            write_failed = Some(format!(
+                "--json {}: cannot write results: {e}",
+                path.display()
+            ));
         }
     }
     if let Outcome::Refused(msg) = &outcome {

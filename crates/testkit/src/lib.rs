@@ -11,7 +11,10 @@ pub use tempfile::TempDir;
 /// directory's filesystem, where /tmp may be tmpfs without O_DIRECT), removed when dropped.
 pub fn temp_dir(base: &str) -> TempDir {
     std::fs::create_dir_all(base).expect("creating the test temp base");
-    tempfile::Builder::new().prefix("stormark-test-").tempdir_in(base).expect("creating a temp dir")
+    tempfile::Builder::new()
+        .prefix("stormark-test-")
+        .tempdir_in(base)
+        .expect("creating a temp dir")
 }
 
 /// Whether the tests run as root; prints why a test skips when not.
@@ -31,7 +34,8 @@ extern "C" {
 
 /// Whether `tool` runs; prints why a test skips when not.
 pub fn require_tool(test: &str, tool: &str) -> bool {
-    let ok = Command::new(tool).arg("--version").output().is_ok() || Command::new(tool).arg("-V").output().is_ok();
+    let ok = Command::new(tool).arg("--version").output().is_ok()
+        || Command::new(tool).arg("-V").output().is_ok();
     if !ok {
         eprintln!("SKIP {test}: `{tool}` is not installed");
     }
@@ -51,13 +55,26 @@ impl LoopDevice {
     pub fn new(base: &str, size: u64) -> Result<LoopDevice, String> {
         let dir = temp_dir(base);
         let backing = dir.path().join("backing.img");
-        std::fs::File::create(&backing).and_then(|f| f.set_len(size)).map_err(|e| format!("backing file: {e}"))?;
-        let out = Command::new("losetup").args(["--find", "--show"]).arg(&backing).output().map_err(|e| format!("losetup: {e}"))?;
+        std::fs::File::create(&backing)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| format!("backing file: {e}"))?;
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&backing)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
         if !out.status.success() {
-            return Err(format!("losetup failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+            return Err(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
         }
         let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        Ok(LoopDevice { path, _dir: dir, mount: None })
+        Ok(LoopDevice {
+            path,
+            _dir: dir,
+            mount: None,
+        })
     }
 
     /// Puts an ext4 filesystem on the device.
@@ -89,14 +106,21 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{cmd:?}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
 /// Lists a directory's entries, sorted (for "nothing left behind" checks).
 pub fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -104,6 +128,7 @@ pub fn entries(dir: &Path) -> Vec<String> {
 
 /// Reads a results document.
 pub fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
