@@ -708,6 +708,7 @@ impl Agent for LocalAgent {
                     bs_max: run.job.bs.max,
                     bs_align: run.job.bs_align,
                     iodepth: run.job.iodepth,
+                    iodepth_batch: run.job.iodepth_batch,
                     direct: run.direct,
                     backend: run.backend,
                     stop,

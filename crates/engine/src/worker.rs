@@ -71,6 +71,8 @@ pub struct WorkerSpec {
     pub bs_align: u64,
     /// I/Os in flight (io_uring; psync always has one).
     pub iodepth: u32,
+    /// New I/Os submitted per system call (fio's `iodepth_batch_submit`; 1 = each at once).
+    pub iodepth_batch: u32,
     /// Open with `O_DIRECT`.
     pub direct: bool,
     /// Backend.
@@ -96,6 +98,7 @@ impl WorkerSpec {
             bs_max: 4096,
             bs_align: 4096,
             iodepth: 1,
+            iodepth_batch: 1,
             direct: false,
             backend: Backend::Psync,
             stop: Stop::default(),

@@ -201,6 +201,7 @@ pub const JOB_KEYS: &[&str] = &[
     "engine",
     "ramp",
     "invalidate",
+    "iodepth_batch",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -241,6 +242,8 @@ pub struct JobOpts {
     pub ramp: Option<Duration>,
     /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
     pub invalidate: Option<bool>,
+    /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
+    pub iodepth_batch: Option<u32>,
 }
 
 impl JobOpts {
@@ -296,6 +299,7 @@ impl JobOpts {
             }
             "bs_align" => self.bs_align = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "iodepth" => self.iodepth = Some(count(4096)?),
+            "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "jobs" => self.jobs = Some(count(4096)?),
             "files" => self.files = Some(count(65536)?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -329,8 +333,24 @@ impl JobOpts {
             ($($f:ident),*) => { JobOpts { $($f: top.$f.clone().or_else(|| self.$f.clone()),)* } };
         }
         pick!(
-            name, group, rw, rwmixread, random_pct, bs, bs_align, iodepth, jobs, files, size, time,
-            io_total, direct, engine, ramp, invalidate
+            name,
+            group,
+            rw,
+            rwmixread,
+            random_pct,
+            bs,
+            bs_align,
+            iodepth,
+            jobs,
+            files,
+            size,
+            time,
+            io_total,
+            direct,
+            engine,
+            ramp,
+            invalidate,
+            iodepth_batch
         )
     }
 
@@ -427,6 +447,7 @@ impl JobOpts {
             engine: self.engine.unwrap_or(EngineChoice::Auto),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
+            iodepth_batch: self.iodepth_batch.unwrap_or(1),
         })
     }
 }
@@ -448,6 +469,7 @@ fn canonical_key(key: &str) -> Option<&'static str> {
         "io_size" | "io_limit" => "io_total",
         "ioengine" => "engine",
         "ramp_time" => "ramp",
+        "iodepth_batch_submit" => "iodepth_batch",
         "percentage_random" => "random_pct",
         other => other,
     };
@@ -498,6 +520,8 @@ pub struct Job {
     pub ramp: Duration,
     /// Drop cached pages of the files before a buffered job (fio's `invalidate=1`, the default).
     pub invalidate: bool,
+    /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
+    pub iodepth_batch: u32,
 }
 
 impl Job {
@@ -522,6 +546,7 @@ impl Job {
             ("engine", self.engine.name().to_string()),
             ("ramp", format_duration(self.ramp)),
             ("invalidate", self.invalidate.to_string()),
+            ("iodepth_batch", self.iodepth_batch.to_string()),
         ];
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
@@ -615,6 +640,7 @@ mod tests {
             ("name", "a-1"),
             ("group", "g"),
             ("invalidate", "0"),
+            ("iodepth_batch", "8"),
         ])
         .unwrap();
         let job = o.resolve("x").unwrap();
@@ -637,6 +663,7 @@ mod tests {
         assert_eq!(job.ramp, Duration::from_secs(5));
         assert_eq!(job.name, "a-1");
         assert!(!job.invalidate);
+        assert_eq!(job.iodepth_batch, 8);
     }
 
     #[test]

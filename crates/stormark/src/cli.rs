@@ -93,6 +93,15 @@ pub struct RunArgs {
         help_heading = "Workload"
     )]
     pub iodepth: Option<String>,
+    /// New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1].
+    #[arg(
+        long,
+        alias = "iodepth-batch-submit",
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub iodepth_batch: Option<String>,
     /// Parallel jobs, each with its own files (fio's numjobs) [default: 1].
     #[arg(
         long,
@@ -236,6 +245,7 @@ impl RunArgs {
         add("bs", &self.bs);
         add("bs_align", &self.bs_align);
         add("iodepth", &self.iodepth);
+        add("iodepth_batch", &self.iodepth_batch);
         add("jobs", &self.jobs);
         add("files", &self.files);
         add("size", &self.size);
