@@ -5,9 +5,11 @@
 #   b) 4 KiB random reads, direct, io_uring, iodepth 32: IOPS >= 0.97x, p50/p99 within 10%
 #   c) 1 MiB sequential read and write, direct: bandwidth >= 0.97x
 #   stormark peak RSS <= 64 MiB.
-# Usage: bench/vs-fio.sh [--quick]   (env: BENCH_DIR, ROUNDS, RUNTIME)
+# Usage: bench/vs-fio.sh [--quick]
+#   env: BENCH_DIR, ROUNDS, RUNTIME, ONLY=<case prefix>, FIO=<fio binary>, STORMARK=<binary>
+#   (with STORMARK set nothing is built; without /usr/bin/time peak memory is not measured)
 # Writes only inside $BENCH_DIR (default ./bench-data, on the current filesystem, since /tmp may
-# be tmpfs without O_DIRECT); removes it at the end.
+# be tmpfs without O_DIRECT) and removes only what it created there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -15,20 +17,29 @@ RUNTIME=${RUNTIME:-8}
 if [ "${1:-}" = "--quick" ]; then ROUNDS=1; RUNTIME=3; fi
 BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
 
-if ! command -v fio >/dev/null; then
+FIO=${FIO:-fio}
+if ! command -v "$FIO" >/dev/null; then
   echo "installing fio"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null
 fi
-[ -x /usr/bin/time ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
-cargo build --release --locked -q
-SM=$PWD/target/release/stormark
-
-mkdir -p "$BENCH_DIR"
-OUT=$(mktemp -d -p "$BENCH_DIR" results.XXXX)
-FILE=$BENCH_DIR/bench.dat
-trap 'rm -rf "$BENCH_DIR"' EXIT
-if [ ! -f "$FILE" ] || [ "$(stat -c %s "$FILE")" != $((512 << 20)) ]; then
-  dd if=/dev/urandom of="$FILE" bs=1M count=512 status=none
+if [ ! -x /usr/bin/time ] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null || true
 fi
+if [ -z "${STORMARK:-}" ]; then
+  cargo build --release --locked -q
+  STORMARK=$PWD/target/release/stormark
+fi
+SM=$STORMARK
+# Peak RSS through GNU time where it exists.
+timed() { local out=$1; shift; if [ -x /usr/bin/time ]; then /usr/bin/time -f %M -o "$out" "$@"; else echo 0 >"$out"; "$@"; fi; }
+
+made_dir=no
+[ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
+OUT=$(mktemp -d -p "$BENCH_DIR" results.XXXX)
+FILE=$(mktemp -p "$BENCH_DIR" bench.XXXX.dat)
+cleanup() { rm -rf "$OUT"; rm -f "$FILE"; [ $made_dir = yes ] && rmdir "$BENCH_DIR" 2>/dev/null; true; }
+trap cleanup EXIT
+echo "fio: $("$FIO" --version)  stormark: $("$SM" --version)  cores: $(nproc)  target: $(df -hT "$BENCH_DIR" 2>/dev/null | tail -1 | awk '{print $1, $2}')"
+dd if=/dev/urandom of="$FILE" bs=1M count=512 status=none
 sync
 
 # name | fio options | stormark options | page cache warm?
@@ -43,17 +54,18 @@ CASES=(
 for round in $(seq 1 "$ROUNDS"); do
   for c in "${CASES[@]}"; do
     IFS='|' read -r name fio_opts sm_opts cache <<<"$c"
+    case "$name" in "${ONLY:-}"*) ;; *) continue ;; esac
     if [ "$cache" = warm ]; then cat "$FILE" >/dev/null; fi
     # Alternate which tool goes first, so neither always gets the warmer machine.
     order="fio sm"; [ $((round % 2)) = 0 ] && order="sm fio"
     for tool in $order; do
       if [ "$tool" = fio ]; then
         # norandommap: uniform random offsets with repeats, as stormark draws them.
-        /usr/bin/time -f %M -o "$OUT/$name.$round.fio.rss" fio --name=bench --filename="$FILE" --size=512m \
+        timed "$OUT/$name.$round.fio.rss" "$FIO" --name=bench --filename="$FILE" --size=512m \
           $fio_opts --time_based --runtime="$RUNTIME" --norandommap --randrepeat=0 --group_reporting \
           --lat_percentiles=1 --output-format=json --output="$OUT/$name.$round.fio.json" >/dev/null
       else
-        /usr/bin/time -f %M -o "$OUT/$name.$round.sm.rss" "$SM" run "$FILE" --size 512m $sm_opts \
+        timed "$OUT/$name.$round.sm.rss" "$SM" run "$FILE" --size 512m $sm_opts \
           --time "${RUNTIME}s" --quiet --json "$OUT/$name.$round.sm.json" >/dev/null
       fi
     done
@@ -64,6 +76,8 @@ python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, sys, statistics, glob, os
 out, rounds = sys.argv[1], int(sys.argv[2])
 names = sorted({os.path.basename(p).split('.')[0] for p in glob.glob(out + '/*.json')})
+if not names:
+    sys.exit("no results: did every run fail?")
 def fio(path):
     d = json.load(open(path)); j = d['jobs'][0]
     op = 'write' if j['write']['io_bytes'] > 0 else 'read'
