@@ -709,6 +709,7 @@ impl Agent for LocalAgent {
                     bs_align: run.job.bs_align,
                     iodepth: run.job.iodepth,
                     iodepth_batch: run.job.iodepth_batch,
+                    iodepth_batch_complete: run.job.iodepth_batch_complete,
                     direct: run.direct,
                     backend: run.backend,
                     stop,

@@ -52,6 +52,7 @@ fn new_ring(depth: u32) -> std::io::Result<IoUring> {
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
+    let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
     let mut ring = new_ring(depth as u32)
         .map_err(|e| format!("io_uring setup failed: {e}; use --engine psync"))?;
     let fds: Vec<types::Fd> = ctx.files.iter().map(|f| types::Fd(f.as_raw_fd())).collect();
@@ -106,13 +107,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         if inflight == 0 {
             return Ok(());
         }
-        // Submit what is left (if anything) and wait for at least one completion.
-        submit(&submitter, &mut sq, &mut pending, &mut slots, 1)?;
-        // One timestamp per completion batch, as fio does (fio_gettime in init_icd).
+        // Wait only when nothing is ready (submitting what is left, if anything).
+        cq.sync();
+        if cq.is_empty() || !pending.is_empty() {
+            let wait = usize::from(cq.is_empty());
+            submit(&submitter, &mut sq, &mut pending, &mut slots, wait)?;
+            cq.sync();
+        }
+        // Reap at most `reap_max` completions (fio's iodepth_batch_complete_max, which fio
+        // turns into 1 by default), then refill: the queue stays at its depth instead of
+        // draining while a large batch is replaced one submission at a time. One timestamp
+        // per reap, as fio (fio_gettime in init_icd).
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        cq.sync();
-        for cqe in &mut cq {
+        for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
             ctx.complete(

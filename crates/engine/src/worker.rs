@@ -73,6 +73,8 @@ pub struct WorkerSpec {
     pub iodepth: u32,
     /// New I/Os submitted per system call (fio's `iodepth_batch_submit`; 1 = each at once).
     pub iodepth_batch: u32,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
+    pub iodepth_batch_complete: u32,
     /// Open with `O_DIRECT`.
     pub direct: bool,
     /// Backend.
@@ -99,6 +101,7 @@ impl WorkerSpec {
             bs_align: 4096,
             iodepth: 1,
             iodepth_batch: 1,
+            iodepth_batch_complete: 1,
             direct: false,
             backend: Backend::Psync,
             stop: Stop::default(),

@@ -202,6 +202,7 @@ pub const JOB_KEYS: &[&str] = &[
     "ramp",
     "invalidate",
     "iodepth_batch",
+    "iodepth_batch_complete",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -244,6 +245,8 @@ pub struct JobOpts {
     pub invalidate: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
+    pub iodepth_batch_complete: Option<u32>,
 }
 
 impl JobOpts {
@@ -300,6 +303,7 @@ impl JobOpts {
             "bs_align" => self.bs_align = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "iodepth" => self.iodepth = Some(count(4096)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
+            "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
             "jobs" => self.jobs = Some(count(4096)?),
             "files" => self.files = Some(count(65536)?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -350,7 +354,8 @@ impl JobOpts {
             engine,
             ramp,
             invalidate,
-            iodepth_batch
+            iodepth_batch,
+            iodepth_batch_complete
         )
     }
 
@@ -448,6 +453,7 @@ impl JobOpts {
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
+            iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
         })
     }
 }
@@ -470,6 +476,7 @@ fn canonical_key(key: &str) -> Option<&'static str> {
         "ioengine" => "engine",
         "ramp_time" => "ramp",
         "iodepth_batch_submit" => "iodepth_batch",
+        "iodepth_batch_complete_max" => "iodepth_batch_complete",
         "percentage_random" => "random_pct",
         other => other,
     };
@@ -522,6 +529,8 @@ pub struct Job {
     pub invalidate: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
+    pub iodepth_batch_complete: u32,
 }
 
 impl Job {
@@ -547,6 +556,10 @@ impl Job {
             ("ramp", format_duration(self.ramp)),
             ("invalidate", self.invalidate.to_string()),
             ("iodepth_batch", self.iodepth_batch.to_string()),
+            (
+                "iodepth_batch_complete",
+                self.iodepth_batch_complete.to_string(),
+            ),
         ];
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));

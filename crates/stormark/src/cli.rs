@@ -102,6 +102,15 @@ pub struct RunArgs {
         help_heading = "Workload"
     )]
     pub iodepth_batch: Option<String>,
+    /// Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1].
+    #[arg(
+        long,
+        alias = "iodepth-batch-complete-max",
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub iodepth_batch_complete: Option<String>,
     /// Parallel jobs, each with its own files (fio's numjobs) [default: 1].
     #[arg(
         long,
@@ -246,6 +255,7 @@ impl RunArgs {
         add("bs_align", &self.bs_align);
         add("iodepth", &self.iodepth);
         add("iodepth_batch", &self.iodepth_batch);
+        add("iodepth_batch_complete", &self.iodepth_batch_complete);
         add("jobs", &self.jobs);
         add("files", &self.files);
         add("size", &self.size);
