@@ -1,7 +1,7 @@
 //! The interface every agent implements, in-process or remote.
 
 use stormark_spec::Workload;
-use stormark_stats::{Finding, PhaseJob, Snapshot, Target};
+use stormark_stats::{Finding, HostSample, PhaseJob, Snapshot, Target};
 
 /// Why an agent cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,4 +86,9 @@ pub trait Agent {
     fn take_notes(&mut self) -> Vec<String>;
     /// The workers of each job in `stage` (`usize::MAX` for the preparation), for merging.
     fn workers(&self, stage: usize) -> Vec<u32>;
+    /// Starts sampling the host's counters once a second (after validation, before load).
+    fn start_sampling(&mut self);
+    /// Stops sampling. Returns the samples (`t_ns` counted from the sampler's start) and the
+    /// CPU time the sampler used.
+    fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>);
 }

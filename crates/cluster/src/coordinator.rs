@@ -72,6 +72,8 @@ impl Coordinator {
             .map(|a| Host {
                 name: a.host().to_string(),
                 inventory: a.inventory(),
+                samples: Vec::new(),
+                sampler_cpu_ns: None,
             })
             .collect();
         results.spec = serde_json::json!({
@@ -90,8 +92,25 @@ impl Coordinator {
                 Err(e) => return self.end(results, start, Outcome::Refused(e.to_string()), false),
             }
         }
+        // The samplers run from here to the end, beside every phase.
+        let sampling_from = start.elapsed().as_nanos() as u64;
+        for agent in &mut self.agents {
+            agent.start_sampling();
+        }
         let outcome = self.run_phases(workload, &stages, results, start, live);
-        self.end(results, start, outcome, true)
+        for (agent, host) in self.agents.iter_mut().zip(results.hosts.iter_mut()) {
+            let (mut samples, cpu_ns) = agent.stop_sampling();
+            for s in &mut samples {
+                s.t_ns += sampling_from;
+            }
+            host.samples = samples;
+            host.sampler_cpu_ns = cpu_ns;
+        }
+        let outcome = self.end(results, start, outcome, true);
+        // Diagnosis reads the finished document: phases, samples, inventories.
+        let found = stormark_probe::diagnose(results);
+        results.findings.extend(found);
+        outcome
     }
 
     fn run_phases(

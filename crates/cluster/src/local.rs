@@ -8,17 +8,19 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use stormark_engine::{
     io_uring_available, run_stage, Backend, FileTarget, StageEvent, Stop, WorkerSpec,
 };
 use stormark_probe::{
-    classify, device_in_use, fs_signature, odirect_supported, space, Inventory, TargetKind,
+    classify, device_in_use, fs_signature, odirect_supported, space, target_media, HostRoot,
+    Inventory, Sampler, TargetKind,
 };
 use stormark_spec::units::format_size;
 use stormark_spec::{Direct, EngineChoice, Job, Workload, DEFAULT_FILE_SIZE};
-use stormark_stats::{Finding, PhaseJob, Severity, Target};
+use stormark_stats::{Finding, HostSample, PhaseJob, Severity, Target};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
 
@@ -115,6 +117,7 @@ pub struct LocalAgent {
     created: Vec<String>,
     prepare_workers: u32,
     notes: Vec<String>,
+    sampler: Option<Sampler>,
 }
 
 impl LocalAgent {
@@ -126,6 +129,7 @@ impl LocalAgent {
             host: inventory.hostname.clone(),
             inventory,
             stop: Arc::new(AtomicBool::new(false)),
+            sampler: None,
             place: None,
             files: Vec::new(),
             stages: Vec::new(),
@@ -338,11 +342,14 @@ impl LocalAgent {
                 advice: "Filesystems slow down as they fill (fragmentation, allocator search); results may be lower than on an emptier filesystem. Lower --size or free space.".into(),
             });
         }
+        let media = target_media(&target);
         validated.target = Some(Target {
             path: target.display().to_string(),
             kind: "directory".into(),
             run_dir: Some(run_dir.display().to_string()),
             kept: self.opts.keep || self.opts.reuse,
+            device: media.device,
+            fs_type: media.fs_type,
         });
         self.place = Some(Place::Dir {
             run_dir,
@@ -443,11 +450,14 @@ impl LocalAgent {
             }
             self.stages.push(runs);
         }
+        let media = target_media(&path);
         validated.target = Some(Target {
             path: shown,
             kind: kind.kind_name().into(),
             run_dir: None,
             kept: false,
+            device: media.device,
+            fs_type: media.fs_type,
         });
         self.place = Some(Place::Existing { path });
         Ok(())
@@ -507,6 +517,10 @@ impl LocalAgent {
                     1
                 } else {
                     r.job.iodepth
+                },
+                working_set_bytes: match &self.place {
+                    Some(Place::Existing { .. }) => r.len,
+                    _ => r.worker_files.iter().map(|f| f.len() as u64).sum::<u64>() * r.len,
                 },
             })
             .collect()
@@ -656,6 +670,7 @@ impl Agent for LocalAgent {
             direct,
             workers: workers as u32,
             iodepth: 4,
+            working_set_bytes: todo.iter().map(|&i| self.files[i].size).sum(),
         }])
     }
 
@@ -787,6 +802,26 @@ impl Agent for LocalAgent {
             .get(stage)
             .map(|s| s.iter().map(|r| r.job.jobs).collect())
             .unwrap_or_default()
+    }
+
+    fn start_sampling(&mut self) {
+        match Sampler::start(HostRoot::live(), Duration::from_secs(1)) {
+            Ok(s) => self.sampler = Some(s),
+            Err(e) => push_once(
+                &mut self.notes,
+                format!("host sampler could not start ({e}); no host counters, no diagnosis"),
+            ),
+        }
+    }
+
+    fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>) {
+        match self.sampler.take() {
+            Some(s) => {
+                let got = s.stop();
+                (got.samples, got.cpu_ns)
+            }
+            None => (Vec::new(), None),
+        }
     }
 }
 

@@ -1,7 +1,10 @@
-//! What this host is, and whether a target is safe to use.
+//! What this host is, how it behaves under load, and whether a target is safe to use.
 //!
 //! `probe` reads `/proc`, `/sys` and the filesystem to describe the host ([`Inventory`]),
-//! classify a benchmark target ([`classify`]: directory, file or block device), and answer the
+//! size a workload from it ([`auto_size`]), sample the host's counters once a second while
+//! load runs ([`Sampler`]), explain the result afterwards ([`diagnose`]: findings such as a
+//! saturated device or a CPU-bound host), classify a benchmark target ([`classify`]:
+//! directory, file or block device), and answer the
 //! safety questions asked before any load: is this device mounted, held by LVM/md/dm or used
 //! as swap ([`device_in_use`]); does it carry a filesystem or partition table
 //! ([`fs_signature`]); is there room for the working set ([`space`]); does the filesystem take
@@ -16,10 +19,21 @@
 //! ```
 #![warn(missing_docs)]
 
+mod counters;
+mod diagnose;
 mod inventory;
 mod safety;
+mod sampler;
+mod sizing;
 
-pub use inventory::Inventory;
+pub use counters::{
+    parse_diskstats, parse_meminfo, parse_net_dev, parse_stat, parse_tcp_retrans,
+    parse_vmstat_swap, whole_disks, Counters, HostRoot,
+};
+pub use diagnose::diagnose;
+pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
 pub use safety::{
     classify, device_in_use, fs_signature, odirect_supported, space, ProbeError, Space, TargetKind,
 };
+pub use sampler::{Sampled, Sampler};
+pub use sizing::{auto_size, target_media, Sizing, SizingInput, TargetMedia};

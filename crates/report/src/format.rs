@@ -49,6 +49,17 @@ pub fn format_bw(bytes_per_s: f64) -> String {
     }
 }
 
+/// A figure of the results document by its key (`iops`, `bw_bytes_per_s`, `p99_ns`, ...), in
+/// the unit that suits it.
+pub fn format_figure(key: &str, value: f64) -> String {
+    match key {
+        "iops" => format_iops(value),
+        "bw_bytes_per_s" => format_bw(value),
+        k if k.ends_with("_ns") => format_latency(value.max(0.0).round() as u64),
+        _ => format!("{value:.3}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +77,12 @@ mod tests {
         assert_eq!(format_bw(512.0 * 1048576.0), "512 MiB/s");
         assert_eq!(format_bw(1.5 * 1048576.0), "1.5 MiB/s");
         assert_eq!(format_bw(20.0 * 1024.0 * 1048576.0), "20.0 GiB/s");
+        assert_eq!(format_figure("iops", 90_000.0), "90.0k");
+        assert_eq!(format_figure("p99_ns", 2e6), "2.00 ms");
+        assert_eq!(
+            format_figure("bw_bytes_per_s", 1048576.0 * 500.0),
+            "500 MiB/s"
+        );
+        assert_eq!(format_figure("ratio", 0.5), "0.500");
     }
 }

@@ -16,7 +16,7 @@ mod json;
 mod live;
 mod terminal;
 
-pub use format::{format_bw, format_iops, format_latency};
+pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use json::Json;
 pub use live::LiveLine;
 pub use terminal::Terminal;

@@ -3,9 +3,63 @@
 use std::fmt::Write as _;
 
 use comfy_table::{presets, Cell, CellAlignment, Table};
-use stormark_stats::{Phase, Results, RunStatus, Summary};
+use stormark_stats::{
+    mean_over, samples_within, Host, Phase, Results, RunStatus, Severity, Summary,
+};
 
-use crate::{format_bw, format_iops, format_latency, Render};
+use crate::{format_bw, format_figure, format_iops, format_latency, Render};
+
+/// What the host did during a phase, from its samples: CPU shares and the busiest disk, as
+/// `iostat` would show them. `None` without samples.
+fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
+    let w = samples_within(&host.samples, p.start_offset_ns, p.duration_ns);
+    let idle = mean_over(&w, |s| s.cpu.map(|c| c.idle_pct))?;
+    let iowait = mean_over(&w, |s| s.cpu.map(|c| c.iowait_pct)).unwrap_or(0.0);
+    let mut line = format!(
+        "  host{}: cpu {:.0}% busy, iowait {:.0}%",
+        if name_it {
+            format!(" {}", host.name)
+        } else {
+            String::new()
+        },
+        100.0 - idle - iowait,
+        iowait
+    );
+    let mut disks: Vec<(&String, f64)> = w
+        .iter()
+        .flat_map(|s| s.disks.keys())
+        .map(|name| {
+            let util = mean_over(&w, |s| s.disks.get(name).map(|d| d.util_pct)).unwrap_or(0.0);
+            (name, util)
+        })
+        .collect();
+    disks.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    disks.dedup_by(|a, b| a.0 == b.0);
+    if let Some((name, util)) = disks.first() {
+        let d = |f: fn(&stormark_stats::DiskSample) -> Option<f64>| {
+            mean_over(&w, |s| s.disks.get(*name).and_then(f))
+        };
+        let iops = d(|x| Some(x.read_iops + x.write_iops)).unwrap_or(0.0);
+        let bw = d(|x| Some(x.read_bytes_per_s + x.write_bytes_per_s)).unwrap_or(0.0);
+        let _ = write!(
+            line,
+            "; {name}: util {util:.0}%, {} IOPS, {}, queue {:.1}",
+            format_iops(iops),
+            format_bw(bw),
+            d(|x| Some(x.queue_size)).unwrap_or(0.0)
+        );
+        for (label, v) in [
+            ("r_await", d(|x| x.r_await_ms)),
+            ("w_await", d(|x| x.w_await_ms)),
+        ] {
+            if let Some(ms) = v {
+                let _ = write!(line, ", {label} {}", format_figure("x_ns", ms * 1e6));
+            }
+        }
+    }
+    line.push('\n');
+    Some(line)
+}
 
 /// A table per phase (IOPS, bandwidth, latency percentiles, errors per operation), then notes,
 /// findings and the status.
@@ -19,6 +73,26 @@ impl Render for Terminal {
         }
         for phase in &r.phases {
             out.push_str(&phase_text(phase));
+            for host in &r.hosts {
+                if let Some(line) = host_line(phase, host, r.hosts.len() > 1) {
+                    out.push_str(&line);
+                }
+            }
+        }
+        if !r.expectations.is_empty() {
+            out.push_str("\nexpected vs measured:\n");
+            for e in &r.expectations {
+                let _ = writeln!(
+                    out,
+                    "  {:<10} {:<16} expected {:>10}  measured {:>10}  {:>5.2}×  {}",
+                    e.phase,
+                    e.figure,
+                    format_figure(&e.figure, e.expected),
+                    format_figure(&e.figure, e.measured),
+                    e.ratio,
+                    if e.met { "met" } else { "MISSED" }
+                );
+            }
         }
         if !r.notes.is_empty() {
             out.push_str("notes:\n");
@@ -28,11 +102,18 @@ impl Render for Terminal {
         }
         if !r.findings.is_empty() {
             out.push_str("findings:\n");
-            for f in &r.findings {
+            let mut sorted: Vec<_> = r.findings.iter().collect();
+            sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
+            for f in sorted {
+                let severity = match f.severity {
+                    Severity::Info => "info",
+                    Severity::Warning => "warning",
+                    Severity::Critical => "CRITICAL",
+                };
                 let _ = writeln!(
                     out,
-                    "  {:?} [{}] {}\n    advice: {}",
-                    f.severity, f.code, f.message, f.advice
+                    "  {severity} [{}] {}\n    advice: {}",
+                    f.code, f.message, f.advice
                 );
             }
         }

@@ -22,12 +22,14 @@
 #![warn(missing_docs)]
 
 mod error;
+mod expect;
 mod jobfile;
 mod profiles;
 pub mod units;
 mod workload;
 
 pub use error::SpecError;
+pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};
 pub use units::{parse_duration, parse_percent, parse_size};

@@ -220,6 +220,7 @@ mod tests {
             direct: false,
             workers: 1,
             iodepth: 1,
+            working_set_bytes: 0,
         }
     }
 

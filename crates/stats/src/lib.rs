@@ -24,19 +24,25 @@
 #![warn(missing_docs)]
 
 mod accumulate;
+mod expect;
 mod recorder;
 mod results;
+mod samples;
 mod summary;
 mod time;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
+pub use expect::{check_expectations, figure_of};
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,
 };
 pub use results::{
-    decode_histogram, encode_histogram, Breakdown, ErrorSummary, Finding, Host, Interval,
-    IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool, SCHEMA,
+    decode_histogram, encode_histogram, Breakdown, ErrorSummary, ExpectationResult, Finding, Host,
+    Interval, IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool, SCHEMA,
+};
+pub use samples::{
+    mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
 };
 pub use summary::{Latency, Summary};
 pub use time::format_rfc3339;

@@ -8,7 +8,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::Summary;
+use crate::{HostSample, Summary};
 
 /// The schema identifier written into every document.
 pub const SCHEMA: &str = "stormark/results/1";
@@ -40,6 +40,9 @@ pub struct Results {
     pub hosts: Vec<Host>,
     /// What the numbers mean: problems found and advice.
     pub findings: Vec<Finding>,
+    /// Measured against what the user expected (`--expect`).
+    #[serde(default)]
+    pub expectations: Vec<ExpectationResult>,
     /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
     pub notes: Vec<String>,
 }
@@ -63,6 +66,7 @@ impl Results {
             phases: Vec::new(),
             hosts: Vec::new(),
             findings: Vec::new(),
+            expectations: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -105,6 +109,12 @@ pub struct Target {
     pub run_dir: Option<String>,
     /// Whether the run directory was kept (`--keep`).
     pub kept: bool,
+    /// The whole block device under the target (`vda`, `nvme0n1`), when there is one.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Filesystem type of a file or directory target (`ext4`, `nfs4`, `tmpfs`).
+    #[serde(default)]
+    pub fs_type: Option<String>,
 }
 
 /// One host that ran load.
@@ -114,6 +124,12 @@ pub struct Host {
     pub name: String,
     /// What the host is (see `stormark probe`).
     pub inventory: serde_json::Value,
+    /// The host's own counters, one sample a second for the whole run.
+    #[serde(default)]
+    pub samples: Vec<HostSample>,
+    /// CPU time the sampler itself used, ns (its cost, for the record).
+    #[serde(default)]
+    pub sampler_cpu_ns: Option<u64>,
 }
 
 /// Figures of one phase: one job, or every job of one group running together.
@@ -157,6 +173,9 @@ pub struct PhaseJob {
     pub workers: u32,
     /// I/Os in flight per worker.
     pub iodepth: u32,
+    /// Bytes the job's workers address together (files × size × workers).
+    #[serde(default)]
+    pub working_set_bytes: u64,
 }
 
 /// Total and per-operation figures of one host or job.
@@ -214,6 +233,23 @@ pub struct Finding {
     pub evidence: serde_json::Value,
     /// What to do about it.
     pub advice: String,
+}
+
+/// One figure the user expected (`--expect iops=90k`), and what was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationResult {
+    /// The phase measured.
+    pub phase: String,
+    /// `iops`, `bw_bytes_per_s`, or a latency: `mean_ns`, `p50_ns`, ... `max_ns`.
+    pub figure: String,
+    /// What was expected.
+    pub expected: f64,
+    /// What was measured.
+    pub measured: f64,
+    /// measured / expected.
+    pub ratio: f64,
+    /// Whether the figure was met: at least the throughput, at most the latency.
+    pub met: bool,
 }
 
 /// How much a finding matters.

@@ -16,7 +16,8 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark a directory, file or block device.
     Run(Box<RunArgs>),
-    /// Describe this host: CPU, memory, kernel, io_uring.
+    /// Describe this host (CPU, memory, devices, filesystems, network) and what --auto
+    /// would choose for a target.
     Probe(ProbeArgs),
 }
 
@@ -32,6 +33,8 @@ Examples:
       jobs from a TOML job file (jobs sharing a group run at the same time)
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
+  stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
+      jobs, iodepth and size chosen from this host; measured compared with a datasheet
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
@@ -230,6 +233,20 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Safety")]
     pub force: bool,
 
+    /// Size jobs, iodepth and file size from this host and the target's media (flags given
+    /// too win); prints what it chose and why.
+    #[arg(long, help_heading = "Sizing and diagnosis")]
+    pub auto: bool,
+    /// Expected figures, to compare with what is measured: iops, bw, mean, p50 ... p99.99, max
+    /// (e.g. iops=90k,bw=520MB/s,p99=2ms). A miss is reported as a finding.
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "Sizing and diagnosis"
+    )]
+    pub expect: Option<String>,
+
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
@@ -276,8 +293,12 @@ impl RunArgs {
 
 /// Options of `stormark probe`.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  stormark probe\n  stormark probe --json host.json")]
+#[command(
+    after_help = "Examples:\n  stormark probe\n      this host, and what --auto would choose for the current directory\n  stormark probe /mnt/data --json host.json\n      the same for /mnt/data, and the inventory as JSON"
+)]
 pub struct ProbeArgs {
+    /// Directory, file or block device to size --auto for [default: the current directory].
+    pub target: Option<PathBuf>,
     /// Also write the inventory as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

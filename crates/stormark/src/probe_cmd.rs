@@ -1,37 +1,159 @@
-//! `stormark probe`: this host's inventory.
+//! `stormark probe`: this host's inventory, and what `--auto` would choose for a target.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use stormark_probe::{auto_size, classify, target_media, Inventory, SizingInput, TargetKind};
 
 use crate::cli::ProbeArgs;
 
-pub fn main(args: ProbeArgs) -> i32 {
-    let inv = stormark_probe::Inventory::collect();
-    let json = serde_json::to_string_pretty(&inv).expect("an inventory serializes");
-    let gib = |b: Option<u64>| {
-        b.map_or_else(
-            || "unknown".to_string(),
-            |b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        )
-    };
-    println!("host:     {}", inv.hostname);
-    println!("os:       {}", inv.os.as_deref().unwrap_or("unknown"));
-    println!("kernel:   {}", inv.kernel.as_deref().unwrap_or("unknown"));
-    println!(
-        "cpu:      {} x {}",
-        inv.cpus,
-        inv.cpu_model.as_deref().unwrap_or("unknown")
+fn gib(b: Option<u64>) -> String {
+    b.map_or_else(
+        || "unknown".to_string(),
+        |b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+    )
+}
+
+fn or_unknown<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "unknown".to_string(), |v| v.to_string())
+}
+
+/// The inventory as the terminal shows it.
+pub fn text(inv: &Inventory) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "host:     {}", inv.hostname);
+    let _ = writeln!(out, "os:       {}", or_unknown(inv.os.as_ref()));
+    let _ = writeln!(out, "kernel:   {}", or_unknown(inv.kernel.as_ref()));
+    let _ = writeln!(
+        out,
+        "cpu:      {}; {} sockets, {} cores, {} threads ({} usable here)",
+        or_unknown(inv.cpu_model.as_ref()),
+        or_unknown(inv.cpu_sockets),
+        or_unknown(inv.cpu_cores),
+        or_unknown(inv.cpu_threads),
+        inv.cpus
     );
-    println!(
+    let _ = writeln!(
+        out,
         "memory:   {} (swap {})",
         gib(inv.memory_bytes),
         gib(inv.swap_bytes)
     );
     match &inv.io_uring_error {
-        None => println!("io_uring: available"),
-        Some(e) => println!("io_uring: not available ({e})"),
+        None => out.push_str("io_uring: available\n"),
+        Some(e) => {
+            let _ = writeln!(out, "io_uring: not available ({e})");
+        }
+    }
+    out.push_str("block devices:\n");
+    for d in &inv.block_devices {
+        let media = match d.rotational {
+            Some(true) => "rotational",
+            Some(false) => "non-rotational",
+            None => "media unknown",
+        };
+        let _ = write!(
+            out,
+            "  {:<10} {:>10}  {media}, scheduler {}, queue depth {}",
+            d.name,
+            gib(d.size_bytes),
+            or_unknown(d.scheduler.as_ref()),
+            or_unknown(d.queue_depth)
+        );
+        if let Some(m) = &d.model {
+            let _ = write!(out, ", model {m}");
+        }
+        if !d.mount_points.is_empty() {
+            let _ = write!(
+                out,
+                ", {} on {}",
+                or_unknown(d.fs_type.as_ref()),
+                d.mount_points.join(" ")
+            );
+        }
+        out.push('\n');
+        for p in &d.partitions {
+            let _ = write!(out, "    {:<8} {:>10}", p.name, gib(p.size_bytes));
+            if !p.mount_points.is_empty() {
+                let _ = write!(
+                    out,
+                    "  {} on {}",
+                    or_unknown(p.fs_type.as_ref()),
+                    p.mount_points.join(" ")
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("filesystems:\n");
+    for f in &inv.filesystems {
+        let _ = writeln!(
+            out,
+            "  {:<24} {:<8} {:>10}  {} used  ({})",
+            f.mount_point,
+            f.fs_type,
+            gib(f.size_bytes),
+            f.used_pct
+                .map_or_else(|| "unknown".to_string(), |p| format!("{p:.0}%")),
+            or_unknown(f.source.as_ref())
+        );
+    }
+    out.push_str("network interfaces:\n");
+    for n in &inv.net_interfaces {
+        let _ = writeln!(
+            out,
+            "  {:<12} {}, mtu {}, {}",
+            n.name,
+            n.speed_mbps
+                .map_or_else(|| "speed unknown".to_string(), |s| format!("{s} Mb/s")),
+            or_unknown(n.mtu),
+            or_unknown(n.state.as_ref())
+        );
+    }
+    for n in &inv.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+pub fn main(args: ProbeArgs) -> i32 {
+    let inv = Inventory::collect();
+    print!("{}", text(&inv));
+    let target = args
+        .target
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let kind = match classify(&target) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let creates_files = matches!(kind, TargetKind::Directory);
+    let input = SizingInput {
+        media: target_media(&target),
+        creates_files,
+        files_per_job: 1,
+        space: creates_files
+            .then(|| stormark_probe::space(&target).ok())
+            .flatten(),
+    };
+    let sizing = auto_size(&inv, &input);
+    println!(
+        "recommended for {} (what `stormark run {} --auto` chooses):",
+        target.display(),
+        target.display()
+    );
+    for r in &sizing.reasons {
+        println!("  {r}");
     }
     if let Some(path) = args.json {
+        let json = serde_json::to_string_pretty(&inv).expect("an inventory serializes");
         if let Err(e) = std::fs::write(&path, json + "\n") {
-            eprintln!("error: --json {}: {e}", path.display());
-            return 2;
+            eprintln!("error: --json {}: cannot write it: {e}", path.display());
+            return 1;
         }
     }
     0

@@ -7,9 +7,13 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{Coordinator, Live, LocalAgent, Outcome, TargetOptions};
-use stormark_report::{Json, LiveLine, Render, Terminal};
-use stormark_spec::{profile, JobFile, JobOpts, Source, Workload, PROFILES};
-use stormark_stats::Results;
+use stormark_probe::{auto_size, target_media, Inventory, Sizing, SizingInput, TargetKind};
+use stormark_report::{format_figure, Json, LiveLine, Render, Terminal};
+use stormark_spec::units::format_size;
+use stormark_spec::{
+    parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload, PROFILES,
+};
+use stormark_stats::{check_expectations, Finding, Results, Severity};
 
 use crate::cli::RunArgs;
 
@@ -49,14 +53,26 @@ pub fn main(args: RunArgs) -> i32 {
     }
 }
 
-/// Builds the workload from a job file or profile plus flags.
-fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
+/// What the command line asks for, resolved: the workload, where, and what `--auto` chose.
+struct Request {
+    workload: Workload,
+    target: PathBuf,
+    auto: Vec<String>,
+    expect: Vec<Expectation>,
+}
+
+/// Builds the workload from a job file or profile plus flags (and `--auto` between them).
+fn request(args: &RunArgs) -> Result<Request> {
     let flags = args.workload_flags();
     let mut cli = JobOpts::default();
     for (key, value) in &flags {
         cli.set(key, value, Source::Flag)
             .map_err(|e| user(e.to_string()))?;
     }
+    let expect = match &args.expect {
+        Some(text) => parse_expect(text).map_err(|e| user(e.to_string()))?,
+        None => Vec::new(),
+    };
     let file: JobFile = if let Some(path) = &args.job {
         let shown = path.display().to_string();
         if path.extension().is_some_and(|e| e == "fio") {
@@ -74,15 +90,40 @@ fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
     } else {
         JobFile::default()
     };
+    let target = match args
+        .target
+        .clone()
+        .or(file.target.clone().map(PathBuf::from))
+    {
+        Some(t) => t,
+        None => std::env::current_dir().context("cannot find the current directory")?,
+    };
     let several = file.jobs.len() > 1;
     let sections = if file.jobs.is_empty() {
         vec![JobOpts::default()]
     } else {
         file.jobs.clone()
     };
+    let auto_input = args.auto.then(|| auto_input(&target, args.reuse));
+    let mut auto_reasons = Vec::new();
     let mut jobs = Vec::new();
     for (i, section) in sections.iter().enumerate() {
-        let opts = file.defaults.overlay(section).overlay(&cli);
+        let asked = file.defaults.overlay(section).overlay(&cli);
+        let mut auto = JobOpts::default();
+        if let Some((inv, input)) = &auto_input {
+            let input = SizingInput {
+                files_per_job: asked.files.unwrap_or(1),
+                ..input.clone()
+            };
+            let sizing = auto_size(inv, &input);
+            auto.jobs = Some(sizing.jobs);
+            auto.iodepth = Some(sizing.iodepth);
+            auto.size = sizing.size;
+            if i == 0 {
+                auto_reasons = explain_auto(&sizing, &cli);
+            }
+        }
+        let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
         let default_name = if several {
             format!("job{}", i + 1)
         } else {
@@ -105,8 +146,77 @@ fn workload(args: &RunArgs) -> Result<(Workload, Option<String>)> {
         jobs.push(job);
     }
     let prepare = args.prepare || file.prepare.unwrap_or(false);
-    let w = Workload::new(jobs, prepare).map_err(|e| user(e.to_string()))?;
-    Ok((w, file.target))
+    let workload = Workload::new(jobs, prepare).map_err(|e| user(e.to_string()))?;
+    Ok(Request {
+        workload,
+        target,
+        auto: auto_reasons,
+        expect,
+    })
+}
+
+/// The host and target facts `--auto` sizes from.
+fn auto_input(target: &Path, reuse: bool) -> (Inventory, SizingInput) {
+    let creates_files =
+        !reuse && matches!(stormark_probe::classify(target), Ok(TargetKind::Directory));
+    let input = SizingInput {
+        media: target_media(target),
+        creates_files,
+        files_per_job: 1,
+        space: creates_files
+            .then(|| stormark_probe::space(target).ok())
+            .flatten(),
+    };
+    (Inventory::collect(), input)
+}
+
+/// `--auto`'s reasons, with the choices that flags overrode said as such.
+fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
+    sizing
+        .reasons
+        .iter()
+        .map(|r| {
+            let overridden = [
+                ("jobs ", cli.jobs.map(|v| format!("--jobs {v}"))),
+                ("iodepth ", cli.iodepth.map(|v| format!("--iodepth {v}"))),
+                (
+                    "size",
+                    cli.size.map(|v| format!("--size {}", format_size(v))),
+                ),
+            ]
+            .into_iter()
+            .find_map(|(prefix, flag)| r.starts_with(prefix).then_some(flag).flatten());
+            match overridden {
+                Some(flag) => format!("{flag} given (auto would say: {r})"),
+                None => r.clone(),
+            }
+        })
+        .collect()
+}
+
+/// `--expect`: every measured phase against the expected figures; a miss is a finding.
+fn compare_expected(results: &mut Results, expect: &[Expectation]) {
+    for phase in results.phases.iter().filter(|p| p.name != "prepare") {
+        for e in check_expectations(phase, expect) {
+            if !e.met {
+                results.findings.push(Finding {
+                    severity: Severity::Warning,
+                    code: "expectation-missed".into(),
+                    message: format!(
+                        "phase {}: {} measured {} against {} expected ({:.2}×)",
+                        e.phase,
+                        e.figure,
+                        format_figure(&e.figure, e.measured),
+                        format_figure(&e.figure, e.expected),
+                        e.ratio
+                    ),
+                    evidence: serde_json::to_value(&e).expect("an expectation serializes"),
+                    advice: "Check the findings above for what held the run back; compare like with like (block size, queue depth, read/write mix, direct I/O) with where the expected figure came from.".into(),
+                });
+            }
+            results.expectations.push(e);
+        }
+    }
 }
 
 fn check_json_path(path: &Path) -> Result<()> {
@@ -131,14 +241,21 @@ fn check_json_path(path: &Path) -> Result<()> {
 }
 
 fn run(args: RunArgs) -> Result<i32> {
-    let (workload, file_target) = workload(&args)?;
+    let Request {
+        workload,
+        target,
+        auto,
+        expect,
+    } = request(&args)?;
     if let Some(p) = &args.json {
         check_json_path(p)?;
     }
-    let target = match args.target.clone().or(file_target.map(PathBuf::from)) {
-        Some(t) => t,
-        None => std::env::current_dir().context("cannot find the current directory")?,
-    };
+    if !auto.is_empty() {
+        println!("auto sizing:");
+        for r in &auto {
+            println!("  {r}");
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -157,6 +274,9 @@ fn run(args: RunArgs) -> Result<i32> {
     let agent = LocalAgent::new(opts).with_stop(stop.clone());
     let mut coordinator = Coordinator::new(vec![Box::new(agent)], stop.clone());
     let mut results = Results::new(std::env::args().collect());
+    results
+        .notes
+        .extend(auto.iter().map(|r| format!("auto: {r}")));
 
     let show_live = !args.quiet && std::io::stderr().is_terminal();
     let mut line = LiveLine::new();
@@ -174,6 +294,9 @@ fn run(args: RunArgs) -> Result<i32> {
         let _ = stderr.flush();
     });
 
+    if !expect.is_empty() {
+        compare_expected(&mut results, &expect);
+    }
     // The results file is written whatever happened.
     let mut write_failed = None;
     if let Some(path) = &args.json {

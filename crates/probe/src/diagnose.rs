@@ -1,0 +1,345 @@
+//! Diagnosis: after a run, the rules that read the host samples beside the load's figures and
+//! say what held the run back or why its numbers may mislead. Each rule yields a [`Finding`]
+//! with a stable code, the evidence (numbers) and advice; nothing fires when nothing is wrong.
+//!
+//! Thresholds follow the usual guidance of storage vendors' benchmarking guides and `iostat`
+//! practice; docs/findings.md lists them with each code.
+
+use serde_json::json;
+use stormark_stats::{mean_over, samples_within, Finding, HostSample, Phase, Results, Severity};
+
+use crate::Inventory;
+
+/// A device this busy (`%util`) for the whole phase is saturated, if it serves one request at
+/// a time.
+pub const SATURATED_UTIL_PCT: f64 = 95.0;
+/// Load counts as flat when its 1-second IOPS vary less than this (coefficient of variation).
+pub const FLAT_CV: f64 = 0.10;
+/// Below this share of idle CPU the host, not the storage, limits the run.
+pub const CPU_BOUND_IDLE_PCT: f64 = 5.0;
+/// One CPU this busy while others idle: a single thread limits the run.
+pub const CORE_SATURATED_PCT: f64 = 95.0;
+/// iowait above this share of CPU time: CPUs wait on storage.
+pub const HIGH_IOWAIT_PCT: f64 = 20.0;
+/// Swap traffic above this (bytes over the phase) means the host was swapping.
+pub const SWAP_BYTES: f64 = 1_048_576.0;
+/// Device response time above this is high for any medium (`r_await`/`w_await`).
+pub const HIGH_AWAIT_MS: f64 = 100.0;
+/// Measured runs shorter than this are too short to trust (60–300 s is the usual guidance).
+pub const SHORT_RUN_S: f64 = 60.0;
+/// 1-second IOPS varying more than this (coefficient of variation) make a noisy run.
+pub const NOISY_CV: f64 = 0.10;
+/// CPU steal above this share means a neighbour on the hypervisor takes time.
+pub const STEAL_PCT: f64 = 1.0;
+/// Reads this many times above what the disks served came from the page cache.
+pub const CACHE_READ_RATIO: f64 = 1.5;
+
+/// Runs every rule on a finished run's document. The document's own `findings` are not read.
+pub fn diagnose(results: &Results) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let measured: Vec<&Phase> = results
+        .phases
+        .iter()
+        .filter(|p| p.name != "prepare" && p.duration_ns > 0)
+        .collect();
+    short_runs(&measured, &mut out);
+    for p in &measured {
+        noisy(p, &mut out);
+    }
+    for host in &results.hosts {
+        let inv: Option<Inventory> = serde_json::from_value(host.inventory.clone()).ok();
+        for p in &measured {
+            let samples = samples_within(&host.samples, p.start_offset_ns, p.duration_ns);
+            let ctx = Ctx {
+                host: &host.name,
+                phase: p,
+                samples: &samples,
+                inventory: inv.as_ref(),
+                several_hosts: results.hosts.len() > 1,
+            };
+            if samples.is_empty() {
+                continue;
+            }
+            devices(&ctx, &mut out);
+            cpu(&ctx, &mut out);
+            swapping(&ctx, &mut out);
+            page_cache(&ctx, &mut out);
+        }
+    }
+    out
+}
+
+struct Ctx<'a> {
+    host: &'a str,
+    phase: &'a Phase,
+    samples: &'a [&'a HostSample],
+    inventory: Option<&'a Inventory>,
+    several_hosts: bool,
+}
+
+impl Ctx<'_> {
+    /// "phase run" or "phase run on host a": where a finding applies.
+    fn place(&self) -> String {
+        if self.several_hosts {
+            format!("phase {} on {}", self.phase.name, self.host)
+        } else {
+            format!("phase {}", self.phase.name)
+        }
+    }
+
+    fn mean(&self, f: impl Fn(&HostSample) -> Option<f64>) -> Option<f64> {
+        mean_over(self.samples, f)
+    }
+}
+
+fn finding(
+    severity: Severity,
+    code: &str,
+    message: String,
+    evidence: serde_json::Value,
+    advice: &str,
+) -> Finding {
+    Finding {
+        severity,
+        code: code.into(),
+        message,
+        evidence,
+        advice: advice.into(),
+    }
+}
+
+/// Coefficient of variation of the full 1-second intervals' IOPS (the last, partial, second
+/// left out); `None` with fewer than 3.
+fn iops_cv(p: &Phase) -> Option<(f64, usize)> {
+    let v: Vec<f64> = p
+        .intervals
+        .iter()
+        .filter(|i| i.duration_ns >= 900_000_000)
+        .map(|i| i.total.iops)
+        .collect();
+    if v.len() < 3 {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some((var.sqrt() / mean, v.len()))
+}
+
+fn r1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
+    let short: Vec<(&str, f64)> = measured
+        .iter()
+        .map(|p| (p.name.as_str(), p.duration_ns as f64 / 1e9))
+        .filter(|(_, s)| *s < SHORT_RUN_S)
+        .collect();
+    let Some(shortest) = short.iter().map(|(_, s)| *s).reduce(f64::min) else {
+        return;
+    };
+    out.push(finding(
+        Severity::Warning,
+        "run-too-short",
+        format!(
+            "{} measured for {:.0} s{}: too short for trustworthy numbers",
+            if short.len() == 1 { format!("phase {}", short[0].0) } else { format!("{} phases", short.len()) },
+            shortest,
+            if short.len() == 1 { "" } else { " or less" },
+        ),
+        json!({
+            "phases": short.iter().map(|(n, s)| json!({"phase": n, "measured_s": r1(*s)})).collect::<Vec<_>>(),
+            "minimum_s": SHORT_RUN_S,
+        }),
+        "Measure 60–300 s per point (--time 2m) so caches, write-back and SSD garbage collection reach steady state.",
+    ));
+}
+
+fn noisy(p: &Phase, out: &mut Vec<Finding>) {
+    let Some((cv, n)) = iops_cv(p) else {
+        return;
+    };
+    if cv > NOISY_CV {
+        out.push(finding(
+            Severity::Warning,
+            "noisy-run",
+            format!(
+                "phase {}: IOPS varied {:.0}% from second to second",
+                p.name,
+                cv * 100.0
+            ),
+            json!({"phase": p.name, "iops_cv": r3(cv), "intervals": n, "threshold_cv": NOISY_CV}),
+            "The mean hides a wide spread: look at the intervals, run longer, use --ramp to skip the warm-up, and check for other load on the host or device.",
+        ));
+    }
+}
+
+fn devices(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let mut names: Vec<&String> = c.samples.iter().flat_map(|s| s.disks.keys()).collect();
+    names.sort();
+    names.dedup();
+    let flat = iops_cv(c.phase).is_none_or(|(cv, _)| cv <= FLAT_CV);
+    for name in names {
+        let d = |f: fn(&stormark_stats::DiskSample) -> Option<f64>| {
+            c.mean(|s| s.disks.get(name).and_then(f))
+        };
+        let util = d(|x| Some(x.util_pct)).unwrap_or(0.0);
+        let iops = d(|x| Some(x.read_iops + x.write_iops)).unwrap_or(0.0);
+        if iops <= 0.0 {
+            continue;
+        }
+        let rotational = c
+            .inventory
+            .and_then(|i| i.device(name))
+            .and_then(|d| d.rotational);
+        if util >= SATURATED_UTIL_PCT && flat {
+            out.push(finding(
+                Severity::Info,
+                "device-saturated",
+                format!("{}: device {name} was busy {util:.0}% of the time while the load held steady: it is the limit", c.place()),
+                json!({"host": c.host, "phase": c.phase.name, "device": name, "util_pct": r1(util),
+                       "device_iops": r1(iops), "queue_size": r1(d(|x| Some(x.queue_size)).unwrap_or(0.0)),
+                       "rotational": rotational}),
+                "A device that serves one request at a time (a disk) can do no more. SSDs, NVMe and RAID serve many at once and show 100% util before their limit: raise --iodepth or --jobs and see whether IOPS still grow.",
+            ));
+        }
+        let r = d(|x| x.r_await_ms);
+        let w = d(|x| x.w_await_ms);
+        let worst = r.unwrap_or(0.0).max(w.unwrap_or(0.0));
+        if worst > HIGH_AWAIT_MS {
+            out.push(finding(
+                Severity::Warning,
+                "high-device-latency",
+                format!("{}: device {name} took {worst:.0} ms per request on average", c.place()),
+                json!({"host": c.host, "phase": c.phase.name, "device": name,
+                       "r_await_ms": r.map(r1), "w_await_ms": w.map(r1), "threshold_ms": HIGH_AWAIT_MS,
+                       "queue_size": r1(d(|x| Some(x.queue_size)).unwrap_or(0.0))}),
+                "Requests wait in a long queue or the device is failing or overloaded: lower --iodepth to find the depth where latency is acceptable, check the device's health (smartctl) and what else uses it.",
+            ));
+        }
+    }
+}
+
+fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let Some(idle) = c.mean(|s| s.cpu.map(|x| x.idle_pct)) else {
+        return;
+    };
+    let iowait = c.mean(|s| s.cpu.map(|x| x.iowait_pct)).unwrap_or(0.0);
+    let steal = c.mean(|s| s.cpu.map(|x| x.steal_pct)).unwrap_or(0.0);
+    let busy = 100.0 - idle - iowait;
+    let cpus = c.inventory.map_or(0, |i| i.cpus);
+    if idle + iowait < CPU_BOUND_IDLE_PCT {
+        out.push(finding(
+            Severity::Warning,
+            "cpu-bound",
+            format!("{}: the CPUs were {busy:.0}% busy: the host, not the storage, may be the limit", c.place()),
+            json!({"host": c.host, "phase": c.phase.name, "busy_pct": r1(busy), "idle_pct": r1(idle), "iowait_pct": r1(iowait), "cpus": cpus}),
+            "Use a more efficient engine (--engine io_uring), larger blocks, fewer jobs than CPUs, or more hosts; stop other work on this host.",
+        ));
+    } else if cpus >= 2 {
+        // The busiest CPU of each second, averaged: a single worker pinned to one CPU at 100%.
+        let core = c.mean(|s| s.cpu.map(|x| x.busiest_cpu_pct)).unwrap_or(0.0);
+        if core >= CORE_SATURATED_PCT {
+            out.push(finding(
+                Severity::Warning,
+                "cpu-core-saturated",
+                format!("{}: one CPU was {core:.0}% busy while the host as a whole was {busy:.0}% busy", c.place()),
+                json!({"host": c.host, "phase": c.phase.name, "busiest_cpu_pct": r1(core), "host_busy_pct": r1(busy), "cpus": cpus}),
+                "A single thread (one job, or interrupt handling on one CPU) is the limit: raise --jobs, or spread the device's interrupts (irqbalance).",
+            ));
+        }
+    }
+    if iowait > HIGH_IOWAIT_PCT {
+        out.push(finding(
+            Severity::Info,
+            "high-iowait",
+            format!("{}: CPUs spent {iowait:.0}% of their time waiting on I/O", c.place()),
+            json!({"host": c.host, "phase": c.phase.name, "iowait_pct": r1(iowait), "idle_pct": r1(idle)}),
+            "The storage, not the CPU, sets the pace: the host could drive more load (more --iodepth or --jobs) if the device is not saturated.",
+        ));
+    }
+    if steal > STEAL_PCT {
+        out.push(finding(
+            Severity::Warning,
+            "cpu-steal",
+            format!("{}: the hypervisor took {steal:.1}% of CPU time (steal)", c.place()),
+            json!({"host": c.host, "phase": c.phase.name, "steal_pct": r1(steal), "threshold_pct": STEAL_PCT}),
+            "Other virtual machines share these CPUs; results will vary with their load. Use dedicated vCPUs, or repeat (--repeat) and compare.",
+        ));
+    }
+}
+
+fn swapping(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let bytes: f64 = c
+        .samples
+        .iter()
+        .filter_map(|s| {
+            s.memory.map(|m| {
+                (m.swap_in_bytes_per_s + m.swap_out_bytes_per_s) * s.duration_ns as f64 / 1e9
+            })
+        })
+        .sum();
+    if bytes > SWAP_BYTES {
+        out.push(finding(
+            Severity::Warning,
+            "swapping",
+            format!("{}: the host swapped {:.1} MiB during the run", c.place(), bytes / 1_048_576.0),
+            json!({"host": c.host, "phase": c.phase.name, "swapped_bytes": bytes.round()}),
+            "Memory ran short, so swap I/O competed with the benchmark and slowed the host: stop other work, or use less memory (fewer jobs or files).",
+        ));
+    }
+}
+
+fn page_cache(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let Some(read) = c.phase.by_op.get("read").filter(|r| r.ops > 0) else {
+        return;
+    };
+    let buffered: Vec<&stormark_stats::PhaseJob> = c
+        .phase
+        .jobs
+        .iter()
+        .filter(|j| !j.direct && j.engine != "null")
+        .collect();
+    if buffered.is_empty() {
+        return;
+    }
+    let hosts = c.phase.by_host.len().max(1) as f64;
+    let measured = c
+        .phase
+        .by_host
+        .get(c.host)
+        .and_then(|b| b.by_op.get("read"))
+        .map_or(read.iops / hosts, |r| r.iops);
+    let device_reads = c
+        .mean(|s| Some(s.disks.values().map(|d| d.read_iops).sum::<f64>()))
+        .unwrap_or(0.0);
+    let working_set: u64 = buffered.iter().map(|j| j.working_set_bytes).sum();
+    let ram = c.inventory.and_then(|i| i.memory_bytes);
+    let small = ram.is_some_and(|r| working_set > 0 && working_set < r);
+    let more_than_disks = measured >= 100.0 && measured > CACHE_READ_RATIO * device_reads;
+    if small || more_than_disks {
+        out.push(finding(
+            Severity::Warning,
+            "page-cache-reads",
+            format!(
+                "{}: buffered reads {}; the page cache, not the storage, answered many of them",
+                c.place(),
+                if more_than_disks {
+                    format!("ran at {measured:.0} IOPS while the disks served {device_reads:.0}")
+                } else {
+                    "on a working set smaller than RAM".to_string()
+                }
+            ),
+            json!({"host": c.host, "phase": c.phase.name, "read_iops": r1(measured), "device_read_iops": r1(device_reads),
+                   "working_set_bytes": working_set, "memory_bytes": ram}),
+            "Measure the storage with --direct, or make the working set larger than RAM (--size, --files, --jobs, or --auto).",
+        ));
+    }
+}
