@@ -55,7 +55,7 @@ fn block_device_reads_writes_and_refusals() {
         "--iodepth",
         "8",
         "--time",
-        "1s",
+        "2s",
         "--quiet",
         "--json",
         j,
@@ -64,6 +64,15 @@ fn block_device_reads_writes_and_refusals() {
     let r = read_json(&json);
     assert_eq!(r["target"]["kind"], "block-device");
     assert!(r["phases"][0]["by_op"]["read"]["ops"].as_u64().unwrap() > 0);
+    // Issue 3: the sampler saw the loop device serve the reads (/proc/diskstats).
+    let name = dev.path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(r["target"]["device"], name);
+    let samples = r["hosts"][0]["samples"].as_array().unwrap();
+    let served: f64 = samples
+        .iter()
+        .filter_map(|s| s["disks"][name]["read_iops"].as_f64())
+        .sum();
+    assert!(served > 0.0, "no reads on {name} in {samples:?}");
 
     // Writes need --allow-device-write.
     let out = stormark(&["run", &d, "--rw", "randwrite", "--time", "1s", "--quiet"]);

@@ -435,6 +435,18 @@ fn bad_input_is_one_line_and_exit_2() {
             "--profile fastest: unknown profile",
         ),
         (
+            vec!["--expect", "iops=lots"],
+            "--expect iops=lots: expected a count",
+        ),
+        (
+            vec!["--expect", "p42=1ms"],
+            "--expect p42=1ms: expected a known figure",
+        ),
+        (
+            vec!["--expect", "p99=2"],
+            "--expect p99=2: expected a duration",
+        ),
+        (
             vec!["--job", bad_toml.to_str().unwrap()],
             "unknown key `blocksiz`",
         ),
@@ -661,4 +673,179 @@ fn help_has_examples() {
     let out = stormark(&["probe"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("io_uring"));
+}
+
+/// Issue 3: every run samples the host beside the load and explains itself.
+#[test]
+fn runs_carry_host_samples_inventory_findings_and_expectations() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--size",
+            "8m",
+            "--time",
+            "3s",
+            "--quiet",
+            "--expect",
+            "iops=1000000000,p99=1h",
+        ],
+    );
+    // A missed expectation is a finding, not a failed run.
+    assert_eq!(code, 0, "{out}");
+    let host = &r["hosts"][0];
+    let inv = &host["inventory"];
+    assert!(inv["cpu_threads"].as_u64().unwrap() >= 1);
+    assert!(inv["filesystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["mount_point"] == "/"));
+    let samples = host["samples"].as_array().unwrap();
+    assert!(samples.len() >= 2, "{} samples", samples.len());
+    assert!(samples[0]["cpu"]["idle_pct"].as_f64().is_some());
+    assert!(samples[0]["memory"]["free_bytes"].as_u64().unwrap() > 0);
+    // t_ns counts from the run's start, as phases' start_offset_ns.
+    let run = phase(&r, "run");
+    let start = run["start_offset_ns"].as_u64().unwrap();
+    assert!(samples.iter().any(|s| s["t_ns"].as_u64().unwrap() > start));
+    assert!(host["sampler_cpu_ns"].as_u64().is_some());
+    let codes: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"run-too-short"), "{codes:?}");
+    assert!(codes.contains(&"expectation-missed"), "{codes:?}");
+    let exp = r["expectations"].as_array().unwrap();
+    assert_eq!(exp.len(), 2);
+    assert_eq!(
+        (exp[0]["figure"].as_str(), exp[0]["met"].as_bool()),
+        (Some("iops"), Some(false))
+    );
+    assert_eq!(
+        (exp[1]["figure"].as_str(), exp[1]["met"].as_bool()),
+        (Some("p99_ns"), Some(true))
+    );
+    assert!(out.contains("expected vs measured:"), "{out}");
+    assert!(out.contains("MISSED"), "{out}");
+    assert!(out.contains("[run-too-short]"), "{out}");
+    assert!(out.contains("  host: cpu "), "{out}");
+    assert!(r["target"]["fs_type"].as_str().is_some(), "{}", r["target"]);
+}
+
+/// Issue 3: --auto sizes from the host, says why, and flags given win.
+#[test]
+fn auto_sizes_from_the_host_and_flags_override() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--auto",
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--size",
+            "4m",
+            "--time",
+            "1s",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("auto sizing:"), "{out}");
+    assert!(
+        out.contains("--size 4m given (auto would say: size"),
+        "{out}"
+    );
+    let job = &r["spec"]["jobs"][0];
+    assert_eq!(job["size"], "4m");
+    let nproc: u64 = std::thread::available_parallelism().unwrap().get() as u64;
+    let jobs: u64 = job["jobs"].as_str().unwrap().parse().unwrap();
+    let iodepth = job["iodepth"].as_str().unwrap();
+    // SSD rules (or unknown media): every thread, depth 32; rotational: half, depth 4.
+    assert!(
+        (jobs == nproc && iodepth == "32") || (jobs == (nproc / 2).max(1) && iodepth == "4"),
+        "jobs {jobs} iodepth {iodepth} on {nproc} threads"
+    );
+    assert!(r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().starts_with("auto: jobs")));
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--auto",
+            "--engine",
+            "null",
+            "--size",
+            "4m",
+            "--jobs",
+            "1",
+            "--iodepth",
+            "3",
+            "--time",
+            "1s",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(r["spec"]["jobs"][0]["jobs"], "1");
+    assert_eq!(r["spec"]["jobs"][0]["iodepth"], "3");
+    assert!(out.contains("--jobs 1 given"), "{out}");
+}
+
+/// Issue 3: `stormark probe` prints and writes the whole inventory and the --auto advice.
+#[test]
+fn probe_writes_the_inventory() {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("host.json");
+    let out = stormark(&[
+        "probe",
+        dir.path().to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for part in [
+        "cpu:",
+        "block devices:",
+        "filesystems:",
+        "network interfaces:",
+        "recommended for",
+    ] {
+        assert!(text.contains(part), "{part} missing in {text}");
+    }
+    let inv = read_json(&json);
+    let nproc = std::thread::available_parallelism().unwrap().get() as u64;
+    assert_eq!(inv["cpus"].as_u64(), Some(nproc));
+    assert!(inv["net_interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["name"] == "lo"));
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kib: u64 = meminfo
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(inv["memory_bytes"].as_u64(), Some(kib * 1024));
+    let out = stormark(&["probe", "/does/not/exist"]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -1,0 +1,252 @@
+//! The diagnosis rules on synthetic runs: a phase's 1-second IOPS and the host samples beside
+//! it. Each case's findings are a golden output (insta snapshots under tests/snapshots/).
+
+use std::collections::BTreeMap;
+
+use stormark_probe::{diagnose, BlockDevice, Inventory};
+use stormark_stats::{
+    CpuSample, DiskSample, Host, HostSample, Interval, MemorySample, Phase, PhaseJob, Results,
+    Summary,
+};
+
+const S: u64 = 1_000_000_000;
+
+fn summary(iops: f64, secs: f64) -> Summary {
+    Summary {
+        ops: (iops * secs) as u64,
+        bytes: (iops * secs) as u64 * 4096,
+        iops,
+        bw_bytes_per_s: iops * 4096.0,
+        errors: 0,
+        latency_ns: None,
+    }
+}
+
+/// A run of `iops` per second (one value per second) with one read job.
+fn phase(iops: &[f64], direct: bool) -> Phase {
+    let secs = iops.len() as f64;
+    let mean = iops.iter().sum::<f64>() / secs;
+    let read = summary(mean, secs);
+    Phase {
+        name: "run".into(),
+        jobs: vec![PhaseJob {
+            name: "randread-4k".into(),
+            engine: "io_uring".into(),
+            direct,
+            workers: 1,
+            iodepth: 32,
+            working_set_bytes: 64 << 30,
+        }],
+        start_offset_ns: 2 * S,
+        duration_ns: iops.len() as u64 * S,
+        total: read.clone(),
+        by_op: BTreeMap::from([("read".to_string(), read)]),
+        by_host: BTreeMap::new(),
+        by_job: BTreeMap::new(),
+        errors: Vec::new(),
+        intervals: iops
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Interval {
+                t_s: i as u32,
+                duration_ns: S,
+                total: summary(*v, 1.0),
+                by_op: BTreeMap::new(),
+            })
+            .collect(),
+        histograms: BTreeMap::new(),
+    }
+}
+
+/// A quiet host: 60% idle, 10% iowait, disk `sdb` at 50% util serving `disk_iops` reads.
+fn calm(disk_iops: f64) -> HostSample {
+    HostSample {
+        t_ns: 0,
+        duration_ns: S,
+        cpu: Some(CpuSample {
+            user_pct: 20.0,
+            system_pct: 10.0,
+            iowait_pct: 10.0,
+            idle_pct: 60.0,
+            steal_pct: 0.0,
+            busiest_cpu: 3,
+            busiest_cpu_pct: 45.0,
+        }),
+        memory: Some(MemorySample {
+            free_bytes: 8 << 30,
+            available_bytes: Some(12 << 30),
+            page_cache_bytes: 2 << 30,
+            dirty_bytes: 0,
+            swap_in_bytes_per_s: 0.0,
+            swap_out_bytes_per_s: 0.0,
+        }),
+        disks: BTreeMap::from([(
+            "sdb".to_string(),
+            DiskSample {
+                read_iops: disk_iops,
+                write_iops: 0.0,
+                read_bytes_per_s: disk_iops * 4096.0,
+                write_bytes_per_s: 0.0,
+                util_pct: 50.0,
+                r_await_ms: Some(0.4),
+                w_await_ms: None,
+                queue_size: 8.0,
+            },
+        )]),
+        net: BTreeMap::new(),
+        tcp_retrans_per_s: None,
+    }
+}
+
+/// A run of `secs` seconds at 20k IOPS whose host samples are `calm` changed by `tweak`.
+fn run(secs: usize, tweak: impl Fn(&mut HostSample)) -> Results {
+    run_with(&vec![20_000.0; secs], true, tweak)
+}
+
+fn run_with(iops: &[f64], direct: bool, tweak: impl Fn(&mut HostSample)) -> Results {
+    let mut r = Results::new(vec!["stormark".into(), "run".into()]);
+    let p = phase(iops, direct);
+    // Samples every second from the run's start, covering the prepare gap and the phase.
+    let samples = (1..=(iops.len() as u64 + 4))
+        .map(|t| {
+            let mut s = calm(20_000.0);
+            s.t_ns = t * S;
+            tweak(&mut s);
+            s
+        })
+        .collect();
+    let inv = Inventory {
+        hostname: "node1".into(),
+        cpus: 8,
+        memory_bytes: Some(16 << 30),
+        block_devices: vec![BlockDevice {
+            name: "sdb".into(),
+            rotational: Some(false),
+            ..BlockDevice::default()
+        }],
+        ..Inventory::default()
+    };
+    r.hosts.push(Host {
+        name: "node1".into(),
+        inventory: serde_json::to_value(inv).unwrap(),
+        samples,
+        sampler_cpu_ns: Some(1_000_000),
+    });
+    r.phases.push(p);
+    r
+}
+
+fn codes(r: &Results) -> Vec<String> {
+    diagnose(r).into_iter().map(|f| f.code).collect()
+}
+
+#[test]
+fn nothing_wrong_means_no_finding() {
+    assert_eq!(codes(&run(120, |_| {})), Vec::<String>::new());
+}
+
+#[test]
+fn a_saturated_device_under_flat_load() {
+    let r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 99.5);
+    insta::assert_json_snapshot!("device_saturated", diagnose(&r));
+}
+
+#[test]
+fn saturation_is_not_claimed_when_the_load_swings() {
+    // 30% swings: noisy, and the busy device may be only part of the story.
+    let iops: Vec<f64> = (0..120)
+        .map(|i| if i % 2 == 0 { 14_000.0 } else { 26_000.0 })
+        .collect();
+    let r = run_with(&iops, true, |s| {
+        s.disks.get_mut("sdb").unwrap().util_pct = 99.5
+    });
+    assert_eq!(codes(&r), ["noisy-run"]);
+    insta::assert_json_snapshot!("noisy_run", diagnose(&r));
+}
+
+#[test]
+fn cpu_bound_host() {
+    let r = run(120, |s| {
+        let c = s.cpu.as_mut().unwrap();
+        (c.user_pct, c.system_pct, c.iowait_pct, c.idle_pct) = (60.0, 37.0, 1.0, 2.0);
+        c.busiest_cpu_pct = 100.0;
+    });
+    // CPU-bound says it all; the saturated core is not said again.
+    insta::assert_json_snapshot!("cpu_bound", diagnose(&r));
+}
+
+#[test]
+fn one_core_saturated() {
+    let r = run(120, |s| s.cpu.as_mut().unwrap().busiest_cpu_pct = 99.0);
+    insta::assert_json_snapshot!("cpu_core_saturated", diagnose(&r));
+}
+
+#[test]
+fn high_iowait_and_steal() {
+    let r = run(120, |s| {
+        let c = s.cpu.as_mut().unwrap();
+        (c.iowait_pct, c.idle_pct, c.steal_pct) = (35.0, 30.0, 5.0);
+    });
+    insta::assert_json_snapshot!("high_iowait_and_steal", diagnose(&r));
+}
+
+#[test]
+fn swapping() {
+    let r = run(120, |s| {
+        s.memory.as_mut().unwrap().swap_out_bytes_per_s = 4.0 * 1048576.0
+    });
+    insta::assert_json_snapshot!("swapping", diagnose(&r));
+    // A few pages (under 1 MiB over the run) are not "swapping".
+    let r = run(120, |s| {
+        s.memory.as_mut().unwrap().swap_in_bytes_per_s = 4096.0
+    });
+    assert_eq!(codes(&r), Vec::<String>::new());
+}
+
+#[test]
+fn slow_device() {
+    let r = run(120, |s| {
+        let d = s.disks.get_mut("sdb").unwrap();
+        d.r_await_ms = Some(180.0);
+        d.queue_size = 31.0;
+    });
+    insta::assert_json_snapshot!("high_device_latency", diagnose(&r));
+}
+
+#[test]
+fn page_cache_serving_buffered_reads() {
+    // 20k IOPS measured while the disk served 500: the page cache answered.
+    let r = run_with(&[20_000.0; 120], false, |s| {
+        s.disks.get_mut("sdb").unwrap().read_iops = 500.0;
+    });
+    insta::assert_json_snapshot!("page_cache_reads", diagnose(&r));
+    // The same figures with direct I/O: not the page cache.
+    let r = run_with(&[20_000.0; 120], true, |s| {
+        s.disks.get_mut("sdb").unwrap().read_iops = 500.0;
+    });
+    assert_eq!(codes(&r), Vec::<String>::new());
+    // Buffered, disk keeping up, but a working set (1 GiB) far below RAM (16 GiB).
+    let mut r = run_with(&[20_000.0; 120], false, |_| {});
+    r.phases[0].jobs[0].working_set_bytes = 1 << 30;
+    assert_eq!(codes(&r), ["page-cache-reads"]);
+}
+
+#[test]
+fn short_run() {
+    let r = run(20, |_| {});
+    insta::assert_json_snapshot!("run_too_short", diagnose(&r));
+}
+
+#[test]
+fn prepare_phases_and_runs_without_samples_are_not_judged() {
+    let mut r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 100.0);
+    r.phases[0].name = "prepare".into();
+    assert_eq!(codes(&r), Vec::<String>::new());
+    let mut r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 100.0);
+    r.hosts[0].samples.clear();
+    assert_eq!(codes(&r), Vec::<String>::new());
+    // An inventory that does not parse (another version's) still lets the rules run.
+    let mut r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 100.0);
+    r.hosts[0].inventory = serde_json::json!("garbled");
+    assert_eq!(codes(&r), ["device-saturated"]);
+}
