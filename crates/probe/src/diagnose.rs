@@ -203,7 +203,15 @@ fn devices(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             out.push(finding(
                 Severity::Info,
                 "device-saturated",
-                format!("{}: device {name} was busy {util:.1}% of the time while the load held steady: it is the limit", c.place()),
+                format!(
+                    "{}: device {name} was busy {util:.1}% of the time while the load held steady: {}",
+                    c.place(),
+                    if rotational == Some(true) {
+                        "it is the limit"
+                    } else {
+                        "it may be the limit (util alone cannot tell for SSD/NVMe)"
+                    }
+                ),
                 json!({"host": c.host, "phase": c.phase.name, "device": name, "util_pct": r1(util),
                        "device_iops": r1(iops), "queue_size": r1(d(|x| Some(x.queue_size)).unwrap_or(0.0)),
                        "rotational": rotational}),

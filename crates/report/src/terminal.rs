@@ -104,17 +104,18 @@ impl Render for Terminal {
             out.push_str("findings:\n");
             let mut sorted: Vec<_> = r.findings.iter().collect();
             sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
+            // The same finding in several phases: the advice is said once.
+            let mut advised = std::collections::BTreeSet::new();
             for f in sorted {
                 let severity = match f.severity {
                     Severity::Info => "info",
                     Severity::Warning => "warning",
                     Severity::Critical => "CRITICAL",
                 };
-                let _ = writeln!(
-                    out,
-                    "  {severity} [{}] {}\n    advice: {}",
-                    f.code, f.message, f.advice
-                );
+                let _ = writeln!(out, "  {severity} [{}] {}", f.code, f.message);
+                if advised.insert(f.code.as_str()) {
+                    let _ = writeln!(out, "    advice: {}", f.advice);
+                }
             }
         }
         let status = match r.status {
