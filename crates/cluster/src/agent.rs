@@ -30,8 +30,11 @@ pub struct Validated {
 /// What an agent streams while a stage (or the preparation) runs.
 #[derive(Debug)]
 pub enum AgentEvent<'a> {
-    /// Load started on this agent.
-    Started,
+    /// Load started on this agent, at this instant of the coordinator's clock.
+    Started {
+        /// The start, on the coordinator's wall clock (a remote agent removes its offset).
+        at: std::time::SystemTime,
+    },
     /// One worker's second.
     Interval {
         /// Job index within the stage.
@@ -58,11 +61,16 @@ pub enum AgentEvent<'a> {
     Tick,
 }
 
-/// One host's share of a run. Calls come in order: `validate`, `prepare`, `run_stage` for each
-/// stage, `cleanup` (always, even after a failure).
-pub trait Agent {
+/// One host's share of a run. Calls come in order: `validate`, `start_sampling`, `prepare`,
+/// `run_stage` for each stage, `stop_sampling`, `cleanup` (always, even after a failure). The
+/// coordinator drives each agent from a thread of its own, so that all run at once.
+pub trait Agent: Send {
     /// Host name for results.
     fn host(&self) -> &str;
+    /// Where the agent is reached, for results; `None` in-process.
+    fn address(&self) -> Option<String> {
+        None
+    }
     /// The host's inventory, for `hosts[].inventory`.
     fn inventory(&self) -> serde_json::Value;
     /// Checks everything that can be checked without writing: target kind, safety, space,
@@ -74,10 +82,12 @@ pub trait Agent {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;
-    /// Runs stage `index` to its end, streaming events. Returns the jobs as they ran.
+    /// Runs stage `index` to its end, streaming events, starting the load at `start_at` (the
+    /// coordinator's clock; `None`: as soon as ready). Returns the jobs as they ran.
     fn run_stage(
         &mut self,
         index: usize,
+        start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;
     /// Removes what this run created (unless kept). Returns notes for the results.

@@ -1,11 +1,16 @@
-//! The coordinator: drives agents through the phases and merges what they measure.
+//! The coordinator: drives agents through the phases, all at once, and merges what they
+//! measure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
-use stormark_stats::{Host, Interval, Phase, PhaseAccumulator, Results, RunStatus, WorkerKey};
+use stormark_stats::{
+    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, Results, RunStatus, Snapshot,
+    WorkerKey,
+};
 
 use crate::agent::{Agent, AgentError, AgentEvent};
 use crate::local::PREPARE;
@@ -30,6 +35,13 @@ pub enum Live<'a> {
         /// The phase as it goes into the results.
         phase: &'a Phase,
     },
+    /// A host dropped out of the run.
+    HostFailed {
+        /// Its name.
+        host: &'a str,
+        /// Why.
+        message: &'a str,
+    },
 }
 
 /// How a run ended, for the exit status.
@@ -39,22 +51,73 @@ pub enum Outcome {
     Completed,
     /// Refused before any load: a user error (exit 2).
     Refused(String),
-    /// Broke while running (exit 1).
+    /// Broke while running, or an agent failed (exit 1).
     Failed(String),
     /// Stopped by the user (exit 1); the results hold what was measured.
     Interrupted,
 }
 
+/// What to do when an agent fails, hangs or is cut off during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnAgentFailure {
+    /// Stop every agent and end the run (the default).
+    #[default]
+    Abort,
+    /// Mark the agent failed and go on with the others.
+    Continue,
+}
+
+/// A lead given to agents of a distributed stage, so that every one is ready when the named
+/// start comes.
+const START_LEAD: Duration = Duration::from_millis(1000);
+
 /// Drives agents through validate, prepare, each stage, and cleanup.
 pub struct Coordinator {
     agents: Vec<Box<dyn Agent>>,
+    names: Vec<String>,
+    alive: Vec<bool>,
+    failures: Vec<Option<HostFailure>>,
     stop: Arc<AtomicBool>,
+    on_failure: OnAgentFailure,
+    aborted: Option<String>,
 }
+
+/// An agent's event, owned, on its way from the agent's thread to the coordinator's.
+enum Msg {
+    Started(usize, SystemTime),
+    Interval(usize, u16, u32, u32, Box<Snapshot>),
+    Done(usize, u16, u32, u64),
+    Finished(usize, Result<Vec<PhaseJob>, AgentError>),
+}
+
+type PhaseCall<'c> = dyn Fn(
+        &mut dyn Agent,
+        Option<SystemTime>,
+        &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError>
+    + Sync
+    + 'c;
 
 impl Coordinator {
     /// A coordinator of `agents`; setting `stop` ends the run early.
     pub fn new(agents: Vec<Box<dyn Agent>>, stop: Arc<AtomicBool>) -> Coordinator {
-        Coordinator { agents, stop }
+        let names = host_names(&agents);
+        let n = agents.len();
+        Coordinator {
+            agents,
+            names,
+            alive: vec![true; n],
+            failures: vec![None; n],
+            stop,
+            on_failure: OnAgentFailure::default(),
+            aborted: None,
+        }
+    }
+
+    /// What to do when an agent fails mid-run.
+    pub fn on_agent_failure(mut self, policy: OnAgentFailure) -> Coordinator {
+        self.on_failure = policy;
+        self
     }
 
     /// Runs `workload`, filling `results` as it goes, so that whatever happens the document
@@ -66,14 +129,18 @@ impl Coordinator {
         live: &mut dyn FnMut(Live<'_>),
     ) -> Outcome {
         let start = Instant::now();
+        let start_wall = SystemTime::now();
         results.hosts = self
             .agents
             .iter()
-            .map(|a| Host {
-                name: a.host().to_string(),
+            .zip(&self.names)
+            .map(|(a, name)| Host {
+                name: name.clone(),
                 inventory: a.inventory(),
                 samples: Vec::new(),
                 sampler_cpu_ns: None,
+                address: a.address(),
+                failure: None,
             })
             .collect();
         results.spec = serde_json::json!({
@@ -81,15 +148,28 @@ impl Coordinator {
             "jobs": workload.jobs.iter().map(|j| j.to_pairs().into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
         });
         let mut stages = Vec::new();
-        for agent in &mut self.agents {
+        for (i, agent) in self.agents.iter_mut().enumerate() {
             match agent.validate(workload) {
                 Ok(v) => {
                     results.target = results.target.take().or(v.target);
                     results.notes.extend(v.notes);
                     results.findings.extend(v.findings);
-                    stages = v.stages;
+                    if i == 0 {
+                        stages = v.stages;
+                    }
                 }
-                Err(e) => return self.end(results, start, Outcome::Refused(e.to_string()), false),
+                Err(e) => {
+                    let msg = if self.agents_len() > 1 {
+                        format!("{}: {e}", self.names[i])
+                    } else {
+                        e.to_string()
+                    };
+                    // Agents validated so far end their sessions; nothing was written.
+                    for agent in &mut self.agents {
+                        let _ = agent.cleanup();
+                    }
+                    return self.end(results, start, Outcome::Refused(msg));
+                }
             }
         }
         // The samplers run from here to the end, beside every phase.
@@ -97,7 +177,7 @@ impl Coordinator {
         for agent in &mut self.agents {
             agent.start_sampling();
         }
-        let outcome = self.run_phases(workload, &stages, results, start, live);
+        let outcome = self.run_phases(workload, &stages, results, start, start_wall, live);
         for (agent, host) in self.agents.iter_mut().zip(results.hosts.iter_mut()) {
             let (mut samples, cpu_ns) = agent.stop_sampling();
             for s in &mut samples {
@@ -106,19 +186,42 @@ impl Coordinator {
             host.samples = samples;
             host.sampler_cpu_ns = cpu_ns;
         }
-        let outcome = self.end(results, start, outcome, true);
+        for agent in &mut self.agents {
+            results.notes.extend(agent.cleanup());
+        }
+        for (host, failure) in results.hosts.iter_mut().zip(&self.failures) {
+            host.failure = failure.clone();
+        }
+        let outcome = match outcome {
+            Outcome::Completed => match self.failures.iter().flatten().next() {
+                Some(f) => Outcome::Failed(format!("an agent failed: {}", f.message)),
+                None => Outcome::Completed,
+            },
+            other => other,
+        };
+        let outcome = self.end(results, start, outcome);
         // Diagnosis reads the finished document: phases, samples, inventories.
         let found = stormark_probe::diagnose(results);
         results.findings.extend(found);
         outcome
     }
 
+    fn agents_len(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// Several agents, or a remote one: hosts are named in messages and failures recorded.
+    fn is_distributed(&self) -> bool {
+        self.agents.len() > 1 || self.agents.iter().any(|a| a.address().is_some())
+    }
+
     fn run_phases(
         &mut self,
         workload: &Workload,
-        stages: &[Vec<stormark_stats::PhaseJob>],
+        stages: &[Vec<PhaseJob>],
         results: &mut Results,
         start: Instant,
+        start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
     ) -> Outcome {
         let names: Vec<String> = workload
@@ -132,24 +235,20 @@ impl Coordinator {
                 },
             )
             .collect();
-        // Preparation: its own phase, excluded from the run's figures.
-        let (result, phase) = self.phase("prepare", PREPARE, start, live, |agent, sink| {
-            agent.prepare(sink)
-        });
+        // Preparation: its own phase, excluded from the run's figures. No common start.
+        let prepare: &PhaseCall<'_> = &|agent, _, sink| agent.prepare(sink);
+        let (result, phase) = self.phase("prepare", PREPARE, start, start_wall, live, prepare);
         self.collect_notes(results);
-        if let Err(e) = result {
-            return self.outcome_of(e);
-        }
         if let Some(p) = phase {
             results.phases.push(p);
         }
-        if self.stop.load(Ordering::Relaxed) {
-            return Outcome::Interrupted;
+        if let Some(o) = self.outcome_of(result) {
+            return o;
         }
         for (i, name) in names.iter().enumerate() {
             live(Live::PhaseStarted { name });
-            let (result, phase) =
-                self.phase(name, i, start, live, |agent, sink| agent.run_stage(i, sink));
+            let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(i, at, sink);
+            let (result, phase) = self.phase(name, i, start, start_wall, live, call);
             if let Some(mut p) = phase {
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(i).cloned().unwrap_or_default();
@@ -158,32 +257,30 @@ impl Coordinator {
                 results.phases.push(p);
             }
             self.collect_notes(results);
-            if let Err(e) = result {
-                return self.outcome_of(e);
-            }
-            if self.stop.load(Ordering::Relaxed) {
-                return Outcome::Interrupted;
+            if let Some(o) = self.outcome_of(result) {
+                return o;
             }
         }
         Outcome::Completed
     }
 
-    /// Runs one phase on every agent and merges it. The phase is `None` when no agent ran
-    /// anything (a preparation with nothing to write).
+    /// Runs one phase on every live agent at once, each on a thread of its own, and merges
+    /// what they send as it arrives. The phase is `None` when no agent ran anything (a
+    /// preparation with nothing to write).
     fn phase(
         &mut self,
         name: &str,
         stage: usize,
         start: Instant,
+        start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
-        mut call: impl FnMut(
-            &mut dyn Agent,
-            &mut dyn FnMut(AgentEvent<'_>),
-        ) -> Result<Vec<stormark_stats::PhaseJob>, AgentError>,
+        call: &PhaseCall<'_>,
     ) -> (Result<(), AgentError>, Option<Phase>) {
-        let hosts: Vec<String> = self.agents.iter().map(|a| a.host().to_string()).collect();
         let mut keys = Vec::new();
         for (h, agent) in self.agents.iter().enumerate() {
+            if !self.alive[h] {
+                continue;
+            }
             for (j, n) in agent.workers(stage).iter().enumerate() {
                 keys.extend((0..*n).map(|w| WorkerKey {
                     host: h as u16,
@@ -192,68 +289,154 @@ impl Coordinator {
                 }));
             }
         }
-        let mut acc = PhaseAccumulator::new(name, hosts, Vec::new(), &keys);
-        let mut measured_start: Option<Instant> = None;
-        let mut jobs = Vec::new();
+        let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
+        let running = self.alive.iter().filter(|a| **a).count();
+        // Hosts of a distributed stage start together, at a time named now.
+        let start_at = (stage != PREPARE && running > 1).then(|| SystemTime::now() + START_LEAD);
+        let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
+        let mut last_interval: Vec<Option<u32>> = vec![None; self.agents.len()];
+        let mut jobs: Option<Vec<PhaseJob>> = None;
         let mut result = Ok(());
-        for (h, agent) in self.agents.iter_mut().enumerate() {
-            let a = &mut acc;
-            let mut sink = |e: AgentEvent<'_>| match e {
-                AgentEvent::Started => {
-                    measured_start.get_or_insert_with(Instant::now);
+        let (tx, rx) = channel::<Msg>();
+        let alive = self.alive.clone();
+        let distributed = self.is_distributed();
+        let mut newly_failed: Vec<(usize, String)> = Vec::new();
+        std::thread::scope(|scope| {
+            for (h, agent) in self.agents.iter_mut().enumerate() {
+                if !alive[h] {
+                    continue;
                 }
-                AgentEvent::Interval {
-                    job,
-                    worker,
-                    interval,
-                    snap,
-                } => {
-                    a.add(
+                let tx: Sender<Msg> = tx.clone();
+                std::thread::Builder::new()
+                    .name(format!("stormark-agent{h}"))
+                    .spawn_scoped(scope, move || {
+                        let mut sink = |e: AgentEvent<'_>| {
+                            let msg = match e {
+                                AgentEvent::Started { at } => Msg::Started(h, at),
+                                AgentEvent::Interval {
+                                    job,
+                                    worker,
+                                    interval,
+                                    snap,
+                                } => {
+                                    Msg::Interval(h, job, worker, interval, Box::new(snap.clone()))
+                                }
+                                AgentEvent::Done {
+                                    job,
+                                    worker,
+                                    end_ns,
+                                    ..
+                                } => Msg::Done(h, job, worker, end_ns),
+                                AgentEvent::Tick => return,
+                            };
+                            let _ = tx.send(msg);
+                        };
+                        let r = call(agent.as_mut(), start_at, &mut sink);
+                        let _ = tx.send(Msg::Finished(h, r));
+                    })
+                    .expect("spawning an agent thread");
+            }
+            drop(tx);
+            let mut finished = 0;
+            while finished < running {
+                let msg = match rx.recv_timeout(Duration::from_millis(250)) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                };
+                match msg {
+                    Msg::Started(h, at) => host_starts[h] = Some(at),
+                    Msg::Interval(h, job, worker, interval, snap) => {
+                        let key = WorkerKey {
+                            host: h as u16,
+                            job,
+                            worker,
+                        };
+                        acc.add(key, interval, &snap);
+                        last_interval[h] =
+                            Some(last_interval[h].map_or(interval, |l| l.max(interval)));
+                        for closed in acc.close_ready() {
+                            live(Live::Second {
+                                phase: name,
+                                interval: closed,
+                            });
+                        }
+                    }
+                    Msg::Done(h, job, worker, end_ns) => acc.worker_done(
                         WorkerKey {
                             host: h as u16,
                             job,
                             worker,
                         },
-                        interval,
-                        snap,
-                    );
-                    for closed in a.close_ready() {
-                        live(Live::Second {
-                            phase: name,
-                            interval: closed,
-                        });
+                        end_ns,
+                    ),
+                    Msg::Finished(h, r) => {
+                        finished += 1;
+                        match r {
+                            Ok(j) => {
+                                jobs.get_or_insert(j);
+                            }
+                            Err(AgentError::Refused(m)) => {
+                                self.stop.store(true, Ordering::Relaxed);
+                                result = Err(AgentError::Refused(m));
+                            }
+                            Err(AgentError::Failed(m)) if self.stop.load(Ordering::Relaxed) => {
+                                // Stopping anyway (Ctrl-C, or another agent failed).
+                                if result.is_ok() && self.aborted.is_none() {
+                                    result = Err(AgentError::Failed(m));
+                                }
+                            }
+                            Err(AgentError::Failed(m)) => {
+                                acc.host_failed(h as u16);
+                                newly_failed.push((h, m.clone()));
+                                if distributed {
+                                    live(Live::HostFailed {
+                                        host: &self.names[h],
+                                        message: &m,
+                                    });
+                                }
+                                if self.on_failure == OnAgentFailure::Abort || running == 1 {
+                                    self.stop.store(true, Ordering::Relaxed);
+                                    let msg = if distributed {
+                                        format!("{}: {m}", self.names[h])
+                                    } else {
+                                        m
+                                    };
+                                    self.aborted = Some(msg.clone());
+                                    result = Err(AgentError::Failed(msg));
+                                }
+                            }
+                        }
                     }
                 }
-                AgentEvent::Done {
-                    job,
-                    worker,
-                    end_ns,
-                    ..
-                } => a.worker_done(
-                    WorkerKey {
-                        host: h as u16,
-                        job,
-                        worker,
-                    },
-                    end_ns,
-                ),
-                AgentEvent::Tick => {}
-            };
-            match call(agent.as_mut(), &mut sink) {
-                Ok(j) => jobs.extend(j),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+            }
+        });
+        for (h, m) in newly_failed {
+            self.alive[h] = false;
+            if distributed {
+                self.failures[h] = Some(HostFailure {
+                    message: m,
+                    phase: name.to_string(),
+                    at_ns: start.elapsed().as_nanos() as u64,
+                    last_interval: last_interval[h],
+                });
             }
         }
-        let ran = measured_start.is_some();
-        let phase = ran.then(|| {
-            acc.set_jobs(jobs);
-            let offset =
-                measured_start.map_or(0, |t| t.saturating_duration_since(start).as_nanos() as u64);
+        let since = |t: SystemTime| {
+            t.duration_since(start_wall)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
+        let measured_start = host_starts.iter().flatten().min().copied();
+        let phase = measured_start.map(|first| {
+            acc.set_jobs(jobs.unwrap_or_default());
             let duration = acc.end_ns();
-            acc.finish(offset, duration)
+            let mut p = acc.finish(since(first), duration);
+            p.host_starts_ns = host_starts
+                .iter()
+                .enumerate()
+                .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
+                .collect();
+            p
         });
         (result, phase)
     }
@@ -264,29 +447,23 @@ impl Coordinator {
         }
     }
 
-    fn outcome_of(&self, e: AgentError) -> Outcome {
-        match e {
-            AgentError::Refused(m) => Outcome::Refused(m),
-            AgentError::Failed(m) if self.stop.load(Ordering::Relaxed) => {
-                let _ = m;
-                Outcome::Interrupted
+    /// `None` to go on; otherwise how the run ends.
+    fn outcome_of(&self, result: Result<(), AgentError>) -> Option<Outcome> {
+        if let Some(m) = &self.aborted {
+            return Some(Outcome::Failed(m.clone()));
+        }
+        match result {
+            Err(AgentError::Refused(m)) => Some(Outcome::Refused(m)),
+            _ if self.stop.load(Ordering::Relaxed) => Some(Outcome::Interrupted),
+            Err(AgentError::Failed(m)) => Some(Outcome::Failed(m)),
+            Ok(()) if !self.alive.iter().any(|a| *a) => {
+                Some(Outcome::Failed("every agent failed".into()))
             }
-            AgentError::Failed(m) => Outcome::Failed(m),
+            Ok(()) => None,
         }
     }
 
-    fn end(
-        &mut self,
-        results: &mut Results,
-        start: Instant,
-        outcome: Outcome,
-        cleanup: bool,
-    ) -> Outcome {
-        if cleanup {
-            for agent in &mut self.agents {
-                results.notes.extend(agent.cleanup());
-            }
-        }
+    fn end(&mut self, results: &mut Results, start: Instant, outcome: Outcome) -> Outcome {
         results.duration_ns = start.elapsed().as_nanos() as u64;
         match &outcome {
             Outcome::Completed if results.total_errors() > 0 => {
@@ -305,4 +482,23 @@ impl Coordinator {
         }
         outcome
     }
+}
+
+/// Host names for results: each agent's host name, or `name@address` where two agents share
+/// a name (containers and network namespaces often do).
+fn host_names(agents: &[Box<dyn Agent>]) -> Vec<String> {
+    let plain: Vec<String> = agents.iter().map(|a| a.host().to_string()).collect();
+    plain
+        .iter()
+        .zip(agents)
+        .enumerate()
+        .map(|(i, (name, agent))| {
+            let shared = plain.iter().filter(|n| *n == name).count() > 1;
+            match (shared, agent.address()) {
+                (true, Some(addr)) => format!("{name}@{addr}"),
+                (true, None) => format!("{name}#{i}"),
+                _ => name.clone(),
+            }
+        })
+        .collect()
 }

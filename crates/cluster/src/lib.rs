@@ -25,7 +25,9 @@
 mod agent;
 mod coordinator;
 mod local;
+mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Validated};
-pub use coordinator::{Coordinator, Live, Outcome};
+pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{LocalAgent, TargetOptions, MANIFEST};
+pub use wire::{decode_snapshot, encode_snapshot, pb};

@@ -8,11 +8,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use stormark_engine::{
-    io_uring_available, run_stage, Backend, FileTarget, StageEvent, Stop, WorkerSpec,
+    io_uring_available, run_stage, run_stage_at, Backend, FileTarget, StageEvent, Stop, WorkerSpec,
 };
 use stormark_probe::{
     classify, device_in_use, fs_signature, odirect_supported, space, target_media, HostRoot,
@@ -118,6 +118,7 @@ pub struct LocalAgent {
     prepare_workers: u32,
     notes: Vec<String>,
     sampler: Option<Sampler>,
+    seed_salt: u64,
 }
 
 impl LocalAgent {
@@ -130,6 +131,7 @@ impl LocalAgent {
             inventory,
             stop: Arc::new(AtomicBool::new(false)),
             sampler: None,
+            seed_salt: 0,
             place: None,
             files: Vec::new(),
             stages: Vec::new(),
@@ -144,6 +146,13 @@ impl LocalAgent {
     /// Shares the stop flag that Ctrl-C sets.
     pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> LocalAgent {
         self.stop = stop;
+        self
+    }
+
+    /// Mixes `salt` into every worker's random seed, so that hosts of one distributed run
+    /// (salt = the host's index) do not all draw the same offsets on shared storage.
+    pub fn with_seed_salt(mut self, salt: u64) -> LocalAgent {
+        self.seed_salt = salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         self
     }
 
@@ -677,8 +686,17 @@ impl Agent for LocalAgent {
     fn run_stage(
         &mut self,
         index: usize,
+        start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
+        // The wall-clock start as an instant of this process (a start already past: at once).
+        let start_at = start_at.map(|at| {
+            let now = Instant::now();
+            match at.duration_since(std::time::SystemTime::now()) {
+                Ok(ahead) => now + ahead,
+                Err(_) => now,
+            }
+        });
         let ramp = self.stages[index]
             .iter()
             .map(|r| r.job.ramp)
@@ -729,13 +747,13 @@ impl Agent for LocalAgent {
                     backend: run.backend,
                     stop,
                     ramp,
-                    seed: seed(index, k, w),
+                    seed: seed(index, k, w) ^ self.seed_salt,
                     write_once: false,
                 });
                 map.push((k as u16, w as u32));
             }
         }
-        let out = run_stage(specs, self.stop.clone(), &mut |e| {
+        let out = run_stage_at(specs, self.stop.clone(), start_at, &mut |e| {
             forward(e, &map, on_event, 1)
         });
         if let Some((w, f)) = out.failures.first() {
@@ -841,7 +859,9 @@ fn forward(
         }
     };
     match e {
-        StageEvent::Started { .. } => on_event(AgentEvent::Started),
+        StageEvent::Started { t0 } => on_event(AgentEvent::Started {
+            at: std::time::SystemTime::now() - t0.elapsed(),
+        }),
         StageEvent::Interval {
             worker,
             interval,

@@ -35,6 +35,6 @@ mod uring;
 mod worker;
 
 pub use offsets::{IoReq, OffsetGen};
-pub use stage::{run_stage, StageEvent, StageOutcome};
+pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use uring::io_uring_available;
 pub use worker::{Backend, FileTarget, Stop, WorkerMsg, WorkerSpec};

@@ -76,6 +76,18 @@ pub fn run_stage(
     stop: Arc<AtomicBool>,
     on_event: &mut dyn FnMut(StageEvent<'_>),
 ) -> StageOutcome {
+    run_stage_at(specs, stop, None, on_event)
+}
+
+/// [`run_stage`], but the load starts at `start_at` (once every worker is ready, and at once if
+/// that is already past): hosts of a distributed run start together this way. A start more
+/// than a minute away is not waited for.
+pub fn run_stage_at(
+    specs: Vec<WorkerSpec>,
+    stop: Arc<AtomicBool>,
+    start_at: Option<Instant>,
+    on_event: &mut dyn FnMut(StageEvent<'_>),
+) -> StageOutcome {
     let gate = Gate {
         barrier: Barrier::new(specs.len() + 1),
         t0: OnceLock::new(),
@@ -93,6 +105,16 @@ pub fn run_stage(
         }
         drop(tx);
         gate.barrier.wait();
+        if let Some(at) = start_at {
+            let wait = at.saturating_duration_since(Instant::now());
+            if wait < Duration::from_secs(60) {
+                // Sleep in short steps so that a stop (Ctrl-C) is not held up.
+                let until = Instant::now() + wait;
+                while Instant::now() < until && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep((until - Instant::now()).min(Duration::from_millis(20)));
+                }
+            }
+        }
         t0 = Instant::now();
         gate.t0.set(t0).expect("t0 is set once");
         gate.barrier.wait();
@@ -199,6 +221,27 @@ mod tests {
                 "{backend:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_named_start_is_kept() {
+        let (_dir, file) = temp_file(1 << 16);
+        let spec = WorkerSpec {
+            backend: Backend::Null,
+            stop: Stop {
+                time: None,
+                io_total: Some(1 << 16),
+            },
+            ..WorkerSpec::new(vec![file])
+        };
+        let at = Instant::now() + Duration::from_millis(150);
+        let out = run_stage_at(
+            vec![spec],
+            Arc::new(AtomicBool::new(false)),
+            Some(at),
+            &mut |_| {},
+        );
+        assert!(out.t0 >= at, "started {:?} early", at - out.t0);
     }
 
     #[test]

@@ -55,6 +55,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             })
             .collect(),
         histograms: BTreeMap::new(),
+        host_starts_ns: BTreeMap::new(),
     }
 }
 
@@ -131,6 +132,8 @@ fn run_with(iops: &[f64], direct: bool, tweak: impl Fn(&mut HostSample)) -> Resu
         inventory: serde_json::to_value(inv).unwrap(),
         samples,
         sampler_cpu_ns: Some(1_000_000),
+        address: None,
+        failure: None,
     });
     r.phases.push(p);
     r

@@ -71,6 +71,16 @@ impl PhaseAccumulator {
         self.end_ns = self.end_ns.max(end_ns);
     }
 
+    /// Marks every worker of `host` finished: the host failed or was cut off, so the phase
+    /// must not wait for its seconds.
+    pub fn host_failed(&mut self, host: u16) {
+        for (k, w) in self.workers.iter_mut() {
+            if k.host == host {
+                w.done = true;
+            }
+        }
+    }
+
     /// Closes every interval all workers have moved past, and returns the newly closed ones.
     pub fn close_ready(&mut self) -> &[Interval] {
         let before = self.closed.len();
@@ -187,6 +197,7 @@ impl PhaseAccumulator {
             errors,
             intervals: self.closed,
             histograms,
+            host_starts_ns: BTreeMap::new(),
         }
     }
 }

@@ -39,7 +39,8 @@ pub use recorder::{
 };
 pub use results::{
     decode_histogram, encode_histogram, Breakdown, ErrorSummary, ExpectationResult, Finding, Host,
-    Interval, IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool, SCHEMA,
+    HostFailure, Interval, IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool,
+    SCHEMA,
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,

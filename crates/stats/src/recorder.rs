@@ -150,6 +150,15 @@ impl ErrorTally {
 impl AddAssign<&ErrorTally> for ErrorTally {
     fn add_assign(&mut self, other: &ErrorTally) {
         for e in other.entries() {
+            self.add_entry(e);
+        }
+    }
+}
+
+impl ErrorTally {
+    /// Adds one entry (from another tally, or decoded from an agent's message).
+    pub fn add_entry(&mut self, e: &ErrorTallyEntry) {
+        {
             let before = self
                 .entries()
                 .find(|x| x.op == e.op && x.kind == e.kind)
@@ -254,6 +263,11 @@ impl Snapshot {
     /// The record of one operation.
     pub fn op(&self, op: Op) -> &OpRecord {
         &self.ops[op.index()]
+    }
+
+    /// The record of one operation, to fill (decoding a snapshot sent by an agent).
+    pub fn op_mut(&mut self, op: Op) -> &mut OpRecord {
+        &mut self.ops[op.index()]
     }
 
     /// Every operation's record, in [`Op::ALL`] order.

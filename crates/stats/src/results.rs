@@ -130,6 +130,26 @@ pub struct Host {
     /// CPU time the sampler itself used, ns (its cost, for the record).
     #[serde(default)]
     pub sampler_cpu_ns: Option<u64>,
+    /// Where the host is reached (`10.0.0.5:7878`); `None` for the in-process agent.
+    #[serde(default)]
+    pub address: Option<String>,
+    /// Why the host dropped out of the run, when it did.
+    #[serde(default)]
+    pub failure: Option<HostFailure>,
+}
+
+/// A host that failed, hung or was cut off during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostFailure {
+    /// What happened.
+    pub message: String,
+    /// The phase it was in.
+    pub phase: String,
+    /// When it was noticed, ns after the run's start.
+    pub at_ns: u64,
+    /// The last second it reported (`intervals[].t_s`), if any; its figures up to then are in
+    /// the phase's `by_host`.
+    pub last_interval: Option<u32>,
 }
 
 /// Figures of one phase: one job, or every job of one group running together.
@@ -158,6 +178,10 @@ pub struct Phase {
     /// Latency histograms, HDR V2 encoded then base64, keyed `<host>/<job>/<op>`, so that
     /// documents can be merged exactly at any level.
     pub histograms: BTreeMap<String, String>,
+    /// When each host's load started, ns after the run's start on the coordinator's clock
+    /// (agents' clock offsets removed): how well the start was synchronized.
+    #[serde(default)]
+    pub host_starts_ns: BTreeMap<String, u64>,
 }
 
 /// How one job of a phase ran.

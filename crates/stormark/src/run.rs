@@ -282,13 +282,18 @@ fn run(args: RunArgs) -> Result<i32> {
     let mut line = LiveLine::new();
     let mut stderr = std::io::stderr();
     let outcome = coordinator.run(&workload, &mut results, &mut |event| {
+        if let Live::HostFailed { host, message } = &event {
+            // Said even with --quiet: the run goes on without this host, or stops.
+            let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
+            return;
+        }
         if !show_live {
             return;
         }
         let text = match event {
             Live::Second { phase, interval } => line.second(phase, interval),
             Live::PhaseDone { .. } => line.clear(),
-            Live::PhaseStarted { .. } => return,
+            Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
         };
         let _ = stderr.write_all(text.as_bytes());
         let _ = stderr.flush();

@@ -1,0 +1,126 @@
+//! The gRPC messages (generated from proto/agent.proto) and conversions between them and
+//! stormark's own types.
+
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use stormark_stats::{ErrorKind, ErrorTallyEntry, Op, Snapshot};
+
+/// Code generated from proto/agent.proto.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("stormark.agent.v1");
+}
+
+/// The wire form of a snapshot: each operation's counters and HDR V2 histogram.
+pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
+    let ops = s
+        .ops()
+        .filter(|(_, r)| r.ops > 0 || r.errors > 0)
+        .map(|(op, r)| {
+            let mut hist = Vec::new();
+            V2Serializer::new()
+                .serialize(&r.hist, &mut hist)
+                .expect("serializing into a Vec cannot fail");
+            pb::OpRecord {
+                op: op.index() as u32,
+                ops: r.ops,
+                bytes: r.bytes,
+                errors: r.errors,
+                histogram: hist,
+            }
+        })
+        .collect();
+    let errors = s
+        .errors
+        .entries()
+        .map(|e| pb::ErrorEntry {
+            op: e.op.index() as u32,
+            kind: match e.kind {
+                ErrorKind::Io => 5,
+                ErrorKind::NoSpace => 28,
+                ErrorKind::Invalid => 22,
+                ErrorKind::Short => -1,
+                ErrorKind::Other(n) => n,
+            },
+            count: e.count,
+            first_offset: e.first_offset,
+            first_file: e.first_file,
+        })
+        .collect();
+    pb::Snapshot { ops, errors }
+}
+
+/// Decodes a snapshot from an agent; `None` when it is malformed.
+pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
+    let mut s = Snapshot::new();
+    for r in &p.ops {
+        let op = *Op::ALL.get(r.op as usize)?;
+        let hist = Deserializer::new()
+            .deserialize(&mut r.histogram.as_slice())
+            .ok()?;
+        let rec = s.op_mut(op);
+        rec.hist.add(&hist).ok()?;
+        rec.ops = r.ops;
+        rec.bytes = r.bytes;
+        rec.errors = r.errors;
+    }
+    for e in &p.errors {
+        let op = *Op::ALL.get(e.op as usize)?;
+        let kind = match e.kind {
+            -1 => ErrorKind::Short,
+            n => ErrorKind::from_errno(n),
+        };
+        s.errors.add_entry(&ErrorTallyEntry {
+            op,
+            kind,
+            count: e.count,
+            first_offset: e.first_offset,
+            first_file: e.first_file,
+        });
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stormark_stats::Recorder;
+
+    #[test]
+    fn snapshots_cross_the_wire_exactly() {
+        let mut r = Recorder::new();
+        for i in 1..1000u64 {
+            r.record(Op::Read, 4096, i * 1_000);
+        }
+        r.record(Op::Write, 65536, 5_000_000);
+        r.record_error(Op::Write, ErrorKind::Io, 8192, 1);
+        r.record_error(Op::Read, ErrorKind::Short, 4096, 0);
+        r.record_error(Op::Read, ErrorKind::Other(95), 0, 0);
+        let s = r.take();
+        let back = decode_snapshot(&encode_snapshot(&s)).unwrap();
+        for op in Op::ALL {
+            assert_eq!(back.op(op).hist, s.op(op).hist);
+            assert_eq!(
+                (back.op(op).ops, back.op(op).bytes, back.op(op).errors),
+                (s.op(op).ops, s.op(op).bytes, s.op(op).errors)
+            );
+        }
+        assert_eq!(back.errors, s.errors);
+        let bad = pb::Snapshot {
+            ops: vec![pb::OpRecord {
+                op: 9,
+                ..Default::default()
+            }],
+            errors: vec![],
+        };
+        assert!(decode_snapshot(&bad).is_none());
+        let bad = pb::Snapshot {
+            ops: vec![pb::OpRecord {
+                op: 0,
+                histogram: vec![1, 2, 3],
+                ..Default::default()
+            }],
+            errors: vec![],
+        };
+        assert!(decode_snapshot(&bad).is_none());
+    }
+}
