@@ -15,7 +15,7 @@ pub enum AgentError {
 }
 
 /// What validation found: how each stage will run, and what the user should know.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Validated {
     /// The target as it will appear in results.
     pub target: Option<Target>,

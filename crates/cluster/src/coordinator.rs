@@ -300,7 +300,7 @@ impl Coordinator {
         let (tx, rx) = channel::<Msg>();
         let alive = self.alive.clone();
         let distributed = self.is_distributed();
-        let mut newly_failed: Vec<(usize, String)> = Vec::new();
+        let mut newly_failed: Vec<(usize, String, u64)> = Vec::new();
         std::thread::scope(|scope| {
             for (h, agent) in self.agents.iter_mut().enumerate() {
                 if !alive[h] {
@@ -388,7 +388,11 @@ impl Coordinator {
                             }
                             Err(AgentError::Failed(m)) => {
                                 acc.host_failed(h as u16);
-                                newly_failed.push((h, m.clone()));
+                                newly_failed.push((
+                                    h,
+                                    m.clone(),
+                                    start.elapsed().as_nanos() as u64,
+                                ));
                                 if distributed {
                                     live(Live::HostFailed {
                                         host: &self.names[h],
@@ -411,13 +415,13 @@ impl Coordinator {
                 }
             }
         });
-        for (h, m) in newly_failed {
+        for (h, m, at_ns) in newly_failed {
             self.alive[h] = false;
             if distributed {
                 self.failures[h] = Some(HostFailure {
                     message: m,
                     phase: name.to_string(),
-                    at_ns: start.elapsed().as_nanos() as u64,
+                    at_ns,
                     last_interval: last_interval[h],
                 });
             }

@@ -25,9 +25,13 @@
 mod agent;
 mod coordinator;
 mod local;
+mod remote;
+mod server;
 mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Validated};
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{LocalAgent, TargetOptions, MANIFEST};
+pub use remote::{RemoteAgent, SILENCE};
+pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
 pub use wire::{decode_snapshot, encode_snapshot, pb};

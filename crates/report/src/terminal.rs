@@ -176,6 +176,15 @@ fn phase_text(p: &Phase) -> String {
         "errors",
     ]);
     let several_jobs = p.by_job.len() > 1;
+    let several_hosts = p.by_host.len() > 1;
+    if several_hosts {
+        // Per node (one client per node): each host's own figures, exact from its histograms.
+        for (host, b) in &p.by_host {
+            for (op, s) in &b.by_op {
+                table.add_row(row(&format!("{host} {op}"), s));
+            }
+        }
+    }
     if several_jobs {
         for (job, b) in &p.by_job {
             for (op, s) in &b.by_op {
@@ -184,10 +193,10 @@ fn phase_text(p: &Phase) -> String {
         }
     }
     for (op, s) in &p.by_op {
-        let label = if several_jobs {
-            format!("all {op}")
-        } else {
-            op.clone()
+        let label = match (several_hosts, several_jobs) {
+            (true, _) => format!("system {op}"),
+            (false, true) => format!("all {op}"),
+            (false, false) => op.clone(),
         };
         table.add_row(row(&label, s));
     }

@@ -19,6 +19,8 @@ pub enum Command {
     /// Describe this host (CPU, memory, devices, filesystems, network) and what --auto
     /// would choose for a target.
     Probe(ProbeArgs),
+    /// Serve coordinators: run their load on this host (a long-lived service).
+    Agent(AgentArgs),
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -35,6 +37,9 @@ Examples:
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
+  stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
+      the same load on every agent at once (see `stormark agent --help`); --target node2=/dev/sdb
+      gives a host its own target
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
@@ -253,6 +258,33 @@ pub struct RunArgs {
     /// No live progress line.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+
+    /// Run on these agents at once (host:port, comma-separated) instead of this host.
+    #[arg(long, value_name = "LIST", help_heading = "Distributed")]
+    pub agents: Option<String>,
+    /// Agents from a TOML file: [[agent]] sections with address and (optional) target.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "agents",
+        help_heading = "Distributed"
+    )]
+    pub agents_file: Option<PathBuf>,
+    /// The agents' shared token (one line), required with --agents.
+    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
+    pub token_file: Option<PathBuf>,
+    /// Per-agent target, HOST=PATH (HOST as in --agents, with or without the port); repeat
+    /// for each agent. TARGET, when given, is the default.
+    #[arg(
+        long = "target",
+        id = "target_map",
+        value_name = "HOST=PATH",
+        help_heading = "Distributed"
+    )]
+    pub target_map: Vec<String>,
+    /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
+    #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
+    pub on_agent_failure: Option<String>,
 }
 
 impl RunArgs {
@@ -289,6 +321,23 @@ impl RunArgs {
         }
         v
     }
+}
+
+/// Options of `stormark agent`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
+)]
+pub struct AgentArgs {
+    /// Address and port to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7878")]
+    pub listen: String,
+    /// The shared token coordinators must present (one line, at least 16 characters).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: PathBuf,
+    /// A directory or device coordinators may use; repeat for more. Nothing else is touched.
+    #[arg(long, value_name = "PATH", required = true)]
+    pub allow_path: Vec<PathBuf>,
 }
 
 /// Options of `stormark probe`.

@@ -3,6 +3,7 @@
 //! coordinator and writes the results. Exit status: 0 ok, 1 the run failed or counted I/O
 //! errors or was interrupted, 2 a user error found before any load.
 
+mod agent_cmd;
 mod cli;
 mod probe_cmd;
 mod run;
@@ -14,6 +15,7 @@ fn main() {
     let code = match cli.command {
         cli::Command::Run(args) => run::main(*args),
         cli::Command::Probe(args) => probe_cmd::main(args),
+        cli::Command::Agent(args) => agent_cmd::main(args),
     };
     std::process::exit(code);
 }

@@ -6,14 +6,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use stormark_cluster::{Coordinator, Live, LocalAgent, Outcome, TargetOptions};
+use stormark_cluster::{
+    read_token, Agent, Coordinator, Live, LocalAgent, OnAgentFailure, Outcome, RemoteAgent,
+    TargetOptions,
+};
 use stormark_probe::{auto_size, target_media, Inventory, Sizing, SizingInput, TargetKind};
 use stormark_report::{format_figure, Json, LiveLine, Render, Terminal};
 use stormark_spec::units::format_size;
 use stormark_spec::{
     parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload, PROFILES,
 };
-use stormark_stats::{check_expectations, Finding, Results, Severity};
+use stormark_stats::{check_expectations, Finding, Results, RunStatus, Severity};
 
 use crate::cli::RunArgs;
 
@@ -57,6 +60,8 @@ pub fn main(args: RunArgs) -> i32 {
 struct Request {
     workload: Workload,
     target: PathBuf,
+    /// Whether TARGET (or the job file's target) was given, rather than the current directory.
+    target_given: bool,
     auto: Vec<String>,
     expect: Vec<Expectation>,
 }
@@ -90,14 +95,20 @@ fn request(args: &RunArgs) -> Result<Request> {
     } else {
         JobFile::default()
     };
-    let target = match args
+    let given = args
         .target
         .clone()
-        .or(file.target.clone().map(PathBuf::from))
-    {
+        .or(file.target.clone().map(PathBuf::from));
+    let target_given = given.is_some();
+    let target = match given {
         Some(t) => t,
         None => std::env::current_dir().context("cannot find the current directory")?,
     };
+    if args.auto && (args.agents.is_some() || args.agents_file.is_some()) {
+        return Err(user(
+            "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size",
+        ));
+    }
     let several = file.jobs.len() > 1;
     let sections = if file.jobs.is_empty() {
         vec![JobOpts::default()]
@@ -150,6 +161,7 @@ fn request(args: &RunArgs) -> Result<Request> {
     Ok(Request {
         workload,
         target,
+        target_given,
         auto: auto_reasons,
         expect,
     })
@@ -192,6 +204,163 @@ fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The agents of a distributed run: address and target of each.
+struct AgentsPlan {
+    token: String,
+    agents: Vec<(String, PathBuf)>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    agent: Vec<AgentEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    address: String,
+    target: Option<PathBuf>,
+}
+
+/// Reads `--agents`/`--agents-file`, `--token-file` and `--target HOST=PATH`; `None` for a
+/// local run. Every mistake is a user error, before anything connects.
+fn agents_plan(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<AgentsPlan>> {
+    let mut entries: Vec<(String, Option<PathBuf>)> = match (&args.agents, &args.agents_file) {
+        (Some(list), _) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(|a| (a.to_string(), None))
+            .collect(),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                user(format!(
+                    "--agents-file {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+            let file: AgentsFile = toml::from_str(&text).map_err(|e| {
+                user(format!(
+                    "--agents-file {}: {}; expected [[agent]] sections with address = \"host:port\" and optional target = \"/path\"",
+                    path.display(),
+                    e.message()
+                ))
+            })?;
+            file.agent
+                .into_iter()
+                .map(|a| (a.address, a.target))
+                .collect()
+        }
+        (None, None) => {
+            if args.token_file.is_some()
+                || !args.target_map.is_empty()
+                || args.on_agent_failure.is_some()
+            {
+                return Err(user(
+                    "--token-file, --target and --on-agent-failure need --agents or --agents-file",
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    if entries.is_empty() {
+        return Err(user("--agents: expected host:port[,host:port...]"));
+    }
+    for (addr, _) in &entries {
+        let port_ok = addr
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(user(format!(
+                "--agents {addr}: expected host:port, such as node1:7878"
+            )));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((dup, _)) = entries.iter().find(|(a, _)| !seen.insert(a.clone())) {
+        return Err(user(format!("--agents: {dup} is listed twice")));
+    }
+    for pair in &args.target_map {
+        let (host, path) = pair
+            .split_once('=')
+            .filter(|(h, p)| !h.is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                user(format!(
+                    "--target {pair}: expected HOST=PATH, such as node2=/dev/sdb"
+                ))
+            })?;
+        let matching: Vec<usize> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (a, _))| a == host || a.rsplit_once(':').is_some_and(|(h, _)| h == host))
+            .map(|(i, _)| i)
+            .collect();
+        match matching.as_slice() {
+            [i] => entries[*i].1 = Some(PathBuf::from(path)),
+            [] => {
+                return Err(user(format!(
+                    "--target {pair}: {host} is not one of the agents"
+                )))
+            }
+            _ => {
+                return Err(user(format!(
+                    "--target {pair}: {host} names several agents; use host:port"
+                )))
+            }
+        }
+    }
+    let mut agents = Vec::new();
+    for (addr, t) in entries {
+        let t = t.or_else(|| default_target.cloned()).ok_or_else(|| {
+            user(format!(
+                "agent {addr}: no target; give TARGET (the same path on every agent) or --target {addr}=PATH"
+            ))
+        })?;
+        agents.push((addr, t));
+    }
+    let token_file = args
+        .token_file
+        .as_ref()
+        .ok_or_else(|| user("--agents needs --token-file FILE holding the agents' shared token"))?;
+    let token = read_token(token_file).map_err(user)?;
+    Ok(Some(AgentsPlan { token, agents }))
+}
+
+/// Connects to every agent (handshake, clock offset). Refusals (busy, wrong token, version)
+/// are user errors.
+fn connect_agents(
+    plan: &AgentsPlan,
+    opts: &TargetOptions,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Box<dyn Agent>>> {
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .context("cannot start the network runtime")?,
+    );
+    let mut agents: Vec<Box<dyn Agent>> = Vec::new();
+    for (i, (addr, target)) in plan.agents.iter().enumerate() {
+        let target = TargetOptions {
+            path: target.clone(),
+            ..opts.clone()
+        };
+        let agent = RemoteAgent::connect(
+            rt.clone(),
+            addr,
+            &plan.token,
+            target,
+            i as u32,
+            stop.clone(),
+        )
+        .map_err(|e| user(e.to_string()))?;
+        agents.push(Box::new(agent));
+    }
+    Ok(agents)
 }
 
 /// `--expect`: every measured phase against the expected figures; a miss is a finding.
@@ -244,9 +413,11 @@ fn run(args: RunArgs) -> Result<i32> {
     let Request {
         workload,
         target,
+        target_given,
         auto,
         expect,
     } = request(&args)?;
+    let plan = agents_plan(&args, target_given.then_some(&target))?;
     if let Some(p) = &args.json {
         check_json_path(p)?;
     }
@@ -271,9 +442,32 @@ fn run(args: RunArgs) -> Result<i32> {
         allow_device_write: args.allow_device_write,
         force: args.force,
     };
-    let agent = LocalAgent::new(opts).with_stop(stop.clone());
-    let mut coordinator = Coordinator::new(vec![Box::new(agent)], stop.clone());
     let mut results = Results::new(std::env::args().collect());
+    let agents: Vec<Box<dyn Agent>> = match plan {
+        None => vec![Box::new(LocalAgent::new(opts).with_stop(stop.clone()))],
+        Some(plan) => match connect_agents(&plan, &opts, &stop) {
+            Ok(a) => a,
+            Err(e) => {
+                // Refused before any load; the results file still says why.
+                results.status = RunStatus::Failed;
+                results.failure = Some(e.to_string());
+                if let Some(path) = &args.json {
+                    let _ = std::fs::write(path, Json.render(&results));
+                }
+                return Err(e);
+            }
+        },
+    };
+    let policy = match args.on_agent_failure.as_deref() {
+        None | Some("abort") => OnAgentFailure::Abort,
+        Some("continue") => OnAgentFailure::Continue,
+        Some(other) => {
+            return Err(user(format!(
+                "--on-agent-failure {other}: expected abort or continue"
+            )))
+        }
+    };
+    let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
     results
         .notes
         .extend(auto.iter().map(|r| format!("auto: {r}")));

@@ -132,3 +132,127 @@ pub fn read_json(path: &Path) -> serde_json::Value {
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
 }
+
+/// A small cluster of hosts for distributed tests: network namespaces joined by veth pairs to
+/// one bridge in the test's own namespace, which has the address `.1` of the subnet. Host `i`
+/// is `10.<a>.<b>.<i + 2>`. Everything is removed when dropped (agents first).
+pub struct NetCluster {
+    /// Namespace names, one per host.
+    pub namespaces: Vec<String>,
+    /// Host addresses, one per host.
+    pub addresses: Vec<String>,
+    bridge: String,
+    veths: Vec<String>,
+    children: Vec<std::process::Child>,
+}
+
+static CLUSTER_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl NetCluster {
+    /// Creates `hosts` namespaces on a fresh bridge, or says why it cannot (not root, no
+    /// `ip`, no netns support).
+    pub fn new(hosts: usize) -> Result<NetCluster, String> {
+        let seq = CLUSTER_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Short, unique names: interface names are limited to 15 characters.
+        let id = (std::process::id() % 10_000) * 10 + seq % 10;
+        let bridge = format!("smb{id}");
+        let subnet = format!("10.{}.{}", 100 + (id / 250) % 150, id % 250);
+        let mut c = NetCluster {
+            namespaces: Vec::new(),
+            addresses: Vec::new(),
+            bridge: bridge.clone(),
+            veths: Vec::new(),
+            children: Vec::new(),
+        };
+        run(Command::new("ip").args(["link", "add", &bridge, "type", "bridge"]))?;
+        run(Command::new("ip").args(["addr", "add", &format!("{subnet}.1/24"), "dev", &bridge]))?;
+        run(Command::new("ip").args(["link", "set", &bridge, "up"]))?;
+        for i in 0..hosts {
+            let ns = format!("smn{id}h{i}");
+            let outside = format!("smv{id}h{i}");
+            let inside = format!("smi{id}h{i}");
+            let addr = format!("{subnet}.{}", i + 2);
+            run(Command::new("ip").args(["netns", "add", &ns]))?;
+            c.namespaces.push(ns.clone());
+            run(Command::new("ip").args([
+                "link", "add", &outside, "type", "veth", "peer", "name", &inside,
+            ]))?;
+            c.veths.push(outside.clone());
+            run(Command::new("ip").args(["link", "set", &outside, "master", &bridge, "up"]))?;
+            run(Command::new("ip").args(["link", "set", &inside, "netns", &ns]))?;
+            let in_ns = |args: &[&str]| {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", &ns, "ip"]).args(args);
+                run(&mut cmd)
+            };
+            in_ns(&["addr", "add", &format!("{addr}/24"), "dev", &inside])?;
+            in_ns(&["link", "set", &inside, "up"])?;
+            in_ns(&["link", "set", "lo", "up"])?;
+            c.addresses.push(addr);
+        }
+        Ok(c)
+    }
+
+    /// Starts `program args...` inside host `i`'s namespace; it is killed when the cluster is
+    /// dropped. Its stderr goes to `log`.
+    pub fn spawn(
+        &mut self,
+        i: usize,
+        program: &str,
+        args: &[&str],
+        log: &Path,
+    ) -> Result<u32, String> {
+        let log = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.namespaces[i], program])
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("ip netns exec: {e}"))?;
+        let pid = child.id();
+        self.children.push(child);
+        Ok(pid)
+    }
+
+    /// Cuts host `i` off the network (its link on the bridge goes down): packets are dropped
+    /// silently, as when a cable is pulled.
+    pub fn cut(&self, i: usize) -> Result<(), String> {
+        run(Command::new("ip").args(["link", "set", &self.veths[i], "down"]))
+    }
+}
+
+impl Drop for NetCluster {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "delete", ns]).status();
+        }
+        for v in &self.veths {
+            let _ = Command::new("ip")
+                .args(["link", "delete", v])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "delete", &self.bridge])
+            .status();
+    }
+}
+
+/// Whether a small cluster of namespaces can be made here; prints why a test skips when not.
+pub fn require_netns(test: &str) -> bool {
+    if !require_root(test) {
+        return false;
+    }
+    match NetCluster::new(1) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("SKIP {test}: cannot create network namespaces: {e}");
+            false
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! The coordinator's side of a remote agent: [`RemoteAgent`] implements [`Agent`] over gRPC,
+//! so the coordinator drives hosts across the network exactly as it drives the local one.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use stormark_spec::Workload;
+use stormark_stats::{HostSample, PhaseJob};
+use tokio::runtime::Runtime;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Status};
+
+use crate::agent::{Agent, AgentError, AgentEvent, Validated};
+use crate::local::TargetOptions;
+use crate::wire::decode_snapshot;
+use crate::wire::pb::agent_client::AgentClient;
+use crate::wire::pb::{self, event};
+
+/// Silence after which an agent is taken for hung or cut off. Agents send something at least
+/// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
+pub const SILENCE: Duration = Duration::from_secs(4);
+
+/// Adds the token to every call.
+#[derive(Clone)]
+struct Bearer(MetadataValue<tonic::metadata::Ascii>);
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
+        req.metadata_mut().insert("authorization", self.0.clone());
+        Ok(req)
+    }
+}
+
+type Client = AgentClient<InterceptedService<Channel, Bearer>>;
+
+/// An agent on another host, reached over gRPC.
+pub struct RemoteAgent {
+    address: String,
+    rt: Arc<Runtime>,
+    client: Client,
+    session: String,
+    host: String,
+    inventory: serde_json::Value,
+    /// Agent clock minus coordinator clock, ns.
+    offset_ns: i64,
+    target: TargetOptions,
+    index: u32,
+    stop: Arc<AtomicBool>,
+    workers: Vec<Vec<u32>>,
+    notes: Vec<String>,
+    finished: Option<pb::FinishReply>,
+    heartbeat: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
+/// allowed, busy, wrong token) stop the run before load (exit 2); the rest are failures.
+fn agent_error(address: &str, s: Status) -> AgentError {
+    let msg = format!("agent {address}: {}", s.message());
+    match s.code() {
+        Code::InvalidArgument
+        | Code::PermissionDenied
+        | Code::FailedPrecondition
+        | Code::Unauthenticated
+        | Code::Unavailable
+        | Code::NotFound => AgentError::Refused(msg),
+        _ => AgentError::Failed(msg),
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i64,
+        Err(e) => -(e.duration().as_nanos() as i64),
+    }
+}
+
+fn from_unix_ns(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+    }
+}
+
+impl RemoteAgent {
+    /// Connects to the agent at `address` (`host:port`), opens a session and measures its
+    /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
+    pub fn connect(
+        rt: Arc<Runtime>,
+        address: &str,
+        token: &str,
+        target: TargetOptions,
+        index: u32,
+        stop: Arc<AtomicBool>,
+    ) -> Result<RemoteAgent, AgentError> {
+        let refused = |m: String| AgentError::Refused(format!("agent {address}: {m}"));
+        let endpoint = Endpoint::from_shared(format!("http://{address}"))
+            .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?
+            .connect_timeout(SILENCE)
+            .timeout(Duration::from_secs(30))
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(1))
+            .keep_alive_timeout(SILENCE);
+        let channel = rt
+            .block_on(endpoint.connect())
+            .map_err(|e| refused(format!("cannot connect: {e}")))?;
+        let bearer: MetadataValue<_> = format!("Bearer {token}")
+            .parse()
+            .map_err(|_| refused("the token holds characters a header cannot carry".into()))?;
+        let mut client = AgentClient::with_interceptor(channel, Bearer(bearer))
+            .max_decoding_message_size(64 << 20);
+        let coordinator = format!(
+            "{}:{}",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "?".into()),
+            std::process::id()
+        );
+        let hello = rt
+            .block_on(client.handshake(pb::HandshakeRequest {
+                version: env!("CARGO_PKG_VERSION").into(),
+                coordinator,
+            }))
+            .map_err(|s| agent_error(address, s))?
+            .into_inner();
+        let session = hello.session.clone();
+        // Clock offset as NTP estimates it: the agent's clock against the midpoint of the
+        // call, from the fastest of a few round trips.
+        let mut best: Option<(Duration, i64)> = None;
+        for _ in 0..5 {
+            let sent = SystemTime::now();
+            let t = Instant::now();
+            let reply = rt
+                .block_on(client.clock(pb::SessionRequest {
+                    session: session.clone(),
+                }))
+                .map_err(|s| agent_error(address, s))?
+                .into_inner();
+            let rtt = t.elapsed();
+            let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
+            if best.is_none_or(|(b, _)| rtt < b) {
+                best = Some((rtt, reply.unix_ns - mid));
+            }
+        }
+        let offset_ns = best.map_or(0, |(_, o)| o);
+        let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
+        // Heartbeats keep the session alive while phases run; the agent ends a silent one.
+        let mut hb = client.clone();
+        let hb_session = session.clone();
+        let heartbeat = rt.spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                let req = pb::SessionRequest {
+                    session: hb_session.clone(),
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), hb.heartbeat(req)).await;
+            }
+        });
+        Ok(RemoteAgent {
+            address: address.to_string(),
+            rt,
+            client,
+            session,
+            host: hello.host,
+            inventory,
+            offset_ns,
+            target,
+            index,
+            stop,
+            workers: Vec::new(),
+            notes: Vec::new(),
+            finished: None,
+            heartbeat: Some(heartbeat),
+        })
+    }
+
+    /// The agent's clock minus ours, ns (as measured at connection).
+    pub fn clock_offset_ns(&self) -> i64 {
+        self.offset_ns
+    }
+
+    fn session_req(&self) -> pb::SessionRequest {
+        pb::SessionRequest {
+            session: self.session.clone(),
+        }
+    }
+
+    /// Reads a phase's event stream to its end, turning events into [`AgentEvent`]s. Silence
+    /// for [`SILENCE`] (the agent sends a tick at least every quarter second) means the agent
+    /// hung or the link is cut.
+    fn pump(
+        &mut self,
+        stream: impl std::future::Future<
+            Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>,
+        >,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let address = self.address.clone();
+        let offset = self.offset_ns;
+        let stop = self.stop.clone();
+        let stopper = self.client.clone();
+        let session = self.session_req();
+        let mut notes = Vec::new();
+        let result = self.rt.block_on(async {
+            let mut stream = stream
+                .await
+                .map_err(|s| agent_error(&address, s))?
+                .into_inner();
+            let mut stop_sent = false;
+            loop {
+                if !stop_sent && stop.load(Ordering::Relaxed) {
+                    stop_sent = true;
+                    let mut c = stopper.clone();
+                    let s = session.clone();
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(SILENCE, c.stop(s)).await;
+                    });
+                }
+                let next = tokio::time::timeout(SILENCE, stream.message()).await;
+                let event = match next {
+                    Err(_) => {
+                        return Err(AgentError::Failed(format!(
+                            "agent {address}: no word for {} s: hung, or the network is cut",
+                            SILENCE.as_secs()
+                        )))
+                    }
+                    Ok(Err(s)) => return Err(agent_error(&address, s)),
+                    Ok(Ok(None)) => {
+                        return Err(AgentError::Failed(format!(
+                            "agent {address}: the stream ended before the phase did"
+                        )))
+                    }
+                    Ok(Ok(Some(e))) => e,
+                };
+                match event.kind {
+                    Some(event::Kind::StartedUnixNs(ns)) => on_event(AgentEvent::Started {
+                        at: from_unix_ns(ns - offset),
+                    }),
+                    Some(event::Kind::Interval(i)) => {
+                        let snap =
+                            i.snapshot
+                                .as_ref()
+                                .and_then(decode_snapshot)
+                                .ok_or_else(|| {
+                                    AgentError::Failed(format!(
+                                        "agent {address}: a malformed snapshot"
+                                    ))
+                                })?;
+                        on_event(AgentEvent::Interval {
+                            job: i.job as u16,
+                            worker: i.worker,
+                            interval: i.interval,
+                            snap: &snap,
+                        });
+                    }
+                    Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {
+                        job: d.job as u16,
+                        worker: d.worker,
+                        end_ns: d.end_ns,
+                        failure: (!d.failure.is_empty()).then_some(d.failure.as_str()),
+                    }),
+                    Some(event::Kind::Tick(_)) | None => on_event(AgentEvent::Tick),
+                    Some(event::Kind::Finished(f)) => {
+                        notes = f.notes;
+                        let jobs: Vec<PhaseJob> =
+                            serde_json::from_str(&f.jobs_json).map_err(|e| {
+                                AgentError::Failed(format!("agent {address}: bad jobs: {e}"))
+                            })?;
+                        return Ok(jobs);
+                    }
+                }
+            }
+        });
+        self.notes
+            .extend(notes.into_iter().map(|n| format!("{}: {n}", self.address)));
+        result
+    }
+
+    fn finish(&mut self) -> pb::FinishReply {
+        if let Some(f) = &self.finished {
+            return f.clone();
+        }
+        let mut client = self.client.clone();
+        let req = self.session_req();
+        let reply = self
+            .rt
+            .block_on(async { tokio::time::timeout(SILENCE, client.finish(req)).await });
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+        let reply = match reply {
+            Ok(Ok(r)) => r.into_inner(),
+            Ok(Err(s)) => pb::FinishReply {
+                notes: vec![format!("cleanup failed: {}", s.message())],
+                ..Default::default()
+            },
+            Err(_) => pb::FinishReply {
+                notes: vec![format!(
+                    "cleanup: no answer in {} s; the agent cleans up on its own once it hears nothing",
+                    SILENCE.as_secs()
+                )],
+                ..Default::default()
+            },
+        };
+        self.finished = Some(reply.clone());
+        reply
+    }
+}
+
+impl Drop for RemoteAgent {
+    fn drop(&mut self) {
+        if let Some(h) = self.heartbeat.take() {
+            h.abort();
+        }
+    }
+}
+
+impl Agent for RemoteAgent {
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn address(&self) -> Option<String> {
+        Some(self.address.clone())
+    }
+
+    fn inventory(&self) -> serde_json::Value {
+        self.inventory.clone()
+    }
+
+    fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError> {
+        let jobs = workload
+            .jobs
+            .iter()
+            .map(|j| pb::JobSpec {
+                options: j
+                    .to_pairs()
+                    .into_iter()
+                    .map(|(k, v)| pb::KeyValue {
+                        key: k.to_string(),
+                        value: v,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let t = &self.target;
+        let req = pb::ValidateRequest {
+            session: self.session.clone(),
+            target: t.path.to_string_lossy().into_owned(),
+            keep: t.keep,
+            reuse: t.reuse,
+            allow_overwrite: t.allow_overwrite,
+            allow_device_write: t.allow_device_write,
+            force: t.force,
+            prepare: workload.prepare,
+            jobs,
+            index: self.index,
+        };
+        let mut client = self.client.clone();
+        let reply = self
+            .rt
+            .block_on(client.validate(req))
+            .map_err(|s| agent_error(&self.address, s))?
+            .into_inner();
+        self.workers = reply.stages.into_iter().map(|s| s.workers).collect();
+        let mut v: Validated = serde_json::from_str(&reply.validated_json).map_err(|e| {
+            AgentError::Failed(format!("agent {}: bad validation reply: {e}", self.address))
+        })?;
+        for n in &mut v.notes {
+            *n = format!("{}: {n}", self.address);
+        }
+        Ok(v)
+    }
+
+    fn prepare(
+        &mut self,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let mut client = self.client.clone();
+        let req = self.session_req();
+        self.pump(async move { client.prepare(req).await }, on_event)
+    }
+
+    fn run_stage(
+        &mut self,
+        index: usize,
+        start_at: Option<SystemTime>,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let mut client = self.client.clone();
+        let req = pb::RunStageRequest {
+            session: self.session.clone(),
+            stage: index as u32,
+            // The named start, on the agent's clock.
+            start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
+        };
+        self.pump(async move { client.run_stage(req).await }, on_event)
+    }
+
+    fn cleanup(&mut self) -> Vec<String> {
+        let reply = self.finish();
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(
+            reply
+                .notes
+                .into_iter()
+                .map(|n| format!("{}: {n}", self.address)),
+        );
+        notes
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn workers(&self, stage: usize) -> Vec<u32> {
+        if stage == crate::local::PREPARE {
+            // The preparation's workers are known only as they report.
+            return Vec::new();
+        }
+        self.workers.get(stage).cloned().unwrap_or_default()
+    }
+
+    fn start_sampling(&mut self) {
+        let mut client = self.client.clone();
+        let req = self.session_req();
+        if let Err(s) = self.rt.block_on(client.start_sampling(req)) {
+            self.notes.push(format!(
+                "{}: host sampler could not start: {}",
+                self.address,
+                s.message()
+            ));
+        }
+    }
+
+    fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>) {
+        let reply = self.finish();
+        let samples = serde_json::from_str(&reply.samples_json).unwrap_or_default();
+        let cpu = reply.sampler_cpu_known.then_some(reply.sampler_cpu_ns);
+        (samples, cpu)
+    }
+}

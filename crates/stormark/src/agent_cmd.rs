@@ -1,0 +1,72 @@
+//! `stormark agent`: serve coordinators until Ctrl-C or SIGTERM.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use stormark_cluster::{serve, AgentConfig};
+
+use crate::cli::AgentArgs;
+
+pub fn main(args: AgentArgs) -> i32 {
+    let cfg = match AgentConfig::new(&args.token_file, &args.allow_path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let addr: SocketAddr = match args
+        .listen
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+    {
+        Some(a) => a,
+        None => {
+            eprintln!(
+                "error: --listen {}: expected an address and port such as 0.0.0.0:7878",
+                args.listen
+            );
+            return 2;
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    if let Err(e) = ctrlc::set_handler(move || {
+        if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
+            let _ = tx.send(());
+        }
+    }) {
+        eprintln!("error: cannot install the signal handler: {e}");
+        return 1;
+    }
+    eprintln!(
+        "stormark agent {} listening on {addr}; allowed: {}",
+        env!("CARGO_PKG_VERSION"),
+        cfg.allow
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let result = rt.block_on(serve(cfg, addr, async {
+        let _ = rx.await;
+    }));
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! Distributed runs (issue 4): a coordinator and agents, one per network namespace, joined by
+//! a bridge. Needs root and `ip netns`; skipped with a printed reason elsewhere. `.ci/run`
+//! runs as root, so CI runs these.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use stormark_testkit::{entries, read_json, require_netns, temp_dir, NetCluster, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+const PORT: u16 = 7878;
+
+/// A cluster with one agent per host, each allowed its own directory.
+struct Setup {
+    net: NetCluster,
+    dir: TempDir,
+    token: PathBuf,
+    targets: Vec<PathBuf>,
+}
+
+impl Setup {
+    fn new(test: &str, hosts: usize) -> Option<Setup> {
+        if !require_netns(test) {
+            return None;
+        }
+        let net = NetCluster::new(hosts).expect("creating the namespaces");
+        let dir = temp_dir(TMP);
+        let token = dir.path().join("token");
+        std::fs::write(&token, "cluster-test-token-0123456789\n").unwrap();
+        let mut s = Setup {
+            net,
+            dir,
+            token,
+            targets: Vec::new(),
+        };
+        for i in 0..hosts {
+            let t = s.dir.path().join(format!("host{i}"));
+            std::fs::create_dir(&t).unwrap();
+            s.targets.push(t);
+        }
+        for i in 0..hosts {
+            s.start_agent(i);
+        }
+        Some(s)
+    }
+
+    fn start_agent(&mut self, i: usize) -> u32 {
+        let listen = format!("{}:{PORT}", self.net.addresses[i]);
+        let log = self.dir.path().join(format!("agent{i}.log"));
+        let pid = self
+            .net
+            .spawn(
+                i,
+                BIN,
+                &[
+                    "agent",
+                    "--listen",
+                    &listen,
+                    "--token-file",
+                    self.token.to_str().unwrap(),
+                    "--allow-path",
+                    self.targets[i].to_str().unwrap(),
+                ],
+                &log,
+            )
+            .expect("starting an agent");
+        // Ready when it accepts connections.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect_timeout(&listen.parse().unwrap(), Duration::from_millis(200))
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "agent {i} did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pid
+    }
+
+    fn agents(&self) -> String {
+        self.net
+            .addresses
+            .iter()
+            .map(|a| format!("{a}:{PORT}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `stormark run` arguments for every agent, each on its own directory.
+    fn args(&self, json: &Path, extra: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = vec![
+            "run".into(),
+            "--agents".into(),
+            self.agents(),
+            "--token-file".into(),
+            self.token.to_str().unwrap().into(),
+            "--quiet".into(),
+            "--json".into(),
+            json.to_str().unwrap().into(),
+        ];
+        for (a, t) in self.net.addresses.iter().zip(&self.targets) {
+            v.push("--target".into());
+            v.push(format!("{a}={}", t.display()));
+        }
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    }
+
+    fn run(&self, json: &Path, extra: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(self.args(json, extra))
+            .output()
+            .expect("running the coordinator")
+    }
+
+    fn spawn(&self, json: &Path, extra: &[&str]) -> Child {
+        Command::new(BIN)
+            .args(self.args(json, extra))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting the coordinator")
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn run_phase(r: &Value) -> &Value {
+    r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "run")
+        .unwrap_or_else(|| panic!("no run phase in {r}"))
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The wall-clock instant, ns after the Unix epoch, at which the run noticed a host's failure.
+fn failure_unix_ns(r: &Value, host: usize) -> u128 {
+    let started = r["started_at"].as_str().unwrap();
+    // RFC 3339 UTC with milliseconds, as stats::format_rfc3339 writes it.
+    let out = Command::new("date")
+        .args(["-u", "-d", started, "+%s%N"])
+        .output()
+        .unwrap();
+    let start: u128 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    start + u128::from(r["hosts"][host]["failure"]["at_ns"].as_u64().unwrap())
+}
+
+fn now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[test]
+fn three_hosts_sum_exactly_and_start_together() {
+    let Some(s) = Setup::new("three_hosts_sum_exactly_and_start_together", 3) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let out = s.run(
+        &json,
+        &[
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--time",
+            "3s",
+            "--direct",
+            "--iodepth",
+            "4",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    let by_host = p["by_host"].as_object().unwrap();
+    assert_eq!(by_host.len(), 3, "{by_host:?}");
+    for op in ["read", "write"] {
+        let sum: u64 = by_host
+            .values()
+            .map(|h| h["by_op"][op]["ops"].as_u64().unwrap())
+            .sum();
+        assert_eq!(p["by_op"][op]["ops"].as_u64().unwrap(), sum, "{op}");
+        assert!(sum > 0);
+    }
+    let bytes: u64 = by_host
+        .values()
+        .map(|h| h["total"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(p["total"]["bytes"].as_u64().unwrap(), bytes);
+    // Every host's histograms are there, so the total can be re-merged exactly.
+    let hist = p["histograms"].as_object().unwrap();
+    assert_eq!(
+        hist.keys().filter(|k| k.ends_with("/read")).count(),
+        3,
+        "{:?}",
+        hist.keys()
+    );
+    // The synchronized start: every host's first interval within 50 ms of the others.
+    let starts: Vec<u64> = p["host_starts_ns"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 3);
+    let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    assert!(spread < 50_000_000, "hosts started {spread} ns apart");
+    // Per host: inventory, samples, address; the terminal shows one row per host.
+    for h in r["hosts"].as_array().unwrap() {
+        assert!(h["address"].as_str().unwrap().ends_with(":7878"));
+        assert!(h["inventory"]["cpus"].as_u64().is_some());
+        assert!(!h["samples"].as_array().unwrap().is_empty());
+    }
+    let shown = text(&out);
+    assert!(shown.contains("system"), "{shown}");
+    for a in &s.net.addresses {
+        assert!(shown.contains(a.as_str()), "{a} missing from\n{shown}");
+    }
+    // Nothing left behind on any agent.
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+}
+
+#[test]
+fn refusals_are_clear_and_exit_2() {
+    let Some(s) = Setup::new("refusals_are_clear_and_exit_2", 1) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let agents = s.agents();
+    let base = [
+        "--rw", "randread", "--size", "4m", "--time", "1s", "--quiet",
+    ];
+
+    // A wrong token.
+    let wrong = s.dir.path().join("wrong");
+    std::fs::write(&wrong, "not-the-right-token-at-all\n").unwrap();
+    let t = s.targets[0].to_str().unwrap();
+    let mut args = vec![
+        "run",
+        t,
+        "--agents",
+        &agents,
+        "--token-file",
+        wrong.to_str().unwrap(),
+    ];
+    args.extend(base);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("wrong token"), "{}", text(&out));
+
+    // No token at all.
+    let mut args = vec!["run", t, "--agents", &agents];
+    args.extend(base);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).contains("--token-file"), "{}", text(&out));
+
+    // A call with no token at all, straight to the agent's gRPC port.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let status = rt.block_on(async {
+        let mut c =
+            stormark_cluster::pb::agent_client::AgentClient::connect(format!("http://{agents}"))
+                .await
+                .unwrap();
+        c.handshake(stormark_cluster::pb::HandshakeRequest {
+            version: "0.1.0".into(),
+            coordinator: "test".into(),
+        })
+        .await
+        .unwrap_err()
+    });
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    assert!(
+        status.message().starts_with("no token"),
+        "{}",
+        status.message()
+    );
+
+    // A target outside the agent's --allow-path list.
+    let outside = s.dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    let tok = s.token.to_str().unwrap();
+    let mut args = vec![
+        "run",
+        outside.to_str().unwrap(),
+        "--agents",
+        &agents,
+        "--token-file",
+        tok,
+    ];
+    args.extend(base);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("outside this agent's --allow-path list"),
+        "{}",
+        text(&out)
+    );
+    assert!(entries(&outside).is_empty());
+
+    // A busy agent: a second coordinator while the first runs.
+    let first = s.spawn(&json, &["--rw", "randread", "--size", "4m", "--time", "8s"]);
+    wait_until("the first run to start", Duration::from_secs(10), || {
+        !entries(&s.targets[0]).is_empty()
+    });
+    let second = s.dir.path().join("second.json");
+    let out = s.run(
+        &second,
+        &["--rw", "randread", "--size", "4m", "--time", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("busy: serving coordinator"),
+        "{}",
+        text(&out)
+    );
+    // The refusal is in the second results file too.
+    assert!(read_json(&second)["failure"]
+        .as_str()
+        .unwrap()
+        .contains("busy"));
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+}
+
+#[test]
+fn a_killed_agent_is_detected_and_results_are_written() {
+    let Some(mut s) = Setup::new("a_killed_agent_is_detected_and_results_are_written", 2) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let coordinator = s.spawn(
+        &json,
+        &["--rw", "randread", "--size", "4m", "--time", "30s"],
+    );
+    wait_until("both agents to run", Duration::from_secs(15), || {
+        s.targets.iter().all(|t| !entries(t).is_empty())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    // kill -9 the second agent (its namespace's process).
+    let pid = s.net.namespaces[1].clone();
+    let out = Command::new("ip")
+        .args(["netns", "pids", &pid])
+        .output()
+        .unwrap();
+    let killed_at = now_ns();
+    for p in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        let _ = Command::new("kill").args(["-9", p]).status();
+    }
+    let out = coordinator.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = read_json(&json);
+    assert_eq!(r["status"], "failed");
+    let failure = &r["hosts"][1]["failure"];
+    assert!(failure["message"].as_str().is_some(), "{}", r["hosts"]);
+    assert_eq!(failure["phase"], "run");
+    let noticed = failure_unix_ns(&r, 1).saturating_sub(killed_at);
+    assert!(
+        noticed < 5_000_000_000,
+        "noticed {noticed} ns after the kill"
+    );
+    // The first agent was stopped and cleaned up (abort is the default).
+    assert!(r["hosts"][0]["failure"].is_null());
+    wait_until("agent 0 to clean up", Duration::from_secs(10), || {
+        entries(&s.targets[0]).is_empty()
+    });
+    // The measured figures up to the failure are kept.
+    assert!(run_phase(&r)["total"]["ops"].as_u64().unwrap() > 0);
+    let _ = &mut s;
+}
+
+#[test]
+fn a_cut_link_is_detected_and_others_continue() {
+    let Some(s) = Setup::new("a_cut_link_is_detected_and_others_continue", 2) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let coordinator = s.spawn(
+        &json,
+        &[
+            "--rw",
+            "randread",
+            "--size",
+            "4m",
+            "--time",
+            "12s",
+            "--on-agent-failure",
+            "continue",
+        ],
+    );
+    wait_until("both agents to run", Duration::from_secs(15), || {
+        s.targets.iter().all(|t| !entries(t).is_empty())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let cut_at = now_ns();
+    s.net.cut(1).unwrap();
+    let out = coordinator.wait_with_output().unwrap();
+    // The run went on with host 0, but a host failed: exit 1.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = read_json(&json);
+    let failure = &r["hosts"][1]["failure"];
+    assert!(
+        failure["message"].as_str().unwrap().contains("no word for"),
+        "{failure}"
+    );
+    let noticed = failure_unix_ns(&r, 1).saturating_sub(cut_at);
+    // Silence is declared after 4 s without a message; agents send one at least every second.
+    assert!(
+        noticed < 5_000_000_000,
+        "noticed {noticed} ns after the cut"
+    );
+    let p = run_phase(&r);
+    // Host 0 ran its full 12 s.
+    assert!(
+        p["duration_ns"].as_u64().unwrap() >= 11_000_000_000,
+        "{}",
+        p["duration_ns"]
+    );
+    assert!(p["by_host"].as_object().unwrap().len() == 2);
+    assert!(text(&out).contains("failed"), "{}", text(&out));
+    // The cut-off agent stops its load and removes its run directory on its own.
+    wait_until(
+        "agent 1 to clean up on its own",
+        Duration::from_secs(15),
+        || entries(&s.targets[1]).is_empty(),
+    );
+}
+
+#[test]
+fn an_agent_survives_a_vanished_coordinator() {
+    let Some(s) = Setup::new("an_agent_survives_a_vanished_coordinator", 1) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let mut coordinator = s.spawn(
+        &json,
+        &["--rw", "randread", "--size", "4m", "--time", "60s"],
+    );
+    wait_until("the run to start", Duration::from_secs(15), || {
+        !entries(&s.targets[0]).is_empty()
+    });
+    coordinator.kill().unwrap();
+    coordinator.wait().unwrap();
+    // Heartbeats stop: within the timeout the agent stops and removes its run directory...
+    wait_until("the agent to clean up", Duration::from_secs(15), || {
+        entries(&s.targets[0]).is_empty()
+    });
+    // ...and takes the next coordinator.
+    let out = s.run(
+        &s.dir.path().join("next.json"),
+        &["--rw", "randread", "--size", "4m", "--time", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn ctrl_c_on_the_coordinator_cleans_up_every_agent() {
+    let Some(s) = Setup::new("ctrl_c_on_the_coordinator_cleans_up_every_agent", 2) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let coordinator = s.spawn(
+        &json,
+        &["--rw", "randread", "--size", "4m", "--time", "60s"],
+    );
+    wait_until("both agents to run", Duration::from_secs(15), || {
+        s.targets.iter().all(|t| !entries(t).is_empty())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = Command::new("kill")
+        .args(["-INT", &coordinator.id().to_string()])
+        .status();
+    let out = coordinator.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = read_json(&json);
+    assert_eq!(r["status"], "interrupted");
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+}
