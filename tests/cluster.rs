@@ -8,7 +8,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use stormark_testkit::{entries, read_json, require_netns, temp_dir, NetCluster, TempDir};
+use stormark_testkit::{
+    entries, read_json, require_netns, require_tool, temp_dir, NetCluster, TempDir,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -504,4 +506,140 @@ fn ctrl_c_on_the_coordinator_cleans_up_every_agent() {
     for t in &s.targets {
         assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
     }
+}
+
+/// A CA and a certificate for `ip`, made with the openssl command.
+fn certificates(dir: &Path, ip: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let ca = dir.join("ca.pem");
+    let ca_key = dir.join("ca.key");
+    let cert = dir.join("agent.pem");
+    let key = dir.join("agent.key");
+    let csr = dir.join("agent.csr");
+    let ext = dir.join("ext.cnf");
+    std::fs::write(
+        &ext,
+        format!("subjectAltName=IP:{ip}\nbasicConstraints=CA:FALSE\n"),
+    )
+    .unwrap();
+    let p = |x: &PathBuf| x.to_str().unwrap().to_string();
+    for args in [
+        vec![
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &p(&ca_key),
+            "-out",
+            &p(&ca),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=stormark test CA",
+        ],
+        vec![
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            &p(&key),
+            "-out",
+            &p(&csr),
+            "-subj",
+            "/CN=agent",
+        ],
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &p(&csr),
+            "-CA",
+            &p(&ca),
+            "-CAkey",
+            &p(&ca_key),
+            "-CAcreateserial",
+            "-out",
+            &p(&cert),
+            "-days",
+            "2",
+            "-extfile",
+            &p(&ext),
+        ],
+    ] {
+        let out = Command::new("openssl").args(&args).output().unwrap();
+        assert!(out.status.success(), "openssl {args:?}: {}", text(&out));
+    }
+    (ca, cert, key)
+}
+
+#[test]
+fn tls_between_coordinator_and_agent() {
+    let test = "tls_between_coordinator_and_agent";
+    if !require_tool(test, "openssl") || !require_netns(test) {
+        return;
+    }
+    let mut net = NetCluster::new(1).unwrap();
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("host0");
+    std::fs::create_dir(&target).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "cluster-test-token-0123456789\n").unwrap();
+    let ip = net.addresses[0].clone();
+    let (ca, cert, key) = certificates(dir.path(), &ip);
+    let listen = format!("{ip}:{PORT}");
+    net.spawn(
+        0,
+        BIN,
+        &[
+            "agent",
+            "--listen",
+            &listen,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--allow-path",
+            target.to_str().unwrap(),
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        &dir.path().join("agent.log"),
+    )
+    .unwrap();
+    wait_until("the agent to listen", Duration::from_secs(20), || {
+        TcpStream::connect_timeout(&listen.parse().unwrap(), Duration::from_millis(200)).is_ok()
+    });
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            target.to_str().unwrap(),
+            "--agents",
+            &listen,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--size",
+            "4m",
+            "--time",
+            "1s",
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        Command::new(BIN).args(&args).output().unwrap()
+    };
+    let out = run(&["--tls-ca", ca.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // Plain HTTP/2 to a TLS agent is refused, and says what to do.
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--tls-ca"), "{}", text(&out));
+    // A CA that did not sign the agent's certificate is refused.
+    let other = temp_dir(TMP);
+    let (other_ca, _, _) = certificates(other.path(), &ip);
+    let out = run(&["--tls-ca", other_ca.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(entries(&target).is_empty());
 }

@@ -88,25 +88,46 @@ fn from_unix_ns(ns: i64) -> SystemTime {
 impl RemoteAgent {
     /// Connects to the agent at `address` (`host:port`), opens a session and measures its
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
+    /// With `tls_ca` (PEM), the connection is TLS and the agent's certificate must chain to
+    /// that CA and name the host.
     pub fn connect(
         rt: Arc<Runtime>,
         address: &str,
         token: &str,
+        tls_ca: Option<&[u8]>,
         target: TargetOptions,
         index: u32,
         stop: Arc<AtomicBool>,
     ) -> Result<RemoteAgent, AgentError> {
         let refused = |m: String| AgentError::Refused(format!("agent {address}: {m}"));
-        let endpoint = Endpoint::from_shared(format!("http://{address}"))
-            .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?
+        let scheme = if tls_ca.is_some() { "https" } else { "http" };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+            .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?;
+        if let Some(ca) = tls_ca {
+            let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let tls = tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tonic::transport::Certificate::from_pem(ca))
+                .domain_name(host);
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|e| refused(format!("TLS: {e}")))?;
+        }
+        let endpoint = endpoint
             .connect_timeout(SILENCE)
             .timeout(Duration::from_secs(30))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(1))
             .keep_alive_timeout(SILENCE);
-        let channel = rt
-            .block_on(endpoint.connect())
-            .map_err(|e| refused(format!("cannot connect: {e}")))?;
+        let channel = rt.block_on(endpoint.connect()).map_err(|e| {
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                why = format!("{why}: {s}");
+                source = s.source();
+            }
+            refused(format!("cannot connect: {why}"))
+        })?;
         let bearer: MetadataValue<_> = format!("Bearer {token}")
             .parse()
             .map_err(|_| refused("the token holds characters a header cannot carry".into()))?;
@@ -124,7 +145,16 @@ impl RemoteAgent {
                 version: env!("CARGO_PKG_VERSION").into(),
                 coordinator,
             }))
-            .map_err(|s| agent_error(address, s))?
+            .map_err(|s| {
+                // A TLS agent answers plain HTTP/2 with a broken connection, not a status.
+                let transport =
+                    matches!(s.code(), Code::Unknown | Code::Cancelled | Code::Internal);
+                let mut msg = agent_error(address, s).to_string();
+                if tls_ca.is_none() && transport {
+                    msg.push_str(" (if the agent serves TLS, give --tls-ca)");
+                }
+                AgentError::Refused(msg)
+            })?
             .into_inner();
         let session = hello.session.clone();
         // Clock offset as NTP estimates it: the agent's clock against the midpoint of the

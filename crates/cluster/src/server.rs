@@ -37,6 +37,8 @@ pub struct AgentConfig {
     pub allow: Vec<PathBuf>,
     /// Coordinator silence after which its session ends.
     pub heartbeat_timeout: Duration,
+    /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
+    pub tls: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Shortest token accepted: 16 bytes, so that guessing is hopeless.
@@ -62,7 +64,17 @@ impl AgentConfig {
             token,
             allow,
             heartbeat_timeout: Duration::from_secs(5),
+            tls: None,
         })
+    }
+
+    /// Serves TLS with this certificate chain and key (PEM files).
+    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<AgentConfig, String> {
+        let read = |flag: &str, p: &Path| {
+            std::fs::read(p).map_err(|e| format!("{flag} {}: cannot read it: {e}", p.display()))
+        };
+        self.tls = Some((read("--tls-cert", cert)?, read("--tls-key", key)?));
+        Ok(self)
     }
 
     /// Whether `target` lies under an allowed path; returns its canonical form.
@@ -525,6 +537,13 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), String> {
     let token = cfg.token.clone();
+    let mut builder = tonic::transport::Server::builder();
+    if let Some((cert, key)) = &cfg.tls {
+        let identity = tonic::transport::Identity::from_pem(cert, key);
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+    }
     let service = AgentService::new(cfg);
     let watchdog = service.clone();
     let on_shutdown = service.clone();
@@ -539,7 +558,7 @@ pub async fn serve(
     let server = AgentServer::with_interceptor(service, move |req: Request<()>| {
         check_token(&token, &req).map(|()| req)
     });
-    let result = tonic::transport::Server::builder()
+    let result = builder
         .add_service(server)
         .serve_with_shutdown(addr, shutdown)
         .await

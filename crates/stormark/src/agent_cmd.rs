@@ -7,7 +7,13 @@ use stormark_cluster::{serve, AgentConfig};
 use crate::cli::AgentArgs;
 
 pub fn main(args: AgentArgs) -> i32 {
-    let cfg = match AgentConfig::new(&args.token_file, &args.allow_path) {
+    let cfg = AgentConfig::new(&args.token_file, &args.allow_path).and_then(|c| {
+        match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => c.with_tls(cert, key),
+            _ => Ok(c),
+        }
+    });
+    let cfg = match cfg {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -51,8 +57,9 @@ pub fn main(args: AgentArgs) -> i32 {
         return 1;
     }
     eprintln!(
-        "stormark agent {} listening on {addr}; allowed: {}",
+        "stormark agent {} listening on {addr}{}; allowed: {}",
         env!("CARGO_PKG_VERSION"),
+        if cfg.tls.is_some() { " (TLS)" } else { "" },
         cfg.allow
             .iter()
             .map(|p| p.display().to_string())

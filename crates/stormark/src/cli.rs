@@ -285,6 +285,10 @@ pub struct RunArgs {
     /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
     #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
     pub on_agent_failure: Option<String>,
+    /// Talk TLS to the agents, trusting this CA (PEM); their certificates must name the
+    /// hosts as given in --agents.
+    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -338,6 +342,12 @@ pub struct AgentArgs {
     /// A directory or device coordinators may use; repeat for more. Nothing else is touched.
     #[arg(long, value_name = "PATH", required = true)]
     pub allow_path: Vec<PathBuf>,
+    /// Serve TLS with this certificate (PEM; with --tls-key). Coordinators then need --tls-ca.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Options of `stormark probe`.

@@ -209,6 +209,7 @@ fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
 /// The agents of a distributed run: address and target of each.
 struct AgentsPlan {
     token: String,
+    tls_ca: Option<Vec<u8>>,
     agents: Vec<(String, PathBuf)>,
 }
 
@@ -326,7 +327,18 @@ fn agents_plan(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Optio
         .as_ref()
         .ok_or_else(|| user("--agents needs --token-file FILE holding the agents' shared token"))?;
     let token = read_token(token_file).map_err(user)?;
-    Ok(Some(AgentsPlan { token, agents }))
+    let tls_ca = match &args.tls_ca {
+        Some(p) => Some(
+            std::fs::read(p)
+                .map_err(|e| user(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    Ok(Some(AgentsPlan {
+        token,
+        tls_ca,
+        agents,
+    }))
 }
 
 /// Connects to every agent (handshake, clock offset). Refusals (busy, wrong token, version)
@@ -353,6 +365,7 @@ fn connect_agents(
             rt.clone(),
             addr,
             &plan.token,
+            plan.tls_ca.as_deref(),
             target,
             i as u32,
             stop.clone(),
