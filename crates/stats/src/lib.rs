@@ -24,14 +24,19 @@
 #![warn(missing_docs)]
 
 mod accumulate;
+mod compare;
 mod expect;
 mod recorder;
 mod results;
 mod samples;
+mod significance;
 mod summary;
 mod time;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
+pub use compare::{
+    compare, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA, FIGURES,
+};
 pub use expect::{check_expectations, figure_of};
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
@@ -44,6 +49,9 @@ pub use results::{
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
+};
+pub use significance::{
+    describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };
 pub use summary::{Latency, Summary};
 pub use time::format_rfc3339;

@@ -21,6 +21,8 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Serve coordinators: run their load on this host (a long-lived service).
     Agent(AgentArgs),
+    /// Compare results documents: differences per figure, and whether they are significant.
+    Compare(CompareArgs),
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -325,6 +327,26 @@ impl RunArgs {
         }
         v
     }
+}
+
+/// Options of `stormark compare`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  stormark compare before.json after.json\n      each figure of after.json against before.json: delta and significance\n  stormark compare base.json new.json --noise 2% --fail-if-worse 5%\n      a regression gate: exit 1 when new.json is significantly worse by more than 5%\n\nSignificance is Welch's t-test over repetitions (--repeat) when both documents have them,\nelse over their 1-second intervals, whose number is discounted for autocorrelation."
+)]
+pub struct CompareArgs {
+    /// The baseline, then one or more documents to compare with it.
+    #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
+    pub files: Vec<PathBuf>,
+    /// Differences smaller than this are noise, significant or not.
+    #[arg(long, value_name = "PCT", default_value = "3%")]
+    pub noise: String,
+    /// Exit 1 when a figure is significantly worse than the baseline by more than this.
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_worse: Option<String>,
+    /// Also write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// Options of `stormark agent`.

@@ -5,6 +5,7 @@
 
 mod agent_cmd;
 mod cli;
+mod compare_cmd;
 mod probe_cmd;
 mod run;
 
@@ -16,6 +17,7 @@ fn main() {
         cli::Command::Run(args) => run::main(*args),
         cli::Command::Probe(args) => probe_cmd::main(args),
         cli::Command::Agent(args) => agent_cmd::main(args),
+        cli::Command::Compare(args) => compare_cmd::main(args),
     };
     std::process::exit(code);
 }

@@ -1,0 +1,145 @@
+//! `stormark compare`: is B faster than A, or is it noise?
+
+use std::path::Path;
+
+use comfy_table::{presets, CellAlignment, Table};
+use stormark_report::format_figure;
+use stormark_stats::{compare, regressions, CompareRow, Results, Verdict, SCHEMA};
+
+use crate::cli::CompareArgs;
+
+/// A percentage such as `3%`, `3` or `2.5%`.
+fn percent(option: &str, text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    t.strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (0.0..=1000.0).contains(v))
+        .ok_or_else(|| format!("{option} {text}: expected a percentage such as 3% or 2.5"))
+}
+
+fn load(path: &Path) -> Result<Results, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    if value["schema"] != SCHEMA {
+        return Err(format!(
+            "{}: not a stormark results document (expected \"schema\": \"{SCHEMA}\")",
+            path.display()
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn label(figure: &str) -> String {
+    match figure {
+        "iops" => "IOPS".into(),
+        "bw_bytes_per_s" => "bandwidth".into(),
+        "mean_ns" => "mean latency".into(),
+        f => f.trim_end_matches("_ns").replace("p999", "p99.9").replace("p99.99", "p99.99"),
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Same => "same",
+        Verdict::Noise => "noise",
+        Verdict::NotSignificant => "not significant",
+        Verdict::Better => "better",
+        Verdict::Worse => "WORSE",
+    }
+}
+
+fn table(rows: &[CompareRow]) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+    t.set_header(["phase", "op", "figure", "A", "B", "delta", "p", "verdict"]);
+    for r in rows {
+        t.add_row([
+            r.phase.clone(),
+            r.op.clone(),
+            label(&r.figure).replace("p9999", "p99.99"),
+            format_figure(&r.figure, r.a),
+            format_figure(&r.figure, r.b),
+            format!("{:+.1}%", r.delta_pct),
+            r.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}")),
+            verdict(r.verdict).into(),
+        ]);
+    }
+    for (i, col) in t.column_iter_mut().enumerate() {
+        if (3..=6).contains(&i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+pub fn main(args: CompareArgs) -> i32 {
+    let run = || -> Result<i32, (i32, String)> {
+        let noise = percent("--noise", &args.noise).map_err(|e| (2, e))?;
+        let gate = match &args.fail_if_worse {
+            Some(t) => Some(percent("--fail-if-worse", t).map_err(|e| (2, e))?),
+            None => None,
+        };
+        let docs: Vec<Results> = args
+            .files
+            .iter()
+            .map(|p| load(p))
+            .collect::<Result<_, _>>()
+            .map_err(|e| (2, e))?;
+        let base = &docs[0];
+        let mut all = Vec::new();
+        let mut failed = false;
+        for (path, doc) in args.files.iter().zip(&docs).skip(1) {
+            let rows = compare(base, doc, noise);
+            println!("{} -> {}", args.files[0].display(), path.display());
+            if rows.is_empty() {
+                println!("  no phase in common");
+                continue;
+            }
+            println!("{}", table(&rows));
+            let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+            println!(
+                "  {} worse, {} better, {} within noise ({noise}%) or not significant, {} the same",
+                count(Verdict::Worse),
+                count(Verdict::Better),
+                count(Verdict::Noise) + count(Verdict::NotSignificant),
+                count(Verdict::Same)
+            );
+            if let Some(limit) = gate {
+                let bad = regressions(&rows, limit);
+                for r in &bad {
+                    println!(
+                        "  regression: {} {} {} {:+.1}% (limit {limit}%)",
+                        r.phase,
+                        r.op,
+                        label(&r.figure),
+                        r.delta_pct
+                    );
+                }
+                failed |= !bad.is_empty();
+            }
+            all.push(serde_json::json!({
+                "baseline": args.files[0].display().to_string(),
+                "compared": path.display().to_string(),
+                "rows": rows,
+            }));
+        }
+        if let Some(path) = &args.json {
+            let text = serde_json::to_string_pretty(&all).expect("rows serialize");
+            std::fs::write(path, text + "\n")
+                .map_err(|e| (1, format!("--json {}: {e}", path.display())))?;
+        }
+        Ok(if failed { 1 } else { 0 })
+    };
+    match run() {
+        Ok(code) => code,
+        Err((code, msg)) => {
+            eprintln!("error: {msg}");
+            code
+        }
+    }
+}
