@@ -50,7 +50,7 @@ for i in $(seq 0 $((AGENTS - 1))); do
   done
 done
 echo "cores: $(nproc)  agents: $AGENTS  runtime: ${RUNTIME}s"
-/usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" run --agents "$agents" "${targets[@]}" \
+${PROFILE:-} /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" run --agents "$agents" "${targets[@]}" \
   --token-file "$WORK/token" --engine psync --direct --rw randread --bs 4k --size 1m \
   --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null
 python3 - "$WORK" <<'PY'

@@ -46,6 +46,18 @@ pub enum AgentEvent<'a> {
         /// What it did.
         snap: &'a Snapshot,
     },
+    /// One worker's second, handed over (a remote agent's decoded snapshot): the coordinator
+    /// keeps it without a copy.
+    IntervalOwned {
+        /// Job index within the stage.
+        job: u16,
+        /// Worker index within the job.
+        worker: u32,
+        /// Interval number after the ramp.
+        interval: u32,
+        /// What it did.
+        snap: Box<Snapshot>,
+    },
     /// A worker stopped.
     Done {
         /// Job index within the stage.

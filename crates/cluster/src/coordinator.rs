@@ -321,6 +321,12 @@ impl Coordinator {
                                 } => {
                                     Msg::Interval(h, job, worker, interval, Box::new(snap.clone()))
                                 }
+                                AgentEvent::IntervalOwned {
+                                    job,
+                                    worker,
+                                    interval,
+                                    snap,
+                                } => Msg::Interval(h, job, worker, interval, snap),
                                 AgentEvent::Done {
                                     job,
                                     worker,

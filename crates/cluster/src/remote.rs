@@ -116,9 +116,7 @@ impl RemoteAgent {
         let endpoint = endpoint
             .connect_timeout(SILENCE)
             .timeout(Duration::from_secs(30))
-            .tcp_nodelay(true)
-            .http2_keep_alive_interval(Duration::from_secs(1))
-            .keep_alive_timeout(SILENCE);
+            .tcp_nodelay(true);
         let channel = rt.block_on(endpoint.connect()).map_err(|e| {
             let mut why = e.to_string();
             let mut source = std::error::Error::source(&e);

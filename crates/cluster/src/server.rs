@@ -275,6 +275,17 @@ impl AgentService {
                         interval,
                         snapshot: Some(encode_snapshot(snap)),
                     }),
+                    AgentEvent::IntervalOwned {
+                        job,
+                        worker,
+                        interval,
+                        snap,
+                    } => event::Kind::Interval(pb::Interval {
+                        job: job.into(),
+                        worker,
+                        interval,
+                        snapshot: Some(encode_snapshot(&snap)),
+                    }),
                     AgentEvent::Done {
                         job,
                         worker,
@@ -286,7 +297,9 @@ impl AgentService {
                         end_ns,
                         failure: failure.unwrap_or_default().to_string(),
                     }),
-                    AgentEvent::Tick => event::Kind::Tick(pb::Empty {}),
+                    // The engine's quarter-second ticks stay here: the ticker above
+                    // already proves liveness once a second.
+                    AgentEvent::Tick => return,
                 };
                 send(pb::Event { kind: Some(kind) });
             });

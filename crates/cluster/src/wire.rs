@@ -58,7 +58,15 @@ pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
             .deserialize(&mut r.histogram.as_slice())
             .ok()?;
         let rec = s.op_mut(op);
-        rec.hist.add(&hist).ok()?;
+        // The agent's histograms share stormark's configuration: take it as it is (a copy
+        // or an add would walk all of its buckets once more).
+        if hist.low() != rec.hist.low()
+            || hist.high() != rec.hist.high()
+            || hist.sigfig() != rec.hist.sigfig()
+        {
+            return None;
+        }
+        rec.hist = hist;
         rec.ops = r.ops;
         rec.bytes = r.bytes;
         rec.errors = r.errors;

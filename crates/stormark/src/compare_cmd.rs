@@ -23,8 +23,8 @@ fn percent(option: &str, text: &str) -> Result<f64, String> {
 fn load(path: &Path) -> Result<Results, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
     if value["schema"] != SCHEMA {
         return Err(format!(
             "{}: not a stormark results document (expected \"schema\": \"{SCHEMA}\")",
@@ -39,7 +39,10 @@ fn label(figure: &str) -> String {
         "iops" => "IOPS".into(),
         "bw_bytes_per_s" => "bandwidth".into(),
         "mean_ns" => "mean latency".into(),
-        f => f.trim_end_matches("_ns").replace("p999", "p99.9").replace("p99.99", "p99.99"),
+        f => f
+            .trim_end_matches("_ns")
+            .replace("p999", "p99.9")
+            .replace("p99.99", "p99.99"),
     }
 }
 

@@ -348,6 +348,15 @@ fn connect_agents(
     opts: &TargetOptions,
     stop: &Arc<AtomicBool>,
 ) -> Result<Vec<Box<dyn Agent>>> {
+    // One thread per agent decodes that agent's snapshots (each histogram is about 270 KiB);
+    // with glibc's default of up to 8 arenas per core, each thread keeps its own freed blocks
+    // and the coordinator's memory grows with the agent count. A few shared arenas keep it
+    // flat (glibc mallopt(3), M_ARENA_MAX).
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only tunes the allocator; called before the agent threads exist.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 4);
+    }
     let rt = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
