@@ -187,7 +187,7 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
                     Verdict::Same
                 } else if delta_pct.abs() < noise_pct {
                     Verdict::Noise
-                } else if !(p_value < ALPHA) {
+                } else if p_value.is_nan() || p_value >= ALPHA {
                     Verdict::NotSignificant
                 } else if better {
                     Verdict::Better
