@@ -39,10 +39,9 @@ fn label(figure: &str) -> String {
         "iops" => "IOPS".into(),
         "bw_bytes_per_s" => "bandwidth".into(),
         "mean_ns" => "mean latency".into(),
-        f => f
-            .trim_end_matches("_ns")
-            .replace("p999", "p99.9")
-            .replace("p99.99", "p99.99"),
+        "p999_ns" => "p99.9".into(),
+        "p9999_ns" => "p99.99".into(),
+        f => f.trim_end_matches("_ns").to_string(),
     }
 }
 
@@ -64,7 +63,7 @@ fn table(rows: &[CompareRow]) -> String {
         t.add_row([
             r.phase.clone(),
             r.op.clone(),
-            label(&r.figure).replace("p9999", "p99.99"),
+            label(&r.figure),
             format_figure(&r.figure, r.a),
             format_figure(&r.figure, r.b),
             format!("{:+.1}%", r.delta_pct),
