@@ -849,3 +849,124 @@ fn probe_writes_the_inventory() {
     let out = stormark(&["probe", "/does/not/exist"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Issue 7: `stormark compare` on real documents, and as a regression gate.
+#[test]
+fn compare_documents_and_gate_on_regressions() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--size",
+            "4m",
+            "--time",
+            "4s",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let a = dir.path().join("a.json");
+    std::fs::write(&a, serde_json::to_string(&r).unwrap()).unwrap();
+    // The same document: nothing differs.
+    let out = stormark(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--fail-if-worse",
+        "5%",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 worse, 0 better"), "{text}");
+    // 20% fewer IOPS in every second: significantly worse, and the gate fails.
+    let mut worse = r.clone();
+    for p in worse["phases"].as_array_mut().unwrap() {
+        let scale = |s: &mut Value| {
+            for k in ["iops", "bw_bytes_per_s"] {
+                s[k] = serde_json::json!(s[k].as_f64().unwrap() * 0.8);
+            }
+        };
+        scale(&mut p["total"]);
+        for (_, s) in p["by_op"].as_object_mut().unwrap() {
+            scale(s);
+        }
+        for i in p["intervals"].as_array_mut().unwrap() {
+            scale(&mut i["total"]);
+            for (_, s) in i["by_op"].as_object_mut().unwrap() {
+                scale(s);
+            }
+        }
+    }
+    let b = dir.path().join("b.json");
+    std::fs::write(&b, serde_json::to_string(&worse).unwrap()).unwrap();
+    let json = dir.path().join("cmp.json");
+    let out = stormark(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--fail-if-worse",
+        "5%",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("WORSE") && text.contains("regression: run read IOPS -20.0%"),
+        "{text}"
+    );
+    let rows = read_json(&json);
+    let iops = rows[0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["figure"] == "iops")
+        .unwrap()
+        .clone();
+    assert_eq!(iops["verdict"], "worse");
+    // Without a gate the comparison alone exits 0.
+    let out = stormark(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    // Bad input: exit 2, one line.
+    let not_results = dir.path().join("x.json");
+    std::fs::write(&not_results, "{\"hello\": 1}").unwrap();
+    for (args, msg) in [
+        (
+            vec![a.to_str().unwrap(), "/does/not/exist.json"],
+            "cannot read it",
+        ),
+        (
+            vec![a.to_str().unwrap(), not_results.to_str().unwrap()],
+            "not a stormark results document",
+        ),
+        (
+            vec![a.to_str().unwrap(), a.to_str().unwrap(), "--noise", "lots"],
+            "--noise lots: expected a percentage",
+        ),
+        (
+            vec![
+                a.to_str().unwrap(),
+                a.to_str().unwrap(),
+                "--fail-if-worse",
+                "-5",
+            ],
+            "--fail-if-worse -5: expected a percentage",
+        ),
+    ] {
+        let mut all = vec!["compare"];
+        all.extend(args);
+        let out = stormark(&all);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {err}");
+        assert!(
+            err.contains(msg) && err.lines().count() == 1,
+            "{all:?}: {err}"
+        );
+    }
+}

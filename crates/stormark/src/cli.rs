@@ -339,10 +339,10 @@ pub struct CompareArgs {
     #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
     pub files: Vec<PathBuf>,
     /// Differences smaller than this are noise, significant or not.
-    #[arg(long, value_name = "PCT", default_value = "3%")]
+    #[arg(long, value_name = "PCT", default_value = "3%", allow_hyphen_values = true)]
     pub noise: String,
     /// Exit 1 when a figure is significantly worse than the baseline by more than this.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
     pub fail_if_worse: Option<String>,
     /// Also write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
