@@ -970,3 +970,65 @@ fn compare_documents_and_gate_on_regressions() {
         );
     }
 }
+
+/// Issue 7: --repeat folds N runs into one document with statistics per figure, and compare
+/// then judges over repetitions.
+#[test]
+fn repeat_gives_statistics_over_runs() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--rw",
+            "randread",
+            "--size",
+            "4m",
+            "--time",
+            "2s",
+            "--repeat",
+            "3",
+            "--quiet",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let reps: Vec<u64> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "run")
+        .map(|p| p["repetition"].as_u64().unwrap())
+        .collect();
+    assert_eq!(reps, [1, 2, 3]);
+    let iops = r["repetitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["figure"] == "iops")
+        .unwrap()
+        .clone();
+    assert_eq!(iops["stats"]["n"], 3);
+    let (lo, hi) = (
+        iops["stats"]["ci95"][0].as_f64().unwrap(),
+        iops["stats"]["ci95"][1].as_f64().unwrap(),
+    );
+    let mean = iops["stats"]["mean"].as_f64().unwrap();
+    assert!(lo <= mean && mean <= hi);
+    assert!(out.contains("over 3 repetitions:"), "{out}");
+    assert!(entries(&t).is_empty(), "every repetition cleans up");
+    let a = dir.path().join("a.json");
+    std::fs::write(&a, serde_json::to_string(&r).unwrap()).unwrap();
+    let out = stormark(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--json",
+        dir.path().join("c.json").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let rows = read_json(&dir.path().join("c.json"));
+    assert_eq!(rows[0]["rows"][0]["basis"], "repetitions");
+}

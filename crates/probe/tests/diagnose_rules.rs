@@ -56,6 +56,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             .collect(),
         histograms: BTreeMap::new(),
         host_starts_ns: BTreeMap::new(),
+        repetition: None,
     }
 }
 

@@ -79,6 +79,9 @@ impl Render for Terminal {
                 }
             }
         }
+        if !r.repetitions.is_empty() {
+            out.push_str(&repetitions_text(r));
+        }
         if !r.expectations.is_empty() {
             out.push_str("\nexpected vs measured:\n");
             for e in &r.expectations {
@@ -135,6 +138,46 @@ impl Render for Terminal {
     }
 }
 
+/// Each figure over the repetitions: mean, 95% confidence interval, CV, min and max.
+fn repetitions_text(r: &Results) -> String {
+    let n = r.repetitions.first().map_or(0, |x| x.stats.n);
+    let mut table = Table::new();
+    table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+    table.set_header(["", "figure", "mean", "95% CI", "CV", "min", "max"]);
+    for x in &r.repetitions {
+        if !matches!(
+            x.figure.as_str(),
+            "iops" | "bw_bytes_per_s" | "mean_ns" | "p50_ns" | "p99_ns"
+        ) {
+            continue;
+        }
+        let f = |v: f64| format_figure(&x.figure, v);
+        table.add_row(vec![
+            Cell::new(format!("{} {}", x.phase, x.op)),
+            Cell::new(
+                x.figure
+                    .trim_end_matches("_ns")
+                    .trim_end_matches("_bytes_per_s"),
+            ),
+            Cell::new(f(x.stats.mean)),
+            Cell::new(format!(
+                "{} – {}",
+                f(x.stats.ci95.0.max(0.0)),
+                f(x.stats.ci95.1)
+            )),
+            Cell::new(format!("{:.1}%", 100.0 * x.stats.cv)),
+            Cell::new(f(x.stats.min)),
+            Cell::new(f(x.stats.max)),
+        ]);
+    }
+    for (i, col) in table.column_iter_mut().enumerate() {
+        if i > 1 {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    format!("\nover {n} repetitions:\n{table}\n")
+}
+
 fn phase_text(p: &Phase) -> String {
     let mut out = String::new();
     let jobs: Vec<String> = p
@@ -152,9 +195,12 @@ fn phase_text(p: &Phase) -> String {
             )
         })
         .collect();
+    let rep = p
+        .repetition
+        .map_or_else(String::new, |k| format!(" (repetition {k})"));
     let _ = writeln!(
         out,
-        "\n{}  {:.1} s  {}",
+        "\n{}{rep}  {:.1} s  {}",
         p.name,
         p.duration_ns as f64 / 1e9,
         jobs.join(", ")

@@ -198,6 +198,7 @@ impl PhaseAccumulator {
             intervals: self.closed,
             histograms,
             host_starts_ns: BTreeMap::new(),
+            repetition: None,
         }
     }
 }

@@ -277,6 +277,7 @@ mod tests {
             intervals,
             histograms: BTreeMap::new(),
             host_starts_ns: BTreeMap::new(),
+            repetition: None,
         });
         r
     }

@@ -27,6 +27,7 @@ mod accumulate;
 mod compare;
 mod expect;
 mod recorder;
+mod repeat;
 mod results;
 mod samples;
 mod significance;
@@ -42,10 +43,11 @@ pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,
 };
+pub use repeat::{combine_repetitions, REPEAT_CV};
 pub use results::{
     decode_histogram, encode_histogram, Breakdown, ErrorSummary, ExpectationResult, Finding, Host,
-    HostFailure, Interval, IntervalOp, Phase, PhaseJob, Results, RunStatus, Severity, Target, Tool,
-    SCHEMA,
+    HostFailure, Interval, IntervalOp, Phase, PhaseJob, RepetitionStat, Results, RunStatus,
+    Severity, Target, Tool, SCHEMA,
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,

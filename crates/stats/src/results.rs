@@ -43,6 +43,9 @@ pub struct Results {
     /// Measured against what the user expected (`--expect`).
     #[serde(default)]
     pub expectations: Vec<ExpectationResult>,
+    /// With `--repeat`, each figure over the repetitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<RepetitionStat>,
     /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
     pub notes: Vec<String>,
 }
@@ -67,6 +70,7 @@ impl Results {
             hosts: Vec::new(),
             findings: Vec::new(),
             expectations: Vec::new(),
+            repetitions: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -182,6 +186,9 @@ pub struct Phase {
     /// (agents' clock offsets removed): how well the start was synchronized.
     #[serde(default)]
     pub host_starts_ns: BTreeMap<String, u64>,
+    /// With `--repeat`, which repetition (1, 2, ...) this phase belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
 }
 
 /// How one job of a phase ran.
@@ -257,6 +264,19 @@ pub struct Finding {
     pub evidence: serde_json::Value,
     /// What to do about it.
     pub advice: String,
+}
+
+/// One figure over `--repeat` repetitions: mean, spread and 95% confidence interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepetitionStat {
+    /// Phase name.
+    pub phase: String,
+    /// `total`, `read`, `write`.
+    pub op: String,
+    /// `iops`, `bw_bytes_per_s`, `mean_ns`, `p50_ns`, ...
+    pub figure: String,
+    /// Its statistics over the repetitions.
+    pub stats: crate::Describe,
 }
 
 /// One figure the user expected (`--expect iops=90k`), and what was measured.

@@ -240,6 +240,15 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Safety")]
     pub force: bool,
 
+    /// Run the whole workload N times; per figure the mean, spread and 95% confidence
+    /// interval over the repetitions.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Sizing and diagnosis"
+    )]
+    pub repeat: Option<String>,
     /// Size jobs, iodepth and file size from this host and the target's media (flags given
     /// too win); prints what it chose and why.
     #[arg(long, help_heading = "Sizing and diagnosis")]
@@ -339,7 +348,12 @@ pub struct CompareArgs {
     #[arg(value_name = "RESULTS.json", num_args = 2.., required = true)]
     pub files: Vec<PathBuf>,
     /// Differences smaller than this are noise, significant or not.
-    #[arg(long, value_name = "PCT", default_value = "3%", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value = "3%",
+        allow_hyphen_values = true
+    )]
     pub noise: String,
     /// Exit 1 when a figure is significantly worse than the baseline by more than this.
     #[arg(long, value_name = "PCT", allow_hyphen_values = true)]

@@ -16,7 +16,9 @@ use stormark_spec::units::format_size;
 use stormark_spec::{
     parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload, PROFILES,
 };
-use stormark_stats::{check_expectations, Finding, Results, RunStatus, Severity};
+use stormark_stats::{
+    check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
+};
 
 use crate::cli::RunArgs;
 
@@ -464,21 +466,18 @@ fn run(args: RunArgs) -> Result<i32> {
         allow_device_write: args.allow_device_write,
         force: args.force,
     };
-    let mut results = Results::new(std::env::args().collect());
-    let agents: Vec<Box<dyn Agent>> = match plan {
-        None => vec![Box::new(LocalAgent::new(opts).with_stop(stop.clone()))],
-        Some(plan) => match connect_agents(&plan, &opts, &stop) {
-            Ok(a) => a,
-            Err(e) => {
-                // Refused before any load; the results file still says why.
-                results.status = RunStatus::Failed;
-                results.failure = Some(e.to_string());
-                if let Some(path) = &args.json {
-                    let _ = std::fs::write(path, Json.render(&results));
-                }
-                return Err(e);
-            }
-        },
+    let repeat: u32 = match args.repeat.as_deref() {
+        None => 1,
+        Some(t) => t
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=1000).contains(n))
+            .ok_or_else(|| {
+                user(format!(
+                    "--repeat {t}: expected a whole number from 1 to 1000"
+                ))
+            })?,
     };
     let policy = match args.on_agent_failure.as_deref() {
         None | Some("abort") => OnAgentFailure::Abort,
@@ -489,31 +488,62 @@ fn run(args: RunArgs) -> Result<i32> {
             )))
         }
     };
-    let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
-    results
-        .notes
-        .extend(auto.iter().map(|r| format!("auto: {r}")));
-
     let show_live = !args.quiet && std::io::stderr().is_terminal();
-    let mut line = LiveLine::new();
-    let mut stderr = std::io::stderr();
-    let outcome = coordinator.run(&workload, &mut results, &mut |event| {
-        if let Live::HostFailed { host, message } = &event {
-            // Said even with --quiet: the run goes on without this host, or stops.
-            let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
-            return;
-        }
-        if !show_live {
-            return;
-        }
-        let text = match event {
-            Live::Second { phase, interval } => line.second(phase, interval),
-            Live::PhaseDone { .. } => line.clear(),
-            Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
+    let mut reps = Vec::new();
+    let mut outcome = Outcome::Completed;
+    for rep in 1..=repeat {
+        let mut results = Results::new(std::env::args().collect());
+        let agents: Vec<Box<dyn Agent>> = match &plan {
+            None => vec![Box::new(
+                LocalAgent::new(opts.clone()).with_stop(stop.clone()),
+            )],
+            Some(plan) => match connect_agents(plan, &opts, &stop) {
+                Ok(a) => a,
+                Err(e) => {
+                    // Refused before any load; the results file still says why.
+                    results.status = RunStatus::Failed;
+                    results.failure = Some(e.to_string());
+                    reps.push(results);
+                    let results = combine_repetitions(reps);
+                    if let Some(path) = &args.json {
+                        let _ = std::fs::write(path, Json.render(&results));
+                    }
+                    return Err(e);
+                }
+            },
         };
-        let _ = stderr.write_all(text.as_bytes());
-        let _ = stderr.flush();
-    });
+        if repeat > 1 && !args.quiet {
+            eprintln!("repetition {rep} of {repeat}");
+        }
+        let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
+        results
+            .notes
+            .extend(auto.iter().map(|r| format!("auto: {r}")));
+        let mut line = LiveLine::new();
+        let mut stderr = std::io::stderr();
+        outcome = coordinator.run(&workload, &mut results, &mut |event| {
+            if let Live::HostFailed { host, message } = &event {
+                // Said even with --quiet: the run goes on without this host, or stops.
+                let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
+                return;
+            }
+            if !show_live {
+                return;
+            }
+            let text = match event {
+                Live::Second { phase, interval } => line.second(phase, interval),
+                Live::PhaseDone { .. } => line.clear(),
+                Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
+            };
+            let _ = stderr.write_all(text.as_bytes());
+            let _ = stderr.flush();
+        });
+        reps.push(results);
+        if outcome != Outcome::Completed {
+            break;
+        }
+    }
+    let mut results = combine_repetitions(reps);
 
     if !expect.is_empty() {
         compare_expected(&mut results, &expect);
@@ -537,7 +567,7 @@ fn run(args: RunArgs) -> Result<i32> {
         return Ok(1);
     }
     Ok(match outcome {
-        Outcome::Completed if results.total_errors() == 0 => 0,
+        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => 0,
         _ => 1,
     })
 }

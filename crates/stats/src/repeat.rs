@@ -1,0 +1,231 @@
+//! `--repeat N`: N independent runs of one workload folded into one document, with each
+//! figure's mean, spread and confidence interval over the repetitions.
+
+use crate::compare::{figure, FIGURES};
+use crate::{describe, Finding, RepetitionStat, Results, RunStatus, Severity};
+
+/// Repetitions whose coefficient of variation exceeds this (3%, the usual noise floor of runs
+/// on one machine) make their figure untrustworthy to compare.
+pub const REPEAT_CV: f64 = 0.03;
+
+/// Folds repetitions into one document: every repetition's phases in turn (numbered in
+/// `repetition`, placed one after another on the document's clock), per figure the statistics
+/// over repetitions, and findings said once with how many repetitions showed them.
+pub fn combine_repetitions(reps: Vec<Results>) -> Results {
+    let n = reps.len();
+    let mut out = reps
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Results::new(vec![]));
+    if n <= 1 {
+        return out;
+    }
+    out.phases.clear();
+    out.findings.clear();
+    out.notes.clear();
+    out.expectations.clear();
+    for h in &mut out.hosts {
+        h.samples.clear();
+    }
+    let mut offset = 0u64;
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for (k, r) in reps.iter().enumerate() {
+        for p in &r.phases {
+            let mut p = p.clone();
+            p.repetition = Some(k as u32 + 1);
+            p.start_offset_ns += offset;
+            out.phases.push(p);
+        }
+        for (h, rh) in out.hosts.iter_mut().zip(&r.hosts) {
+            h.samples.extend(rh.samples.iter().cloned().map(|mut s| {
+                s.t_ns += offset;
+                s
+            }));
+        }
+        for f in &r.findings {
+            let key = format!(
+                "{}\u{0}{}",
+                f.code,
+                f.evidence
+                    .get("phase")
+                    .map_or(String::new(), |p| p.to_string())
+            );
+            match seen.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, count)) => *count += 1,
+                None => {
+                    seen.push((key, 1));
+                    out.findings.push(f.clone());
+                }
+            }
+        }
+        for note in &r.notes {
+            if !out.notes.contains(note) {
+                out.notes.push(note.clone());
+            }
+        }
+        out.expectations.extend(r.expectations.iter().cloned());
+        if r.status != RunStatus::Ok && out.status == RunStatus::Ok {
+            out.status = r.status;
+            out.failure = r.failure.clone();
+        }
+        offset += r.duration_ns;
+    }
+    out.duration_ns = offset;
+    for (f, (_, count)) in out.findings.iter_mut().zip(&seen) {
+        f.message = format!("{} (in {count} of {n} repetitions)", f.message);
+    }
+    // Statistics per phase, operation and figure.
+    let mut names: Vec<String> = Vec::new();
+    for p in out.phases.iter().filter(|p| p.name != "prepare") {
+        if !names.contains(&p.name) {
+            names.push(p.name.clone());
+        }
+    }
+    for name in &names {
+        let phases: Vec<_> = out.phases.iter().filter(|p| &p.name == name).collect();
+        // With one operation, its rows say everything the total would.
+        let mut ops: Vec<String> = phases[0].by_op.keys().cloned().collect();
+        if ops.len() != 1 {
+            ops.insert(0, "total".to_string());
+        }
+        for op in &ops {
+            for fig in FIGURES {
+                let values: Vec<f64> = phases
+                    .iter()
+                    .filter_map(|p| {
+                        let s = if op == "total" {
+                            Some(&p.total)
+                        } else {
+                            p.by_op.get(op)
+                        };
+                        s.and_then(|s| figure(s, fig))
+                    })
+                    .collect();
+                if values.len() < 2 {
+                    continue;
+                }
+                out.repetitions.push(RepetitionStat {
+                    phase: name.clone(),
+                    op: op.clone(),
+                    figure: fig.to_string(),
+                    stats: describe(&values),
+                });
+            }
+        }
+    }
+    let noisy: Vec<&RepetitionStat> = out
+        .repetitions
+        .iter()
+        .filter(|r| {
+            // The phase's first operation row: the total, or its only operation.
+            let first = out.repetitions.iter().find(|x| x.phase == r.phase);
+            first.is_some_and(|f| f.op == r.op)
+                && matches!(r.figure.as_str(), "iops" | "bw_bytes_per_s" | "p99_ns")
+        })
+        .filter(|r| r.stats.cv > REPEAT_CV)
+        .collect();
+    let found: Vec<Finding> = noisy
+        .iter()
+        .map(|r| Finding {
+            severity: Severity::Warning,
+            code: "repetitions-vary".into(),
+            message: format!(
+                "phase {}: {} varied {:.1}% (coefficient of variation) over {n} repetitions",
+                r.phase,
+                r.figure,
+                100.0 * r.stats.cv
+            ),
+            evidence: serde_json::json!({"phase": r.phase, "figure": r.figure, "cv": r.stats.cv,
+                "mean": r.stats.mean, "min": r.stats.min, "max": r.stats.max, "threshold_cv": REPEAT_CV}),
+            advice: "Differences under this spread are noise: run longer per repetition, add repetitions, or quiet the host and storage before comparing.".into(),
+        })
+        .collect();
+    out.findings.extend(found);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Phase, Summary};
+    use std::collections::BTreeMap;
+
+    fn rep(iops: f64) -> Results {
+        let mut r = Results::new(vec![]);
+        let s = Summary {
+            ops: iops as u64,
+            bytes: 0,
+            iops,
+            bw_bytes_per_s: iops * 4096.0,
+            errors: 0,
+            latency_ns: None,
+        };
+        r.duration_ns = 10_000_000_000;
+        r.phases.push(Phase {
+            name: "run".into(),
+            jobs: vec![],
+            start_offset_ns: 1_000,
+            duration_ns: 9_000_000_000,
+            total: s.clone(),
+            by_op: BTreeMap::from([("read".to_string(), s)]),
+            by_host: BTreeMap::new(),
+            by_job: BTreeMap::new(),
+            errors: vec![],
+            intervals: vec![],
+            histograms: BTreeMap::new(),
+            host_starts_ns: BTreeMap::new(),
+            repetition: None,
+        });
+        r.findings.push(Finding {
+            severity: Severity::Warning,
+            code: "run-too-short".into(),
+            message: "short".into(),
+            evidence: serde_json::json!({}),
+            advice: String::new(),
+        });
+        r
+    }
+
+    #[test]
+    fn statistics_over_repetitions() {
+        let out = combine_repetitions(vec![rep(100.0), rep(110.0), rep(90.0)]);
+        assert_eq!(out.phases.len(), 3);
+        assert_eq!(out.phases[2].repetition, Some(3));
+        assert_eq!(out.phases[2].start_offset_ns, 20_000_001_000);
+        assert_eq!(out.duration_ns, 30_000_000_000);
+        let iops = out
+            .repetitions
+            .iter()
+            .find(|r| r.op == "read" && r.figure == "iops")
+            .unwrap();
+        assert_eq!(
+            (
+                iops.stats.n,
+                iops.stats.mean,
+                iops.stats.min,
+                iops.stats.max
+            ),
+            (3, 100.0, 90.0, 110.0)
+        );
+        assert!((iops.stats.sd - 10.0).abs() < 1e-9);
+        // 95% CI: t(0.975, 2) = 4.303 -> ±24.84.
+        assert!(
+            (iops.stats.ci95.1 - 124.84).abs() < 0.01,
+            "{:?}",
+            iops.stats.ci95
+        );
+        // CV 10% > 3%: said; the repeated finding is said once, with its count.
+        let codes: Vec<&str> = out.findings.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(
+            codes,
+            ["run-too-short", "repetitions-vary", "repetitions-vary"]
+        );
+        assert!(out.findings[0].message.ends_with("(in 3 of 3 repetitions)"));
+        // Steady repetitions: no variation finding.
+        let out = combine_repetitions(vec![rep(100.0), rep(101.0), rep(100.5)]);
+        assert!(!out.findings.iter().any(|f| f.code == "repetitions-vary"));
+        // One repetition is the document itself.
+        let one = rep(5.0);
+        assert_eq!(combine_repetitions(vec![one.clone()]), one);
+    }
+}
