@@ -4,7 +4,7 @@
 # 127.0.0.1, each with its own directory, runs one coordinator over all of them for RUNTIME
 # seconds (1 MiB file per agent, 4 KiB direct random reads, psync: every agent sends a
 # snapshot with its histograms every second), and prints the coordinator's CPU time over its
-# wall time and its peak RSS (GNU time).
+# wall time and its peak RSS (GNU time), and its CPU share in the steady state of the run.
 # Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), STORMARK=<binary>, BENCH_DIR
 # Writes only a directory it creates under BENCH_DIR (default ./bench-data) and removes it.
 set -euo pipefail
@@ -52,7 +52,19 @@ done
 echo "cores: $(nproc)  agents: $AGENTS  runtime: ${RUNTIME}s"
 ${PROFILE:-} /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" run --agents "$agents" "${targets[@]}" \
   --token-file "$WORK/token" --engine psync --direct --rw randread --bs 4k --size 1m \
-  --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null
+  --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null &
+timer=$!
+# Steady state: the coordinator's CPU time (utime + stime, /proc/PID/stat) from 6 s after its
+# start, when every agent runs, to 2 s before the run's end.
+sleep 1
+coord=$(pgrep -P "$timer" -f "stormark run" | head -1 || true)
+ticks() { awk '{print $14 + $15}' "/proc/$coord/stat" 2>/dev/null || echo 0; }
+sleep 5
+t0=$(ticks); s0=$(date +%s.%N)
+sleep $((RUNTIME - 7))
+t1=$(ticks); s1=$(date +%s.%N)
+wait "$timer"
+echo "$t0 $t1 $s0 $s1 $(getconf CLK_TCK)" >"$WORK/steady"
 python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]
@@ -65,4 +77,8 @@ print(f"status {r['status']}  hosts {len(run['by_host'])}  intervals {len(run['i
       f"IOPS {run['total']['iops']:.0f}  start spread {(max(starts) - min(starts)) / 1e6:.2f} ms")
 print(f"coordinator: wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
       f"peak RSS {int(rss_kib) / 1024:.1f} MiB")
+t0, t1, s0, s1, hz = (float(x) for x in open(work + "/steady").read().split())
+if t1 > 0:
+    print(f"coordinator steady state: {(t1 - t0) / hz:.2f} s of CPU in {s1 - s0:.1f} s = "
+          f"{100 * (t1 - t0) / hz / (s1 - s0):.2f}% of one core")
 PY

@@ -46,8 +46,8 @@ pub enum AgentEvent<'a> {
         /// What it did.
         snap: &'a Snapshot,
     },
-    /// One worker's second, handed over (a remote agent's decoded snapshot): the coordinator
-    /// keeps it without a copy.
+    /// One worker's second, handed over as the records of the operations that did something
+    /// (a remote agent's, decoded): the coordinator merges them without copies.
     IntervalOwned {
         /// Job index within the stage.
         job: u16,
@@ -55,8 +55,10 @@ pub enum AgentEvent<'a> {
         worker: u32,
         /// Interval number after the ramp.
         interval: u32,
-        /// What it did.
-        snap: Box<Snapshot>,
+        /// Per operation that did something, its record.
+        ops: Vec<(stormark_stats::Op, stormark_stats::OpRecord)>,
+        /// Failures by kind.
+        errors: stormark_stats::ErrorTally,
     },
     /// A worker stopped.
     Done {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{
-    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, Results, RunStatus, Snapshot,
-    WorkerKey,
+    ErrorTally, Host, HostFailure, Interval, Op, OpRecord, Phase, PhaseAccumulator, PhaseJob,
+    Results, RunStatus, Snapshot, WorkerKey,
 };
 
 use crate::agent::{Agent, AgentError, AgentEvent};
@@ -86,6 +86,7 @@ pub struct Coordinator {
 enum Msg {
     Started(usize, SystemTime),
     Interval(usize, u16, u32, u32, Box<Snapshot>),
+    Parts(usize, u16, u32, u32, Vec<(Op, OpRecord)>, Box<ErrorTally>),
     Done(usize, u16, u32, u64),
     Finished(usize, Result<Vec<PhaseJob>, AgentError>),
 }
@@ -325,8 +326,9 @@ impl Coordinator {
                                     job,
                                     worker,
                                     interval,
-                                    snap,
-                                } => Msg::Interval(h, job, worker, interval, snap),
+                                    ops,
+                                    errors,
+                                } => Msg::Parts(h, job, worker, interval, ops, Box::new(errors)),
                                 AgentEvent::Done {
                                     job,
                                     worker,
@@ -359,6 +361,22 @@ impl Coordinator {
                             worker,
                         };
                         acc.add(key, interval, &snap);
+                        last_interval[h] =
+                            Some(last_interval[h].map_or(interval, |l| l.max(interval)));
+                        for closed in acc.close_ready() {
+                            live(Live::Second {
+                                phase: name,
+                                interval: closed,
+                            });
+                        }
+                    }
+                    Msg::Parts(h, job, worker, interval, ops, errors) => {
+                        let key = WorkerKey {
+                            host: h as u16,
+                            job,
+                            worker,
+                        };
+                        acc.add_parts(key, interval, &ops, &errors);
                         last_interval[h] =
                             Some(last_interval[h].map_or(interval, |l| l.max(interval)));
                         for closed in acc.close_ready() {

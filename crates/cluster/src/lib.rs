@@ -34,4 +34,4 @@ pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{LocalAgent, TargetOptions, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
-pub use wire::{decode_snapshot, encode_snapshot, pb};
+pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

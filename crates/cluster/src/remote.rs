@@ -15,7 +15,7 @@ use tonic::{Code, Request, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
 use crate::local::TargetOptions;
-use crate::wire::decode_snapshot;
+use crate::wire::decode_parts;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
 
@@ -269,20 +269,16 @@ impl RemoteAgent {
                         at: from_unix_ns(ns - offset),
                     }),
                     Some(event::Kind::Interval(i)) => {
-                        let snap =
-                            i.snapshot
-                                .as_ref()
-                                .and_then(decode_snapshot)
-                                .ok_or_else(|| {
-                                    AgentError::Failed(format!(
-                                        "agent {address}: a malformed snapshot"
-                                    ))
-                                })?;
-                        on_event(AgentEvent::Interval {
+                        let (ops, errors) =
+                            i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
+                                AgentError::Failed(format!("agent {address}: a malformed snapshot"))
+                            })?;
+                        on_event(AgentEvent::IntervalOwned {
                             job: i.job as u16,
                             worker: i.worker,
                             interval: i.interval,
-                            snap: &snap,
+                            ops,
+                            errors,
                         });
                     }
                     Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {

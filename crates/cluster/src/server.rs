@@ -279,13 +279,21 @@ impl AgentService {
                         job,
                         worker,
                         interval,
-                        snap,
-                    } => event::Kind::Interval(pb::Interval {
-                        job: job.into(),
-                        worker,
-                        interval,
-                        snapshot: Some(encode_snapshot(&snap)),
-                    }),
+                        ops,
+                        errors,
+                    } => {
+                        let mut snap = stormark_stats::Snapshot::new();
+                        for (op, r) in ops {
+                            *snap.op_mut(op) = r;
+                        }
+                        snap.errors = errors;
+                        event::Kind::Interval(pb::Interval {
+                            job: job.into(),
+                            worker,
+                            interval,
+                            snapshot: Some(encode_snapshot(&snap)),
+                        })
+                    }
                     AgentEvent::Done {
                         job,
                         worker,

@@ -2,7 +2,8 @@
 //! stormark's own types.
 
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
-use stormark_stats::{ErrorKind, ErrorTallyEntry, Op, Snapshot};
+use hdrhistogram::Histogram;
+use stormark_stats::{ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Snapshot, HIGHEST_NS};
 
 /// Code generated from proto/agent.proto.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -49,35 +50,38 @@ pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
     pb::Snapshot { ops, errors }
 }
 
-/// Decodes a snapshot from an agent; `None` when it is malformed.
-pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
-    let mut s = Snapshot::new();
+/// Decodes a snapshot from an agent into the records of the operations it carries and its
+/// errors: one histogram allocated per operation that did something, nothing else. `None`
+/// when it is malformed.
+pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally)> {
+    let mut ops = Vec::with_capacity(p.ops.len());
     for r in &p.ops {
         let op = *Op::ALL.get(r.op as usize)?;
-        let hist = Deserializer::new()
+        let hist: Histogram<u64> = Deserializer::new()
             .deserialize(&mut r.histogram.as_slice())
             .ok()?;
-        let rec = s.op_mut(op);
-        // The agent's histograms share stormark's configuration: take it as it is (a copy
-        // or an add would walk all of its buckets once more).
-        if hist.low() != rec.hist.low()
-            || hist.high() != rec.hist.high()
-            || hist.sigfig() != rec.hist.sigfig()
-        {
+        // Only stormark's configuration merges exactly with the other hosts' histograms.
+        if hist.low() != 1 || hist.high() != HIGHEST_NS || hist.sigfig() != 3 {
             return None;
         }
-        rec.hist = hist;
-        rec.ops = r.ops;
-        rec.bytes = r.bytes;
-        rec.errors = r.errors;
+        ops.push((
+            op,
+            OpRecord {
+                hist,
+                ops: r.ops,
+                bytes: r.bytes,
+                errors: r.errors,
+            },
+        ));
     }
+    let mut errors = ErrorTally::default();
     for e in &p.errors {
         let op = *Op::ALL.get(e.op as usize)?;
         let kind = match e.kind {
             -1 => ErrorKind::Short,
             n => ErrorKind::from_errno(n),
         };
-        s.errors.add_entry(&ErrorTallyEntry {
+        errors.add_entry(&ErrorTallyEntry {
             op,
             kind,
             count: e.count,
@@ -85,6 +89,17 @@ pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
             first_file: e.first_file,
         });
     }
+    Some((ops, errors))
+}
+
+/// Decodes a snapshot from an agent; `None` when it is malformed.
+pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
+    let (ops, errors) = decode_parts(p)?;
+    let mut s = Snapshot::new();
+    for (op, r) in ops {
+        *s.op_mut(op) = r;
+    }
+    s.errors = errors;
     Some(s)
 }
 

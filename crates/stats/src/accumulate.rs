@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::results::{encode_histogram, Breakdown, ErrorSummary, Interval, Phase, PhaseJob};
-use crate::{Op, Snapshot, Summary};
+use crate::{ErrorTally, Op, OpRecord, Snapshot, Summary};
 
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +61,29 @@ impl PhaseAccumulator {
     pub fn add(&mut self, key: WorkerKey, interval: u32, snap: &Snapshot) {
         *self.per_source.entry((key.host, key.job)).or_default() += snap;
         *self.open.entry(interval).or_default() += snap;
+        let state = self.workers.entry(key).or_default();
+        state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
+    }
+
+    /// [`PhaseAccumulator::add`] for a second that arrives as separate operation records (a
+    /// remote agent's, decoded): only the operations that did something are carried.
+    pub fn add_parts(
+        &mut self,
+        key: WorkerKey,
+        interval: u32,
+        ops: &[(Op, OpRecord)],
+        errors: &ErrorTally,
+    ) {
+        let source = self.per_source.entry((key.host, key.job)).or_default();
+        for (op, r) in ops {
+            *source.op_mut(*op) += r;
+        }
+        source.errors += errors;
+        let open = self.open.entry(interval).or_default();
+        for (op, r) in ops {
+            *open.op_mut(*op) += r;
+        }
+        open.errors += errors;
         let state = self.workers.entry(key).or_default();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
