@@ -58,7 +58,7 @@ pub enum AgentEvent<'a> {
         /// Per operation that did something, its record.
         ops: Vec<(stormark_stats::Op, stormark_stats::OpRecord)>,
         /// Failures by kind.
-        errors: stormark_stats::ErrorTally,
+        errors: Box<stormark_stats::ErrorTally>,
     },
     /// A worker stopped.
     Done {

@@ -328,7 +328,7 @@ impl Coordinator {
                                     interval,
                                     ops,
                                     errors,
-                                } => Msg::Parts(h, job, worker, interval, ops, Box::new(errors)),
+                                } => Msg::Parts(h, job, worker, interval, ops, errors),
                                 AgentEvent::Done {
                                     job,
                                     worker,

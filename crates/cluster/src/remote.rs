@@ -278,7 +278,7 @@ impl RemoteAgent {
                             worker: i.worker,
                             interval: i.interval,
                             ops,
-                            errors,
+                            errors: Box::new(errors),
                         });
                     }
                     Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {

@@ -286,7 +286,7 @@ impl AgentService {
                         for (op, r) in ops {
                             *snap.op_mut(op) = r;
                         }
-                        snap.errors = errors;
+                        snap.errors = *errors;
                         event::Kind::Interval(pb::Interval {
                             job: job.into(),
                             worker,
