@@ -58,13 +58,17 @@ timer=$!
 # start, when every agent runs, to 2 s before the run's end.
 sleep 1
 coord=$(pgrep -P "$timer" -f "stormark run" | head -1 || true)
-ticks() { awk '{print $14 + $15}' "/proc/$coord/stat" 2>/dev/null || echo 0; }
+ticks() {
+  local v
+  v=$(awk '{print $14 + $15}' "/proc/$coord/stat" 2>/dev/null | head -1)
+  echo "${v:-0}"
+}
 sleep 5
 t0=$(ticks); s0=$(date +%s.%N)
 sleep $((RUNTIME - 7))
 t1=$(ticks); s1=$(date +%s.%N)
 wait "$timer"
-echo "$t0 $t1 $s0 $s1 $(getconf CLK_TCK)" >"$WORK/steady"
+printf '%s %s %s %s %s\n' "$t0" "$t1" "$s0" "$s1" "$(getconf CLK_TCK)" >"$WORK/steady"
 python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]
@@ -77,8 +81,11 @@ print(f"status {r['status']}  hosts {len(run['by_host'])}  intervals {len(run['i
       f"IOPS {run['total']['iops']:.0f}  start spread {(max(starts) - min(starts)) / 1e6:.2f} ms")
 print(f"coordinator: wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
       f"peak RSS {int(rss_kib) / 1024:.1f} MiB")
-t0, t1, s0, s1, hz = (float(x) for x in open(work + "/steady").read().split())
-if t1 > 0:
+steady = open(work + "/steady").read().split()
+t0, t1, s0, s1, hz = (float(x) for x in steady[:5]) if len(steady) == 5 else (0, 0, 0, 1, 1)
+if len(steady) != 5:
+    print(f"steady state not measured: {steady}")
+elif t1 > 0:
     print(f"coordinator steady state: {(t1 - t0) / hz:.2f} s of CPU in {s1 - s0:.1f} s = "
           f"{100 * (t1 - t0) / hz / (s1 - s0):.2f}% of one core")
 PY

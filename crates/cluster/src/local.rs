@@ -119,6 +119,7 @@ pub struct LocalAgent {
     notes: Vec<String>,
     sampler: Option<Sampler>,
     seed_salt: u64,
+    hosts: u32,
 }
 
 impl LocalAgent {
@@ -132,6 +133,7 @@ impl LocalAgent {
             stop: Arc::new(AtomicBool::new(false)),
             sampler: None,
             seed_salt: 0,
+            hosts: 1,
             place: None,
             files: Vec::new(),
             stages: Vec::new(),
@@ -146,6 +148,13 @@ impl LocalAgent {
     /// Shares the stop flag that Ctrl-C sets.
     pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> LocalAgent {
         self.stop = stop;
+        self
+    }
+
+    /// The number of hosts running the workload together: an open-loop rate (`rate_iops`, a
+    /// total) is shared among them.
+    pub fn with_hosts(mut self, hosts: u32) -> LocalAgent {
+        self.hosts = hosts.max(1);
         self
     }
 
@@ -527,6 +536,7 @@ impl LocalAgent {
                 } else {
                     r.job.iodepth
                 },
+                rate_iops: r.job.rate_iops.map(f64::from),
                 working_set_bytes: match &self.place {
                     Some(Place::Existing { .. }) => r.len,
                     _ => r.worker_files.iter().map(|f| f.len() as u64).sum::<u64>() * r.len,
@@ -679,6 +689,7 @@ impl Agent for LocalAgent {
             direct,
             workers: workers as u32,
             iodepth: 4,
+            rate_iops: None,
             working_set_bytes: todo.iter().map(|&i| self.files[i].size).sum(),
         }])
     }
@@ -749,6 +760,11 @@ impl Agent for LocalAgent {
                     ramp,
                     seed: seed(index, k, w) ^ self.seed_salt,
                     write_once: false,
+                    // The job's total rate, shared by its workers on every host.
+                    rate_iops: run.job.rate_iops.map_or(0.0, |r| {
+                        f64::from(r) / f64::from(run.job.jobs.max(1)) / f64::from(self.hosts)
+                    }),
+                    stall: None,
                 });
                 map.push((k as u16, w as u32));
             }

@@ -48,6 +48,7 @@ pub struct RemoteAgent {
     offset_ns: i64,
     target: TargetOptions,
     index: u32,
+    hosts: u32,
     stop: Arc<AtomicBool>,
     workers: Vec<Vec<u32>>,
     notes: Vec<String>,
@@ -198,12 +199,19 @@ impl RemoteAgent {
             offset_ns,
             target,
             index,
+            hosts: 1,
             stop,
             workers: Vec::new(),
             notes: Vec::new(),
             finished: None,
             heartbeat: Some(heartbeat),
         })
+    }
+
+    /// The number of hosts in the run (shares an open-loop rate among them).
+    pub fn with_hosts(mut self, hosts: u32) -> RemoteAgent {
+        self.hosts = hosts.max(1);
+        self
     }
 
     /// The agent's clock minus ours, ns (as measured at connection).
@@ -383,6 +391,7 @@ impl Agent for RemoteAgent {
             prepare: workload.prepare,
             jobs,
             index: self.index,
+            hosts: self.hosts,
         };
         let mut client = self.client.clone();
         let reply = self

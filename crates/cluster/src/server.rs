@@ -460,8 +460,12 @@ impl AgentRpc for AgentService {
             force: req.force,
         };
         let index = u64::from(req.index);
+        let hosts = req.hosts.max(1);
         let (validated, agent) = tokio::task::spawn_blocking(move || {
-            let mut agent = LocalAgent::new(opts).with_stop(stop).with_seed_salt(index);
+            let mut agent = LocalAgent::new(opts)
+                .with_stop(stop)
+                .with_seed_salt(index)
+                .with_hosts(hosts);
             let v = agent.validate(&workload);
             (v, agent)
         })

@@ -17,16 +17,22 @@ pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
         .ops()
         .filter(|(_, r)| r.ops > 0 || r.errors > 0)
         .map(|(op, r)| {
-            let mut hist = Vec::new();
-            V2Serializer::new()
-                .serialize(&r.hist, &mut hist)
-                .expect("serializing into a Vec cannot fail");
+            let encode = |h: &Histogram<u64>| {
+                let mut buf = Vec::new();
+                V2Serializer::new()
+                    .serialize(h, &mut buf)
+                    .expect("serializing into a Vec cannot fail");
+                buf
+            };
+            let hist = encode(&r.hist);
+            let service_histogram = r.service.as_ref().map(encode).unwrap_or_default();
             pb::OpRecord {
                 op: op.index() as u32,
                 ops: r.ops,
                 bytes: r.bytes,
                 errors: r.errors,
                 histogram: hist,
+                service_histogram,
             }
         })
         .collect();
@@ -57,17 +63,22 @@ pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally
     let mut ops = Vec::with_capacity(p.ops.len());
     for r in &p.ops {
         let op = *Op::ALL.get(r.op as usize)?;
-        let hist: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut r.histogram.as_slice())
-            .ok()?;
-        // Only stormark's configuration merges exactly with the other hosts' histograms.
-        if hist.low() != 1 || hist.high() != HIGHEST_NS || hist.sigfig() != 3 {
-            return None;
-        }
+        let decode = |bytes: &[u8]| -> Option<Histogram<u64>> {
+            let h: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).ok()?;
+            // Only stormark's configuration merges exactly with the other hosts' histograms.
+            (h.low() == 1 && h.high() == HIGHEST_NS && h.sigfig() == 3).then_some(h)
+        };
+        let hist = decode(&r.histogram)?;
+        let service = if r.service_histogram.is_empty() {
+            None
+        } else {
+            Some(decode(&r.service_histogram)?)
+        };
         ops.push((
             op,
             OpRecord {
                 hist,
+                service,
                 ops: r.ops,
                 bytes: r.bytes,
                 errors: r.errors,
@@ -115,6 +126,7 @@ mod tests {
             r.record(Op::Read, 4096, i * 1_000);
         }
         r.record(Op::Write, 65536, 5_000_000);
+        r.record_scheduled(Op::Write, 65536, 9_000_000, 4_000_000);
         r.record_error(Op::Write, ErrorKind::Io, 8192, 1);
         r.record_error(Op::Read, ErrorKind::Short, 4096, 0);
         r.record_error(Op::Read, ErrorKind::Other(95), 0, 0);
@@ -122,6 +134,7 @@ mod tests {
         let back = decode_snapshot(&encode_snapshot(&s)).unwrap();
         for op in Op::ALL {
             assert_eq!(back.op(op).hist, s.op(op).hist);
+            assert_eq!(back.op(op).service, s.op(op).service);
             assert_eq!(
                 (back.op(op).ops, back.op(op).bytes, back.op(op).errors),
                 (s.op(op).ops, s.op(op).bytes, s.op(op).errors)

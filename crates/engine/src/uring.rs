@@ -65,6 +65,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         len: 0,
     };
     let mut slots: Vec<(IoReq, Instant)> = vec![(placeholder, Instant::now()); depth];
+    // Open loop: when each slot's I/O was due.
+    let mut due: Vec<Instant> =
+        vec![Instant::now(); if ctx.schedule.is_some() { depth } else { 0 }];
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut pending: Vec<u32> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
@@ -77,6 +80,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         if !draining {
             sq.sync();
             while let Some(&slot) = free.last() {
+                // Open loop: only I/Os already due are issued.
+                if let Some(s) = &ctx.schedule {
+                    if s.peek() > Instant::now() {
+                        break;
+                    }
+                }
                 let Some(req) = ctx.next_req() else {
                     draining = true;
                     break;
@@ -97,6 +106,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
                 // completion is reaped below; the ring has one entry per slot.
                 unsafe { sq.push(&entry) }.expect("the ring has an entry for every free slot");
                 slots[slot as usize].0 = req;
+                if let Some(s) = &mut ctx.schedule {
+                    due[slot as usize] = s.take();
+                }
                 pending.push(slot);
                 inflight += 1;
                 if pending.len() >= batch {
@@ -104,14 +116,35 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
                 }
             }
         }
+        let next_due = ctx
+            .schedule
+            .as_ref()
+            .map(|s| s.peek())
+            .filter(|_| !draining);
         if inflight == 0 {
-            return Ok(());
+            match next_due {
+                // Open loop, nothing in flight: sleep until the next I/O is due.
+                Some(t) if !ctx.pace.expired(Instant::now()) => {
+                    crate::worker::wait_until(t, ctx.stop);
+                    if ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        draining = true;
+                    }
+                    continue;
+                }
+                _ => return Ok(()),
+            }
         }
-        // Wait only when nothing is ready (submitting what is left, if anything).
+        // Wait only when nothing is ready (submitting what is left, if anything); in an open
+        // loop, no longer than until the next I/O is due.
         cq.sync();
         if cq.is_empty() || !pending.is_empty() {
             let wait = usize::from(cq.is_empty());
-            submit(&submitter, &mut sq, &mut pending, &mut slots, wait)?;
+            match next_due {
+                Some(t) if wait == 1 && free.last().is_some() => {
+                    submit_until(&submitter, &mut sq, &mut pending, &mut slots, t)?
+                }
+                _ => submit(&submitter, &mut sq, &mut pending, &mut slots, wait)?,
+            }
             cq.sync();
         }
         // Reap at most `reap_max` completions (fio's iodepth_batch_complete_max, which fio
@@ -123,17 +156,60 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
-            ctx.complete(
-                &req,
-                i64::from(cqe.result()),
-                now.saturating_duration_since(started).as_nanos() as u64,
-            );
+            let service = now.saturating_duration_since(started).as_nanos() as u64;
+            if due.is_empty() {
+                ctx.complete(&req, i64::from(cqe.result()), service);
+            } else {
+                let response = now.saturating_duration_since(due[slot as usize]).as_nanos() as u64;
+                ctx.complete_scheduled(&req, i64::from(cqe.result()), response, service);
+            }
             free.push(slot);
             inflight -= 1;
         }
         if ctx.pace.expired(now) || ctx.failing().is_some() {
             draining = true;
         }
+    }
+}
+
+/// Like [`submit`] with a wait, but waiting no later than `until` (the next open-loop I/O).
+/// Kernels without `IORING_FEAT_EXT_ARG` (before 5.11) get a non-blocking enter and a short
+/// sleep instead.
+fn submit_until(
+    submitter: &io_uring::Submitter<'_>,
+    sq: &mut io_uring::SubmissionQueue<'_>,
+    pending: &mut Vec<u32>,
+    slots: &mut [(IoReq, Instant)],
+    until: Instant,
+) -> Result<(), String> {
+    let left = until.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return submit(submitter, sq, pending, slots, 0);
+    }
+    let start = Instant::now();
+    for &slot in pending.iter() {
+        slots[slot as usize].1 = start;
+    }
+    pending.clear();
+    sq.sync();
+    let ts = types::Timespec::from(left);
+    let args = types::SubmitArgs::new().timespec(&ts);
+    match submitter.submit_with_args(1, &args) {
+        Ok(_) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            submit(submitter, sq, pending, slots, 0)?;
+            std::thread::sleep(left.min(std::time::Duration::from_micros(50)));
+            Ok(())
+        }
+        Err(e) => Err(format!("io_uring_enter failed: {e}")),
     }
 }
 

@@ -87,6 +87,14 @@ pub struct WorkerSpec {
     pub seed: u64,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
+    /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
+    /// each I/O as soon as a slot is free). Latency is then measured from each I/O's
+    /// scheduled time, so that a stall shows in the numbers (coordinated omission corrected);
+    /// the service time from submission is recorded beside it.
+    pub rate_iops: f64,
+    /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
+    #[doc(hidden)]
+    pub stall: Option<(Duration, Duration)>,
 }
 
 impl WorkerSpec {
@@ -108,6 +116,57 @@ impl WorkerSpec {
             ramp: Duration::ZERO,
             seed: 1,
             write_once: false,
+            rate_iops: 0.0,
+            stall: None,
+        }
+    }
+}
+
+/// The open-loop schedule: the k-th I/O is due at `start + k / rate`.
+pub(crate) struct Schedule {
+    start: Instant,
+    period_ns: f64,
+    k: u64,
+}
+
+impl Schedule {
+    /// A schedule from `start` at `rate` I/Os per second; `None` for a closed loop.
+    pub(crate) fn new(start: Instant, rate: f64) -> Option<Schedule> {
+        (rate > 0.0 && rate.is_finite()).then(|| Schedule {
+            start,
+            period_ns: 1e9 / rate,
+            k: 0,
+        })
+    }
+
+    /// When the next I/O is due.
+    #[inline]
+    pub(crate) fn peek(&self) -> Instant {
+        self.start + Duration::from_nanos((self.k as f64 * self.period_ns) as u64)
+    }
+
+    /// Takes the next due time.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Instant {
+        let t = self.peek();
+        self.k += 1;
+        t
+    }
+}
+
+/// Sleeps until `t` (the last stretch spinning, so the schedule holds to a few µs), or until
+/// `stop` is set.
+pub(crate) fn wait_until(t: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= t || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep((left - Duration::from_micros(100)).min(Duration::from_millis(50)));
+        } else {
+            std::hint::spin_loop();
         }
     }
 }
@@ -239,6 +298,8 @@ pub(crate) struct Ctx<'a> {
     pub issued: u64,
     pub io_total: u64,
     pub consecutive_errors: u32,
+    /// The open-loop schedule, when there is one.
+    pub schedule: Option<Schedule>,
 }
 
 impl Ctx<'_> {
@@ -273,6 +334,19 @@ impl Ctx<'_> {
         };
         self.rec.record_error(req.op, kind, req.offset, req.file);
         self.consecutive_errors += 1;
+    }
+
+    /// Records the outcome of one I/O of an open loop: response time from its schedule,
+    /// service time from its submission.
+    #[inline]
+    pub fn complete_scheduled(&mut self, req: &IoReq, res: i64, response_ns: u64, service_ns: u64) {
+        if res == i64::from(req.len) {
+            self.rec
+                .record_scheduled(req.op, u64::from(req.len), response_ns, service_ns);
+            self.consecutive_errors = 0;
+        } else {
+            self.fail(req, res);
+        }
     }
 
     /// Whether the worker should give up on a target that only fails.
@@ -318,6 +392,7 @@ pub(crate) fn run_worker(
         issued: 0,
         io_total,
         consecutive_errors: 0,
+        schedule: Schedule::new(t0, spec.rate_iops),
     };
     let failure = match spec.backend {
         Backend::Psync => run_psync(&mut ctx),
@@ -385,6 +460,11 @@ fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
     let buf = ctx.buf.at(0);
     let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     while let Some(req) = ctx.next_req() {
+        let due = ctx.schedule.as_mut().map(|s| {
+            let t = s.take();
+            wait_until(t, ctx.stop);
+            t
+        });
         let fd = fds[req.file as usize];
         let start = Instant::now();
         // SAFETY: buf holds at least bs_max >= req.len bytes; fd is open for this op.
@@ -409,11 +489,14 @@ fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
         };
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete(
-            &req,
-            res,
-            now.saturating_duration_since(start).as_nanos() as u64,
-        );
+        let service = now.saturating_duration_since(start).as_nanos() as u64;
+        match due {
+            None => ctx.complete(&req, res, service),
+            Some(t) => {
+                let response = now.saturating_duration_since(t).as_nanos() as u64;
+                ctx.complete_scheduled(&req, res, response, service)
+            }
+        }
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
@@ -422,15 +505,34 @@ fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
 }
 
 fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
+    let mut stall = ctx
+        .spec
+        .stall
+        .map(|(at, len)| (ctx.pace.measured_start - ctx.spec.ramp + at, len));
     while let Some(req) = ctx.next_req() {
+        let due = ctx.schedule.as_mut().map(|s| {
+            let t = s.take();
+            wait_until(t, ctx.stop);
+            t
+        });
         let start = Instant::now();
+        if let Some((at, len)) = stall {
+            if start >= at {
+                // The injected stall (tests): this one I/O takes `len`.
+                std::thread::sleep(len);
+                stall = None;
+            }
+        }
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete(
-            &req,
-            i64::from(req.len),
-            now.saturating_duration_since(start).as_nanos() as u64,
-        );
+        let service = now.saturating_duration_since(start).as_nanos() as u64;
+        match due {
+            None => ctx.complete(&req, i64::from(req.len), service),
+            Some(t) => {
+                let response = now.saturating_duration_since(t).as_nanos() as u64;
+                ctx.complete_scheduled(&req, i64::from(req.len), response, service)
+            }
+        }
         if ctx.pace.expired(now) {
             break;
         }

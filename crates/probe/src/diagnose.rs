@@ -33,6 +33,8 @@ pub const NOISY_CV: f64 = 0.10;
 pub const STEAL_PCT: f64 = 1.0;
 /// Reads this many times above what the disks served came from the page cache.
 pub const CACHE_READ_RATIO: f64 = 1.5;
+/// An open loop achieving less than this share of its requested rate fell behind.
+pub const RATE_ACHIEVED: f64 = 0.97;
 
 /// Runs every rule on a finished run's document. The document's own `findings` are not read.
 pub fn diagnose(results: &Results) -> Vec<Finding> {
@@ -45,6 +47,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
     short_runs(&measured, &mut out);
     for p in &measured {
         noisy(p, &mut out);
+        behind_schedule(p, &mut out);
     }
     for host in &results.hosts {
         let inv: Option<Inventory> = serde_json::from_value(host.inventory.clone()).ok();
@@ -160,6 +163,32 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
         }),
         "Measure 60–300 s per point (--time 2m) so caches, write-back and SSD garbage collection reach steady state.",
     ));
+}
+
+fn behind_schedule(p: &Phase, out: &mut Vec<Finding>) {
+    for job in &p.jobs {
+        let Some(requested) = job.rate_iops.filter(|r| *r > 0.0) else {
+            continue;
+        };
+        let achieved = p
+            .by_job
+            .get(&job.name)
+            .map_or(p.total.iops, |b| b.total.iops);
+        if achieved < RATE_ACHIEVED * requested {
+            out.push(finding(
+                Severity::Warning,
+                "rate-not-achieved",
+                format!(
+                    "phase {}: job {} asked for {requested:.0} IOPS and achieved {achieved:.0} ({:.0}%): the system fell behind the schedule",
+                    p.name,
+                    job.name,
+                    100.0 * achieved / requested
+                ),
+                json!({"phase": p.name, "job": job.name, "requested_iops": requested, "achieved_iops": r1(achieved)}),
+                "Latencies are measured from the schedule, so they include the backlog: this rate is past what the storage sustains. Lower --rate-iops, or raise --iodepth/--jobs if the device has headroom.",
+            ));
+        }
+    }
 }
 
 fn noisy(p: &Phase, out: &mut Vec<Finding>) {

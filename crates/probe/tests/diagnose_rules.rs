@@ -19,6 +19,7 @@ fn summary(iops: f64, secs: f64) -> Summary {
         bw_bytes_per_s: iops * 4096.0,
         errors: 0,
         latency_ns: None,
+        service_latency_ns: None,
     }
 }
 
@@ -36,6 +37,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             workers: 1,
             iodepth: 32,
             working_set_bytes: 64 << 30,
+            rate_iops: None,
         }],
         start_offset_ns: 2 * S,
         duration_ns: iops.len() as u64 * S,
@@ -253,4 +255,14 @@ fn prepare_phases_and_runs_without_samples_are_not_judged() {
     let mut r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 100.0);
     r.hosts[0].inventory = serde_json::json!("garbled");
     assert_eq!(codes(&r), ["device-saturated"]);
+}
+
+#[test]
+fn an_open_loop_that_falls_behind() {
+    let mut r = run(120, |_| {});
+    r.phases[0].jobs[0].rate_iops = Some(25_000.0);
+    // 20k achieved of 25k asked.
+    assert_eq!(codes(&r), ["rate-not-achieved"]);
+    r.phases[0].jobs[0].rate_iops = Some(20_300.0);
+    assert_eq!(codes(&r), Vec::<String>::new());
 }

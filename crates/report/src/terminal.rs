@@ -245,6 +245,15 @@ fn phase_text(p: &Phase) -> String {
             (false, false) => op.clone(),
         };
         table.add_row(row(&label, s));
+        if s.service_latency_ns.is_some() {
+            // Open loop: the latency above counts from each I/O's schedule; this is the time
+            // from submission alone.
+            let service = Summary {
+                latency_ns: s.service_latency_ns,
+                ..s.clone()
+            };
+            table.add_row(row(&format!("{label} (service time)"), &service));
+        }
     }
     if p.by_op.len() > 1 {
         table.add_row(row("total", &p.total));

@@ -203,6 +203,7 @@ pub const JOB_KEYS: &[&str] = &[
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
+    "rate_iops",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -247,6 +248,8 @@ pub struct JobOpts {
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
     pub iodepth_batch_complete: Option<u32>,
+    /// Open loop: total I/Os per second of the job, over all its workers and hosts.
+    pub rate_iops: Option<u32>,
 }
 
 impl JobOpts {
@@ -304,6 +307,7 @@ impl JobOpts {
             "iodepth" => self.iodepth = Some(count(4096)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
+            "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
             "jobs" => self.jobs = Some(count(4096)?),
             "files" => self.files = Some(count(65536)?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -355,7 +359,8 @@ impl JobOpts {
             ramp,
             invalidate,
             iodepth_batch,
-            iodepth_batch_complete
+            iodepth_batch_complete,
+            rate_iops
         )
     }
 
@@ -454,6 +459,7 @@ impl JobOpts {
             invalidate: self.invalidate.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            rate_iops: self.rate_iops,
         })
     }
 }
@@ -531,6 +537,8 @@ pub struct Job {
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
     pub iodepth_batch_complete: u32,
+    /// Open loop: total I/Os per second over all workers and hosts (`None`: closed loop).
+    pub rate_iops: Option<u32>,
 }
 
 impl Job {
@@ -572,6 +580,9 @@ impl Job {
         }
         if let Some(t) = self.io_total {
             pairs.push(("io_total", format_size(t)));
+        }
+        if let Some(r) = self.rate_iops {
+            pairs.push(("rate_iops", r.to_string()));
         }
         pairs
     }

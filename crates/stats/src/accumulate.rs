@@ -178,6 +178,12 @@ impl PhaseAccumulator {
                         format!("{host_name}/{job_name}/{}", op.name()),
                         encode_histogram(&r.hist),
                     );
+                    if let Some(service) = &r.service {
+                        histograms.insert(
+                            format!("{host_name}/{job_name}/{}/service", op.name()),
+                            encode_histogram(service),
+                        );
+                    }
                 }
             }
             for e in snap.errors.entries() {
@@ -256,6 +262,7 @@ mod tests {
             workers: 1,
             iodepth: 1,
             working_set_bytes: 0,
+            rate_iops: None,
         }
     }
 

@@ -241,6 +241,7 @@ mod tests {
                 p9999: 3 * p99,
                 max: 4 * p99,
             }),
+            service_latency_ns: None,
         }
     }
 

@@ -188,8 +188,12 @@ impl ErrorTally {
 /// successful I/O.
 #[derive(Debug, Clone)]
 pub struct OpRecord {
-    /// Latency of each completed I/O, ns.
+    /// Latency of each completed I/O, ns. Under an open-loop rate (`rate_iops`) this is the
+    /// response time, from the moment the I/O was scheduled, so that a stall shows.
     pub hist: Histogram<u64>,
+    /// Under an open-loop rate, the service time (from submission) of each I/O; `None` in a
+    /// closed loop, where it equals `hist`.
+    pub service: Option<Histogram<u64>>,
     /// Completed I/Os.
     pub ops: u64,
     /// Bytes moved by completed I/Os.
@@ -203,6 +207,7 @@ impl OpRecord {
     pub fn new() -> OpRecord {
         OpRecord {
             hist: new_histogram(),
+            service: None,
             ops: 0,
             bytes: 0,
             errors: 0,
@@ -211,6 +216,9 @@ impl OpRecord {
 
     fn clear(&mut self) {
         self.hist.reset();
+        if let Some(s) = &mut self.service {
+            s.reset();
+        }
         self.ops = 0;
         self.bytes = 0;
         self.errors = 0;
@@ -229,6 +237,7 @@ impl PartialEq for OpRecord {
             && self.bytes == other.bytes
             && self.errors == other.errors
             && self.hist == other.hist
+            && self.service == other.service
     }
 }
 
@@ -237,6 +246,11 @@ impl AddAssign<&OpRecord> for OpRecord {
         self.hist
             .add(&other.hist)
             .expect("all histograms share one configuration");
+        match (&mut self.service, &other.service) {
+            (Some(a), Some(b)) => a.add(b).expect("all histograms share one configuration"),
+            (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.errors += other.errors;
@@ -327,6 +341,19 @@ impl Recorder {
     pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64) {
         let r = &mut self.current.ops[op.index()];
         r.hist.saturating_record(latency_ns.max(1));
+        r.ops += 1;
+        r.bytes += bytes;
+    }
+
+    /// Records one completed I/O of an open-loop run: its response time (from the moment it
+    /// was scheduled) and its service time (from its submission).
+    #[inline]
+    pub fn record_scheduled(&mut self, op: Op, bytes: u64, response_ns: u64, service_ns: u64) {
+        let r = &mut self.current.ops[op.index()];
+        r.hist.saturating_record(response_ns.max(1));
+        r.service
+            .get_or_insert_with(new_histogram)
+            .saturating_record(service_ns.max(1));
         r.ops += 1;
         r.bytes += bytes;
     }

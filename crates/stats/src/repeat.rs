@@ -159,6 +159,7 @@ mod tests {
             bw_bytes_per_s: iops * 4096.0,
             errors: 0,
             latency_ns: None,
+            service_latency_ns: None,
         };
         r.duration_ns = 10_000_000_000;
         r.phases.push(Phase {

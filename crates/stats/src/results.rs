@@ -207,6 +207,9 @@ pub struct PhaseJob {
     /// Bytes the job's workers address together (files × size × workers).
     #[serde(default)]
     pub working_set_bytes: u64,
+    /// Open loop: the requested total I/Os per second (all workers and hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_iops: Option<f64>,
 }
 
 /// Total and per-operation figures of one host or job.

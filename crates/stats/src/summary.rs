@@ -29,7 +29,11 @@ pub struct Latency {
 impl Latency {
     /// The distribution of a record, or `None` when nothing completed.
     pub fn of(r: &OpRecord) -> Option<Latency> {
-        let h = &r.hist;
+        Latency::of_histogram(&r.hist)
+    }
+
+    /// The distribution of a histogram, or `None` when it is empty.
+    pub fn of_histogram(h: &hdrhistogram::Histogram<u64>) -> Option<Latency> {
         if h.is_empty() {
             return None;
         }
@@ -59,8 +63,12 @@ pub struct Summary {
     pub bw_bytes_per_s: f64,
     /// Failed I/Os.
     pub errors: u64,
-    /// Latency of completed I/Os; `null` when none completed.
+    /// Latency of completed I/Os; `null` when none completed. Under an open-loop rate, the
+    /// response time from each I/O's scheduled start.
     pub latency_ns: Option<Latency>,
+    /// Under an open-loop rate, the service time from each I/O's submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_latency_ns: Option<Latency>,
 }
 
 impl Summary {
@@ -75,6 +83,7 @@ impl Summary {
             bw_bytes_per_s: per_s(r.bytes),
             errors: r.errors,
             latency_ns: Latency::of(r),
+            service_latency_ns: r.service.as_ref().and_then(Latency::of_histogram),
         }
     }
 }

@@ -188,6 +188,16 @@ pub struct RunArgs {
         help_heading = "Workload"
     )]
     pub ramp: Option<String>,
+    /// Open loop: I/Os per second in total (over every job's workers and every agent), on a
+    /// fixed schedule; latency counts from each I/O's scheduled time.
+    #[arg(
+        long,
+        alias = "rate_iops",
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub rate_iops: Option<String>,
     /// Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0.
     #[arg(
         long,
@@ -328,6 +338,7 @@ impl RunArgs {
         add("engine", &self.engine);
         add("ramp", &self.ramp);
         add("invalidate", &self.invalidate);
+        add("rate_iops", &self.rate_iops);
         if self.direct {
             v.push(("direct", "true".into()));
         }

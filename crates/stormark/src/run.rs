@@ -381,7 +381,8 @@ fn connect_agents(
             i as u32,
             stop.clone(),
         )
-        .map_err(|e| user(e.to_string()))?;
+        .map_err(|e| user(e.to_string()))?
+        .with_hosts(plan.agents.len() as u32);
         agents.push(Box::new(agent));
     }
     Ok(agents)
