@@ -85,10 +85,17 @@ pub struct Coordinator {
 /// An agent's event, owned, on its way from the agent's thread to the coordinator's.
 enum Msg {
     Started(usize, SystemTime),
-    Interval(usize, u16, u32, u32, Box<Snapshot>),
-    Parts(usize, u16, u32, u32, Vec<(Op, OpRecord)>, Box<ErrorTally>),
+    Interval(usize, u16, u32, u32, Second),
     Done(usize, u16, u32, u64),
     Finished(usize, Result<Vec<PhaseJob>, AgentError>),
+}
+
+/// One worker's second as it travels to the coordinator's thread.
+enum Second {
+    /// A local worker's snapshot (copied: the engine reuses its own).
+    Whole(Box<Snapshot>),
+    /// A remote agent's decoded records, moved.
+    Parts(Vec<(Op, OpRecord)>, Box<ErrorTally>),
 }
 
 type PhaseCall<'c> = dyn Fn(
@@ -319,16 +326,26 @@ impl Coordinator {
                                     worker,
                                     interval,
                                     snap,
-                                } => {
-                                    Msg::Interval(h, job, worker, interval, Box::new(snap.clone()))
-                                }
+                                } => Msg::Interval(
+                                    h,
+                                    job,
+                                    worker,
+                                    interval,
+                                    Second::Whole(Box::new(snap.clone())),
+                                ),
                                 AgentEvent::IntervalOwned {
                                     job,
                                     worker,
                                     interval,
                                     ops,
                                     errors,
-                                } => Msg::Parts(h, job, worker, interval, ops, errors),
+                                } => Msg::Interval(
+                                    h,
+                                    job,
+                                    worker,
+                                    interval,
+                                    Second::Parts(ops, errors),
+                                ),
                                 AgentEvent::Done {
                                     job,
                                     worker,
@@ -360,23 +377,12 @@ impl Coordinator {
                             job,
                             worker,
                         };
-                        acc.add(key, interval, &snap);
-                        last_interval[h] =
-                            Some(last_interval[h].map_or(interval, |l| l.max(interval)));
-                        for closed in acc.close_ready() {
-                            live(Live::Second {
-                                phase: name,
-                                interval: closed,
-                            });
+                        match snap {
+                            Second::Whole(snap) => acc.add(key, interval, &snap),
+                            Second::Parts(ops, errors) => {
+                                acc.add_parts(key, interval, &ops, &errors)
+                            }
                         }
-                    }
-                    Msg::Parts(h, job, worker, interval, ops, errors) => {
-                        let key = WorkerKey {
-                            host: h as u16,
-                            job,
-                            worker,
-                        };
-                        acc.add_parts(key, interval, &ops, &errors);
                         last_interval[h] =
                             Some(last_interval[h].map_or(interval, |l| l.max(interval)));
                         for closed in acc.close_ready() {

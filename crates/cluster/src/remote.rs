@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{HostSample, PhaseJob};
@@ -15,9 +15,9 @@ use tonic::{Code, Request, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
 use crate::local::TargetOptions;
-use crate::wire::decode_parts;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
+use crate::wire::{decode_parts, from_unix_ns, unix_ns};
 
 /// Silence after which an agent is taken for hung or cut off. Agents send something at least
 /// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
@@ -68,21 +68,6 @@ fn agent_error(address: &str, s: Status) -> AgentError {
         | Code::Unavailable
         | Code::NotFound => AgentError::Refused(msg),
         _ => AgentError::Failed(msg),
-    }
-}
-
-fn unix_ns(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i64,
-        Err(e) => -(e.duration().as_nanos() as i64),
-    }
-}
-
-fn from_unix_ns(ns: i64) -> SystemTime {
-    if ns >= 0 {
-        UNIX_EPOCH + Duration::from_nanos(ns as u64)
-    } else {
-        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
     }
 }
 

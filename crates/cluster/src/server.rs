@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use stormark_probe::Inventory;
 use stormark_spec::{JobOpts, Source, Workload};
@@ -24,9 +24,9 @@ use tonic::{Request, Response, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent};
 use crate::local::{LocalAgent, TargetOptions};
-use crate::wire::encode_snapshot;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
+use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
 
 /// How an agent is set up.
 #[derive(Debug, Clone)]
@@ -281,19 +281,12 @@ impl AgentService {
                         interval,
                         ops,
                         errors,
-                    } => {
-                        let mut snap = stormark_stats::Snapshot::new();
-                        for (op, r) in ops {
-                            *snap.op_mut(op) = r;
-                        }
-                        snap.errors = *errors;
-                        event::Kind::Interval(pb::Interval {
-                            job: job.into(),
-                            worker,
-                            interval,
-                            snapshot: Some(encode_snapshot(&snap)),
-                        })
-                    }
+                    } => event::Kind::Interval(pb::Interval {
+                        job: job.into(),
+                        worker,
+                        interval,
+                        snapshot: Some(encode_parts(ops.iter().map(|(o, r)| (*o, r)), &errors)),
+                    }),
                     AgentEvent::Done {
                         job,
                         worker,
@@ -342,13 +335,6 @@ fn finish(agent: Option<Arc<Mutex<LocalAgent>>>) -> pb::FinishReply {
         sampler_cpu_ns: cpu.unwrap_or(0),
         sampler_cpu_known: cpu.is_some(),
         notes,
-    }
-}
-
-fn unix_ns(t: SystemTime) -> i64 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i64,
-        Err(e) => -(e.duration().as_nanos() as i64),
     }
 }
 
@@ -512,8 +498,7 @@ impl AgentRpc for AgentService {
     ) -> Result<Response<Self::RunStageStream>, Status> {
         let req = req.into_inner();
         let stage = req.stage as usize;
-        let start_at = (req.start_at_unix_ns > 0)
-            .then(|| UNIX_EPOCH + Duration::from_nanos(req.start_at_unix_ns as u64));
+        let start_at = (req.start_at_unix_ns > 0).then(|| from_unix_ns(req.start_at_unix_ns));
         self.stream_phase(&req.session, move |agent, sink| {
             agent.run_stage(stage, start_at, sink)
         })

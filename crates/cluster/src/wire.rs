@@ -11,33 +11,54 @@ pub mod pb {
     tonic::include_proto!("stormark.agent.v1");
 }
 
+/// A wall-clock instant as ns since the Unix epoch (negative before it), as the protocol
+/// carries times.
+pub fn unix_ns(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i64,
+        Err(e) => -(e.duration().as_nanos() as i64),
+    }
+}
+
+/// The inverse of [`unix_ns`].
+pub fn from_unix_ns(ns: i64) -> std::time::SystemTime {
+    let d = std::time::Duration::from_nanos(ns.unsigned_abs());
+    if ns >= 0 {
+        std::time::UNIX_EPOCH + d
+    } else {
+        std::time::UNIX_EPOCH - d
+    }
+}
+
 /// The wire form of a snapshot: each operation's counters and HDR V2 histogram.
 pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
-    let ops = s
-        .ops()
+    encode_parts(s.ops(), &s.errors)
+}
+
+/// The wire form of a second given as per-operation records and errors.
+pub fn encode_parts<'a>(
+    ops: impl Iterator<Item = (Op, &'a OpRecord)>,
+    errors: &ErrorTally,
+) -> pb::Snapshot {
+    let encode = |h: &Histogram<u64>| {
+        let mut buf = Vec::new();
+        V2Serializer::new()
+            .serialize(h, &mut buf)
+            .expect("serializing into a Vec cannot fail");
+        buf
+    };
+    let ops = ops
         .filter(|(_, r)| r.ops > 0 || r.errors > 0)
-        .map(|(op, r)| {
-            let encode = |h: &Histogram<u64>| {
-                let mut buf = Vec::new();
-                V2Serializer::new()
-                    .serialize(h, &mut buf)
-                    .expect("serializing into a Vec cannot fail");
-                buf
-            };
-            let hist = encode(&r.hist);
-            let service_histogram = r.service.as_ref().map(encode).unwrap_or_default();
-            pb::OpRecord {
-                op: op.index() as u32,
-                ops: r.ops,
-                bytes: r.bytes,
-                errors: r.errors,
-                histogram: hist,
-                service_histogram,
-            }
+        .map(|(op, r)| pb::OpRecord {
+            op: op.index() as u32,
+            ops: r.ops,
+            bytes: r.bytes,
+            errors: r.errors,
+            histogram: encode(&r.hist),
+            service_histogram: r.service.as_ref().map(encode).unwrap_or_default(),
         })
         .collect();
-    let errors = s
-        .errors
+    let errors = errors
         .entries()
         .map(|e| pb::ErrorEntry {
             op: e.op.index() as u32,

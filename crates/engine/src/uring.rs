@@ -156,13 +156,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
-            let service = now.saturating_duration_since(started).as_nanos() as u64;
-            if due.is_empty() {
-                ctx.complete(&req, i64::from(cqe.result()), service);
-            } else {
-                let response = now.saturating_duration_since(due[slot as usize]).as_nanos() as u64;
-                ctx.complete_scheduled(&req, i64::from(cqe.result()), response, service);
-            }
+            // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
+            let scheduled = due.get(slot as usize).copied();
+            ctx.complete_at(&req, i64::from(cqe.result()), now, started, scheduled);
             free.push(slot);
             inflight -= 1;
         }

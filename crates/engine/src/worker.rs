@@ -349,6 +349,27 @@ impl Ctx<'_> {
         }
     }
 
+    /// Records an I/O that started at `start` and completed at `now`; in an open loop (`due`
+    /// set) its latency counts from `due`, with the service time beside it.
+    #[inline]
+    pub fn complete_at(
+        &mut self,
+        req: &IoReq,
+        res: i64,
+        now: Instant,
+        start: Instant,
+        due: Option<Instant>,
+    ) {
+        let service = now.saturating_duration_since(start).as_nanos() as u64;
+        match due {
+            None => self.complete(req, res, service),
+            Some(t) => {
+                let response = now.saturating_duration_since(t).as_nanos() as u64;
+                self.complete_scheduled(req, res, response, service)
+            }
+        }
+    }
+
     /// Whether the worker should give up on a target that only fails.
     pub fn failing(&self) -> Option<String> {
         (self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS)
@@ -489,14 +510,7 @@ fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
         };
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        let service = now.saturating_duration_since(start).as_nanos() as u64;
-        match due {
-            None => ctx.complete(&req, res, service),
-            Some(t) => {
-                let response = now.saturating_duration_since(t).as_nanos() as u64;
-                ctx.complete_scheduled(&req, res, response, service)
-            }
-        }
+        ctx.complete_at(&req, res, now, start, due);
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
@@ -525,14 +539,7 @@ fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
         }
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        let service = now.saturating_duration_since(start).as_nanos() as u64;
-        match due {
-            None => ctx.complete(&req, i64::from(req.len), service),
-            Some(t) => {
-                let response = now.saturating_duration_since(t).as_nanos() as u64;
-                ctx.complete_scheduled(&req, i64::from(req.len), response, service)
-            }
-        }
+        ctx.complete_at(&req, i64::from(req.len), now, start, due);
         if ctx.pace.expired(now) {
             break;
         }

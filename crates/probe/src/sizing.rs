@@ -120,6 +120,21 @@ pub struct SizingInput {
     pub space: Option<Space>,
 }
 
+impl SizingInput {
+    /// The facts `--auto` sizes from for `target`: its media, whether files are created there
+    /// (a directory, unless `reuse` runs on kept files), and the room on its filesystem.
+    pub fn for_target(target: &Path, reuse: bool) -> SizingInput {
+        let creates_files =
+            !reuse && matches!(crate::classify(target), Ok(crate::TargetKind::Directory));
+        SizingInput {
+            media: target_media(target),
+            creates_files,
+            files_per_job: 1,
+            space: creates_files.then(|| crate::space(target).ok()).flatten(),
+        }
+    }
+}
+
 const MIB: u64 = 1 << 20;
 const GIB: f64 = (1u64 << 30) as f64;
 

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use stormark_probe::{auto_size, classify, target_media, Inventory, SizingInput, TargetKind};
+use stormark_probe::{auto_size, classify, Inventory, SizingInput};
 
 use crate::cli::ProbeArgs;
 
@@ -124,22 +124,11 @@ pub fn main(args: ProbeArgs) -> i32 {
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    let kind = match classify(&target) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
-    let creates_files = matches!(kind, TargetKind::Directory);
-    let input = SizingInput {
-        media: target_media(&target),
-        creates_files,
-        files_per_job: 1,
-        space: creates_files
-            .then(|| stormark_probe::space(&target).ok())
-            .flatten(),
-    };
+    if let Err(e) = classify(&target) {
+        eprintln!("error: {e}");
+        return 2;
+    }
+    let input = SizingInput::for_target(&target, false);
     let sizing = auto_size(&inv, &input);
     println!(
         "recommended for {} (what `stormark run {} --auto` chooses):",

@@ -10,7 +10,7 @@ use stormark_cluster::{
     read_token, Agent, Coordinator, Live, LocalAgent, OnAgentFailure, Outcome, RemoteAgent,
     TargetOptions,
 };
-use stormark_probe::{auto_size, target_media, Inventory, Sizing, SizingInput, TargetKind};
+use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
 use stormark_report::{format_figure, Json, LiveLine, Render, Terminal};
 use stormark_spec::units::format_size;
 use stormark_spec::{
@@ -117,7 +117,12 @@ fn request(args: &RunArgs) -> Result<Request> {
     } else {
         file.jobs.clone()
     };
-    let auto_input = args.auto.then(|| auto_input(&target, args.reuse));
+    let auto_input = args.auto.then(|| {
+        (
+            Inventory::collect(),
+            SizingInput::for_target(&target, args.reuse),
+        )
+    });
     let mut auto_reasons = Vec::new();
     let mut jobs = Vec::new();
     for (i, section) in sections.iter().enumerate() {
@@ -167,21 +172,6 @@ fn request(args: &RunArgs) -> Result<Request> {
         auto: auto_reasons,
         expect,
     })
-}
-
-/// The host and target facts `--auto` sizes from.
-fn auto_input(target: &Path, reuse: bool) -> (Inventory, SizingInput) {
-    let creates_files =
-        !reuse && matches!(stormark_probe::classify(target), Ok(TargetKind::Directory));
-    let input = SizingInput {
-        media: target_media(target),
-        creates_files,
-        files_per_job: 1,
-        space: creates_files
-            .then(|| stormark_probe::space(target).ok())
-            .flatten(),
-    };
-    (Inventory::collect(), input)
 }
 
 /// `--auto`'s reasons, with the choices that flags overrode said as such.
