@@ -1077,3 +1077,149 @@ fn rate_iops_is_an_open_loop() {
         .iter()
         .any(|f| f["code"] == "rate-not-achieved"));
 }
+
+/// Issue 4: mistakes in the distributed options and the agent's own are one line, exit 2,
+/// before anything connects or listens.
+#[test]
+fn distributed_and_agent_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let t = t.to_str().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-long-enough-token-0123456789\n").unwrap();
+    let short = dir.path().join("short");
+    std::fs::write(&short, "short\n").unwrap();
+    let bad_file = dir.path().join("agents.toml");
+    std::fs::write(&bad_file, "[[agent]]\nadress = \"x:1\"\n").unwrap();
+    let tok = token.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", t, "--agents", "node1", "--token-file", tok],
+            "--agents node1: expected host:port",
+        ),
+        (
+            vec!["run", t, "--agents", "a:1,a:1", "--token-file", tok],
+            "--agents: a:1 is listed twice",
+        ),
+        (
+            vec![
+                "run",
+                t,
+                "--agents",
+                "a:1",
+                "--token-file",
+                tok,
+                "--target",
+                "b=/x",
+            ],
+            "--target b=/x: b is not one of the agents",
+        ),
+        (
+            vec![
+                "run",
+                t,
+                "--agents",
+                "a:1",
+                "--token-file",
+                tok,
+                "--target",
+                "nonsense",
+            ],
+            "--target nonsense: expected HOST=PATH",
+        ),
+        (
+            vec![
+                "run",
+                "--agents",
+                "a:1",
+                "--token-file",
+                tok,
+                "--rw",
+                "read",
+            ],
+            "agent a:1: no target",
+        ),
+        (
+            vec![
+                "run",
+                t,
+                "--agents",
+                "a:1",
+                "--token-file",
+                short.to_str().unwrap(),
+            ],
+            "expected one line of at least 16 characters",
+        ),
+        (
+            vec![
+                "run",
+                t,
+                "--agents",
+                "a:1",
+                "--token-file",
+                tok,
+                "--on-agent-failure",
+                "maybe",
+            ],
+            "--on-agent-failure maybe: expected abort or continue",
+        ),
+        (
+            vec!["run", t, "--agents", "a:1", "--token-file", tok, "--auto"],
+            "--auto with --agents",
+        ),
+        (
+            vec!["run", t, "--token-file", tok],
+            "need --agents or --agents-file",
+        ),
+        (
+            vec![
+                "run",
+                t,
+                "--agents-file",
+                bad_file.to_str().unwrap(),
+                "--token-file",
+                tok,
+            ],
+            "expected [[agent]] sections",
+        ),
+        (
+            vec![
+                "agent",
+                "--token-file",
+                short.to_str().unwrap(),
+                "--allow-path",
+                t,
+            ],
+            "at least 16 characters",
+        ),
+        (
+            vec![
+                "agent",
+                "--token-file",
+                tok,
+                "--allow-path",
+                "/does/not/exist",
+            ],
+            "--allow-path /does/not/exist",
+        ),
+        (
+            vec![
+                "agent",
+                "--token-file",
+                tok,
+                "--allow-path",
+                t,
+                "--listen",
+                "nowhere",
+            ],
+            "--listen nowhere: expected an address and port",
+        ),
+    ];
+    for (args, msg) in cases {
+        let out = stormark(&args);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: expected {msg:?} in {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

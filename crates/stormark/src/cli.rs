@@ -39,6 +39,10 @@ Examples:
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
+  stormark run /mnt/data --rw randread --direct --iodepth 32 --rate-iops 20000 --time 2m
+      open loop: 20000 I/Os per second on a schedule; latency counts from the schedule
+  stormark run /mnt/data --profile oltp-4k --time 60s --repeat 5 --json new.json
+      five repetitions with mean and 95% confidence interval; then: stormark compare old.json new.json
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
       the same load on every agent at once (see `stormark agent --help`); --target node2=/dev/sdb
       gives a host its own target
