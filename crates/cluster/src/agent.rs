@@ -1,6 +1,6 @@
 //! The interface every agent implements, in-process or remote.
 
-use stormark_spec::Workload;
+use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{Finding, HostSample, PhaseJob, Snapshot, Target};
 
 /// Why an agent cannot go on.
@@ -96,11 +96,13 @@ pub trait Agent: Send {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;
-    /// Runs stage `index` to its end, streaming events, starting the load at `start_at` (the
-    /// coordinator's clock; `None`: as soon as ready). Returns the jobs as they ran.
+    /// Runs stage `index` to its end with `load`'s changes, streaming events, starting the
+    /// load at `start_at` (the coordinator's clock; `None`: as soon as ready). Returns the
+    /// jobs as they ran.
     fn run_stage(
         &mut self,
         index: usize,
+        load: &StageLoad,
         start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;

@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use stormark_spec::Workload;
+use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{
     ErrorTally, Host, HostFailure, Interval, Op, OpRecord, Phase, PhaseAccumulator, PhaseJob,
     Results, RunStatus, Snapshot, WorkerKey,
@@ -65,6 +65,37 @@ pub enum OnAgentFailure {
     Abort,
     /// Mark the agent failed and go on with the others.
     Continue,
+}
+
+/// One phase to run: a stage of the workload under a load (a search step, a curve or sweep
+/// point, or simply the stage as given).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The phase's name in the results.
+    pub name: String,
+    /// Which stage of the workload.
+    pub stage: usize,
+    /// Changes to its load.
+    pub load: StageLoad,
+}
+
+/// The phase names of a workload run as given: `run`, or `run:<group>` per stage.
+pub fn stage_steps(workload: &Workload) -> Vec<Step> {
+    let n = workload.stages().len();
+    workload
+        .stages()
+        .iter()
+        .enumerate()
+        .map(|(i, jobs)| Step {
+            name: match (n, jobs[0].group.as_deref()) {
+                (1, _) => "run".to_string(),
+                (_, Some(g)) => format!("run:{g}"),
+                (_, None) => format!("run:{}", jobs[0].name),
+            },
+            stage: i,
+            load: StageLoad::AS_GIVEN,
+        })
+        .collect()
 }
 
 /// A lead given to agents of a distributed stage, so that every one is ready when the named
@@ -136,6 +167,20 @@ impl Coordinator {
         results: &mut Results,
         live: &mut dyn FnMut(Live<'_>),
     ) -> Outcome {
+        let mut steps = stage_steps(workload).into_iter();
+        self.run_steps(workload, results, live, &mut |_| steps.next())
+    }
+
+    /// Runs `workload` one step at a time: after validation and preparation, `next` is asked
+    /// for each phase, with the results so far (a search decides its next load from the last
+    /// phase), until it says `None`. Everything else is as [`Coordinator::run`].
+    pub fn run_steps(
+        &mut self,
+        workload: &Workload,
+        results: &mut Results,
+        live: &mut dyn FnMut(Live<'_>),
+        next: &mut dyn FnMut(&Results) -> Option<Step>,
+    ) -> Outcome {
         let start = Instant::now();
         let start_wall = SystemTime::now();
         results.hosts = self
@@ -185,7 +230,7 @@ impl Coordinator {
         for agent in &mut self.agents {
             agent.start_sampling();
         }
-        let outcome = self.run_phases(workload, &stages, results, start, start_wall, live);
+        let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         for (agent, host) in self.agents.iter_mut().zip(results.hosts.iter_mut()) {
             let (mut samples, cpu_ns) = agent.stop_sampling();
             for s in &mut samples {
@@ -225,27 +270,17 @@ impl Coordinator {
 
     fn run_phases(
         &mut self,
-        workload: &Workload,
         stages: &[Vec<PhaseJob>],
         results: &mut Results,
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
+        next: &mut dyn FnMut(&Results) -> Option<Step>,
     ) -> Outcome {
-        let names: Vec<String> = workload
-            .stages()
-            .iter()
-            .map(
-                |jobs| match (workload.stages().len(), jobs[0].group.as_deref()) {
-                    (1, _) => "run".to_string(),
-                    (_, Some(g)) => format!("run:{g}"),
-                    (_, None) => format!("run:{}", jobs[0].name),
-                },
-            )
-            .collect();
         // Preparation: its own phase, excluded from the run's figures. No common start.
         let prepare: &PhaseCall<'_> = &|agent, _, sink| agent.prepare(sink);
-        let (result, phase) = self.phase("prepare", PREPARE, start, start_wall, live, prepare);
+        let (result, phase) =
+            self.phase("prepare", PREPARE, None, start, start_wall, live, prepare);
         self.collect_notes(results);
         if let Some(p) = phase {
             results.phases.push(p);
@@ -253,13 +288,15 @@ impl Coordinator {
         if let Some(o) = self.outcome_of(result) {
             return o;
         }
-        for (i, name) in names.iter().enumerate() {
-            live(Live::PhaseStarted { name });
-            let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(i, at, sink);
-            let (result, phase) = self.phase(name, i, start, start_wall, live, call);
+        while let Some(step) = next(results) {
+            let Step { name, stage, load } = step;
+            live(Live::PhaseStarted { name: &name });
+            let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(stage, &load, at, sink);
+            let (result, phase) =
+                self.phase(&name, stage, load.jobs, start, start_wall, live, call);
             if let Some(mut p) = phase {
                 if p.jobs.is_empty() {
-                    p.jobs = stages.get(i).cloned().unwrap_or_default();
+                    p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }
                 live(Live::PhaseDone { phase: &p });
                 results.phases.push(p);
@@ -275,10 +312,12 @@ impl Coordinator {
     /// Runs one phase on every live agent at once, each on a thread of its own, and merges
     /// what they send as it arrives. The phase is `None` when no agent ran anything (a
     /// preparation with nothing to write).
+    #[allow(clippy::too_many_arguments)]
     fn phase(
         &mut self,
         name: &str,
         stage: usize,
+        jobs_cap: Option<u32>,
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
@@ -290,7 +329,8 @@ impl Coordinator {
                 continue;
             }
             for (j, n) in agent.workers(stage).iter().enumerate() {
-                keys.extend((0..*n).map(|w| WorkerKey {
+                let n = jobs_cap.map_or(*n, |c| c.min(*n));
+                keys.extend((0..n).map(|w| WorkerKey {
                     host: h as u16,
                     job: j as u16,
                     worker: w,

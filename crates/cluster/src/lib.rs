@@ -30,7 +30,7 @@ mod server;
 mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Validated};
-pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
+pub use coordinator::{stage_steps, Coordinator, Live, OnAgentFailure, Outcome, Step};
 pub use local::{LocalAgent, TargetOptions, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};

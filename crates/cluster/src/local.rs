@@ -19,7 +19,7 @@ use stormark_probe::{
     Inventory, Sampler, TargetKind,
 };
 use stormark_spec::units::format_size;
-use stormark_spec::{Direct, EngineChoice, Job, Workload, DEFAULT_FILE_SIZE};
+use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE_SIZE};
 use stormark_stats::{Finding, HostSample, PhaseJob, Severity, Target};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
@@ -101,6 +101,26 @@ struct JobRun {
     /// Per worker, indices into `files` (directory targets) or empty (existing target).
     worker_files: Vec<Vec<usize>>,
     len: u64,
+}
+
+impl JobRun {
+    /// Workers that run under `load`: the first that many of those validated.
+    fn workers(&self, load: &StageLoad) -> usize {
+        load.jobs
+            .map_or(self.worker_files.len(), |j| j as usize)
+            .min(self.worker_files.len())
+    }
+
+    /// Bytes of each file used under `load`: at most what was validated, in whole blocks.
+    fn len_under(&self, load: &StageLoad) -> u64 {
+        match load.size {
+            Some(size) => {
+                let align = load.bs.unwrap_or(self.job.bs_align).max(512);
+                (size.min(self.len) / align * align).max(align.min(self.len))
+            }
+            None => self.len,
+        }
+    }
 }
 
 /// The agent of a local run.
@@ -523,26 +543,63 @@ impl LocalAgent {
         Ok(())
     }
 
-    fn phase_jobs(&self, index: usize) -> Vec<PhaseJob> {
+    fn phase_jobs(&self, index: usize, load: &StageLoad) -> Vec<PhaseJob> {
         self.stages[index]
             .iter()
-            .map(|r| PhaseJob {
-                name: r.job.name.clone(),
-                engine: r.backend.name().into(),
-                direct: r.direct,
-                workers: r.job.jobs,
-                iodepth: if r.backend == Backend::Psync {
-                    1
-                } else {
-                    r.job.iodepth
-                },
-                rate_iops: r.job.rate_iops.map(f64::from),
-                working_set_bytes: match &self.place {
-                    Some(Place::Existing { .. }) => r.len,
-                    _ => r.worker_files.iter().map(|f| f.len() as u64).sum::<u64>() * r.len,
-                },
+            .map(|r| {
+                let workers = r.workers(load);
+                let len = r.len_under(load);
+                PhaseJob {
+                    name: r.job.name.clone(),
+                    engine: r.backend.name().into(),
+                    direct: r.direct,
+                    workers: workers as u32,
+                    iodepth: if r.backend == Backend::Psync {
+                        1
+                    } else {
+                        load.iodepth.unwrap_or(r.job.iodepth)
+                    },
+                    rate_iops: load.rate_iops.or(r.job.rate_iops.map(f64::from)),
+                    working_set_bytes: match &self.place {
+                        Some(Place::Existing { .. }) => len,
+                        _ => {
+                            r.worker_files[..workers]
+                                .iter()
+                                .map(|f| f.len() as u64)
+                                .sum::<u64>()
+                                * len
+                        }
+                    },
+                }
             })
             .collect()
+    }
+
+    /// Refuses a load the validated stage cannot carry (more workers than files were made
+    /// for, a block larger than the files).
+    fn check_load(&self, index: usize, load: &StageLoad) -> Result<(), AgentError> {
+        for r in &self.stages[index] {
+            if let Some(j) = load.jobs {
+                if j == 0 || j as usize > r.worker_files.len() {
+                    return Err(AgentError::Refused(format!(
+                        "job {}: {j} workers asked of a stage validated for {}",
+                        r.job.name,
+                        r.worker_files.len()
+                    )));
+                }
+            }
+            if let Some(bs) = load.bs {
+                if bs == 0 || bs > r.len_under(load) {
+                    return Err(AgentError::Refused(format!(
+                        "job {}: --bs {} is larger than the {} of each file used",
+                        r.job.name,
+                        format_size(bs),
+                        format_size(r.len_under(load))
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn create_files(&mut self) -> Result<(), AgentError> {
@@ -603,7 +660,9 @@ impl Agent for LocalAgent {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
         }
-        v.stages = (0..self.stages.len()).map(|i| self.phase_jobs(i)).collect();
+        v.stages = (0..self.stages.len())
+            .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
+            .collect();
         Ok(v)
     }
 
@@ -697,6 +756,7 @@ impl Agent for LocalAgent {
     fn run_stage(
         &mut self,
         index: usize,
+        load: &StageLoad,
         start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
@@ -708,6 +768,7 @@ impl Agent for LocalAgent {
                 Err(_) => now,
             }
         });
+        self.check_load(index, load)?;
         let ramp = self.stages[index]
             .iter()
             .map(|r| r.job.ramp)
@@ -716,17 +777,24 @@ impl Agent for LocalAgent {
         let mut specs = Vec::new();
         let mut map = Vec::new();
         for (k, run) in self.stages[index].iter().enumerate() {
-            for (w, files) in run.worker_files.iter().enumerate() {
+            let workers = run.workers(load);
+            let len = run.len_under(load);
+            let (bs_min, bs_max, bs_align) = match load.bs {
+                Some(bs) => (bs, bs, bs),
+                None => (run.job.bs.min, run.job.bs.max, run.job.bs_align),
+            };
+            let rate = load.rate_iops.or(run.job.rate_iops.map(f64::from));
+            for (w, files) in run.worker_files[..workers].iter().enumerate() {
                 let targets: Vec<FileTarget> = match &self.place {
                     Some(Place::Existing { path, .. }) => vec![FileTarget {
                         path: path.clone(),
-                        len: run.len,
+                        len,
                     }],
                     _ => files
                         .iter()
                         .map(|&i| FileTarget {
                             path: self.file_path(i),
-                            len: run.len,
+                            len,
                         })
                         .collect(),
                 };
@@ -748,10 +816,10 @@ impl Agent for LocalAgent {
                     files: targets,
                     read_pct: run.job.read_pct(),
                     random_pct: run.job.random_pct,
-                    bs_min: run.job.bs.min,
-                    bs_max: run.job.bs.max,
-                    bs_align: run.job.bs_align,
-                    iodepth: run.job.iodepth,
+                    bs_min,
+                    bs_max,
+                    bs_align,
+                    iodepth: load.iodepth.unwrap_or(run.job.iodepth),
                     iodepth_batch: run.job.iodepth_batch,
                     iodepth_batch_complete: run.job.iodepth_batch_complete,
                     direct: run.direct,
@@ -761,9 +829,8 @@ impl Agent for LocalAgent {
                     seed: seed(index, k, w) ^ self.seed_salt,
                     write_once: false,
                     // The job's total rate, shared by its workers on every host.
-                    rate_iops: run.job.rate_iops.map_or(0.0, |r| {
-                        f64::from(r) / f64::from(run.job.jobs.max(1)) / f64::from(self.hosts)
-                    }),
+                    rate_iops: rate
+                        .map_or(0.0, |r| r / workers.max(1) as f64 / f64::from(self.hosts)),
                     stall: None,
                 });
                 map.push((k as u16, w as u32));
@@ -785,7 +852,7 @@ impl Agent for LocalAgent {
                 "job {name} worker {wk}: {f}{more}"
             )));
         }
-        Ok(self.phase_jobs(index))
+        Ok(self.phase_jobs(index, load))
     }
 
     fn cleanup(&mut self) -> Vec<String> {
@@ -832,6 +899,7 @@ impl Agent for LocalAgent {
         if stage == PREPARE {
             return vec![self.prepare_workers];
         }
+        // Validated counts; a load's `jobs` takes the first that many.
         self.stages
             .get(stage)
             .map(|s| s.iter().map(|r| r.job.jobs).collect())

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use stormark_spec::Workload;
+use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 use tokio::runtime::Runtime;
 use tonic::metadata::MetadataValue;
@@ -406,6 +406,7 @@ impl Agent for RemoteAgent {
     fn run_stage(
         &mut self,
         index: usize,
+        load: &StageLoad,
         start_at: Option<SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
@@ -415,6 +416,11 @@ impl Agent for RemoteAgent {
             stage: index as u32,
             // The named start, on the agent's clock.
             start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
+            jobs: load.jobs.unwrap_or(0),
+            iodepth: load.iodepth.unwrap_or(0),
+            rate_iops: load.rate_iops.unwrap_or(0.0),
+            bs: load.bs.unwrap_or(0),
+            size: load.size.unwrap_or(0),
         };
         self.pump(async move { client.run_stage(req).await }, on_event)
     }

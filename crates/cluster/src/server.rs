@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use stormark_probe::Inventory;
-use stormark_spec::{JobOpts, Source, Workload};
+use stormark_spec::{JobOpts, Source, StageLoad, Workload};
 use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -499,8 +499,15 @@ impl AgentRpc for AgentService {
         let req = req.into_inner();
         let stage = req.stage as usize;
         let start_at = (req.start_at_unix_ns > 0).then(|| from_unix_ns(req.start_at_unix_ns));
+        let load = StageLoad {
+            jobs: (req.jobs > 0).then_some(req.jobs),
+            iodepth: (req.iodepth > 0).then_some(req.iodepth),
+            rate_iops: (req.rate_iops > 0.0 && req.rate_iops.is_finite()).then_some(req.rate_iops),
+            bs: (req.bs > 0).then_some(req.bs),
+            size: (req.size > 0).then_some(req.size),
+        };
         self.stream_phase(&req.session, move |agent, sink| {
-            agent.run_stage(stage, start_at, sink)
+            agent.run_stage(stage, &load, start_at, sink)
         })
     }
 

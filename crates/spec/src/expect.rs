@@ -82,25 +82,16 @@ pub fn parse_expect(text: &str) -> Result<Vec<Expectation>, SpecError> {
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (name, value) = part.split_once('=').ok_or_else(bad)?;
         let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        let stat = |s| Figure::Latency(s);
         let figure = match name.as_str() {
             "iops" => Figure::Iops,
             "bw" | "bandwidth" => Figure::Bw,
-            "min" => stat(LatencyStat::Min),
-            "mean" | "avg" | "lat" => stat(LatencyStat::Mean),
-            "p50" | "median" => stat(LatencyStat::P50),
-            "p90" => stat(LatencyStat::P90),
-            "p99" => stat(LatencyStat::P99),
-            "p99.9" | "p999" => stat(LatencyStat::P999),
-            "p99.99" | "p9999" => stat(LatencyStat::P9999),
-            "max" => stat(LatencyStat::Max),
-            _ => {
-                return Err(SpecError::invalid(
+            other => Figure::Latency(parse_stat(other).ok_or_else(|| {
+                SpecError::invalid(
                     "--expect",
                     text,
                     format!("a known figure instead of {name:?}; {EXPECT_FORM}"),
-                ))
-            }
+                )
+            })?),
         };
         let parsed = match figure {
             Figure::Iops => parse_count(value),
@@ -136,6 +127,21 @@ pub fn parse_expect(text: &str) -> Result<Vec<Expectation>, SpecError> {
         return Err(bad());
     }
     Ok(out)
+}
+
+/// A latency statistic by the name users write: `p99`, `p99.9`, `mean`, `median`, `max`.
+pub(crate) fn parse_stat(name: &str) -> Option<LatencyStat> {
+    Some(match name {
+        "min" => LatencyStat::Min,
+        "mean" | "avg" | "lat" => LatencyStat::Mean,
+        "p50" | "median" => LatencyStat::P50,
+        "p90" => LatencyStat::P90,
+        "p99" => LatencyStat::P99,
+        "p99.9" | "p999" => LatencyStat::P999,
+        "p99.99" | "p9999" => LatencyStat::P9999,
+        "max" => LatencyStat::Max,
+        _ => return None,
+    })
 }
 
 /// `90000`, `90k`, `1.2m`: decimal multipliers, as IOPS are quoted.

@@ -25,6 +25,7 @@ mod error;
 mod expect;
 mod jobfile;
 mod profiles;
+mod search;
 pub mod units;
 mod workload;
 
@@ -32,6 +33,11 @@ pub use error::SpecError;
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};
+pub use search::{
+    parse_curve, parse_steady_state, parse_sweep, parse_target_latency, LatencyTarget, StageLoad,
+    SteadyFigure, SteadyState, Sweep, SweepKey, CURVE_FORM, STEADY_FORM, SWEEP_FORM,
+    TARGET_LATENCY_FORM,
+};
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     BlockSize, Direct, EngineChoice, Job, JobOpts, Rw, Source, Workload, DEFAULT_FILE_SIZE,

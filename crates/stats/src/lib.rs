@@ -30,6 +30,7 @@ mod recorder;
 mod repeat;
 mod results;
 mod samples;
+mod search;
 mod significance;
 mod summary;
 mod time;
@@ -51,6 +52,10 @@ pub use results::{
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
+};
+pub use search::{
+    latency_stat, stat_name, Load, Search, SearchEnd, SearchLimits, SearchReport, SearchStep,
+    TargetDoc, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE,
 };
 pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
