@@ -643,3 +643,85 @@ fn tls_between_coordinator_and_agent() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(entries(&target).is_empty());
 }
+
+#[test]
+fn sweeps_and_curves_carry_their_loads_to_every_agent() {
+    let Some(s) = Setup::new("sweeps_and_curves_carry_their_loads_to_every_agent", 2) else {
+        return;
+    };
+    // A sweep over workers, depth and block size: each point's load reaches both agents.
+    let json = s.dir.path().join("sweep.json");
+    let out = s.run(
+        &json,
+        &[
+            "--rw",
+            "randread",
+            "--size",
+            "1m",
+            "--time",
+            "1s",
+            "--engine",
+            "io_uring",
+            "--sweep",
+            "jobs=1,2",
+            "--sweep",
+            "bs=4k,8k",
+            "--iodepth",
+            "3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let points = r["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for p in points {
+        let phase = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == p["phase"])
+            .unwrap();
+        assert_eq!(phase["jobs"][0]["workers"], p["values"]["jobs"], "{phase}");
+        assert_eq!(phase["jobs"][0]["iodepth"], 3);
+        let bs = p["values"]["bs"].as_u64().unwrap();
+        let by_host = phase["by_host"].as_object().unwrap();
+        assert_eq!(by_host.len(), 2);
+        for h in by_host.values() {
+            let t = &h["total"];
+            assert!(t["ops"].as_u64().unwrap() > 0, "{h}");
+            assert_eq!(
+                t["bytes"].as_u64().unwrap(),
+                t["ops"].as_u64().unwrap() * bs
+            );
+        }
+    }
+    // A curve: the open-loop rate is a total, shared by the agents.
+    let json = s.dir.path().join("curve.json");
+    let out = s.run(
+        &json,
+        &[
+            "--engine",
+            "null",
+            "--iodepth",
+            "2",
+            "--time",
+            "2s",
+            "--ramp",
+            "0",
+            "--curve",
+            "5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let c = &r["curve"];
+    let rate = c["points"][1]["rate_iops"].as_f64().unwrap();
+    let got = c["points"][1]["iops"].as_f64().unwrap();
+    assert!(
+        (got - rate).abs() < 0.02 * rate,
+        "asked {rate}, the hosts together achieved {got}"
+    );
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+}

@@ -14,6 +14,7 @@
 mod format;
 mod json;
 mod live;
+mod shapes;
 mod terminal;
 
 pub use format::{format_bw, format_figure, format_iops, format_latency};

@@ -61,6 +61,19 @@ fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
     Some(line)
 }
 
+/// Whether a phase is a search step or a curve or sweep point, shown in its own table.
+fn shaped(r: &Results, name: &str) -> bool {
+    r.search
+        .as_ref()
+        .is_some_and(|s| s.steps.iter().any(|x| x.phase == name))
+        || r.curve
+            .as_ref()
+            .is_some_and(|c| c.points.iter().any(|x| x.phase == name))
+        || r.sweep
+            .as_ref()
+            .is_some_and(|s| s.points.iter().any(|x| x.phase == name))
+}
+
 /// A table per phase (IOPS, bandwidth, latency percentiles, errors per operation), then notes,
 /// findings and the status.
 pub struct Terminal;
@@ -72,12 +85,25 @@ impl Render for Terminal {
             let _ = writeln!(out, "target: {} ({})", t.path, t.kind);
         }
         for phase in &r.phases {
+            if shaped(r, &phase.name) {
+                // Search steps, curve and sweep points: one row each in their own table below.
+                continue;
+            }
             out.push_str(&phase_text(phase));
             for host in &r.hosts {
                 if let Some(line) = host_line(phase, host, r.hosts.len() > 1) {
                     out.push_str(&line);
                 }
             }
+        }
+        if let Some(s) = &r.search {
+            out.push_str(&crate::shapes::search_text(r, s));
+        }
+        if let Some(c) = &r.curve {
+            out.push_str(&crate::shapes::curve_text(c));
+        }
+        if let Some(s) = &r.sweep {
+            out.push_str(&crate::shapes::sweep_text(s));
         }
         if !r.repetitions.is_empty() {
             out.push_str(&repetitions_text(r));

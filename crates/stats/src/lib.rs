@@ -33,6 +33,7 @@ mod samples;
 mod search;
 mod significance;
 mod summary;
+mod sweep;
 mod time;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
@@ -61,4 +62,5 @@ pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };
 pub use summary::{Latency, Summary};
+pub use sweep::{CurvePoint, CurveReport, SweepPoint, SweepReport};
 pub use time::format_rfc3339;

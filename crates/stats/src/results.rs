@@ -46,6 +46,15 @@ pub struct Results {
     /// With `--repeat`, each figure over the repetitions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repetitions: Vec<RepetitionStat>,
+    /// With `--target-latency`, the search: every step and the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::SearchReport>,
+    /// With `--curve`, throughput against latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub curve: Option<crate::CurveReport>,
+    /// With `--sweep`, one point per combination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::SweepReport>,
     /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
     pub notes: Vec<String>,
 }
@@ -71,6 +80,9 @@ impl Results {
             findings: Vec::new(),
             expectations: Vec::new(),
             repetitions: Vec::new(),
+            search: None,
+            curve: None,
+            sweep: None,
             notes: Vec::new(),
         }
     }

@@ -41,6 +41,12 @@ Examples:
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
   stormark run /mnt/data --rw randread --direct --iodepth 32 --rate-iops 20000 --time 2m
       open loop: 20000 I/Os per second on a schedule; latency counts from the schedule
+  stormark run /mnt/data --rw randread --bs 4k --direct --target-latency p99<=2ms
+      the most IOPS whose 99th percentile stays within 2 ms (each step 20 s; --step-time)
+  stormark run /mnt/data --rw randread --direct --iodepth 32 --curve 10,30,50,70,90,100 --time 30s
+      the maximum, then open loop at those percentages of it: the throughput-latency curve
+  stormark run /mnt/data --rw read --direct --time 20s --sweep bs=4k,64k,1m --sweep jobs=1,2,4
+      every combination as its own phase, a matrix, and scaling efficiency over jobs
   stormark run /mnt/data --profile oltp-4k --time 60s --repeat 5 --json new.json
       five repetitions with mean and 95% confidence interval; then: stormark compare old.json new.json
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
@@ -276,6 +282,52 @@ pub struct RunArgs {
         help_heading = "Sizing and diagnosis"
     )]
     pub expect: Option<String>,
+
+    /// Search for the highest sustained throughput meeting every limit (p99<=2ms; several
+    /// joined by commas): concurrency doubles (workers, then depth; --jobs and --iodepth are
+    /// the most it tries), then open-loop rates narrow the knee. Each step is a phase
+    /// search-step-N.
+    #[arg(
+        long,
+        value_name = "LIMITS",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and sweeps"
+    )]
+    pub target_latency: Option<String>,
+    /// Measured time of each search step [default: 20s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and sweeps"
+    )]
+    pub step_time: Option<String>,
+    /// Most steps the search may take [default: 20].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and sweeps"
+    )]
+    pub search_steps: Option<String>,
+    /// Throughput-latency curve: the closed-loop maximum first, then open loop at these
+    /// percentages of it (e.g. 10,30,50,70,90,100).
+    #[arg(
+        long,
+        value_name = "PCTS",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and sweeps"
+    )]
+    pub curve: Option<String>,
+    /// Run the workload once per value (bs, size, jobs or iodepth; e.g. bs=4k,64k,1m); give
+    /// two to run every combination as a matrix. With jobs, scaling efficiency is reported.
+    #[arg(
+        long,
+        value_name = "KEY=LIST",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and sweeps"
+    )]
+    pub sweep: Vec<String>,
 
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -8,6 +8,7 @@ mod cli;
 mod compare_cmd;
 mod probe_cmd;
 mod run;
+mod shape;
 
 use clap::Parser;
 

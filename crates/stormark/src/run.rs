@@ -21,6 +21,7 @@ use stormark_stats::{
 };
 
 use crate::cli::RunArgs;
+use crate::shape::{shape, Plan, Shape};
 
 /// A mistake in what the user asked for: exit 2, before any load.
 #[derive(Debug)]
@@ -66,6 +67,7 @@ struct Request {
     target_given: bool,
     auto: Vec<String>,
     expect: Vec<Expectation>,
+    shape: Shape,
 }
 
 /// Builds the workload from a job file or profile plus flags (and `--auto` between them).
@@ -111,6 +113,14 @@ fn request(args: &RunArgs) -> Result<Request> {
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size",
         ));
     }
+    let shape = shape(args).map_err(user)?;
+    if !matches!(shape, Shape::Plain) && file.jobs.len() > 1 {
+        return Err(user(format!(
+            "--target-latency, --curve and --sweep run one job; {} has {} (keep one, or give the job as flags)",
+            args.job.as_ref().map_or_else(|| "the profile".to_string(), |p| p.display().to_string()),
+            file.jobs.len()
+        )));
+    }
     let several = file.jobs.len() > 1;
     let sections = if file.jobs.is_empty() {
         vec![JobOpts::default()]
@@ -151,7 +161,7 @@ fn request(args: &RunArgs) -> Result<Request> {
                 opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
             )
         };
-        let job = opts.resolve(&default_name).map_err(|e| {
+        let mut job = opts.resolve(&default_name).map_err(|e| {
             if several {
                 user(format!(
                     "job {}: {e}",
@@ -161,6 +171,7 @@ fn request(args: &RunArgs) -> Result<Request> {
                 user(e.to_string())
             }
         })?;
+        shape.fit(&opts, &mut job).map_err(user)?;
         jobs.push(job);
     }
     let prepare = args.prepare || file.prepare.unwrap_or(false);
@@ -171,6 +182,7 @@ fn request(args: &RunArgs) -> Result<Request> {
         target_given,
         auto: auto_reasons,
         expect,
+        shape,
     })
 }
 
@@ -431,6 +443,7 @@ fn run(args: RunArgs) -> Result<i32> {
         target_given,
         auto,
         expect,
+        shape,
     } = request(&args)?;
     let plan = agents_plan(&args, target_given.then_some(&target))?;
     if let Some(p) = &args.json {
@@ -512,23 +525,31 @@ fn run(args: RunArgs) -> Result<i32> {
             .extend(auto.iter().map(|r| format!("auto: {r}")));
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
-        outcome = coordinator.run(&workload, &mut results, &mut |event| {
-            if let Live::HostFailed { host, message } = &event {
-                // Said even with --quiet: the run goes on without this host, or stops.
-                let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
-                return;
-            }
-            if !show_live {
-                return;
-            }
-            let text = match event {
-                Live::Second { phase, interval } => line.second(phase, interval),
-                Live::PhaseDone { .. } => line.clear(),
-                Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
-            };
-            let _ = stderr.write_all(text.as_bytes());
-            let _ = stderr.flush();
-        });
+        let mut plan = Plan::new(&shape, &workload);
+        let mut next = |r: &Results| plan.next(r);
+        outcome = coordinator.run_steps(
+            &workload,
+            &mut results,
+            &mut |event| {
+                if let Live::HostFailed { host, message } = &event {
+                    // Said even with --quiet: the run goes on without this host, or stops.
+                    let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
+                    return;
+                }
+                if !show_live {
+                    return;
+                }
+                let text = match event {
+                    Live::Second { phase, interval } => line.second(phase, interval),
+                    Live::PhaseDone { .. } => line.clear(),
+                    Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
+                };
+                let _ = stderr.write_all(text.as_bytes());
+                let _ = stderr.flush();
+            },
+            &mut next,
+        );
+        plan.finish(&mut results, outcome == Outcome::Completed);
         reps.push(results);
         if outcome != Outcome::Completed {
             break;
