@@ -349,6 +349,14 @@ fn shaping_mistakes_are_one_line_and_exit_2() {
         ),
         (vec!["--sweep", "bs=4k", "--repeat", "3"], "--repeat with"),
         (
+            vec!["--steady-state", "iops:2"],
+            "--steady-state iops:2: expected FIGURE:BAND%:WINDOW",
+        ),
+        (
+            vec!["--steady-state", "iops:2%:1s"],
+            "WINDOW whole seconds from 2s",
+        ),
+        (
             vec![
                 "--target-latency",
                 "p99<=2ms",
@@ -368,4 +376,44 @@ fn shaping_mistakes_are_one_line_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
     assert!(entries(&t).is_empty(), "refused runs write nothing");
+}
+
+#[test]
+fn steady_state_ends_the_ramp_and_says_when() {
+    let dir = temp_dir(TMP);
+    // An open loop is steady from its first seconds: the ramp ends after the window.
+    let (code, r, out) = run_json(
+        &dir,
+        &[
+            "--engine",
+            "null",
+            "--rate-iops",
+            "5000",
+            "--steady-state",
+            "iops:5%:2s",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let note = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("steady state (iops:5%:2s) held after"))
+        .unwrap_or_else(|| panic!("no steady-state note in {}", r["notes"]));
+    let secs: u64 = note
+        .split("held after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!((2..=5).contains(&secs), "{note}");
+    let run = phases(&r)[0];
+    // The measured time is --time, after however long the ramp took.
+    let d = f(&run["duration_ns"]);
+    assert!((0.9e9..1.5e9).contains(&d), "{d}");
+    assert_eq!(r["spec"]["jobs"][0]["steady_state"], "iops:5%:2s");
+    assert!(f(&run["total"]["iops"]) > 4500.0, "{}", run["total"]);
 }

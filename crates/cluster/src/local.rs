@@ -28,6 +28,9 @@ use crate::agent::{Agent, AgentError, AgentEvent, Validated};
 /// sizes and whether they hold data. `--reuse` reads it; nothing else is trusted.
 pub const MANIFEST: &str = ".stormark-run.json";
 
+/// The most a ramp waits for a steady state when `--ramp` is not given.
+pub const STEADY_MAX_RAMP: Duration = Duration::from_secs(600);
+
 /// Stage index that [`Agent::workers`] uses for the preparation pass.
 pub(crate) const PREPARE: usize = usize::MAX;
 
@@ -769,11 +772,19 @@ impl Agent for LocalAgent {
             }
         });
         self.check_load(index, load)?;
+        let steady = self.stages[index]
+            .iter()
+            .find_map(|r| r.job.steady_state.map(|s| (r.job.name.clone(), s)));
         let ramp = self.stages[index]
             .iter()
             .map(|r| r.job.ramp)
             .max()
             .unwrap_or_default();
+        // Waiting for a steady state: the ramp is the most to wait.
+        let ramp = match &steady {
+            Some(_) if ramp.is_zero() => STEADY_MAX_RAMP,
+            _ => ramp,
+        };
         let mut specs = Vec::new();
         let mut map = Vec::new();
         for (k, run) in self.stages[index].iter().enumerate() {
@@ -831,6 +842,7 @@ impl Agent for LocalAgent {
                     // The job's total rate, shared by its workers on every host.
                     rate_iops: rate
                         .map_or(0.0, |r| r / workers.max(1) as f64 / f64::from(self.hosts)),
+                    steady: run.job.steady_state,
                     stall: None,
                 });
                 map.push((k as u16, w as u32));
@@ -839,6 +851,20 @@ impl Agent for LocalAgent {
         let out = run_stage_at(specs, self.stop.clone(), start_at, &mut |e| {
             forward(e, &map, on_event, 1)
         });
+        if let Some((name, rule)) = &steady {
+            if !self.stop.load(Ordering::Relaxed) {
+                self.notes.push(match out.steady_after {
+                    Some(d) => format!(
+                        "job {name}: steady state ({rule}) held after {} s of ramp; measured from there",
+                        d.as_secs()
+                    ),
+                    None => format!(
+                        "job {name}: NOT steady: {rule} did not hold within the {} s ramp; measured anyway, figures may still drift (raise --ramp or widen the band)",
+                        ramp.as_secs()
+                    ),
+                });
+            }
+        }
         if let Some((w, f)) = out.failures.first() {
             let (k, wk) = map[*w];
             let name = &self.stages[index][k as usize].job.name;

@@ -1,10 +1,11 @@
 //! A stage: workers started together through one gate, their messages handed to the caller.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
+use stormark_spec::{SteadyFigure, SteadyState};
 use stormark_stats::Snapshot;
 
 use crate::worker::{run_worker, WorkerMsg, WorkerSpec};
@@ -14,6 +15,9 @@ use crate::worker::{run_worker, WorkerMsg, WorkerSpec};
 pub(crate) struct Gate {
     barrier: Barrier,
     t0: OnceLock<Instant>,
+    /// With a steady-state rule, the measured start the stage names (ns after `t0`);
+    /// `u64::MAX` until then.
+    pub(crate) steady_start_ns: AtomicU64,
 }
 
 impl Gate {
@@ -67,6 +71,58 @@ pub struct StageOutcome {
     pub ended: Instant,
     /// Failures, by worker index.
     pub failures: Vec<(usize, String)>,
+    /// With a steady-state rule: the ramp it took to hold (`None`: it never held, and
+    /// measuring began when the ramp ran out).
+    pub steady_after: Option<Duration>,
+}
+
+/// Judges the ramp's seconds, summed over workers, against a steady-state rule.
+struct SteadyWatch {
+    rule: SteadyState,
+    /// Per second of the ramp: workers reported, ops, bytes, latency sum.
+    seconds: Vec<(usize, u64, u64, f64)>,
+    /// The figure of each complete second, in order.
+    figures: Vec<f64>,
+}
+
+impl SteadyWatch {
+    /// Adds one worker's second; returns the ramp's length when the rule now holds.
+    fn add(&mut self, second: u32, ops: u64, bytes: u64, sum: f64, workers: usize) -> Option<u32> {
+        let i = second as usize;
+        if self.seconds.len() <= i {
+            self.seconds.resize(i + 1, (0, 0, 0, 0.0));
+        }
+        let s = &mut self.seconds[i];
+        *s = (s.0 + 1, s.1 + ops, s.2 + bytes, s.3 + sum);
+        // A second counts once every worker reported it, in order.
+        while let Some(&(n, ops, bytes, sum)) = self.seconds.get(self.figures.len()) {
+            if n < workers {
+                break;
+            }
+            self.figures.push(match self.rule.figure {
+                SteadyFigure::Iops => ops as f64,
+                SteadyFigure::Bw => bytes as f64,
+                SteadyFigure::Lat if ops > 0 => sum / ops as f64,
+                SteadyFigure::Lat => f64::INFINITY,
+            });
+            if steady(&self.figures, &self.rule) {
+                return Some(self.figures.len() as u32);
+            }
+        }
+        None
+    }
+}
+
+/// Whether the last `window` seconds all lie within `band` of their mean (fio's steady state
+/// for iops and bw: the largest deviation from the mean).
+pub fn steady(figures: &[f64], rule: &SteadyState) -> bool {
+    let w = rule.window.as_secs() as usize;
+    if w == 0 || figures.len() < w {
+        return false;
+    }
+    let last = &figures[figures.len() - w..];
+    let mean = last.iter().sum::<f64>() / w as f64;
+    mean > 0.0 && mean.is_finite() && last.iter().all(|v| (v - mean).abs() <= rule.band * mean)
 }
 
 /// Runs workers on threads of their own until every one has stopped, calling `on_event` on
@@ -91,7 +147,17 @@ pub fn run_stage_at(
     let gate = Gate {
         barrier: Barrier::new(specs.len() + 1),
         t0: OnceLock::new(),
+        steady_start_ns: AtomicU64::new(u64::MAX),
     };
+    let mut watch = specs
+        .iter()
+        .find_map(|s| s.steady.filter(|_| !s.ramp.is_zero()))
+        .map(|rule| SteadyWatch {
+            rule,
+            seconds: Vec::new(),
+            figures: Vec::new(),
+        });
+    let mut steady_after = None;
     let (tx, rx) = channel::<WorkerMsg>();
     let mut failures = Vec::new();
     let mut t0 = Instant::now();
@@ -131,6 +197,23 @@ pub fn run_stage_at(
                     interval,
                     snap: &snap,
                 }),
+                Ok(WorkerMsg::Ramp {
+                    second,
+                    ops,
+                    bytes,
+                    latency_sum_ns,
+                    ..
+                }) => {
+                    if let Some(w) = watch.as_mut().filter(|_| steady_after.is_none()) {
+                        if let Some(secs) = w.add(second, ops, bytes, latency_sum_ns, running) {
+                            // Measuring starts at the next whole second of the ramp.
+                            let at = Duration::from_secs(u64::from(secs));
+                            gate.steady_start_ns
+                                .store(at.as_nanos() as u64, Ordering::Release);
+                            steady_after = Some(at);
+                        }
+                    }
+                }
                 Ok(WorkerMsg::Done {
                     worker,
                     end_ns,
@@ -155,6 +238,7 @@ pub fn run_stage_at(
         t0,
         ended: Instant::now(),
         failures,
+        steady_after,
     }
 }
 
@@ -443,5 +527,82 @@ mod tests {
         );
         assert_eq!(seen, vec![0, 1]);
         assert!((1_200_000_000..2_000_000_000).contains(&end), "{end}");
+    }
+
+    fn rule(band: f64, window: u64) -> SteadyState {
+        SteadyState {
+            figure: SteadyFigure::Iops,
+            band,
+            window: Duration::from_secs(window),
+        }
+    }
+
+    #[test]
+    fn steady_means_every_second_of_the_window_near_its_mean() {
+        let r = rule(0.02, 3);
+        assert!(!steady(&[100.0, 100.0], &r), "shorter than the window");
+        assert!(steady(&[50.0, 100.0, 101.0, 99.0], &r));
+        // 103 is 2.3% above the mean of 97, 100, 103 (100): outside 2%.
+        assert!(!steady(&[97.0, 100.0, 103.0], &r));
+        assert!(steady(&[98.5, 100.0, 101.5], &r));
+        assert!(!steady(&[0.0, 0.0, 0.0], &r), "nothing done is not steady");
+    }
+
+    /// An open loop at 20k IOPS whose first second and a half stall: the ramp holds until the
+    /// stalled seconds have left the window, then measuring starts on a whole second.
+    #[test]
+    fn a_steady_state_ends_the_ramp_once_the_figure_holds() {
+        let spec = WorkerSpec {
+            backend: Backend::Null,
+            rate_iops: 20_000.0,
+            ramp: Duration::from_secs(30),
+            steady: Some(rule(0.05, 2)),
+            stall: Some((Duration::from_millis(300), Duration::from_millis(1500))),
+            stop: Stop {
+                time: Some(Duration::from_secs(1)),
+                io_total: None,
+            },
+            ..WorkerSpec::new(vec![])
+        };
+        let mut ops = 0;
+        let started = Instant::now();
+        let out = run_stage(vec![spec], Arc::new(AtomicBool::new(false)), &mut |e| {
+            if let StageEvent::Interval { snap, .. } = e {
+                ops += snap.total().ops;
+            }
+        });
+        let after = out.steady_after.expect("an even rate is steady");
+        assert!(
+            (3..=6).contains(&after.as_secs()),
+            "steady after {after:?}: the stalled seconds must leave the window first"
+        );
+        assert_eq!(after.subsec_nanos(), 0);
+        // One measured second at the rate, not the 30 s ramp.
+        assert!(started.elapsed() < Duration::from_secs(15));
+        assert!((19_000..=21_000).contains(&ops), "{ops}");
+    }
+
+    #[test]
+    fn a_ramp_that_never_holds_ends_when_it_runs_out() {
+        let spec = WorkerSpec {
+            backend: Backend::Null,
+            rate_iops: 1000.0,
+            ramp: Duration::from_millis(1500),
+            // A window longer than the ramp cannot hold.
+            steady: Some(rule(0.5, 5)),
+            stop: Stop {
+                time: Some(Duration::from_millis(500)),
+                io_total: None,
+            },
+            ..WorkerSpec::new(vec![])
+        };
+        let mut intervals = Vec::new();
+        let out = run_stage(vec![spec], Arc::new(AtomicBool::new(false)), &mut |e| {
+            if let StageEvent::Interval { interval, .. } = e {
+                intervals.push(interval);
+            }
+        });
+        assert_eq!(out.steady_after, None);
+        assert_eq!(intervals, vec![0]);
     }
 }

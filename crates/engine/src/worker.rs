@@ -5,9 +5,11 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+
 use std::time::{Duration, Instant};
+use stormark_spec::SteadyState;
 
 use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
 
@@ -92,6 +94,9 @@ pub struct WorkerSpec {
     /// scheduled time, so that a stall shows in the numbers (coordinated omission corrected);
     /// the service time from submission is recorded beside it.
     pub rate_iops: f64,
+    /// End the ramp once this figure is steady (fio's `ss`): the ramp is then the most to
+    /// wait. The stage watches every worker's ramp seconds and names the measured start.
+    pub steady: Option<SteadyState>,
     /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
     #[doc(hidden)]
     pub stall: Option<(Duration, Duration)>,
@@ -117,6 +122,7 @@ impl WorkerSpec {
             seed: 1,
             write_once: false,
             rate_iops: 0.0,
+            steady: None,
             stall: None,
         }
     }
@@ -183,6 +189,19 @@ pub enum WorkerMsg {
         /// What it did (boxed: the message stays small while in the channel).
         snap: Box<Snapshot>,
     },
+    /// A second of a ramp that waits for a steady state: enough for the stage to judge it.
+    Ramp {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Second of the ramp, from 0.
+        second: u32,
+        /// I/Os completed.
+        ops: u64,
+        /// Bytes moved.
+        bytes: u64,
+        /// Latencies summed, ns.
+        latency_sum_ns: f64,
+    },
     /// The worker has stopped; nothing follows.
     Done {
         /// Worker index in the stage.
@@ -199,7 +218,7 @@ pub enum WorkerMsg {
 const MAX_CONSECUTIVE_ERRORS: u32 = 100;
 
 /// Time keeping of a worker: ramp, 1-second intervals, deadline.
-pub(crate) struct Pace {
+pub(crate) struct Pace<'a> {
     pub measured_start: Instant,
     in_ramp: bool,
     interval: u32,
@@ -207,17 +226,24 @@ pub(crate) struct Pace {
     deadline: Option<Instant>,
     worker: usize,
     last_completion: Option<Instant>,
+    /// Waiting for a steady state: the stage's named start (ns after `t0`; `u64::MAX` until
+    /// named), the start, and the second of the ramp.
+    steady: Option<(&'a AtomicU64, Instant, u32)>,
+    time: Option<Duration>,
 }
 
-impl Pace {
-    fn new(t0: Instant, spec: &WorkerSpec, worker: usize) -> Pace {
+impl<'a> Pace<'a> {
+    fn new(t0: Instant, spec: &WorkerSpec, worker: usize, steady: &'a AtomicU64) -> Pace<'a> {
         let measured_start = t0 + spec.ramp;
         let in_ramp = !spec.ramp.is_zero();
+        let steady = (in_ramp && spec.steady.is_some()).then_some((steady, t0, 0));
         Pace {
             measured_start,
             in_ramp,
             interval: 0,
-            next_boundary: if in_ramp {
+            next_boundary: if steady.is_some() {
+                (t0 + Duration::from_secs(1)).min(measured_start)
+            } else if in_ramp {
                 measured_start
             } else {
                 measured_start + Duration::from_secs(1)
@@ -225,7 +251,60 @@ impl Pace {
             deadline: spec.stop.time.map(|t| measured_start + t),
             worker,
             last_completion: None,
+            steady,
+            time: spec.stop.time,
         }
+    }
+
+    /// A second of a ramp waiting for a steady state: reports it, and ends the ramp at the
+    /// start the stage named (or at the ramp's end). Returns whether the ramp goes on.
+    fn ramp_second(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) -> bool {
+        let Some((named, t0, second)) = self.steady else {
+            return false;
+        };
+        let (mut ops, mut bytes, mut sum) = (0u64, 0u64, 0.0f64);
+        for (_, r) in rec.current().ops() {
+            ops += r.ops;
+            bytes += r.bytes;
+            sum += r.hist.mean() * r.hist.len() as f64;
+        }
+        let _ = tx.send(WorkerMsg::Ramp {
+            worker: self.worker,
+            second,
+            ops,
+            bytes,
+            latency_sum_ns: sum,
+        });
+        rec.discard();
+        let at = named.load(Ordering::Acquire);
+        let start = (at != u64::MAX).then(|| t0 + Duration::from_nanos(at));
+        match start {
+            Some(s) if now >= s || s >= self.measured_start => {
+                self.start_measuring(s.min(self.measured_start));
+                false
+            }
+            Some(s) => {
+                self.next_boundary = s;
+                self.steady = Some((named, t0, second + 1));
+                true
+            }
+            None if now >= self.measured_start => {
+                self.start_measuring(self.measured_start);
+                false
+            }
+            None => {
+                self.next_boundary =
+                    (t0 + Duration::from_secs(u64::from(second) + 2)).min(self.measured_start);
+                self.steady = Some((named, t0, second + 1));
+                true
+            }
+        }
+    }
+
+    fn start_measuring(&mut self, at: Instant) {
+        self.measured_start = at;
+        self.deadline = self.time.map(|t| at + t);
+        self.steady = None;
     }
 
     /// Called with the time of each completion batch, before recording it.
@@ -239,6 +318,9 @@ impl Pace {
 
     #[cold]
     fn roll(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) {
+        if self.in_ramp && self.steady.is_some() && self.ramp_second(now, rec, tx) {
+            return;
+        }
         if self.in_ramp {
             rec.discard();
             self.in_ramp = false;
@@ -292,7 +374,7 @@ pub(crate) struct Ctx<'a> {
     pub buf: AlignedBuf,
     pub gen: OffsetGen,
     pub rec: Recorder,
-    pub pace: Pace,
+    pub pace: Pace<'a>,
     pub stop: &'a AtomicBool,
     pub tx: &'a Sender<WorkerMsg>,
     pub issued: u64,
@@ -407,7 +489,7 @@ pub(crate) fn run_worker(
         buf,
         gen,
         rec: Recorder::new(),
-        pace: Pace::new(t0, spec, worker),
+        pace: Pace::new(t0, spec, worker, &gate.steady_start_ns),
         stop,
         tx,
         issued: 0,

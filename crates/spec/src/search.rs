@@ -204,6 +204,23 @@ pub struct SteadyState {
     pub window: Duration,
 }
 
+impl std::fmt::Display for SteadyState {
+    /// As `--steady-state` takes it: `iops:2%:30s`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let figure = match self.figure {
+            SteadyFigure::Iops => "iops",
+            SteadyFigure::Bw => "bw",
+            SteadyFigure::Lat => "lat",
+        };
+        write!(
+            f,
+            "{figure}:{}%:{}s",
+            self.band * 100.0,
+            self.window.as_secs()
+        )
+    }
+}
+
 /// What `--steady-state` accepts, for error messages.
 pub const STEADY_FORM: &str = "FIGURE:BAND%:WINDOW such as iops:2%:30s (FIGURE iops, bw or lat; \
 BAND above 0 and at most 50%; WINDOW whole seconds from 2s to 1h)";
@@ -341,6 +358,8 @@ mod tests {
         assert_eq!(s.figure, SteadyFigure::Iops);
         assert!((s.band - 0.02).abs() < 1e-12);
         assert_eq!(s.window, Duration::from_secs(30));
+        assert_eq!(s.to_string(), "iops:2%:30s");
+        assert_eq!(parse_steady_state(&s.to_string()).unwrap(), s);
         assert_eq!(
             parse_steady_state("lat:0.5%:1m").unwrap().figure,
             SteadyFigure::Lat

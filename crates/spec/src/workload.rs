@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
     format_duration, format_size, parse_duration, parse_percent, parse_size, DURATION_FORM,
     PERCENT_FORM, SIZE_FORM,
@@ -204,6 +205,7 @@ pub const JOB_KEYS: &[&str] = &[
     "iodepth_batch",
     "iodepth_batch_complete",
     "rate_iops",
+    "steady_state",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -250,6 +252,8 @@ pub struct JobOpts {
     pub iodepth_batch_complete: Option<u32>,
     /// Open loop: total I/Os per second of the job, over all its workers and hosts.
     pub rate_iops: Option<u32>,
+    /// `steady_state`.
+    pub steady_state: Option<SteadyState>,
 }
 
 impl JobOpts {
@@ -308,6 +312,9 @@ impl JobOpts {
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
             "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
+            "steady_state" => {
+                self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
+            }
             "jobs" => self.jobs = Some(count(4096)?),
             "files" => self.files = Some(count(65536)?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -360,7 +367,8 @@ impl JobOpts {
             invalidate,
             iodepth_batch,
             iodepth_batch_complete,
-            rate_iops
+            rate_iops,
+            steady_state
         )
     }
 
@@ -460,6 +468,7 @@ impl JobOpts {
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
+            steady_state: self.steady_state,
         })
     }
 }
@@ -484,6 +493,7 @@ fn canonical_key(key: &str) -> Option<&'static str> {
         "iodepth_batch_submit" => "iodepth_batch",
         "iodepth_batch_complete_max" => "iodepth_batch_complete",
         "percentage_random" => "random_pct",
+        "steadystate" | "ss" => "steady_state",
         other => other,
     };
     JOB_KEYS.iter().copied().find(|k| *k == alias)
@@ -539,6 +549,8 @@ pub struct Job {
     pub iodepth_batch_complete: u32,
     /// Open loop: total I/Os per second over all workers and hosts (`None`: closed loop).
     pub rate_iops: Option<u32>,
+    /// The ramp ends once this figure is steady (the ramp then bounds how long to wait).
+    pub steady_state: Option<SteadyState>,
 }
 
 impl Job {
@@ -580,6 +592,9 @@ impl Job {
         }
         if let Some(t) = self.io_total {
             pairs.push(("io_total", format_size(t)));
+        }
+        if let Some(s) = &self.steady_state {
+            pairs.push(("steady_state", s.to_string()));
         }
         if let Some(r) = self.rate_iops {
             pairs.push(("rate_iops", r.to_string()));

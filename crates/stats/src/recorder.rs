@@ -377,6 +377,11 @@ impl Recorder {
         std::mem::take(&mut self.current)
     }
 
+    /// What was recorded since the last swap, left in place.
+    pub fn current(&self) -> &Snapshot {
+        &self.current
+    }
+
     /// Drops what was recorded (the end of a ramp).
     pub fn discard(&mut self) {
         self.current.clear();

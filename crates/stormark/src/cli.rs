@@ -208,6 +208,17 @@ pub struct RunArgs {
         help_heading = "Workload"
     )]
     pub rate_iops: Option<String>,
+    /// End the ramp once FIGURE (iops, bw or lat) has stayed within BAND of its mean for
+    /// WINDOW, e.g. iops:2%:30s (fio's steady state); --ramp is then the most to wait
+    /// [default: 10m].
+    #[arg(
+        long,
+        alias = "steady_state",
+        value_name = "FIGURE:BAND:WINDOW",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub steady_state: Option<String>,
     /// Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0.
     #[arg(
         long,
@@ -395,6 +406,7 @@ impl RunArgs {
         add("ramp", &self.ramp);
         add("invalidate", &self.invalidate);
         add("rate_iops", &self.rate_iops);
+        add("steady_state", &self.steady_state);
         if self.direct {
             v.push(("direct", "true".into()));
         }
