@@ -695,6 +695,41 @@ fn sweeps_and_curves_carry_their_loads_to_every_agent() {
             );
         }
     }
+    // A sweep over agents: each point on the first N, with scaling efficiency.
+    let json = s.dir.path().join("agents.json");
+    let out = s.run(
+        &json,
+        &["--engine", "null", "--time", "1s", "--sweep", "agents=1,2"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let points = r["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, n) in points.iter().zip([1usize, 2]) {
+        assert_eq!(p["phase"], format!("sweep:agents={n}"));
+        let phase = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == p["phase"])
+            .unwrap();
+        let ran: Vec<&String> = phase["by_host"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(_, h)| h["total"]["ops"].as_u64().unwrap_or(0) > 0)
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(ran.len(), n, "{}", phase["by_host"]);
+        assert!(p["efficiency"].as_f64().unwrap() > 0.0);
+    }
+    let out = s.run(&json, &["--engine", "null", "--sweep", "agents=1,3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("only 2 agents are given"),
+        "{}",
+        text(&out)
+    );
     // A curve: the open-loop rate is a total, shared by the agents.
     let json = s.dir.path().join("curve.json");
     let out = s.run(

@@ -321,7 +321,10 @@ fn shaping_mistakes_are_one_line_and_exit_2() {
         (vec!["--sweep", "rw=read,write"], "a sweepable key"),
         (vec!["--sweep", "bs=4k", "--sweep", "bs=8k"], "swept twice"),
         (vec!["--sweep", "jobs=0"], "whole numbers from 1"),
-        (vec!["--sweep", "agents=1,2"], "--sweep agents=1,2"),
+        (
+            vec!["--sweep", "agents=1,2"],
+            "--sweep agents needs --agents or --agents-file",
+        ),
         (
             vec!["--curve", "50", "--sweep", "bs=4k"],
             "give one of them per run",

@@ -77,6 +77,8 @@ pub struct Step {
     pub stage: usize,
     /// Changes to its load.
     pub load: StageLoad,
+    /// Only the first this many agents run it (a sweep over agents); `None`: all.
+    pub hosts: Option<usize>,
 }
 
 /// The phase names of a workload run as given: `run`, or `run:<group>` per stage.
@@ -94,6 +96,7 @@ pub fn stage_steps(workload: &Workload) -> Vec<Step> {
             },
             stage: i,
             load: StageLoad::AS_GIVEN,
+            hosts: None,
         })
         .collect()
 }
@@ -279,8 +282,15 @@ impl Coordinator {
     ) -> Outcome {
         // Preparation: its own phase, excluded from the run's figures. No common start.
         let prepare: &PhaseCall<'_> = &|agent, _, sink| agent.prepare(sink);
-        let (result, phase) =
-            self.phase("prepare", PREPARE, None, start, start_wall, live, prepare);
+        let (result, phase) = self.phase(
+            "prepare",
+            PREPARE,
+            (None, None),
+            start,
+            start_wall,
+            live,
+            prepare,
+        );
         self.collect_notes(results);
         if let Some(p) = phase {
             results.phases.push(p);
@@ -289,11 +299,23 @@ impl Coordinator {
             return o;
         }
         while let Some(step) = next(results) {
-            let Step { name, stage, load } = step;
+            let Step {
+                name,
+                stage,
+                load,
+                hosts,
+            } = step;
             live(Live::PhaseStarted { name: &name });
             let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(stage, &load, at, sink);
-            let (result, phase) =
-                self.phase(&name, stage, load.jobs, start, start_wall, live, call);
+            let (result, phase) = self.phase(
+                &name,
+                stage,
+                (load.jobs, hosts),
+                start,
+                start_wall,
+                live,
+                call,
+            );
             if let Some(mut p) = phase {
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
@@ -317,15 +339,22 @@ impl Coordinator {
         &mut self,
         name: &str,
         stage: usize,
-        jobs_cap: Option<u32>,
+        (jobs_cap, hosts_cap): (Option<u32>, Option<usize>),
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
         call: &PhaseCall<'_>,
     ) -> (Result<(), AgentError>, Option<Phase>) {
+        // The agents that run this phase: alive, and among the first `hosts_cap`.
+        let alive: Vec<bool> = self
+            .alive
+            .iter()
+            .enumerate()
+            .map(|(h, a)| *a && hosts_cap.is_none_or(|n| h < n))
+            .collect();
         let mut keys = Vec::new();
         for (h, agent) in self.agents.iter().enumerate() {
-            if !self.alive[h] {
+            if !alive[h] {
                 continue;
             }
             for (j, n) in agent.workers(stage).iter().enumerate() {
@@ -338,7 +367,7 @@ impl Coordinator {
             }
         }
         let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
-        let running = self.alive.iter().filter(|a| **a).count();
+        let running = alive.iter().filter(|a| **a).count();
         // Hosts of a distributed stage start together, at a time named now.
         let start_at = (stage != PREPARE && running > 1).then(|| SystemTime::now() + START_LEAD);
         let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
@@ -346,7 +375,6 @@ impl Coordinator {
         let mut jobs: Option<Vec<PhaseJob>> = None;
         let mut result = Ok(());
         let (tx, rx) = channel::<Msg>();
-        let alive = self.alive.clone();
         let distributed = self.is_distributed();
         let mut newly_failed: Vec<(usize, String, u64)> = Vec::new();
         std::thread::scope(|scope| {

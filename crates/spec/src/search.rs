@@ -108,6 +108,8 @@ pub enum SweepKey {
     Jobs,
     /// I/Os in flight per worker.
     Iodepth,
+    /// Agents of a distributed run (the first N given).
+    Agents,
 }
 
 impl SweepKey {
@@ -118,6 +120,7 @@ impl SweepKey {
             SweepKey::Size => "size",
             SweepKey::Jobs => "jobs",
             SweepKey::Iodepth => "iodepth",
+            SweepKey::Agents => "agents",
         }
     }
 }
@@ -132,8 +135,8 @@ pub struct Sweep {
 }
 
 /// What `--sweep` accepts, for error messages.
-pub const SWEEP_FORM: &str = "KEY=V1,V2,... with KEY bs, size, jobs or iodepth, such as \
-bs=4k,64k,1m or jobs=1,2,4,8";
+pub const SWEEP_FORM: &str = "KEY=V1,V2,... with KEY bs, size, jobs, iodepth or agents, such \
+as bs=4k,64k,1m or jobs=1,2,4,8";
 
 /// Parses one `--sweep`.
 pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
@@ -144,11 +147,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
         "size" => SweepKey::Size,
         "jobs" | "numjobs" => SweepKey::Jobs,
         "iodepth" => SweepKey::Iodepth,
-        "agents" => {
-            return Err(bad(
-                "a parameter of one host's load; to measure scaling over agents, run once per agent count and compare the documents (stormark compare)".into(),
-            ))
-        }
+        "agents" | "hosts" => SweepKey::Agents,
         other => {
             return Err(bad(format!(
                 "a sweepable key instead of {other:?}; {SWEEP_FORM}"
@@ -159,13 +158,15 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
     for v in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
         let parsed = match key {
             SweepKey::Bs | SweepKey::Size => parse_size(v).filter(|b| *b > 0),
-            SweepKey::Jobs => v.parse::<u64>().ok().filter(|n| (1..=4096).contains(n)),
+            SweepKey::Jobs | SweepKey::Agents => {
+                v.parse::<u64>().ok().filter(|n| (1..=4096).contains(n))
+            }
             SweepKey::Iodepth => v.parse::<u64>().ok().filter(|n| (1..=65536).contains(n)),
         };
         let parsed = parsed.ok_or_else(|| {
             let form = match key {
                 SweepKey::Bs | SweepKey::Size => "sizes such as 4k, 64k, 1m",
-                SweepKey::Jobs => "whole numbers from 1 to 4096",
+                SweepKey::Jobs | SweepKey::Agents => "whole numbers from 1 to 4096",
                 SweepKey::Iodepth => "whole numbers from 1 to 65536",
             };
             SpecError::invalid("--sweep", text, format!("{} values as {form}", key.name()))
@@ -336,16 +337,9 @@ mod tests {
         assert_eq!(parse_sweep("jobs=1,2,4").unwrap().values, vec![1, 2, 4]);
         assert_eq!(parse_sweep("numjobs=8").unwrap().key, SweepKey::Jobs);
         assert_eq!(parse_sweep("size=1g").unwrap().values, vec![1 << 30]);
+        assert_eq!(parse_sweep("agents=1,2,4").unwrap().key, SweepKey::Agents);
         for bad in [
-            "",
-            "bs",
-            "bs=",
-            "bs=4x",
-            "jobs=0",
-            "jobs=1.5",
-            "rw=read",
-            "bs=4k,4k",
-            "agents=1,2",
+            "", "bs", "bs=", "bs=4x", "jobs=0", "jobs=1.5", "rw=read", "bs=4k,4k", "agents=0",
         ] {
             let e = parse_sweep(bad).unwrap_err().to_string();
             assert!(e.starts_with("--sweep"), "{bad}: {e}");

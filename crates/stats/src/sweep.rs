@@ -55,7 +55,7 @@ impl CurvePoint {
 pub struct SweepPoint {
     /// The phase that measured it (`sweep:bs=4k,jobs=2`).
     pub phase: String,
-    /// Each swept key's value: bytes for `bs` and `size`, counts for `jobs` and `iodepth`.
+    /// Each swept key's value: bytes for `bs` and `size`, counts for the others.
     pub values: BTreeMap<String, u64>,
     /// Achieved I/Os per second.
     pub iops: f64,
@@ -63,8 +63,8 @@ pub struct SweepPoint {
     pub bw_bytes_per_s: f64,
     /// Latency.
     pub latency_ns: Option<Latency>,
-    /// With `jobs` swept: iops(N) / (N / N0 × iops(N0)), N0 the fewest workers among points
-    /// that share every other value (1.0 is perfect scaling).
+    /// With `agents` (or else `jobs`) swept: iops(N) / (N / N0 × iops(N0)), N0 the fewest
+    /// among points that share every other value (1.0 is perfect scaling).
     pub efficiency: Option<f64>,
 }
 
@@ -94,16 +94,19 @@ pub struct SweepReport {
 }
 
 impl SweepReport {
-    /// Fills in scaling efficiency over `jobs`, when it is swept: each point against the
-    /// point with the fewest workers and every other value the same.
+    /// Fills in scaling efficiency over `agents` or else `jobs`, when swept: each point
+    /// against the point with the fewest and every other value the same.
     pub fn compute_efficiency(&mut self) {
-        if !self.keys.iter().any(|k| k == "jobs") {
+        let Some(key) = ["agents", "jobs"]
+            .into_iter()
+            .find(|k| self.keys.iter().any(|x| x == k))
+        else {
             return;
-        }
+        };
         let others = |p: &SweepPoint| {
             p.values
                 .iter()
-                .filter(|(k, _)| *k != "jobs")
+                .filter(|(k, _)| *k != key)
                 .map(|(k, v)| (k.clone(), *v))
                 .collect::<Vec<_>>()
         };
@@ -111,16 +114,16 @@ impl SweepReport {
             .points
             .iter()
             .map(|p| {
-                let key = others(p);
+                let same = others(p);
                 self.points
                     .iter()
-                    .filter(|q| others(q) == key)
-                    .filter_map(|q| Some((*q.values.get("jobs")?, q.iops)))
+                    .filter(|q| others(q) == same)
+                    .filter_map(|q| Some((*q.values.get(key)?, q.iops)))
                     .min_by_key(|(n, _)| *n)
             })
             .collect();
         for (p, b) in self.points.iter_mut().zip(base) {
-            p.efficiency = match (p.values.get("jobs"), b) {
+            p.efficiency = match (p.values.get(key), b) {
                 (Some(&n), Some((n0, iops0))) if iops0 > 0.0 && n > 0 => {
                     Some(p.iops / (n as f64 / n0 as f64 * iops0))
                 }

@@ -330,8 +330,9 @@ pub struct RunArgs {
         help_heading = "Search, curves and sweeps"
     )]
     pub curve: Option<String>,
-    /// Run the workload once per value (bs, size, jobs or iodepth; e.g. bs=4k,64k,1m); give
-    /// two to run every combination as a matrix. With jobs, scaling efficiency is reported.
+    /// Run the workload once per value (bs, size, jobs, iodepth, or agents: the first N; e.g.
+    /// bs=4k,64k,1m); give two to run every combination as a matrix. With jobs or agents,
+    /// scaling efficiency is reported.
     #[arg(
         long,
         value_name = "KEY=LIST",

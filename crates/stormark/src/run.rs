@@ -21,7 +21,7 @@ use stormark_stats::{
 };
 
 use crate::cli::RunArgs;
-use crate::shape::{shape, Plan, Shape};
+use crate::shape::{check_agents, shape, Plan, Shape};
 
 /// A mistake in what the user asked for: exit 2, before any load.
 #[derive(Debug)]
@@ -446,6 +446,12 @@ fn run(args: RunArgs) -> Result<i32> {
         shape,
     } = request(&args)?;
     let plan = agents_plan(&args, target_given.then_some(&target))?;
+    check_agents(
+        &shape,
+        plan.as_ref().map_or(1, |p| p.agents.len()),
+        plan.is_some(),
+    )
+    .map_err(user)?;
     if let Some(p) = &args.json {
         check_json_path(p)?;
     }

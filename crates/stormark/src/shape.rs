@@ -29,6 +29,26 @@ const DEFAULT_SEARCH_JOBS: u32 = 8;
 /// Most I/Os in flight per worker a search tries when the job gives no depth.
 const DEFAULT_SEARCH_IODEPTH: u32 = 128;
 
+/// Checks a sweep over agents against the agents given: at most that many.
+pub fn check_agents(shape: &Shape, agents: usize, distributed: bool) -> Result<(), String> {
+    let Shape::Sweep(sweeps) = shape else {
+        return Ok(());
+    };
+    let Some(s) = sweeps.iter().find(|s| s.key == SweepKey::Agents) else {
+        return Ok(());
+    };
+    if !distributed {
+        return Err("--sweep agents needs --agents or --agents-file".into());
+    }
+    let most = s.values.iter().max().copied().unwrap_or(0);
+    if most as usize > agents {
+        return Err(format!(
+            "--sweep agents={most}: only {agents} agents are given; each point runs on the first N of them"
+        ));
+    }
+    Ok(())
+}
+
 /// What shape of run the command line asks for.
 #[derive(Debug, Clone)]
 pub enum Shape {
@@ -185,6 +205,11 @@ impl Shape {
                         SweepKey::Size => job.size = Some(most),
                         SweepKey::Jobs => job.jobs = most as u32,
                         SweepKey::Iodepth => job.iodepth = most as u32,
+                        SweepKey::Agents => {
+                            if job.rate_iops.is_some() {
+                                return Err("--sweep agents with --rate-iops: the rate is shared by every agent of the run; sweep without a rate".into());
+                            }
+                        }
                     }
                 }
             }
@@ -213,7 +238,7 @@ pub enum Plan {
     /// A sweep: every combination in turn.
     Sweep {
         keys: Vec<String>,
-        points: Vec<(String, BTreeMap<String, u64>, StageLoad)>,
+        points: Vec<(String, BTreeMap<String, u64>, StageLoad, Option<usize>)>,
         next: usize,
         skipped: Vec<String>,
     },
@@ -223,7 +248,7 @@ pub enum Plan {
 fn show(key: SweepKey, v: u64) -> String {
     match key {
         SweepKey::Bs | SweepKey::Size => format_size(v),
-        SweepKey::Jobs | SweepKey::Iodepth => v.to_string(),
+        SweepKey::Jobs | SweepKey::Iodepth | SweepKey::Agents => v.to_string(),
     }
 }
 
@@ -280,8 +305,10 @@ impl Plan {
                             .join(",")
                     );
                     let mut load = StageLoad::AS_GIVEN;
+                    let mut hosts = None;
                     for (k, v) in &combo {
                         match k {
+                            SweepKey::Agents => hosts = Some(*v as usize),
                             SweepKey::Bs => load.bs = Some(*v),
                             SweepKey::Size => load.size = Some(*v),
                             SweepKey::Jobs => load.jobs = Some(*v as u32),
@@ -303,7 +330,7 @@ impl Plan {
                         .iter()
                         .map(|(k, v)| (k.name().to_string(), *v))
                         .collect();
-                    points.push((name, values, load));
+                    points.push((name, values, load, hosts));
                 }
                 Plan::Sweep {
                     keys: sweeps.iter().map(|s| s.key.name().to_string()).collect(),
@@ -345,6 +372,7 @@ impl Plan {
                 Some(Step {
                     name: format!("search-step-{n}"),
                     stage: 0,
+                    hosts: None,
                     load: StageLoad {
                         jobs: Some(jobs),
                         iodepth: Some(iodepth),
@@ -364,6 +392,7 @@ impl Plan {
                         name: "curve-max".into(),
                         stage: 0,
                         load: StageLoad::AS_GIVEN,
+                        hosts: None,
                     });
                 }
                 let max = *max_iops.get_or_insert_with(|| last.map_or(0.0, |p| p.total.iops));
@@ -375,6 +404,7 @@ impl Plan {
                 Some(Step {
                     name: format!("curve-{p}"),
                     stage: 0,
+                    hosts: None,
                     load: StageLoad {
                         rate_iops: Some(max * f64::from(p) / 100.0),
                         ..StageLoad::AS_GIVEN
@@ -382,12 +412,13 @@ impl Plan {
                 })
             }
             Plan::Sweep { points, next, .. } => {
-                let (name, _, load) = points.get(*next)?;
+                let (name, _, load, hosts) = points.get(*next)?;
                 *next += 1;
                 Some(Step {
                     name: name.clone(),
                     stage: 0,
                     load: *load,
+                    hosts: *hosts,
                 })
             }
         }
@@ -437,7 +468,7 @@ impl Plan {
                     keys,
                     points: points
                         .into_iter()
-                        .filter_map(|(name, values, _)| {
+                        .filter_map(|(name, values, _, _)| {
                             let phase = results.phases.iter().find(|p| p.name == name)?;
                             Some(SweepPoint::of(phase, values))
                         })
