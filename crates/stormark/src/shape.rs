@@ -238,7 +238,7 @@ pub enum Plan {
     /// A sweep: every combination in turn.
     Sweep {
         keys: Vec<String>,
-        points: Vec<(String, BTreeMap<String, u64>, StageLoad, Option<usize>)>,
+        points: Vec<(Step, BTreeMap<String, u64>)>,
         next: usize,
         skipped: Vec<String>,
     },
@@ -330,7 +330,13 @@ impl Plan {
                         .iter()
                         .map(|(k, v)| (k.name().to_string(), *v))
                         .collect();
-                    points.push((name, values, load, hosts));
+                    let step = Step {
+                        name,
+                        stage: 0,
+                        load,
+                        hosts,
+                    };
+                    points.push((step, values));
                 }
                 Plan::Sweep {
                     keys: sweeps.iter().map(|s| s.key.name().to_string()).collect(),
@@ -412,14 +418,9 @@ impl Plan {
                 })
             }
             Plan::Sweep { points, next, .. } => {
-                let (name, _, load, hosts) = points.get(*next)?;
+                let (step, _) = points.get(*next)?;
                 *next += 1;
-                Some(Step {
-                    name: name.clone(),
-                    stage: 0,
-                    load: *load,
-                    hosts: *hosts,
-                })
+                Some(step.clone())
             }
         }
     }
@@ -468,8 +469,8 @@ impl Plan {
                     keys,
                     points: points
                         .into_iter()
-                        .filter_map(|(name, values, _, _)| {
-                            let phase = results.phases.iter().find(|p| p.name == name)?;
+                        .filter_map(|(step, values)| {
+                            let phase = results.phases.iter().find(|p| p.name == step.name)?;
                             Some(SweepPoint::of(phase, values))
                         })
                         .collect(),
