@@ -305,7 +305,8 @@ pub struct RunArgs {
         help_heading = "Search, curves and sweeps"
     )]
     pub target_latency: Option<String>,
-    /// Measured time of each search step [default: 20s].
+    /// Measured time of each search step, and of each curve point without --time
+    /// [default: 20s].
     #[arg(
         long,
         value_name = "DURATION",
