@@ -82,6 +82,7 @@ fn request(args: &RunArgs) -> Result<Request> {
         Some(text) => parse_expect(text).map_err(|e| user(e.to_string()))?,
         None => Vec::new(),
     };
+    let shape = shape(args).map_err(user)?;
     let file: JobFile = if let Some(path) = &args.job {
         let shown = path.display().to_string();
         if path.extension().is_some_and(|e| e == "fio") {
@@ -94,7 +95,8 @@ fn request(args: &RunArgs) -> Result<Request> {
         stormark_spec::parse_job_file(&text, &shown).map_err(|e| user(e.to_string()))?
     } else if let Some(name) = &args.profile {
         profile(name).map_err(|e| user(e.to_string()))?
-    } else if flags.is_empty() {
+    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
+        // A search, curve or sweep of nothing else shapes fio's default job (4 KiB reads).
         profile("quick").expect("the quick profile ships with the binary")
     } else {
         JobFile::default()
@@ -113,7 +115,6 @@ fn request(args: &RunArgs) -> Result<Request> {
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size",
         ));
     }
-    let shape = shape(args).map_err(user)?;
     if !matches!(shape, Shape::Plain) && file.jobs.len() > 1 {
         return Err(user(format!(
             "--target-latency, --curve and --sweep run one job; {} has {} (keep one, or give the job as flags)",
