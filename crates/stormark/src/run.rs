@@ -96,7 +96,8 @@ fn request(args: &RunArgs) -> Result<Request> {
     } else if let Some(name) = &args.profile {
         profile(name).map_err(|e| user(e.to_string()))?
     } else if flags.is_empty() && matches!(shape, Shape::Plain) {
-        // A search, curve or sweep of nothing else shapes fio's default job (4 KiB reads).
+        // (A search, curve or sweep with no workload flags shapes the default job instead:
+        // they run one job.)
         profile("quick").expect("the quick profile ships with the binary")
     } else {
         JobFile::default()
