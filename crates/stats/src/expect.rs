@@ -1,6 +1,6 @@
 //! Measured against expected (`--expect`): one [`ExpectationResult`] per phase and figure.
 
-use stormark_spec::{Expectation, Figure, LatencyStat};
+use stormark_spec::{Expectation, Figure};
 
 use crate::{ExpectationResult, Phase, Summary};
 
@@ -9,16 +9,7 @@ pub fn figure_of(s: &Summary, figure: Figure) -> Option<f64> {
     match figure {
         Figure::Iops => Some(s.iops),
         Figure::Bw => Some(s.bw_bytes_per_s),
-        Figure::Latency(stat) => s.latency_ns.map(|l| match stat {
-            LatencyStat::Min => l.min as f64,
-            LatencyStat::Mean => l.mean,
-            LatencyStat::P50 => l.p50 as f64,
-            LatencyStat::P90 => l.p90 as f64,
-            LatencyStat::P99 => l.p99 as f64,
-            LatencyStat::P999 => l.p999 as f64,
-            LatencyStat::P9999 => l.p9999 as f64,
-            LatencyStat::Max => l.max as f64,
-        }),
+        Figure::Latency(stat) => s.latency_ns.map(|l| crate::latency_stat(&l, stat)),
     }
 }
 
