@@ -132,18 +132,39 @@ impl Render for Terminal {
         if !r.findings.is_empty() {
             out.push_str("findings:\n");
             let mut sorted: Vec<_> = r.findings.iter().collect();
-            sorted.sort_by_key(|f| std::cmp::Reverse(f.severity));
-            // The same finding in several phases: the advice is said once.
-            let mut advised = std::collections::BTreeSet::new();
+            // Most severe first; one code's findings together, in the order codes first came.
+            let first = |code: &str| r.findings.iter().position(|f| f.code == code);
+            sorted.sort_by_key(|f| (std::cmp::Reverse(f.severity), first(&f.code)));
+            // The same finding in several phases: the advice is said once, and past a few
+            // phases (a search, a sweep) the rest are counted, not listed.
+            const SHOWN_PER_CODE: usize = 3;
+            let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+            for f in &sorted {
+                *seen.entry(f.code.as_str()).or_default() += 1;
+            }
+            let mut said: std::collections::BTreeMap<&str, usize> = Default::default();
             for f in sorted {
+                let n = said.entry(f.code.as_str()).or_default();
+                *n += 1;
+                let total = seen[f.code.as_str()];
+                if *n > SHOWN_PER_CODE {
+                    continue;
+                }
                 let severity = match f.severity {
                     Severity::Info => "info",
                     Severity::Warning => "warning",
                     Severity::Critical => "CRITICAL",
                 };
                 let _ = writeln!(out, "  {severity} [{}] {}", f.code, f.message);
-                if advised.insert(f.code.as_str()) {
+                if *n == 1 {
                     let _ = writeln!(out, "    advice: {}", f.advice);
+                }
+                if *n == SHOWN_PER_CODE && total > SHOWN_PER_CODE {
+                    let _ = writeln!(
+                        out,
+                        "    (and in {} more phases; every one is in --json)",
+                        total - SHOWN_PER_CODE
+                    );
                 }
             }
         }
@@ -323,4 +344,53 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
         Cell::new(lat(|l| l.max)),
         Cell::new(s.errors),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stormark_stats::Finding;
+
+    fn finding(code: &str, severity: Severity, phase: usize) -> Finding {
+        Finding {
+            severity,
+            code: code.into(),
+            message: format!("phase p{phase}: something"),
+            evidence: serde_json::json!({ "phase": format!("p{phase}") }),
+            advice: format!("advice for {code}"),
+        }
+    }
+
+    #[test]
+    fn findings_of_many_phases_are_counted_after_three() {
+        let mut r = Results::new(vec![]);
+        for p in 0..5 {
+            r.findings.push(finding("cpu-bound", Severity::Warning, p));
+        }
+        r.findings
+            .insert(2, finding("swapping", Severity::Critical, 9));
+        r.findings
+            .push(finding("run-too-short", Severity::Warning, 0));
+        let text = Terminal.render(&r);
+        let lines: Vec<&str> = text
+            .lines()
+            .skip_while(|l| *l != "findings:")
+            .skip(1)
+            .take_while(|l| !l.starts_with("status"))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "  CRITICAL [swapping] phase p9: something",
+                "    advice: advice for swapping",
+                "  warning [cpu-bound] phase p0: something",
+                "    advice: advice for cpu-bound",
+                "  warning [cpu-bound] phase p1: something",
+                "  warning [cpu-bound] phase p2: something",
+                "    (and in 2 more phases; every one is in --json)",
+                "  warning [run-too-short] phase p0: something",
+                "    advice: advice for run-too-short",
+            ]
+        );
+    }
 }
