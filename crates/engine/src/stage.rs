@@ -115,7 +115,7 @@ impl SteadyWatch {
 
 /// Whether the last `window` seconds all lie within `band` of their mean (fio's steady state
 /// for iops and bw: the largest deviation from the mean).
-pub fn steady(figures: &[f64], rule: &SteadyState) -> bool {
+pub(crate) fn steady(figures: &[f64], rule: &SteadyState) -> bool {
     let w = rule.window.as_secs() as usize;
     if w == 0 || figures.len() < w {
         return false;

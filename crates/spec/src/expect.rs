@@ -50,6 +50,22 @@ pub enum LatencyStat {
     Max,
 }
 
+impl LatencyStat {
+    /// The name users write (`p99`, `p99.9`, `mean`), as [`parse_stat`] reads it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LatencyStat::Min => "min",
+            LatencyStat::Mean => "mean",
+            LatencyStat::P50 => "p50",
+            LatencyStat::P90 => "p90",
+            LatencyStat::P99 => "p99",
+            LatencyStat::P999 => "p99.9",
+            LatencyStat::P9999 => "p99.99",
+            LatencyStat::Max => "max",
+        }
+    }
+}
+
 impl Figure {
     /// Name as in the results document (`iops`, `bw_bytes_per_s`, `p99_ns`).
     pub fn key(&self) -> &'static str {
@@ -194,6 +210,14 @@ fn number(text: &str) -> Option<f64> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn stat_names_read_back() {
+        use LatencyStat::*;
+        for s in [Min, Mean, P50, P90, P99, P999, P9999, Max] {
+            assert_eq!(parse_stat(s.name()), Some(s));
+        }
+    }
 
     #[test]
     fn every_accepted_form() {

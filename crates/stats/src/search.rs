@@ -163,20 +163,6 @@ pub fn latency_stat(l: &Latency, stat: LatencyStat) -> f64 {
     }
 }
 
-/// The name users write for a statistic.
-pub fn stat_name(stat: LatencyStat) -> &'static str {
-    match stat {
-        LatencyStat::Min => "min",
-        LatencyStat::Mean => "mean",
-        LatencyStat::P50 => "p50",
-        LatencyStat::P90 => "p90",
-        LatencyStat::P99 => "p99",
-        LatencyStat::P999 => "p99.9",
-        LatencyStat::P9999 => "p99.99",
-        LatencyStat::Max => "max",
-    }
-}
-
 /// Concurrency levels 1, 2, 4, ... up to `max_jobs × max_iodepth` (that too), each as
 /// (jobs, iodepth): workers first, up to `max_jobs`, then depth.
 fn ladder(limits: &SearchLimits) -> Vec<(u32, u32)> {
@@ -335,7 +321,7 @@ impl Search {
                 if *v > t.limit_ns as f64 {
                     why.push(format!(
                         "{} {} > {}",
-                        stat_name(t.stat),
+                        t.stat.name(),
                         fmt_ns(*v),
                         fmt_ns(t.limit_ns as f64)
                     ));
@@ -364,7 +350,7 @@ impl Search {
                 .targets
                 .iter()
                 .map(|t| TargetDoc {
-                    stat: stat_name(t.stat).to_string(),
+                    stat: t.stat.name().to_string(),
                     limit_ns: t.limit_ns,
                 })
                 .collect(),

@@ -47,6 +47,8 @@ Examples:
       the maximum, then open loop at those percentages of it: the throughput-latency curve
   stormark run /mnt/data --rw read --direct --time 20s --sweep bs=4k,64k,1m --sweep jobs=1,2,4
       every combination as its own phase, a matrix, and scaling efficiency over jobs
+  stormark run /mnt/data --rw randwrite --direct --iodepth 16 --steady-state iops:2%:30s --time 2m
+      the ramp lasts until IOPS hold within 2% for 30 s (at most --ramp, default 10m)
   stormark run /mnt/data --profile oltp-4k --time 60s --repeat 5 --json new.json
       five repetitions with mean and 95% confidence interval; then: stormark compare old.json new.json
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread

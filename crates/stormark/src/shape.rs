@@ -154,8 +154,10 @@ impl Shape {
     /// file, profile and flags said, before defaults.
     pub fn fit(&self, opts: &JobOpts, job: &mut Job) -> Result<(), String> {
         let flag = self.flag();
-        let timed = |job: &mut Job, step_time: Duration| {
-            if opts.time.is_none() {
+        // Timed steps: `step_time` unless `keep_time` and the job gives a time; a short ramp
+        // unless the job gives one.
+        let timed = |job: &mut Job, step_time: Duration, keep_time: bool| {
+            if !(keep_time && opts.time.is_some()) {
                 job.time = Some(step_time);
                 job.io_total = None;
             }
@@ -179,11 +181,7 @@ impl Shape {
                     job.iodepth = DEFAULT_SEARCH_IODEPTH;
                 }
                 // A step's time is the step time, whatever the job said.
-                job.time = Some(*step_time);
-                job.io_total = None;
-                if opts.ramp.is_none() {
-                    job.ramp = DEFAULT_STEP_RAMP;
-                }
+                timed(job, *step_time, false);
             }
             Shape::Curve { step_time, .. } => {
                 if job.rate_iops.is_some() {
@@ -191,7 +189,8 @@ impl Shape {
                         "{flag} with --rate-iops: the curve chooses the rates; drop --rate-iops"
                     ));
                 }
-                timed(job, *step_time);
+                // A curve point runs --time when given.
+                timed(job, *step_time, true);
             }
             Shape::Sweep(sweeps) => {
                 for s in sweeps {
