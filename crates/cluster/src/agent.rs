@@ -3,6 +3,45 @@
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{Finding, HostSample, PhaseJob, Snapshot, Target};
 
+/// Stage index that [`Agent::workers`] uses for the preparation pass.
+pub(crate) const PREPARE: usize = usize::MAX;
+
+/// Where to run and what the user allowed: the same for every kind of agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetOptions {
+    /// A directory (a run directory is created inside), an existing file, or a block device;
+    /// with `reuse`, a run directory kept by an earlier `keep` run.
+    pub path: std::path::PathBuf,
+    /// Leave the run directory and its files in place.
+    pub keep: bool,
+    /// Use the files of a kept run directory (`path`).
+    pub reuse: bool,
+    /// Allow writing into an existing file stormark did not create.
+    pub allow_overwrite: bool,
+    /// Allow writing to a block device.
+    pub allow_device_write: bool,
+    /// Write to a device even though it carries a filesystem or partition signature.
+    pub force: bool,
+    /// The block devices (`st_rdev`) that may be used at all; `None` for any (a local run,
+    /// where the user names the device). An agent sets its `--allow-device` list.
+    pub allowed_devices: Option<Vec<u64>>,
+}
+
+impl TargetOptions {
+    /// Options for `path` with nothing allowed.
+    pub fn new(path: std::path::PathBuf) -> TargetOptions {
+        TargetOptions {
+            path,
+            keep: false,
+            reuse: false,
+            allow_overwrite: false,
+            allow_device_write: false,
+            force: false,
+            allowed_devices: None,
+        }
+    }
+}
+
 /// Why an agent cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {

@@ -12,8 +12,8 @@ use stormark_stats::{
     Results, RunStatus, Snapshot, WorkerKey,
 };
 
+use crate::agent::PREPARE;
 use crate::agent::{Agent, AgentError, AgentEvent};
-use crate::local::PREPARE;
 
 /// What the live display is told.
 #[derive(Debug)]

@@ -29,9 +29,9 @@ mod remote;
 mod server;
 mod wire;
 
-pub use agent::{Agent, AgentError, AgentEvent, Validated};
+pub use agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated};
 pub use coordinator::{stage_steps, Coordinator, Live, OnAgentFailure, Outcome, Step};
-pub use local::{LocalAgent, TargetOptions, MANIFEST};
+pub use local::{LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

@@ -1,129 +1,43 @@
-//! The in-process agent: plans and checks the target on this host, creates the run
-//! directory and files, runs stages with the engine, and removes what it created.
+//! The in-process agent: checks the target on this host, makes and holds the run directory,
+//! runs stages with the engine, and removes what it created. Split by concern: `rules` (may
+//! this file or device be used), `workspace` (the run directory's life), `specs` (jobs and
+//! stage loads into worker specs); this module is the [`Agent`] that ties them together.
+
+mod rules;
+mod specs;
+mod workspace;
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use stormark_engine::{
-    io_uring_available, run_stage, run_stage_at, Backend, FileTarget, StageEvent, Stop, WorkerSpec,
+    io_uring_available, run_stage, run_stage_at, Backend, FileTarget, Identity, Place, StageEvent,
+    WorkerSpec,
 };
-use stormark_probe::{
-    classify, device_in_use, fs_signature, odirect_supported, space, target_media, HostRoot,
-    Inventory, Sampler, TargetKind,
-};
+use stormark_probe::{classify, target_media, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::units::format_size;
 use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE_SIZE};
 use stormark_stats::{Finding, HostSample, PhaseJob, Severity, Target};
 
-use crate::agent::{Agent, AgentError, AgentEvent, Validated};
-
-/// Name of the manifest stormark writes in every run directory: the files it created, their
-/// sizes and whether they hold data. `--reuse` reads it; nothing else is trusted.
-pub const MANIFEST: &str = ".stormark-run.json";
+use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated, PREPARE};
+use specs::{seed, JobRun};
+pub use workspace::MANIFEST;
+use workspace::{PlannedFile, Workspace};
 
 /// The most a ramp waits for a steady state when `--ramp` is not given.
 pub const STEADY_MAX_RAMP: Duration = Duration::from_secs(600);
 
-/// Stage index that [`Agent::workers`] uses for the preparation pass.
-pub(crate) const PREPARE: usize = usize::MAX;
-
-/// Where to run and what the user allowed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetOptions {
-    /// A directory (a run directory is created inside), an existing file, or a block device;
-    /// with `reuse`, a run directory kept by an earlier `keep` run.
-    pub path: PathBuf,
-    /// Leave the run directory and its files in place.
-    pub keep: bool,
-    /// Use the files of a kept run directory (`path`).
-    pub reuse: bool,
-    /// Allow writing into an existing file stormark did not create.
-    pub allow_overwrite: bool,
-    /// Allow writing to a block device.
-    pub allow_device_write: bool,
-    /// Write to a device even though it carries a filesystem or partition signature.
-    pub force: bool,
-}
-
-impl TargetOptions {
-    /// Options for `path` with nothing allowed.
-    pub fn new(path: PathBuf) -> TargetOptions {
-        TargetOptions {
-            path,
-            keep: false,
-            reuse: false,
-            allow_overwrite: false,
-            allow_device_write: false,
-            force: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct Manifest {
-    tool: String,
-    files: Vec<ManifestFile>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct ManifestFile {
-    name: String,
-    size: u64,
-    prepared: bool,
-}
-
-#[derive(Debug, Clone)]
-enum Place {
+/// Where this host runs.
+#[derive(Debug)]
+enum Where {
     /// A run directory with files stormark made (now or in a kept run).
-    Dir { run_dir: PathBuf, reused: bool },
-    /// An existing file or device, used in place.
-    Existing { path: PathBuf },
-}
-
-#[derive(Debug, Clone)]
-struct PlannedFile {
-    name: String,
-    size: u64,
-    needs_data: bool,
-    exists: bool,
-    prepared: bool,
-}
-
-#[derive(Debug, Clone)]
-struct JobRun {
-    job: Job,
-    backend: Backend,
-    direct: bool,
-    /// Per worker, indices into `files` (directory targets) or empty (existing target).
-    worker_files: Vec<Vec<usize>>,
-    len: u64,
-}
-
-impl JobRun {
-    /// Workers that run under `load`: the first that many of those validated.
-    fn workers(&self, load: &StageLoad) -> usize {
-        load.jobs
-            .map_or(self.worker_files.len(), |j| j as usize)
-            .min(self.worker_files.len())
-    }
-
-    /// Bytes of each file used under `load`: at most what was validated, in whole blocks.
-    fn len_under(&self, load: &StageLoad) -> u64 {
-        match load.size {
-            Some(size) => {
-                let align = load.bs.unwrap_or(self.job.bs_align).max(512);
-                (size.min(self.len) / align * align).max(align.min(self.len))
-            }
-            None => self.len,
-        }
-    }
+    Dir(Workspace),
+    /// An existing file or device the user named, used in place; it must still be `id`.
+    Existing { path: PathBuf, id: Identity },
 }
 
 /// The agent of a local run.
@@ -132,12 +46,8 @@ pub struct LocalAgent {
     host: String,
     inventory: Inventory,
     stop: Arc<AtomicBool>,
-    place: Option<Place>,
-    files: Vec<PlannedFile>,
+    place: Option<Where>,
     stages: Vec<Vec<JobRun>>,
-    prepare_all: bool,
-    run_dir_created: bool,
-    created: Vec<String>,
     prepare_workers: u32,
     notes: Vec<String>,
     sampler: Option<Sampler>,
@@ -158,11 +68,7 @@ impl LocalAgent {
             seed_salt: 0,
             hosts: 1,
             place: None,
-            files: Vec::new(),
             stages: Vec::new(),
-            prepare_all: false,
-            run_dir_created: false,
-            created: Vec::new(),
             prepare_workers: 0,
             notes: Vec::new(),
         }
@@ -188,41 +94,24 @@ impl LocalAgent {
         self
     }
 
-    fn run_dir(&self) -> Option<&Path> {
+    fn workspace(&self) -> Option<&Workspace> {
         match &self.place {
-            Some(Place::Dir { run_dir, .. }) => Some(run_dir),
+            Some(Where::Dir(ws)) => Some(ws),
             _ => None,
         }
     }
 
-    fn file_path(&self, i: usize) -> PathBuf {
+    /// The engine's handle on the files of one worker of job run `r`, each `len` long.
+    fn targets(&self, files: &[usize], len: u64) -> Vec<FileTarget> {
         match &self.place {
-            Some(Place::Dir { run_dir, .. }) => run_dir.join(&self.files[i].name),
-            Some(Place::Existing { path, .. }) => path.clone(),
-            None => PathBuf::new(),
+            Some(Where::Dir(ws)) => files.iter().map(|&i| ws.target(i, len)).collect(),
+            Some(Where::Existing { path, id }) => vec![FileTarget {
+                place: Place::Path(path.clone()),
+                expect: Some(*id),
+                len,
+            }],
+            None => Vec::new(),
         }
-    }
-
-    fn write_manifest(&self) -> Result<(), String> {
-        let Some(dir) = self.run_dir() else {
-            return Ok(());
-        };
-        let manifest = Manifest {
-            tool: format!("stormark {}", env!("CARGO_PKG_VERSION")),
-            files: self
-                .files
-                .iter()
-                .filter(|f| f.exists)
-                .map(|f| ManifestFile {
-                    name: f.name.clone(),
-                    size: f.size,
-                    prepared: f.prepared,
-                })
-                .collect(),
-        };
-        let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
-        std::fs::write(dir.join(MANIFEST), text)
-            .map_err(|e| format!("cannot write {}: {e}", dir.join(MANIFEST).display()))
     }
 
     fn resolve_backend(&self, job: &Job, notes: &mut Vec<String>) -> Result<Backend, AgentError> {
@@ -261,31 +150,11 @@ impl LocalAgent {
         validated: &mut Validated,
     ) -> Result<(), AgentError> {
         let target = self.opts.path.clone();
-        let (run_dir, manifest) = if self.opts.reuse {
-            let text = std::fs::read_to_string(target.join(MANIFEST)).map_err(|_| {
-                AgentError::Refused(format!(
-                    "--reuse {}: no stormark run here (no {MANIFEST}); give the run directory that a --keep run printed",
-                    target.display()
-                ))
-            })?;
-            let m: Manifest = serde_json::from_str(&text).map_err(|e| {
-                AgentError::Refused(format!(
-                    "--reuse {}: {MANIFEST} is damaged ({e})",
-                    target.display()
-                ))
-            })?;
-            (target.clone(), Some(m))
+        let mut ws = if self.opts.reuse {
+            Workspace::reuse(&target)?
         } else {
-            if !is_writable(&target) {
-                return Err(AgentError::Refused(format!(
-                    "{}: not writable by this user; give a directory you can write to",
-                    target.display()
-                )));
-            }
-            let name = format!("stormark-{}-{}", stamp(), std::process::id());
-            (target.join(name), None)
+            Workspace::new_in(&target)?
         };
-
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
         for stage in stages {
@@ -308,16 +177,17 @@ impl LocalAgent {
                     for f in 0..job.files {
                         let name = format!("j{k}.w{w}.f{f}");
                         let i = *index.entry(name.clone()).or_insert_with(|| {
-                            self.files.push(PlannedFile {
+                            ws.files.push(PlannedFile {
                                 name,
                                 size: 0,
                                 needs_data: false,
                                 exists: false,
                                 prepared: false,
+                                id: None,
                             });
-                            self.files.len() - 1
+                            ws.files.len() - 1
                         });
-                        let pf = &mut self.files[i];
+                        let pf = &mut ws.files[i];
                         if *backend != Backend::Null {
                             pf.size = pf.size.max(len);
                             pf.needs_data |= job.read_pct() > 0 || workload.prepare;
@@ -337,49 +207,30 @@ impl LocalAgent {
             self.stages.push(runs);
         }
         // Files only null jobs touch are never created.
-        if let Some(m) = &manifest {
-            for pf in self.files.iter_mut().filter(|f| f.size > 0) {
-                let known = m.files.iter().find(|f| f.name == pf.name);
-                let on_disk = std::fs::metadata(run_dir.join(&pf.name))
-                    .map(|m| m.len())
-                    .ok();
-                match (known, on_disk) {
-                    (Some(k), Some(len)) if k.size >= pf.size && len == k.size => {
-                        pf.exists = true;
-                        pf.prepared = k.prepared;
-                        pf.size = k.size;
-                    }
-                    _ => {
-                        return Err(AgentError::Refused(format!(
-                            "--reuse {}: {} is missing or smaller than the {} this run needs; run without --reuse",
-                            run_dir.display(), pf.name, format_size(pf.size)
-                        )))
-                    }
-                }
-            }
+        if ws.reused() {
+            ws.check_reuse()?;
         }
-        let needed: u64 = self
-            .files
-            .iter()
-            .filter(|f| !f.exists)
-            .map(|f| f.size)
-            .sum();
-        let room = space(&target).map_err(|e| AgentError::Refused(e.to_string()))?;
-        if needed > room.avail {
+        let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
+        let (total, avail, used) = ws.space()?;
+        if needed > avail {
             return Err(AgentError::Refused(format!(
                 "{}: the working set needs {} but only {} is free; lower --size, --files or --jobs",
                 target.display(),
                 human(needed),
-                human(room.avail)
+                human(avail)
             )));
         }
-        let pct = room.used_pct_after(needed);
+        let pct = if total == 0 {
+            0.0
+        } else {
+            (used + needed) as f64 * 100.0 / total as f64
+        };
         if pct > 80.0 {
             validated.findings.push(Finding {
                 severity: Severity::Warning,
                 code: "filesystem-nearly-full".into(),
                 message: format!("the working set brings {} to {pct:.0}% full", target.display()),
-                evidence: serde_json::json!({ "needed_bytes": needed, "free_bytes": room.avail, "size_bytes": room.total, "used_pct_after": pct }),
+                evidence: serde_json::json!({ "needed_bytes": needed, "free_bytes": avail, "size_bytes": total, "used_pct_after": pct }),
                 advice: "Filesystems slow down as they fill (fragmentation, allocator search); results may be lower than on an emptier filesystem. Lower --size or free space.".into(),
             });
         }
@@ -387,15 +238,12 @@ impl LocalAgent {
         validated.target = Some(Target {
             path: target.display().to_string(),
             kind: "directory".into(),
-            run_dir: Some(run_dir.display().to_string()),
+            run_dir: Some(ws.path().display().to_string()),
             kept: self.opts.keep || self.opts.reuse,
             device: media.device,
             fs_type: media.fs_type,
         });
-        self.place = Some(Place::Dir {
-            run_dir,
-            reused: self.opts.reuse,
-        });
+        self.place = Some(Where::Dir(ws));
         Ok(())
     }
 
@@ -426,34 +274,7 @@ impl LocalAgent {
             } => (*size, true, *logical_block),
             TargetKind::Directory => unreachable!("directories are planned by plan_dir"),
         };
-        if writes && !block && !self.opts.allow_overwrite {
-            return Err(AgentError::Refused(format!(
-                "{shown}: this workload writes, and stormark did not create this file; add --allow-overwrite to overwrite its data"
-            )));
-        }
-        if writes && block {
-            if !self.opts.allow_device_write {
-                return Err(AgentError::Refused(format!(
-                    "{shown}: this workload writes to a block device, destroying its data; add --allow-device-write if that is intended"
-                )));
-            }
-            if let TargetKind::BlockDevice { rdev, .. } = kind {
-                if let Some(why) = device_in_use(&path, *rdev) {
-                    return Err(AgentError::Refused(format!(
-                        "{shown}: {why}; stormark never writes to a device in use"
-                    )));
-                }
-            }
-            if let Some(sig) =
-                fs_signature(&path).map_err(|e| AgentError::Refused(e.to_string()))?
-            {
-                if !self.opts.force {
-                    return Err(AgentError::Refused(format!(
-                        "{shown}: holds a {sig} signature; add --force to overwrite it anyway"
-                    )));
-                }
-            }
-        }
+        let id = rules::check_existing(&self.opts, &path, kind, writes)?;
         if workload.prepare {
             validated
                 .notes
@@ -464,6 +285,17 @@ impl LocalAgent {
             let mut runs = Vec::new();
             for (job, backend) in stage {
                 let align = job.bs_align.max(if block { lbs } else { 512 });
+                if let Some(size) = job.size.filter(|&s| s > total) {
+                    push_once(
+                        &mut validated.notes,
+                        format!(
+                            "job {}: --size {} is larger than {shown} ({}); capped to its size",
+                            job.name,
+                            format_size(size),
+                            format_size(total)
+                        ),
+                    );
+                }
                 let len = job.size.unwrap_or(total).min(total) / align * align;
                 if len < job.bs.max {
                     return Err(AgentError::Refused(format!(
@@ -500,7 +332,7 @@ impl LocalAgent {
             device: media.device,
             fs_type: media.fs_type,
         });
-        self.place = Some(Place::Existing { path });
+        self.place = Some(Where::Existing { path, id });
         Ok(())
     }
 
@@ -514,15 +346,17 @@ impl LocalAgent {
             return Ok(());
         }
         let (supported, what) = match &self.place {
-            Some(Place::Dir { run_dir, .. }) => (
-                odirect_supported(run_dir).map_err(|e| AgentError::Refused(e.to_string()))?,
+            Some(Where::Dir(ws)) => (
+                ws.odirect_supported()?,
                 format!("the filesystem of {}", self.opts.path.display()),
             ),
-            Some(Place::Existing { path, .. }) => {
-                let r = OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_DIRECT)
-                    .open(path);
+            Some(Where::Existing { path, id }) => {
+                let r = FileTarget {
+                    place: Place::Path(path.clone()),
+                    expect: Some(*id),
+                    len: 0,
+                }
+                .open(false, true);
                 (
                     !matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EINVAL)),
                     path.display().to_string(),
@@ -547,94 +381,89 @@ impl LocalAgent {
     }
 
     fn phase_jobs(&self, index: usize, load: &StageLoad) -> Vec<PhaseJob> {
+        let existing = matches!(self.place, Some(Where::Existing { .. }));
         self.stages[index]
             .iter()
-            .map(|r| {
-                let workers = r.workers(load);
-                let len = r.len_under(load);
-                PhaseJob {
-                    name: r.job.name.clone(),
-                    engine: r.backend.name().into(),
-                    direct: r.direct,
-                    workers: workers as u32,
-                    iodepth: if r.backend == Backend::Psync {
-                        1
-                    } else {
-                        load.iodepth.unwrap_or(r.job.iodepth)
-                    },
-                    rate_iops: load.rate_iops.or(r.job.rate_iops.map(f64::from)),
-                    working_set_bytes: match &self.place {
-                        Some(Place::Existing { .. }) => len,
-                        _ => {
-                            r.worker_files[..workers]
-                                .iter()
-                                .map(|f| f.len() as u64)
-                                .sum::<u64>()
-                                * len
-                        }
-                    },
-                }
-            })
+            .map(|r| r.phase_job(load, existing))
             .collect()
     }
 
-    /// Refuses a load the validated stage cannot carry (more workers than files were made
-    /// for, a block larger than the files).
-    fn check_load(&self, index: usize, load: &StageLoad) -> Result<(), AgentError> {
-        for r in &self.stages[index] {
-            if let Some(j) = load.jobs {
-                if j == 0 || j as usize > r.worker_files.len() {
-                    return Err(AgentError::Refused(format!(
-                        "job {}: {j} workers asked of a stage validated for {}",
-                        r.job.name,
-                        r.worker_files.len()
-                    )));
-                }
-            }
-            if let Some(bs) = load.bs {
-                if bs == 0 || bs > r.len_under(load) {
-                    return Err(AgentError::Refused(format!(
-                        "job {}: --bs {} is larger than the {} of each file used",
-                        r.job.name,
-                        format_size(bs),
-                        format_size(r.len_under(load))
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn create_files(&mut self) -> Result<(), AgentError> {
-        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else {
-            return Ok(());
+    /// The preparation pass: writes every file that needs data and has none yet.
+    fn prepare_data(
+        &mut self,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let Some(ws) = self.workspace() else {
+            return Ok(Vec::new());
         };
-        if !reused {
-            std::fs::create_dir(&run_dir).map_err(|e| {
-                AgentError::Refused(format!("cannot create {}: {e}", run_dir.display()))
-            })?;
-            self.run_dir_created = true;
+        let todo: Vec<usize> = (0..ws.files.len())
+            .filter(|&i| ws.files[i].needs_data && !ws.files[i].prepared && ws.files[i].size > 0)
+            .collect();
+        if todo.is_empty() {
+            return Ok(Vec::new());
         }
-        self.write_manifest().map_err(AgentError::Refused)?;
-        for i in 0..self.files.len() {
-            if self.files[i].exists || self.files[i].size == 0 {
-                continue;
-            }
-            let path = run_dir.join(&self.files[i].name);
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| {
-                    AgentError::Failed(format!("cannot create {}: {e}", path.display()))
-                })?;
-            self.created.push(self.files[i].name.clone());
-            self.files[i].exists = true;
-            allocate(&file, self.files[i].size).map_err(|e| {
-                AgentError::Failed(format!("cannot allocate {}: {e}", path.display()))
-            })?;
+        let direct = ws.odirect_supported().unwrap_or(false);
+        let backend = if io_uring_available().is_ok() {
+            Backend::IoUring
+        } else {
+            Backend::Psync
+        };
+        let workers = todo.len().min(4);
+        let bs = ws
+            .files
+            .iter()
+            .filter(|f| f.size > 0)
+            .map(|f| f.size)
+            .min()
+            .unwrap_or(1 << 20)
+            .min(1 << 20);
+        let specs: Vec<WorkerSpec> = (0..workers)
+            .map(|w| WorkerSpec {
+                write_once: true,
+                bs_min: bs,
+                bs_max: bs,
+                bs_align: bs,
+                read_pct: 0,
+                iodepth: 4,
+                direct,
+                backend,
+                seed: 0x5eed + w as u64,
+                ..WorkerSpec::new(
+                    todo.iter()
+                        .skip(w)
+                        .step_by(workers)
+                        .map(|&i| ws.target(i, ws.files[i].size))
+                        .collect(),
+                )
+            })
+            .collect();
+        let working_set_bytes = todo.iter().map(|&i| ws.files[i].size).sum();
+        self.prepare_workers = workers as u32;
+        let out = run_stage(specs, self.stop.clone(), &mut |e| {
+            forward(e, &[(0u16, 0u32)], on_event, 0)
+        });
+        if let Some((_, f)) = out.failures.first() {
+            return Err(AgentError::Failed(format!(
+                "preparing the working set failed: {f}"
+            )));
         }
-        self.write_manifest().map_err(AgentError::Failed)
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(AgentError::Failed(
+                "interrupted while preparing the working set".into(),
+            ));
+        }
+        if let Some(Where::Dir(ws)) = &mut self.place {
+            ws.mark_prepared(&todo)?;
+        }
+        Ok(vec![PhaseJob {
+            name: "prepare".into(),
+            engine: backend.name().into(),
+            direct,
+            workers: workers as u32,
+            iodepth: 4,
+            rate_iops: None,
+            working_set_bytes,
+        }])
     }
 }
 
@@ -658,7 +487,6 @@ impl Agent for LocalAgent {
             }
             stages.push(jobs);
         }
-        self.prepare_all = workload.prepare;
         match &kind {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
@@ -673,87 +501,14 @@ impl Agent for LocalAgent {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
-        self.create_files()?;
+        if let Some(Where::Dir(ws)) = &mut self.place {
+            ws.create(&self.stop)?;
+        }
         let mut notes = Vec::new();
         let decided = self.decide_direct(&mut notes);
         self.notes.extend(notes);
         decided?;
-        let todo: Vec<usize> = (0..self.files.len())
-            .filter(|&i| {
-                self.files[i].needs_data && !self.files[i].prepared && self.files[i].size > 0
-            })
-            .collect();
-        if todo.is_empty() {
-            return Ok(Vec::new());
-        }
-        let direct = self
-            .run_dir()
-            .map(|d| odirect_supported(d).unwrap_or(false))
-            .unwrap_or(false);
-        let backend = if io_uring_available().is_ok() {
-            Backend::IoUring
-        } else {
-            Backend::Psync
-        };
-        let workers = todo.len().min(4);
-        let bs = self
-            .files
-            .iter()
-            .filter(|f| f.size > 0)
-            .map(|f| f.size)
-            .min()
-            .unwrap_or(1 << 20)
-            .min(1 << 20);
-        let specs: Vec<WorkerSpec> = (0..workers)
-            .map(|w| WorkerSpec {
-                write_once: true,
-                bs_min: bs,
-                bs_max: bs,
-                bs_align: bs,
-                read_pct: 0,
-                iodepth: 4,
-                direct,
-                backend,
-                seed: 0x5eed + w as u64,
-                ..WorkerSpec::new(
-                    todo.iter()
-                        .skip(w)
-                        .step_by(workers)
-                        .map(|&i| FileTarget {
-                            path: self.file_path(i),
-                            len: self.files[i].size,
-                        })
-                        .collect(),
-                )
-            })
-            .collect();
-        self.prepare_workers = workers as u32;
-        let out = run_stage(specs, self.stop.clone(), &mut |e| {
-            forward(e, &[(0u16, 0u32)], on_event, 0)
-        });
-        if let Some((_, f)) = out.failures.first() {
-            return Err(AgentError::Failed(format!(
-                "preparing the working set failed: {f}"
-            )));
-        }
-        if !self.stop.load(Ordering::Relaxed) {
-            for &i in &todo {
-                if let Ok(f) = File::open(self.file_path(i)) {
-                    let _ = f.sync_all();
-                }
-                self.files[i].prepared = true;
-            }
-            self.write_manifest().map_err(AgentError::Failed)?;
-        }
-        Ok(vec![PhaseJob {
-            name: "prepare".into(),
-            engine: backend.name().into(),
-            direct,
-            workers: workers as u32,
-            iodepth: 4,
-            rate_iops: None,
-            working_set_bytes: todo.iter().map(|&i| self.files[i].size).sum(),
-        }])
+        self.prepare_data(on_event)
     }
 
     fn run_stage(
@@ -771,7 +526,9 @@ impl Agent for LocalAgent {
                 Err(_) => now,
             }
         });
-        self.check_load(index, load)?;
+        for r in &self.stages[index] {
+            r.check_load(load)?;
+        }
         let steady = self.stages[index]
             .iter()
             .find_map(|r| r.job.steady_state.map(|s| (r.job.name.clone(), s)));
@@ -790,61 +547,16 @@ impl Agent for LocalAgent {
         for (k, run) in self.stages[index].iter().enumerate() {
             let workers = run.workers(load);
             let len = run.len_under(load);
-            let (bs_min, bs_max, bs_align) = match load.bs {
-                Some(bs) => (bs, bs, bs),
-                None => (run.job.bs.min, run.job.bs.max, run.job.bs_align),
-            };
-            let rate = load.rate_iops.or(run.job.rate_iops.map(f64::from));
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
-                let targets: Vec<FileTarget> = match &self.place {
-                    Some(Place::Existing { path, .. }) => vec![FileTarget {
-                        path: path.clone(),
-                        len,
-                    }],
-                    _ => files
-                        .iter()
-                        .map(|&i| FileTarget {
-                            path: self.file_path(i),
-                            len,
-                        })
-                        .collect(),
-                };
+                let targets = self.targets(files, len);
                 if !run.direct && run.job.invalidate && run.backend != Backend::Null {
                     // Like fio's default invalidate=1: start buffered jobs with a cold cache.
                     for t in &targets {
-                        drop_cache(&t.path);
+                        drop_cache(t);
                     }
                 }
-                let one_pass: u64 = targets.iter().map(|t| t.len).sum();
-                let stop = match (run.job.time, run.job.io_total) {
-                    (None, None) => Stop {
-                        time: None,
-                        io_total: Some(one_pass),
-                    },
-                    (time, io_total) => Stop { time, io_total },
-                };
-                specs.push(WorkerSpec {
-                    files: targets,
-                    read_pct: run.job.read_pct(),
-                    random_pct: run.job.random_pct,
-                    bs_min,
-                    bs_max,
-                    bs_align,
-                    iodepth: load.iodepth.unwrap_or(run.job.iodepth),
-                    iodepth_batch: run.job.iodepth_batch,
-                    iodepth_batch_complete: run.job.iodepth_batch_complete,
-                    direct: run.direct,
-                    backend: run.backend,
-                    stop,
-                    ramp,
-                    seed: seed(index, k, w) ^ self.seed_salt,
-                    write_once: false,
-                    // The job's total rate, shared by its workers on every host.
-                    rate_iops: rate
-                        .map_or(0.0, |r| r / workers.max(1) as f64 / f64::from(self.hosts)),
-                    steady: run.job.steady_state,
-                    stall: None,
-                });
+                let seed = seed(index, k, w) ^ self.seed_salt;
+                specs.push(run.worker_spec(load, targets, ramp, seed, self.hosts));
                 map.push((k as u16, w as u32));
             }
         }
@@ -882,39 +594,10 @@ impl Agent for LocalAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
-        let mut notes = Vec::new();
-        let Some(Place::Dir { run_dir, reused }) = self.place.clone() else {
-            return notes;
-        };
-        if self.opts.keep || reused {
-            if self.run_dir_created || reused {
-                let _ = self.write_manifest();
-                notes.push(format!(
-                    "kept run directory {} (run again on it with: stormark run {} --reuse)",
-                    run_dir.display(),
-                    run_dir.display()
-                ));
-            }
-            return notes;
+        match &mut self.place {
+            Some(Where::Dir(ws)) => ws.cleanup(self.opts.keep),
+            _ => Vec::new(),
         }
-        if !self.run_dir_created {
-            return notes;
-        }
-        for name in self.created.iter().map(String::as_str).chain([MANIFEST]) {
-            let path = run_dir.join(name);
-            if let Err(e) = std::fs::remove_file(&path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    notes.push(format!("could not remove {}: {e}", path.display()));
-                }
-            }
-        }
-        if let Err(e) = std::fs::remove_dir(&run_dir) {
-            notes.push(format!(
-                "could not remove {}: {e} (files not created by stormark are left in place)",
-                run_dir.display()
-            ));
-        }
-        notes
     }
 
     fn take_notes(&mut self) -> Vec<String> {
@@ -1002,50 +685,18 @@ fn forward(
     }
 }
 
-fn seed(stage: usize, job: usize, worker: usize) -> u64 {
-    let mut x = (stage as u64) << 40 ^ (job as u64) << 20 ^ worker as u64 ^ 0x243F_6A88_85A3_08D3;
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^ (x >> 33)
-}
-
 fn push_once(notes: &mut Vec<String>, note: String) {
     if !notes.contains(&note) {
         notes.push(note);
     }
 }
 
-fn is_writable(dir: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: c is a valid C string.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
-}
-
-/// Reserves the file's blocks (fio's default `fallocate=native`), or sets its length where the
-/// filesystem cannot.
-fn allocate(file: &File, size: u64) -> std::io::Result<()> {
-    // SAFETY: fd is open for writing; mode 0 allocates and extends.
-    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
-    if r == 0 {
-        return Ok(());
-    }
-    file.set_len(size)
-}
-
-fn drop_cache(path: &Path) {
-    if let Ok(f) = File::open(path) {
+/// Drops the clean cached pages of a file, like fio's `invalidate=1`.
+fn drop_cache(t: &FileTarget) {
+    if let Ok(f) = t.open(false, false) {
         // SAFETY: fd is valid; POSIX_FADV_DONTNEED only drops clean cached pages.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
-}
-
-fn stamp() -> String {
-    let t = stormark_stats::format_rfc3339(std::time::SystemTime::now());
-    // 2026-11-23T07:15:02.123Z -> 20261123-071502
-    let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
-    format!("{}-{}", &digits[..8], &digits[8..14])
 }
 
 fn human(bytes: u64) -> String {
@@ -1072,11 +723,5 @@ mod tests {
         assert_eq!(human(512), "512 B");
         assert_eq!(human(1536), "1.5 KiB");
         assert_eq!(human(3 << 30), "3.0 GiB");
-    }
-
-    #[test]
-    fn seeds_differ() {
-        assert_ne!(seed(0, 0, 0), seed(0, 0, 1));
-        assert_ne!(seed(0, 1, 0), seed(1, 0, 0));
     }
 }

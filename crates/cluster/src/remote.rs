@@ -13,8 +13,8 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status};
 
+use crate::agent::TargetOptions;
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
-use crate::local::TargetOptions;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
 use crate::wire::{decode_parts, from_unix_ns, unix_ns};
@@ -442,7 +442,7 @@ impl Agent for RemoteAgent {
     }
 
     fn workers(&self, stage: usize) -> Vec<u32> {
-        if stage == crate::local::PREPARE {
+        if stage == crate::agent::PREPARE {
             // The preparation's workers are known only as they report.
             return Vec::new();
         }

@@ -8,6 +8,7 @@
 //! engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,8 +23,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::agent::{Agent, AgentError, AgentEvent};
-use crate::local::{LocalAgent, TargetOptions};
+use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions};
+use crate::local::LocalAgent;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
 use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
@@ -35,6 +36,10 @@ pub struct AgentConfig {
     pub token: String,
     /// Directories and devices coordinators may use (canonical paths).
     pub allow: Vec<PathBuf>,
+    /// Block devices coordinators may use (`st_rdev`): those named by `--allow-device`, and
+    /// by `--allow-path` when it names a device. A device node found under an allowed
+    /// directory is refused unless it names one of these.
+    pub devices: Vec<u64>,
     /// Coordinator silence after which its session ends.
     pub heartbeat_timeout: Duration,
     /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
@@ -60,12 +65,59 @@ impl AgentConfig {
                 std::fs::canonicalize(p).map_err(|e| format!("--allow-path {}: {e}", p.display()))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let devices = allow
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .filter(|m| m.file_type().is_block_device())
+            .map(|m| m.rdev())
+            .collect();
         Ok(AgentConfig {
             token,
             allow,
+            devices,
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
         })
+    }
+
+    /// Also allows the block devices `devices` (`--allow-device`), checked by device number.
+    pub fn with_devices(mut self, devices: &[PathBuf]) -> Result<AgentConfig, String> {
+        for d in devices {
+            let meta =
+                std::fs::metadata(d).map_err(|e| format!("--allow-device {}: {e}", d.display()))?;
+            if !meta.file_type().is_block_device() {
+                return Err(format!(
+                    "--allow-device {}: not a block device; give a device such as /dev/nvme1n1 (directories go to --allow-path)",
+                    d.display()
+                ));
+            }
+            self.devices.push(meta.rdev());
+            if let Ok(real) = std::fs::canonicalize(d) {
+                self.allow.push(real);
+            }
+        }
+        Ok(self)
+    }
+
+    /// Warnings about a set-up that works but exposes more than it should: printed at start.
+    pub fn warnings(&self, listen: &std::net::SocketAddr, token_file: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.tls.is_none() && !listen.ip().is_loopback() {
+            out.push(format!("listening on {listen} without TLS: the token and every request travel in clear; give --tls-cert and --tls-key (docs/security.md)"));
+        }
+        if let Ok(m) = std::fs::metadata(token_file) {
+            if m.mode() & 0o077 != 0 {
+                out.push(format!(
+                    "--token-file {}: readable by group or others (mode {:o}); chmod 600 it",
+                    token_file.display(),
+                    m.mode() & 0o777
+                ));
+            }
+        }
+        if self.allow.iter().any(|p| p == Path::new("/")) {
+            out.push("--allow-path /: coordinators may use any directory of this host".into());
+        }
+        out
     }
 
     /// Serves TLS with this certificate chain and key (PEM files).
@@ -102,7 +154,10 @@ pub fn read_token(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("--token-file {}: cannot read it: {e}", path.display()))?;
     let token = text.trim().to_string();
-    if token.len() < MIN_TOKEN_LEN || token.contains(char::is_whitespace) {
+    if token.len() < MIN_TOKEN_LEN
+        || token.contains(char::is_whitespace)
+        || token.contains(char::is_control)
+    {
         return Err(format!(
             "--token-file {}: expected one line of at least {MIN_TOKEN_LEN} characters without spaces, such as the output of `head -c 32 /dev/urandom | base64`",
             path.display()
@@ -444,6 +499,7 @@ impl AgentRpc for AgentService {
             allow_overwrite: req.allow_overwrite,
             allow_device_write: req.allow_device_write,
             force: req.force,
+            allowed_devices: Some(self.cfg.devices.clone()),
         };
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);

@@ -6,7 +6,9 @@
 //! reaps and records into its own [`stormark_stats::Recorder`], with no allocation, lock or
 //! formatting per I/O. Once a second (and at the end) it sends a [`WorkerMsg`] with its
 //! snapshot; [`run_stage`] hands those to the caller, which merges them. The engine never
-//! creates or removes files: it is handed paths the planner made safe to use.
+//! creates or removes files: it is handed run-directory names, opened beneath the directory's
+//! descriptor without following links, or paths the user named, and checks that each opened
+//! file is the one validated ([`Identity`]).
 //!
 //! ```
 //! use std::sync::{atomic::AtomicBool, Arc};
@@ -29,12 +31,14 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod files;
 mod offsets;
 mod stage;
 mod uring;
 mod worker;
 
+pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use uring::io_uring_available;
-pub use worker::{Backend, FileTarget, Stop, WorkerMsg, WorkerSpec};
+pub use worker::{Backend, FileTarget, Place, Stop, WorkerMsg, WorkerSpec};

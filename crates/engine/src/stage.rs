@@ -266,13 +266,7 @@ mod tests {
             .unwrap()
             .write_all(&vec![7u8; len])
             .unwrap();
-        (
-            dir,
-            FileTarget {
-                path,
-                len: len as u64,
-            },
-        )
+        (dir, FileTarget::path(path, len as u64))
     }
 
     #[test]
@@ -409,10 +403,10 @@ mod tests {
     #[test]
     fn write_once_fills_the_file() {
         let (_dir, file) = temp_file(10_000);
-        std::fs::write(&file.path, b"").unwrap();
+        std::fs::write(file.shown(), b"").unwrap();
         std::fs::File::options()
             .write(true)
-            .open(&file.path)
+            .open(file.shown())
             .unwrap()
             .set_len(10_000)
             .unwrap();
@@ -425,7 +419,7 @@ mod tests {
         let (total, failures) = collect(vec![spec]);
         assert!(failures.is_empty(), "{failures:?}");
         assert_eq!(total.op(Op::Write).bytes, 10_000);
-        let data = std::fs::read(&file.path).unwrap();
+        let data = std::fs::read(file.shown()).unwrap();
         assert!(
             data.iter().filter(|b| **b == 0).count() < 200,
             "the file holds written data"
@@ -435,10 +429,7 @@ mod tests {
     #[test]
     fn missing_file_fails_cleanly_and_others_still_run() {
         let (_dir, file) = temp_file(1 << 16);
-        let bad = FileTarget {
-            path: "/nonexistent/stormark".into(),
-            len: 1 << 16,
-        };
+        let bad = FileTarget::path("/nonexistent/stormark", 1 << 16);
         let stop = Stop {
             time: None,
             io_total: Some(1 << 16),

@@ -7,6 +7,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 use stormark_spec::SteadyState;
@@ -14,6 +15,7 @@ use stormark_spec::SteadyState;
 use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
 
 use crate::buffer::AlignedBuf;
+use crate::files::{open_checked, Dir, Identity};
 use crate::offsets::{IoReq, OffsetGen};
 
 /// The I/O backend of a worker.
@@ -39,12 +41,76 @@ impl Backend {
 }
 
 /// A file or device a worker does I/O on, from offset 0 to `len`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct FileTarget {
-    /// Path to open (never created by the engine).
-    pub path: PathBuf,
+    /// Where it is: a name beneath a run directory held open, or a path the user named.
+    pub place: Place,
+    /// What it must be when opened (`None`: anything regular, for tests and probes).
+    pub expect: Option<Identity>,
     /// Bytes used, from the start.
     pub len: u64,
+}
+
+/// Where a [`FileTarget`] is opened from.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A path, followed as given (a target the user named).
+    Path(PathBuf),
+    /// A single name inside a run directory, opened beneath its descriptor, never through a link.
+    Beneath {
+        /// The run directory.
+        dir: Arc<Dir>,
+        /// The file's name in it.
+        name: String,
+    },
+}
+
+impl FileTarget {
+    /// A target at `path`, any regular file or block device.
+    pub fn path(path: impl Into<PathBuf>, len: u64) -> FileTarget {
+        FileTarget {
+            place: Place::Path(path.into()),
+            expect: None,
+            len,
+        }
+    }
+
+    /// The path, for messages.
+    pub fn shown(&self) -> PathBuf {
+        match &self.place {
+            Place::Path(p) => p.clone(),
+            Place::Beneath { dir, name } => dir.shown(name),
+        }
+    }
+
+    /// Opens it for reading (and writing) and checks it is what was validated.
+    pub fn open(&self, write: bool, direct: bool) -> std::io::Result<File> {
+        let mut flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
+        if direct {
+            flags |= libc::O_DIRECT;
+        }
+        let file = match &self.place {
+            Place::Beneath { dir, name } => dir.open_file(name, flags)?,
+            Place::Path(p) => match self.expect {
+                Some(id) => return open_checked(p, flags, id),
+                None => {
+                    let mut o = OpenOptions::new();
+                    o.read(true)
+                        .write(write)
+                        .custom_flags(flags & libc::O_DIRECT);
+                    o.open(p)?
+                }
+            },
+        };
+        if let Some(id) = self.expect {
+            if Identity::of(&file)? != id {
+                return Err(std::io::Error::other(
+                    "no longer the file stormark created or validated (replaced since?)",
+                ));
+            }
+        }
+        Ok(file)
+    }
 }
 
 /// When a worker stops: whichever comes first. With neither, it runs until told to stop.
@@ -513,14 +579,9 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
     let mut files = Vec::with_capacity(spec.files.len());
     if spec.backend != Backend::Null {
         for f in &spec.files {
-            let mut o = OpenOptions::new();
-            o.read(true).write(writes);
-            if spec.direct {
-                o.custom_flags(libc::O_DIRECT);
-            }
-            let file = o
-                .open(&f.path)
-                .map_err(|e| format!("cannot open {}: {e}", f.path.display()))?;
+            let file = f
+                .open(writes, spec.direct)
+                .map_err(|e| format!("cannot open {}: {e}", f.shown().display()))?;
             files.push(file);
         }
     }
@@ -532,7 +593,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
     if let Some(f) = spec.files.iter().find(|f| f.len < spec.bs_max) {
         return Err(format!(
             "{} holds {} bytes, less than one block of {}",
-            f.path.display(),
+            f.shown().display(),
             f.len,
             spec.bs_max
         ));

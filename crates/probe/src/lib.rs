@@ -33,7 +33,8 @@ pub use counters::{
 pub use diagnose::diagnose;
 pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
 pub use safety::{
-    classify, device_in_use, fs_signature, odirect_supported, space, ProbeError, Space, TargetKind,
+    classify, device_in_use, file_in_use, fs_signature, odirect_supported, space, ProbeError,
+    Space, TargetKind,
 };
 pub use sampler::{Sampled, Sampler};
 pub use sizing::{auto_size, target_media, Sizing, SizingInput, TargetMedia};

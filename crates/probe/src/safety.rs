@@ -114,8 +114,91 @@ fn major_minor(rdev: u64) -> (u64, u64) {
 }
 
 /// Why a block device must not be written, if it is in use: mounted (itself or a partition),
-/// held by another block device (LVM, md, dm-crypt), or active swap. `None` when it is free.
+/// held by another block device (LVM, md, dm-crypt), or active swap; for a loop device, also
+/// when its backing file backs another loop device that is in use, or is active swap (two
+/// loop devices on one image write the same blocks). `None` when it is free.
 pub fn device_in_use(path: &Path, rdev: u64) -> Option<String> {
+    if let Some(why) = device_itself_in_use(path, rdev) {
+        return Some(why);
+    }
+    let (maj, min) = major_minor(rdev);
+    let backing = loop_backing(&format!("/sys/dev/block/{maj}:{min}"))?;
+    if let Some(why) = swap_file_in_use(backing.1) {
+        return Some(format!("its backing file {}: {why}", backing.0));
+    }
+    for (other, other_rdev, id) in attached_loops() {
+        if id == backing.1 && other_rdev != rdev {
+            if let Some(why) = device_itself_in_use(Path::new(&other), other_rdev) {
+                return Some(format!(
+                    "its backing file {} also backs {other}, and {why}",
+                    backing.0
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Why a regular file (by `st_dev`, `st_ino`) must not be written, if it is in use: it backs
+/// an attached loop device (whose filesystem would be corrupted under it), or is active swap.
+pub fn file_in_use(dev: u64, ino: u64) -> Option<String> {
+    if let Some(why) = swap_file_in_use((dev, ino)) {
+        return Some(why);
+    }
+    attached_loops()
+        .into_iter()
+        .find(|(_, _, id)| *id == (dev, ino))
+        .map(|(other, _, _)| format!("it backs the loop device {other}"))
+}
+
+/// `(path, (st_dev, st_ino))` of the file behind the loop device whose sysfs directory is
+/// `sys`, when it is an attached loop device whose file can be found.
+fn loop_backing(sys: &str) -> Option<(String, (u64, u64))> {
+    let name = std::fs::read_to_string(format!("{sys}/loop/backing_file")).ok()?;
+    let name = name.trim_end_matches('\n');
+    let meta = std::fs::metadata(name).ok()?;
+    Some((name.to_string(), (meta.dev(), meta.ino())))
+}
+
+/// Every attached loop device: its `/dev` path, device number and backing file's identity.
+fn attached_loops() -> Vec<(String, u64, (u64, u64))> {
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let sys = format!("/sys/block/{name}");
+        let Some((_, id)) = loop_backing(&sys) else {
+            continue;
+        };
+        let dev = std::fs::read_to_string(format!("{sys}/dev")).unwrap_or_default();
+        let Some((maj, min)) = dev.trim().split_once(':') else {
+            continue;
+        };
+        let (Ok(maj), Ok(min)) = (maj.parse::<u32>(), min.parse::<u32>()) else {
+            continue;
+        };
+        out.push((format!("/dev/{name}"), libc::makedev(maj, min), id));
+    }
+    out
+}
+
+/// Whether the file `id` is active swap.
+fn swap_file_in_use(id: (u64, u64)) -> Option<String> {
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    swaps.lines().skip(1).find_map(|line| {
+        let swap = line.split_whitespace().next()?;
+        let meta = std::fs::metadata(swap).ok()?;
+        (meta.file_type().is_file() && (meta.dev(), meta.ino()) == id)
+            .then(|| format!("{swap} is in use as swap"))
+    })
+}
+
+fn device_itself_in_use(path: &Path, rdev: u64) -> Option<String> {
     let (maj, min) = major_minor(rdev);
     let sys = PathBuf::from(format!("/sys/dev/block/{maj}:{min}"));
     let mut devs = vec![(format!("{maj}:{min}"), path.display().to_string())];

@@ -7,12 +7,12 @@ use stormark_cluster::{serve, AgentConfig};
 use crate::cli::AgentArgs;
 
 pub fn main(args: AgentArgs) -> i32 {
-    let cfg = AgentConfig::new(&args.token_file, &args.allow_path).and_then(|c| {
-        match (&args.tls_cert, &args.tls_key) {
+    let cfg = AgentConfig::new(&args.token_file, &args.allow_path)
+        .and_then(|c| c.with_devices(&args.allow_device))
+        .and_then(|c| match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => c.with_tls(cert, key),
             _ => Ok(c),
-        }
-    });
+        });
     let cfg = match cfg {
         Ok(c) => c,
         Err(e) => {
@@ -55,6 +55,9 @@ pub fn main(args: AgentArgs) -> i32 {
     }) {
         eprintln!("error: cannot install the signal handler: {e}");
         return 1;
+    }
+    for w in cfg.warnings(&addr, &args.token_file) {
+        eprintln!("warning: {w}");
     }
     eprintln!(
         "stormark agent {} listening on {addr}{}; allowed: {}",

@@ -461,6 +461,10 @@ pub struct AgentArgs {
     /// A directory or device coordinators may use; repeat for more. Nothing else is touched.
     #[arg(long, value_name = "PATH", required = true)]
     pub allow_path: Vec<PathBuf>,
+    /// A block device coordinators may write with --allow-device-write; repeat for more.
+    /// Checked by device number: a device node made under an allowed directory is refused.
+    #[arg(long, value_name = "DEVICE")]
+    pub allow_device: Vec<PathBuf>,
     /// Serve TLS with this certificate (PEM; with --tls-key). Coordinators then need --tls-ca.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -477,6 +477,7 @@ fn run(args: RunArgs) -> Result<i32> {
         allow_overwrite: args.allow_overwrite,
         allow_device_write: args.allow_device_write,
         force: args.force,
+        allowed_devices: None,
     };
     let repeat: u32 = match args.repeat.as_deref() {
         None => 1,

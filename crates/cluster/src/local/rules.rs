@@ -1,0 +1,99 @@
+//! Whether an existing file or block device may be used as a target: the safety rules checked
+//! before any load, on the node that was opened (not on its name).
+
+use std::fs::File;
+use std::path::Path;
+
+use stormark_engine::Identity;
+use stormark_probe::{device_in_use, file_in_use, fs_signature, TargetKind};
+
+use crate::agent::{AgentError, TargetOptions};
+
+/// What was opened at `path`, checked against the rules for a workload that writes or not.
+/// Returns the identity the engine must find again when it opens the target.
+pub(super) fn check_existing(
+    opts: &TargetOptions,
+    path: &Path,
+    kind: &TargetKind,
+    writes: bool,
+) -> Result<Identity, AgentError> {
+    let shown = path.display();
+    let refused = |m: String| AgentError::Refused(m);
+    let file = File::open(path).map_err(|e| refused(format!("{shown}: cannot open it: {e}")))?;
+    let id = Identity::of(&file).map_err(|e| refused(format!("{shown}: {e}")))?;
+    let block = matches!(kind, TargetKind::BlockDevice { .. });
+    match (id, kind) {
+        (Identity::File { .. }, TargetKind::File { .. })
+        | (Identity::Device { .. }, TargetKind::BlockDevice { .. }) => {}
+        _ => {
+            return Err(refused(format!(
+                "{shown}: changed while it was being examined; try again"
+            )))
+        }
+    }
+    if let (Identity::Device { rdev }, Some(allowed)) = (id, &opts.allowed_devices) {
+        // An agent: a device node under an allowed directory (made with mknod) names a real
+        // device; only devices the agent itself allows by `--allow-device` may be used.
+        if !allowed.contains(&rdev) {
+            return Err(refused(format!(
+                "{shown}: a block device ({}:{}) this agent does not allow; start the agent with --allow-device naming it",
+                libc::major(rdev),
+                libc::minor(rdev)
+            )));
+        }
+    }
+    if !writes {
+        return Ok(id);
+    }
+    match id {
+        Identity::File { dev, ino } => {
+            if !opts.allow_overwrite {
+                return Err(refused(format!(
+                    "{shown}: this workload writes, and stormark did not create this file; add --allow-overwrite to overwrite its data"
+                )));
+            }
+            if let Some(why) = file_in_use(dev, ino) {
+                return Err(refused(format!(
+                    "{shown}: {why}; stormark never writes to a file in use"
+                )));
+            }
+        }
+        Identity::Device { rdev } => {
+            if !opts.allow_device_write {
+                return Err(refused(format!(
+                    "{shown}: this workload writes to a block device, destroying its data; add --allow-device-write if that is intended"
+                )));
+            }
+            if let Some(why) = device_in_use(path, rdev) {
+                return Err(refused(format!(
+                    "{shown}: {why}; stormark never writes to a device in use"
+                )));
+            }
+            if let Some(sig) = fs_signature(path).map_err(|e| refused(e.to_string()))? {
+                if !opts.force {
+                    return Err(refused(format!(
+                        "{shown}: holds a {sig} signature; add --force to overwrite it anyway"
+                    )));
+                }
+            }
+            if read_only(&file) {
+                return Err(refused(format!(
+                    "{shown}: the device is read-only; run a read workload (--rw read or randread)"
+                )));
+            }
+        }
+    }
+    debug_assert!(block == matches!(id, Identity::Device { .. }));
+    Ok(id)
+}
+
+/// Whether a block device is read-only (`BLKROGET`).
+fn read_only(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // From linux/fs.h: _IO(0x12, 94).
+    const BLKROGET: libc::c_ulong = 0x125e;
+    let mut ro: libc::c_int = 0;
+    // SAFETY: BLKROGET writes an int into the pointer given; the descriptor is open.
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), BLKROGET, &mut ro) };
+    r == 0 && ro != 0
+}

@@ -1,0 +1,162 @@
+//! Turning a validated job and a stage load into the engine's worker specs, and describing the
+//! jobs as they ran.
+
+use std::time::Duration;
+
+use stormark_engine::{Backend, FileTarget, Stop, WorkerSpec};
+use stormark_spec::units::format_size;
+use stormark_spec::{Job, StageLoad};
+use stormark_stats::PhaseJob;
+
+use crate::agent::AgentError;
+
+/// One job of a validated stage, as this host runs it.
+#[derive(Debug, Clone)]
+pub(super) struct JobRun {
+    pub job: Job,
+    pub backend: Backend,
+    pub direct: bool,
+    /// Per worker, indices into the workspace's files (directory targets) or empty (an
+    /// existing target).
+    pub worker_files: Vec<Vec<usize>>,
+    /// Bytes of each file used.
+    pub len: u64,
+}
+
+impl JobRun {
+    /// Workers that run under `load`: the first that many of those validated.
+    pub fn workers(&self, load: &StageLoad) -> usize {
+        load.jobs
+            .map_or(self.worker_files.len(), |j| j as usize)
+            .min(self.worker_files.len())
+    }
+
+    /// Bytes of each file used under `load`: at most what was validated, in whole blocks.
+    pub fn len_under(&self, load: &StageLoad) -> u64 {
+        match load.size {
+            Some(size) => {
+                let align = load.bs.unwrap_or(self.job.bs_align).max(512);
+                (size.min(self.len) / align * align).max(align.min(self.len))
+            }
+            None => self.len,
+        }
+    }
+
+    /// The job as it runs under `load`, for results. `existing`: the target is one file or
+    /// device, not files of a run directory.
+    pub fn phase_job(&self, load: &StageLoad, existing: bool) -> PhaseJob {
+        let workers = self.workers(load);
+        let len = self.len_under(load);
+        PhaseJob {
+            name: self.job.name.clone(),
+            engine: self.backend.name().into(),
+            direct: self.direct,
+            workers: workers as u32,
+            iodepth: if self.backend == Backend::Psync {
+                1
+            } else {
+                load.iodepth.unwrap_or(self.job.iodepth)
+            },
+            rate_iops: load.rate_iops.or(self.job.rate_iops.map(f64::from)),
+            working_set_bytes: if existing {
+                len
+            } else {
+                self.worker_files[..workers]
+                    .iter()
+                    .map(|f| f.len() as u64)
+                    .sum::<u64>()
+                    * len
+            },
+        }
+    }
+
+    /// Refuses a load this job cannot carry (more workers than files were made for, a block
+    /// larger than the files).
+    pub fn check_load(&self, load: &StageLoad) -> Result<(), AgentError> {
+        if let Some(j) = load.jobs {
+            if j == 0 || j as usize > self.worker_files.len() {
+                return Err(AgentError::Refused(format!(
+                    "job {}: {j} workers asked of a stage validated for {}",
+                    self.job.name,
+                    self.worker_files.len()
+                )));
+            }
+        }
+        if let Some(bs) = load.bs {
+            if bs == 0 || bs > self.len_under(load) {
+                return Err(AgentError::Refused(format!(
+                    "job {}: --bs {} is larger than the {} of each file used",
+                    self.job.name,
+                    format_size(bs),
+                    format_size(self.len_under(load))
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The spec of worker `w` over `targets` under `load`.
+    pub fn worker_spec(
+        &self,
+        load: &StageLoad,
+        targets: Vec<FileTarget>,
+        ramp: Duration,
+        seed: u64,
+        hosts: u32,
+    ) -> WorkerSpec {
+        let workers = self.workers(load);
+        let (bs_min, bs_max, bs_align) = match load.bs {
+            Some(bs) => (bs, bs, bs),
+            None => (self.job.bs.min, self.job.bs.max, self.job.bs_align),
+        };
+        let rate = load.rate_iops.or(self.job.rate_iops.map(f64::from));
+        let one_pass: u64 = targets.iter().map(|t| t.len).sum();
+        let stop = match (self.job.time, self.job.io_total) {
+            (None, None) => Stop {
+                time: None,
+                io_total: Some(one_pass),
+            },
+            (time, io_total) => Stop { time, io_total },
+        };
+        WorkerSpec {
+            files: targets,
+            read_pct: self.job.read_pct(),
+            random_pct: self.job.random_pct,
+            bs_min,
+            bs_max,
+            bs_align,
+            iodepth: load.iodepth.unwrap_or(self.job.iodepth),
+            iodepth_batch: self.job.iodepth_batch,
+            iodepth_batch_complete: self.job.iodepth_batch_complete,
+            direct: self.direct,
+            backend: self.backend,
+            stop,
+            ramp,
+            seed,
+            write_once: false,
+            // The job's total rate, shared by its workers on every host.
+            rate_iops: rate.map_or(0.0, |r| r / workers.max(1) as f64 / f64::from(hosts)),
+            steady: self.job.steady_state,
+            stall: None,
+        }
+    }
+}
+
+/// The random seed of one worker: differs by stage, job and worker.
+pub(super) fn seed(stage: usize, job: usize, worker: usize) -> u64 {
+    let mut x = (stage as u64) << 40 ^ (job as u64) << 20 ^ worker as u64 ^ 0x243F_6A88_85A3_08D3;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^ (x >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_differ() {
+        assert_ne!(seed(0, 0, 0), seed(0, 0, 1));
+        assert_ne!(seed(0, 1, 0), seed(1, 0, 0));
+    }
+}

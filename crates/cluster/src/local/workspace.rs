@@ -1,0 +1,409 @@
+//! The run directory's life: made (or reopened with `--reuse`) once, held by its descriptor
+//! from validation to cleanup, its manifest, the files made inside it, and their removal.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use stormark_engine::{Dir, FileTarget, Identity, Place};
+use stormark_spec::units::format_size;
+
+use crate::agent::AgentError;
+
+/// Name of the manifest stormark writes in every run directory: the files it created, their
+/// sizes, identities and whether they hold data. `--reuse` reads it; nothing else is trusted.
+pub const MANIFEST: &str = ".stormark-run.json";
+
+/// The most a manifest may hold (a million files fit well within it).
+const MANIFEST_LIMIT: u64 = 256 << 20;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Manifest {
+    tool: String,
+    files: Vec<ManifestFile>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct ManifestFile {
+    name: String,
+    size: u64,
+    prepared: bool,
+    /// `st_dev` and `st_ino` when created: a file under this name that is another inode is
+    /// not this run's and is never written. Absent in manifests of older versions.
+    #[serde(default)]
+    dev: Option<u64>,
+    #[serde(default)]
+    ino: Option<u64>,
+}
+
+/// A file the run uses inside its run directory.
+#[derive(Debug, Clone)]
+pub(super) struct PlannedFile {
+    pub name: String,
+    pub size: u64,
+    pub needs_data: bool,
+    pub exists: bool,
+    pub prepared: bool,
+    /// What it is, once created or found in a reused run.
+    pub id: Option<Identity>,
+}
+
+/// A run directory: where it is, what is in it, and what this run made.
+#[derive(Debug)]
+pub(super) struct Workspace {
+    /// The directory the run directory is made in (`None` when reusing one).
+    parent: Option<Dir>,
+    /// The run directory's name in `parent`.
+    name: String,
+    /// The run directory, once made or reopened.
+    run: Option<Arc<Dir>>,
+    reused: bool,
+    created_dir: bool,
+    /// Files of the run, in plan order.
+    pub files: Vec<PlannedFile>,
+    /// Names of the files this run created, in order.
+    created: Vec<String>,
+}
+
+fn refused(msg: String) -> AgentError {
+    AgentError::Refused(msg)
+}
+
+impl Workspace {
+    /// A new run directory to be made inside `target` (opened now and held).
+    pub fn new_in(target: &Path) -> Result<Workspace, AgentError> {
+        let parent = Dir::open(target)
+            .map_err(|e| refused(format!("{}: cannot open it: {e}", target.display())))?;
+        if !parent.writable() {
+            return Err(refused(format!(
+                "{}: not writable by this user; give a directory you can write to",
+                target.display()
+            )));
+        }
+        Ok(Workspace {
+            parent: Some(parent),
+            name: format!("stormark-{}-{}", stamp(), std::process::id()),
+            run: None,
+            reused: false,
+            created_dir: false,
+            files: Vec::new(),
+            created: Vec::new(),
+        })
+    }
+
+    /// The kept run directory at `path`, reopened (held from now on).
+    pub fn reuse(path: &Path) -> Result<Workspace, AgentError> {
+        let run = Dir::open(path)
+            .map_err(|e| refused(format!("--reuse {}: cannot open it: {e}", path.display())))?;
+        Ok(Workspace {
+            parent: None,
+            name: String::new(),
+            run: Some(Arc::new(run)),
+            reused: true,
+            created_dir: false,
+            files: Vec::new(),
+            created: Vec::new(),
+        })
+    }
+
+    /// Whether this run reuses a kept run directory.
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// The run directory's path, for messages and results.
+    pub fn path(&self) -> PathBuf {
+        match (&self.run, &self.parent) {
+            (Some(run), _) => run.path().to_path_buf(),
+            (None, Some(parent)) => parent.shown(&self.name),
+            (None, None) => PathBuf::new(),
+        }
+    }
+
+    /// The held directory whose filesystem holds the files.
+    fn holder(&self) -> &Dir {
+        match (&self.run, &self.parent) {
+            (Some(run), _) => run,
+            (None, Some(parent)) => parent,
+            (None, None) => unreachable!("a workspace holds a directory from its creation"),
+        }
+    }
+
+    /// Room on the filesystem: (total, available, used), bytes.
+    pub fn space(&self) -> Result<(u64, u64, u64), AgentError> {
+        self.holder()
+            .space()
+            .map_err(|e| refused(format!("{}: {e}", self.path().display())))
+    }
+
+    /// Reads and checks the manifest of a reused run directory: every planned file with data
+    /// must be there, be the very file it recorded (same device and inode, one link, a regular
+    /// file, never a link) and be large enough.
+    pub fn check_reuse(&mut self) -> Result<(), AgentError> {
+        let shown = self.path();
+        let run = self
+            .run
+            .clone()
+            .expect("a reused workspace holds its directory");
+        let no_run = || {
+            refused(format!(
+                "--reuse {}: no stormark run here (no {MANIFEST}); give the run directory that a --keep run printed",
+                shown.display()
+            ))
+        };
+        let mut text = String::new();
+        let file = run
+            .open_file(MANIFEST, libc::O_RDONLY)
+            .map_err(|_| no_run())?;
+        file.take(MANIFEST_LIMIT + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| refused(format!("--reuse {}: {MANIFEST}: {e}", shown.display())))?;
+        if text.len() as u64 > MANIFEST_LIMIT {
+            return Err(refused(format!(
+                "--reuse {}: {MANIFEST} is larger than {}; not a manifest stormark wrote",
+                shown.display(),
+                format_size(MANIFEST_LIMIT)
+            )));
+        }
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| {
+            refused(format!(
+                "--reuse {}: {MANIFEST} is damaged ({e})",
+                shown.display()
+            ))
+        })?;
+        for pf in self.files.iter_mut().filter(|f| f.size > 0) {
+            let fail = |why: &str| {
+                refused(format!(
+                    "--reuse {}: {} {why}; run without --reuse",
+                    shown.display(),
+                    pf.name
+                ))
+            };
+            let Some(k) = m.files.iter().find(|f| f.name == pf.name) else {
+                return Err(fail("is not in the manifest"));
+            };
+            let (Some(dev), Some(ino)) = (k.dev, k.ino) else {
+                return Err(fail(
+                    "was recorded by an older stormark without its identity",
+                ));
+            };
+            let file = run.open_file(&pf.name, libc::O_RDONLY).map_err(|e| {
+                fail(&format!(
+                    "cannot be opened as a regular file without following links ({e})"
+                ))
+            })?;
+            let meta = file
+                .metadata()
+                .map_err(|e| fail(&format!("cannot be examined ({e})")))?;
+            if (meta.dev(), meta.ino()) != (dev, ino) || meta.nlink() != 1 {
+                return Err(fail(
+                    "is not the file stormark created there (replaced or linked since)",
+                ));
+            }
+            if k.size < pf.size || meta.len() != k.size {
+                return Err(fail(&format!(
+                    "is missing or smaller than the {} this run needs",
+                    format_size(pf.size)
+                )));
+            }
+            pf.exists = true;
+            pf.prepared = k.prepared;
+            pf.size = k.size;
+            pf.id = Some(Identity::File { dev, ino });
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest atomically (temporary file, sync, rename) inside the run directory.
+    pub fn write_manifest(&self) -> Result<(), String> {
+        let Some(run) = &self.run else {
+            return Ok(());
+        };
+        let manifest = Manifest {
+            tool: format!("stormark {}", env!("CARGO_PKG_VERSION")),
+            files: self
+                .files
+                .iter()
+                .filter(|f| f.exists)
+                .map(|f| {
+                    let (dev, ino) = match f.id {
+                        Some(Identity::File { dev, ino }) => (Some(dev), Some(ino)),
+                        _ => (None, None),
+                    };
+                    ManifestFile {
+                        name: f.name.clone(),
+                        size: f.size,
+                        prepared: f.prepared,
+                        dev,
+                        ino,
+                    }
+                })
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
+        run.write_atomic(MANIFEST, text.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", run.shown(MANIFEST).display()))
+    }
+
+    /// Makes the run directory (unless reused) and every planned file not there yet, reserving
+    /// its blocks. Checks `stop` between files.
+    pub fn create(&mut self, stop: &AtomicBool) -> Result<(), AgentError> {
+        if self.run.is_none() {
+            let parent = self
+                .parent
+                .as_ref()
+                .expect("a new workspace holds its parent");
+            let run = parent.create_dir(&self.name).map_err(|e| {
+                refused(format!(
+                    "cannot create {}: {e}",
+                    parent.shown(&self.name).display()
+                ))
+            })?;
+            self.created_dir = true;
+            self.run = Some(Arc::new(run));
+        }
+        self.write_manifest().map_err(AgentError::Refused)?;
+        let run = self.run.clone().expect("the run directory is held");
+        for i in 0..self.files.len() {
+            if self.files[i].exists || self.files[i].size == 0 {
+                continue;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Err(AgentError::Failed(
+                    "interrupted while creating files".into(),
+                ));
+            }
+            let name = self.files[i].name.clone();
+            let shown = run.shown(&name);
+            let file = run.create_file(&name, 0).map_err(|e| {
+                AgentError::Failed(format!("cannot create {}: {e}", shown.display()))
+            })?;
+            self.created.push(name);
+            self.files[i].exists = true;
+            self.files[i].id = Some(Identity::of(&file).map_err(|e| {
+                AgentError::Failed(format!("cannot examine {}: {e}", shown.display()))
+            })?);
+            allocate(&file, self.files[i].size).map_err(|e| {
+                AgentError::Failed(format!(
+                    "cannot reserve {} for {}: {e}",
+                    format_size(self.files[i].size),
+                    shown.display()
+                ))
+            })?;
+        }
+        self.write_manifest().map_err(AgentError::Failed)
+    }
+
+    /// Whether files in the run directory can be opened with `O_DIRECT` (tmpfs refuses it):
+    /// creates and removes one probe file there.
+    pub fn odirect_supported(&self) -> Result<bool, AgentError> {
+        let run = self
+            .run
+            .as_ref()
+            .expect("probed after the run directory is made");
+        const PROBE: &str = ".stormark-odirect-probe";
+        let supported = match run.create_file(PROBE, libc::O_DIRECT) {
+            Ok(_) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => false,
+            Err(e) => return Err(refused(format!("{}: {e}", run.shown(PROBE).display()))),
+        };
+        // O_CREAT may have made the file even when O_DIRECT was refused.
+        let _ = run.remove_file(PROBE);
+        Ok(supported)
+    }
+
+    /// The engine's handle on planned file `i`: its name beneath the held run directory and
+    /// the identity it must still have.
+    pub fn target(&self, i: usize, len: u64) -> FileTarget {
+        FileTarget {
+            place: Place::Beneath {
+                dir: self
+                    .run
+                    .clone()
+                    .expect("files are used after the run directory is made"),
+                name: self.files[i].name.clone(),
+            },
+            expect: self.files[i].id,
+            len,
+        }
+    }
+
+    /// Marks files `done` as holding data, syncing them first.
+    pub fn mark_prepared(&mut self, done: &[usize]) -> Result<(), AgentError> {
+        for &i in done {
+            if let Ok(f) = self.target(i, 0).open(false, false) {
+                let _ = f.sync_all();
+            }
+            self.files[i].prepared = true;
+        }
+        self.write_manifest().map_err(AgentError::Failed)
+    }
+
+    /// Removes what this run made (unless `keep`), or records the kept directory. Returns
+    /// notes for the results.
+    pub fn cleanup(&mut self, keep: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        let Some(run) = self.run.clone() else {
+            return notes;
+        };
+        let shown = run.path().display().to_string();
+        if keep || self.reused {
+            let _ = self.write_manifest();
+            notes.push(format!(
+                "kept run directory {shown} (run again on it with: stormark run {shown} --reuse)"
+            ));
+            return notes;
+        }
+        if !self.created_dir {
+            return notes;
+        }
+        for name in self.created.iter().map(String::as_str).chain([MANIFEST]) {
+            if let Err(e) = run.remove_file(name) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    notes.push(format!(
+                        "could not remove {}: {e}",
+                        run.shown(name).display()
+                    ));
+                }
+            }
+        }
+        let parent = self
+            .parent
+            .as_ref()
+            .expect("a created run directory has a parent");
+        if let Err(e) = parent.remove_dir(&self.name) {
+            notes.push(format!(
+                "could not remove {shown}: {e} (files not created by stormark are left in place)"
+            ));
+        }
+        notes
+    }
+}
+
+/// Reserves the file's blocks (fio's default `fallocate=native`). Only a filesystem that
+/// cannot reserve (EOPNOTSUPP) gets a length set instead: a full filesystem is an error, never
+/// a sparse file that fails halfway through the run.
+fn allocate(file: &File, size: u64) -> std::io::Result<()> {
+    // SAFETY: fd is open for writing; mode 0 allocates and extends.
+    let r = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) => file.set_len(size),
+        _ => Err(e),
+    }
+}
+
+fn stamp() -> String {
+    let t = stormark_stats::format_rfc3339(std::time::SystemTime::now());
+    // 2026-11-23T07:15:02.123Z -> 20261123-071502
+    let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
+    format!("{}-{}", &digits[..8], &digits[8..14])
+}
