@@ -46,6 +46,8 @@ pub fn require_tool(test: &str, tool: &str) -> bool {
 pub struct LoopDevice {
     /// The device, e.g. /dev/loop3.
     pub path: PathBuf,
+    /// The file behind it.
+    pub backing: PathBuf,
     _dir: TempDir,
     mount: Option<PathBuf>,
 }
@@ -72,7 +74,30 @@ impl LoopDevice {
         let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         Ok(LoopDevice {
             path,
+            backing,
             _dir: dir,
+            mount: None,
+        })
+    }
+
+    /// Attaches a second loop device to this one's backing file (detached when dropped;
+    /// drop it before this one).
+    pub fn attach_again(&self, base: &str) -> Result<LoopDevice, String> {
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&self.backing)
+            .output()
+            .map_err(|e| format!("losetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(LoopDevice {
+            path: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+            backing: self.backing.clone(),
+            _dir: temp_dir(base),
             mount: None,
         })
     }

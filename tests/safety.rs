@@ -1,0 +1,383 @@
+//! Issue 16: nothing outside the run is touched, tried as a hostile user would: planted links
+//! and hard links in a kept run, a run directory swapped between validation and preparation,
+//! device nodes under an agent's allowed path, loop devices and images in use. Tests that need
+//! root (loop devices, mknod) skip with a printed reason elsewhere; `.ci/run` runs as root.
+
+use std::net::TcpStream;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use stormark_cluster::{Agent, LocalAgent, TargetOptions};
+use stormark_spec::{JobOpts, Source, Workload};
+use stormark_testkit::{read_json, require_root, require_tool, temp_dir, LoopDevice, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn stormark(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("running stormark")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A kept run of 1 MiB files under `dir/target`; returns the run directory.
+fn kept_run(dir: &TempDir) -> PathBuf {
+    let t = dir.path().join("target");
+    std::fs::create_dir_all(&t).unwrap();
+    let json = dir.path().join("keep.json");
+    let out = stormark(&[
+        "run",
+        t.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--size",
+        "1m",
+        "--time",
+        "200ms",
+        "--keep",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    PathBuf::from(read_json(&json)["target"]["run_dir"].as_str().unwrap())
+}
+
+fn reuse_randwrite(run_dir: &Path) -> Output {
+    stormark(&[
+        "run",
+        run_dir.to_str().unwrap(),
+        "--reuse",
+        "--rw",
+        "randwrite",
+        "--size",
+        "1m",
+        "--time",
+        "300ms",
+        "--quiet",
+    ])
+}
+
+#[test]
+fn issue16_planted_symlink_in_a_kept_run_is_never_written_through() {
+    let dir = temp_dir(TMP);
+    let run_dir = kept_run(&dir);
+    let precious = dir.path().join("precious");
+    let data = vec![0x5au8; 1 << 20];
+    std::fs::write(&precious, &data).unwrap();
+    let file = run_dir.join("j0.w0.f0");
+    std::fs::remove_file(&file).unwrap();
+    symlink(&precious, &file).unwrap();
+    let out = reuse_randwrite(&run_dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("j0.w0.f0"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(&precious).unwrap(),
+        data,
+        "the link's target is untouched"
+    );
+}
+
+#[test]
+fn issue16_hard_link_or_swapped_file_in_a_kept_run_is_refused() {
+    let dir = temp_dir(TMP);
+    let run_dir = kept_run(&dir);
+    let precious = dir.path().join("precious");
+    let data = vec![0xa5u8; 1 << 20];
+    std::fs::write(&precious, &data).unwrap();
+    let file = run_dir.join("j0.w0.f0");
+    // A hard link to another file under the recorded name.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::hard_link(&precious, &file).unwrap();
+    let out = reuse_randwrite(&run_dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("not the file stormark created"),
+        "{}",
+        text(&out)
+    );
+    // Another file of the same size renamed in (one link, but another inode; made while the
+    // original still exists, so that it cannot get the freed inode number back).
+    std::fs::remove_file(&file).unwrap();
+    let run2 = kept_run(&dir);
+    std::fs::rename(run2.join("j0.w0.f0"), &file).unwrap();
+    let out = reuse_randwrite(&run_dir);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("not the file stormark created"), "{}", text(&out));
+    assert_eq!(std::fs::read(&precious).unwrap(), data);
+}
+
+fn workload(rw: &str) -> Workload {
+    let mut o = JobOpts::default();
+    for (k, v) in [
+        ("rw", rw),
+        ("size", "1m"),
+        ("time", "200ms"),
+        ("engine", "psync"),
+    ] {
+        o.set(k, v, Source::Key("test")).unwrap();
+    }
+    Workload::new(vec![o.resolve("job").unwrap()], false).unwrap()
+}
+
+#[test]
+fn issue16_target_swapped_for_a_link_between_validation_and_preparation() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut agent = LocalAgent::new(TargetOptions::new(target.clone()))
+        .with_stop(Arc::new(AtomicBool::new(false)));
+    agent.validate(&workload("randwrite")).unwrap();
+    // Swap: the validated directory moves away and a link to another takes its name.
+    let moved = dir.path().join("moved");
+    std::fs::rename(&target, &moved).unwrap();
+    symlink(&elsewhere, &target).unwrap();
+    agent.prepare(&mut |_| {}).unwrap();
+    agent
+        .run_stage(0, &stormark_spec::StageLoad::AS_GIVEN, None, &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing is made through the link"
+    );
+    assert_eq!(
+        std::fs::read_dir(&moved).unwrap().count(),
+        1,
+        "the run is in the held one"
+    );
+    agent.cleanup();
+    assert_eq!(
+        std::fs::read_dir(&moved).unwrap().count(),
+        0,
+        "and removed from it"
+    );
+}
+
+#[test]
+fn issue16_reused_run_swapped_for_a_link_after_validation() {
+    let dir = temp_dir(TMP);
+    let run_dir = kept_run(&dir);
+    // A copy of the run elsewhere, whose files must stay as they are.
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for e in std::fs::read_dir(&run_dir).unwrap().flatten() {
+        std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+    }
+    let before = std::fs::read(copy.join("j0.w0.f0")).unwrap();
+    let mut opts = TargetOptions::new(run_dir.clone());
+    opts.reuse = true;
+    let mut agent = LocalAgent::new(opts).with_stop(Arc::new(AtomicBool::new(false)));
+    agent.validate(&workload("randwrite")).unwrap();
+    let moved = dir.path().join("moved");
+    std::fs::rename(&run_dir, &moved).unwrap();
+    symlink(&copy, &run_dir).unwrap();
+    agent.prepare(&mut |_| {}).unwrap();
+    agent
+        .run_stage(0, &stormark_spec::StageLoad::AS_GIVEN, None, &mut |_| {})
+        .unwrap();
+    agent.cleanup();
+    assert_eq!(std::fs::read(copy.join("j0.w0.f0")).unwrap(), before);
+}
+
+/// An agent on 127.0.0.1 allowed `allow`, with extra arguments; killed when dropped.
+struct LocalAgentProcess {
+    child: Child,
+    addr: String,
+}
+
+impl LocalAgentProcess {
+    fn start(dir: &TempDir, allow: &Path, extra: &[&str]) -> LocalAgentProcess {
+        let token = dir.path().join("token");
+        std::fs::write(&token, "safety-test-token-0123456789\n").unwrap();
+        let port = 20000 + (std::process::id() % 20000) as u16;
+        let addr = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "agent",
+            "--listen",
+            &addr,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--allow-path",
+            allow.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let child = Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(200))
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "the agent did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        LocalAgentProcess { child, addr }
+    }
+}
+
+impl Drop for LocalAgentProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn issue16_device_node_under_an_allowed_path_is_refused_by_the_agent() {
+    let test = "issue16_device_node_under_an_allowed_path_is_refused_by_the_agent";
+    if !require_root(test) || !require_tool(test, "losetup") {
+        return;
+    }
+    let dev = match LoopDevice::new(TMP, 8 << 20) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            return;
+        }
+    };
+    let marker = vec![0x77u8; 8 << 20];
+    std::fs::write(&dev.backing, &marker).unwrap();
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    // mknod allowed/x b MAJOR MINOR: a node naming the real device.
+    let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(&dev.path).unwrap());
+    let node = allowed.join("x");
+    let c = std::ffi::CString::new(node.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid C string.
+    assert_eq!(
+        unsafe { libc::mknod(c.as_ptr(), libc::S_IFBLK | 0o600, rdev) },
+        0
+    );
+    let agent = LocalAgentProcess::start(&dir, &allowed, &[]);
+    let token = dir.path().join("token");
+    let out = stormark(&[
+        "run",
+        node.to_str().unwrap(),
+        "--agents",
+        &agent.addr,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randwrite",
+        "--time",
+        "300ms",
+        "--allow-device-write",
+        "--force",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--allow-device"), "{}", text(&out));
+    drop(agent);
+    assert_eq!(
+        std::fs::read(&dev.backing).unwrap(),
+        marker,
+        "the device is untouched"
+    );
+    // Allowed by --allow-device, the same node is used.
+    let agent = LocalAgentProcess::start(
+        &dir,
+        &allowed,
+        &["--allow-device", dev.path.to_str().unwrap()],
+    );
+    let out = stormark(&[
+        "run",
+        node.to_str().unwrap(),
+        "--agents",
+        &agent.addr,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--time",
+        "300ms",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn issue16_devices_and_images_in_use_through_loop_devices_are_refused() {
+    let test = "issue16_devices_and_images_in_use_through_loop_devices_are_refused";
+    if !require_root(test) || !require_tool(test, "losetup") || !require_tool(test, "mkfs.ext4") {
+        return;
+    }
+    let mut dev = match LoopDevice::new(TMP, 32 << 20) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            return;
+        }
+    };
+    dev.mkfs_ext4().unwrap();
+    let mnt = dev.mount().unwrap();
+    std::fs::write(mnt.join("keep.txt"), b"data of a mounted filesystem").unwrap();
+    let second = dev.attach_again(TMP).unwrap();
+    // A second loop device on the image of the mounted filesystem.
+    let out = stormark(&[
+        "run",
+        second.path.to_str().unwrap(),
+        "--rw",
+        "randwrite",
+        "--time",
+        "300ms",
+        "--allow-device-write",
+        "--force",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("in use"), "{}", text(&out));
+    assert!(text(&out).contains("mounted"), "{}", text(&out));
+    // The image file itself, with --allow-overwrite.
+    let out = stormark(&[
+        "run",
+        dev.backing.to_str().unwrap(),
+        "--rw",
+        "randwrite",
+        "--time",
+        "300ms",
+        "--allow-overwrite",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("backs the loop device"),
+        "{}",
+        text(&out)
+    );
+    // Reading either is fine.
+    let out = stormark(&[
+        "run",
+        second.path.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--time",
+        "300ms",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    drop(second);
+    assert_eq!(
+        std::fs::read(mnt.join("keep.txt")).unwrap(),
+        b"data of a mounted filesystem"
+    );
+}
