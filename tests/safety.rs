@@ -116,7 +116,11 @@ fn issue16_hard_link_or_swapped_file_in_a_kept_run_is_refused() {
     std::fs::rename(run2.join("j0.w0.f0"), &file).unwrap();
     let out = reuse_randwrite(&run_dir);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("not the file stormark created"), "{}", text(&out));
+    assert!(
+        text(&out).contains("not the file stormark created"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(std::fs::read(&precious).unwrap(), data);
 }
 

@@ -14,12 +14,14 @@
 mod format;
 mod json;
 mod live;
+mod output;
 mod shapes;
 mod terminal;
 
 pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use json::Json;
 pub use live::LiveLine;
+pub use output::{Output, OutputError};
 pub use terminal::Terminal;
 
 /// A format a results document can be written in.

@@ -172,6 +172,7 @@ impl Render for Terminal {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Running => "running",
         };
         match &r.failure {
             Some(why) => {

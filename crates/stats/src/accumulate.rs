@@ -33,6 +33,8 @@ pub struct PhaseAccumulator {
     workers: HashMap<WorkerKey, WorkerState>,
     open: BTreeMap<u32, Snapshot>,
     closed: Vec<Interval>,
+    /// What the last closed interval held, so that a remainder can be folded into it.
+    last_closed: Option<Snapshot>,
     next_to_close: u32,
     end_ns: u64,
 }
@@ -51,6 +53,7 @@ impl PhaseAccumulator {
                 .collect(),
             open: BTreeMap::new(),
             closed: Vec::new(),
+            last_closed: None,
             next_to_close: 0,
             end_ns: 0,
         }
@@ -124,6 +127,21 @@ impl PhaseAccumulator {
     fn close(&mut self, i: u32, duration_ns: u64) {
         let snap = self.open.remove(&i).unwrap_or_default();
         self.closed.push(interval_of(i, duration_ns, &snap));
+        self.last_closed = Some(snap);
+        self.next_to_close = i + 1;
+    }
+
+    /// Folds the remainder `i` (shorter than a second) into the whole second before it, so
+    /// that no interval is a sliver whose rate means nothing (one I/O in 120 ns is not 8
+    /// million IOPS). The folded interval says its real length in `duration_ns`.
+    fn fold_remainder(&mut self, i: u32, len: u64) {
+        let rest = self.open.remove(&i).unwrap_or_default();
+        let mut prev = self.last_closed.take().unwrap_or_default();
+        let before = self.closed.pop().expect("a whole second was closed before");
+        prev += &rest;
+        self.closed
+            .push(interval_of(before.t_s, before.duration_ns + len, &prev));
+        self.last_closed = Some(prev);
         self.next_to_close = i + 1;
     }
 
@@ -155,7 +173,15 @@ impl PhaseAccumulator {
             if len == 0 && !self.open.contains_key(&i) {
                 break;
             }
-            self.close(i, len.max(1));
+            let whole_before = self
+                .closed
+                .last()
+                .is_some_and(|c| c.t_s + 1 == i && c.duration_ns >= 1_000_000_000);
+            if len < 1_000_000_000 && whole_before {
+                self.fold_remainder(i, len);
+            } else {
+                self.close(i, len.max(1));
+            }
         }
 
         let mut total = Snapshot::new();
@@ -307,10 +333,53 @@ mod tests {
         acc.worker_done(b, 3_400_000_000);
         let phase = acc.finish(0, 3_500_000_000);
         let ops: Vec<u64> = phase.intervals.iter().map(|i| i.total.ops).collect();
-        assert_eq!(ops, vec![15, 10, 6, 1]);
-        assert_eq!(phase.intervals[3].duration_ns, 500_000_000);
+        // The last half second is folded into the whole second before it.
+        assert_eq!(ops, vec![15, 10, 7]);
+        assert_eq!(phase.intervals[2].duration_ns, 1_500_000_000);
+        assert_eq!(phase.intervals[2].total.iops, 7.0 / 1.5);
         assert_eq!(phase.total.ops, 32);
         assert_eq!(phase.total.iops, 32.0 / 3.5);
+    }
+
+    /// Issue 16: a phase ending 120 ns past a whole second has no 8-million-IOPS sliver.
+    #[test]
+    fn issue16_no_sliver_interval() {
+        let a = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        };
+        let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+        for s in 0..5 {
+            acc.add(a, s, &snap(1000, 100));
+        }
+        acc.add(a, 5, &snap(1, 100));
+        acc.worker_done(a, 5_000_000_120);
+        let phase = acc.finish(0, 5_000_000_120);
+        assert_eq!(phase.intervals.len(), 5);
+        let last = phase.intervals.last().unwrap();
+        assert_eq!(last.total.ops, 1001);
+        assert!(last.total.iops < 1002.0, "{}", last.total.iops);
+        assert!(phase
+            .intervals
+            .iter()
+            .all(|i| i.duration_ns >= 1_000_000_000));
+    }
+
+    /// A phase shorter than a second keeps its one partial interval.
+    #[test]
+    fn short_phase_keeps_its_partial_interval() {
+        let a = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        };
+        let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+        acc.add(a, 0, &snap(10, 100));
+        acc.worker_done(a, 300_000_000);
+        let phase = acc.finish(0, 300_000_000);
+        assert_eq!(phase.intervals.len(), 1);
+        assert_eq!(phase.intervals[0].duration_ns, 300_000_000);
     }
 
     #[test]

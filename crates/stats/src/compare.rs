@@ -218,6 +218,51 @@ pub fn regressions(rows: &[CompareRow], limit_pct: f64) -> Vec<&CompareRow> {
         .collect()
 }
 
+/// Why two documents may not measure the same thing: a different workload, stormark version
+/// or host inventory, or a run that did not finish. Empty when they are comparable. A gate
+/// fails on any of these unless told they are intended.
+pub fn differences(a: &Results, b: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    for (which, r) in [("baseline", a), ("compared", b)] {
+        if r.status != crate::RunStatus::Ok {
+            out.push(format!(
+                "the {which} run did not finish cleanly (status {})",
+                serde_json::to_value(r.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if a.tool.version != b.tool.version {
+        out.push(format!(
+            "stormark versions differ ({} against {})",
+            a.tool.version, b.tool.version
+        ));
+    }
+    if a.spec != b.spec {
+        out.push("the workloads differ (spec)".into());
+    }
+    // The host's make-up, not its momentary state (free memory, counters).
+    const KEYS: [&str; 5] = ["hostname", "kernel", "cpu_model", "cpus", "memory_bytes"];
+    let hosts = |r: &Results| -> Vec<(String, Vec<serde_json::Value>)> {
+        let mut h: Vec<_> = r
+            .hosts
+            .iter()
+            .map(|h| {
+                let inv = KEYS.iter().map(|k| h.inventory[*k].clone()).collect();
+                (h.name.clone(), inv)
+            })
+            .collect();
+        h.sort_by(|x, y| x.0.cmp(&y.0));
+        h
+    };
+    if hosts(a) != hosts(b) {
+        out.push("the hosts differ (names, kernel, CPU or memory in hosts[].inventory)".into());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,7 +38,8 @@ mod time;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
 pub use compare::{
-    compare, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA, FIGURES,
+    compare, differences, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA,
+    FIGURES,
 };
 pub use expect::{check_expectations, figure_of};
 pub use recorder::{

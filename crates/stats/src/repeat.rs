@@ -71,6 +71,19 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
         offset += r.duration_ns;
     }
     out.duration_ns = offset;
+    // Only repetitions that ran to their end count in the statistics: one cut short by Ctrl-C
+    // or a failure measured a different (shorter) thing.
+    let complete: Vec<u32> = reps
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.status == RunStatus::Ok)
+        .map(|(k, _)| k as u32 + 1)
+        .collect();
+    for k in (1..=n as u32).filter(|k| !complete.contains(k)) {
+        out.notes.push(format!(
+            "repetition {k} did not finish; its figures are left out of the repetition statistics"
+        ));
+    }
     for (f, (_, count)) in out.findings.iter_mut().zip(&seen) {
         f.message = format!("{} (in {count} of {n} repetitions)", f.message);
     }
@@ -82,7 +95,14 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
         }
     }
     for name in &names {
-        let phases: Vec<_> = out.phases.iter().filter(|p| &p.name == name).collect();
+        let phases: Vec<_> = out
+            .phases
+            .iter()
+            .filter(|p| &p.name == name && p.repetition.is_some_and(|r| complete.contains(&r)))
+            .collect();
+        if phases.is_empty() {
+            continue;
+        }
         // With one operation, its rows say everything the total would.
         let mut ops: Vec<String> = phases[0].by_op.keys().cloned().collect();
         if ops.len() != 1 {

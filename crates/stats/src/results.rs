@@ -112,6 +112,8 @@ pub enum RunStatus {
     Failed,
     /// Stopped by Ctrl-C or a signal; the phases hold what was measured until then.
     Interrupted,
+    /// Still running: a document rewritten after each phase; the phases are those finished.
+    Running,
 }
 
 /// What was benchmarked.

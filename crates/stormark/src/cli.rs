@@ -441,7 +441,11 @@ pub struct CompareArgs {
     /// Exit 1 when a figure is significantly worse than the baseline by more than this.
     #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
     pub fail_if_worse: Option<String>,
-    /// Also write the comparison as JSON.
+    /// With --fail-if-worse: compare documents of different workloads, versions or hosts, or
+    /// runs that did not finish, without failing on that alone.
+    #[arg(long)]
+    pub allow_different: bool,
+    /// Also write the comparison as JSON (- for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }

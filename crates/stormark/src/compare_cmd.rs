@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use comfy_table::{presets, CellAlignment, Table};
-use stormark_report::format_figure;
-use stormark_stats::{compare, regressions, CompareRow, Results, Verdict, SCHEMA};
+use stormark_report::{format_figure, Output};
+use stormark_stats::{compare, differences, regressions, CompareRow, Results, Verdict, SCHEMA};
 
 use crate::cli::CompareArgs;
 
@@ -20,8 +20,23 @@ fn percent(option: &str, text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{option} {text}: expected a percentage such as 3% or 2.5"))
 }
 
+/// The largest results document read (a day-long run with many hosts stays well below).
+const DOC_LIMIT: u64 = 1 << 30;
+
 fn load(path: &Path) -> Result<Results, String> {
-    let text = std::fs::read_to_string(path)
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > DOC_LIMIT {
+        return Err(format!(
+            "{}: {len} bytes, larger than any results document (1 GiB at most)",
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    file.take(DOC_LIMIT)
+        .read_to_string(&mut text)
         .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
@@ -86,6 +101,20 @@ pub fn main(args: CompareArgs) -> i32 {
             Some(t) => Some(percent("--fail-if-worse", t).map_err(|e| (2, e))?),
             None => None,
         };
+        let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+        let out = match &args.json {
+            Some(p) => Some(Output::check("--json", p, &inputs).map_err(|e| (2, e.to_string()))?),
+            None => None,
+        };
+        // With --json -, the document owns standard output and the tables go to stderr.
+        let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
+        let say = |text: String| {
+            if to_stdout {
+                println!("{text}");
+            } else {
+                eprintln!("{text}");
+            }
+        };
         let docs: Vec<Results> = args
             .files
             .iter()
@@ -97,30 +126,45 @@ pub fn main(args: CompareArgs) -> i32 {
         let mut failed = false;
         for (path, doc) in args.files.iter().zip(&docs).skip(1) {
             let rows = compare(base, doc, noise);
-            println!("{} -> {}", args.files[0].display(), path.display());
+            say(format!("{} -> {}", args.files[0].display(), path.display()));
+            let differ = differences(base, doc);
+            for d in &differ {
+                let fatal = gate.is_some() && !args.allow_different;
+                say(format!(
+                    "  {}: {d}{}",
+                    if fatal { "error" } else { "warning" },
+                    if fatal {
+                        " (add --allow-different if intended)"
+                    } else {
+                        ""
+                    }
+                ));
+                failed |= fatal;
+            }
             if rows.is_empty() {
-                println!("  no phase in common");
+                say("  no phase in common: nothing compared".into());
+                failed |= gate.is_some();
                 continue;
             }
-            println!("{}", table(&rows));
+            say(table(&rows));
             let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-            println!(
+            say(format!(
                 "  {} worse, {} better, {} within noise ({noise}%) or not significant, {} the same",
                 count(Verdict::Worse),
                 count(Verdict::Better),
                 count(Verdict::Noise) + count(Verdict::NotSignificant),
                 count(Verdict::Same)
-            );
+            ));
             if let Some(limit) = gate {
                 let bad = regressions(&rows, limit);
                 for r in &bad {
-                    println!(
+                    say(format!(
                         "  regression: {} {} {} {:+.1}% (limit {limit}%)",
                         r.phase,
                         r.op,
                         label(&r.figure),
                         r.delta_pct
-                    );
+                    ));
                 }
                 failed |= !bad.is_empty();
             }
@@ -128,12 +172,17 @@ pub fn main(args: CompareArgs) -> i32 {
                 "baseline": args.files[0].display().to_string(),
                 "compared": path.display().to_string(),
                 "rows": rows,
+                "differences": differ,
             }));
         }
-        if let Some(path) = &args.json {
+        if let (Some(out), Some(path)) = (&out, &args.json) {
             let text = serde_json::to_string_pretty(&all).expect("rows serialize");
-            std::fs::write(path, text + "\n")
-                .map_err(|e| (1, format!("--json {}: {e}", path.display())))?;
+            out.write((text + "\n").as_bytes()).map_err(|e| {
+                (
+                    1,
+                    format!("--json {}: cannot write it: {e}", path.display()),
+                )
+            })?;
         }
         Ok(if failed { 1 } else { 0 })
     };

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use stormark_probe::{auto_size, classify, Inventory, SizingInput};
+use stormark_report::Output;
 
 use crate::cli::ProbeArgs;
 
@@ -117,8 +118,27 @@ pub fn text(inv: &Inventory) -> String {
 }
 
 pub fn main(args: ProbeArgs) -> i32 {
+    let out = match &args.json {
+        Some(p) => match Output::check("--json", p, &[]) {
+            Ok(o) => Some(o),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        },
+        None => None,
+    };
     let inv = Inventory::collect();
-    print!("{}", text(&inv));
+    // With --json -, the inventory owns standard output and the text goes to stderr.
+    let json_out = out.as_ref().is_some_and(Output::is_stdout);
+    let say = |t: &str| {
+        if json_out {
+            eprint!("{t}");
+        } else {
+            print!("{t}");
+        }
+    };
+    say(&text(&inv));
     let target = args
         .target
         .clone()
@@ -130,17 +150,17 @@ pub fn main(args: ProbeArgs) -> i32 {
     }
     let input = SizingInput::for_target(&target, false);
     let sizing = auto_size(&inv, &input);
-    println!(
-        "recommended for {} (what `stormark run {} --auto` chooses):",
+    say(&format!(
+        "recommended for {} (what `stormark run {} --auto` chooses):\n",
         target.display(),
         target.display()
-    );
+    ));
     for r in &sizing.reasons {
-        println!("  {r}");
+        say(&format!("  {r}\n"));
     }
-    if let Some(path) = args.json {
+    if let (Some(out), Some(path)) = (out, args.json) {
         let json = serde_json::to_string_pretty(&inv).expect("an inventory serializes");
-        if let Err(e) = std::fs::write(&path, json + "\n") {
+        if let Err(e) = out.write((json + "\n").as_bytes()) {
             eprintln!("error: --json {}: cannot write it: {e}", path.display());
             return 1;
         }

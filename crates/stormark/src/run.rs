@@ -11,7 +11,7 @@ use stormark_cluster::{
     TargetOptions,
 };
 use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
-use stormark_report::{format_figure, Json, LiveLine, Render, Terminal};
+use stormark_report::{format_figure, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::units::format_size;
 use stormark_spec::{
     parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload, PROFILES,
@@ -417,25 +417,32 @@ fn compare_expected(results: &mut Results, expect: &[Expectation]) {
     }
 }
 
-fn check_json_path(path: &Path) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+/// The results document's output, checked before any load: never the target, a run
+/// directory or the job file.
+fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
+    let Some(path) = &args.json else {
+        return Ok(None);
     };
-    if !parent.is_dir() {
-        return Err(user(format!(
-            "--json {}: directory {} does not exist",
-            path.display(),
-            parent.display()
-        )));
+    let mut avoid: Vec<&Path> = vec![target];
+    if let Some(job) = &args.job {
+        avoid.push(job);
     }
-    if path.is_dir() {
-        return Err(user(format!(
-            "--json {}: is a directory; give a file name such as results.json",
-            path.display()
-        )));
-    }
-    Ok(())
+    Output::check("--json", path, &avoid)
+        .map(Some)
+        .map_err(|e| user(e.to_string()))
+}
+
+/// Writes the document so far (after a phase), so that a crash loses at most the phase that
+/// was running. Failures are left to the final write, which reports them.
+fn write_partial(out: Option<&Output>, done: &[Results], current: &Results) {
+    let Some(out) = out.filter(|o| !o.is_stdout()) else {
+        return;
+    };
+    let mut all = done.to_vec();
+    all.push(current.clone());
+    let mut doc = combine_repetitions(all);
+    doc.status = RunStatus::Running;
+    let _ = out.write(Json.render(&doc).as_bytes());
 }
 
 fn run(args: RunArgs) -> Result<i32> {
@@ -454,13 +461,16 @@ fn run(args: RunArgs) -> Result<i32> {
         plan.is_some(),
     )
     .map_err(user)?;
-    if let Some(p) = &args.json {
-        check_json_path(p)?;
-    }
+    let json = json_output(&args, &target)?;
     if !auto.is_empty() {
-        println!("auto sizing:");
+        let mut text = String::from("auto sizing:\n");
         for r in &auto {
-            println!("  {r}");
+            text.push_str(&format!("  {r}\n"));
+        }
+        if json.as_ref().is_some_and(Output::is_stdout) {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -518,8 +528,8 @@ fn run(args: RunArgs) -> Result<i32> {
                     results.failure = Some(e.to_string());
                     reps.push(results);
                     let results = combine_repetitions(reps);
-                    if let Some(path) = &args.json {
-                        let _ = std::fs::write(path, Json.render(&results));
+                    if let Some(out) = &json {
+                        let _ = out.write(Json.render(&results).as_bytes());
                     }
                     return Err(e);
                 }
@@ -535,7 +545,10 @@ fn run(args: RunArgs) -> Result<i32> {
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
         let mut plan = Plan::new(&shape, &workload);
-        let mut next = |r: &Results| plan.next(r);
+        let mut next = |r: &Results| {
+            write_partial(json.as_ref(), &reps, r);
+            plan.next(r)
+        };
         outcome = coordinator.run_steps(
             &workload,
             &mut results,
@@ -571,8 +584,8 @@ fn run(args: RunArgs) -> Result<i32> {
     }
     // The results file is written whatever happened.
     let mut write_failed = None;
-    if let Some(path) = &args.json {
-        if let Err(e) = std::fs::write(path, Json.render(&results)) {
+    if let (Some(out), Some(path)) = (&json, &args.json) {
+        if let Err(e) = out.write(Json.render(&results).as_bytes()) {
             write_failed = Some(format!(
                 "--json {}: cannot write results: {e}",
                 path.display()
@@ -582,7 +595,12 @@ fn run(args: RunArgs) -> Result<i32> {
     if let Outcome::Refused(msg) = &outcome {
         bail!(UserError(msg.clone()));
     }
-    print!("{}", Terminal.render(&results));
+    if json.as_ref().is_some_and(Output::is_stdout) {
+        // The document owns standard output; the table goes to standard error.
+        eprint!("{}", Terminal.render(&results));
+    } else {
+        print!("{}", Terminal.render(&results));
+    }
     if let Some(msg) = write_failed {
         eprintln!("error: {msg}");
         return Ok(1);
