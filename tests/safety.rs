@@ -385,3 +385,200 @@ fn issue16_devices_and_images_in_use_through_loop_devices_are_refused() {
         b"data of a mounted filesystem"
     );
 }
+
+#[test]
+fn issue16_results_never_land_on_the_target_an_input_or_a_non_file() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("image.bin");
+    std::fs::write(&file, vec![1u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    for json in [f, "/dev/null", dir.path().to_str().unwrap()] {
+        let out = stormark(&[
+            "run", f, "--rw", "randread", "--time", "200ms", "--quiet", "--json", json,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "--json {json}: {}", text(&out));
+        let t = text(&out);
+        assert_eq!(t.lines().count(), 1, "one line: {t}");
+        assert!(t.contains("--json"), "{t}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), vec![1u8; 1 << 20]);
+    // A FIFO is refused before any load, never opened (which would block).
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = stormark(&[
+        "run",
+        f,
+        "--rw",
+        "randread",
+        "--time",
+        "200ms",
+        "--quiet",
+        "--json",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // Inside a kept run directory, when reusing it.
+    let run_dir = kept_run(&dir);
+    let inside = run_dir.join("r.json");
+    let out = stormark(&[
+        "run",
+        run_dir.to_str().unwrap(),
+        "--reuse",
+        "--rw",
+        "randread",
+        "--size",
+        "1m",
+        "--time",
+        "200ms",
+        "--quiet",
+        "--json",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("run directory"), "{}", text(&out));
+    // compare: the output is not one of its inputs.
+    let a = dir.path().join("keep.json");
+    let before = std::fs::read(&a).unwrap();
+    let a = a.to_str().unwrap();
+    let out = stormark(&["compare", a, a, "--json", a]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read(a).unwrap(), before);
+}
+
+#[test]
+fn issue16_json_to_standard_output() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    let out = stormark(&[
+        "run",
+        t.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        "300ms",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is the document");
+    assert_eq!(doc["status"], "ok");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("status: ok"));
+}
+
+#[test]
+fn issue16_full_disk_keeps_the_previous_results_whole() {
+    let test = "issue16_full_disk_keeps_the_previous_results_whole";
+    if !require_root(test) || !require_tool(test, "mount") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIP {test}: cannot mount a tmpfs");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let json = mnt.join("r.json");
+    let good = b"{\"previous\": \"good results\"}\n";
+    std::fs::write(&json, good).unwrap();
+    // Fill the filesystem to the last block.
+    let mut filler = std::fs::File::create(mnt.join("filler")).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
+    drop(filler);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    let out = stormark(&[
+        "run",
+        t.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        "300ms",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("cannot write results"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read(&json).unwrap(),
+        good,
+        "the previous file is whole"
+    );
+    let names: Vec<String> = std::fs::read_dir(&mnt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "no temporary file left: {names:?}");
+}
+
+#[test]
+fn issue16_results_are_rewritten_after_every_phase() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    let job = dir.path().join("two.toml");
+    std::fs::write(
+        &job,
+        "engine = \"null\"\n[[job]]\nname = \"first\"\ntime = \"1s\"\n[[job]]\nname = \"second\"\ntime = \"60s\"\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            t.to_str().unwrap(),
+            "--job",
+            job.to_str().unwrap(),
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the first phase's document, then kill without warning.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let has_phase = || {
+        std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|r| r["phases"].as_array().is_some_and(|p| !p.is_empty()))
+    };
+    while !has_phase() {
+        assert!(
+            Instant::now() < deadline,
+            "no document after the first phase"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = read_json(&json);
+    assert_eq!(r["status"], "running");
+    assert_eq!(r["phases"][0]["name"], "run:first", "{r}");
+    assert!(r["phases"][0]["total"]["ops"].as_u64().unwrap() > 0);
+}
