@@ -582,3 +582,88 @@ fn issue16_results_are_rewritten_after_every_phase() {
     assert_eq!(r["phases"][0]["name"], "run:first", "{r}");
     assert!(r["phases"][0]["total"]["ops"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn issue16_limits_are_checked_before_anything_is_allocated() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    let t = t.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec![
+                "--engine",
+                "io_uring",
+                "--bs",
+                "1g",
+                "--iodepth",
+                "4096",
+                "--jobs",
+                "4096",
+            ],
+            "I/O buffers need",
+        ),
+        (
+            vec!["--jobs", "4096", "--files", "65536", "--size", "4k"],
+            "files",
+        ),
+    ] {
+        let mut all = vec!["run", t, "--time", "1s", "--quiet"];
+        all.extend(args.iter().copied());
+        let out = stormark(&all);
+        let msg = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {msg}");
+        assert_eq!(msg.lines().count(), 1, "one line: {msg}");
+        assert!(msg.contains(said), "{msg}");
+    }
+    assert_eq!(std::fs::read_dir(t).unwrap().count(), 0, "nothing was made");
+}
+
+#[test]
+fn issue16_fio_spellings_non_utf8_paths_and_a_closed_stdout() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = temp_dir(TMP);
+    let t = dir.path().join(std::ffi::OsStr::from_bytes(b"target-\xff"));
+    std::fs::create_dir(&t).unwrap();
+    let json = dir.path().join("r.json");
+    let out = Command::new(BIN)
+        .arg("run")
+        .arg(&t)
+        .args([
+            "--engine",
+            "null",
+            "--readwrite",
+            "randread",
+            "--blocksize",
+            "8k",
+            "--ramp_time",
+            "0",
+            "--time",
+            "1.5",
+            "--iodepth_batch_submit",
+            "1",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    assert_eq!(r["spec"]["jobs"][0]["bs"], "8k");
+    assert_eq!(r["spec"]["jobs"][0]["time"], "1500ms");
+    // A closed standard output ends quietly: no panic message.
+    let mut child = Command::new(BIN)
+        .args(["run", "--list-profiles"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out)
+    );
+}

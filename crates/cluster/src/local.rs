@@ -3,6 +3,7 @@
 //! this file or device be used), `workspace` (the run directory's life), `specs` (jobs and
 //! stage loads into worker specs); this module is the [`Agent`] that ties them together.
 
+mod limits;
 mod rules;
 mod specs;
 mod workspace;
@@ -487,6 +488,25 @@ impl Agent for LocalAgent {
             }
             stages.push(jobs);
         }
+        let existing = kind != TargetKind::Directory;
+        let mut planned: u64 = 0;
+        for stage in &stages {
+            let needs: Vec<limits::Need> =
+                stage.iter().map(|(j, b)| limits::Need::of(j, *b)).collect();
+            limits::check_stage(&needs, existing)?;
+            planned = planned.saturating_add(
+                stage
+                    .iter()
+                    .map(|(j, _)| u64::from(j.jobs) * u64::from(j.files))
+                    .sum(),
+            );
+        }
+        if !existing && planned > limits::MAX_FILES {
+            return Err(AgentError::Refused(format!(
+                "{planned} files in all (jobs × files over every job), more than the {} one run may make; lower --jobs or --files",
+                limits::MAX_FILES
+            )));
+        }
         match &kind {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
@@ -526,9 +546,16 @@ impl Agent for LocalAgent {
                 Err(_) => now,
             }
         });
+        let mut needs = Vec::new();
         for r in &self.stages[index] {
             r.check_load(load)?;
+            let mut n = limits::Need::of(&r.job, r.backend);
+            n.workers = r.workers(load) as u64;
+            n.bs_max = load.bs.unwrap_or(n.bs_max);
+            n.iodepth = load.iodepth.map_or(n.iodepth, u64::from);
+            needs.push(n);
         }
+        limits::check_stage(&needs, matches!(self.place, Some(Where::Existing { .. })))?;
         let steady = self.stages[index]
             .iter()
             .find_map(|r| r.job.steady_state.map(|s| (r.job.name.clone(), s)));

@@ -16,14 +16,19 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    /// Allocates `len` bytes (at least one page) and fills them from `seed`.
-    pub fn new(len: usize, seed: u64) -> AlignedBuf {
-        let layout = Layout::from_size_align(len.max(ALIGN).next_multiple_of(ALIGN), ALIGN)
-            .expect("buffer sizes are bounded by validated block size and iodepth");
+    /// Allocates `len` bytes (at least one page) and fills them from `seed`. A failed
+    /// allocation is an error, never an abort.
+    pub fn new(len: usize, seed: u64) -> Result<AlignedBuf, String> {
+        let fail = || format!("cannot allocate {len} bytes of I/O buffers");
+        let layout = len
+            .max(ALIGN)
+            .checked_next_multiple_of(ALIGN)
+            .and_then(|l| Layout::from_size_align(l, ALIGN).ok())
+            .ok_or_else(fail)?;
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+            return Err(fail());
         }
         let mut buf = AlignedBuf { ptr, layout };
         let mut s = seed | 1;
@@ -33,7 +38,7 @@ impl AlignedBuf {
             s ^= s << 17;
             chunk.copy_from_slice(&s.to_le_bytes());
         }
-        buf
+        Ok(buf)
     }
 
     /// Pointer to byte `offset`.

@@ -603,7 +603,13 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
     } else {
         1
     };
-    let buf = AlignedBuf::new(slots * spec.bs_max as usize, spec.seed);
+    let len = slots.checked_mul(spec.bs_max as usize).ok_or_else(|| {
+        format!(
+            "{slots} × {} bytes of buffers do not fit in memory",
+            spec.bs_max
+        )
+    })?;
+    let buf = AlignedBuf::new(len, spec.seed)?;
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)
     } else {

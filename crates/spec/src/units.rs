@@ -78,7 +78,8 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
             "ns" => 1,
             "us" | "µs" => 1_000,
             "ms" => 1_000_000,
-            "s" | "sec" => 1_000_000_000,
+            // A bare number is seconds, as in fio (`--time 1.5`).
+            "" | "s" | "sec" => 1_000_000_000,
             "m" | "min" => 60_000_000_000,
             "h" => 3_600_000_000_000,
             "d" => 86_400_000_000_000,
@@ -186,6 +187,7 @@ mod tests {
         assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
         assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_duration("10ns"), Some(Duration::from_nanos(10)));
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
     }
 
     #[test]

@@ -473,7 +473,9 @@ impl JobOpts {
     }
 }
 
-fn canonical_key(key: &str) -> Option<&'static str> {
+/// The job key an option name stands for, in any of the spellings fio or stormark accept
+/// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.
+pub fn canonical_key(key: &str) -> Option<&'static str> {
     let k = key
         .trim()
         .trim_start_matches("--")

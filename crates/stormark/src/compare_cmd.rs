@@ -110,7 +110,7 @@ pub fn main(args: CompareArgs) -> i32 {
         let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
         let say = |text: String| {
             if to_stdout {
-                println!("{text}");
+                outln!("{text}");
             } else {
                 eprintln!("{text}");
             }

@@ -3,6 +3,23 @@
 //! coordinator and writes the results. Exit status: 0 ok, 1 the run failed or counted I/O
 //! errors or was interrupted, 2 a user error found before any load.
 
+/// `print!` that ends quietly when standard output is closed (`stormark ... | head`): the
+/// write error is ignored instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `println!` that ends quietly when standard output is closed.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod agent_cmd;
 mod cli;
 mod compare_cmd;
@@ -12,8 +29,53 @@ mod shape;
 
 use clap::Parser;
 
+/// Rewrites fio's spellings of options (`--blocksize`, `--ramp_time`, `--io_size`,
+/// `--iodepth_batch_submit`, ...) to stormark's, as job files accept them. A name clap knows
+/// is left alone; after `--` nothing is touched.
+fn fio_spellings(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let cmd = cli::Cli::command();
+    let known: std::collections::BTreeSet<String> = cmd
+        .get_subcommands()
+        .flat_map(|s| s.get_arguments())
+        .filter_map(|a| a.get_long().map(String::from))
+        .collect();
+    let mut out = Vec::with_capacity(args.len());
+    let mut rest = false;
+    for a in args {
+        let Some(text) = a
+            .to_str()
+            .filter(|t| !rest && t.starts_with("--") && t.len() > 2)
+        else {
+            rest |= a == "--";
+            out.push(a);
+            continue;
+        };
+        let (name, value) = match text[2..].split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (&text[2..], None),
+        };
+        let hyphens = name.replace('_', "-");
+        let long = if known.contains(name) {
+            name.to_string()
+        } else if known.contains(&hyphens) {
+            hyphens
+        } else {
+            match stormark_spec::canonical_key(name).map(|k| k.replace('_', "-")) {
+                Some(k) if known.contains(&k) => k,
+                _ => name.to_string(),
+            }
+        };
+        out.push(match value {
+            Some(v) => format!("--{long}={v}").into(),
+            None => format!("--{long}").into(),
+        });
+    }
+    out
+}
+
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(fio_spellings(std::env::args_os().collect()));
     let code = match cli.command {
         cli::Command::Run(args) => run::main(*args),
         cli::Command::Probe(args) => probe_cmd::main(args),

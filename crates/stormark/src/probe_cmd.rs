@@ -135,7 +135,7 @@ pub fn main(args: ProbeArgs) -> i32 {
         if json_out {
             eprint!("{t}");
         } else {
-            print!("{t}");
+            out!("{t}");
         }
     };
     say(&text(&inv));

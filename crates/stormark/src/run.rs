@@ -42,7 +42,7 @@ fn user(msg: impl Into<String>) -> anyhow::Error {
 pub fn main(args: RunArgs) -> i32 {
     if args.list_profiles {
         for (name, about, _) in PROFILES {
-            println!("{name:<12} {about}");
+            outln!("{name:<12} {about}");
         }
         return 0;
     }
@@ -470,7 +470,7 @@ fn run(args: RunArgs) -> Result<i32> {
         if json.as_ref().is_some_and(Output::is_stdout) {
             eprint!("{text}");
         } else {
-            print!("{text}");
+            out!("{text}");
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -515,7 +515,11 @@ fn run(args: RunArgs) -> Result<i32> {
     let mut reps = Vec::new();
     let mut outcome = Outcome::Completed;
     for rep in 1..=repeat {
-        let mut results = Results::new(std::env::args().collect());
+        let mut results = Results::new(
+            std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        );
         let agents: Vec<Box<dyn Agent>> = match &plan {
             None => vec![Box::new(
                 LocalAgent::new(opts.clone()).with_stop(stop.clone()),
@@ -599,7 +603,7 @@ fn run(args: RunArgs) -> Result<i32> {
         // The document owns standard output; the table goes to standard error.
         eprint!("{}", Terminal.render(&results));
     } else {
-        print!("{}", Terminal.render(&results));
+        out!("{}", Terminal.render(&results));
     }
     if let Some(msg) = write_failed {
         eprintln!("error: {msg}");

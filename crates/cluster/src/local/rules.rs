@@ -45,6 +45,15 @@ pub(super) fn check_existing(
     if !writes {
         return Ok(id);
     }
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        return Err(refused(format!(
+            "{shown}: cannot open it for writing ({e}); run a read workload or fix its permissions"
+        )));
+    }
     match id {
         Identity::File { dev, ino } => {
             if !opts.allow_overwrite {

@@ -1,0 +1,144 @@
+//! Limits checked before anything is allocated or opened: buffer memory against what the host
+//! has available, open files against `RLIMIT_NOFILE` (raised as fio does), and the number of
+//! files a run may plan at all.
+
+use stormark_engine::Backend;
+use stormark_spec::units::format_size;
+use stormark_spec::Job;
+
+use crate::agent::AgentError;
+
+/// The most files one run plans (a million: beyond, the plan itself costs real memory).
+pub(super) const MAX_FILES: u64 = 1_000_000;
+
+/// Share of the host's available memory that I/O buffers may take.
+const BUFFER_SHARE: f64 = 0.5;
+
+/// One job of a stage as it would run: its workers, files each, largest block and depth.
+pub(super) struct Need {
+    pub name: String,
+    pub workers: u64,
+    pub files: u64,
+    pub bs_max: u64,
+    pub iodepth: u64,
+    pub backend: Backend,
+}
+
+impl Need {
+    /// What `job` needs with `backend`.
+    pub fn of(job: &Job, backend: Backend) -> Need {
+        Need {
+            name: job.name.clone(),
+            workers: u64::from(job.jobs),
+            files: u64::from(job.files),
+            bs_max: job.bs.max,
+            iodepth: u64::from(job.iodepth),
+            backend,
+        }
+    }
+
+    fn buffer_bytes(&self) -> u128 {
+        let slots = match self.backend {
+            Backend::IoUring => self.iodepth.max(1),
+            Backend::Psync => 1,
+            Backend::Null => 0,
+        };
+        u128::from(self.workers) * u128::from(slots) * u128::from(self.bs_max.max(4096))
+    }
+
+    fn open_files(&self, existing: bool) -> u64 {
+        match self.backend {
+            Backend::Null => 0,
+            _ if existing => self.workers,
+            _ => self.workers.saturating_mul(self.files),
+        }
+    }
+}
+
+/// Checks one stage (jobs that run at the same time). `existing`: one file or device.
+pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentError> {
+    let buffers: u128 = jobs.iter().map(Need::buffer_bytes).sum();
+    if let Some(avail) = mem_available() {
+        let budget = (avail as f64 * BUFFER_SHARE) as u128;
+        if buffers > budget {
+            let worst = jobs
+                .iter()
+                .max_by_key(|n| n.buffer_bytes())
+                .expect("a stage with buffers has a job");
+            return Err(AgentError::Refused(format!(
+                "job {}: I/O buffers need {} (block size × iodepth × jobs), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
+                worst.name,
+                format_size(buffers.min(u128::from(u64::MAX)) as u64),
+                format_size(avail)
+            )));
+        }
+    }
+    let files: u64 = jobs.iter().map(|n| n.open_files(existing)).sum();
+    // Room for the process's own descriptors (rings, sockets, the sampler).
+    let needed = files.saturating_add(64);
+    let limit = raise_nofile(needed);
+    if needed > limit {
+        return Err(AgentError::Refused(format!(
+            "{files} files open at once (jobs × files), more than this host allows (ulimit -n {limit}); lower --jobs or --files, or raise the limit"
+        )));
+    }
+    Ok(())
+}
+
+/// Raises the soft limit of open files towards `needed` (up to the hard limit, as fio does);
+/// returns the soft limit in force.
+fn raise_nofile(needed: u64) -> u64 {
+    // SAFETY: zeroed is a valid rlimit; getrlimit fills it.
+    let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return u64::MAX;
+    }
+    if r.rlim_cur >= needed {
+        return r.rlim_cur;
+    }
+    let want = libc::rlimit {
+        rlim_cur: needed.min(r.rlim_max),
+        rlim_max: r.rlim_max,
+    };
+    // SAFETY: want is a valid rlimit no larger than the hard limit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+        want.rlim_cur
+    } else {
+        r.rlim_cur
+    }
+}
+
+/// `MemAvailable` from /proc/meminfo, bytes.
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn need(workers: u64, files: u64, bs: u64, depth: u64) -> Need {
+        Need {
+            name: "j".into(),
+            workers,
+            files,
+            bs_max: bs,
+            iodepth: depth,
+            backend: Backend::IoUring,
+        }
+    }
+
+    #[test]
+    fn huge_buffers_and_file_counts_are_refused() {
+        let e = check_stage(&[need(4096, 1, 1 << 30, 4096)], false).unwrap_err();
+        assert!(e.to_string().contains("I/O buffers need"), "{e}");
+        let e = check_stage(&[need(4096, 65536, 4096, 1)], false).unwrap_err();
+        assert!(e.to_string().contains("ulimit -n"), "{e}");
+        assert!(check_stage(&[need(4, 2, 4096, 32)], false).is_ok());
+        // One file or device: one descriptor per worker, whatever --files says.
+        assert!(check_stage(&[need(4, 65536, 4096, 1)], true).is_ok());
+    }
+}
