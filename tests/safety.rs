@@ -209,7 +209,12 @@ impl LocalAgentProcess {
     fn start(dir: &TempDir, allow: &Path, extra: &[&str]) -> LocalAgentProcess {
         let token = dir.path().join("token");
         std::fs::write(&token, "safety-test-token-0123456789\n").unwrap();
-        let port = 20000 + (std::process::id() % 20000) as u16;
+        // A free port: bound by the system, released, then given to the agent.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let addr = format!("127.0.0.1:{port}");
         let mut args = vec![
             "agent",
@@ -665,5 +670,80 @@ fn issue16_fio_spellings_non_utf8_paths_and_a_closed_stdout() {
         !String::from_utf8_lossy(&out.stderr).contains("panicked"),
         "{}",
         text(&out)
+    );
+}
+
+fn agent_run(agent: &LocalAgentProcess, dir: &TempDir, target: &Path, time: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args([
+        "run",
+        target.to_str().unwrap(),
+        "--agents",
+        &agent.addr,
+        "--token-file",
+        dir.path().join("token").to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        time,
+        "--quiet",
+        "--json",
+        dir.path().join("r.json").to_str().unwrap(),
+    ]);
+    c
+}
+
+#[test]
+fn issue16_idle_connection_flood_neither_locks_out_nor_keeps_the_agent_alive() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let mut agent = LocalAgentProcess::start(&dir, &allowed, &[]);
+    // Far more idle connections than the agent serves at once; none says a word.
+    let flood: Vec<TcpStream> = (0..400)
+        .filter_map(|_| TcpStream::connect(&agent.addr).ok())
+        .collect();
+    assert!(flood.len() > 100);
+    let out = agent_run(&agent, &dir, &allowed, "500ms").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // SIGTERM with the idle connections still open: the agent exits promptly.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(agent.child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if agent.child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not exit on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(flood);
+}
+
+#[test]
+fn issue16_agent_stopped_mid_run_is_that_hosts_failure() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let agent = LocalAgentProcess::start(&dir, &allowed, &[]);
+    let child = agent_run(&agent, &dir, &allowed, "30s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(agent.child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let r = read_json(&dir.path().join("r.json"));
+    assert_eq!(r["status"], "failed", "{}", r["failure"]);
+    assert!(
+        r["failure"].as_str().unwrap_or("").contains("stopped")
+            || r["hosts"][0]["failure"].to_string().contains("stopped"),
+        "{r}"
     );
 }

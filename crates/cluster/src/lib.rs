@@ -24,6 +24,7 @@
 
 mod agent;
 mod coordinator;
+mod listen;
 mod local;
 mod remote;
 mod server;

@@ -329,7 +329,16 @@ impl RemoteAgent {
 }
 
 impl Drop for RemoteAgent {
+    /// A session never finished (another agent refused at connect, the run stopped early) is
+    /// released at once, so that a corrected re-run is not refused as busy.
     fn drop(&mut self) {
+        if self.finished.is_none() && tokio::runtime::Handle::try_current().is_err() {
+            let mut client = self.client.clone();
+            let req = self.session_req();
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(1), client.finish(req)).await
+            });
+        }
         if let Some(h) = self.heartbeat.take() {
             h.abort();
         }

@@ -46,6 +46,10 @@ pub struct AgentConfig {
     pub tls: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+/// What a coordinator hears when the agent was stopped during its phase.
+const TERMINATED: &str =
+    "the agent was stopped (SIGTERM or Ctrl-C on its host) during the phase; its load ended early";
+
 /// Shortest token accepted: 16 bytes, so that guessing is hopeless.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -195,6 +199,8 @@ struct Session {
 pub struct AgentService {
     cfg: Arc<AgentConfig>,
     session: Arc<Mutex<Option<Session>>>,
+    /// Set on SIGTERM or Ctrl-C: a phase that ends now ends as this host's failure.
+    terminating: Arc<AtomicBool>,
 }
 
 /// The session's agent, shared between calls and the blocking thread that runs a phase.
@@ -208,6 +214,7 @@ impl AgentService {
         AgentService {
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(None)),
+            terminating: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -266,6 +273,15 @@ impl AgentService {
         }
     }
 
+    /// The agent was told to stop (SIGTERM, Ctrl-C): stops the running load at once; the
+    /// phase then ends as a failure the coordinator reports for this host.
+    pub fn terminate(&self) {
+        self.terminating.store(true, Ordering::Relaxed);
+        if let Some(s) = self.lock().as_ref() {
+            s.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Ends the session, if any, on the agent's shutdown: stops the load, waits for it, and
     /// removes what the run created.
     pub fn end_session(&self) {
@@ -288,6 +304,10 @@ impl AgentService {
             + 'static,
     ) -> Result<Response<EventStream>, Status> {
         let (stop, agent) = self.agent(session)?;
+        if self.terminating.load(Ordering::Relaxed) {
+            return Err(Status::aborted(TERMINATED));
+        }
+        let terminating = self.terminating.clone();
         let (tx, rx) = mpsc::channel::<Result<pb::Event, Status>>(256);
         // A tick every second, whatever the engine is doing (creating large files, say), so
         // the coordinator can tell a busy agent from a dead one.
@@ -360,6 +380,7 @@ impl AgentService {
                 send(pb::Event { kind: Some(kind) });
             });
             let last = match result {
+                _ if terminating.load(Ordering::Relaxed) => Err(Status::aborted(TERMINATED)),
                 Ok(jobs) => Ok(pb::Event {
                     kind: Some(event::Kind::Finished(pb::Finished {
                         jobs_json: serde_json::to_string(&jobs).expect("jobs serialize"),
@@ -603,6 +624,9 @@ impl AgentRpc for AgentService {
     }
 }
 
+/// How long connections may finish after SIGTERM before the agent exits anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
 /// Serves the agent on `addr` until `shutdown` resolves.
 pub async fn serve(
     cfg: AgentConfig,
@@ -620,6 +644,7 @@ pub async fn serve(
     let service = AgentService::new(cfg);
     let watchdog = service.clone();
     let on_shutdown = service.clone();
+    let on_term = service.clone();
     let ticker = tokio::spawn(async move {
         let mut every = tokio::time::interval(Duration::from_secs(1));
         loop {
@@ -631,11 +656,29 @@ pub async fn serve(
     let server = AgentServer::with_interceptor(service, move |req: Request<()>| {
         check_token(&token, &req).map(|()| req)
     });
-    let result = builder
-        .add_service(server)
-        .serve_with_shutdown(addr, shutdown)
+    let incoming = crate::listen::guarded_incoming(addr)
         .await
-        .map_err(|e| format!("--listen {addr}: {e}"));
+        .map_err(|e| format!("--listen {addr}: {e}"))?;
+    // On SIGTERM or Ctrl-C: the running load stops at once and is reported to the coordinator
+    // as this host's failure; then connections get a short grace, and idle ones no more.
+    let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
+    let on_signal = async move {
+        shutdown.await;
+        let s = on_term.clone();
+        let _ = tokio::task::spawn_blocking(move || s.terminate()).await;
+        let _ = stopped_tx.send(());
+    };
+    let serving = builder.add_service(server).serve_with_incoming_shutdown(
+        tokio_stream::wrappers::ReceiverStream::new(incoming),
+        on_signal,
+    );
+    let result = tokio::select! {
+        r = serving => r.map_err(|e| format!("--listen {addr}: {e}")),
+        _ = async {
+            let _ = stopped_rx.await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => Ok(()),
+    };
     ticker.abort();
     let _ = tokio::task::spawn_blocking(move || on_shutdown.end_session()).await;
     result

@@ -1,0 +1,170 @@
+//! The agent's listening socket, guarded before any request is read: a cap on connections at
+//! once, where a new connection evicts the oldest one that never sent a byte, and a deadline
+//! on silence, so that a flood of idle TCP connections (which never authenticate) can neither
+//! exhaust the agent, lock a coordinator out, nor keep the agent from exiting.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Sleep};
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// Connections served at once; more are closed as soon as they are accepted. A coordinator
+/// needs one.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// A connection that sends nothing for this long is closed: first bytes (the TLS or HTTP/2
+/// handshake) must come within it, and a coordinator calls at least once a second.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(10);
+
+/// A connection held under the cap, closed after [`SILENCE_LIMIT`] without a byte from the
+/// peer.
+pub struct Guarded {
+    io: TcpStream,
+    deadline: Pin<Box<Sleep>>,
+    entry: Arc<Entry>,
+    id: u64,
+    table: Arc<Table>,
+}
+
+/// What the accept loop knows of a live connection.
+struct Entry {
+    fd: RawFd,
+    talked: AtomicBool,
+}
+
+/// Live connections by accept order.
+type Table = Mutex<BTreeMap<u64, Arc<Entry>>>;
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        // Out of the table before the socket closes, so that an eviction never shuts down a
+        // descriptor number reused by another file.
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+impl Connected for Guarded {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.io).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    self.entry.talked.store(true, Ordering::Relaxed);
+                    self.deadline.as_mut().reset(Instant::now() + SILENCE_LIMIT);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no bytes from the peer in time",
+                ))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// Binds `addr` and hands guarded connections to the server through the returned channel.
+pub async fn guarded_incoming(
+    addr: SocketAddr,
+) -> io::Result<mpsc::Receiver<Result<Guarded, io::Error>>> {
+    let listener = TcpListener::bind(addr).await?;
+    let table: Arc<Table> = Arc::new(Mutex::new(BTreeMap::new()));
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(async move {
+        let mut next_id = 0u64;
+        loop {
+            let (io, _) = match listener.accept().await {
+                Ok(c) => c,
+                // Out of descriptors and the like: wait a little rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let entry = Arc::new(Entry {
+                fd: io.as_raw_fd(),
+                talked: AtomicBool::new(false),
+            });
+            {
+                let mut live = table.lock().unwrap_or_else(|e| e.into_inner());
+                if live.len() >= MAX_CONNECTIONS {
+                    // Evict the oldest connection that never said anything; with none, the
+                    // new one is closed (dropped) at once.
+                    let silent = live
+                        .iter()
+                        .find(|(_, e)| !e.talked.load(Ordering::Relaxed))
+                        .map(|(id, e)| (*id, e.fd));
+                    let Some((id, fd)) = silent else {
+                        continue;
+                    };
+                    // SAFETY: fd belongs to a connection still in the table, so still open;
+                    // shutdown only ends its traffic, and its owner closes it.
+                    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+                    live.remove(&id);
+                }
+                next_id += 1;
+                live.insert(next_id, entry.clone());
+            }
+            let _ = io.set_nodelay(true);
+            let conn = Guarded {
+                io,
+                deadline: Box::pin(tokio::time::sleep(SILENCE_LIMIT)),
+                entry,
+                id: next_id,
+                table: table.clone(),
+            };
+            if tx.send(Ok(conn)).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(rx)
+}
