@@ -29,8 +29,8 @@ use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
 use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
 
-/// How an agent is set up.
-#[derive(Debug, Clone)]
+/// How an agent is set up. Its `Debug` output never shows the token.
+#[derive(Clone)]
 pub struct AgentConfig {
     /// The shared secret every call must carry.
     pub token: String,
@@ -49,6 +49,18 @@ pub struct AgentConfig {
 /// What a coordinator hears when the agent was stopped during its phase.
 const TERMINATED: &str =
     "the agent was stopped (SIGTERM or Ctrl-C on its host) during the phase; its load ended early";
+
+impl std::fmt::Debug for AgentConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentConfig")
+            .field("token", &"<redacted>")
+            .field("allow", &self.allow)
+            .field("devices", &self.devices)
+            .field("heartbeat_timeout", &self.heartbeat_timeout)
+            .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
+            .finish()
+    }
+}
 
 /// Shortest token accepted: 16 bytes, so that guessing is hopeless.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -689,6 +701,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn debug_never_shows_the_token() {
+        let cfg = AgentConfig {
+            token: "s3cret-s3cret-s3cret".into(),
+            allow: vec![],
+            devices: vec![],
+            heartbeat_timeout: Duration::from_secs(5),
+            tls: None,
+        };
+        assert!(!format!("{cfg:?}").contains("s3cret"));
+    }
+
+    #[test]
     fn tokens_are_checked() {
         let mut req = Request::new(());
         assert_eq!(
@@ -714,6 +738,8 @@ mod tests {
         let f = dir.path().join("token");
         std::fs::write(&f, "short\n").unwrap();
         assert!(read_token(&f).unwrap_err().contains("at least 16"));
+        std::fs::write(&f, "0123456789abcdef\x070123\n").unwrap();
+        assert!(read_token(&f).is_err(), "control characters are refused");
         std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
         assert_eq!(read_token(&f).unwrap(), "0123456789abcdef0123");
         assert!(AgentConfig::new(&f, &[])

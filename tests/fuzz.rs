@@ -1,0 +1,144 @@
+//! Every parser of user input, fed arbitrary bytes and near-valid text (issue 16): sizes,
+//! durations, percentages, every job option, TOML job files, expectations and search options,
+//! results documents, the agent protocol's messages and snapshots. None may panic, abort or
+//! hang. `cargo test` runs a few hundred cases per parser; `bench/fuzz.sh` runs millions
+//! (`STORMARK_FUZZ_CASES`) and docs/fuzzing.md records the count.
+
+use proptest::prelude::*;
+use prost::Message;
+use stormark_cluster::{decode_snapshot, pb};
+use stormark_spec::{
+    parse_curve, parse_duration, parse_expect, parse_job_file, parse_percent, parse_size,
+    parse_steady_state, parse_sweep, parse_target_latency, JobOpts, Source, Workload, JOB_KEYS,
+};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("STORMARK_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(256);
+    ProptestConfig {
+        cases,
+        // Failures are found, not shrunk forever, and nothing is written beside the sources.
+        max_shrink_iters: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Arbitrary bytes as the text a user could type (lossy: invalid UTF-8 becomes U+FFFD).
+fn bytes_text() -> impl Strategy<Value = String> {
+    proptest::collection::vec(any::<u8>(), 0..96)
+        .prop_map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Text made of the characters option values are made of, to reach deep into the parsers.
+fn near_valid() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[0-9kKmMgGtTiIbBsSuUnµhd.%:,=<>_ +-]{0,40}",
+        "(p[0-9]{1,3}(\\.[0-9]{1,3})?|mean|max|iops|bw|lat)(<=|>=|<|>|=)[0-9.]{1,12}(ns|us|ms|s|k|m|g|%)?(,.{0,12})?",
+        "(bs|size|jobs|iodepth|agents|obj-size)=[0-9a-z,.]{0,30}",
+        "[0-9]{1,25}(\\.[0-9]{0,20})?(e[0-9]{1,4})?[a-z]{0,4}",
+        bytes_text(),
+    ]
+}
+
+/// A results document with a few bytes changed, inserted or removed.
+fn mutated_document() -> impl Strategy<Value = Vec<u8>> {
+    let doc = serde_json::to_vec(&stormark_stats::Results::new(vec![
+        "stormark".into(),
+        "run".into(),
+    ]))
+    .expect("a document serializes");
+    (
+        Just(doc),
+        proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..8),
+    )
+        .prop_map(|(mut doc, edits)| {
+            for (at, byte, how) in edits {
+                let i = at.index(doc.len().max(1));
+                match how {
+                    0 if i < doc.len() => doc[i] = byte,
+                    1 => doc.insert(i.min(doc.len()), byte),
+                    _ if i < doc.len() => {
+                        doc.remove(i);
+                    }
+                    _ => {}
+                }
+            }
+            doc
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn units_never_panic(text in near_valid()) {
+        let _ = parse_size(&text);
+        let _ = parse_duration(&text);
+        let _ = parse_percent(&text);
+    }
+
+    #[test]
+    fn every_job_option_never_panics(key in 0..JOB_KEYS.len(), value in near_valid(), other in bytes_text()) {
+        let mut opts = JobOpts::default();
+        let _ = opts.set(JOB_KEYS[key], &value, Source::Key("fuzz"));
+        let _ = opts.set(&other, &value, Source::Flag);
+        if let Ok(job) = opts.resolve("fuzz") {
+            let _ = Workload::new(vec![job], false);
+        }
+    }
+
+    #[test]
+    fn job_files_never_panic(text in prop_oneof![
+        bytes_text(),
+        "(\\[\\[job\\]\\]\n)?([a-z_]{1,12} = (\"[0-9a-z:%.,]{0,10}\"|[0-9]{1,20}|true|false)\n){0,8}(\\[\\[job\\]\\]\n[a-z_]{1,12} = \"[0-9a-z]{0,8}\"\n){0,3}",
+    ]) {
+        let _ = parse_job_file(&text, "fuzz.toml");
+    }
+
+    #[test]
+    fn search_and_expectation_options_never_panic(text in near_valid()) {
+        let _ = parse_expect(&text);
+        let _ = parse_target_latency(&text);
+        let _ = parse_curve(&text);
+        let _ = parse_sweep(&text);
+        let _ = parse_steady_state(&text);
+    }
+
+    #[test]
+    fn results_documents_never_panic(doc in prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..256),
+        mutated_document(),
+    ]) {
+        if let Ok(r) = serde_json::from_slice::<stormark_stats::Results>(&doc) {
+            let _ = stormark_stats::compare(&r, &r, 3.0);
+            let _ = stormark_stats::differences(&r, &r);
+        }
+    }
+
+    #[test]
+    fn agent_messages_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        if let Ok(req) = pb::ValidateRequest::decode(bytes.as_slice()) {
+            for kv in &req.jobs {
+                let mut opts = JobOpts::default();
+                for o in &kv.options {
+                    let _ = opts.set(&o.key, &o.value, Source::Key("fuzz"));
+                }
+                let _ = opts.resolve("fuzz");
+            }
+        }
+        if let Ok(s) = pb::Snapshot::decode(bytes.as_slice()) {
+            let _ = decode_snapshot(&s);
+        }
+        if let Ok(e) = pb::Event::decode(bytes.as_slice()) {
+            if let Some(pb::event::Kind::Interval(i)) = e.kind {
+                if let Some(s) = &i.snapshot {
+                    let _ = decode_snapshot(s);
+                }
+            }
+        }
+        let _ = stormark_stats::decode_histogram(&String::from_utf8_lossy(&bytes));
+    }
+}
