@@ -59,7 +59,13 @@ pub struct RemoteAgent {
 /// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
 /// allowed, busy, wrong token) stop the run before load (exit 2); the rest are failures.
 fn agent_error(address: &str, s: Status) -> AgentError {
-    let msg = format!("agent {address}: {}", s.message());
+    let text = match s.message() {
+        m if m.contains("deadline has elapsed") || m.contains("Timeout expired") => {
+            format!("no answer within {} s", SILENCE.as_secs())
+        }
+        m => one_cause(m),
+    };
+    let msg = format!("agent {address}: {text}");
     match s.code() {
         Code::InvalidArgument
         | Code::PermissionDenied
@@ -69,6 +75,22 @@ fn agent_error(address: &str, s: Status) -> AgentError {
         | Code::NotFound => AgentError::Refused(msg),
         _ => AgentError::Failed(msg),
     }
+}
+
+/// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
+/// `dns error: failed to lookup`, `status: interrupted: interrupted` becomes
+/// `status: interrupted`.
+fn one_cause(chain: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in chain.split(": ").map(str::trim).filter(|p| !p.is_empty()) {
+        if !parts
+            .iter()
+            .any(|q| *q == p || q.ends_with(p) || q.contains(&format!("{p}:")))
+        {
+            parts.push(p);
+        }
+    }
+    parts.join(": ")
 }
 
 impl RemoteAgent {
@@ -110,6 +132,12 @@ impl RemoteAgent {
                 why = format!("{why}: {s}");
                 source = s.source();
             }
+            let why = one_cause(&why);
+            let why = if why.contains("timed out") || why.contains("elapsed") {
+                format!("no answer within {} s", SILENCE.as_secs())
+            } else {
+                why
+            };
             refused(format!("cannot connect: {why}"))
         })?;
         let bearer: MetadataValue<_> = format!("Bearer {token}")
@@ -475,5 +503,26 @@ impl Agent for RemoteAgent {
         let samples = serde_json::from_str(&reply.samples_json).unwrap_or_default();
         let cpu = reply.sampler_cpu_known.then_some(reply.sampler_cpu_ns);
         (samples, cpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_are_said_once() {
+        assert_eq!(
+            one_cause("dns error: dns error: failed to lookup address information"),
+            "dns error: failed to lookup address information"
+        );
+        assert_eq!(
+            one_cause("tcp connect error: tcp connect error: Connection refused (os error 111)"),
+            "tcp connect error: Connection refused (os error 111)"
+        );
+        assert_eq!(
+            one_cause("status: interrupted: interrupted"),
+            "status: interrupted"
+        );
     }
 }

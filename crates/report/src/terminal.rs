@@ -89,7 +89,13 @@ impl Render for Terminal {
                 // Search steps, curve and sweep points: one row each in their own table below.
                 continue;
             }
-            out.push_str(&phase_text(phase));
+            let failed: Vec<&str> = r
+                .hosts
+                .iter()
+                .filter(|h| h.failure.as_ref().is_some_and(|f| f.phase == phase.name))
+                .map(|h| h.name.as_str())
+                .collect();
+            out.push_str(&phase_text(phase, &failed));
             for host in &r.hosts {
                 if let Some(line) = host_line(phase, host, r.hosts.len() > 1) {
                     out.push_str(&line);
@@ -226,7 +232,38 @@ fn repetitions_text(r: &Results) -> String {
     format!("\nover {n} repetitions:\n{table}\n")
 }
 
-fn phase_text(p: &Phase) -> String {
+/// Orders host names as people do: `node2` before `node10`.
+fn natural(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (pa, pb) = (parts(a), parts(b));
+    for (x, y) in pa.iter().zip(&pb) {
+        let o = match (x, y) {
+            ((true, n), (true, m)) => n
+                .trim_start_matches('0')
+                .len()
+                .cmp(&m.trim_start_matches('0').len())
+                .then_with(|| n.trim_start_matches('0').cmp(m.trim_start_matches('0'))),
+            ((_, n), (_, m)) => n.cmp(m),
+        };
+        if o != std::cmp::Ordering::Equal {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len()).then_with(|| a.cmp(b))
+}
+
+fn phase_text(p: &Phase, failed: &[&str]) -> String {
     let mut out = String::new();
     let jobs: Vec<String> = p
         .jobs
@@ -273,9 +310,16 @@ fn phase_text(p: &Phase) -> String {
     let several_hosts = p.by_host.len() > 1;
     if several_hosts {
         // Per node (one client per node): each host's own figures, exact from its histograms.
-        for (host, b) in &p.by_host {
+        let mut hosts: Vec<_> = p.by_host.iter().collect();
+        hosts.sort_by(|a, b| natural(a.0, b.0));
+        for (host, b) in hosts {
+            let mark = if failed.contains(&host.as_str()) {
+                " (FAILED)"
+            } else {
+                ""
+            };
             for (op, s) in &b.by_op {
-                table.add_row(row(&format!("{host} {op}"), s));
+                table.add_row(row(&format!("{host}{mark} {op}"), s));
             }
         }
     }
@@ -350,6 +394,13 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_sort_naturally() {
+        let mut v = vec!["node10", "node2", "node1", "alpha", "node02b"];
+        v.sort_by(|a, b| natural(a, b));
+        assert_eq!(v, vec!["alpha", "node1", "node2", "node02b", "node10"]);
+    }
     use stormark_stats::Finding;
 
     fn finding(code: &str, severity: Severity, phase: usize) -> Finding {
