@@ -216,6 +216,7 @@ impl LocalAgentProcess {
             .unwrap()
             .port();
         let addr = format!("127.0.0.1:{port}");
+        let state = dir.path().join("agent-state");
         let mut args = vec![
             "agent",
             "--listen",
@@ -224,6 +225,8 @@ impl LocalAgentProcess {
             token.to_str().unwrap(),
             "--allow-path",
             allow.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
         let child = Command::new(BIN)
@@ -734,7 +737,13 @@ fn issue16_agent_stopped_mid_run_is_that_hosts_failure() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    // Once the agent made its run directory, the load is about to start: give it a second.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&allowed).unwrap().count() == 0 {
+        assert!(Instant::now() < deadline, "no run directory appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(agent.child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
@@ -746,4 +755,83 @@ fn issue16_agent_stopped_mid_run_is_that_hosts_failure() {
             || r["hosts"][0]["failure"].to_string().contains("stopped"),
         "{r}"
     );
+}
+
+#[test]
+fn issue16_leftovers_of_a_killed_agent_are_removed_at_its_next_start() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let mut agent = LocalAgentProcess::start(&dir, &allowed, &[]);
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            allowed.to_str().unwrap(),
+            "--agents",
+            &agent.addr,
+            "--token-file",
+            dir.path().join("token").to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--size",
+            "1m",
+            "--time",
+            "30s",
+            "--quiet",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_dir(&allowed).unwrap().count() == 0 {
+        assert!(Instant::now() < deadline, "no run directory appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SIGKILL: the agent has no chance to clean up.
+    agent.child.kill().unwrap();
+    agent.child.wait().unwrap();
+    let _ = child.wait();
+    assert_eq!(
+        std::fs::read_dir(&allowed).unwrap().count(),
+        1,
+        "left behind"
+    );
+    std::fs::write(allowed.join("not-ours"), b"x").unwrap();
+    let _again = LocalAgentProcess::start(&dir, &allowed, &[]);
+    let names: Vec<String> = std::fs::read_dir(&allowed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec!["not-ours"],
+        "the run directory is removed, nothing else"
+    );
+}
+
+#[test]
+fn issue16_stale_run_directories_are_reported() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    // A run directory of a process that no longer exists (pid 0 never names a process).
+    let stale = t.join("stormark-20260101-000000-0");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join(".stormark-run.json"), "{}").unwrap();
+    let out = stormark(&[
+        "run",
+        t.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        "200ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("stormark-20260101-000000-0"),
+        "{}",
+        text(&out)
+    );
+    assert!(stale.exists(), "reported, never removed");
 }

@@ -32,7 +32,7 @@ mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated};
 pub use coordinator::{stage_steps, Coordinator, Live, OnAgentFailure, Outcome, Step};
-pub use local::{LocalAgent, MANIFEST};
+pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

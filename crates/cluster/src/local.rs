@@ -3,6 +3,7 @@
 //! this file or device be used), `workspace` (the run directory's life), `specs` (jobs and
 //! stage loads into worker specs); this module is the [`Agent`] that ties them together.
 
+mod journal;
 mod limits;
 mod rules;
 mod specs;
@@ -16,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stormark_engine::{
-    io_uring_available, run_stage, run_stage_at, Backend, FileTarget, Identity, Place, StageEvent,
-    WorkerSpec,
+    io_uring_available, io_uring_depth_ok, run_stage, run_stage_at, Backend, FileTarget, Identity,
+    Place, StageEvent, WorkerSpec,
 };
 use stormark_probe::{classify, target_media, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::units::format_size;
@@ -25,6 +26,7 @@ use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE
 use stormark_stats::{Finding, HostSample, PhaseJob, Severity, Target};
 
 use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated, PREPARE};
+pub use journal::Journal;
 use specs::{seed, JobRun};
 pub use workspace::MANIFEST;
 use workspace::{PlannedFile, Workspace};
@@ -54,6 +56,7 @@ pub struct LocalAgent {
     sampler: Option<Sampler>,
     seed_salt: u64,
     hosts: u32,
+    journal: Option<Journal>,
 }
 
 impl LocalAgent {
@@ -72,7 +75,15 @@ impl LocalAgent {
             stages: Vec::new(),
             prepare_workers: 0,
             notes: Vec::new(),
+            journal: None,
         }
+    }
+
+    /// Records the run directories this agent creates in `journal`, so that a crash leaves
+    /// nothing behind once the agent starts again.
+    pub fn with_journal(mut self, journal: Option<Journal>) -> LocalAgent {
+        self.journal = journal;
+        self
     }
 
     /// Shares the stop flag that Ctrl-C sets.
@@ -138,6 +149,14 @@ impl LocalAgent {
                 }
             },
         };
+        if backend == Backend::IoUring && job.iodepth > 4 {
+            io_uring_depth_ok(job.iodepth).map_err(|e| {
+                AgentError::Refused(format!(
+                    "job {}: --iodepth {}: this kernel refuses an io_uring of that depth ({e}); lower --iodepth",
+                    job.name, job.iodepth
+                ))
+            })?;
+        }
         if backend == Backend::Psync && job.iodepth > 1 {
             push_once(notes, format!("job {}: psync does one I/O at a time per job; iodepth {} is ignored (use --engine io_uring for queue depth)", job.name, job.iodepth));
         }
@@ -156,6 +175,12 @@ impl LocalAgent {
         } else {
             Workspace::new_in(&target)?
         };
+        ws.journal = self.journal.clone().map(|j| (j, self.opts.keep));
+        for dir in ws.stale() {
+            validated.notes.push(format!(
+                "{dir}: a run directory of an earlier run whose process is gone (kept, or left by a crash); run on it with --reuse, or remove it"
+            ));
+        }
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
         for stage in stages {

@@ -77,6 +77,43 @@ fn agent_error(address: &str, s: Status) -> AgentError {
     }
 }
 
+/// Whether the agent at `address` answers the HTTP/2 preface in clear (a plaintext agent sends
+/// its SETTINGS frame) rather than as a TLS server (an alert, or nothing). No token is sent.
+fn speaks_plain_http2(address: &str) -> Result<bool, String> {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let addr = address
+        .to_socket_addrs()
+        .map_err(|e| one_cause(&e.to_string()))?
+        .next()
+        .ok_or_else(|| "the name resolves to no address".to_string())?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, SILENCE).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            format!("no answer within {} s", SILENCE.as_secs())
+        } else {
+            e.to_string()
+        }
+    })?;
+    let _ = s.set_read_timeout(Some(SILENCE));
+    let _ = s.set_write_timeout(Some(SILENCE));
+    // The client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame.
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    s.write_all(preface).map_err(|e| e.to_string())?;
+    let mut head = [0u8; 9];
+    match s.read_exact(&mut head) {
+        // A frame header whose type is SETTINGS (4) on stream 0.
+        Ok(()) => Ok(head[3] == 4 && head[5..9] == [0, 0, 0, 0]),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::TimedOut =>
+        {
+            Err(format!("no answer within {} s", SILENCE.as_secs()))
+        }
+        // Closed or reset at once: a TLS server refusing what is not a ClientHello.
+        Err(_) => Ok(false),
+    }
+}
+
 /// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
 /// `dns error: failed to lookup`, `status: interrupted: interrupted` becomes
 /// `status: interrupted`.
@@ -108,6 +145,21 @@ impl RemoteAgent {
         stop: Arc<AtomicBool>,
     ) -> Result<RemoteAgent, AgentError> {
         let refused = |m: String| AgentError::Refused(format!("agent {address}: {m}"));
+        // Before the token travels: does the agent speak what we are about to speak?
+        match (speaks_plain_http2(address), tls_ca.is_some()) {
+            (Ok(false), false) => {
+                return Err(refused(
+                    "it serves TLS (or is not a stormark agent); give --tls-ca with the CA of its certificate. Nothing was sent".into(),
+                ))
+            }
+            (Ok(true), true) => {
+                return Err(refused(
+                    "it does not serve TLS, but --tls-ca was given; start the agent with --tls-cert and --tls-key, or drop --tls-ca".into(),
+                ))
+            }
+            (Err(why), _) => return Err(refused(format!("cannot connect: {why}"))),
+            _ => {}
+        }
         let scheme = if tls_ca.is_some() { "https" } else { "http" };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
             .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?;

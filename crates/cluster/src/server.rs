@@ -44,6 +44,8 @@ pub struct AgentConfig {
     pub heartbeat_timeout: Duration,
     /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
     pub tls: Option<(Vec<u8>, Vec<u8>)>,
+    /// The journal of run directories created and not yet removed (`--state-dir`).
+    pub journal: Option<crate::Journal>,
 }
 
 /// What a coordinator hears when the agent was stopped during its phase.
@@ -58,6 +60,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("devices", &self.devices)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
+            .field("journal", &self.journal)
             .finish()
     }
 }
@@ -93,6 +96,7 @@ impl AgentConfig {
             devices,
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
+            journal: None,
         })
     }
 
@@ -536,8 +540,10 @@ impl AgentRpc for AgentService {
         };
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);
+        let journal = self.cfg.journal.clone();
         let (validated, agent) = tokio::task::spawn_blocking(move || {
             let mut agent = LocalAgent::new(opts)
+                .with_journal(journal)
                 .with_stop(stop)
                 .with_seed_salt(index)
                 .with_hosts(hosts);
@@ -708,6 +714,7 @@ mod tests {
             devices: vec![],
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
+            journal: None,
         };
         assert!(!format!("{cfg:?}").contains("s3cret"));
     }

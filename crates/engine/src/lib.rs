@@ -40,5 +40,5 @@ mod worker;
 pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
-pub use uring::io_uring_available;
+pub use uring::{io_uring_available, io_uring_depth_ok};
 pub use worker::{Backend, FileTarget, Place, Stop, WorkerMsg, WorkerSpec};

@@ -19,6 +19,14 @@ pub fn io_uring_available() -> Result<(), String> {
     IoUring::new(4).map(|_| ()).map_err(|e| e.to_string())
 }
 
+/// Whether this kernel sets up a ring of `depth` entries (large depths can exceed what the
+/// kernel or the locked-memory limit allows): checked before load, not found by a worker.
+pub fn io_uring_depth_ok(depth: u32) -> Result<(), String> {
+    new_ring(depth.max(1))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// A ring set up as fio's io_uring engine does: completions run as task work only when this
 /// thread reaps them (COOP_TASKRUN, and DEFER_TASKRUN with SINGLE_ISSUER since 6.1), so no
 /// inter-processor interrupt per completion. Older kernels refuse the flags with EINVAL; fall

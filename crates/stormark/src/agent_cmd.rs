@@ -2,7 +2,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use stormark_cluster::{serve, AgentConfig};
+use stormark_cluster::{serve, AgentConfig, Journal};
 
 use crate::cli::AgentArgs;
 
@@ -13,13 +13,24 @@ pub fn main(args: AgentArgs) -> i32 {
             (Some(cert), Some(key)) => c.with_tls(cert, key),
             _ => Ok(c),
         });
-    let cfg = match cfg {
+    let mut cfg = match cfg {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
+    match Journal::open(&args.state_dir) {
+        Ok((j, recovered)) => {
+            for note in recovered {
+                eprintln!("note: {note}");
+            }
+            cfg.journal = Some(j);
+        }
+        Err(e) => eprintln!(
+            "warning: {e}; run directories left by a crash will not be removed at the next start"
+        ),
+    }
     let addr: SocketAddr = match args
         .listen
         .to_socket_addrs()

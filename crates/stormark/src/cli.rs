@@ -469,6 +469,10 @@ pub struct AgentArgs {
     /// Checked by device number: a device node made under an allowed directory is refused.
     #[arg(long, value_name = "DEVICE")]
     pub allow_device: Vec<PathBuf>,
+    /// Where the agent journals the run directories it creates, so that after a crash its
+    /// next start removes them (or reports those kept with --keep).
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/stormark")]
+    pub state_dir: PathBuf,
     /// Serve TLS with this certificate (PEM; with --tls-key). Coordinators then need --tls-ca.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

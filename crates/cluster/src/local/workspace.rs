@@ -68,6 +68,8 @@ pub(super) struct Workspace {
     pub files: Vec<PlannedFile>,
     /// Names of the files this run created, in order.
     created: Vec<String>,
+    /// An agent's journal of run directories, and whether this one is to be kept.
+    pub journal: Option<(super::journal::Journal, bool)>,
 }
 
 fn refused(msg: String) -> AgentError {
@@ -93,6 +95,7 @@ impl Workspace {
             created_dir: false,
             files: Vec::new(),
             created: Vec::new(),
+            journal: None,
         })
     }
 
@@ -108,7 +111,37 @@ impl Workspace {
             created_dir: false,
             files: Vec::new(),
             created: Vec::new(),
+            journal: None,
         })
+    }
+
+    /// Run directories of earlier runs left in the target by a run that never cleaned up (its
+    /// process is gone and it was not kept on purpose... or was: they are reported, never
+    /// removed, since `--keep` leaves the same).
+    pub fn stale(&self) -> Vec<String> {
+        let Some(parent) = &self.parent else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(parent.path()) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_prefix("stormark-")
+                .and_then(|rest| rest.rsplit('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let alive = Path::new(&format!("/proc/{pid}")).exists();
+            if !alive && e.path().join(MANIFEST).exists() {
+                out.push(e.path().display().to_string());
+            }
+        }
+        out.sort();
+        out
     }
 
     /// Whether this run reuses a kept run directory.
@@ -265,6 +298,9 @@ impl Workspace {
                 ))
             })?;
             self.created_dir = true;
+            if let Some((j, keep)) = &self.journal {
+                j.add(run.path(), *keep);
+            }
             self.run = Some(Arc::new(run));
         }
         self.write_manifest().map_err(AgentError::Refused)?;
@@ -352,6 +388,9 @@ impl Workspace {
             return notes;
         };
         let shown = run.path().display().to_string();
+        if let Some((j, _)) = &self.journal {
+            j.remove(run.path());
+        }
         if keep || self.reused {
             let _ = self.write_manifest();
             notes.push(format!(

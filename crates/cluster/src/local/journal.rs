@@ -1,0 +1,205 @@
+//! An agent's journal of the run directories it created and has not yet removed, so that
+//! after a crash or SIGKILL its next start removes them (or reports those kept on purpose).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use stormark_engine::Dir;
+
+use super::workspace::MANIFEST;
+
+/// A journal of one live agent's run directories in its state directory. Each agent keeps its
+/// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the
+/// journals no live agent holds, so agents sharing a state directory never touch each other's
+/// runs.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    file: Arc<Mutex<File>>,
+    path: PathBuf,
+}
+
+fn lock(f: &File) -> bool {
+    // SAFETY: the descriptor is open; flock only takes an advisory lock.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+fn read_entries(f: &mut File) -> Vec<String> {
+    let mut text = String::new();
+    let _ = f.seek(SeekFrom::Start(0));
+    let _ = f.take(16 << 20).read_to_string(&mut text);
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl Journal {
+    /// This agent's journal in `state_dir` (created, mode 700, when missing), after recovering
+    /// the journals of agents that are gone. Returns it with notes of what was recovered.
+    pub fn open(state_dir: &Path) -> Result<(Journal, Vec<String>), String> {
+        use std::os::unix::fs::DirBuilderExt;
+        let fail = |e: std::io::Error| format!("--state-dir {}: {e}", state_dir.display());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(state_dir)
+            .map_err(fail)?;
+        let mut notes = Vec::new();
+        for e in std::fs::read_dir(state_dir).map_err(fail)?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !(name.starts_with("runs-") && name.ends_with(".journal")) {
+                continue;
+            }
+            let Ok(mut f) = File::options().read(true).write(true).open(e.path()) else {
+                continue;
+            };
+            if !lock(&f) {
+                continue; // a live agent's
+            }
+            notes.extend(recover(&read_entries(&mut f)));
+            let _ = std::fs::remove_file(e.path());
+        }
+        let path = state_dir.join(format!("runs-{}.journal", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(fail)?;
+        lock(&file);
+        Ok((
+            Journal {
+                file: Arc::new(Mutex::new(file)),
+                path,
+            },
+            notes,
+        ))
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Vec<String>)) {
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = read_entries(&mut f);
+        change(&mut entries);
+        let mut text = entries.join("\n");
+        text.push('\n');
+        let _ = f.set_len(0);
+        let _ = f.seek(SeekFrom::Start(0));
+        let _ = f.write_all(text.as_bytes());
+        let _ = f.sync_data();
+    }
+
+    /// Records a run directory just created (`keep`: the coordinator asked to keep it).
+    pub fn add(&self, run_dir: &Path, keep: bool) {
+        let how = if keep { "keep" } else { "remove" };
+        let line = format!("{how} {}", run_dir.display());
+        self.update(|e| e.push(line));
+    }
+
+    /// Forgets a run directory removed (or kept on purpose).
+    pub fn remove(&self, run_dir: &Path) {
+        let shown = run_dir.display().to_string();
+        self.update(|e| e.retain(|l| l.split_once(' ').map(|(_, p)| p) != Some(shown.as_str())));
+    }
+
+    /// The journal's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Removes the run directories a crashed agent left (the files their manifests name, the
+/// manifest, then the directory if empty) and reports those kept with `--keep`.
+fn recover(entries: &[String]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for line in entries {
+        let Some((how, path)) = line.split_once(' ') else {
+            continue;
+        };
+        if how == "keep" {
+            notes.push(format!(
+                "{path}: kept (--keep) by a run that did not finish; reuse it with --reuse or remove it"
+            ));
+            continue;
+        }
+        match remove_run(Path::new(path)) {
+            Ok(()) => notes.push(format!(
+                "removed {path}, left by an earlier run that did not finish"
+            )),
+            Err(e) => notes.push(format!(
+                "could not remove {path}, left by an earlier run: {e}"
+            )),
+        }
+    }
+    notes
+}
+
+#[derive(Deserialize)]
+struct Listed {
+    files: Vec<Named>,
+}
+
+#[derive(Deserialize)]
+struct Named {
+    name: String,
+}
+
+/// Removes what a run directory's manifest names, beneath the directory's descriptor.
+fn remove_run(path: &Path) -> Result<(), String> {
+    let dir = match Dir::open(path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut text = String::new();
+    if let Ok(f) = dir.open_file(MANIFEST, libc::O_RDONLY) {
+        let _ = f.take(256 << 20).read_to_string(&mut text);
+    }
+    if let Ok(listed) = serde_json::from_str::<Listed>(&text) {
+        for f in listed.files {
+            let _ = dir.remove_file(&f.name);
+        }
+    }
+    let _ = dir.remove_file(MANIFEST);
+    std::fs::remove_dir(path)
+        .map_err(|e| format!("{e} (files stormark did not create are left in place)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crashed_run_is_removed_at_the_next_start_and_a_kept_one_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        // A journal left by an agent that is gone: written, then its lock released.
+        let (j, _) = Journal::open(&state).unwrap();
+        let run = tmp.path().join("stormark-run");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::write(run.join("j0.w0.f0"), b"data").unwrap();
+        std::fs::write(
+            run.join(MANIFEST),
+            r#"{"tool":"stormark","files":[{"name":"j0.w0.f0","size":4,"prepared":true}]}"#,
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("not-ours"), b"x").unwrap();
+        let kept = tmp.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        j.add(&run, false);
+        j.add(&kept, true);
+        let dead = j.path().with_file_name("runs-0.journal");
+        std::fs::copy(j.path(), &dead).unwrap();
+        // The dead agent's journal is recovered; this live one's (locked) is skipped.
+        let (_live, notes) = Journal::open(&state).unwrap();
+        assert!(!run.exists(), "{notes:?}");
+        assert!(kept.exists());
+        assert!(tmp.path().join("not-ours").exists());
+        assert!(notes.iter().any(|n| n.contains("kept")), "{notes:?}");
+        assert!(!dead.exists());
+    }
+}
