@@ -229,9 +229,15 @@ fn three_hosts_sum_exactly_and_start_together() {
     assert_eq!(starts.len(), 3);
     let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
     assert!(spread < 50_000_000, "hosts started {spread} ns apart");
-    // Per host: inventory, samples, address; the terminal shows one row per host.
+    // Issue 16: how well the start is known, from the clocks measured before the phase.
+    let uncertainty = p["start_uncertainty_ns"].as_u64().expect("start uncertainty");
+    assert!(uncertainty > 0 && uncertainty < 1_000_000_000, "{uncertainty}");
+    // Per host: inventory, samples, address, clock; the terminal shows one row per host.
     for h in r["hosts"].as_array().unwrap() {
         assert!(h["address"].as_str().unwrap().ends_with(":7878"));
+        assert!(h["clock_offset_ns"].as_i64().is_some(), "{h}");
+        let rtt = h["clock_rtt_ns"].as_u64().expect("clock round trip");
+        assert!(rtt / 2 <= uncertainty, "{rtt} {uncertainty}");
         assert!(h["inventory"]["cpus"].as_u64().is_some());
         assert!(!h["samples"].as_array().unwrap().is_empty());
     }

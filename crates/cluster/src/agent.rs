@@ -42,6 +42,16 @@ impl TargetOptions {
     }
 }
 
+/// An agent's clock against the coordinator's, as measured over the fastest of a few round
+/// trips (NTP's estimate: the offset is known to within half the round trip).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    /// The agent's clock minus the coordinator's, ns.
+    pub offset_ns: i64,
+    /// The round trip it was measured over, ns.
+    pub rtt_ns: u64,
+}
+
 /// Why an agent cannot go on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
@@ -122,6 +132,11 @@ pub trait Agent: Send {
     fn host(&self) -> &str;
     /// Where the agent is reached, for results; `None` in-process.
     fn address(&self) -> Option<String> {
+        None
+    }
+    /// Measures the agent's clock again (before each phase); `None` in-process, where it is
+    /// the coordinator's own.
+    fn measure_clock(&mut self) -> Option<Clock> {
         None
     }
     /// The host's inventory, for `hosts[].inventory`.

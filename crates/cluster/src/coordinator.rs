@@ -111,6 +111,8 @@ pub struct Coordinator {
     names: Vec<String>,
     alive: Vec<bool>,
     failures: Vec<Option<HostFailure>>,
+    /// Each agent's clock as last measured (remote agents; before each phase).
+    clocks: Vec<Option<crate::agent::Clock>>,
     stop: Arc<AtomicBool>,
     on_failure: OnAgentFailure,
     aborted: Option<String>,
@@ -150,6 +152,7 @@ impl Coordinator {
             names,
             alive: vec![true; n],
             failures: vec![None; n],
+            clocks: vec![None; n],
             stop,
             on_failure: OnAgentFailure::default(),
             aborted: None,
@@ -197,6 +200,8 @@ impl Coordinator {
                 sampler_cpu_ns: None,
                 address: a.address(),
                 failure: None,
+                clock_offset_ns: None,
+                clock_rtt_ns: None,
             })
             .collect();
         results.spec = serde_json::json!({
@@ -245,8 +250,15 @@ impl Coordinator {
         for agent in &mut self.agents {
             results.notes.extend(agent.cleanup());
         }
-        for (host, failure) in results.hosts.iter_mut().zip(&self.failures) {
+        for ((host, failure), clock) in results
+            .hosts
+            .iter_mut()
+            .zip(&self.failures)
+            .zip(&self.clocks)
+        {
             host.failure = failure.clone();
+            host.clock_offset_ns = clock.map(|c| c.offset_ns);
+            host.clock_rtt_ns = clock.map(|c| c.rtt_ns);
         }
         let outcome = match outcome {
             Outcome::Completed => match self.failures.iter().flatten().next() {
@@ -368,6 +380,21 @@ impl Coordinator {
         }
         let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
         let running = alive.iter().filter(|a| **a).count();
+        // Clocks re-measured before each stage, so that the named start means the same
+        // instant on every host, and how well that is known goes on record.
+        if stage != PREPARE {
+            for (h, agent) in self.agents.iter_mut().enumerate() {
+                if alive[h] {
+                    if let Some(c) = agent.measure_clock() {
+                        self.clocks[h] = Some(c);
+                    }
+                }
+            }
+        }
+        let uncertainty = (0..self.agents.len())
+            .filter(|h| alive[*h])
+            .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
+            .max();
         // Hosts of a distributed stage start together, at a time named now.
         let start_at = (stage != PREPARE && running > 1).then(|| SystemTime::now() + START_LEAD);
         let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
@@ -538,6 +565,7 @@ impl Coordinator {
                 .enumerate()
                 .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
                 .collect();
+            p.start_uncertainty_ns = uncertainty.filter(|_| p.host_starts_ns.len() > 1);
             p
         });
         (result, phase)

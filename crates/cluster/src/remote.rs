@@ -46,6 +46,8 @@ pub struct RemoteAgent {
     inventory: serde_json::Value,
     /// Agent clock minus coordinator clock, ns.
     offset_ns: i64,
+    /// The round trip `offset_ns` was measured over.
+    rtt: Duration,
     target: TargetOptions,
     index: u32,
     hosts: u32,
@@ -112,6 +114,27 @@ fn speaks_plain_http2(address: &str) -> Result<bool, String> {
         // Closed or reset at once: a TLS server refusing what is not a ClientHello.
         Err(_) => Ok(false),
     }
+}
+
+/// The clock offset as NTP estimates it: the agent's clock against the midpoint of the call,
+/// from the fastest of a few round trips. Returns (round trip, offset).
+fn measure(rt: &Runtime, client: &mut Client, session: &str) -> Result<(Duration, i64), Status> {
+    let mut best: Option<(Duration, i64)> = None;
+    for _ in 0..5 {
+        let sent = SystemTime::now();
+        let t = Instant::now();
+        let reply = rt
+            .block_on(client.clock(pb::SessionRequest {
+                session: session.to_string(),
+            }))?
+            .into_inner();
+        let rtt = t.elapsed();
+        let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
+        if best.is_none_or(|(b, _)| rtt < b) {
+            best = Some((rtt, reply.unix_ns - mid));
+        }
+    }
+    Ok(best.expect("five round trips were made"))
 }
 
 /// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
@@ -221,25 +244,8 @@ impl RemoteAgent {
             })?
             .into_inner();
         let session = hello.session.clone();
-        // Clock offset as NTP estimates it: the agent's clock against the midpoint of the
-        // call, from the fastest of a few round trips.
-        let mut best: Option<(Duration, i64)> = None;
-        for _ in 0..5 {
-            let sent = SystemTime::now();
-            let t = Instant::now();
-            let reply = rt
-                .block_on(client.clock(pb::SessionRequest {
-                    session: session.clone(),
-                }))
-                .map_err(|s| agent_error(address, s))?
-                .into_inner();
-            let rtt = t.elapsed();
-            let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
-            if best.is_none_or(|(b, _)| rtt < b) {
-                best = Some((rtt, reply.unix_ns - mid));
-            }
-        }
-        let offset_ns = best.map_or(0, |(_, o)| o);
+        let (rtt, offset_ns) =
+            measure(&rt, &mut client, &session).map_err(|s| agent_error(address, s))?;
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
         // Heartbeats keep the session alive while phases run; the agent ends a silent one.
         let mut hb = client.clone();
@@ -262,6 +268,7 @@ impl RemoteAgent {
             host: hello.host,
             inventory,
             offset_ns,
+            rtt,
             target,
             index,
             hosts: 1,
@@ -428,6 +435,20 @@ impl Drop for RemoteAgent {
 impl Agent for RemoteAgent {
     fn host(&self) -> &str {
         &self.host
+    }
+
+    fn measure_clock(&mut self) -> Option<crate::agent::Clock> {
+        let mut client = self.client.clone();
+        // A failed measurement keeps the last offset: the phase call itself reports a host
+        // that is gone.
+        if let Ok((rtt, offset)) = measure(&self.rt, &mut client, &self.session) {
+            self.rtt = rtt;
+            self.offset_ns = offset;
+        }
+        Some(crate::agent::Clock {
+            offset_ns: self.offset_ns,
+            rtt_ns: self.rtt.as_nanos() as u64,
+        })
     }
 
     fn address(&self) -> Option<String> {

@@ -58,6 +58,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             .collect(),
         histograms: BTreeMap::new(),
         host_starts_ns: BTreeMap::new(),
+        start_uncertainty_ns: None,
         repetition: None,
     }
 }
@@ -137,6 +138,8 @@ fn run_with(iops: &[f64], direct: bool, tweak: impl Fn(&mut HostSample)) -> Resu
         sampler_cpu_ns: Some(1_000_000),
         address: None,
         failure: None,
+        clock_offset_ns: None,
+        clock_rtt_ns: None,
     });
     r.phases.push(p);
     r

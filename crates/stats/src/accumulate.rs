@@ -253,6 +253,7 @@ impl PhaseAccumulator {
             intervals: self.closed,
             histograms,
             host_starts_ns: BTreeMap::new(),
+            start_uncertainty_ns: None,
             repetition: None,
         }
     }

@@ -323,6 +323,7 @@ mod tests {
             intervals,
             histograms: BTreeMap::new(),
             host_starts_ns: BTreeMap::new(),
+            start_uncertainty_ns: None,
             repetition: None,
         });
         r

@@ -195,6 +195,7 @@ mod tests {
             intervals: vec![],
             histograms: BTreeMap::new(),
             host_starts_ns: BTreeMap::new(),
+            start_uncertainty_ns: None,
             repetition: None,
         });
         r.findings.push(Finding {

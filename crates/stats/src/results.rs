@@ -154,6 +154,13 @@ pub struct Host {
     /// Why the host dropped out of the run, when it did.
     #[serde(default)]
     pub failure: Option<HostFailure>,
+    /// Its clock minus the coordinator's, ns, as last measured (before the last phase);
+    /// `None` in-process.
+    #[serde(default)]
+    pub clock_offset_ns: Option<i64>,
+    /// The round trip that offset was measured over, ns: the offset is known to half of it.
+    #[serde(default)]
+    pub clock_rtt_ns: Option<u64>,
 }
 
 /// A host that failed, hung or was cut off during a run.
@@ -200,6 +207,10 @@ pub struct Phase {
     /// (agents' clock offsets removed): how well the start was synchronized.
     #[serde(default)]
     pub host_starts_ns: BTreeMap<String, u64>,
+    /// How well those starts are known: half the largest round trip over which a host's clock
+    /// offset was measured before this phase, ns. Absent for one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_uncertainty_ns: Option<u64>,
     /// With `--repeat`, which repetition (1, 2, ...) this phase belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
