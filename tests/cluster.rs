@@ -230,8 +230,13 @@ fn three_hosts_sum_exactly_and_start_together() {
     let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
     assert!(spread < 50_000_000, "hosts started {spread} ns apart");
     // Issue 16: how well the start is known, from the clocks measured before the phase.
-    let uncertainty = p["start_uncertainty_ns"].as_u64().expect("start uncertainty");
-    assert!(uncertainty > 0 && uncertainty < 1_000_000_000, "{uncertainty}");
+    let uncertainty = p["start_uncertainty_ns"]
+        .as_u64()
+        .expect("start uncertainty");
+    assert!(
+        uncertainty > 0 && uncertainty < 1_000_000_000,
+        "{uncertainty}"
+    );
     // Per host: inventory, samples, address, clock; the terminal shows one row per host.
     for h in r["hosts"].as_array().unwrap() {
         assert!(h["address"].as_str().unwrap().ends_with(":7878"));

@@ -31,14 +31,20 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod ctx;
 mod files;
+mod gate;
+mod null;
 mod offsets;
+mod psync;
 mod stage;
+mod target;
 mod uring;
 mod worker;
 
+pub use ctx::WorkerMsg;
 pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
+pub use target::{Backend, FileTarget, Place, Stop, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};
-pub use worker::{Backend, FileTarget, Place, Stop, WorkerMsg, WorkerSpec};

@@ -1,36 +1,17 @@
 //! A stage: workers started together through one gate, their messages handed to the caller.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stormark_spec::{SteadyFigure, SteadyState};
 use stormark_stats::Snapshot;
 
-use crate::worker::{run_worker, WorkerMsg, WorkerSpec};
-
-/// The start gate: every worker is ready (files open, buffers filled) before any starts, and
-/// all share one start instant.
-pub(crate) struct Gate {
-    barrier: Barrier,
-    t0: OnceLock<Instant>,
-    /// With a steady-state rule, the measured start the stage names (ns after `t0`);
-    /// `u64::MAX` until then.
-    pub(crate) steady_start_ns: AtomicU64,
-}
-
-impl Gate {
-    /// Waits until everyone is ready, then returns the common start instant.
-    pub(crate) fn wait(&self) -> Instant {
-        self.barrier.wait();
-        self.barrier.wait();
-        *self
-            .t0
-            .get()
-            .expect("the stage sets t0 between the two barriers")
-    }
-}
+use crate::ctx::WorkerMsg;
+use crate::gate::Gate;
+use crate::target::WorkerSpec;
+use crate::worker::run_worker;
 
 /// What a running stage reports to its caller, on the caller's thread.
 #[derive(Debug)]
@@ -144,11 +125,7 @@ pub fn run_stage_at(
     start_at: Option<Instant>,
     on_event: &mut dyn FnMut(StageEvent<'_>),
 ) -> StageOutcome {
-    let gate = Gate {
-        barrier: Barrier::new(specs.len() + 1),
-        t0: OnceLock::new(),
-        steady_start_ns: AtomicU64::new(u64::MAX),
-    };
+    let gate = Gate::new(specs.len() + 1);
     let mut watch = specs
         .iter()
         .find_map(|s| s.steady.filter(|_| !s.ramp.is_zero()))

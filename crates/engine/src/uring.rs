@@ -10,8 +10,8 @@ use io_uring::{opcode, types, IoUring};
 const IORING_ENTER_GETEVENTS: u32 = 1;
 use stormark_stats::Op;
 
+use crate::ctx::Ctx;
 use crate::offsets::IoReq;
-use crate::worker::Ctx;
 
 /// Whether this kernel lets this process set up an io_uring (it may be missing, or disabled
 /// by `kernel.io_uring_disabled` or a seccomp policy).
@@ -133,7 +133,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
             match next_due {
                 // Open loop, nothing in flight: sleep until the next I/O is due.
                 Some(t) if !ctx.pace.expired(Instant::now()) => {
-                    crate::worker::wait_until(t, ctx.stop);
+                    crate::ctx::wait_until(t, ctx.stop);
                     if ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
                         draining = true;
                     }

@@ -1,0 +1,355 @@
+//! What every backend's loop shares: the worker's context (files, buffers, generator,
+//! recorder), its time keeping (ramp, 1-second intervals, deadline), the open-loop schedule and
+//! the messages a worker sends to its stage.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use stormark_stats::{ErrorKind, Recorder, Snapshot};
+
+use crate::buffer::AlignedBuf;
+use crate::offsets::{IoReq, OffsetGen};
+use crate::target::WorkerSpec;
+
+/// The open-loop schedule: the k-th I/O is due at `start + k / rate`.
+pub(crate) struct Schedule {
+    start: Instant,
+    period_ns: f64,
+    k: u64,
+}
+
+impl Schedule {
+    /// A schedule from `start` at `rate` I/Os per second; `None` for a closed loop.
+    pub(crate) fn new(start: Instant, rate: f64) -> Option<Schedule> {
+        (rate > 0.0 && rate.is_finite()).then(|| Schedule {
+            start,
+            period_ns: 1e9 / rate,
+            k: 0,
+        })
+    }
+
+    /// When the next I/O is due.
+    #[inline]
+    pub(crate) fn peek(&self) -> Instant {
+        self.start + Duration::from_nanos((self.k as f64 * self.period_ns) as u64)
+    }
+
+    /// Takes the next due time.
+    #[inline]
+    pub(crate) fn take(&mut self) -> Instant {
+        let t = self.peek();
+        self.k += 1;
+        t
+    }
+}
+
+/// Sleeps until `t` (the last stretch spinning, so the schedule holds to a few µs), or until
+/// `stop` is set.
+pub(crate) fn wait_until(t: Instant, stop: &AtomicBool) {
+    loop {
+        let now = Instant::now();
+        if now >= t || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep((left - Duration::from_micros(100)).min(Duration::from_millis(50)));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// What a worker sends to its stage.
+#[derive(Debug)]
+pub enum WorkerMsg {
+    /// What the worker did in one second (`interval` 0 is the first after the ramp).
+    Interval {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Interval number.
+        interval: u32,
+        /// What it did (boxed: the message stays small while in the channel).
+        snap: Box<Snapshot>,
+    },
+    /// A second of a ramp that waits for a steady state: enough for the stage to judge it.
+    Ramp {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Second of the ramp, from 0.
+        second: u32,
+        /// I/Os completed.
+        ops: u64,
+        /// Bytes moved.
+        bytes: u64,
+        /// Latencies summed, ns.
+        latency_sum_ns: f64,
+    },
+    /// The worker has stopped; nothing follows.
+    Done {
+        /// Worker index in the stage.
+        worker: usize,
+        /// Its last completion, ns after the measured start (0 if it never got there).
+        end_ns: u64,
+        /// Why it could not run or stopped early.
+        failure: Option<String>,
+    },
+}
+
+/// A worker stops after this many failed I/Os in a row: the device or file is not usable, and
+/// spinning on errors measures nothing (fio stops at the first error by default).
+pub(crate) const MAX_CONSECUTIVE_ERRORS: u32 = 100;
+
+/// Time keeping of a worker: ramp, 1-second intervals, deadline.
+pub(crate) struct Pace<'a> {
+    pub measured_start: Instant,
+    in_ramp: bool,
+    interval: u32,
+    next_boundary: Instant,
+    deadline: Option<Instant>,
+    worker: usize,
+    last_completion: Option<Instant>,
+    /// Waiting for a steady state: the stage's named start (ns after `t0`; `u64::MAX` until
+    /// named), the start, and the second of the ramp.
+    steady: Option<(&'a AtomicU64, Instant, u32)>,
+    time: Option<Duration>,
+}
+
+impl<'a> Pace<'a> {
+    pub(crate) fn new(
+        t0: Instant,
+        spec: &WorkerSpec,
+        worker: usize,
+        steady: &'a AtomicU64,
+    ) -> Pace<'a> {
+        let measured_start = t0 + spec.ramp;
+        let in_ramp = !spec.ramp.is_zero();
+        let steady = (in_ramp && spec.steady.is_some()).then_some((steady, t0, 0));
+        Pace {
+            measured_start,
+            in_ramp,
+            interval: 0,
+            next_boundary: if steady.is_some() {
+                (t0 + Duration::from_secs(1)).min(measured_start)
+            } else if in_ramp {
+                measured_start
+            } else {
+                measured_start + Duration::from_secs(1)
+            },
+            deadline: spec.stop.time.map(|t| measured_start + t),
+            worker,
+            last_completion: None,
+            steady,
+            time: spec.stop.time,
+        }
+    }
+
+    /// A second of a ramp waiting for a steady state: reports it, and ends the ramp at the
+    /// start the stage named (or at the ramp's end). Returns whether the ramp goes on.
+    fn ramp_second(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) -> bool {
+        let Some((named, t0, second)) = self.steady else {
+            return false;
+        };
+        let (mut ops, mut bytes, mut sum) = (0u64, 0u64, 0.0f64);
+        for (_, r) in rec.current().ops() {
+            ops += r.ops;
+            bytes += r.bytes;
+            sum += r.hist.mean() * r.hist.len() as f64;
+        }
+        let _ = tx.send(WorkerMsg::Ramp {
+            worker: self.worker,
+            second,
+            ops,
+            bytes,
+            latency_sum_ns: sum,
+        });
+        rec.discard();
+        let at = named.load(Ordering::Acquire);
+        let start = (at != u64::MAX).then(|| t0 + Duration::from_nanos(at));
+        match start {
+            Some(s) if now >= s || s >= self.measured_start => {
+                self.start_measuring(s.min(self.measured_start));
+                false
+            }
+            Some(s) => {
+                self.next_boundary = s;
+                self.steady = Some((named, t0, second + 1));
+                true
+            }
+            None if now >= self.measured_start => {
+                self.start_measuring(self.measured_start);
+                false
+            }
+            None => {
+                self.next_boundary =
+                    (t0 + Duration::from_secs(u64::from(second) + 2)).min(self.measured_start);
+                self.steady = Some((named, t0, second + 1));
+                true
+            }
+        }
+    }
+
+    fn start_measuring(&mut self, at: Instant) {
+        self.measured_start = at;
+        self.deadline = self.time.map(|t| at + t);
+        self.steady = None;
+    }
+
+    /// Called with the time of each completion batch, before recording it.
+    #[inline]
+    pub fn tick(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) {
+        if now >= self.next_boundary {
+            self.roll(now, rec, tx);
+        }
+        self.last_completion = Some(now);
+    }
+
+    #[cold]
+    fn roll(&mut self, now: Instant, rec: &mut Recorder, tx: &Sender<WorkerMsg>) {
+        if self.in_ramp && self.steady.is_some() && self.ramp_second(now, rec, tx) {
+            return;
+        }
+        if self.in_ramp {
+            rec.discard();
+            self.in_ramp = false;
+        } else {
+            let snap = rec.take();
+            // A closed receiver means the stage is gone; the stop flag ends the loop.
+            let _ = tx.send(WorkerMsg::Interval {
+                worker: self.worker,
+                interval: self.interval,
+                snap: Box::new(snap),
+            });
+        }
+        let since = now.saturating_duration_since(self.measured_start);
+        self.interval = since.as_secs() as u32;
+        self.next_boundary =
+            self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
+    }
+
+    /// Whether the measured time is over.
+    #[inline]
+    pub fn expired(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d)
+    }
+
+    pub(crate) fn finish(
+        &self,
+        rec: &mut Recorder,
+        tx: &Sender<WorkerMsg>,
+        failure: Option<String>,
+    ) {
+        let end_ns = match self.last_completion {
+            Some(t) if !self.in_ramp => {
+                t.saturating_duration_since(self.measured_start).as_nanos() as u64
+            }
+            _ => 0,
+        };
+        if !self.in_ramp {
+            let _ = tx.send(WorkerMsg::Interval {
+                worker: self.worker,
+                interval: self.interval,
+                snap: Box::new(rec.take()),
+            });
+        }
+        let _ = tx.send(WorkerMsg::Done {
+            worker: self.worker,
+            end_ns,
+            failure,
+        });
+    }
+}
+
+/// State shared by the loops of every backend.
+pub(crate) struct Ctx<'a> {
+    pub spec: &'a WorkerSpec,
+    pub files: Vec<File>,
+    pub buf: AlignedBuf,
+    pub gen: OffsetGen,
+    pub rec: Recorder,
+    pub pace: Pace<'a>,
+    pub stop: &'a AtomicBool,
+    pub tx: &'a Sender<WorkerMsg>,
+    pub issued: u64,
+    pub io_total: u64,
+    pub consecutive_errors: u32,
+    /// The open-loop schedule, when there is one.
+    pub schedule: Option<Schedule>,
+}
+
+impl Ctx<'_> {
+    /// The next I/O to issue, or `None` when the stop rule says no more.
+    #[inline]
+    pub fn next_req(&mut self) -> Option<IoReq> {
+        if self.issued >= self.io_total || self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let req = self.gen.next_io()?;
+        self.issued += u64::from(req.len);
+        Some(req)
+    }
+
+    /// Records the outcome of one I/O: `res` is the byte count or a negative errno.
+    #[inline]
+    pub fn complete(&mut self, req: &IoReq, res: i64, latency_ns: u64) {
+        if res == i64::from(req.len) {
+            self.rec.record(req.op, u64::from(req.len), latency_ns);
+            self.consecutive_errors = 0;
+        } else {
+            self.fail(req, res);
+        }
+    }
+
+    #[cold]
+    fn fail(&mut self, req: &IoReq, res: i64) {
+        let kind = if res < 0 {
+            ErrorKind::from_errno(-res as i32)
+        } else {
+            ErrorKind::Short
+        };
+        self.rec.record_error(req.op, kind, req.offset, req.file);
+        self.consecutive_errors += 1;
+    }
+
+    /// Records the outcome of one I/O of an open loop: response time from its schedule,
+    /// service time from its submission.
+    #[inline]
+    pub fn complete_scheduled(&mut self, req: &IoReq, res: i64, response_ns: u64, service_ns: u64) {
+        if res == i64::from(req.len) {
+            self.rec
+                .record_scheduled(req.op, u64::from(req.len), response_ns, service_ns);
+            self.consecutive_errors = 0;
+        } else {
+            self.fail(req, res);
+        }
+    }
+
+    /// Records an I/O that started at `start` and completed at `now`; in an open loop (`due`
+    /// set) its latency counts from `due`, with the service time beside it.
+    #[inline]
+    pub fn complete_at(
+        &mut self,
+        req: &IoReq,
+        res: i64,
+        now: Instant,
+        start: Instant,
+        due: Option<Instant>,
+    ) {
+        let service = now.saturating_duration_since(start).as_nanos() as u64;
+        match due {
+            None => self.complete(req, res, service),
+            Some(t) => {
+                let response = now.saturating_duration_since(t).as_nanos() as u64;
+                self.complete_scheduled(req, res, response, service)
+            }
+        }
+    }
+
+    /// Whether the worker should give up on a target that only fails.
+    pub fn failing(&self) -> Option<String> {
+        (self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS)
+            .then(|| format!("stopped after {MAX_CONSECUTIVE_ERRORS} consecutive I/O errors"))
+    }
+}

@@ -1,0 +1,36 @@
+//! The null backend: each request completes at once, no I/O (fio's `null`): measures the
+//! tool itself and makes coordinator and report tests deterministic.
+
+use std::time::Instant;
+
+use crate::ctx::{wait_until, Ctx};
+
+/// Runs the loop until the stop rule or the deadline.
+pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
+    let mut stall = ctx
+        .spec
+        .stall
+        .map(|(at, len)| (ctx.pace.measured_start - ctx.spec.ramp + at, len));
+    while let Some(req) = ctx.next_req() {
+        let due = ctx.schedule.as_mut().map(|s| {
+            let t = s.take();
+            wait_until(t, ctx.stop);
+            t
+        });
+        let start = Instant::now();
+        if let Some((at, len)) = stall {
+            if start >= at {
+                // The injected stall (tests): this one I/O takes `len`.
+                std::thread::sleep(len);
+                stall = None;
+            }
+        }
+        let now = Instant::now();
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        ctx.complete_at(&req, i64::from(req.len), now, start, due);
+        if ctx.pace.expired(now) {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,188 @@
+//! What a worker is told: its backend, files, block sizes, depth, stop rule and the rest,
+//! decided before it starts.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use stormark_spec::SteadyState;
+
+use crate::files::{open_checked, Dir, Identity};
+
+/// The I/O backend of a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// io_uring with `iodepth` I/Os in flight.
+    IoUring,
+    /// `pread`/`pwrite`, one at a time.
+    Psync,
+    /// No I/O: each request completes at once (measures the tool itself).
+    Null,
+}
+
+impl Backend {
+    /// The name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::IoUring => "io_uring",
+            Backend::Psync => "psync",
+            Backend::Null => "null",
+        }
+    }
+}
+
+/// A file or device a worker does I/O on, from offset 0 to `len`.
+#[derive(Debug, Clone)]
+pub struct FileTarget {
+    /// Where it is: a name beneath a run directory held open, or a path the user named.
+    pub place: Place,
+    /// What it must be when opened (`None`: anything regular, for tests and probes).
+    pub expect: Option<Identity>,
+    /// Bytes used, from the start.
+    pub len: u64,
+}
+
+/// Where a [`FileTarget`] is opened from.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A path, followed as given (a target the user named).
+    Path(PathBuf),
+    /// A single name inside a run directory, opened beneath its descriptor, never through a link.
+    Beneath {
+        /// The run directory.
+        dir: Arc<Dir>,
+        /// The file's name in it.
+        name: String,
+    },
+}
+
+impl FileTarget {
+    /// A target at `path`, any regular file or block device.
+    pub fn path(path: impl Into<PathBuf>, len: u64) -> FileTarget {
+        FileTarget {
+            place: Place::Path(path.into()),
+            expect: None,
+            len,
+        }
+    }
+
+    /// The path, for messages.
+    pub fn shown(&self) -> PathBuf {
+        match &self.place {
+            Place::Path(p) => p.clone(),
+            Place::Beneath { dir, name } => dir.shown(name),
+        }
+    }
+
+    /// Opens it for reading (and writing) and checks it is what was validated.
+    pub fn open(&self, write: bool, direct: bool) -> std::io::Result<File> {
+        let mut flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
+        if direct {
+            flags |= libc::O_DIRECT;
+        }
+        let file = match &self.place {
+            Place::Beneath { dir, name } => dir.open_file(name, flags)?,
+            Place::Path(p) => match self.expect {
+                Some(id) => return open_checked(p, flags, id),
+                None => {
+                    let mut o = OpenOptions::new();
+                    o.read(true)
+                        .write(write)
+                        .custom_flags(flags & libc::O_DIRECT);
+                    o.open(p)?
+                }
+            },
+        };
+        if let Some(id) = self.expect {
+            if Identity::of(&file)? != id {
+                return Err(std::io::Error::other(
+                    "no longer the file stormark created or validated (replaced since?)",
+                ));
+            }
+        }
+        Ok(file)
+    }
+}
+
+/// When a worker stops: whichever comes first. With neither, it runs until told to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stop {
+    /// Measured time, after the ramp.
+    pub time: Option<Duration>,
+    /// Bytes issued by this worker, ramp included (fio's `io_size`).
+    pub io_total: Option<u64>,
+}
+
+/// Everything one worker needs, decided before it starts.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    /// Files, used round-robin.
+    pub files: Vec<FileTarget>,
+    /// Share of reads, percent.
+    pub read_pct: u8,
+    /// Share of random offsets, percent.
+    pub random_pct: u8,
+    /// Smallest I/O.
+    pub bs_min: u64,
+    /// Largest I/O.
+    pub bs_max: u64,
+    /// Alignment of offsets and sizes.
+    pub bs_align: u64,
+    /// I/Os in flight (io_uring; psync always has one).
+    pub iodepth: u32,
+    /// New I/Os submitted per system call (fio's `iodepth_batch_submit`; 1 = each at once).
+    pub iodepth_batch: u32,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
+    pub iodepth_batch_complete: u32,
+    /// Open with `O_DIRECT`.
+    pub direct: bool,
+    /// Backend.
+    pub backend: Backend,
+    /// Stop rule.
+    pub stop: Stop,
+    /// Warm-up, discarded.
+    pub ramp: Duration,
+    /// Seed of the offset generator and buffer contents.
+    pub seed: u64,
+    /// Write each file once, front to back, then stop (the preparation pass).
+    pub write_once: bool,
+    /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
+    /// each I/O as soon as a slot is free). Latency is then measured from each I/O's
+    /// scheduled time, so that a stall shows in the numbers (coordinated omission corrected);
+    /// the service time from submission is recorded beside it.
+    pub rate_iops: f64,
+    /// End the ramp once this figure is steady (fio's `ss`): the ramp is then the most to
+    /// wait. The stage watches every worker's ramp seconds and names the measured start.
+    pub steady: Option<SteadyState>,
+    /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
+    #[doc(hidden)]
+    pub stall: Option<(Duration, Duration)>,
+}
+
+impl WorkerSpec {
+    /// 4 KiB random reads at depth 1 over `files`, psync, until stopped: a base to fill in.
+    pub fn new(files: Vec<FileTarget>) -> WorkerSpec {
+        WorkerSpec {
+            files,
+            read_pct: 100,
+            random_pct: 100,
+            bs_min: 4096,
+            bs_max: 4096,
+            bs_align: 4096,
+            iodepth: 1,
+            iodepth_batch: 1,
+            iodepth_batch_complete: 1,
+            direct: false,
+            backend: Backend::Psync,
+            stop: Stop::default(),
+            ramp: Duration::ZERO,
+            seed: 1,
+            write_once: false,
+            rate_iops: 0.0,
+            steady: None,
+            stall: None,
+        }
+    }
+}
