@@ -771,3 +771,31 @@ fn sweeps_and_curves_carry_their_loads_to_every_agent() {
         assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
     }
 }
+
+/// Issue 17: the agent protocol carries a load kind, and a null-kind stage (no target at all)
+/// runs through remote agents like any other: the coordinator and agents are kind-agnostic.
+#[test]
+fn a_null_kind_stage_runs_through_remote_agents() {
+    let Some(s) = Setup::new("a_null_kind_stage_runs_through_remote_agents", 2) else {
+        return;
+    };
+    let job = s.dir.path().join("null.toml");
+    std::fs::write(
+        &job,
+        "kind = \"null\"\ntime = \"1s\"\n[[job]]\nname = \"nothing\"\njobs = 2\n",
+    )
+    .unwrap();
+    let json = s.dir.path().join("r.json");
+    let out = s.run(&json, &["--job", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    assert_eq!(p["by_host"].as_object().unwrap().len(), 2, "{p}");
+    for (host, b) in p["by_host"].as_object().unwrap() {
+        assert!(b["total"]["ops"].as_u64().unwrap() > 0, "{host}: {b}");
+    }
+    assert_eq!(r["spec"]["jobs"][0]["kind"], "null");
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "nothing made in {}", t.display());
+    }
+}

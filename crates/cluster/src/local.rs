@@ -362,6 +362,38 @@ impl LocalAgent {
         Ok(())
     }
 
+    /// A workload whose jobs need no target (null load): workers without files.
+    fn plan_without_target(
+        &mut self,
+        workload: &Workload,
+        v: &mut Validated,
+    ) -> Result<(), AgentError> {
+        self.stages.clear();
+        for stage in workload.stages() {
+            let mut runs = Vec::new();
+            let mut needs = Vec::new();
+            for job in stage {
+                let backend = self.resolve_backend(job, &mut v.notes)?;
+                needs.push(limits::Need::of(job, backend));
+                let align = job.bs_align.max(1);
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend,
+                    direct: false,
+                    worker_files: vec![Vec::new(); job.jobs as usize],
+                    len: (job.size.unwrap_or(DEFAULT_FILE_SIZE) / align * align).max(job.bs.max),
+                });
+            }
+            limits::check_stage(&needs, true)?;
+            self.stages.push(runs);
+        }
+        self.place = None;
+        v.stages = (0..self.stages.len())
+            .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
+            .collect();
+        Ok(())
+    }
+
     fn decide_direct(&mut self, notes: &mut Vec<String>) -> Result<(), AgentError> {
         let wants = self
             .stages
@@ -504,6 +536,11 @@ impl Agent for LocalAgent {
 
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError> {
         let mut v = Validated::default();
+        if !workload.jobs.iter().any(|j| j.kind.needs_target()) {
+            // No job touches a path: nothing to classify, make or remove.
+            self.plan_without_target(workload, &mut v)?;
+            return Ok(v);
+        }
         let kind = classify(&self.opts.path).map_err(|e| AgentError::Refused(e.to_string()))?;
         let mut stages = Vec::new();
         for stage in workload.stages() {

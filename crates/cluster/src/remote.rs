@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use stormark_spec::{StageLoad, Workload};
+use stormark_spec::{LoadKind, StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 use tokio::runtime::Runtime;
 use tonic::metadata::MetadataValue;
@@ -467,11 +467,16 @@ impl Agent for RemoteAgent {
                 options: j
                     .to_pairs()
                     .into_iter()
+                    .filter(|(k, _)| *k != "kind")
                     .map(|(k, v)| pb::KeyValue {
                         key: k.to_string(),
                         value: v,
                     })
                     .collect(),
+                kind: match j.kind {
+                    LoadKind::File => pb::LoadKind::File,
+                    LoadKind::Null => pb::LoadKind::Null,
+                } as i32,
             })
             .collect();
         let t = &self.target;

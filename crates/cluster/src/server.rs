@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use stormark_probe::Inventory;
-use stormark_spec::{JobOpts, Source, StageLoad, Workload};
+use stormark_spec::{JobOpts, LoadKind, Source, StageLoad, Workload};
 use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -510,14 +510,21 @@ impl AgentRpc for AgentService {
     ) -> Result<Response<pb::ValidateReply>, Status> {
         let req = req.into_inner();
         let (stop, _) = self.session(&req.session)?;
-        let target = self
-            .cfg
-            .allowed(Path::new(&req.target))
-            .map_err(Status::permission_denied)?;
         let mut jobs = Vec::new();
         for (i, spec) in req.jobs.iter().enumerate() {
             let mut opts = JobOpts::default();
             let context = format!("job {} from the coordinator", i + 1);
+            let kind = match pb::LoadKind::try_from(spec.kind) {
+                Ok(pb::LoadKind::File) => LoadKind::File,
+                Ok(pb::LoadKind::Null) => LoadKind::Null,
+                Err(_) => {
+                    return Err(Status::invalid_argument(format!(
+                        "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",
+                        spec.kind
+                    )))
+                }
+            };
+            opts.kind = Some(kind);
             for kv in &spec.options {
                 opts.set(&kv.key, &kv.value, Source::Key(&context))
                     .map_err(|e| Status::invalid_argument(e.to_string()))?;
@@ -527,6 +534,14 @@ impl AgentRpc for AgentService {
                     .map_err(|e| Status::invalid_argument(e.to_string()))?,
             );
         }
+        // Only file load touches a path: then it must lie under an --allow-path.
+        let target = if jobs.iter().any(|j| j.kind.needs_target()) {
+            self.cfg
+                .allowed(Path::new(&req.target))
+                .map_err(Status::permission_denied)?
+        } else {
+            PathBuf::new()
+        };
         let workload = Workload::new(jobs, req.prepare)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         let opts = TargetOptions {

@@ -40,6 +40,6 @@ pub use search::{
 };
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
-    canonical_key, BlockSize, Direct, EngineChoice, Job, JobOpts, Rw, Source, Workload,
+    canonical_key, BlockSize, Direct, EngineChoice, Job, JobOpts, LoadKind, Rw, Source, Workload,
     DEFAULT_FILE_SIZE, JOB_KEYS,
 };

@@ -138,6 +138,42 @@ impl Direct {
     }
 }
 
+/// What a job loads: the kind decides what its target is and which engine backends can run
+/// it. File and block load now; object (S3), network and metadata load take their place here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadKind {
+    /// Files in a run directory, an existing file or a block device.
+    #[default]
+    File,
+    /// No target at all: every request completes at once (the tool's own cost, and the proof
+    /// that the coordinator and agents carry any kind of load).
+    Null,
+}
+
+impl LoadKind {
+    /// The name as typed (`kind = "file"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::File => "file",
+            LoadKind::Null => "null",
+        }
+    }
+
+    /// Parses `file` or `null`.
+    pub fn parse(s: &str) -> Option<LoadKind> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "file" | "block" => LoadKind::File,
+            "null" => LoadKind::Null,
+            _ => return None,
+        })
+    }
+
+    /// Whether jobs of this kind need a target (a path) on each host.
+    pub fn needs_target(self) -> bool {
+        self == LoadKind::File
+    }
+}
+
 /// Which I/O engine to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineChoice {
@@ -185,6 +221,7 @@ pub enum Source<'a> {
 /// The keys a job accepts, in job files and as `set` keys; fio's spellings are accepted as
 /// aliases (`numjobs`, `runtime`, `blocksize`, `readwrite`, `ioengine`, ...).
 pub const JOB_KEYS: &[&str] = &[
+    "kind",
     "name",
     "group",
     "rw",
@@ -212,6 +249,8 @@ pub const JOB_KEYS: &[&str] = &[
 /// a `[[job]]` section and command-line flags can be layered with [`JobOpts::overlay`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobOpts {
+    /// What the job loads.
+    pub kind: Option<LoadKind>,
     /// Job name, used in reports and file names.
     pub name: Option<String>,
     /// Jobs sharing a group run at the same time.
@@ -273,6 +312,7 @@ impl JobOpts {
             }
         };
         match canonical {
+            "kind" => self.kind = Some(LoadKind::parse(value).ok_or_else(|| bad("file or null"))?),
             "name" | "group" => {
                 let ok = !value.is_empty()
                     && value.len() <= 64
@@ -348,6 +388,7 @@ impl JobOpts {
             ($($f:ident),*) => { JobOpts { $($f: top.$f.clone().or_else(|| self.$f.clone()),)* } };
         }
         pick!(
+            kind,
             name,
             group,
             rw,
@@ -442,7 +483,13 @@ impl JobOpts {
                 "a size above zero, such as 1g",
             ));
         }
+        let kind = self.kind.unwrap_or_default();
+        let engine = match kind {
+            LoadKind::Null => EngineChoice::Null,
+            LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
+        };
         Ok(Job {
+            kind,
             name: self
                 .name
                 .clone()
@@ -462,7 +509,7 @@ impl JobOpts {
             time: self.time,
             io_total: self.io_total,
             direct,
-            engine: self.engine.unwrap_or(EngineChoice::Auto),
+            engine,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
@@ -511,6 +558,8 @@ fn label(key: &str, source: Source<'_>) -> String {
 /// A job resolved and validated: every option has its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// What it loads.
+    pub kind: LoadKind,
     /// Name, unique within a workload.
     pub name: String,
     /// Jobs with the same group run at the same time.
@@ -583,6 +632,9 @@ impl Job {
                 self.iodepth_batch_complete.to_string(),
             ),
         ];
+        if self.kind != LoadKind::File {
+            pairs.push(("kind", self.kind.name().to_string()));
+        }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
         }

@@ -110,7 +110,12 @@ impl JobRun {
             None => (self.job.bs.min, self.job.bs.max, self.job.bs_align),
         };
         let rate = load.rate_iops.or(self.job.rate_iops.map(f64::from));
-        let one_pass: u64 = targets.iter().map(|t| t.len).sum();
+        // Without files (null load), one pass is the job's size.
+        let one_pass: u64 = if targets.is_empty() {
+            self.len_under(load)
+        } else {
+            targets.iter().map(|t| t.len).sum()
+        };
         let stop = match (self.job.time, self.job.io_total) {
             (None, None) => Stop {
                 time: None,
