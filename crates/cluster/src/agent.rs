@@ -3,8 +3,14 @@
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{Finding, HostSample, PhaseJob, Snapshot, Target};
 
-/// Stage index that [`Agent::workers`] uses for the preparation pass.
-pub(crate) const PREPARE: usize = usize::MAX;
+/// Which pass of a run: the preparation, or stage `n` of the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Making the run's files and writing the working set.
+    Prepare,
+    /// Stage `n` of the workload (jobs, or groups of jobs run together).
+    Run(usize),
+}
 
 /// Where to run and what the user allowed: the same for every kind of agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,8 +170,8 @@ pub trait Agent: Send {
     fn cleanup(&mut self) -> Vec<String>;
     /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.
     fn take_notes(&mut self) -> Vec<String>;
-    /// The workers of each job in `stage` (`usize::MAX` for the preparation), for merging.
-    fn workers(&self, stage: usize) -> Vec<u32>;
+    /// The workers of each job in `stage`, for merging.
+    fn workers(&self, stage: Stage) -> Vec<u32>;
     /// Starts sampling the host's counters once a second (after validation, before load).
     fn start_sampling(&mut self);
     /// Stops sampling. Returns the samples (`t_ns` counted from the sampler's start) and the

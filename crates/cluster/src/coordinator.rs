@@ -12,7 +12,7 @@ use stormark_stats::{
     Results, RunStatus, Snapshot, WorkerKey,
 };
 
-use crate::agent::PREPARE;
+use crate::agent::Stage;
 use crate::agent::{Agent, AgentError, AgentEvent};
 
 /// What the live display is told.
@@ -296,7 +296,7 @@ impl Coordinator {
         let prepare: &PhaseCall<'_> = &|agent, _, sink| agent.prepare(sink);
         let (result, phase) = self.phase(
             "prepare",
-            PREPARE,
+            Stage::Prepare,
             (None, None),
             start,
             start_wall,
@@ -321,7 +321,7 @@ impl Coordinator {
             let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(stage, &load, at, sink);
             let (result, phase) = self.phase(
                 &name,
-                stage,
+                Stage::Run(stage),
                 (load.jobs, hosts),
                 start,
                 start_wall,
@@ -350,7 +350,7 @@ impl Coordinator {
     fn phase(
         &mut self,
         name: &str,
-        stage: usize,
+        stage: Stage,
         (jobs_cap, hosts_cap): (Option<u32>, Option<usize>),
         start: Instant,
         start_wall: SystemTime,
@@ -382,7 +382,7 @@ impl Coordinator {
         let running = alive.iter().filter(|a| **a).count();
         // Clocks re-measured before each stage, so that the named start means the same
         // instant on every host, and how well that is known goes on record.
-        if stage != PREPARE {
+        if stage != Stage::Prepare {
             for (h, agent) in self.agents.iter_mut().enumerate() {
                 if alive[h] {
                     if let Some(c) = agent.measure_clock() {
@@ -396,7 +396,7 @@ impl Coordinator {
             .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
             .max();
         // Hosts of a distributed stage start together, at a time named now.
-        let start_at = (stage != PREPARE && running > 1).then(|| SystemTime::now() + START_LEAD);
+        let start_at = (stage != Stage::Prepare && running > 1).then(|| SystemTime::now() + START_LEAD);
         let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
         let mut last_interval: Vec<Option<u32>> = vec![None; self.agents.len()];
         let mut jobs: Option<Vec<PhaseJob>> = None;

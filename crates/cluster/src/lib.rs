@@ -30,7 +30,7 @@ mod remote;
 mod server;
 mod wire;
 
-pub use agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated};
+pub use agent::{Agent, AgentError, AgentEvent, Clock, Stage, TargetOptions, Validated};
 pub use coordinator::{stage_steps, Coordinator, Live, OnAgentFailure, Outcome, Step};
 pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};

@@ -25,7 +25,7 @@ use stormark_spec::units::format_size;
 use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE_SIZE};
 use stormark_stats::{Finding, HostSample, PhaseJob, Severity, Target};
 
-use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions, Validated, PREPARE};
+use crate::agent::{Agent, AgentError, AgentEvent, Stage, TargetOptions, Validated};
 pub use journal::Journal;
 use specs::{seed, JobRun};
 pub use workspace::MANIFEST;
@@ -693,10 +693,11 @@ impl Agent for LocalAgent {
         std::mem::take(&mut self.notes)
     }
 
-    fn workers(&self, stage: usize) -> Vec<u32> {
-        if stage == PREPARE {
-            return vec![self.prepare_workers];
-        }
+    fn workers(&self, stage: Stage) -> Vec<u32> {
+        let stage = match stage {
+            Stage::Prepare => return vec![self.prepare_workers],
+            Stage::Run(n) => n,
+        };
         // Validated counts; a load's `jobs` takes the first that many.
         self.stages
             .get(stage)

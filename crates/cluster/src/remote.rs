@@ -556,11 +556,12 @@ impl Agent for RemoteAgent {
         std::mem::take(&mut self.notes)
     }
 
-    fn workers(&self, stage: usize) -> Vec<u32> {
-        if stage == crate::agent::PREPARE {
+    fn workers(&self, stage: crate::agent::Stage) -> Vec<u32> {
+        let stage = match stage {
             // The preparation's workers are known only as they report.
-            return Vec::new();
-        }
+            crate::agent::Stage::Prepare => return Vec::new(),
+            crate::agent::Stage::Run(n) => n,
+        };
         self.workers.get(stage).cloned().unwrap_or_default()
     }
 

@@ -573,7 +573,7 @@ impl AgentRpc for AgentService {
         })?;
         let stages = (0..validated.stages.len())
             .map(|i| pb::StageWorkers {
-                workers: agent.workers(i),
+                workers: agent.workers(crate::agent::Stage::Run(i)),
             })
             .collect();
         let mut guard = self.lock();
