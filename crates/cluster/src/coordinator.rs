@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use stormark_spec::{StageLoad, Workload};
+use stormark_spec::Workload;
 use stormark_stats::{
     ErrorTally, Host, HostFailure, Interval, Op, OpRecord, Phase, PhaseAccumulator, PhaseJob,
     Results, RunStatus, Snapshot, WorkerKey,
@@ -14,6 +14,7 @@ use stormark_stats::{
 
 use crate::agent::Stage;
 use crate::agent::{Agent, AgentError, AgentEvent};
+use stormark_plan::{stage_steps, Step};
 
 /// What the live display is told.
 #[derive(Debug)]
@@ -65,40 +66,6 @@ pub enum OnAgentFailure {
     Abort,
     /// Mark the agent failed and go on with the others.
     Continue,
-}
-
-/// One phase to run: a stage of the workload under a load (a search step, a curve or sweep
-/// point, or simply the stage as given).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    /// The phase's name in the results.
-    pub name: String,
-    /// Which stage of the workload.
-    pub stage: usize,
-    /// Changes to its load.
-    pub load: StageLoad,
-    /// Only the first this many agents run it (a sweep over agents); `None`: all.
-    pub hosts: Option<usize>,
-}
-
-/// The phase names of a workload run as given: `run`, or `run:<group>` per stage.
-pub fn stage_steps(workload: &Workload) -> Vec<Step> {
-    let n = workload.stages().len();
-    workload
-        .stages()
-        .iter()
-        .enumerate()
-        .map(|(i, jobs)| Step {
-            name: match (n, jobs[0].group.as_deref()) {
-                (1, _) => "run".to_string(),
-                (_, Some(g)) => format!("run:{g}"),
-                (_, None) => format!("run:{}", jobs[0].name),
-            },
-            stage: i,
-            load: StageLoad::AS_GIVEN,
-            hosts: None,
-        })
-        .collect()
 }
 
 /// A lead given to agents of a distributed stage, so that every one is ready when the named
@@ -396,7 +363,8 @@ impl Coordinator {
             .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
             .max();
         // Hosts of a distributed stage start together, at a time named now.
-        let start_at = (stage != Stage::Prepare && running > 1).then(|| SystemTime::now() + START_LEAD);
+        let start_at =
+            (stage != Stage::Prepare && running > 1).then(|| SystemTime::now() + START_LEAD);
         let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
         let mut last_interval: Vec<Option<u32>> = vec![None; self.agents.len()];
         let mut jobs: Option<Vec<PhaseJob>> = None;

@@ -31,8 +31,9 @@ mod server;
 mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Clock, Stage, TargetOptions, Validated};
-pub use coordinator::{stage_steps, Coordinator, Live, OnAgentFailure, Outcome, Step};
+pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
+pub use stormark_plan::{stage_steps, Step};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

@@ -55,10 +55,7 @@ pub use results::{
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
 };
-pub use search::{
-    latency_stat, Load, Search, SearchEnd, SearchLimits, SearchReport, SearchStep, TargetDoc,
-    FLAT_GAIN, RATE_ACHIEVED, TOLERANCE,
-};
+pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };

@@ -25,7 +25,6 @@ mod cli;
 mod compare_cmd;
 mod probe_cmd;
 mod run;
-mod shape;
 
 use clap::Parser;
 

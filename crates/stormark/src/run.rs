@@ -21,7 +21,7 @@ use stormark_stats::{
 };
 
 use crate::cli::RunArgs;
-use crate::shape::{check_agents, shape, Plan, Shape};
+use stormark_plan::{check_agents, shape, Plan, Shape, ShapeOptions};
 
 /// A mistake in what the user asked for: exit 2, before any load.
 #[derive(Debug)]
@@ -82,7 +82,15 @@ fn request(args: &RunArgs) -> Result<Request> {
         Some(text) => parse_expect(text).map_err(|e| user(e.to_string()))?,
         None => Vec::new(),
     };
-    let shape = shape(args).map_err(user)?;
+    let shape = shape(&ShapeOptions {
+        target_latency: args.target_latency.clone(),
+        curve: args.curve.clone(),
+        sweep: args.sweep.clone(),
+        step_time: args.step_time.clone(),
+        search_steps: args.search_steps.clone(),
+        repeat: args.repeat.is_some(),
+    })
+    .map_err(user)?;
     let file: JobFile = if let Some(path) = &args.job {
         let shown = path.display().to_string();
         if path.extension().is_some_and(|e| e == "fio") {

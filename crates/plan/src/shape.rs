@@ -6,17 +6,31 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use stormark_cluster::{stage_steps, Step};
+use crate::search::{Search, SearchLimits};
+use crate::step::{stage_steps, Step};
 use stormark_spec::units::format_size;
 use stormark_spec::{
     parse_curve, parse_duration, parse_sweep, parse_target_latency, Job, JobOpts, LatencyTarget,
     StageLoad, Sweep, SweepKey, Workload,
 };
-use stormark_stats::{
-    CurvePoint, CurveReport, Load, Results, Search, SearchLimits, SweepPoint, SweepReport,
-};
+use stormark_stats::{CurvePoint, CurveReport, Load, Results, SweepPoint, SweepReport};
 
-use crate::cli::RunArgs;
+/// The options that shape a run, as typed (`None`: not given).
+#[derive(Debug, Clone, Default)]
+pub struct ShapeOptions {
+    /// `--target-latency`.
+    pub target_latency: Option<String>,
+    /// `--curve`.
+    pub curve: Option<String>,
+    /// `--sweep`, each.
+    pub sweep: Vec<String>,
+    /// `--step-time`.
+    pub step_time: Option<String>,
+    /// `--search-steps`.
+    pub search_steps: Option<String>,
+    /// Whether `--repeat` was given.
+    pub repeat: bool,
+}
 
 /// Measured time of a search step or curve point when none is given.
 pub const DEFAULT_STEP_TIME: Duration = Duration::from_secs(20);
@@ -56,13 +70,18 @@ pub enum Shape {
     Plain,
     /// `--target-latency`.
     Search {
+        /// Every target to meet.
         targets: Vec<LatencyTarget>,
+        /// Measured time of each step.
         step_time: Duration,
+        /// Most steps.
         max_steps: u32,
     },
     /// `--curve`.
     Curve {
+        /// Percentages of the maximum, each an open-loop point.
         percents: Vec<u8>,
+        /// Measured time of each point.
         step_time: Duration,
     },
     /// `--sweep`, one or more.
@@ -70,7 +89,7 @@ pub enum Shape {
 }
 
 /// Reads the shaping options; every mistake is one line for the user.
-pub fn shape(args: &RunArgs) -> Result<Shape, String> {
+pub fn shape(args: &ShapeOptions) -> Result<Shape, String> {
     let given = [
         args.target_latency.is_some(),
         args.curve.is_some(),
@@ -93,7 +112,7 @@ pub fn shape(args: &RunArgs) -> Result<Shape, String> {
     if args.search_steps.is_some() && !given[0] {
         return Err("--search-steps: only with --target-latency".into());
     }
-    if args.repeat.is_some() && given.iter().any(|g| *g) {
+    if args.repeat && given.iter().any(|g| *g) {
         return Err("--repeat with --target-latency, --curve or --sweep is not supported yet; run again and compare the documents with stormark compare".into());
     }
     if let Some(text) = &args.target_latency {
@@ -223,22 +242,33 @@ pub enum Plan {
     Stages(std::vec::IntoIter<Step>),
     /// A search, once told each step's outcome.
     Search {
+        /// Every target to meet.
         targets: Vec<LatencyTarget>,
+        /// What the search may use.
         limits: SearchLimits,
+        /// The controller.
         search: Search,
+        /// Steps asked for so far.
         n: u32,
     },
     /// A curve: the maximum, then each percentage.
     Curve {
+        /// Percentages of the maximum.
         percents: Vec<u8>,
+        /// The next point (0: the maximum).
         next: usize,
+        /// The maximum, once measured.
         max_iops: Option<f64>,
     },
     /// A sweep: every combination in turn.
     Sweep {
+        /// The swept keys.
         keys: Vec<String>,
+        /// Every point: its step and values.
         points: Vec<(Step, BTreeMap<String, u64>)>,
+        /// The next point.
         next: usize,
+        /// Points left out (a block larger than the size), in words.
         skipped: Vec<String>,
     },
 }

@@ -1,0 +1,28 @@
+//! How a request becomes phases: the workload's stages as given, a search for the most load
+//! under a latency target, a throughput-latency curve, or a sweep over parameters, one phase
+//! at a time, each chosen after seeing what the last one measured.
+//!
+//! `plan` sits between what the user asked ([`stormark_spec::Workload`] and the shaping
+//! options) and the coordinator, which runs each [`Step`] on every agent. It does no I/O and
+//! knows no agent: the search controller ([`Search`]) is a policy checked against a queue
+//! model in its tests. Results are read from [`stormark_stats::Results`].
+//!
+//! ```
+//! use stormark_plan::{shape, Plan, ShapeOptions};
+//!
+//! let opts = stormark_spec::JobOpts::default();
+//! let workload = stormark_spec::Workload::new(vec![opts.resolve("job").unwrap()], false).unwrap();
+//! let shape = shape(&ShapeOptions::default()).unwrap();
+//! let mut plan = Plan::new(&shape, &workload);
+//! let results = stormark_stats::Results::new(vec![]);
+//! assert_eq!(plan.next(&results).unwrap().name, "run");
+//! ```
+#![warn(missing_docs)]
+
+mod search;
+mod shape;
+mod step;
+
+pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
+pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
+pub use step::{stage_steps, Step};
