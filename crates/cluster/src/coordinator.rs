@@ -492,7 +492,12 @@ impl Coordinator {
                                         message: &m,
                                     });
                                 }
-                                if self.on_failure == OnAgentFailure::Abort || running == 1 {
+                                // A host that cannot make its working set stops the run
+                                // whatever the policy: nothing is measured on a half-made set.
+                                if self.on_failure == OnAgentFailure::Abort
+                                    || running == 1
+                                    || stage == Stage::Prepare
+                                {
                                     self.stop.store(true, Ordering::Relaxed);
                                     let msg = if distributed {
                                         format!("{}: {m}", self.names[h])

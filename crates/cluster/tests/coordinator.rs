@@ -1,0 +1,269 @@
+//! The coordinator in-process, driving scripted fake agents: exact merging across hosts, the
+//! abort and continue policies, hosts failing in validation, preparation or mid-stage, and
+//! cleanup that always runs. No I/O, no network: what is tested is the driver alone.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use stormark_cluster::{
+    Agent, AgentError, AgentEvent, Coordinator, OnAgentFailure, Outcome, Stage, Validated,
+};
+use stormark_spec::{JobOpts, StageLoad, Workload};
+use stormark_stats::{Op, PhaseJob, Recorder, Results, RunStatus};
+
+/// Where a scripted agent fails, if anywhere.
+#[derive(Clone, Copy, PartialEq)]
+enum FailAt {
+    Nowhere,
+    Validate,
+    Prepare,
+    /// After this many seconds of the stage.
+    Stage(u32),
+}
+
+/// An agent that reports `seconds` seconds of `ops_per_second` reads of `latency_ns` each.
+struct Scripted {
+    name: String,
+    seconds: u32,
+    ops_per_second: u64,
+    latency_ns: u64,
+    fail: FailAt,
+    cleaned: Arc<AtomicUsize>,
+}
+
+impl Scripted {
+    fn new(name: &str, ops_per_second: u64, latency_ns: u64, fail: FailAt) -> Scripted {
+        Scripted {
+            name: name.into(),
+            seconds: 3,
+            ops_per_second,
+            latency_ns,
+            fail,
+            cleaned: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+fn job() -> PhaseJob {
+    PhaseJob {
+        name: "job".into(),
+        engine: "null".into(),
+        direct: false,
+        workers: 1,
+        iodepth: 1,
+        rate_iops: None,
+        working_set_bytes: 0,
+    }
+}
+
+impl Agent for Scripted {
+    fn host(&self) -> &str {
+        &self.name
+    }
+
+    fn inventory(&self) -> serde_json::Value {
+        serde_json::json!({ "hostname": self.name })
+    }
+
+    fn validate(&mut self, _: &Workload) -> Result<Validated, AgentError> {
+        if self.fail == FailAt::Validate {
+            return Err(AgentError::Refused(format!(
+                "{}: no such target",
+                self.name
+            )));
+        }
+        Ok(Validated {
+            stages: vec![vec![job()]],
+            ..Validated::default()
+        })
+    }
+
+    fn prepare(&mut self, _: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError> {
+        if self.fail == FailAt::Prepare {
+            return Err(AgentError::Failed(format!("{}: no space left", self.name)));
+        }
+        Ok(Vec::new())
+    }
+
+    fn run_stage(
+        &mut self,
+        _: usize,
+        _: &StageLoad,
+        _: Option<SystemTime>,
+        on_event: &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        on_event(AgentEvent::Started {
+            at: SystemTime::now(),
+        });
+        for second in 0..self.seconds {
+            if self.fail == FailAt::Stage(second) {
+                return Err(AgentError::Failed(format!("{}: device gone", self.name)));
+            }
+            let mut r = Recorder::new();
+            for _ in 0..self.ops_per_second {
+                r.record(Op::Read, 4096, self.latency_ns);
+            }
+            let snap = r.take();
+            on_event(AgentEvent::Interval {
+                job: 0,
+                worker: 0,
+                interval: second,
+                snap: &snap,
+            });
+        }
+        on_event(AgentEvent::Done {
+            job: 0,
+            worker: 0,
+            end_ns: u64::from(self.seconds) * 1_000_000_000,
+            failure: None,
+        });
+        Ok(vec![job()])
+    }
+
+    fn cleanup(&mut self) -> Vec<String> {
+        self.cleaned.fetch_add(1, Ordering::Relaxed);
+        Vec::new()
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn workers(&self, stage: Stage) -> Vec<u32> {
+        match stage {
+            Stage::Prepare => Vec::new(),
+            Stage::Run(_) => vec![1],
+        }
+    }
+
+    fn start_sampling(&mut self) {}
+
+    fn stop_sampling(&mut self) -> (Vec<stormark_stats::HostSample>, Option<u64>) {
+        (Vec::new(), None)
+    }
+}
+
+fn workload() -> Workload {
+    Workload::new(vec![JobOpts::default().resolve("job").unwrap()], false).unwrap()
+}
+
+fn run(agents: Vec<Scripted>, policy: OnAgentFailure) -> (Outcome, Results, Vec<usize>) {
+    let cleaned: Vec<_> = agents.iter().map(|a| a.cleaned.clone()).collect();
+    let boxed: Vec<Box<dyn Agent>> = agents
+        .into_iter()
+        .map(|a| Box::new(a) as Box<dyn Agent>)
+        .collect();
+    let mut c = Coordinator::new(boxed, Arc::new(AtomicBool::new(false))).on_agent_failure(policy);
+    let mut results = Results::new(vec!["test".into()]);
+    let outcome = c.run(&workload(), &mut results, &mut |_| {});
+    let cleaned = cleaned.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    (outcome, results, cleaned)
+}
+
+fn run_phase(r: &Results) -> &stormark_stats::Phase {
+    r.phases
+        .iter()
+        .find(|p| p.name == "run")
+        .expect("a run phase")
+}
+
+#[test]
+fn hosts_merge_exactly() {
+    let (outcome, r, cleaned) = run(
+        vec![
+            Scripted::new("node2", 1000, 100_000, FailAt::Nowhere),
+            Scripted::new("node10", 3000, 300_000, FailAt::Nowhere),
+        ],
+        OnAgentFailure::Abort,
+    );
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(r.status, RunStatus::Ok);
+    let p = run_phase(&r);
+    assert_eq!(p.total.ops, 3 * 4000);
+    assert_eq!(p.by_host["node2"].total.ops, 3000);
+    assert_eq!(p.by_host["node10"].total.ops, 9000);
+    // Exact merge: a quarter of the I/Os at 100 µs, three quarters at 300 µs.
+    let lat = p.total.latency_ns.as_ref().unwrap();
+    assert!((lat.p50 as f64 - 300_000.0).abs() < 1000.0, "{lat:?}");
+    assert!((lat.mean - 250_000.0).abs() < 1000.0, "{lat:?}");
+    assert_eq!(p.intervals.len(), 3);
+    assert_eq!(cleaned, vec![1, 1]);
+}
+
+#[test]
+fn a_host_refusing_in_validation_stops_before_load_and_everyone_cleans_up() {
+    let (outcome, r, cleaned) = run(
+        vec![
+            Scripted::new("a", 1000, 1000, FailAt::Nowhere),
+            Scripted::new("b", 1000, 1000, FailAt::Validate),
+        ],
+        OnAgentFailure::Continue,
+    );
+    assert!(
+        matches!(outcome, Outcome::Refused(ref m) if m.contains("no such target")),
+        "{outcome:?}"
+    );
+    assert!(r.phases.iter().all(|p| p.name != "run"));
+    assert_eq!(cleaned, vec![1, 1]);
+}
+
+#[test]
+fn a_host_failing_in_preparation_stops_the_run_naming_it() {
+    let (outcome, r, cleaned) = run(
+        vec![
+            Scripted::new("a", 1000, 1000, FailAt::Nowhere),
+            Scripted::new("b", 1000, 1000, FailAt::Prepare),
+        ],
+        OnAgentFailure::Continue,
+    );
+    assert!(
+        matches!(outcome, Outcome::Failed(ref m) if m.contains("no space left")),
+        "{outcome:?}"
+    );
+    assert_eq!(r.status, RunStatus::Failed);
+    assert!(
+        r.phases.iter().all(|p| p.name != "run"),
+        "nothing measured on a half-made set"
+    );
+    assert_eq!(cleaned, vec![1, 1]);
+}
+
+#[test]
+fn a_host_failing_mid_stage_aborts_or_is_left_behind() {
+    // Abort: the run fails, naming the host.
+    let (outcome, r, cleaned) = run(
+        vec![
+            Scripted::new("a", 1000, 1000, FailAt::Nowhere),
+            Scripted::new("b", 1000, 1000, FailAt::Stage(1)),
+        ],
+        OnAgentFailure::Abort,
+    );
+    assert!(
+        matches!(outcome, Outcome::Failed(ref m) if m.contains("device gone")),
+        "{outcome:?}"
+    );
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(cleaned, vec![1, 1]);
+    // Continue: the other host's figures are whole, the failed one is marked.
+    let (outcome, r, _) = run(
+        vec![
+            Scripted::new("a", 1000, 1000, FailAt::Nowhere),
+            Scripted::new("b", 1000, 1000, FailAt::Stage(1)),
+        ],
+        OnAgentFailure::Continue,
+    );
+    assert_ne!(
+        outcome,
+        Outcome::Completed,
+        "a lost host is never a clean run"
+    );
+    let p = run_phase(&r);
+    assert_eq!(p.by_host["a"].total.ops, 3000);
+    assert_eq!(
+        p.by_host["b"].total.ops, 1000,
+        "what b reported before failing"
+    );
+    let b = r.hosts.iter().find(|h| h.name == "b").unwrap();
+    assert!(b.failure.as_ref().unwrap().message.contains("device gone"));
+}
