@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use stormark_testkit::{
-    entries, read_json, require_netns, require_tool, temp_dir, NetCluster, TempDir,
+    entries, read_json, require_netns, require_tool, temp_dir, text, NetCluster, TempDir,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
@@ -125,14 +125,6 @@ impl Setup {
             .spawn()
             .expect("starting the coordinator")
     }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn run_phase(r: &Value) -> &Value {

@@ -1,18 +1,15 @@
 //! `stormark run` on block devices: real loop devices, created by the test as root.
 //! Skipped with a printed reason where loop devices cannot be made; `.ci/run` runs as root.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use stormark_testkit::{read_json, require_root, temp_dir, LoopDevice};
+use stormark_testkit::{read_json, require_root, temp_dir, Bin, LoopDevice};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn stormark(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("running stormark")
+    Bin(BIN).run(args)
 }
 
 fn device(test: &str) -> Option<LoopDevice> {

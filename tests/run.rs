@@ -5,47 +5,26 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
-use stormark_testkit::{entries, read_json, temp_dir, TempDir};
+use stormark_testkit::{entries, phase, read_json, temp_dir, Bin, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
+const SM: Bin = Bin(BIN);
+
 fn stormark(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("running stormark")
+    SM.run(args)
 }
 
 /// Runs `stormark run <args> --json <dir>/r.json` and returns the exit code and results.
 fn run_json(dir: &TempDir, args: &[&str]) -> (i32, Value, String) {
-    let json = dir.path().join("r.json");
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    all.push("--json");
-    all.push(json.to_str().unwrap());
-    let out = stormark(&all);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), read_json(&json), text)
+    SM.run_json(dir, args)
 }
 
 fn target(dir: &TempDir) -> PathBuf {
     let t = dir.path().join("target");
     std::fs::create_dir_all(&t).unwrap();
     t
-}
-
-fn phase<'a>(r: &'a Value, name: &str) -> &'a Value {
-    r["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("no phase {name} in {r}"))
 }
 
 fn ops(p: &Value, op: &str) -> u64 {

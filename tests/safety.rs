@@ -13,24 +13,15 @@ use std::time::{Duration, Instant};
 
 use stormark_cluster::{Agent, LocalAgent, TargetOptions};
 use stormark_spec::{JobOpts, Source, Workload};
-use stormark_testkit::{read_json, require_root, require_tool, temp_dir, LoopDevice, TempDir};
+use stormark_testkit::{
+    read_json, require_root, require_tool, temp_dir, text, Bin, LoopDevice, TempDir,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn stormark(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("running stormark")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    Bin(BIN).run(args)
 }
 
 /// A kept run of 1 MiB files under `dir/target`; returns the run directory.

@@ -1,19 +1,16 @@
 //! `--target-latency`, `--curve` and `--sweep` end to end: the real binary on temp
 //! directories.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-use stormark_testkit::{entries, read_json, temp_dir, TempDir};
+use stormark_testkit::{entries, read_json, temp_dir, text, Bin, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn stormark(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("running stormark")
+    Bin(BIN).run(args)
 }
 
 /// Runs `stormark run <target> <args> --json` and returns the exit code, results and output.
@@ -25,11 +22,7 @@ fn run_json(dir: &TempDir, args: &[&str]) -> (i32, Value, String) {
     all.extend_from_slice(args);
     all.extend(["--json", json.to_str().unwrap(), "--quiet"]);
     let out = stormark(&all);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = text(&out);
     assert!(
         entries(&t).is_empty(),
         "the run directory is removed: {:?}",
