@@ -23,6 +23,8 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod auth;
+mod config;
 mod coordinator;
 mod listen;
 mod local;
@@ -31,9 +33,11 @@ mod server;
 mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Clock, Stage, TargetOptions, Validated};
+pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
+pub use config::AgentConfig;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};
-pub use server::{check_token, read_token, serve, AgentConfig, AgentService, MIN_TOKEN_LEN};
+pub use server::{serve, AgentService};
 pub use stormark_plan::{stage_steps, Step};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

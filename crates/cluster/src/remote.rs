@@ -11,10 +11,11 @@ use tokio::runtime::Runtime;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Request, Status};
+use tonic::{Code, Status};
 
 use crate::agent::TargetOptions;
 use crate::agent::{Agent, AgentError, AgentEvent, Validated};
+use crate::auth::Bearer;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
 use crate::wire::{decode_parts, from_unix_ns, unix_ns};
@@ -22,17 +23,6 @@ use crate::wire::{decode_parts, from_unix_ns, unix_ns};
 /// Silence after which an agent is taken for hung or cut off. Agents send something at least
 /// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
 pub const SILENCE: Duration = Duration::from_secs(4);
-
-/// Adds the token to every call.
-#[derive(Clone)]
-struct Bearer(MetadataValue<tonic::metadata::Ascii>);
-
-impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut req: Request<()>) -> Result<Request<()>, Status> {
-        req.metadata_mut().insert("authorization", self.0.clone());
-        Ok(req)
-    }
-}
 
 type Client = AgentClient<InterceptedService<Channel, Bearer>>;
 

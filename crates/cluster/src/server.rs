@@ -8,7 +8,6 @@
 //! engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,189 +16,22 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stormark_probe::Inventory;
 use stormark_spec::{JobOpts, LoadKind, Source, StageLoad, Workload};
-use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions};
+use crate::auth::check_token;
+use crate::config::AgentConfig;
 use crate::local::LocalAgent;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
 use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
 
-/// How an agent is set up. Its `Debug` output never shows the token.
-#[derive(Clone)]
-pub struct AgentConfig {
-    /// The shared secret every call must carry.
-    pub token: String,
-    /// Directories and devices coordinators may use (canonical paths).
-    pub allow: Vec<PathBuf>,
-    /// Block devices coordinators may use (`st_rdev`): those named by `--allow-device`, and
-    /// by `--allow-path` when it names a device. A device node found under an allowed
-    /// directory is refused unless it names one of these.
-    pub devices: Vec<u64>,
-    /// Coordinator silence after which its session ends.
-    pub heartbeat_timeout: Duration,
-    /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
-    pub tls: Option<(Vec<u8>, Vec<u8>)>,
-    /// The journal of run directories created and not yet removed (`--state-dir`).
-    pub journal: Option<crate::Journal>,
-}
-
 /// What a coordinator hears when the agent was stopped during its phase.
 const TERMINATED: &str =
     "the agent was stopped (SIGTERM or Ctrl-C on its host) during the phase; its load ended early";
-
-impl std::fmt::Debug for AgentConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentConfig")
-            .field("token", &"<redacted>")
-            .field("allow", &self.allow)
-            .field("devices", &self.devices)
-            .field("heartbeat_timeout", &self.heartbeat_timeout)
-            .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
-            .field("journal", &self.journal)
-            .finish()
-    }
-}
-
-/// Shortest token accepted: 16 bytes, so that guessing is hopeless.
-pub const MIN_TOKEN_LEN: usize = 16;
-
-impl AgentConfig {
-    /// Reads the token file and resolves the allowed paths. Errors are one line for the user.
-    pub fn new(token_file: &Path, allow: &[PathBuf]) -> Result<AgentConfig, String> {
-        let token = read_token(token_file)?;
-        if allow.is_empty() {
-            return Err(
-                "--allow-path: give at least one directory or device coordinators may use, such as --allow-path /mnt/bench"
-                    .into(),
-            );
-        }
-        let allow = allow
-            .iter()
-            .map(|p| {
-                std::fs::canonicalize(p).map_err(|e| format!("--allow-path {}: {e}", p.display()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let devices = allow
-            .iter()
-            .filter_map(|p| std::fs::metadata(p).ok())
-            .filter(|m| m.file_type().is_block_device())
-            .map(|m| m.rdev())
-            .collect();
-        Ok(AgentConfig {
-            token,
-            allow,
-            devices,
-            heartbeat_timeout: Duration::from_secs(5),
-            tls: None,
-            journal: None,
-        })
-    }
-
-    /// Also allows the block devices `devices` (`--allow-device`), checked by device number.
-    pub fn with_devices(mut self, devices: &[PathBuf]) -> Result<AgentConfig, String> {
-        for d in devices {
-            let meta =
-                std::fs::metadata(d).map_err(|e| format!("--allow-device {}: {e}", d.display()))?;
-            if !meta.file_type().is_block_device() {
-                return Err(format!(
-                    "--allow-device {}: not a block device; give a device such as /dev/nvme1n1 (directories go to --allow-path)",
-                    d.display()
-                ));
-            }
-            self.devices.push(meta.rdev());
-            if let Ok(real) = std::fs::canonicalize(d) {
-                self.allow.push(real);
-            }
-        }
-        Ok(self)
-    }
-
-    /// Warnings about a set-up that works but exposes more than it should: printed at start.
-    pub fn warnings(&self, listen: &std::net::SocketAddr, token_file: &Path) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.tls.is_none() && !listen.ip().is_loopback() {
-            out.push(format!("listening on {listen} without TLS: the token and every request travel in clear; give --tls-cert and --tls-key (docs/security.md)"));
-        }
-        if let Ok(m) = std::fs::metadata(token_file) {
-            if m.mode() & 0o077 != 0 {
-                out.push(format!(
-                    "--token-file {}: readable by group or others (mode {:o}); chmod 600 it",
-                    token_file.display(),
-                    m.mode() & 0o777
-                ));
-            }
-        }
-        if self.allow.iter().any(|p| p == Path::new("/")) {
-            out.push("--allow-path /: coordinators may use any directory of this host".into());
-        }
-        out
-    }
-
-    /// Serves TLS with this certificate chain and key (PEM files).
-    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<AgentConfig, String> {
-        let read = |flag: &str, p: &Path| {
-            std::fs::read(p).map_err(|e| format!("{flag} {}: cannot read it: {e}", p.display()))
-        };
-        self.tls = Some((read("--tls-cert", cert)?, read("--tls-key", key)?));
-        Ok(self)
-    }
-
-    /// Whether `target` lies under an allowed path; returns its canonical form.
-    pub fn allowed(&self, target: &Path) -> Result<PathBuf, String> {
-        let real = std::fs::canonicalize(target)
-            .map_err(|e| format!("target {} on this agent: {e}", target.display()))?;
-        if self.allow.iter().any(|root| real.starts_with(root)) {
-            Ok(real)
-        } else {
-            Err(format!(
-                "target {} is outside this agent's --allow-path list ({})",
-                target.display(),
-                self.allow
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        }
-    }
-}
-
-/// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes.
-pub fn read_token(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--token-file {}: cannot read it: {e}", path.display()))?;
-    let token = text.trim().to_string();
-    if token.len() < MIN_TOKEN_LEN
-        || token.contains(char::is_whitespace)
-        || token.contains(char::is_control)
-    {
-        return Err(format!(
-            "--token-file {}: expected one line of at least {MIN_TOKEN_LEN} characters without spaces, such as the output of `head -c 32 /dev/urandom | base64`",
-            path.display()
-        ));
-    }
-    Ok(token)
-}
-
-/// Whether a call carries `authorization: Bearer <token>`; constant time in the token.
-pub fn check_token(token: &str, req: &Request<()>) -> Result<(), Status> {
-    let Some(value) = req.metadata().get("authorization") else {
-        return Err(Status::unauthenticated(
-            "no token: the coordinator must send this agent's token (--token-file)",
-        ));
-    };
-    let given = value.as_bytes().strip_prefix(b"Bearer ").unwrap_or(b"");
-    if bool::from(given.ct_eq(token.as_bytes())) {
-        Ok(())
-    } else {
-        Err(Status::unauthenticated("wrong token"))
-    }
-}
 
 struct Session {
     id: String,
@@ -715,70 +547,4 @@ pub async fn serve(
     ticker.abort();
     let _ = tokio::task::spawn_blocking(move || on_shutdown.end_session()).await;
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_never_shows_the_token() {
-        let cfg = AgentConfig {
-            token: "s3cret-s3cret-s3cret".into(),
-            allow: vec![],
-            devices: vec![],
-            heartbeat_timeout: Duration::from_secs(5),
-            tls: None,
-            journal: None,
-        };
-        assert!(!format!("{cfg:?}").contains("s3cret"));
-    }
-
-    #[test]
-    fn tokens_are_checked() {
-        let mut req = Request::new(());
-        assert_eq!(
-            check_token("s3cret-s3cret-s3cret", &req)
-                .unwrap_err()
-                .code(),
-            tonic::Code::Unauthenticated
-        );
-        req.metadata_mut()
-            .insert("authorization", "Bearer nope".parse().unwrap());
-        let e = check_token("s3cret-s3cret-s3cret", &req).unwrap_err();
-        assert_eq!(e.message(), "wrong token");
-        req.metadata_mut().insert(
-            "authorization",
-            "Bearer s3cret-s3cret-s3cret".parse().unwrap(),
-        );
-        assert!(check_token("s3cret-s3cret-s3cret", &req).is_ok());
-    }
-
-    #[test]
-    fn token_files_and_allowed_paths() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("token");
-        std::fs::write(&f, "short\n").unwrap();
-        assert!(read_token(&f).unwrap_err().contains("at least 16"));
-        std::fs::write(&f, "0123456789abcdef\x070123\n").unwrap();
-        assert!(read_token(&f).is_err(), "control characters are refused");
-        std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
-        assert_eq!(read_token(&f).unwrap(), "0123456789abcdef0123");
-        assert!(AgentConfig::new(&f, &[])
-            .unwrap_err()
-            .contains("--allow-path"));
-        let inside = dir.path().join("bench");
-        std::fs::create_dir(&inside).unwrap();
-        let cfg = AgentConfig::new(&f, std::slice::from_ref(&inside)).unwrap();
-        assert!(cfg.allowed(&inside).is_ok());
-        // `..` and symbolic links are resolved before the check.
-        assert!(cfg.allowed(&inside.join("..")).is_err());
-        std::os::unix::fs::symlink(dir.path(), inside.join("escape")).unwrap();
-        let err = cfg.allowed(&inside.join("escape")).unwrap_err();
-        assert!(
-            err.contains("outside this agent's --allow-path list"),
-            "{err}"
-        );
-        assert!(cfg.allowed(Path::new("/does/not/exist")).is_err());
-    }
 }

@@ -1,0 +1,289 @@
+//! Validation's planning: which backend each job gets, and where each job's workers do their
+//! I/O (files of a run directory, an existing file or device, or nothing for null load).
+
+use std::collections::BTreeMap;
+
+use stormark_engine::{io_uring_available, io_uring_depth_ok, Backend};
+use stormark_probe::{target_media, TargetKind};
+use stormark_spec::units::format_size;
+use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE_SIZE};
+use stormark_stats::{Finding, Severity, Target};
+
+use super::specs::JobRun;
+use super::workspace::{PlannedFile, Workspace};
+use super::{human, limits, push_once, rules, LocalAgent, Where};
+use crate::agent::{AgentError, Validated};
+
+impl LocalAgent {
+    pub(super) fn resolve_backend(
+        &self,
+        job: &Job,
+        notes: &mut Vec<String>,
+    ) -> Result<Backend, AgentError> {
+        let backend = match job.engine {
+            EngineChoice::Null => Backend::Null,
+            EngineChoice::Psync => Backend::Psync,
+            EngineChoice::IoUring => match io_uring_available() {
+                Ok(()) => Backend::IoUring,
+                Err(e) => {
+                    return Err(AgentError::Refused(format!(
+                        "--engine io_uring: not available here ({e}); use --engine psync or auto"
+                    )))
+                }
+            },
+            EngineChoice::Auto => match io_uring_available() {
+                Ok(()) => Backend::IoUring,
+                Err(e) => {
+                    push_once(
+                        notes,
+                        format!("engine auto: io_uring is not available ({e}); using psync"),
+                    );
+                    Backend::Psync
+                }
+            },
+        };
+        if backend == Backend::IoUring && job.iodepth > 4 {
+            io_uring_depth_ok(job.iodepth).map_err(|e| {
+                AgentError::Refused(format!(
+                    "job {}: --iodepth {}: this kernel refuses an io_uring of that depth ({e}); lower --iodepth",
+                    job.name, job.iodepth
+                ))
+            })?;
+        }
+        if backend == Backend::Psync && job.iodepth > 1 {
+            push_once(notes, format!("job {}: psync does one I/O at a time per job; iodepth {} is ignored (use --engine io_uring for queue depth)", job.name, job.iodepth));
+        }
+        Ok(backend)
+    }
+
+    pub(super) fn plan_dir(
+        &mut self,
+        workload: &Workload,
+        stages: &[Vec<(Job, Backend)>],
+        validated: &mut Validated,
+    ) -> Result<(), AgentError> {
+        let target = self.opts.path.clone();
+        let mut ws = if self.opts.reuse {
+            Workspace::reuse(&target)?
+        } else {
+            Workspace::new_in(&target)?
+        };
+        ws.journal = self.journal.clone().map(|j| (j, self.opts.keep));
+        for dir in ws.stale() {
+            validated.notes.push(format!(
+                "{dir}: a run directory of an earlier run whose process is gone (kept, or left by a crash); run on it with --reuse, or remove it"
+            ));
+        }
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        self.stages.clear();
+        for stage in stages {
+            let mut runs = Vec::new();
+            for (k, (job, backend)) in stage.iter().enumerate() {
+                let align = job.bs_align.max(4096);
+                let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
+                let len = size / align * align;
+                if len < job.bs.max {
+                    return Err(AgentError::Refused(format!(
+                        "--size {}: too small for --bs {} once rounded down to whole {} blocks",
+                        format_size(size),
+                        job.bs,
+                        format_size(align)
+                    )));
+                }
+                let mut worker_files = Vec::new();
+                for w in 0..job.jobs {
+                    let mut list = Vec::new();
+                    for f in 0..job.files {
+                        let name = format!("j{k}.w{w}.f{f}");
+                        let i = *index.entry(name.clone()).or_insert_with(|| {
+                            ws.files.push(PlannedFile {
+                                name,
+                                size: 0,
+                                needs_data: false,
+                                exists: false,
+                                prepared: false,
+                                id: None,
+                            });
+                            ws.files.len() - 1
+                        });
+                        let pf = &mut ws.files[i];
+                        if *backend != Backend::Null {
+                            pf.size = pf.size.max(len);
+                            pf.needs_data |= job.read_pct() > 0 || workload.prepare;
+                        }
+                        list.push(i);
+                    }
+                    worker_files.push(list);
+                }
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend: *backend,
+                    direct: false,
+                    worker_files,
+                    len,
+                });
+            }
+            self.stages.push(runs);
+        }
+        // Files only null jobs touch are never created.
+        if ws.reused() {
+            ws.check_reuse()?;
+        }
+        let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
+        let (total, avail, used) = ws.space()?;
+        if needed > avail {
+            return Err(AgentError::Refused(format!(
+                "{}: the working set needs {} but only {} is free; lower --size, --files or --jobs",
+                target.display(),
+                human(needed),
+                human(avail)
+            )));
+        }
+        let pct = if total == 0 {
+            0.0
+        } else {
+            (used + needed) as f64 * 100.0 / total as f64
+        };
+        if pct > 80.0 {
+            validated.findings.push(Finding {
+                severity: Severity::Warning,
+                code: "filesystem-nearly-full".into(),
+                message: format!("the working set brings {} to {pct:.0}% full", target.display()),
+                evidence: serde_json::json!({ "needed_bytes": needed, "free_bytes": avail, "size_bytes": total, "used_pct_after": pct }),
+                advice: "Filesystems slow down as they fill (fragmentation, allocator search); results may be lower than on an emptier filesystem. Lower --size or free space.".into(),
+            });
+        }
+        let media = target_media(&target);
+        validated.target = Some(Target {
+            path: target.display().to_string(),
+            kind: "directory".into(),
+            run_dir: Some(ws.path().display().to_string()),
+            kept: self.opts.keep || self.opts.reuse,
+            device: media.device,
+            fs_type: media.fs_type,
+        });
+        self.place = Some(Where::Dir(ws));
+        Ok(())
+    }
+
+    pub(super) fn plan_existing(
+        &mut self,
+        workload: &Workload,
+        stages: &[Vec<(Job, Backend)>],
+        kind: &TargetKind,
+        validated: &mut Validated,
+    ) -> Result<(), AgentError> {
+        let path = self.opts.path.clone();
+        let shown = path.display().to_string();
+        if self.opts.reuse {
+            return Err(AgentError::Refused(format!(
+                "--reuse {shown}: expected the run directory a --keep run printed"
+            )));
+        }
+        let writes = stages
+            .iter()
+            .flatten()
+            .any(|(j, b)| j.read_pct() < 100 && *b != Backend::Null);
+        let (total, block, lbs) = match kind {
+            TargetKind::File { len } => (*len, false, 512),
+            TargetKind::BlockDevice {
+                size,
+                logical_block,
+                ..
+            } => (*size, true, *logical_block),
+            TargetKind::Directory => unreachable!("directories are planned by plan_dir"),
+        };
+        let id = rules::check_existing(&self.opts, &path, kind, writes)?;
+        if workload.prepare {
+            validated
+                .notes
+                .push(format!("--prepare skipped: {shown} already holds data"));
+        }
+        self.stages.clear();
+        for stage in stages {
+            let mut runs = Vec::new();
+            for (job, backend) in stage {
+                let align = job.bs_align.max(if block { lbs } else { 512 });
+                if let Some(size) = job.size.filter(|&s| s > total) {
+                    push_once(
+                        &mut validated.notes,
+                        format!(
+                            "job {}: --size {} is larger than {shown} ({}); capped to its size",
+                            job.name,
+                            format_size(size),
+                            format_size(total)
+                        ),
+                    );
+                }
+                let len = job.size.unwrap_or(total).min(total) / align * align;
+                if len < job.bs.max {
+                    return Err(AgentError::Refused(format!(
+                        "{shown}: holds {} bytes, less than one block of {} (--bs)",
+                        total,
+                        format_size(job.bs.max)
+                    )));
+                }
+                if block
+                    && job.direct != Direct::No
+                    && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0)
+                {
+                    return Err(AgentError::Refused(format!(
+                        "--bs {}: {shown} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)",
+                        job.bs
+                    )));
+                }
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend: *backend,
+                    direct: false,
+                    worker_files: vec![Vec::new(); job.jobs as usize],
+                    len,
+                });
+            }
+            self.stages.push(runs);
+        }
+        let media = target_media(&path);
+        validated.target = Some(Target {
+            path: shown,
+            kind: kind.kind_name().into(),
+            run_dir: None,
+            kept: false,
+            device: media.device,
+            fs_type: media.fs_type,
+        });
+        self.place = Some(Where::Existing { path, id });
+        Ok(())
+    }
+
+    /// A workload whose jobs need no target (null load): workers without files.
+    pub(super) fn plan_without_target(
+        &mut self,
+        workload: &Workload,
+        v: &mut Validated,
+    ) -> Result<(), AgentError> {
+        self.stages.clear();
+        for stage in workload.stages() {
+            let mut runs = Vec::new();
+            let mut needs = Vec::new();
+            for job in stage {
+                let backend = self.resolve_backend(job, &mut v.notes)?;
+                needs.push(limits::Need::of(job, backend));
+                let align = job.bs_align.max(1);
+                runs.push(JobRun {
+                    job: job.clone(),
+                    backend,
+                    direct: false,
+                    worker_files: vec![Vec::new(); job.jobs as usize],
+                    len: (job.size.unwrap_or(DEFAULT_FILE_SIZE) / align * align).max(job.bs.max),
+                });
+            }
+            limits::check_stage(&needs, true)?;
+            self.stages.push(runs);
+        }
+        self.place = None;
+        v.stages = (0..self.stages.len())
+            .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
+            .collect();
+        Ok(())
+    }
+}
