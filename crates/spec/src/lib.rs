@@ -21,9 +21,11 @@
 //! ```
 #![warn(missing_docs)]
 
+mod choices;
 mod error;
 mod expect;
 mod jobfile;
+mod options;
 mod profiles;
 mod search;
 pub mod units;

@@ -1,0 +1,200 @@
+//! The enumerated choices of a job: I/O pattern, block size, direct I/O, load kind, engine.
+
+use std::fmt;
+
+use crate::units::{format_size, parse_size};
+
+/// The I/O pattern, with fio's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Sequential mixed reads and writes (`rw`, `readwrite`).
+    ReadWrite,
+    /// Random mixed reads and writes.
+    RandRw,
+}
+
+impl Rw {
+    /// The name fio uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::ReadWrite => "rw",
+            Rw::RandRw => "randrw",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Rw> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::ReadWrite,
+            "randrw" => Rw::RandRw,
+            _ => return None,
+        })
+    }
+
+    /// Whether the pattern is random by default.
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+
+    /// The share of reads, in percent, given the `rwmixread` of mixed patterns.
+    pub fn read_pct(self, rwmixread: u8) -> u8 {
+        match self {
+            Rw::Read | Rw::RandRead => 100,
+            Rw::Write | Rw::RandWrite => 0,
+            Rw::ReadWrite | Rw::RandRw => rwmixread,
+        }
+    }
+}
+
+impl fmt::Display for Rw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Block size: fixed (`min == max`) or a range from which each I/O draws, aligned to `bs_align`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockSize {
+    /// Smallest I/O size in bytes.
+    pub min: u64,
+    /// Largest I/O size in bytes.
+    pub max: u64,
+}
+
+impl BlockSize {
+    pub(crate) fn parse(s: &str) -> Option<BlockSize> {
+        match s.split_once('-') {
+            Some((a, b)) => Some(BlockSize {
+                min: parse_size(a)?,
+                max: parse_size(b)?,
+            }),
+            None => parse_size(s).map(|n| BlockSize { min: n, max: n }),
+        }
+    }
+}
+
+impl fmt::Display for BlockSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.min == self.max {
+            write!(f, "{}", format_size(self.min))
+        } else {
+            write!(f, "{}-{}", format_size(self.min), format_size(self.max))
+        }
+    }
+}
+
+/// Whether I/O bypasses the page cache (`O_DIRECT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direct {
+    /// Always `O_DIRECT`; a filesystem that refuses it is an error.
+    Yes,
+    /// Buffered I/O through the page cache (fio's default).
+    No,
+    /// `O_DIRECT` where the filesystem allows it, else buffered, and the run says so.
+    Auto,
+}
+
+impl Direct {
+    pub(crate) fn parse(s: &str) -> Option<Direct> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Direct::Yes,
+            "0" | "false" | "no" | "off" => Direct::No,
+            "auto" => Direct::Auto,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Direct::Yes => "true",
+            Direct::No => "false",
+            Direct::Auto => "auto",
+        }
+    }
+}
+
+/// What a job loads: the kind decides what its target is and which engine backends can run
+/// it. File and block load now; object (S3), network and metadata load take their place here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadKind {
+    /// Files in a run directory, an existing file or a block device.
+    #[default]
+    File,
+    /// No target at all: every request completes at once (the tool's own cost, and the proof
+    /// that the coordinator and agents carry any kind of load).
+    Null,
+}
+
+impl LoadKind {
+    /// The name as typed (`kind = "file"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::File => "file",
+            LoadKind::Null => "null",
+        }
+    }
+
+    /// Parses `file` or `null`.
+    pub fn parse(s: &str) -> Option<LoadKind> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "file" | "block" => LoadKind::File,
+            "null" => LoadKind::Null,
+            _ => return None,
+        })
+    }
+
+    /// Whether jobs of this kind need a target (a path) on each host.
+    pub fn needs_target(self) -> bool {
+        self == LoadKind::File
+    }
+}
+
+/// Which I/O engine to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// io_uring where the kernel allows it, else psync.
+    Auto,
+    /// Linux io_uring, `iodepth` I/Os in flight per job.
+    IoUring,
+    /// `pread`/`pwrite`, one I/O at a time per job (fio's psync).
+    Psync,
+    /// No I/O at all: measures stormark's own overhead (fio's `null`).
+    Null,
+}
+
+impl EngineChoice {
+    /// The name as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineChoice::Auto => "auto",
+            EngineChoice::IoUring => "io_uring",
+            EngineChoice::Psync => "psync",
+            EngineChoice::Null => "null",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<EngineChoice> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => EngineChoice::Auto,
+            "io_uring" | "io-uring" | "uring" => EngineChoice::IoUring,
+            "psync" | "sync" | "pvsync" => EngineChoice::Psync,
+            "null" => EngineChoice::Null,
+            _ => return None,
+        })
+    }
+}

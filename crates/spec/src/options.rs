@@ -1,0 +1,358 @@
+//! A job's options as typed ([`JobOpts`]): every key's parser, fio's spellings, layering, and
+//! resolution into a validated [`Job`].
+
+use std::time::Duration;
+
+use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
+use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
+use crate::units::{
+    format_size, parse_duration, parse_percent, parse_size, DURATION_FORM, PERCENT_FORM, SIZE_FORM,
+};
+use crate::workload::Job;
+use crate::SpecError;
+
+/// Where a value came from, so that an error names it as the user wrote it.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A command-line flag: errors say `--bs 4kk: ...`.
+    Flag,
+    /// A key in a job file or profile: errors say `bs in <context> = 4kk: ...`.
+    Key(&'a str),
+}
+
+/// The keys a job accepts, in job files and as `set` keys; fio's spellings are accepted as
+/// aliases (`numjobs`, `runtime`, `blocksize`, `readwrite`, `ioengine`, ...).
+pub const JOB_KEYS: &[&str] = &[
+    "kind",
+    "name",
+    "group",
+    "rw",
+    "rwmixread",
+    "random_pct",
+    "bs",
+    "bs_align",
+    "iodepth",
+    "jobs",
+    "files",
+    "size",
+    "time",
+    "io_total",
+    "direct",
+    "engine",
+    "ramp",
+    "invalidate",
+    "iodepth_batch",
+    "iodepth_batch_complete",
+    "rate_iops",
+    "steady_state",
+];
+
+/// One job's options as given: every field optional, so that a profile, a job file's defaults,
+/// a `[[job]]` section and command-line flags can be layered with [`JobOpts::overlay`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobOpts {
+    /// What the job loads.
+    pub kind: Option<LoadKind>,
+    /// Job name, used in reports and file names.
+    pub name: Option<String>,
+    /// Jobs sharing a group run at the same time.
+    pub group: Option<String>,
+    /// I/O pattern.
+    pub rw: Option<Rw>,
+    /// Share of reads in mixed patterns, percent.
+    pub rwmixread: Option<u8>,
+    /// Share of random I/O in one stream, percent (fio's `percentage_random`).
+    pub random_pct: Option<u8>,
+    /// Block size or range.
+    pub bs: Option<BlockSize>,
+    /// Alignment of offsets and of sizes drawn from a range.
+    pub bs_align: Option<u64>,
+    /// I/Os in flight per job.
+    pub iodepth: Option<u32>,
+    /// Parallel workers (fio's `numjobs`).
+    pub jobs: Option<u32>,
+    /// Files per worker.
+    pub files: Option<u32>,
+    /// Bytes per file (or the part of a file or device used).
+    pub size: Option<u64>,
+    /// Measured duration.
+    pub time: Option<Duration>,
+    /// Stop each worker after this many bytes (fio's `io_size`).
+    pub io_total: Option<u64>,
+    /// `O_DIRECT`.
+    pub direct: Option<Direct>,
+    /// I/O engine.
+    pub engine: Option<EngineChoice>,
+    /// Warm-up excluded from results.
+    pub ramp: Option<Duration>,
+    /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
+    pub invalidate: Option<bool>,
+    /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
+    pub iodepth_batch: Option<u32>,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
+    pub iodepth_batch_complete: Option<u32>,
+    /// Open loop: total I/Os per second of the job, over all its workers and hosts.
+    pub rate_iops: Option<u32>,
+    /// `steady_state`.
+    pub steady_state: Option<SteadyState>,
+}
+
+impl JobOpts {
+    /// Sets one option from its text form. `key` is a job key or a fio alias; the error names
+    /// the option as the user wrote it (`source`) and the accepted form.
+    pub fn set(&mut self, key: &str, value: &str, source: Source<'_>) -> Result<(), SpecError> {
+        let canonical = canonical_key(key).ok_or_else(|| SpecError::Invalid {
+            option: label(key, source),
+            value: value.to_string(),
+            expected: format!("a known key, one of {}", JOB_KEYS.join(", ")),
+        })?;
+        let bad = |expected: &str| SpecError::invalid(&label(key, source), value, expected);
+        let count = |max: u32| -> Result<u32, SpecError> {
+            match value.trim().parse::<u32>() {
+                Ok(n) if (1..=max).contains(&n) => Ok(n),
+                _ => Err(bad(&format!("a whole number from 1 to {max}"))),
+            }
+        };
+        match canonical {
+            "kind" => self.kind = Some(LoadKind::parse(value).ok_or_else(|| bad("file or null"))?),
+            "name" | "group" => {
+                let ok = !value.is_empty()
+                    && value.len() <= 64
+                    && value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+                if !ok {
+                    return Err(bad(
+                        "a name of letters, digits, '-', '_' and '.', at most 64",
+                    ));
+                }
+                if canonical == "name" {
+                    self.name = Some(value.to_string());
+                } else {
+                    self.group = Some(value.to_string());
+                }
+            }
+            "rw" => {
+                self.rw =
+                    Some(Rw::parse(value).ok_or_else(|| {
+                        bad("one of read, write, randread, randwrite, rw, randrw")
+                    })?)
+            }
+            "rwmixread" => {
+                self.rwmixread = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
+            }
+            "random_pct" => {
+                self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
+            }
+            "bs" => {
+                self.bs = Some(BlockSize::parse(value).ok_or_else(|| {
+                    bad("a size such as 4k, 64KiB or 1m, or a range such as 4k-64k")
+                })?)
+            }
+            "bs_align" => self.bs_align = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "iodepth" => self.iodepth = Some(count(4096)?),
+            "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
+            "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
+            "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
+            "steady_state" => {
+                self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
+            }
+            "jobs" => self.jobs = Some(count(4096)?),
+            "files" => self.files = Some(count(65536)?),
+            "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "direct" => {
+                self.direct = Some(Direct::parse(value).ok_or_else(|| bad("true, false or auto"))?)
+            }
+            "engine" => {
+                self.engine = Some(
+                    EngineChoice::parse(value)
+                        .ok_or_else(|| bad("one of auto, io_uring, psync, null"))?,
+                )
+            }
+            "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "invalidate" => {
+                self.invalidate = Some(match value.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err(bad("true or false (1 or 0)")),
+                })
+            }
+            _ => unreachable!("canonical_key returns only JOB_KEYS"),
+        }
+        Ok(())
+    }
+
+    /// Layers `top` over `self`: every option set in `top` wins.
+    pub fn overlay(&self, top: &JobOpts) -> JobOpts {
+        macro_rules! pick {
+            ($($f:ident),*) => { JobOpts { $($f: top.$f.clone().or_else(|| self.$f.clone()),)* } };
+        }
+        pick!(
+            kind,
+            name,
+            group,
+            rw,
+            rwmixread,
+            random_pct,
+            bs,
+            bs_align,
+            iodepth,
+            jobs,
+            files,
+            size,
+            time,
+            io_total,
+            direct,
+            engine,
+            ramp,
+            invalidate,
+            iodepth_batch,
+            iodepth_batch_complete,
+            rate_iops,
+            steady_state
+        )
+    }
+
+    /// Fills defaults and checks the options against each other. `default_name` names a job
+    /// that has no `name`.
+    pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
+        let rw = self.rw.unwrap_or(Rw::Read);
+        let bs = self.bs.unwrap_or(BlockSize {
+            min: 4096,
+            max: 4096,
+        });
+        let shown_bs = bs.to_string();
+        if bs.min == 0 || bs.min > bs.max {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a size above zero, or a range low-high with low <= high",
+            ));
+        }
+        if bs.max > 1 << 30 {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a block size of at most 1g",
+            ));
+        }
+        let bs_align = self.bs_align.unwrap_or(bs.min);
+        if bs_align == 0 || bs_align > bs.min {
+            return Err(SpecError::invalid(
+                "--bs-align",
+                &format_size(bs_align),
+                format!(
+                    "a size above zero and at most the smallest block size ({})",
+                    format_size(bs.min)
+                ),
+            ));
+        }
+        let direct = self.direct.unwrap_or(Direct::No);
+        if direct != Direct::No
+            && (bs.min % 512 != 0 || bs_align % 512 != 0 || (bs.max - bs.min) % 512 != 0)
+        {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "multiples of 512 bytes (and --bs-align a multiple of 512) with --direct; or use --buffered",
+            ));
+        }
+        if let Some(size) = self.size {
+            if size < bs.max {
+                return Err(SpecError::invalid(
+                    "--size",
+                    &format_size(size),
+                    format!(
+                        "a size of at least the block size ({})",
+                        format_size(bs.max)
+                    ),
+                ));
+            }
+        }
+        if self.time == Some(Duration::ZERO) {
+            return Err(SpecError::invalid(
+                "--time",
+                "0",
+                "a duration above zero, such as 30s",
+            ));
+        }
+        if self.io_total == Some(0) {
+            return Err(SpecError::invalid(
+                "--io-total",
+                "0",
+                "a size above zero, such as 1g",
+            ));
+        }
+        let kind = self.kind.unwrap_or_default();
+        let engine = match kind {
+            LoadKind::Null => EngineChoice::Null,
+            LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
+        };
+        Ok(Job {
+            kind,
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| default_name.to_string()),
+            group: self.group.clone(),
+            rw,
+            rwmixread: self.rwmixread.unwrap_or(50),
+            random_pct: self
+                .random_pct
+                .unwrap_or(if rw.is_random() { 100 } else { 0 }),
+            bs,
+            bs_align,
+            iodepth: self.iodepth.unwrap_or(1),
+            jobs: self.jobs.unwrap_or(1),
+            files: self.files.unwrap_or(1),
+            size: self.size,
+            time: self.time,
+            io_total: self.io_total,
+            direct,
+            engine,
+            ramp: self.ramp.unwrap_or(Duration::ZERO),
+            invalidate: self.invalidate.unwrap_or(true),
+            iodepth_batch: self.iodepth_batch.unwrap_or(1),
+            iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            rate_iops: self.rate_iops,
+            steady_state: self.steady_state,
+        })
+    }
+}
+
+/// The job key an option name stands for, in any of the spellings fio or stormark accept
+/// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.
+pub fn canonical_key(key: &str) -> Option<&'static str> {
+    let k = key
+        .trim()
+        .trim_start_matches("--")
+        .replace('-', "_")
+        .to_ascii_lowercase();
+    let alias = match k.as_str() {
+        "readwrite" => "rw",
+        "blocksize" | "bsrange" | "blocksize_range" => "bs",
+        "blockalign" | "ba" => "bs_align",
+        "numjobs" => "jobs",
+        "nrfiles" => "files",
+        "filesize" => "size",
+        "runtime" => "time",
+        "io_size" | "io_limit" => "io_total",
+        "ioengine" => "engine",
+        "ramp_time" => "ramp",
+        "iodepth_batch_submit" => "iodepth_batch",
+        "iodepth_batch_complete_max" => "iodepth_batch_complete",
+        "percentage_random" => "random_pct",
+        "steadystate" | "ss" => "steady_state",
+        other => other,
+    };
+    JOB_KEYS.iter().copied().find(|k| *k == alias)
+}
+
+fn label(key: &str, source: Source<'_>) -> String {
+    match source {
+        Source::Flag => format!("--{}", key.trim_start_matches("--").replace('_', "-")),
+        Source::Key(context) => format!("{key} in {context} ="),
+    }
+}
