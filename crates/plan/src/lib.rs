@@ -2,10 +2,10 @@
 //! under a latency target, a throughput-latency curve, or a sweep over parameters, one phase
 //! at a time, each chosen after seeing what the last one measured.
 //!
-//! `plan` sits between what the user asked ([`stormark_spec::Workload`] and the shaping
-//! options) and the coordinator, which runs each [`Step`] on every agent. It does no I/O and
-//! knows no agent: the search controller ([`Search`]) is a policy checked against a queue
-//! model in its tests. Results are read from [`stormark_stats::Results`].
+//! `plan` sits between what the user asked ([`request`]: flags, job file or profile, `--auto`
+//! from this host's inventory) and the coordinator, which runs each [`Step`] on every agent.
+//! It makes no load and knows no agent: the search controller ([`Search`]) is a policy checked
+//! against a queue model in its tests. Results are read from [`stormark_stats::Results`].
 //!
 //! ```
 //! use stormark_plan::{shape, Plan, ShapeOptions};
@@ -19,10 +19,12 @@
 //! ```
 #![warn(missing_docs)]
 
+mod request;
 mod search;
 mod shape;
 mod step;
 
+pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
 pub use step::{stage_steps, Step};

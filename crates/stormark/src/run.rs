@@ -10,18 +10,16 @@ use stormark_cluster::{
     read_token, Agent, Coordinator, Live, LocalAgent, OnAgentFailure, Outcome, RemoteAgent,
     TargetOptions,
 };
-use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
 use stormark_report::{format_figure, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::units::format_size;
-use stormark_spec::{
-    parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload, PROFILES,
-};
+use stormark_spec::{Expectation, PROFILES};
 use stormark_stats::{
     check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
 };
 
+use stormark_plan::{check_agents, request, Plan, Request, RequestOptions, ShapeOptions};
+
 use crate::cli::RunArgs;
-use stormark_plan::{check_agents, shape, Plan, Shape, ShapeOptions};
 
 /// A mistake in what the user asked for: exit 2, before any load.
 #[derive(Debug)]
@@ -59,165 +57,61 @@ pub fn main(args: RunArgs) -> i32 {
     }
 }
 
-/// What the command line asks for, resolved: the workload, where, and what `--auto` chose.
-struct Request {
-    workload: Workload,
-    target: PathBuf,
-    /// Whether TARGET (or the job file's target) was given, rather than the current directory.
-    target_given: bool,
-    auto: Vec<String>,
-    expect: Vec<Expectation>,
-    shape: Shape,
+/// The command line as the plan reads it; the job file is read here.
+fn request_options(args: &RunArgs) -> Result<RequestOptions> {
+    let job_file = match &args.job {
+        Some(path) => {
+            let shown = path.display().to_string();
+            if path.extension().is_some_and(|e| e == "fio") {
+                return Err(user(format!(
+                    "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
+                )));
+            }
+            let text = read_limited(path, JOB_FILE_LIMIT)
+                .map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
+            Some((shown, text))
+        }
+        None => None,
+    };
+    Ok(RequestOptions {
+        flags: args.workload_flags(),
+        expect: args.expect.clone(),
+        shape: ShapeOptions {
+            target_latency: args.target_latency.clone(),
+            curve: args.curve.clone(),
+            sweep: args.sweep.clone(),
+            step_time: args.step_time.clone(),
+            search_steps: args.search_steps.clone(),
+            repeat: args.repeat.is_some(),
+        },
+        job_file,
+        profile: args.profile.clone(),
+        target: args.target.clone(),
+        current_dir: std::env::current_dir().context("cannot find the current directory")?,
+        auto: args.auto,
+        distributed: args.agents.is_some() || args.agents_file.is_some(),
+        reuse: args.reuse,
+        prepare: args.prepare,
+    })
 }
 
-/// Builds the workload from a job file or profile plus flags (and `--auto` between them).
-fn request(args: &RunArgs) -> Result<Request> {
-    let flags = args.workload_flags();
-    let mut cli = JobOpts::default();
-    for (key, value) in &flags {
-        cli.set(key, value, Source::Flag)
-            .map_err(|e| user(e.to_string()))?;
-    }
-    let expect = match &args.expect {
-        Some(text) => parse_expect(text).map_err(|e| user(e.to_string()))?,
-        None => Vec::new(),
-    };
-    let shape = shape(&ShapeOptions {
-        target_latency: args.target_latency.clone(),
-        curve: args.curve.clone(),
-        sweep: args.sweep.clone(),
-        step_time: args.step_time.clone(),
-        search_steps: args.search_steps.clone(),
-        repeat: args.repeat.is_some(),
-    })
-    .map_err(user)?;
-    let file: JobFile = if let Some(path) = &args.job {
-        let shown = path.display().to_string();
-        if path.extension().is_some_and(|e| e == "fio") {
-            return Err(user(format!(
-                "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
-        stormark_spec::parse_job_file(&text, &shown).map_err(|e| user(e.to_string()))?
-    } else if let Some(name) = &args.profile {
-        profile(name).map_err(|e| user(e.to_string()))?
-    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
-        // (A search, curve or sweep with no workload flags shapes the default job instead:
-        // they run one job.)
-        profile("quick").expect("the quick profile ships with the binary")
-    } else {
-        JobFile::default()
-    };
-    let given = args
-        .target
-        .clone()
-        .or(file.target.clone().map(PathBuf::from));
-    let target_given = given.is_some();
-    let target = match given {
-        Some(t) => t,
-        None => std::env::current_dir().context("cannot find the current directory")?,
-    };
-    if args.auto && (args.agents.is_some() || args.agents_file.is_some()) {
-        return Err(user(
-            "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size",
-        ));
-    }
-    if !matches!(shape, Shape::Plain) && file.jobs.len() > 1 {
-        return Err(user(format!(
-            "--target-latency, --curve and --sweep run one job; {} has {} (keep one, or give the job as flags)",
-            args.job.as_ref().map_or_else(|| "the profile".to_string(), |p| p.display().to_string()),
-            file.jobs.len()
+/// The largest job file read (a job file is a few kilobytes; this bounds a mistaken path).
+const JOB_FILE_LIMIT: u64 = 16 << 20;
+
+/// Reads a text file of at most `limit` bytes.
+fn read_limited(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let n = std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if n as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than {}; not a job file",
+            format_size(limit)
         )));
     }
-    let several = file.jobs.len() > 1;
-    let sections = if file.jobs.is_empty() {
-        vec![JobOpts::default()]
-    } else {
-        file.jobs.clone()
-    };
-    let auto_input = args.auto.then(|| {
-        (
-            Inventory::collect(),
-            SizingInput::for_target(&target, args.reuse),
-        )
-    });
-    let mut auto_reasons = Vec::new();
-    let mut jobs = Vec::new();
-    for (i, section) in sections.iter().enumerate() {
-        let asked = file.defaults.overlay(section).overlay(&cli);
-        let mut auto = JobOpts::default();
-        if let Some((inv, input)) = &auto_input {
-            let input = SizingInput {
-                files_per_job: asked.files.unwrap_or(1),
-                ..input.clone()
-            };
-            let sizing = auto_size(inv, &input);
-            auto.jobs = Some(sizing.jobs);
-            auto.iodepth = Some(sizing.iodepth);
-            auto.size = sizing.size;
-            if i == 0 {
-                auto_reasons = explain_auto(&sizing, &cli);
-            }
-        }
-        let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
-        let default_name = if several {
-            format!("job{}", i + 1)
-        } else {
-            format!(
-                "{}-{}",
-                opts.rw.map_or("read", |r| r.name()),
-                opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
-            )
-        };
-        let mut job = opts.resolve(&default_name).map_err(|e| {
-            if several {
-                user(format!(
-                    "job {}: {e}",
-                    opts.name.as_deref().unwrap_or(&default_name)
-                ))
-            } else {
-                user(e.to_string())
-            }
-        })?;
-        shape.fit(&opts, &mut job).map_err(user)?;
-        jobs.push(job);
-    }
-    let prepare = args.prepare || file.prepare.unwrap_or(false);
-    let workload = Workload::new(jobs, prepare).map_err(|e| user(e.to_string()))?;
-    Ok(Request {
-        workload,
-        target,
-        target_given,
-        auto: auto_reasons,
-        expect,
-        shape,
-    })
-}
-
-/// `--auto`'s reasons, with the choices that flags overrode said as such.
-fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
-    sizing
-        .reasons
-        .iter()
-        .map(|r| {
-            let overridden = [
-                ("jobs ", cli.jobs.map(|v| format!("--jobs {v}"))),
-                ("iodepth ", cli.iodepth.map(|v| format!("--iodepth {v}"))),
-                (
-                    "size",
-                    cli.size.map(|v| format!("--size {}", format_size(v))),
-                ),
-            ]
-            .into_iter()
-            .find_map(|(prefix, flag)| r.starts_with(prefix).then_some(flag).flatten());
-            match overridden {
-                Some(flag) => format!("{flag} given (auto would say: {r})"),
-                None => r.clone(),
-            }
-        })
-        .collect()
+    Ok(text)
 }
 
 /// The agents of a distributed run: address and target of each.
@@ -461,7 +355,7 @@ fn run(args: RunArgs) -> Result<i32> {
         auto,
         expect,
         shape,
-    } = request(&args)?;
+    } = request(&request_options(&args)?).map_err(user)?;
     let plan = agents_plan(&args, target_given.then_some(&target))?;
     check_agents(
         &shape,

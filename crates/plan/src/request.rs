@@ -1,0 +1,183 @@
+//! The request: what the command line (or a job file or profile) asks for, resolved into a
+//! workload, its target, the shape of the run, `--expect`, and what `--auto` chose from the
+//! host's inventory.
+
+use std::path::PathBuf;
+
+use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
+use stormark_spec::units::format_size;
+use stormark_spec::{parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload};
+
+use crate::shape::{shape, Shape, ShapeOptions};
+
+/// What the command line asks for, resolved: the workload, where, and what `--auto` chose.
+pub struct Request {
+    /// The workload.
+    pub workload: Workload,
+    /// Where to run.
+    pub target: PathBuf,
+    /// Whether TARGET (or the job file's target) was given, rather than the current directory.
+    pub target_given: bool,
+    /// What `--auto` chose and why.
+    pub auto: Vec<String>,
+    /// `--expect`.
+    pub expect: Vec<Expectation>,
+    /// The shape of the run.
+    pub shape: Shape,
+}
+
+/// What the command line gave, as typed: the input of [`request`].
+#[derive(Debug, Clone, Default)]
+pub struct RequestOptions {
+    /// Workload flags as job keys and their text (`bs`, `4k`).
+    pub flags: Vec<(&'static str, String)>,
+    /// `--expect`.
+    pub expect: Option<String>,
+    /// The shaping options.
+    pub shape: ShapeOptions,
+    /// `--job`: its path as shown and its text (read by the caller).
+    pub job_file: Option<(String, String)>,
+    /// `--profile`.
+    pub profile: Option<String>,
+    /// TARGET.
+    pub target: Option<PathBuf>,
+    /// Where a run without TARGET goes: the current directory.
+    pub current_dir: PathBuf,
+    /// `--auto`.
+    pub auto: bool,
+    /// `--agents` or `--agents-file` given.
+    pub distributed: bool,
+    /// `--reuse`.
+    pub reuse: bool,
+    /// `--prepare`.
+    pub prepare: bool,
+}
+
+/// Builds the workload from a job file or profile plus flags (and `--auto` between them).
+/// Every mistake is one line for the user (exit 2).
+pub fn request(args: &RequestOptions) -> Result<Request, String> {
+    let flags = &args.flags;
+    let mut cli = JobOpts::default();
+    for (key, value) in flags {
+        cli.set(key, value, Source::Flag)
+            .map_err(|e| e.to_string())?;
+    }
+    let expect = match &args.expect {
+        Some(text) => parse_expect(text).map_err(|e| e.to_string())?,
+        None => Vec::new(),
+    };
+    let shape = shape(&args.shape)?;
+    let file: JobFile = if let Some((shown, text)) = &args.job_file {
+        stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
+    } else if let Some(name) = &args.profile {
+        profile(name).map_err(|e| e.to_string())?
+    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
+        // (A search, curve or sweep with no workload flags shapes the default job instead:
+        // they run one job.)
+        profile("quick").expect("the quick profile ships with the binary")
+    } else {
+        JobFile::default()
+    };
+    let given = args
+        .target
+        .clone()
+        .or(file.target.clone().map(PathBuf::from));
+    let target_given = given.is_some();
+    let target = given.unwrap_or_else(|| args.current_dir.clone());
+    if args.auto && args.distributed {
+        return Err(
+            "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size".into(),
+        );
+    }
+    if !matches!(shape, Shape::Plain) && file.jobs.len() > 1 {
+        return Err(format!(
+            "--target-latency, --curve and --sweep run one job; {} has {} (keep one, or give the job as flags)",
+            args.job_file.as_ref().map_or("the profile", |(shown, _)| shown.as_str()),
+            file.jobs.len()
+        ));
+    }
+    let several = file.jobs.len() > 1;
+    let sections = if file.jobs.is_empty() {
+        vec![JobOpts::default()]
+    } else {
+        file.jobs.clone()
+    };
+    let auto_input = args.auto.then(|| {
+        (
+            Inventory::collect(),
+            SizingInput::for_target(&target, args.reuse),
+        )
+    });
+    let mut auto_reasons = Vec::new();
+    let mut jobs = Vec::new();
+    for (i, section) in sections.iter().enumerate() {
+        let asked = file.defaults.overlay(section).overlay(&cli);
+        let mut auto = JobOpts::default();
+        if let Some((inv, input)) = &auto_input {
+            let input = SizingInput {
+                files_per_job: asked.files.unwrap_or(1),
+                ..input.clone()
+            };
+            let sizing = auto_size(inv, &input);
+            auto.jobs = Some(sizing.jobs);
+            auto.iodepth = Some(sizing.iodepth);
+            auto.size = sizing.size;
+            if i == 0 {
+                auto_reasons = explain_auto(&sizing, &cli);
+            }
+        }
+        let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
+        let default_name = if several {
+            format!("job{}", i + 1)
+        } else {
+            format!(
+                "{}-{}",
+                opts.rw.map_or("read", |r| r.name()),
+                opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
+            )
+        };
+        let mut job = opts.resolve(&default_name).map_err(|e| {
+            if several {
+                format!("job {}: {e}", opts.name.as_deref().unwrap_or(&default_name))
+            } else {
+                e.to_string()
+            }
+        })?;
+        shape.fit(&opts, &mut job)?;
+        jobs.push(job);
+    }
+    let prepare = args.prepare || file.prepare.unwrap_or(false);
+    let workload = Workload::new(jobs, prepare).map_err(|e| e.to_string())?;
+    Ok(Request {
+        workload,
+        target,
+        target_given,
+        auto: auto_reasons,
+        expect,
+        shape,
+    })
+}
+
+/// `--auto`'s reasons, with the choices that flags overrode said as such.
+fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
+    sizing
+        .reasons
+        .iter()
+        .map(|r| {
+            let overridden = [
+                ("jobs ", cli.jobs.map(|v| format!("--jobs {v}"))),
+                ("iodepth ", cli.iodepth.map(|v| format!("--iodepth {v}"))),
+                (
+                    "size",
+                    cli.size.map(|v| format!("--size {}", format_size(v))),
+                ),
+            ]
+            .into_iter()
+            .find_map(|(prefix, flag)| r.starts_with(prefix).then_some(flag).flatten());
+            match overridden {
+                Some(flag) => format!("{flag} given (auto would say: {r})"),
+                None => r.clone(),
+            }
+        })
+        .collect()
+}
