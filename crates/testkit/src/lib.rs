@@ -60,20 +60,8 @@ impl LoopDevice {
         std::fs::File::create(&backing)
             .and_then(|f| f.set_len(size))
             .map_err(|e| format!("backing file: {e}"))?;
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&backing)
-            .output()
-            .map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         Ok(LoopDevice {
-            path,
+            path: attach(&backing)?,
             backing,
             _dir: dir,
             mount: None,
@@ -83,19 +71,8 @@ impl LoopDevice {
     /// Attaches a second loop device to this one's backing file (detached when dropped;
     /// drop it before this one).
     pub fn attach_again(&self, base: &str) -> Result<LoopDevice, String> {
-        let out = Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&self.backing)
-            .output()
-            .map_err(|e| format!("losetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "losetup failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
         Ok(LoopDevice {
-            path: PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()),
+            path: attach(&self.backing)?,
             backing: self.backing.clone(),
             _dir: temp_dir(base),
             mount: None,
@@ -124,6 +101,22 @@ impl Drop for LoopDevice {
         }
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
     }
+}
+
+/// Attaches a loop device to `backing`; returns the device.
+fn attach(backing: &Path) -> Result<PathBuf, String> {
+    let out = Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(backing)
+        .output()
+        .map_err(|e| format!("losetup: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "losetup failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
