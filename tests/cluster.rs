@@ -791,3 +791,92 @@ fn a_null_kind_stage_runs_through_remote_agents() {
         assert!(entries(t).is_empty(), "nothing made in {}", t.display());
     }
 }
+
+/// Issue 16: docs/distributed.md's quick start, run as written: its three parts (once on the
+/// coordinator; on every host; on the coordinator) with only the host names, the root of the
+/// paths (`/etc/stormark`, `/mnt/bench` under a temp dir), the certificates the text assumes,
+/// and a shorter run (`--time 2m` → `2s`, `--size 16m`) put in.
+#[test]
+fn the_distributed_quick_start_works_as_written() {
+    let test = "the_distributed_quick_start_works_as_written";
+    if !require_tool(test, "openssl") || !require_netns(test) {
+        return;
+    }
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/distributed.md"
+    ))
+    .unwrap();
+    let block = doc
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a sh block in docs/distributed.md")
+        .replace("\\\n", " ");
+    let parts: Vec<&str> = block.trim().split("\n\n").collect();
+    assert_eq!(parts.len(), 3, "three parts in the quick start: {block}");
+    let mut net = NetCluster::new(3).unwrap();
+    let dir = temp_dir(TMP);
+    let root = dir.path().to_str().unwrap().to_string();
+    // One certificate naming every host, signed by one CA: what the text assumes exists.
+    let etc = dir.path().join("etc/stormark");
+    std::fs::create_dir_all(&etc).unwrap();
+    let sans = net.addresses.join(",IP:");
+    let (ca, cert, key) = certificates(dir.path(), &sans);
+    std::fs::rename(&cert, etc.join("agent.pem")).unwrap();
+    std::fs::rename(&key, etc.join("agent.key")).unwrap();
+    assert_eq!(
+        ca,
+        dir.path().join("ca.pem"),
+        "where the coordinator's command finds it"
+    );
+    let agents = net
+        .addresses
+        .iter()
+        .map(|a| format!("{a}:7878"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let adapt = |text: &str| {
+        text.replace("/etc/stormark", &format!("{root}/etc/stormark"))
+            .replace("/mnt/bench", &format!("{root}/mnt/bench"))
+            .replace("node1:7878,node2:7878,node3:7878", &agents)
+            .replace("--time 2m", "--time 2s --size 16m")
+            .lines()
+            .map(|l| match l.trim_start().strip_prefix("stormark ") {
+                Some(rest) if rest.starts_with("agent") => format!("exec {BIN} {rest}"),
+                Some(rest) => format!("{BIN} {rest}"),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let bash = |script: &str| {
+        let out = Command::new("bash")
+            .args(["-euc", &format!("cd {root}\n{script}")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{script}\n{}", text(&out));
+    };
+    // Once, on the coordinator: the token.
+    bash(&adapt(parts[0]));
+    // On every host: copy it in, make the directories, start the agent.
+    for i in 0..3 {
+        let script = format!("cd {root}\n{}", adapt(parts[1]));
+        let log = dir.path().join(format!("agent{i}.log"));
+        net.spawn(i, "bash", &["-euc", &script], &log).unwrap();
+    }
+    for a in &net.addresses {
+        wait_until("the agent listens", Duration::from_secs(20), || {
+            TcpStream::connect_timeout(
+                &format!("{a}:7878").parse().unwrap(),
+                Duration::from_millis(200),
+            )
+            .is_ok()
+        });
+    }
+    // On the coordinator: the run.
+    bash(&adapt(parts[2]));
+    let r = read_json(&dir.path().join("cluster.json"));
+    assert_eq!(r["status"], "ok", "{}", r["failure"]);
+    assert_eq!(run_phase(&r)["by_host"].as_object().unwrap().len(), 3);
+}

@@ -35,9 +35,48 @@ pub enum SpecError {
 impl SpecError {
     pub(crate) fn invalid(option: &str, value: &str, expected: impl Into<String>) -> Self {
         SpecError::Invalid {
-            option: option.to_string(),
-            value: value.to_string(),
+            option: shown(option),
+            value: shown(value),
             expected: expected.into(),
         }
+    }
+}
+
+/// The most characters of a value an error quotes.
+const SHOWN_MAX: usize = 80;
+
+/// A value as an error quotes it: on one line (control characters escaped) and at most
+/// [`SHOWN_MAX`] characters, so that a pasted file or a runaway argument cannot flood the
+/// terminal or split the message.
+pub fn shown(value: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in value.chars().enumerate() {
+        if n == SHOWN_MAX - 1 {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_quoted_on_one_short_line() {
+        assert_eq!(shown("4kk"), "4kk");
+        assert_eq!(shown("a\nb"), "a\\nb");
+        let long = "9".repeat(10_000);
+        let s = shown(&long);
+        assert_eq!(s.chars().count(), SHOWN_MAX);
+        assert!(s.ends_with('…'));
+        let e = SpecError::invalid("--bs", &long, "a size").to_string();
+        assert!(e.len() < 200 && !e.contains('\n'), "{e}");
     }
 }

@@ -31,7 +31,7 @@ mod search;
 pub mod units;
 mod workload;
 
-pub use error::SpecError;
+pub use error::{shown, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};

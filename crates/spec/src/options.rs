@@ -101,10 +101,12 @@ impl JobOpts {
     /// Sets one option from its text form. `key` is a job key or a fio alias; the error names
     /// the option as the user wrote it (`source`) and the accepted form.
     pub fn set(&mut self, key: &str, value: &str, source: Source<'_>) -> Result<(), SpecError> {
-        let canonical = canonical_key(key).ok_or_else(|| SpecError::Invalid {
-            option: label(key, source),
-            value: value.to_string(),
-            expected: format!("a known key, one of {}", JOB_KEYS.join(", ")),
+        let canonical = canonical_key(key).ok_or_else(|| {
+            SpecError::invalid(
+                &label(key, source),
+                value,
+                format!("a known key, one of {}", JOB_KEYS.join(", ")),
+            )
         })?;
         let bad = |expected: &str| SpecError::invalid(&label(key, source), value, expected);
         let count = |max: u32| -> Result<u32, SpecError> {
