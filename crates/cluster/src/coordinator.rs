@@ -156,6 +156,8 @@ impl Coordinator {
     ) -> Outcome {
         let start = Instant::now();
         let start_wall = SystemTime::now();
+        // Every `*_ns` offset of the document counts from this instant: `started_at` says it.
+        results.started_at = stormark_stats::format_rfc3339(start_wall);
         results.hosts = self
             .agents
             .iter()
