@@ -423,7 +423,9 @@ fn a_cut_link_is_detected_and_others_continue() {
     wait_until("both agents to run", Duration::from_secs(15), || {
         s.targets.iter().all(|t| !entries(t).is_empty())
     });
-    std::thread::sleep(Duration::from_secs(2));
+    // Past the preparation, the clock measurement and the first whole second of the stage,
+    // with room for a loaded machine, so that host 1 has figures of its own before the cut.
+    std::thread::sleep(Duration::from_secs(3));
     let cut_at = now_ns();
     s.net.cut(1).unwrap();
     let out = coordinator.wait_with_output().unwrap();

@@ -361,9 +361,7 @@ impl RemoteAgent {
                     Some(event::Kind::Finished(f)) => {
                         notes = f.notes;
                         let jobs: Vec<PhaseJob> =
-                            serde_json::from_str(&f.jobs_json).map_err(|e| {
-                                AgentError::Failed(format!("agent {address}: bad jobs: {e}"))
-                            })?;
+                            f.jobs.into_iter().map(crate::wire::decode_job).collect();
                         return Ok(jobs);
                     }
                 }
@@ -489,10 +487,8 @@ impl Agent for RemoteAgent {
             .block_on(client.validate(req))
             .map_err(|s| agent_error(&self.address, s))?
             .into_inner();
-        self.workers = reply.stages.into_iter().map(|s| s.workers).collect();
-        let mut v: Validated = serde_json::from_str(&reply.validated_json).map_err(|e| {
-            AgentError::Failed(format!("agent {}: bad validation reply: {e}", self.address))
-        })?;
+        self.workers = reply.stages.iter().map(|s| s.workers.clone()).collect();
+        let mut v: Validated = crate::wire::decode_validated(reply);
         for n in &mut v.notes {
             *n = format!("{}: {n}", self.address);
         }
@@ -521,11 +517,11 @@ impl Agent for RemoteAgent {
             stage: index as u32,
             // The named start, on the agent's clock.
             start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
-            jobs: load.jobs.unwrap_or(0),
-            iodepth: load.iodepth.unwrap_or(0),
-            rate_iops: load.rate_iops.unwrap_or(0.0),
-            bs: load.bs.unwrap_or(0),
-            size: load.size.unwrap_or(0),
+            jobs: load.jobs,
+            iodepth: load.iodepth,
+            rate_iops: load.rate_iops,
+            bs: load.bs,
+            size: load.size,
         };
         self.pump(async move { client.run_stage(req).await }, on_event)
     }

@@ -231,7 +231,7 @@ impl AgentService {
                 _ if terminating.load(Ordering::Relaxed) => Err(Status::aborted(TERMINATED)),
                 Ok(jobs) => Ok(pb::Event {
                     kind: Some(event::Kind::Finished(pb::Finished {
-                        jobs_json: serde_json::to_string(&jobs).expect("jobs serialize"),
+                        jobs: jobs.iter().map(crate::wire::encode_job).collect(),
                         notes: agent.take_notes(),
                     })),
                 }),
@@ -417,10 +417,9 @@ impl AgentRpc for AgentService {
                 ))
             }
         }
-        Ok(Response::new(pb::ValidateReply {
-            validated_json: serde_json::to_string(&validated).expect("validation serializes"),
-            stages,
-        }))
+        Ok(Response::new(crate::wire::encode_validated(
+            &validated, stages,
+        )))
     }
 
     type PrepareStream = EventStream;
@@ -442,11 +441,11 @@ impl AgentRpc for AgentService {
         let stage = req.stage as usize;
         let start_at = (req.start_at_unix_ns > 0).then(|| from_unix_ns(req.start_at_unix_ns));
         let load = StageLoad {
-            jobs: (req.jobs > 0).then_some(req.jobs),
-            iodepth: (req.iodepth > 0).then_some(req.iodepth),
-            rate_iops: (req.rate_iops > 0.0 && req.rate_iops.is_finite()).then_some(req.rate_iops),
-            bs: (req.bs > 0).then_some(req.bs),
-            size: (req.size > 0).then_some(req.size),
+            jobs: req.jobs,
+            iodepth: req.iodepth,
+            rate_iops: req.rate_iops,
+            bs: req.bs,
+            size: req.size,
         };
         self.stream_phase(&req.session, move |agent, sink| {
             agent.run_stage(stage, &load, start_at, sink)

@@ -3,7 +3,12 @@
 
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
-use stormark_stats::{ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Snapshot, HIGHEST_NS};
+use stormark_stats::{
+    ErrorKind, ErrorTally, ErrorTallyEntry, Finding, Op, OpRecord, PhaseJob, Severity, Snapshot,
+    Target, HIGHEST_NS,
+};
+
+use crate::agent::Validated;
 
 /// Code generated from proto/agent.proto.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -133,6 +138,107 @@ pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
     }
     s.errors = errors;
     Some(s)
+}
+
+/// A job as it runs, for the wire.
+pub(crate) fn encode_job(j: &PhaseJob) -> pb::PhaseJob {
+    pb::PhaseJob {
+        name: j.name.clone(),
+        engine: j.engine.clone(),
+        direct: j.direct,
+        workers: j.workers,
+        iodepth: j.iodepth,
+        working_set_bytes: j.working_set_bytes,
+        rate_iops: j.rate_iops,
+    }
+}
+
+/// A job as it runs, from the wire.
+pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
+    PhaseJob {
+        name: p.name,
+        engine: p.engine,
+        direct: p.direct,
+        workers: p.workers,
+        iodepth: p.iodepth,
+        working_set_bytes: p.working_set_bytes,
+        rate_iops: p.rate_iops,
+    }
+}
+
+/// What validation found, for the wire (the workers of each stage travel beside it).
+pub(crate) fn encode_validated(v: &Validated, stages: Vec<pb::StageWorkers>) -> pb::ValidateReply {
+    pb::ValidateReply {
+        stages,
+        target: v.target.as_ref().map(|t| pb::Target {
+            path: t.path.clone(),
+            kind: t.kind.clone(),
+            run_dir: t.run_dir.clone(),
+            kept: t.kept,
+            device: t.device.clone(),
+            fs_type: t.fs_type.clone(),
+        }),
+        stage_jobs: v
+            .stages
+            .iter()
+            .map(|jobs| pb::StageJobs {
+                jobs: jobs.iter().map(encode_job).collect(),
+            })
+            .collect(),
+        notes: v.notes.clone(),
+        findings: v
+            .findings
+            .iter()
+            .map(|f| pb::Finding {
+                severity: match f.severity {
+                    Severity::Info => "info",
+                    Severity::Warning => "warning",
+                    Severity::Critical => "critical",
+                }
+                .into(),
+                code: f.code.clone(),
+                message: f.message.clone(),
+                evidence_json: f.evidence.to_string(),
+                advice: f.advice.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// What validation found, from the wire.
+pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
+    Validated {
+        target: r.target.map(|t| Target {
+            path: t.path,
+            kind: t.kind,
+            run_dir: t.run_dir,
+            kept: t.kept,
+            device: t.device,
+            fs_type: t.fs_type,
+        }),
+        stages: r
+            .stage_jobs
+            .into_iter()
+            .map(|s| s.jobs.into_iter().map(decode_job).collect())
+            .collect(),
+        notes: r.notes,
+        findings: r
+            .findings
+            .into_iter()
+            .map(|f| Finding {
+                severity: match f.severity.as_str() {
+                    "critical" => Severity::Critical,
+                    "warning" => Severity::Warning,
+                    _ => Severity::Info,
+                },
+                code: f.code,
+                message: f.message,
+                evidence: serde_json::from_str(&f.evidence_json)
+                    .unwrap_or(serde_json::Value::String(f.evidence_json)),
+                advice: f.advice,
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

@@ -73,6 +73,21 @@ impl JobRun {
     /// Refuses a load this job cannot carry (more workers than files were made for, a block
     /// larger than the files).
     pub fn check_load(&self, load: &StageLoad) -> Result<(), AgentError> {
+        let refuse = |what: String| {
+            Err(AgentError::Refused(format!(
+                "job {}: {what}",
+                self.job.name
+            )))
+        };
+        if let Some(d) = load.iodepth.filter(|d| !(1..=4096).contains(d)) {
+            return refuse(format!("iodepth {d}: expected 1 to 4096"));
+        }
+        if let Some(r) = load.rate_iops.filter(|r| !(r.is_finite() && *r > 0.0)) {
+            return refuse(format!("rate {r}: expected I/Os per second above zero"));
+        }
+        if load.size == Some(0) {
+            return refuse("size 0: expected a size above zero".into());
+        }
         if let Some(j) = load.jobs {
             if j == 0 || j as usize > self.worker_files.len() {
                 return Err(AgentError::Refused(format!(
