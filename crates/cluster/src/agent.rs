@@ -82,6 +82,19 @@ pub struct Validated {
     pub findings: Vec<Finding>,
 }
 
+/// One worker's second as an agent hands it over.
+#[derive(Debug)]
+pub enum Second {
+    /// A snapshot, as the engine's worker made it (in-process).
+    Whole(Box<Snapshot>),
+    /// The records of the operations that did something, and the failures (a remote agent's,
+    /// decoded from the wire).
+    Parts(
+        Vec<(stormark_stats::Op, stormark_stats::OpRecord)>,
+        Box<stormark_stats::ErrorTally>,
+    ),
+}
+
 /// What an agent streams while a stage (or the preparation) runs.
 #[derive(Debug)]
 pub enum AgentEvent<'a> {
@@ -90,7 +103,7 @@ pub enum AgentEvent<'a> {
         /// The start, on the coordinator's wall clock (a remote agent removes its offset).
         at: std::time::SystemTime,
     },
-    /// One worker's second.
+    /// One worker's second, handed over (moved, never copied) for the coordinator to merge.
     Interval {
         /// Job index within the stage.
         job: u16,
@@ -99,21 +112,7 @@ pub enum AgentEvent<'a> {
         /// Interval number after the ramp.
         interval: u32,
         /// What it did.
-        snap: &'a Snapshot,
-    },
-    /// One worker's second, handed over as the records of the operations that did something
-    /// (a remote agent's, decoded): the coordinator merges them without copies.
-    IntervalOwned {
-        /// Job index within the stage.
-        job: u16,
-        /// Worker index within the job.
-        worker: u32,
-        /// Interval number after the ramp.
-        interval: u32,
-        /// Per operation that did something, its record.
-        ops: Vec<(stormark_stats::Op, stormark_stats::OpRecord)>,
-        /// Failures by kind.
-        errors: Box<stormark_stats::ErrorTally>,
+        second: Second,
     },
     /// A worker stopped.
     Done {

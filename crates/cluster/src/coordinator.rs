@@ -8,12 +8,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{
-    ErrorTally, Host, HostFailure, Interval, Op, OpRecord, Phase, PhaseAccumulator, PhaseJob,
-    Results, RunStatus, Snapshot, WorkerKey,
+    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, Results, RunStatus, WorkerKey,
 };
 
-use crate::agent::Stage;
 use crate::agent::{Agent, AgentError, AgentEvent};
+use crate::agent::{Second, Stage};
 use stormark_plan::{stage_steps, Step};
 
 /// What the live display is told.
@@ -91,14 +90,6 @@ enum Msg {
     Interval(usize, u16, u32, u32, Second),
     Done(usize, u16, u32, u64),
     Finished(usize, Result<Vec<PhaseJob>, AgentError>),
-}
-
-/// One worker's second as it travels to the coordinator's thread.
-enum Second {
-    /// A local worker's snapshot (copied: the engine reuses its own).
-    Whole(Box<Snapshot>),
-    /// A remote agent's decoded records, moved.
-    Parts(Vec<(Op, OpRecord)>, Box<ErrorTally>),
 }
 
 type PhaseCall<'c> = dyn Fn(
@@ -390,27 +381,8 @@ impl Coordinator {
                                     job,
                                     worker,
                                     interval,
-                                    snap,
-                                } => Msg::Interval(
-                                    h,
-                                    job,
-                                    worker,
-                                    interval,
-                                    Second::Whole(Box::new(snap.clone())),
-                                ),
-                                AgentEvent::IntervalOwned {
-                                    job,
-                                    worker,
-                                    interval,
-                                    ops,
-                                    errors,
-                                } => Msg::Interval(
-                                    h,
-                                    job,
-                                    worker,
-                                    interval,
-                                    Second::Parts(ops, errors),
-                                ),
+                                    second,
+                                } => Msg::Interval(h, job, worker, interval, second),
                                 AgentEvent::Done {
                                     job,
                                     worker,

@@ -32,7 +32,7 @@ mod remote;
 mod server;
 mod wire;
 
-pub use agent::{Agent, AgentError, AgentEvent, Clock, Stage, TargetOptions, Validated};
+pub use agent::{Agent, AgentError, AgentEvent, Clock, Second, Stage, TargetOptions, Validated};
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
 pub use config::AgentConfig;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};

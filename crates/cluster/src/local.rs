@@ -22,7 +22,7 @@ use stormark_probe::{classify, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 
-use crate::agent::{Agent, AgentError, AgentEvent, Stage, TargetOptions, Validated};
+use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
 pub use journal::Journal;
 use specs::{seed, JobRun};
 use workspace::Workspace;
@@ -362,7 +362,7 @@ fn forward(
                 job,
                 worker,
                 interval,
-                snap,
+                second: Second::Whole(snap),
             })
         }
         StageEvent::Done {

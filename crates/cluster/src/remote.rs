@@ -343,12 +343,11 @@ impl RemoteAgent {
                             i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
                                 AgentError::Failed(format!("agent {address}: a malformed snapshot"))
                             })?;
-                        on_event(AgentEvent::IntervalOwned {
+                        on_event(AgentEvent::Interval {
                             job: i.job as u16,
                             worker: i.worker,
                             interval: i.interval,
-                            ops,
-                            errors: Box::new(errors),
+                            second: crate::agent::Second::Parts(ops, Box::new(errors)),
                         });
                     }
                     Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {

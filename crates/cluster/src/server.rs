@@ -21,7 +21,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::agent::{Agent, AgentError, AgentEvent, TargetOptions};
+use crate::agent::{Agent, AgentError, AgentEvent, Second, TargetOptions};
 use crate::auth::check_token;
 use crate::config::AgentConfig;
 use crate::local::LocalAgent;
@@ -191,24 +191,17 @@ impl AgentService {
                         job,
                         worker,
                         interval,
-                        snap,
+                        second,
                     } => event::Kind::Interval(pb::Interval {
                         job: job.into(),
                         worker,
                         interval,
-                        snapshot: Some(encode_snapshot(snap)),
-                    }),
-                    AgentEvent::IntervalOwned {
-                        job,
-                        worker,
-                        interval,
-                        ops,
-                        errors,
-                    } => event::Kind::Interval(pb::Interval {
-                        job: job.into(),
-                        worker,
-                        interval,
-                        snapshot: Some(encode_parts(ops.iter().map(|(o, r)| (*o, r)), &errors)),
+                        snapshot: Some(match &second {
+                            Second::Whole(snap) => encode_snapshot(snap),
+                            Second::Parts(ops, errors) => {
+                                encode_parts(ops.iter().map(|(o, r)| (*o, r)), errors)
+                            }
+                        }),
                     }),
                     AgentEvent::Done {
                         job,

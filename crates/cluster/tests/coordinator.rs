@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use stormark_cluster::{
-    Agent, AgentError, AgentEvent, Coordinator, OnAgentFailure, Outcome, Stage, Validated,
+    Agent, AgentError, AgentEvent, Coordinator, OnAgentFailure, Outcome, Second, Stage, Validated,
 };
 use stormark_spec::{JobOpts, StageLoad, Workload};
 use stormark_stats::{Op, PhaseJob, Recorder, Results, RunStatus};
@@ -104,12 +104,11 @@ impl Agent for Scripted {
             for _ in 0..self.ops_per_second {
                 r.record(Op::Read, 4096, self.latency_ns);
             }
-            let snap = r.take();
             on_event(AgentEvent::Interval {
                 job: 0,
                 worker: 0,
                 interval: second,
-                snap: &snap,
+                second: Second::Whole(Box::new(r.take())),
             });
         }
         on_event(AgentEvent::Done {

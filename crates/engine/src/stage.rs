@@ -28,7 +28,7 @@ pub enum StageEvent<'a> {
         /// Interval number after the ramp.
         interval: u32,
         /// What it did.
-        snap: &'a Snapshot,
+        snap: Box<Snapshot>,
     },
     /// A worker stopped.
     Done {
@@ -172,7 +172,7 @@ pub fn run_stage_at(
                 }) => on_event(StageEvent::Interval {
                     worker,
                     interval,
-                    snap: &snap,
+                    snap,
                 }),
                 Ok(WorkerMsg::Ramp {
                     second,
@@ -230,7 +230,7 @@ mod tests {
         let mut total = Snapshot::new();
         let out = run_stage(specs, Arc::new(AtomicBool::new(false)), &mut |e| {
             if let StageEvent::Interval { snap, .. } = e {
-                total += snap;
+                total += &*snap;
             }
         });
         (total, out.failures)
