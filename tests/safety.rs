@@ -198,8 +198,11 @@ struct LocalAgentProcess {
 
 impl LocalAgentProcess {
     fn start(dir: &TempDir, allow: &Path, extra: &[&str]) -> LocalAgentProcess {
+        // The test's token, unless the test wrote another before.
         let token = dir.path().join("token");
-        std::fs::write(&token, "safety-test-token-0123456789\n").unwrap();
+        if !token.exists() {
+            std::fs::write(&token, "safety-test-token-0123456789\n").unwrap();
+        }
         // A free port: bound by the system, released, then given to the agent.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -825,4 +828,104 @@ fn issue16_stale_run_directories_are_reported() {
         text(&out)
     );
     assert!(stale.exists(), "reported, never removed");
+}
+
+#[test]
+fn issue16_compare_gate_refuses_what_cannot_be_compared() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("target");
+    std::fs::create_dir(&t).unwrap();
+    let json = dir.path().join("a.json");
+    let out = stormark(&[
+        "run",
+        t.to_str().unwrap(),
+        "--engine",
+        "null",
+        "--time",
+        "2s",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let a = read_json(&json);
+    let a_path = json.to_str().unwrap();
+    let write = |name: &str, v: &serde_json::Value| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let gate = |b: &str, extra: &[&str]| {
+        let mut args = vec!["compare", a_path, b, "--fail-if-worse", "5%"];
+        args.extend_from_slice(extra);
+        stormark(&args)
+    };
+    // Another workload, another version, an interrupted run, nothing in common: each fails
+    // the gate, saying why; --allow-different lets the figures alone decide.
+    let mut other_spec = a.clone();
+    other_spec["spec"]["jobs"][0]["bs"] = "8k".into();
+    let mut other_version = a.clone();
+    other_version["tool"]["version"] = "9.9.9".into();
+    let mut interrupted = a.clone();
+    interrupted["status"] = "interrupted".into();
+    let mut nothing = a.clone();
+    nothing["phases"] = serde_json::json!([]);
+    for (name, doc, said) in [
+        ("spec.json", &other_spec, "workloads differ"),
+        ("version.json", &other_version, "versions differ"),
+        ("interrupted.json", &interrupted, "did not finish"),
+        ("nothing.json", &nothing, "nothing compared"),
+    ] {
+        let b = write(name, doc);
+        let out = gate(&b, &[]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+        assert!(text(&out).contains(said), "{name}: {}", text(&out));
+        if name != "nothing.json" {
+            let out = gate(&b, &["--allow-different"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+            // Without a gate, a difference is a warning.
+            let out = stormark(&["compare", a_path, &b]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+            assert!(text(&out).contains("warning"), "{name}: {}", text(&out));
+        }
+    }
+}
+
+#[test]
+fn issue16_sessions_are_released_when_another_agent_refuses() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let good = LocalAgentProcess::start(&dir, &allowed, &[]);
+    // A second agent with another token: it refuses the coordinator at connect.
+    let other = temp_dir(TMP);
+    std::fs::write(
+        other.path().join("token"),
+        "another-token-entirely-0123456789\n",
+    )
+    .unwrap();
+    let bad = LocalAgentProcess::start(&other, &allowed, &[]);
+    let token = dir.path().join("token");
+    let both = format!("{},{}", good.addr, bad.addr);
+    let run = |agents: &str| {
+        stormark(&[
+            "run",
+            allowed.to_str().unwrap(),
+            "--agents",
+            agents,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--time",
+            "300ms",
+            "--quiet",
+        ])
+    };
+    let out = run(&both);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // At once, the corrected run is not refused as busy by the agent that accepted.
+    let out = run(&good.addr);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!text(&out).contains("busy"), "{}", text(&out));
 }

@@ -208,6 +208,26 @@ mod tests {
         r
     }
 
+    /// Issue 16: a repetition cut short is in the document but not in the statistics.
+    #[test]
+    fn issue16_an_interrupted_repetition_is_not_counted() {
+        let mut cut = rep(10.0);
+        cut.status = RunStatus::Interrupted;
+        let out = combine_repetitions(vec![rep(100.0), rep(110.0), cut]);
+        assert_eq!(out.phases.len(), 3, "its phase is still reported");
+        assert_eq!(out.status, RunStatus::Interrupted);
+        let iops = out
+            .repetitions
+            .iter()
+            .find(|r| r.op == "read" && r.figure == "iops")
+            .unwrap();
+        assert_eq!((iops.stats.n, iops.stats.mean), (2, 105.0));
+        assert!(out
+            .notes
+            .iter()
+            .any(|n| n.contains("repetition 3 did not finish")));
+    }
+
     #[test]
     fn statistics_over_repetitions() {
         let out = combine_repetitions(vec![rep(100.0), rep(110.0), rep(90.0)]);
