@@ -46,5 +46,5 @@ pub use ctx::WorkerMsg;
 pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
-pub use target::{Backend, FileTarget, Place, Stop, WorkerSpec};
+pub use target::{Backend, FileTarget, JobPlacement, Place, Stop, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};

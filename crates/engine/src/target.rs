@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stormark_spec::SteadyState;
+use stormark_spec::{Job, StageLoad, SteadyState};
 
 use crate::files::{open_checked, Dir, Identity};
 
@@ -182,6 +182,77 @@ impl WorkerSpec {
             write_once: false,
             rate_iops: 0.0,
             steady: None,
+            stall: None,
+        }
+    }
+}
+
+/// Where and how the workers of one job run on this host, decided by the agent from the
+/// target and the kernel: what [`WorkerSpec::for_job`] needs beside the job itself.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPlacement {
+    /// The backend chosen for the job.
+    pub backend: Backend,
+    /// Whether O_DIRECT is used.
+    pub direct: bool,
+    /// Workers of the job running under the load, on this host.
+    pub workers: usize,
+    /// Bytes of each file used (the job's size without files).
+    pub len: u64,
+    /// Hosts running the job together: an open-loop rate (a total) is shared among them.
+    pub hosts: u32,
+}
+
+impl WorkerSpec {
+    /// The spec of one worker of `job` under `load` over `files`: the one place where a job's
+    /// options become what a worker does. A new option of file load is read here.
+    pub fn for_job(
+        job: &Job,
+        load: &StageLoad,
+        at: &JobPlacement,
+        files: Vec<FileTarget>,
+        ramp: Duration,
+        seed: u64,
+    ) -> WorkerSpec {
+        let (bs_min, bs_max, bs_align) = match load.bs {
+            Some(bs) => (bs, bs, bs),
+            None => (job.bs.min, job.bs.max, job.bs_align),
+        };
+        let rate = load.rate_iops.or(job.rate_iops.map(f64::from));
+        // Without files (null load), one pass is the job's size.
+        let one_pass: u64 = if files.is_empty() {
+            at.len
+        } else {
+            files.iter().map(|t| t.len).sum()
+        };
+        let stop = match (job.time, job.io_total) {
+            (None, None) => Stop {
+                time: None,
+                io_total: Some(one_pass),
+            },
+            (time, io_total) => Stop { time, io_total },
+        };
+        WorkerSpec {
+            files,
+            read_pct: job.read_pct(),
+            random_pct: job.random_pct,
+            bs_min,
+            bs_max,
+            bs_align,
+            iodepth: load.iodepth.unwrap_or(job.iodepth),
+            iodepth_batch: job.iodepth_batch,
+            iodepth_batch_complete: job.iodepth_batch_complete,
+            direct: at.direct,
+            backend: at.backend,
+            stop,
+            ramp,
+            seed,
+            write_once: false,
+            // The job's total rate, shared by its workers on every host.
+            rate_iops: rate.map_or(0.0, |r| {
+                r / at.workers.max(1) as f64 / f64::from(at.hosts.max(1))
+            }),
+            steady: job.steady_state,
             stall: None,
         }
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use stormark_engine::{Backend, FileTarget, Stop, WorkerSpec};
+use stormark_engine::{Backend, FileTarget, JobPlacement, WorkerSpec};
 use stormark_spec::units::format_size;
 use stormark_spec::{Job, StageLoad};
 use stormark_stats::PhaseJob;
@@ -110,7 +110,8 @@ impl JobRun {
         Ok(())
     }
 
-    /// The spec of worker `w` over `targets` under `load`.
+    /// The spec of one worker over `targets` under `load` (the engine turns the job's
+    /// options into it; this says where and how the job runs here).
     pub fn worker_spec(
         &self,
         load: &StageLoad,
@@ -119,46 +120,14 @@ impl JobRun {
         seed: u64,
         hosts: u32,
     ) -> WorkerSpec {
-        let workers = self.workers(load);
-        let (bs_min, bs_max, bs_align) = match load.bs {
-            Some(bs) => (bs, bs, bs),
-            None => (self.job.bs.min, self.job.bs.max, self.job.bs_align),
-        };
-        let rate = load.rate_iops.or(self.job.rate_iops.map(f64::from));
-        // Without files (null load), one pass is the job's size.
-        let one_pass: u64 = if targets.is_empty() {
-            self.len_under(load)
-        } else {
-            targets.iter().map(|t| t.len).sum()
-        };
-        let stop = match (self.job.time, self.job.io_total) {
-            (None, None) => Stop {
-                time: None,
-                io_total: Some(one_pass),
-            },
-            (time, io_total) => Stop { time, io_total },
-        };
-        WorkerSpec {
-            files: targets,
-            read_pct: self.job.read_pct(),
-            random_pct: self.job.random_pct,
-            bs_min,
-            bs_max,
-            bs_align,
-            iodepth: load.iodepth.unwrap_or(self.job.iodepth),
-            iodepth_batch: self.job.iodepth_batch,
-            iodepth_batch_complete: self.job.iodepth_batch_complete,
-            direct: self.direct,
+        let at = JobPlacement {
             backend: self.backend,
-            stop,
-            ramp,
-            seed,
-            write_once: false,
-            // The job's total rate, shared by its workers on every host.
-            rate_iops: rate.map_or(0.0, |r| r / workers.max(1) as f64 / f64::from(hosts)),
-            steady: self.job.steady_state,
-            stall: None,
-        }
+            direct: self.direct,
+            workers: self.workers(load),
+            len: self.len_under(load),
+            hosts,
+        };
+        WorkerSpec::for_job(&self.job, load, &at, targets, ramp, seed)
     }
 }
 
