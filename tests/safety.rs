@@ -203,12 +203,21 @@ impl LocalAgentProcess {
         if !token.exists() {
             std::fs::write(&token, "safety-test-token-0123456789\n").unwrap();
         }
-        // A free port: bound by the system, released, then given to the agent.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        // A free port: bound by the system, released, then given to the agent; never the same
+        // one twice in this process, whose tests run at once.
+        static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+        let port = loop {
+            let p = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let mut given = GIVEN.lock().unwrap();
+            if !given.contains(&p) {
+                given.push(p);
+                break p;
+            }
+        };
         let addr = format!("127.0.0.1:{port}");
         let state = dir.path().join("agent-state");
         let mut args = vec![
@@ -223,7 +232,7 @@ impl LocalAgentProcess {
             state.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        let child = Command::new(BIN)
+        let mut child = Command::new(BIN)
             .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -234,8 +243,11 @@ impl LocalAgentProcess {
             .is_err()
         {
             assert!(Instant::now() < deadline, "the agent did not listen");
+            assert!(child.try_wait().unwrap().is_none(), "the agent exited");
             std::thread::sleep(Duration::from_millis(50));
         }
+        // Listening is this agent, not another one on a port taken in between.
+        assert!(child.try_wait().unwrap().is_none(), "the agent exited");
         LocalAgentProcess { child, addr }
     }
 }
@@ -732,7 +744,7 @@ fn issue16_agent_stopped_mid_run_is_that_hosts_failure() {
         .spawn()
         .unwrap();
     // Once the agent made its run directory, the load is about to start: give it a second.
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::read_dir(&allowed).unwrap().count() == 0 {
         assert!(Instant::now() < deadline, "no run directory appeared");
         std::thread::sleep(Duration::from_millis(50));

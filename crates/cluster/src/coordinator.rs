@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{
-    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, Results, RunStatus, WorkerKey,
+    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, PhaseKind, Results, RunStatus,
+    WorkerKey,
 };
 
 use crate::agent::{Agent, AgentError, AgentEvent};
@@ -264,7 +265,8 @@ impl Coordinator {
             prepare,
         );
         self.collect_notes(results);
-        if let Some(p) = phase {
+        if let Some(mut p) = phase {
+            p.kind = Some(PhaseKind::Prepare);
             results.phases.push(p);
         }
         if let Some(o) = self.outcome_of(result) {
@@ -273,6 +275,7 @@ impl Coordinator {
         while let Some(step) = next(results) {
             let Step {
                 name,
+                kind,
                 stage,
                 load,
                 hosts,
@@ -289,6 +292,7 @@ impl Coordinator {
                 call,
             );
             if let Some(mut p) = phase {
+                p.kind = Some(kind);
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }

@@ -13,7 +13,7 @@ use stormark_spec::{
     parse_curve, parse_duration, parse_sweep, parse_target_latency, Job, JobOpts, LatencyTarget,
     StageLoad, Sweep, SweepKey, Workload,
 };
-use stormark_stats::{CurvePoint, CurveReport, Load, Results, SweepPoint, SweepReport};
+use stormark_stats::{CurvePoint, CurveReport, Load, PhaseKind, Results, SweepPoint, SweepReport};
 
 /// The options that shape a run, as typed (`None`: not given).
 #[derive(Debug, Clone, Default)]
@@ -361,6 +361,7 @@ impl Plan {
                         .collect();
                     let step = Step {
                         name,
+                        kind: PhaseKind::SweepPoint,
                         stage: 0,
                         load,
                         hosts,
@@ -379,7 +380,7 @@ impl Plan {
 
     /// The next phase to run, given the results so far; `None` when done.
     pub fn next(&mut self, results: &Results) -> Option<Step> {
-        let last = results.phases.last().filter(|p| p.name != "prepare");
+        let last = results.phases.last().filter(|p| p.measured());
         match self {
             Plan::Stages(steps) => steps.next(),
             Plan::Search {
@@ -406,6 +407,7 @@ impl Plan {
                 *n += 1;
                 Some(Step {
                     name: format!("search-step-{n}"),
+                    kind: PhaseKind::SearchStep,
                     stage: 0,
                     hosts: None,
                     load: StageLoad {
@@ -425,6 +427,7 @@ impl Plan {
                     *next = 1;
                     return Some(Step {
                         name: "curve-max".into(),
+                        kind: PhaseKind::CurveMax,
                         stage: 0,
                         load: StageLoad::AS_GIVEN,
                         hosts: None,
@@ -438,6 +441,7 @@ impl Plan {
                 *next += 1;
                 Some(Step {
                     name: format!("curve-{p}"),
+                    kind: PhaseKind::CurvePoint,
                     stage: 0,
                     hosts: None,
                     load: StageLoad {
@@ -466,7 +470,11 @@ impl Plan {
                 results.search = Some(search.report());
             }
             Plan::Curve { percents, .. } => {
-                let Some(max) = results.phases.iter().find(|p| p.name == "curve-max") else {
+                let Some(max) = results
+                    .phases
+                    .iter()
+                    .find(|p| p.kind() == PhaseKind::CurveMax)
+                else {
                     return;
                 };
                 let max_iops = max.total.iops;

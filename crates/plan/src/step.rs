@@ -1,6 +1,7 @@
 //! One phase to run, and the phases of a workload run as given.
 
 use stormark_spec::{StageLoad, Workload};
+use stormark_stats::PhaseKind;
 
 /// One phase to run: a stage of the workload under a load (a search step, a curve or sweep
 /// point, or simply the stage as given).
@@ -8,6 +9,8 @@ use stormark_spec::{StageLoad, Workload};
 pub struct Step {
     /// The phase's name in the results.
     pub name: String,
+    /// What the phase is.
+    pub kind: PhaseKind,
     /// Which stage of the workload.
     pub stage: usize,
     /// Changes to its load.
@@ -29,6 +32,7 @@ pub fn stage_steps(workload: &Workload) -> Vec<Step> {
                 (_, Some(g)) => format!("run:{g}"),
                 (_, None) => format!("run:{}", jobs[0].name),
             },
+            kind: PhaseKind::Run,
             stage: i,
             load: StageLoad::AS_GIVEN,
             hosts: None,

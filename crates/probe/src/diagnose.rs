@@ -42,7 +42,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
     let measured: Vec<&Phase> = results
         .phases
         .iter()
-        .filter(|p| p.name != "prepare" && p.duration_ns > 0)
+        .filter(|p| p.measured() && p.duration_ns > 0)
         .collect();
     short_runs(&measured, &mut out);
     for p in &measured {

@@ -30,6 +30,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
     let read = summary(mean, secs);
     Phase {
         name: "run".into(),
+        kind: None,
         jobs: vec![PhaseJob {
             name: "randread-4k".into(),
             engine: "io_uring".into(),

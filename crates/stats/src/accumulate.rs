@@ -229,6 +229,7 @@ impl PhaseAccumulator {
         };
         Phase {
             name: self.name,
+            kind: None,
             start_offset_ns,
             duration_ns,
             total: Summary::of(&total.total(), duration_ns),

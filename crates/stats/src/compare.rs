@@ -108,7 +108,7 @@ fn interval_values(p: &Phase, op: &str, fig: &str) -> Vec<f64> {
 
 /// The phases of a document that measured a run (repetitions grouped under their name).
 fn measured(r: &Results) -> Vec<&Phase> {
-    r.phases.iter().filter(|p| p.name != "prepare").collect()
+    r.phases.iter().filter(|p| p.measured()).collect()
 }
 
 /// Compares every phase, operation and figure present in both `a` and `b`. Differences
@@ -312,6 +312,7 @@ mod tests {
         let total = summary(50_000.0 * scale, 410_000);
         r.phases.push(Phase {
             name: "run".into(),
+            kind: None,
             jobs: vec![],
             start_offset_ns: 0,
             duration_ns: 60_000_000_000,

@@ -89,7 +89,7 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
     }
     // Statistics per phase, operation and figure.
     let mut names: Vec<String> = Vec::new();
-    for p in out.phases.iter().filter(|p| p.name != "prepare") {
+    for p in out.phases.iter().filter(|p| p.measured()) {
         if !names.contains(&p.name) {
             names.push(p.name.clone());
         }
@@ -184,6 +184,7 @@ mod tests {
         r.duration_ns = 10_000_000_000;
         r.phases.push(Phase {
             name: "run".into(),
+            kind: None,
             jobs: vec![],
             start_offset_ns: 1_000,
             duration_ns: 9_000_000_000,

@@ -135,6 +135,52 @@ pub struct Target {
     pub fs_type: Option<String>,
 }
 
+/// What a phase was: told apart by this, not by parsing its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseKind {
+    /// Making the run's files and writing the working set.
+    Prepare,
+    /// A stage of the workload as given.
+    Run,
+    /// A step of a latency-target search.
+    SearchStep,
+    /// The closed-loop maximum of a curve.
+    CurveMax,
+    /// An open-loop point of a curve.
+    CurvePoint,
+    /// A point of a sweep.
+    SweepPoint,
+}
+
+impl Phase {
+    /// What the phase was. Documents of earlier versions carry no kind: it is read from the
+    /// name they gave, here and nowhere else.
+    pub fn kind(&self) -> PhaseKind {
+        self.kind.unwrap_or_else(|| {
+            let n = self.name.as_str();
+            if n == "prepare" {
+                PhaseKind::Prepare
+            } else if n.starts_with("search-step-") {
+                PhaseKind::SearchStep
+            } else if n == "curve-max" {
+                PhaseKind::CurveMax
+            } else if n.starts_with("curve-") {
+                PhaseKind::CurvePoint
+            } else if n.starts_with("sweep:") {
+                PhaseKind::SweepPoint
+            } else {
+                PhaseKind::Run
+            }
+        })
+    }
+
+    /// Whether the phase measured the workload (anything but the preparation).
+    pub fn measured(&self) -> bool {
+        self.kind() != PhaseKind::Prepare
+    }
+}
+
 /// One host that ran load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
@@ -182,6 +228,9 @@ pub struct HostFailure {
 pub struct Phase {
     /// `prepare`, `run` (a workload of one job), or `run:<job or group>`.
     pub name: String,
+    /// What the phase was; absent in documents of earlier versions (see [`Phase::kind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<PhaseKind>,
     /// The jobs that ran in this phase.
     pub jobs: Vec<PhaseJob>,
     /// Start of the measured span, ns after the run's start.

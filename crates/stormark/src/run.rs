@@ -296,7 +296,7 @@ fn connect_agents(
 
 /// `--expect`: every measured phase against the expected figures; a miss is a finding.
 fn compare_expected(results: &mut Results, expect: &[Expectation]) {
-    for phase in results.phases.iter().filter(|p| p.name != "prepare") {
+    for phase in results.phases.iter().filter(|p| p.measured()) {
         for e in check_expectations(phase, expect) {
             if !e.met {
                 results.findings.push(Finding {
