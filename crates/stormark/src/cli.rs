@@ -424,7 +424,7 @@ impl RunArgs {
 /// Options of `stormark compare`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark compare before.json after.json\n      each figure of after.json against before.json: delta and significance\n  stormark compare base.json new.json --noise 2% --fail-if-worse 5%\n      a regression gate: exit 1 when new.json is significantly worse by more than 5%\n\nSignificance is Welch's t-test over repetitions (--repeat) when both documents have them,\nelse over their 1-second intervals, whose number is discounted for autocorrelation."
+    after_help = "Examples:\n  stormark compare before.json after.json\n      each figure of after.json against before.json: delta and significance\n  stormark compare base.json new.json --noise 2% --fail-if-worse 5%\n      a regression gate: exit 1 when new.json is significantly worse by more than 5%,\n      or when the two differ in workload, version or hosts, or one did not finish\n  stormark compare old-kernel.json new-kernel.json --fail-if-worse 5% --allow-different --json -\n      the same gate across an intended change of host, the rows as JSON on stdout\n\nSignificance is Welch's t-test over repetitions (--repeat) when both documents have them,\nelse over their 1-second intervals, whose number is discounted for autocorrelation."
 )]
 pub struct CompareArgs {
     /// The baseline, then one or more documents to compare with it.
@@ -453,7 +453,7 @@ pub struct CompareArgs {
 /// Options of `stormark agent`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
 )]
 pub struct AgentArgs {
     /// Address and port to listen on.
