@@ -564,9 +564,10 @@ impl Agent for RemoteAgent {
 
     fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>) {
         let reply = self.finish();
-        let samples = serde_json::from_str(&reply.samples_json).unwrap_or_default();
-        let cpu = reply.sampler_cpu_known.then_some(reply.sampler_cpu_ns);
-        (samples, cpu)
+        (
+            crate::wire::decode_samples(reply.samples),
+            reply.sampler_cpu_ns,
+        )
     }
 }
 

@@ -248,9 +248,8 @@ fn finish(agent: Option<Arc<Mutex<LocalAgent>>>) -> pb::FinishReply {
     let mut notes = agent.take_notes();
     notes.extend(agent.cleanup());
     pb::FinishReply {
-        samples_json: serde_json::to_string(&samples).expect("samples serialize"),
-        sampler_cpu_ns: cpu.unwrap_or(0),
-        sampler_cpu_known: cpu.is_some(),
+        samples: crate::wire::encode_samples(&samples),
+        sampler_cpu_ns: cpu,
         notes,
     }
 }

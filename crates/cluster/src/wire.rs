@@ -4,8 +4,8 @@
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use stormark_stats::{
-    ErrorKind, ErrorTally, ErrorTallyEntry, Finding, Op, OpRecord, PhaseJob, Severity, Snapshot,
-    Target, HIGHEST_NS,
+    CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
+    MemorySample, NetSample, Op, OpRecord, PhaseJob, Severity, Snapshot, Target, HIGHEST_NS,
 };
 
 use crate::agent::Validated;
@@ -241,9 +241,158 @@ pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
     }
 }
 
+/// A host's samples, for the wire.
+pub(crate) fn encode_samples(samples: &[HostSample]) -> Vec<pb::HostSample> {
+    samples
+        .iter()
+        .map(|s| pb::HostSample {
+            t_ns: s.t_ns,
+            duration_ns: s.duration_ns,
+            cpu: s.cpu.map(|c| pb::CpuSample {
+                user_pct: c.user_pct,
+                system_pct: c.system_pct,
+                iowait_pct: c.iowait_pct,
+                idle_pct: c.idle_pct,
+                steal_pct: c.steal_pct,
+                busiest_cpu: c.busiest_cpu,
+                busiest_cpu_pct: c.busiest_cpu_pct,
+            }),
+            memory: s.memory.map(|m| pb::MemorySample {
+                free_bytes: m.free_bytes,
+                available_bytes: m.available_bytes,
+                page_cache_bytes: m.page_cache_bytes,
+                dirty_bytes: m.dirty_bytes,
+                swap_in_bytes_per_s: m.swap_in_bytes_per_s,
+                swap_out_bytes_per_s: m.swap_out_bytes_per_s,
+            }),
+            disks: s
+                .disks
+                .iter()
+                .map(|(name, d)| {
+                    let d = pb::DiskSample {
+                        read_iops: d.read_iops,
+                        write_iops: d.write_iops,
+                        read_bytes_per_s: d.read_bytes_per_s,
+                        write_bytes_per_s: d.write_bytes_per_s,
+                        util_pct: d.util_pct,
+                        r_await_ms: d.r_await_ms,
+                        w_await_ms: d.w_await_ms,
+                        queue_size: d.queue_size,
+                    };
+                    (name.clone(), d)
+                })
+                .collect(),
+            net: s
+                .net
+                .iter()
+                .map(|(name, n)| {
+                    let n = pb::NetSample {
+                        rx_bytes_per_s: n.rx_bytes_per_s,
+                        tx_bytes_per_s: n.tx_bytes_per_s,
+                        errors_per_s: n.errors_per_s,
+                    };
+                    (name.clone(), n)
+                })
+                .collect(),
+            tcp_retrans_per_s: s.tcp_retrans_per_s,
+        })
+        .collect()
+}
+
+/// A host's samples, from the wire.
+pub(crate) fn decode_samples(samples: Vec<pb::HostSample>) -> Vec<HostSample> {
+    samples
+        .into_iter()
+        .map(|s| HostSample {
+            t_ns: s.t_ns,
+            duration_ns: s.duration_ns,
+            cpu: s.cpu.map(|c| CpuSample {
+                user_pct: c.user_pct,
+                system_pct: c.system_pct,
+                iowait_pct: c.iowait_pct,
+                idle_pct: c.idle_pct,
+                steal_pct: c.steal_pct,
+                busiest_cpu: c.busiest_cpu,
+                busiest_cpu_pct: c.busiest_cpu_pct,
+            }),
+            memory: s.memory.map(|m| MemorySample {
+                free_bytes: m.free_bytes,
+                available_bytes: m.available_bytes,
+                page_cache_bytes: m.page_cache_bytes,
+                dirty_bytes: m.dirty_bytes,
+                swap_in_bytes_per_s: m.swap_in_bytes_per_s,
+                swap_out_bytes_per_s: m.swap_out_bytes_per_s,
+            }),
+            disks: s
+                .disks
+                .into_iter()
+                .map(|(name, d)| {
+                    let d = DiskSample {
+                        read_iops: d.read_iops,
+                        write_iops: d.write_iops,
+                        read_bytes_per_s: d.read_bytes_per_s,
+                        write_bytes_per_s: d.write_bytes_per_s,
+                        util_pct: d.util_pct,
+                        r_await_ms: d.r_await_ms,
+                        w_await_ms: d.w_await_ms,
+                        queue_size: d.queue_size,
+                    };
+                    (name, d)
+                })
+                .collect(),
+            net: s
+                .net
+                .into_iter()
+                .map(|(name, n)| {
+                    let n = NetSample {
+                        rx_bytes_per_s: n.rx_bytes_per_s,
+                        tx_bytes_per_s: n.tx_bytes_per_s,
+                        errors_per_s: n.errors_per_s,
+                    };
+                    (name, n)
+                })
+                .collect(),
+            tcp_retrans_per_s: s.tcp_retrans_per_s,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn samples_cross_the_wire_whole() {
+        let mut s = HostSample {
+            t_ns: 2_000_000_000,
+            duration_ns: 1_000_000_000,
+            cpu: Some(CpuSample {
+                user_pct: 12.5,
+                iowait_pct: 3.0,
+                busiest_cpu: 1,
+                busiest_cpu_pct: 40.0,
+                ..CpuSample::default()
+            }),
+            memory: Some(MemorySample {
+                free_bytes: 1 << 30,
+                available_bytes: None,
+                ..MemorySample::default()
+            }),
+            tcp_retrans_per_s: Some(0.5),
+            ..HostSample::default()
+        };
+        s.disks.insert(
+            "nvme0n1".into(),
+            DiskSample {
+                util_pct: 99.0,
+                r_await_ms: Some(0.2),
+                ..DiskSample::default()
+            },
+        );
+        s.net.insert("eth0".into(), NetSample::default());
+        let back = decode_samples(encode_samples(std::slice::from_ref(&s)));
+        assert_eq!(back, vec![s]);
+    }
     use stormark_stats::Recorder;
 
     #[test]
