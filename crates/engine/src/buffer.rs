@@ -18,8 +18,8 @@ unsafe impl Send for AlignedBuf {}
 impl AlignedBuf {
     /// Allocates `len` bytes (at least one page) and fills them from `seed`. A failed
     /// allocation is an error, never an abort.
-    pub fn new(len: usize, seed: u64) -> Result<AlignedBuf, String> {
-        let fail = || format!("cannot allocate {len} bytes of I/O buffers");
+    pub fn new(len: usize, seed: u64) -> Result<AlignedBuf, crate::EngineError> {
+        let fail = || crate::EngineError::Alloc { bytes: len };
         let layout = len
             .max(ALIGN)
             .checked_next_multiple_of(ALIGN)

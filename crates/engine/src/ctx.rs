@@ -348,8 +348,8 @@ impl Ctx<'_> {
     }
 
     /// Whether the worker should give up on a target that only fails.
-    pub fn failing(&self) -> Option<String> {
+    pub fn failing(&self) -> Option<crate::EngineError> {
         (self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS)
-            .then(|| format!("stopped after {MAX_CONSECUTIVE_ERRORS} consecutive I/O errors"))
+            .then_some(crate::EngineError::Failing(MAX_CONSECUTIVE_ERRORS))
     }
 }

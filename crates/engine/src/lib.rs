@@ -32,6 +32,7 @@
 
 mod buffer;
 mod ctx;
+mod error;
 mod files;
 mod gate;
 mod null;
@@ -43,6 +44,7 @@ mod uring;
 mod worker;
 
 pub use ctx::WorkerMsg;
+pub use error::EngineError;
 pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};

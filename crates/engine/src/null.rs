@@ -4,9 +4,10 @@
 use std::time::Instant;
 
 use crate::ctx::{wait_until, Ctx};
+use crate::error::EngineError;
 
 /// Runs the loop until the stop rule or the deadline.
-pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), String> {
+pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut stall = ctx
         .spec
         .stall

@@ -6,9 +6,10 @@ use std::time::Instant;
 use stormark_stats::Op;
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
+use crate::error::EngineError;
 
 /// Runs the loop until the stop rule, the deadline or too many errors in a row.
-pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), String> {
+pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let buf = ctx.buf.at(0);
     let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     while let Some(req) = ctx.next_req() {

@@ -11,20 +11,19 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 use stormark_stats::Op;
 
 use crate::ctx::Ctx;
+use crate::error::EngineError;
 use crate::offsets::IoReq;
 
 /// Whether this kernel lets this process set up an io_uring (it may be missing, or disabled
 /// by `kernel.io_uring_disabled` or a seccomp policy).
-pub fn io_uring_available() -> Result<(), String> {
-    IoUring::new(4).map(|_| ()).map_err(|e| e.to_string())
+pub fn io_uring_available() -> std::io::Result<()> {
+    IoUring::new(4).map(|_| ())
 }
 
 /// Whether this kernel sets up a ring of `depth` entries (large depths can exceed what the
 /// kernel or the locked-memory limit allows): checked before load, not found by a worker.
-pub fn io_uring_depth_ok(depth: u32) -> Result<(), String> {
-    new_ring(depth.max(1))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+pub fn io_uring_depth_ok(depth: u32) -> std::io::Result<()> {
+    new_ring(depth.max(1)).map(|_| ())
 }
 
 /// A ring set up as fio's io_uring engine does: completions run as task work only when this
@@ -57,12 +56,11 @@ fn new_ring(depth: u32) -> std::io::Result<IoUring> {
     Err(last.expect("at least one attempt was made"))
 }
 
-pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), String> {
+pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
-    let mut ring = new_ring(depth as u32)
-        .map_err(|e| format!("io_uring setup failed: {e}; use --engine psync"))?;
+    let mut ring = new_ring(depth as u32).map_err(EngineError::RingSetup)?;
     let fds: Vec<types::Fd> = ctx.files.iter().map(|f| types::Fd(f.as_raw_fd())).collect();
     let bs_max = ctx.spec.bs_max as usize;
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
@@ -185,7 +183,7 @@ fn submit_until(
     pending: &mut Vec<u32>,
     slots: &mut [(IoReq, Instant)],
     until: Instant,
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     let left = until.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return submit(submitter, sq, pending, slots, 0);
@@ -213,7 +211,7 @@ fn submit_until(
             std::thread::sleep(left.min(std::time::Duration::from_micros(50)));
             Ok(())
         }
-        Err(e) => Err(format!("io_uring_enter failed: {e}")),
+        Err(e) => Err(EngineError::RingEnter(e)),
     }
 }
 
@@ -225,7 +223,7 @@ fn submit(
     pending: &mut Vec<u32>,
     slots: &mut [(IoReq, Instant)],
     wait: usize,
-) -> Result<(), String> {
+) -> Result<(), EngineError> {
     let start = Instant::now();
     for &slot in pending.iter() {
         slots[slot as usize].1 = start;
@@ -251,7 +249,7 @@ fn submit(
                     return Ok(());
                 }
             }
-            Err(e) => return Err(format!("io_uring_enter failed: {e}")),
+            Err(e) => return Err(EngineError::RingEnter(e)),
         }
     }
 }

@@ -9,6 +9,7 @@ use stormark_stats::Recorder;
 
 use crate::buffer::AlignedBuf;
 use crate::ctx::{Ctx, Pace, Schedule, WorkerMsg};
+use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::offsets::OffsetGen;
 use crate::target::{Backend, WorkerSpec};
@@ -31,7 +32,7 @@ pub(crate) fn run_worker(
             let _ = tx.send(WorkerMsg::Done {
                 worker,
                 end_ns: 0,
-                failure: Some(e),
+                failure: Some(e.to_string()),
             });
             return;
         }
@@ -57,19 +58,23 @@ pub(crate) fn run_worker(
         Backend::IoUring => crate::uring::run(&mut ctx),
     };
     let failure = failure.err().or_else(|| ctx.failing());
-    ctx.pace.finish(&mut ctx.rec, tx, failure);
+    ctx.pace
+        .finish(&mut ctx.rec, tx, failure.map(|e| e.to_string()));
 }
 
 type Setup = (Vec<File>, AlignedBuf, OffsetGen);
 
-fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
+fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let writes = spec.read_pct < 100 || spec.write_once;
     let mut files = Vec::with_capacity(spec.files.len());
     if spec.backend != Backend::Null {
         for f in &spec.files {
             let file = f
                 .open(writes, spec.direct)
-                .map_err(|e| format!("cannot open {}: {e}", f.shown().display()))?;
+                .map_err(|source| EngineError::Open {
+                    path: f.shown(),
+                    source,
+                })?;
             files.push(file);
         }
     }
@@ -79,24 +84,20 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, String> {
         spec.files.iter().map(|f| f.len).collect()
     };
     if let Some(f) = spec.files.iter().find(|f| f.len < spec.bs_max) {
-        return Err(format!(
-            "{} holds {} bytes, less than one block of {}",
-            f.shown().display(),
-            f.len,
-            spec.bs_max
-        ));
+        return Err(EngineError::TooSmall {
+            path: f.shown(),
+            len: f.len,
+            bs: spec.bs_max,
+        });
     }
     let slots = if spec.backend == Backend::IoUring {
         spec.iodepth as usize
     } else {
         1
     };
-    let len = slots.checked_mul(spec.bs_max as usize).ok_or_else(|| {
-        format!(
-            "{slots} × {} bytes of buffers do not fit in memory",
-            spec.bs_max
-        )
-    })?;
+    let len = slots
+        .checked_mul(spec.bs_max as usize)
+        .ok_or(EngineError::Alloc { bytes: usize::MAX })?;
     let buf = AlignedBuf::new(len, spec.seed)?;
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)

@@ -1,0 +1,42 @@
+//! Why a worker could not run, or stopped early: said to the user as one line.
+
+use std::path::PathBuf;
+
+/// A worker's failure. Counted I/O errors are not failures: they are recorded by kind; a
+/// worker fails when it cannot start, or when its target only fails.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A file or device could not be opened (or is no longer what was validated).
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The file, as shown to the user.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file holds less than one block.
+    #[error("{path} holds {len} bytes, less than one block of {bs}")]
+    TooSmall {
+        /// The file.
+        path: PathBuf,
+        /// Its length used, bytes.
+        len: u64,
+        /// The largest block, bytes.
+        bs: u64,
+    },
+    /// The I/O buffers could not be allocated.
+    #[error("cannot allocate {bytes} bytes of I/O buffers")]
+    Alloc {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// The kernel refused an io_uring.
+    #[error("io_uring setup failed: {0}; use --engine psync")]
+    RingSetup(std::io::Error),
+    /// Submitting to or waiting on the ring failed.
+    #[error("io_uring_enter failed: {0}")]
+    RingEnter(std::io::Error),
+    /// Every I/O of the last run failed: the target is not usable.
+    #[error("stopped after {0} consecutive I/O errors")]
+    Failing(u32),
+}
