@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use crate::config::ConfigError;
+
 use subtle::ConstantTimeEq;
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Status};
@@ -11,18 +13,20 @@ use tonic::{Request, Status};
 pub const MIN_TOKEN_LEN: usize = 16;
 
 /// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes.
-pub fn read_token(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--token-file {}: cannot read it: {e}", path.display()))?;
+pub fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+        option: "--token-file",
+        path: path.to_path_buf(),
+        source,
+    })?;
     let token = text.trim().to_string();
     if token.len() < MIN_TOKEN_LEN
         || token.contains(char::is_whitespace)
         || token.contains(char::is_control)
     {
-        return Err(format!(
-            "--token-file {}: expected one line of at least {MIN_TOKEN_LEN} characters without spaces, such as the output of `head -c 32 /dev/urandom | base64`",
-            path.display()
-        ));
+        return Err(ConfigError::BadToken {
+            path: path.to_path_buf(),
+        });
     }
     Ok(token)
 }

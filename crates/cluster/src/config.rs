@@ -5,7 +5,63 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::auth::read_token;
+use crate::auth::{read_token, MIN_TOKEN_LEN};
+
+/// A mistake in how the agent was started: one line for the user (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file given by an option cannot be read.
+    #[error("{option} {}: cannot read it: {source}", path.display())]
+    Unreadable {
+        /// The option (`--token-file`, `--tls-cert`, ...).
+        option: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The token file holds no usable token.
+    #[error("--token-file {}: expected one line of at least {MIN_TOKEN_LEN} characters without spaces or control characters, such as the output of `head -c 32 /dev/urandom | base64`", path.display())]
+    BadToken {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No `--allow-path`.
+    #[error("--allow-path: give at least one directory or device coordinators may use, such as --allow-path /mnt/bench")]
+    NoAllowedPath,
+    /// A path given by an option does not exist or cannot be resolved.
+    #[error("{option} {}: {source}", path.display())]
+    Missing {
+        /// The option.
+        option: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A coordinator's target that does not exist on this host.
+    #[error("target {} on this agent: {source}", path.display())]
+    TargetMissing {
+        /// The target as asked.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// `--allow-device` names something else.
+    #[error("--allow-device {}: not a block device; give a device such as /dev/nvme1n1 (directories go to --allow-path)", path.display())]
+    NotADevice {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A coordinator's target outside the allowed paths.
+    #[error("target {} is outside this agent's --allow-path list ({allowed})", path.display())]
+    Outside {
+        /// The target as asked.
+        path: PathBuf,
+        /// The allowed paths, comma separated.
+        allowed: String,
+    },
+}
 
 /// How an agent is set up. Its `Debug` output never shows the token.
 #[derive(Clone)]
@@ -41,18 +97,19 @@ impl std::fmt::Debug for AgentConfig {
 
 impl AgentConfig {
     /// Reads the token file and resolves the allowed paths. Errors are one line for the user.
-    pub fn new(token_file: &Path, allow: &[PathBuf]) -> Result<AgentConfig, String> {
+    pub fn new(token_file: &Path, allow: &[PathBuf]) -> Result<AgentConfig, ConfigError> {
         let token = read_token(token_file)?;
         if allow.is_empty() {
-            return Err(
-                "--allow-path: give at least one directory or device coordinators may use, such as --allow-path /mnt/bench"
-                    .into(),
-            );
+            return Err(ConfigError::NoAllowedPath);
         }
         let allow = allow
             .iter()
             .map(|p| {
-                std::fs::canonicalize(p).map_err(|e| format!("--allow-path {}: {e}", p.display()))
+                std::fs::canonicalize(p).map_err(|source| ConfigError::Missing {
+                    option: "--allow-path",
+                    path: p.clone(),
+                    source,
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let devices = allow
@@ -72,15 +129,15 @@ impl AgentConfig {
     }
 
     /// Also allows the block devices `devices` (`--allow-device`), checked by device number.
-    pub fn with_devices(mut self, devices: &[PathBuf]) -> Result<AgentConfig, String> {
+    pub fn with_devices(mut self, devices: &[PathBuf]) -> Result<AgentConfig, ConfigError> {
         for d in devices {
-            let meta =
-                std::fs::metadata(d).map_err(|e| format!("--allow-device {}: {e}", d.display()))?;
+            let meta = std::fs::metadata(d).map_err(|source| ConfigError::Missing {
+                option: "--allow-device",
+                path: d.clone(),
+                source,
+            })?;
             if !meta.file_type().is_block_device() {
-                return Err(format!(
-                    "--allow-device {}: not a block device; give a device such as /dev/nvme1n1 (directories go to --allow-path)",
-                    d.display()
-                ));
+                return Err(ConfigError::NotADevice { path: d.clone() });
             }
             self.devices.push(meta.rdev());
             if let Ok(real) = std::fs::canonicalize(d) {
@@ -112,30 +169,36 @@ impl AgentConfig {
     }
 
     /// Serves TLS with this certificate chain and key (PEM files).
-    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<AgentConfig, String> {
-        let read = |flag: &str, p: &Path| {
-            std::fs::read(p).map_err(|e| format!("{flag} {}: cannot read it: {e}", p.display()))
+    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<AgentConfig, ConfigError> {
+        let read = |option: &'static str, p: &Path| {
+            std::fs::read(p).map_err(|source| ConfigError::Unreadable {
+                option,
+                path: p.to_path_buf(),
+                source,
+            })
         };
         self.tls = Some((read("--tls-cert", cert)?, read("--tls-key", key)?));
         Ok(self)
     }
 
     /// Whether `target` lies under an allowed path; returns its canonical form.
-    pub fn allowed(&self, target: &Path) -> Result<PathBuf, String> {
-        let real = std::fs::canonicalize(target)
-            .map_err(|e| format!("target {} on this agent: {e}", target.display()))?;
+    pub fn allowed(&self, target: &Path) -> Result<PathBuf, ConfigError> {
+        let real = std::fs::canonicalize(target).map_err(|source| ConfigError::TargetMissing {
+            path: target.to_path_buf(),
+            source,
+        })?;
         if self.allow.iter().any(|root| real.starts_with(root)) {
             Ok(real)
         } else {
-            Err(format!(
-                "target {} is outside this agent's --allow-path list ({})",
-                target.display(),
-                self.allow
+            Err(ConfigError::Outside {
+                path: target.to_path_buf(),
+                allowed: self
+                    .allow
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+                    .join(", "),
+            })
         }
     }
 }
@@ -184,13 +247,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("token");
         std::fs::write(&f, "short\n").unwrap();
-        assert!(read_token(&f).unwrap_err().contains("at least 16"));
+        assert!(read_token(&f)
+            .unwrap_err()
+            .to_string()
+            .contains("at least 16"));
         std::fs::write(&f, "0123456789abcdef\x070123\n").unwrap();
         assert!(read_token(&f).is_err(), "control characters are refused");
         std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
         assert_eq!(read_token(&f).unwrap(), "0123456789abcdef0123");
         assert!(AgentConfig::new(&f, &[])
             .unwrap_err()
+            .to_string()
             .contains("--allow-path"));
         let inside = dir.path().join("bench");
         std::fs::create_dir(&inside).unwrap();
@@ -199,7 +266,7 @@ mod tests {
         // `..` and symbolic links are resolved before the check.
         assert!(cfg.allowed(&inside.join("..")).is_err());
         std::os::unix::fs::symlink(dir.path(), inside.join("escape")).unwrap();
-        let err = cfg.allowed(&inside.join("escape")).unwrap_err();
+        let err = cfg.allowed(&inside.join("escape")).unwrap_err().to_string();
         assert!(
             err.contains("outside this agent's --allow-path list"),
             "{err}"

@@ -34,7 +34,7 @@ mod wire;
 
 pub use agent::{Agent, AgentError, AgentEvent, Clock, Second, Stage, TargetOptions, Validated};
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
-pub use config::AgentConfig;
+pub use config::{AgentConfig, ConfigError};
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};

@@ -362,7 +362,7 @@ impl AgentRpc for AgentService {
         let target = if jobs.iter().any(|j| j.kind.needs_target()) {
             self.cfg
                 .allowed(Path::new(&req.target))
-                .map_err(Status::permission_denied)?
+                .map_err(|e| Status::permission_denied(e.to_string()))?
         } else {
             PathBuf::new()
         };

@@ -234,7 +234,7 @@ fn agents_plan(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Optio
         .token_file
         .as_ref()
         .ok_or_else(|| user("--agents needs --token-file FILE holding the agents' shared token"))?;
-    let token = read_token(token_file).map_err(user)?;
+    let token = read_token(token_file).map_err(|e| user(e.to_string()))?;
     let tls_ca = match &args.tls_ca {
         Some(p) => Some(
             std::fs::read(p)
