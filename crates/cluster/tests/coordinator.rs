@@ -25,6 +25,8 @@ enum FailAt {
 /// An agent that reports `seconds` seconds of `ops_per_second` reads of `latency_ns` each.
 struct Scripted {
     name: String,
+    /// How long the host takes before its load starts (a slow or late host).
+    late: std::time::Duration,
     seconds: u32,
     ops_per_second: u64,
     latency_ns: u64,
@@ -36,6 +38,7 @@ impl Scripted {
     fn new(name: &str, ops_per_second: u64, latency_ns: u64, fail: FailAt) -> Scripted {
         Scripted {
             name: name.into(),
+            late: std::time::Duration::ZERO,
             seconds: 3,
             ops_per_second,
             latency_ns,
@@ -93,6 +96,7 @@ impl Agent for Scripted {
         _: Option<SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
+        std::thread::sleep(self.late);
         on_event(AgentEvent::Started {
             at: SystemTime::now(),
         });
@@ -265,4 +269,26 @@ fn a_host_failing_mid_stage_aborts_or_is_left_behind() {
     );
     let b = r.hosts.iter().find(|h| h.name == "b").unwrap();
     assert!(b.failure.as_ref().unwrap().message.contains("device gone"));
+}
+
+#[test]
+fn a_late_host_is_merged_whole_and_its_start_recorded() {
+    let mut late = Scripted::new("late", 1000, 1000, FailAt::Nowhere);
+    late.late = std::time::Duration::from_millis(600);
+    let (outcome, r, _) = run(
+        vec![Scripted::new("early", 1000, 1000, FailAt::Nowhere), late],
+        OnAgentFailure::Abort,
+    );
+    assert_eq!(outcome, Outcome::Completed);
+    let p = run_phase(&r);
+    assert_eq!(p.by_host["early"].total.ops, 3000);
+    assert_eq!(
+        p.by_host["late"].total.ops, 3000,
+        "every second of the late host counts"
+    );
+    let starts = &p.host_starts_ns;
+    assert!(
+        starts["late"] >= starts["early"] + 500_000_000,
+        "the late start is on record: {starts:?}"
+    );
 }
