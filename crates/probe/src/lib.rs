@@ -7,9 +7,9 @@
 //! directory, file or block device), and answer the
 //! safety questions asked before any load: is this device mounted, held by LVM/md/dm or used
 //! as swap ([`device_in_use`]); does it carry a filesystem or partition table
-//! ([`fs_signature`]); is there room for the working set ([`space`]); does the filesystem take
-//! `O_DIRECT` ([`odirect_supported`]). Anything it cannot read degrades to "unknown", never a
-//! panic.
+//! ([`fs_signature`]); is there room for the working set ([`space`]). Whether a run
+//! directory's filesystem takes `O_DIRECT` is probed by the agent, inside the directory it
+//! holds. Anything it cannot read degrades to "unknown", never a panic.
 //!
 //! ```
 //! let inv = stormark_probe::Inventory::collect();
@@ -33,8 +33,7 @@ pub use counters::{
 pub use diagnose::diagnose;
 pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
 pub use safety::{
-    classify, device_in_use, file_in_use, fs_signature, odirect_supported, space, ProbeError,
-    Space, TargetKind,
+    classify, device_in_use, file_in_use, fs_signature, space, ProbeError, Space, TargetKind,
 };
 pub use sampler::{Sampled, Sampler};
 pub use sizing::{auto_size, target_media, Sizing, SizingInput, TargetMedia};

@@ -346,28 +346,6 @@ pub fn space(path: &Path) -> Result<Space, ProbeError> {
     })
 }
 
-/// Whether files in directory `dir` can be opened with `O_DIRECT` (tmpfs and some FUSE
-/// filesystems refuse it). Creates and removes one probe file there, so `dir` must be a
-/// directory stormark created.
-pub fn odirect_supported(dir: &Path) -> Result<bool, ProbeError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join(".stormark-odirect-probe");
-    let result = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&path);
-    let supported = match result {
-        Ok(_) => true,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => false,
-        Err(source) => return Err(ProbeError::Io { path, source }),
-    };
-    // O_CREAT may have made the file even when O_DIRECT was refused.
-    let _ = std::fs::remove_file(&path);
-    Ok(supported)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,16 +399,10 @@ mod tests {
     }
 
     #[test]
-    fn space_and_odirect() {
+    fn space_of_a_directory() {
         let dir = tempfile::tempdir().unwrap();
         let s = space(dir.path()).unwrap();
         assert!(s.total > 0 && s.avail <= s.total);
         assert!(s.used_pct_after(0) <= 100.0);
-        let _ = odirect_supported(dir.path()).unwrap();
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            0,
-            "the probe file is removed"
-        );
     }
 }
