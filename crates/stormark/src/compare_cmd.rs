@@ -24,19 +24,7 @@ fn percent(option: &str, text: &str) -> Result<f64, String> {
 const DOC_LIMIT: u64 = 1 << 30;
 
 fn load(path: &Path) -> Result<Results, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)
-        .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > DOC_LIMIT {
-        return Err(format!(
-            "{}: {len} bytes, larger than any results document (1 GiB at most)",
-            path.display()
-        ));
-    }
-    let mut text = String::new();
-    file.take(DOC_LIMIT)
-        .read_to_string(&mut text)
+    let text = crate::read_limited(path, DOC_LIMIT, "a results document")
         .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;

@@ -20,6 +20,23 @@ macro_rules! outln {
     }};
 }
 
+/// Reads a text file of at most `limit` bytes (a job file, a results document): a path
+/// given by mistake (a device, a huge log) is refused, never read whole into memory.
+fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let n = std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if n as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than {}; not {what}",
+            stormark_spec::units::format_size(limit)
+        )));
+    }
+    Ok(text)
+}
+
 mod agent_cmd;
 mod cli;
 mod compare_cmd;

@@ -11,7 +11,6 @@ use stormark_cluster::{
     TargetOptions,
 };
 use stormark_report::{format_figure, Json, LiveLine, Output, Render, Terminal};
-use stormark_spec::units::format_size;
 use stormark_spec::{Expectation, PROFILES};
 use stormark_stats::{
     check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
@@ -67,7 +66,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
                     "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
                 )));
             }
-            let text = read_limited(path, JOB_FILE_LIMIT)
+            let text = crate::read_limited(path, JOB_FILE_LIMIT, "a job file")
                 .map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
             Some((shown, text))
         }
@@ -97,22 +96,6 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
 
 /// The largest job file read (a job file is a few kilobytes; this bounds a mistaken path).
 const JOB_FILE_LIMIT: u64 = 16 << 20;
-
-/// Reads a text file of at most `limit` bytes.
-fn read_limited(path: &Path, limit: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    let n = std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
-    if n as u64 > limit {
-        return Err(std::io::Error::other(format!(
-            "larger than {}; not a job file",
-            format_size(limit)
-        )));
-    }
-    Ok(text)
-}
 
 /// The agents of a distributed run: address and target of each.
 struct AgentsPlan {
