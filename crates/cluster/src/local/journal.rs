@@ -7,10 +7,9 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
 use stormark_engine::Dir;
 
-use super::workspace::MANIFEST;
+use super::workspace::{listed_files, MANIFEST};
 
 /// A journal of one live agent's run directories in its state directory. Each agent keeps its
 /// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the
@@ -138,16 +137,6 @@ fn recover(entries: &[String]) -> Vec<String> {
     notes
 }
 
-#[derive(Deserialize)]
-struct Listed {
-    files: Vec<Named>,
-}
-
-#[derive(Deserialize)]
-struct Named {
-    name: String,
-}
-
 /// Removes what a run directory's manifest names, beneath the directory's descriptor.
 fn remove_run(path: &Path) -> Result<(), String> {
     let dir = match Dir::open(path) {
@@ -155,14 +144,9 @@ fn remove_run(path: &Path) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.to_string()),
     };
-    let mut text = String::new();
-    if let Ok(f) = dir.open_file(MANIFEST, libc::O_RDONLY) {
-        let _ = f.take(256 << 20).read_to_string(&mut text);
-    }
-    if let Ok(listed) = serde_json::from_str::<Listed>(&text) {
-        for f in listed.files {
-            let _ = dir.remove_file(&f.name);
-        }
+    // Only the names the run's manifest lists; a damaged manifest removes nothing more.
+    for name in listed_files(&dir).unwrap_or_default() {
+        let _ = dir.remove_file(&name);
     }
     let _ = dir.remove_file(MANIFEST);
     std::fs::remove_dir(path)

@@ -41,6 +41,44 @@ struct ManifestFile {
     ino: Option<u64>,
 }
 
+/// Why a run directory's manifest cannot be used.
+#[derive(Debug)]
+pub(super) enum ManifestError {
+    /// There is none (or it is not a regular file): not a stormark run directory.
+    Missing,
+    /// Larger than any manifest stormark writes.
+    TooLarge,
+    /// Reading it failed.
+    Unreadable(std::io::Error),
+    /// Not a manifest.
+    Damaged(serde_json::Error),
+}
+
+/// Reads the manifest of a run directory held open: beneath its descriptor, never through a
+/// link, and at most [`MANIFEST_LIMIT`] bytes.
+fn read_manifest(run: &Dir) -> Result<Manifest, ManifestError> {
+    let file = run
+        .open_file(MANIFEST, libc::O_RDONLY)
+        .map_err(|_| ManifestError::Missing)?;
+    let mut text = String::new();
+    file.take(MANIFEST_LIMIT + 1)
+        .read_to_string(&mut text)
+        .map_err(ManifestError::Unreadable)?;
+    if text.len() as u64 > MANIFEST_LIMIT {
+        return Err(ManifestError::TooLarge);
+    }
+    serde_json::from_str(&text).map_err(ManifestError::Damaged)
+}
+
+/// The names of the files a run directory's manifest lists (what a run made there).
+pub(super) fn listed_files(run: &Dir) -> Result<Vec<String>, ManifestError> {
+    Ok(read_manifest(run)?
+        .files
+        .into_iter()
+        .map(|f| f.name)
+        .collect())
+}
+
 /// A file the run uses inside its run directory.
 #[derive(Debug, Clone)]
 pub(super) struct PlannedFile {
@@ -189,25 +227,20 @@ impl Workspace {
                 shown.display()
             ))
         };
-        let mut text = String::new();
-        let file = run
-            .open_file(MANIFEST, libc::O_RDONLY)
-            .map_err(|_| no_run())?;
-        file.take(MANIFEST_LIMIT + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| refused(format!("--reuse {}: {MANIFEST}: {e}", shown.display())))?;
-        if text.len() as u64 > MANIFEST_LIMIT {
-            return Err(refused(format!(
+        let m = read_manifest(&run).map_err(|e| match e {
+            ManifestError::Missing => no_run(),
+            ManifestError::TooLarge => refused(format!(
                 "--reuse {}: {MANIFEST} is larger than {}; not a manifest stormark wrote",
                 shown.display(),
                 format_size(MANIFEST_LIMIT)
-            )));
-        }
-        let m: Manifest = serde_json::from_str(&text).map_err(|e| {
-            refused(format!(
+            )),
+            ManifestError::Unreadable(e) => {
+                refused(format!("--reuse {}: {MANIFEST}: {e}", shown.display()))
+            }
+            ManifestError::Damaged(e) => refused(format!(
                 "--reuse {}: {MANIFEST} is damaged ({e})",
                 shown.display()
-            ))
+            )),
         })?;
         for pf in self.files.iter_mut().filter(|f| f.size > 0) {
             let fail = |why: &str| {
