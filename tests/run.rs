@@ -1148,7 +1148,7 @@ fn distributed_and_agent_mistakes_are_one_line_and_exit_2() {
         ),
         (
             vec!["run", t, "--token-file", tok],
-            "need --agents or --agents-file",
+            "needs --agents or --agents-file",
         ),
         (
             vec![

@@ -68,6 +68,21 @@ pub enum OnAgentFailure {
     Continue,
 }
 
+impl std::str::FromStr for OnAgentFailure {
+    type Err = String;
+
+    /// `--on-agent-failure`: abort or continue.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "abort" => Ok(OnAgentFailure::Abort),
+            "continue" => Ok(OnAgentFailure::Continue),
+            other => Err(format!(
+                "--on-agent-failure {other}: expected abort or continue"
+            )),
+        }
+    }
+}
+
 /// A lead given to agents of a distributed stage, so that every one is ready when the named
 /// start comes.
 const START_LEAD: Duration = Duration::from_millis(1000);

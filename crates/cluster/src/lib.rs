@@ -25,6 +25,7 @@
 mod agent;
 mod auth;
 mod config;
+mod connect;
 mod coordinator;
 mod listen;
 mod local;
@@ -35,6 +36,7 @@ mod wire;
 pub use agent::{Agent, AgentError, AgentEvent, Clock, Second, Stage, TargetOptions, Validated};
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
 pub use config::{AgentConfig, ConfigError};
+pub use connect::Fleet;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{Journal, LocalAgent, MANIFEST};
 pub use remote::{RemoteAgent, SILENCE};

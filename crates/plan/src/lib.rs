@@ -19,11 +19,13 @@
 //! ```
 #![warn(missing_docs)]
 
+mod hosts;
 mod request;
 mod search;
 mod shape;
 mod step;
 
+pub use hosts::{hosts, Host, HostsOptions};
 pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};

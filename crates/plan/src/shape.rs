@@ -10,8 +10,8 @@ use crate::search::{Search, SearchLimits};
 use crate::step::{stage_steps, Step};
 use stormark_spec::units::format_size;
 use stormark_spec::{
-    parse_curve, parse_duration, parse_sweep, parse_target_latency, Job, JobOpts, LatencyTarget,
-    StageLoad, Sweep, SweepKey, Workload,
+    parse_curve, parse_duration, parse_sweep, parse_target_latency, EngineChoice, Job, JobOpts,
+    LatencyTarget, StageLoad, Sweep, SweepKey, Workload,
 };
 use stormark_stats::{CurvePoint, CurveReport, Load, PhaseKind, Results, SweepPoint, SweepReport};
 
@@ -391,7 +391,11 @@ impl Plan {
             } => {
                 if *n > 0 {
                     let phase = last?;
-                    if *n == 1 && phase.jobs.first().is_some_and(|j| j.engine == "psync") {
+                    if *n == 1
+                        && phase.jobs.first().is_some_and(|j| {
+                            EngineChoice::parse(&j.engine).is_some_and(|e| !e.queues())
+                        })
+                    {
                         // One I/O at a time per worker: concurrency is workers alone. The
                         // first step (one worker, depth 1) is the same either way.
                         limits.max_iodepth = 1;

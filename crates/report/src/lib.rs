@@ -11,6 +11,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod compare;
 mod format;
 mod json;
 mod live;
@@ -18,6 +19,7 @@ mod output;
 mod shapes;
 mod terminal;
 
+pub use compare::{compare_table, figure_label};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use json::Json;
 pub use live::LiveLine;

@@ -188,7 +188,14 @@ impl EngineChoice {
         }
     }
 
-    pub(crate) fn parse(s: &str) -> Option<EngineChoice> {
+    /// Whether the engine keeps several I/Os in flight per worker (`iodepth`): only psync
+    /// does one at a time. The one place that rule lives.
+    pub fn queues(self) -> bool {
+        self != EngineChoice::Psync
+    }
+
+    /// The engine named `s` (fio's spellings too), or `None`.
+    pub fn parse(s: &str) -> Option<EngineChoice> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" => EngineChoice::Auto,
             "io_uring" | "io-uring" | "uring" => EngineChoice::IoUring,

@@ -4,22 +4,19 @@ use std::net::{SocketAddr, ToSocketAddrs};
 
 use stormark_cluster::{serve, AgentConfig, Journal};
 
-use crate::cli::AgentArgs;
+use anyhow::{Context, Result};
 
-pub fn main(args: AgentArgs) -> i32 {
+use crate::cli::AgentArgs;
+use crate::{usage, Ending};
+
+pub fn main(args: AgentArgs) -> Result<Ending> {
     let cfg = AgentConfig::new(&args.token_file, &args.allow_path)
         .and_then(|c| c.with_devices(&args.allow_device))
         .and_then(|c| match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => c.with_tls(cert, key),
             _ => Ok(c),
         });
-    let mut cfg = match cfg {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 2;
-        }
-    };
+    let mut cfg = cfg.map_err(|e| usage(e.to_string()))?;
     match Journal::open(&args.state_dir) {
         Ok((j, recovered)) => {
             for note in recovered {
@@ -31,42 +28,30 @@ pub fn main(args: AgentArgs) -> i32 {
             "warning: {e}; run directories left by a crash will not be removed at the next start"
         ),
     }
-    let addr: SocketAddr = match args
+    let addr: SocketAddr = args
         .listen
         .to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
-    {
-        Some(a) => a,
-        None => {
-            eprintln!(
-                "error: --listen {}: expected an address and port such as 0.0.0.0:7878",
+        .ok_or_else(|| {
+            usage(format!(
+                "--listen {}: expected an address and port such as 0.0.0.0:7878",
                 args.listen
-            );
-            return 2;
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+            ))
+        })?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return 1;
-        }
-    };
+        .context("cannot start the runtime")?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let tx = std::sync::Mutex::new(Some(tx));
-    if let Err(e) = ctrlc::set_handler(move || {
+    ctrlc::set_handler(move || {
         if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
             let _ = tx.send(());
         }
-    }) {
-        eprintln!("error: cannot install the signal handler: {e}");
-        return 1;
-    }
+    })
+    .context("cannot install the signal handler")?;
     for w in cfg.warnings(&addr, &args.token_file) {
         eprintln!("warning: {w}");
     }
@@ -80,14 +65,9 @@ pub fn main(args: AgentArgs) -> i32 {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let result = rt.block_on(serve(cfg, addr, async {
+    rt.block_on(serve(cfg, addr, async {
         let _ = rx.await;
-    }));
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e}");
-            1
-        }
-    }
+    }))
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Ending::Success)
 }

@@ -2,11 +2,12 @@
 
 use std::path::Path;
 
-use comfy_table::{presets, CellAlignment, Table};
-use stormark_report::{format_figure, Output};
-use stormark_stats::{compare, differences, regressions, CompareRow, Results, Verdict, SCHEMA};
+use anyhow::Result;
+use stormark_report::{compare_table, figure_label, Output};
+use stormark_stats::{compare, differences, regressions, Results, Verdict, SCHEMA};
 
 use crate::cli::CompareArgs;
+use crate::{usage, Ending};
 
 /// A percentage such as `3%`, `3` or `2.5%`.
 fn percent(option: &str, text: &str) -> Result<f64, String> {
@@ -37,148 +38,94 @@ fn load(path: &Path) -> Result<Results, String> {
     serde_json::from_value(value).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn label(figure: &str) -> String {
-    match figure {
-        "iops" => "IOPS".into(),
-        "bw_bytes_per_s" => "bandwidth".into(),
-        "mean_ns" => "mean latency".into(),
-        "p999_ns" => "p99.9".into(),
-        "p9999_ns" => "p99.99".into(),
-        f => f.trim_end_matches("_ns").to_string(),
-    }
-}
-
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Same => "same",
-        Verdict::Noise => "noise",
-        Verdict::NotSignificant => "not significant",
-        Verdict::Better => "better",
-        Verdict::Worse => "WORSE",
-    }
-}
-
-fn table(rows: &[CompareRow]) -> String {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
-    t.set_header(["phase", "op", "figure", "A", "B", "delta", "p", "verdict"]);
-    for r in rows {
-        t.add_row([
-            r.phase.clone(),
-            r.op.clone(),
-            label(&r.figure),
-            format_figure(&r.figure, r.a),
-            format_figure(&r.figure, r.b),
-            format!("{:+.1}%", r.delta_pct),
-            r.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}")),
-            verdict(r.verdict).into(),
-        ]);
-    }
-    for (i, col) in t.column_iter_mut().enumerate() {
-        if (3..=6).contains(&i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t.to_string()
-}
-
-pub fn main(args: CompareArgs) -> i32 {
-    let run = || -> Result<i32, (i32, String)> {
-        let noise = percent("--noise", &args.noise).map_err(|e| (2, e))?;
-        let gate = match &args.fail_if_worse {
-            Some(t) => Some(percent("--fail-if-worse", t).map_err(|e| (2, e))?),
-            None => None,
-        };
-        let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
-        let out = match &args.json {
-            Some(p) => Some(Output::check("--json", p, &inputs).map_err(|e| (2, e.to_string()))?),
-            None => None,
-        };
-        // With --json -, the document owns standard output and the tables go to stderr.
-        let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
-        let say = |text: String| {
-            if to_stdout {
-                outln!("{text}");
-            } else {
-                eprintln!("{text}");
-            }
-        };
-        let docs: Vec<Results> = args
-            .files
-            .iter()
-            .map(|p| load(p))
-            .collect::<Result<_, _>>()
-            .map_err(|e| (2, e))?;
-        let base = &docs[0];
-        let mut all = Vec::new();
-        let mut failed = false;
-        for (path, doc) in args.files.iter().zip(&docs).skip(1) {
-            let rows = compare(base, doc, noise);
-            say(format!("{} -> {}", args.files[0].display(), path.display()));
-            let differ = differences(base, doc);
-            for d in &differ {
-                let fatal = gate.is_some() && !args.allow_different;
-                say(format!(
-                    "  {}: {d}{}",
-                    if fatal { "error" } else { "warning" },
-                    if fatal {
-                        " (add --allow-different if intended)"
-                    } else {
-                        ""
-                    }
-                ));
-                failed |= fatal;
-            }
-            if rows.is_empty() {
-                say("  no phase in common: nothing compared".into());
-                failed |= gate.is_some();
-                continue;
-            }
-            say(table(&rows));
-            let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-            say(format!(
-                "  {} worse, {} better, {} within noise ({noise}%) or not significant, {} the same",
-                count(Verdict::Worse),
-                count(Verdict::Better),
-                count(Verdict::Noise) + count(Verdict::NotSignificant),
-                count(Verdict::Same)
-            ));
-            if let Some(limit) = gate {
-                let bad = regressions(&rows, limit);
-                for r in &bad {
-                    say(format!(
-                        "  regression: {} {} {} {:+.1}% (limit {limit}%)",
-                        r.phase,
-                        r.op,
-                        label(&r.figure),
-                        r.delta_pct
-                    ));
-                }
-                failed |= !bad.is_empty();
-            }
-            all.push(serde_json::json!({
-                "baseline": args.files[0].display().to_string(),
-                "compared": path.display().to_string(),
-                "rows": rows,
-                "differences": differ,
-            }));
-        }
-        if let (Some(out), Some(path)) = (&out, &args.json) {
-            let text = serde_json::to_string_pretty(&all).expect("rows serialize");
-            out.write((text + "\n").as_bytes()).map_err(|e| {
-                (
-                    1,
-                    format!("--json {}: cannot write it: {e}", path.display()),
-                )
-            })?;
-        }
-        Ok(if failed { 1 } else { 0 })
+pub fn main(args: CompareArgs) -> Result<Ending> {
+    let noise = percent("--noise", &args.noise).map_err(usage)?;
+    let gate = match &args.fail_if_worse {
+        Some(t) => Some(percent("--fail-if-worse", t).map_err(usage)?),
+        None => None,
     };
-    match run() {
-        Ok(code) => code,
-        Err((code, msg)) => {
-            eprintln!("error: {msg}");
-            code
+    let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+    let out = match &args.json {
+        Some(p) => Some(Output::check("--json", p, &inputs).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    // With --json -, the document owns standard output and the tables go to stderr.
+    let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
+    let say = |text: String| {
+        if to_stdout {
+            outln!("{text}");
+        } else {
+            eprintln!("{text}");
         }
+    };
+    let docs: Vec<Results> = args
+        .files
+        .iter()
+        .map(|p| load(p))
+        .collect::<Result<_, _>>()
+        .map_err(usage)?;
+    let base = &docs[0];
+    let mut all = Vec::new();
+    let mut failed = false;
+    for (path, doc) in args.files.iter().zip(&docs).skip(1) {
+        let rows = compare(base, doc, noise);
+        say(format!("{} -> {}", args.files[0].display(), path.display()));
+        let differ = differences(base, doc);
+        for d in &differ {
+            let fatal = gate.is_some() && !args.allow_different;
+            say(format!(
+                "  {}: {d}{}",
+                if fatal { "error" } else { "warning" },
+                if fatal {
+                    " (add --allow-different if intended)"
+                } else {
+                    ""
+                }
+            ));
+            failed |= fatal;
+        }
+        if rows.is_empty() {
+            say("  no phase in common: nothing compared".into());
+            failed |= gate.is_some();
+            continue;
+        }
+        say(compare_table(&rows));
+        let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+        say(format!(
+            "  {} worse, {} better, {} within noise ({noise}%) or not significant, {} the same",
+            count(Verdict::Worse),
+            count(Verdict::Better),
+            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Same)
+        ));
+        if let Some(limit) = gate {
+            let bad = regressions(&rows, limit);
+            for r in &bad {
+                say(format!(
+                    "  regression: {} {} {} {:+.1}% (limit {limit}%)",
+                    r.phase,
+                    r.op,
+                    figure_label(&r.figure),
+                    r.delta_pct
+                ));
+            }
+            failed |= !bad.is_empty();
+        }
+        all.push(serde_json::json!({
+            "baseline": args.files[0].display().to_string(),
+            "compared": path.display().to_string(),
+            "rows": rows,
+            "differences": differ,
+        }));
     }
+    if let (Some(out), Some(path)) = (&out, &args.json) {
+        let text = serde_json::to_string_pretty(&all).expect("rows serialize");
+        out.write((text + "\n").as_bytes())
+            .map_err(|e| anyhow::anyhow!("--json {}: cannot write it: {e}", path.display()))?;
+    }
+    Ok(if failed {
+        Ending::Failed
+    } else {
+        Ending::Success
+    })
 }

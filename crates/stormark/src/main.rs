@@ -37,6 +37,50 @@ fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Resu
     Ok(text)
 }
 
+/// A mistake in what the user asked for, found before any load: exit 2.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// A user error (exit 2), as every command returns it.
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    Usage(msg.into()).into()
+}
+
+/// How a command that ran to its end ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Exit 0.
+    Success,
+    /// Exit 1: the run failed, counted errors or was interrupted, or a gate failed; what
+    /// happened has been reported.
+    Failed,
+}
+
+/// The one place where how a command ended becomes the exit status: 0 success, 1 a failure
+/// (reported), 2 a user error found before any load.
+fn exit_status(result: anyhow::Result<Ending>) -> i32 {
+    match result {
+        Ok(Ending::Success) => 0,
+        Ok(Ending::Failed) => 1,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<Usage>().is_some() {
+                2
+            } else {
+                1
+            }
+        }
+    }
+}
+
 mod agent_cmd;
 mod cli;
 mod compare_cmd;
@@ -92,11 +136,11 @@ fn fio_spellings(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
 
 fn main() {
     let cli = cli::Cli::parse_from(fio_spellings(std::env::args_os().collect()));
-    let code = match cli.command {
+    let result = match cli.command {
         cli::Command::Run(args) => run::main(*args),
         cli::Command::Probe(args) => probe_cmd::main(args),
         cli::Command::Agent(args) => agent_cmd::main(args),
         cli::Command::Compare(args) => compare_cmd::main(args),
     };
-    std::process::exit(code);
+    std::process::exit(exit_status(result));
 }

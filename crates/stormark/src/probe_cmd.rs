@@ -7,6 +7,7 @@ use stormark_probe::{auto_size, classify, Inventory, SizingInput};
 use stormark_report::Output;
 
 use crate::cli::ProbeArgs;
+use crate::{usage, Ending};
 
 fn gib(b: Option<u64>) -> String {
     b.map_or_else(
@@ -117,15 +118,9 @@ pub fn text(inv: &Inventory) -> String {
     out
 }
 
-pub fn main(args: ProbeArgs) -> i32 {
+pub fn main(args: ProbeArgs) -> anyhow::Result<Ending> {
     let out = match &args.json {
-        Some(p) => match Output::check("--json", p, &[]) {
-            Ok(o) => Some(o),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return 2;
-            }
-        },
+        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
     let inv = Inventory::collect();
@@ -144,10 +139,7 @@ pub fn main(args: ProbeArgs) -> i32 {
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    if let Err(e) = classify(&target) {
-        eprintln!("error: {e}");
-        return 2;
-    }
+    classify(&target).map_err(|e| usage(e.to_string()))?;
     let input = SizingInput::for_target(&target, false);
     let sizing = auto_size(&inv, &input);
     say(&format!(
@@ -160,10 +152,8 @@ pub fn main(args: ProbeArgs) -> i32 {
     }
     if let (Some(out), Some(path)) = (out, args.json) {
         let json = serde_json::to_string_pretty(&inv).expect("an inventory serializes");
-        if let Err(e) = out.write((json + "\n").as_bytes()) {
-            eprintln!("error: --json {}: cannot write it: {e}", path.display());
-            return 1;
-        }
+        out.write((json + "\n").as_bytes())
+            .map_err(|e| anyhow::anyhow!("--json {}: cannot write it: {e}", path.display()))?;
     }
-    0
+    Ok(Ending::Success)
 }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_token, Agent, Coordinator, Live, LocalAgent, OnAgentFailure, Outcome, RemoteAgent,
-    TargetOptions,
+    read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome, TargetOptions,
 };
 use stormark_report::{format_figure, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::{Expectation, PROFILES};
@@ -16,44 +15,21 @@ use stormark_stats::{
     check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
 };
 
-use stormark_plan::{check_agents, request, Plan, Request, RequestOptions, ShapeOptions};
+use stormark_plan::{
+    check_agents, hosts, request, HostsOptions, Plan, Request, RequestOptions, ShapeOptions,
+};
 
 use crate::cli::RunArgs;
+use crate::{usage, Ending, Usage};
 
-/// A mistake in what the user asked for: exit 2, before any load.
-#[derive(Debug)]
-struct UserError(String);
-
-impl std::fmt::Display for UserError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UserError {}
-
-fn user(msg: impl Into<String>) -> anyhow::Error {
-    UserError(msg.into()).into()
-}
-
-pub fn main(args: RunArgs) -> i32 {
+pub fn main(args: RunArgs) -> Result<Ending> {
     if args.list_profiles {
         for (name, about, _) in PROFILES {
             outln!("{name:<12} {about}");
         }
-        return 0;
+        return Ok(Ending::Success);
     }
-    match run(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            if e.downcast_ref::<UserError>().is_some() {
-                2
-            } else {
-                1
-            }
-        }
-    }
+    run(args)
 }
 
 /// The command line as the plan reads it; the job file is read here.
@@ -62,12 +38,12 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         Some(path) => {
             let shown = path.display().to_string();
             if path.extension().is_some_and(|e| e == "fio") {
-                return Err(user(format!(
+                return Err(usage(format!(
                     "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
                 )));
             }
             let text = crate::read_limited(path, JOB_FILE_LIMIT, "a job file")
-                .map_err(|e| user(format!("--job {shown}: cannot read it: {e}")))?;
+                .map_err(|e| usage(format!("--job {shown}: cannot read it: {e}")))?;
             Some((shown, text))
         }
         None => None,
@@ -97,184 +73,59 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
 /// The largest job file read (a job file is a few kilobytes; this bounds a mistaken path).
 const JOB_FILE_LIMIT: u64 = 16 << 20;
 
-/// The agents of a distributed run: address and target of each.
-struct AgentsPlan {
-    token: String,
-    tls_ca: Option<Vec<u8>>,
-    agents: Vec<(String, PathBuf)>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentsFile {
-    agent: Vec<AgentEntry>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentEntry {
-    address: String,
-    target: Option<PathBuf>,
-}
-
-/// Reads `--agents`/`--agents-file`, `--token-file` and `--target HOST=PATH`; `None` for a
-/// local run. Every mistake is a user error, before anything connects.
-fn agents_plan(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<AgentsPlan>> {
-    let mut entries: Vec<(String, Option<PathBuf>)> = match (&args.agents, &args.agents_file) {
-        (Some(list), _) => list
-            .split(',')
-            .map(str::trim)
-            .filter(|a| !a.is_empty())
-            .map(|a| (a.to_string(), None))
-            .collect(),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                user(format!(
+/// `--agents`/`--agents-file`, `--token-file`, `--tls-ca` and `--target HOST=PATH`; `None`
+/// for a local run. Every mistake is a user error, before anything connects.
+fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Fleet>> {
+    let agents_file = match &args.agents_file {
+        Some(path) => Some((
+            path.display().to_string(),
+            crate::read_limited(path, JOB_FILE_LIMIT, "an agents file").map_err(|e| {
+                usage(format!(
                     "--agents-file {}: cannot read it: {e}",
                     path.display()
                 ))
-            })?;
-            let file: AgentsFile = toml::from_str(&text).map_err(|e| {
-                user(format!(
-                    "--agents-file {}: {}; expected [[agent]] sections with address = \"host:port\" and optional target = \"/path\"",
-                    path.display(),
-                    e.message()
-                ))
-            })?;
-            file.agent
-                .into_iter()
-                .map(|a| (a.address, a.target))
-                .collect()
-        }
-        (None, None) => {
-            if args.token_file.is_some()
-                || !args.target_map.is_empty()
-                || args.on_agent_failure.is_some()
-            {
-                return Err(user(
-                    "--token-file, --target and --on-agent-failure need --agents or --agents-file",
-                ));
-            }
-            return Ok(None);
-        }
+            })?,
+        )),
+        None => None,
     };
-    if entries.is_empty() {
-        return Err(user("--agents: expected host:port[,host:port...]"));
-    }
-    for (addr, _) in &entries {
-        let port_ok = addr
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
-        if !port_ok {
-            return Err(user(format!(
-                "--agents {addr}: expected host:port, such as node1:7878"
-            )));
+    let mut distributed_only = Vec::new();
+    for (given, name) in [
+        (args.token_file.is_some(), "--token-file"),
+        (!args.target_map.is_empty(), "--target"),
+        (args.on_agent_failure.is_some(), "--on-agent-failure"),
+        (args.tls_ca.is_some(), "--tls-ca"),
+    ] {
+        if given {
+            distributed_only.push(name);
         }
     }
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some((dup, _)) = entries.iter().find(|(a, _)| !seen.insert(a.clone())) {
-        return Err(user(format!("--agents: {dup} is listed twice")));
-    }
-    for pair in &args.target_map {
-        let (host, path) = pair
-            .split_once('=')
-            .filter(|(h, p)| !h.is_empty() && !p.is_empty())
-            .ok_or_else(|| {
-                user(format!(
-                    "--target {pair}: expected HOST=PATH, such as node2=/dev/sdb"
-                ))
-            })?;
-        let matching: Vec<usize> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, (a, _))| a == host || a.rsplit_once(':').is_some_and(|(h, _)| h == host))
-            .map(|(i, _)| i)
-            .collect();
-        match matching.as_slice() {
-            [i] => entries[*i].1 = Some(PathBuf::from(path)),
-            [] => {
-                return Err(user(format!(
-                    "--target {pair}: {host} is not one of the agents"
-                )))
-            }
-            _ => {
-                return Err(user(format!(
-                    "--target {pair}: {host} names several agents; use host:port"
-                )))
-            }
-        }
-    }
-    let mut agents = Vec::new();
-    for (addr, t) in entries {
-        let t = t.or_else(|| default_target.cloned()).ok_or_else(|| {
-            user(format!(
-                "agent {addr}: no target; give TARGET (the same path on every agent) or --target {addr}=PATH"
-            ))
-        })?;
-        agents.push((addr, t));
-    }
-    let token_file = args
-        .token_file
-        .as_ref()
-        .ok_or_else(|| user("--agents needs --token-file FILE holding the agents' shared token"))?;
-    let token = read_token(token_file).map_err(|e| user(e.to_string()))?;
+    let Some(hosts) = hosts(&HostsOptions {
+        agents: args.agents.clone(),
+        agents_file,
+        targets: args.target_map.clone(),
+        default_target: default_target.cloned(),
+        distributed_only,
+    })
+    .map_err(usage)?
+    else {
+        return Ok(None);
+    };
+    let token_file = args.token_file.as_ref().ok_or_else(|| {
+        usage("--agents needs --token-file FILE holding the agents' shared token")
+    })?;
+    let token = read_token(token_file).map_err(|e| usage(e.to_string()))?;
     let tls_ca = match &args.tls_ca {
         Some(p) => Some(
             std::fs::read(p)
-                .map_err(|e| user(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
+                .map_err(|e| usage(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
         ),
         None => None,
     };
-    Ok(Some(AgentsPlan {
+    Ok(Some(Fleet {
         token,
         tls_ca,
-        agents,
+        hosts: hosts.into_iter().map(|h| (h.address, h.target)).collect(),
     }))
-}
-
-/// Connects to every agent (handshake, clock offset). Refusals (busy, wrong token, version)
-/// are user errors.
-fn connect_agents(
-    plan: &AgentsPlan,
-    opts: &TargetOptions,
-    stop: &Arc<AtomicBool>,
-) -> Result<Vec<Box<dyn Agent>>> {
-    // One thread per agent decodes that agent's snapshots (each histogram is about 270 KiB);
-    // with glibc's default of up to 8 arenas per core, each thread keeps its own freed blocks
-    // and the coordinator's memory grows with the agent count. A few shared arenas keep it
-    // flat (glibc mallopt(3), M_ARENA_MAX).
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt only tunes the allocator; called before the agent threads exist.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 4);
-    }
-    let rt = Arc::new(
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .context("cannot start the network runtime")?,
-    );
-    let mut agents: Vec<Box<dyn Agent>> = Vec::new();
-    for (i, (addr, target)) in plan.agents.iter().enumerate() {
-        let target = TargetOptions {
-            path: target.clone(),
-            ..opts.clone()
-        };
-        let agent = RemoteAgent::connect(
-            rt.clone(),
-            addr,
-            &plan.token,
-            plan.tls_ca.as_deref(),
-            target,
-            i as u32,
-            stop.clone(),
-        )
-        .map_err(|e| user(e.to_string()))?
-        .with_hosts(plan.agents.len() as u32);
-        agents.push(Box::new(agent));
-    }
-    Ok(agents)
 }
 
 /// `--expect`: every measured phase against the expected figures; a miss is a finding.
@@ -314,7 +165,7 @@ fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
     }
     Output::check("--json", path, &avoid)
         .map(Some)
-        .map_err(|e| user(e.to_string()))
+        .map_err(|e| usage(e.to_string()))
 }
 
 /// Writes the document so far (after a phase), so that a crash loses at most the phase that
@@ -330,7 +181,7 @@ fn write_partial(out: Option<&Output>, done: &[Results], current: &Results) {
     let _ = out.write(Json.render(&doc).as_bytes());
 }
 
-fn run(args: RunArgs) -> Result<i32> {
+fn run(args: RunArgs) -> Result<Ending> {
     let Request {
         workload,
         target,
@@ -338,14 +189,14 @@ fn run(args: RunArgs) -> Result<i32> {
         auto,
         expect,
         shape,
-    } = request(&request_options(&args)?).map_err(user)?;
-    let plan = agents_plan(&args, target_given.then_some(&target))?;
+    } = request(&request_options(&args)?).map_err(usage)?;
+    let plan = fleet(&args, target_given.then_some(&target))?;
     check_agents(
         &shape,
-        plan.as_ref().map_or(1, |p| p.agents.len()),
+        plan.as_ref().map_or(1, |p| p.hosts.len()),
         plan.is_some(),
     )
-    .map_err(user)?;
+    .map_err(usage)?;
     let json = json_output(&args, &target)?;
     if !auto.is_empty() {
         let mut text = String::from("auto sizing:\n");
@@ -382,19 +233,14 @@ fn run(args: RunArgs) -> Result<i32> {
             .ok()
             .filter(|n| (1..=1000).contains(n))
             .ok_or_else(|| {
-                user(format!(
+                usage(format!(
                     "--repeat {t}: expected a whole number from 1 to 1000"
                 ))
             })?,
     };
-    let policy = match args.on_agent_failure.as_deref() {
-        None | Some("abort") => OnAgentFailure::Abort,
-        Some("continue") => OnAgentFailure::Continue,
-        Some(other) => {
-            return Err(user(format!(
-                "--on-agent-failure {other}: expected abort or continue"
-            )))
-        }
+    let policy: OnAgentFailure = match args.on_agent_failure.as_deref() {
+        None => OnAgentFailure::Abort,
+        Some(text) => text.parse().map_err(usage)?,
     };
     let show_live = !args.quiet && std::io::stderr().is_terminal();
     let mut reps = Vec::new();
@@ -409,9 +255,11 @@ fn run(args: RunArgs) -> Result<i32> {
             None => vec![Box::new(
                 LocalAgent::new(opts.clone()).with_stop(stop.clone()),
             )],
-            Some(plan) => match connect_agents(plan, &opts, &stop) {
+            Some(plan) => match plan.connect(&opts, &stop) {
                 Ok(a) => a,
                 Err(e) => {
+                    // Every refusal or failure to connect is the user's to fix (exit 2).
+                    let e = usage(e.to_string());
                     // Refused before any load; the results file still says why.
                     results.status = RunStatus::Failed;
                     results.failure = Some(e.to_string());
@@ -482,7 +330,7 @@ fn run(args: RunArgs) -> Result<i32> {
         }
     }
     if let Outcome::Refused(msg) = &outcome {
-        bail!(UserError(msg.clone()));
+        bail!(Usage(msg.clone()));
     }
     if json.as_ref().is_some_and(Output::is_stdout) {
         // The document owns standard output; the table goes to standard error.
@@ -492,10 +340,12 @@ fn run(args: RunArgs) -> Result<i32> {
     }
     if let Some(msg) = write_failed {
         eprintln!("error: {msg}");
-        return Ok(1);
+        return Ok(Ending::Failed);
     }
     Ok(match outcome {
-        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => 0,
-        _ => 1,
+        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => {
+            Ending::Success
+        }
+        _ => Ending::Failed,
     })
 }

@@ -1,0 +1,66 @@
+//! Connecting to the agents of a distributed run, all before any load.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use crate::agent::{Agent, AgentError, TargetOptions};
+use crate::remote::RemoteAgent;
+
+/// The agents of a distributed run and how to reach them.
+pub struct Fleet {
+    /// The shared token.
+    pub token: String,
+    /// `--tls-ca`: the CA (PEM) that signed the agents' certificates.
+    pub tls_ca: Option<Vec<u8>>,
+    /// Each agent's address (`host:port`) and target.
+    pub hosts: Vec<(String, PathBuf)>,
+}
+
+impl Fleet {
+    /// Connects to every agent (handshake, clock offset), in order; `opts` is every target's
+    /// options but its path. The first refusal (busy, wrong token, version) ends it.
+    pub fn connect(
+        &self,
+        opts: &TargetOptions,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Vec<Box<dyn Agent>>, AgentError> {
+        // One thread per agent decodes that agent's snapshots (each histogram is about
+        // 270 KiB); with glibc's default of up to 8 arenas per core, each thread keeps its own
+        // freed blocks and the coordinator's memory grows with the agent count. A few shared
+        // arenas keep it flat (glibc mallopt(3), M_ARENA_MAX).
+        #[cfg(target_env = "gnu")]
+        // SAFETY: mallopt only tunes the allocator; called before the agent threads exist.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 4);
+        }
+        let rt = Arc::new(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| {
+                    AgentError::Failed(format!("cannot start the network runtime: {e}"))
+                })?,
+        );
+        let mut agents: Vec<Box<dyn Agent>> = Vec::new();
+        for (i, (addr, target)) in self.hosts.iter().enumerate() {
+            let target = TargetOptions {
+                path: target.clone(),
+                ..opts.clone()
+            };
+            let agent = RemoteAgent::connect(
+                rt.clone(),
+                addr,
+                &self.token,
+                self.tls_ca.as_deref(),
+                target,
+                i as u32,
+                stop.clone(),
+            )?
+            .with_hosts(self.hosts.len() as u32);
+            agents.push(Box::new(agent));
+        }
+        Ok(agents)
+    }
+}

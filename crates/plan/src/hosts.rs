@@ -1,0 +1,214 @@
+//! Where a distributed run goes: the agents named by `--agents` or an agents file, each with
+//! its target (`--target HOST=PATH`, else TARGET). Checked before anything connects.
+
+use std::path::PathBuf;
+
+/// The agents as the command line gave them, files already read by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct HostsOptions {
+    /// `--agents host:port,...`.
+    pub agents: Option<String>,
+    /// `--agents-file`: its path as shown and its text.
+    pub agents_file: Option<(String, String)>,
+    /// `--target HOST=PATH`, each as typed.
+    pub targets: Vec<String>,
+    /// TARGET when the user gave one: every agent's target unless `--target` names another.
+    pub default_target: Option<PathBuf>,
+    /// The distributed-only options given (such as `--token-file`), by name: refused without
+    /// agents.
+    pub distributed_only: Vec<&'static str>,
+}
+
+/// One agent of a distributed run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// `host:port` as given.
+    pub address: String,
+    /// What it benchmarks.
+    pub target: PathBuf,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    agent: Vec<AgentEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    address: String,
+    target: Option<PathBuf>,
+}
+
+/// The agents of a distributed run, or `None` for a run on this host. Every mistake is one
+/// line for the user (exit 2).
+pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
+    let mut entries: Vec<(String, Option<PathBuf>)> = match (&opts.agents, &opts.agents_file) {
+        (Some(list), _) => list
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(|a| (a.to_string(), None))
+            .collect(),
+        (None, Some((shown, text))) => {
+            let file: AgentsFile = toml::from_str(text).map_err(|e| {
+                format!(
+                    "--agents-file {shown}: {}; expected [[agent]] sections with address = \"host:port\" and optional target = \"/path\"",
+                    e.message()
+                )
+            })?;
+            file.agent
+                .into_iter()
+                .map(|a| (a.address, a.target))
+                .collect()
+        }
+        (None, None) => {
+            if !opts.distributed_only.is_empty() {
+                let verb = if opts.distributed_only.len() == 1 {
+                    "needs"
+                } else {
+                    "need"
+                };
+                return Err(format!(
+                    "{} {verb} --agents or --agents-file",
+                    opts.distributed_only.join(", ")
+                ));
+            }
+            return Ok(None);
+        }
+    };
+    if entries.is_empty() {
+        return Err("--agents: expected host:port[,host:port...]".into());
+    }
+    for (addr, _) in &entries {
+        let port_ok = addr
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(format!(
+                "--agents {addr}: expected host:port, such as node1:7878"
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((dup, _)) = entries.iter().find(|(a, _)| !seen.insert(a.clone())) {
+        return Err(format!("--agents: {dup} is listed twice"));
+    }
+    for pair in &opts.targets {
+        let (host, path) = pair
+            .split_once('=')
+            .filter(|(h, p)| !h.is_empty() && !p.is_empty())
+            .ok_or_else(|| {
+                format!("--target {pair}: expected HOST=PATH, such as node2=/dev/sdb")
+            })?;
+        let matching: Vec<usize> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (a, _))| a == host || a.rsplit_once(':').is_some_and(|(h, _)| h == host))
+            .map(|(i, _)| i)
+            .collect();
+        match matching.as_slice() {
+            [i] => entries[*i].1 = Some(PathBuf::from(path)),
+            [] => return Err(format!("--target {pair}: {host} is not one of the agents")),
+            _ => {
+                return Err(format!(
+                    "--target {pair}: {host} names several agents; use host:port"
+                ))
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .map(|(address, t)| {
+            let target = t.or_else(|| opts.default_target.clone()).ok_or_else(|| {
+                format!(
+                    "agent {address}: no target; give TARGET (the same path on every agent) or --target {address}=PATH"
+                )
+            })?;
+            Ok(Host { address, target })
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(agents: &str, targets: &[&str], default: Option<&str>) -> HostsOptions {
+        HostsOptions {
+            agents: Some(agents.into()),
+            targets: targets.iter().map(|t| t.to_string()).collect(),
+            default_target: default.map(PathBuf::from),
+            ..HostsOptions::default()
+        }
+    }
+
+    #[test]
+    fn targets_by_host_or_address() {
+        let h = hosts(&opts("a:1,b:2", &["b=/dev/sdb"], Some("/mnt")))
+            .unwrap()
+            .unwrap();
+        assert_eq!(h[0].target, PathBuf::from("/mnt"));
+        assert_eq!(h[1].target, PathBuf::from("/dev/sdb"));
+        let h = hosts(&opts("a:1,a:2", &["a:2=/x", "a:1=/y"], None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (h[0].target.to_str(), h[1].target.to_str()),
+            (Some("/y"), Some("/x"))
+        );
+    }
+
+    #[test]
+    fn mistakes_are_one_line() {
+        for (agents, targets, default) in [
+            ("", &[][..], Some("/m")),
+            ("a", &[], Some("/m")),
+            ("a:1,a:1", &[], Some("/m")),
+            ("a:1", &["b=/x"], Some("/m")),
+            ("a:1,a:2", &["a=/x"], Some("/m")),
+            ("a:1", &["a/x"], Some("/m")),
+            ("a:1", &[], None),
+        ] {
+            let e = hosts(&opts(agents, targets, default)).unwrap_err();
+            assert!(!e.contains('\n') && !e.is_empty(), "{e}");
+        }
+        let local = HostsOptions {
+            distributed_only: vec!["--token-file"],
+            ..HostsOptions::default()
+        };
+        assert_eq!(
+            hosts(&local).unwrap_err(),
+            "--token-file needs --agents or --agents-file"
+        );
+        assert_eq!(hosts(&HostsOptions::default()), Ok(None));
+    }
+
+    #[test]
+    fn agents_file() {
+        let o = HostsOptions {
+            agents_file: Some((
+                "f.toml".into(),
+                "[[agent]]\naddress = \"n1:7878\"\ntarget = \"/d\"\n".into(),
+            )),
+            ..HostsOptions::default()
+        };
+        let h = hosts(&o).unwrap().unwrap();
+        assert_eq!(
+            h,
+            vec![Host {
+                address: "n1:7878".into(),
+                target: "/d".into()
+            }]
+        );
+        let bad = HostsOptions {
+            agents_file: Some(("f.toml".into(), "[[agent]]\nadress = 1\n".into())),
+            ..HostsOptions::default()
+        };
+        assert!(hosts(&bad)
+            .unwrap_err()
+            .starts_with("--agents-file f.toml: "));
+    }
+}
