@@ -1,5 +1,7 @@
 //! The interface every agent implements, in-process or remote.
 
+use std::path::PathBuf;
+
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{Finding, HostSample, PhaseJob, Snapshot, Target};
 
@@ -58,15 +60,152 @@ pub struct Clock {
     pub rtt_ns: u64,
 }
 
-/// Why an agent cannot go on.
+/// Why an agent cannot go on. The first five are refusals: the request cannot run as given,
+/// found before any load (exit 2); the rest are failures while running (exit 1).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
-    /// The request cannot be run as given (a user error, found before any load): exit 2.
+    /// An option's value cannot run here (`option` as the user gave it, with its value).
+    #[error("{option}: {reason}")]
+    Option {
+        /// The option, such as `--engine io_uring`.
+        option: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// A job of the workload cannot run here.
+    #[error("job {job}: {reason}")]
+    Job {
+        /// The job's name.
+        job: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// The target (or a path beneath it) may not or cannot be used as asked.
+    #[error("{}: {reason}", path.display())]
+    Target {
+        /// The path as shown to the user.
+        path: PathBuf,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// The run would pass a limit of this host (memory, open files, files per run).
     #[error("{0}")]
-    Refused(String),
-    /// Something broke while running: exit 1.
-    #[error("{0}")]
-    Failed(String),
+    Limit(String),
+    /// A remote agent refused the request, in its words.
+    #[error("agent {agent}: {message}")]
+    RemoteRefused {
+        /// The agent's address.
+        agent: String,
+        /// What it said.
+        message: String,
+    },
+    /// A file or directory of the run could not be made, examined or recorded.
+    #[error("cannot {action} {}: {cause}", path.display())]
+    Io {
+        /// What was being done (`create`, `reserve 1 GiB for`, ...).
+        action: String,
+        /// The path as shown to the user.
+        path: PathBuf,
+        /// The system's error.
+        cause: String,
+    },
+    /// A worker's load failed.
+    #[error("job {job} worker {worker}: {cause}")]
+    Worker {
+        /// The job's name.
+        job: String,
+        /// The worker within the job.
+        worker: u32,
+        /// The first failure, and how many more workers failed.
+        cause: String,
+    },
+    /// Writing the working set before the measured phases failed.
+    #[error("preparing the working set failed: {0}")]
+    Preparation(String),
+    /// Stopped (Ctrl-C, the coordinator's stop) during a step that cannot be cut short.
+    #[error("interrupted while {0}")]
+    Interrupted(&'static str),
+    /// The coordinator's network runtime could not start.
+    #[error("cannot start the network runtime: {0}")]
+    Runtime(String),
+    /// A remote agent failed, went silent, or broke the protocol.
+    #[error("agent {agent}: {message}")]
+    RemoteFailed {
+        /// The agent's address.
+        agent: String,
+        /// What happened.
+        message: String,
+    },
+}
+
+impl AgentError {
+    /// Whether the request cannot run as given (a user error, exit 2) rather than something
+    /// having failed while running (exit 1).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            AgentError::Option { .. }
+                | AgentError::Job { .. }
+                | AgentError::Target { .. }
+                | AgentError::Limit(_)
+                | AgentError::RemoteRefused { .. }
+        )
+    }
+
+    /// A refusal about `path`.
+    pub fn target(path: impl Into<PathBuf>, reason: impl Into<String>) -> AgentError {
+        AgentError::Target {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A refusal of an option's value (`option` with its value, as typed).
+    pub fn option(option: impl Into<String>, reason: impl Into<String>) -> AgentError {
+        AgentError::Option {
+            option: option.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A refusal of one job.
+    pub fn job(job: impl Into<String>, reason: impl Into<String>) -> AgentError {
+        AgentError::Job {
+            job: job.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A file operation that failed.
+    pub fn io(
+        action: impl Into<String>,
+        path: impl Into<PathBuf>,
+        cause: impl ToString,
+    ) -> AgentError {
+        AgentError::Io {
+            action: action.into(),
+            path: path.into(),
+            cause: cause.to_string(),
+        }
+    }
+}
+
+impl From<stormark_probe::ProbeError> for AgentError {
+    /// A target the probe could not examine or use: a refusal naming its path.
+    fn from(e: stormark_probe::ProbeError) -> AgentError {
+        use stormark_probe::ProbeError;
+        let path = match &e {
+            ProbeError::Missing { path, .. }
+            | ProbeError::Unsupported { path }
+            | ProbeError::Io { path, .. } => path.clone(),
+        };
+        let text = e.to_string();
+        let reason = text
+            .strip_prefix(&format!("{}: ", path.display()))
+            .unwrap_or(&text)
+            .to_string();
+        AgentError::Target { path, reason }
+    }
 }
 
 /// What validation found: how each stage will run, and what the user should know.
@@ -176,4 +315,36 @@ pub trait Agent: Send {
     /// Stops sampling. Returns the samples (`t_ns` counted from the sampler's start) and the
     /// CPU time the sampler used.
     fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_and_failures_name_what_they_are_about() {
+        let e = AgentError::option("--engine io_uring", "not available here");
+        assert!(e.is_refusal());
+        assert_eq!(e.to_string(), "--engine io_uring: not available here");
+        let e = AgentError::target("/mnt/x", "not writable");
+        assert!(e.is_refusal());
+        assert_eq!(e.to_string(), "/mnt/x: not writable");
+        let e = AgentError::io("create", "/mnt/x/f", "No space left on device");
+        assert!(!e.is_refusal());
+        assert_eq!(
+            e.to_string(),
+            "cannot create /mnt/x/f: No space left on device"
+        );
+        assert!(!AgentError::Interrupted("creating files").is_refusal());
+        let missing = stormark_probe::classify(std::path::Path::new("/nonexistent/stormark"))
+            .map(|_| ())
+            .unwrap_err();
+        match AgentError::from(missing) {
+            AgentError::Target { path, reason } => {
+                assert_eq!(path, PathBuf::from("/nonexistent/stormark"));
+                assert!(!reason.starts_with('/'), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -61,6 +61,14 @@ pub enum ConfigError {
         /// The allowed paths, comma separated.
         allowed: String,
     },
+    /// The agent cannot serve as set up (TLS material refused, the address in use).
+    #[error("{option}: {cause}")]
+    Serve {
+        /// The option and its value, such as `--listen 0.0.0.0:7878`.
+        option: String,
+        /// The system's or the TLS library's error.
+        cause: String,
+    },
 }
 
 /// How an agent is set up. Its `Debug` output never shows the token.

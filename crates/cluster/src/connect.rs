@@ -39,9 +39,7 @@ impl Fleet {
                 .worker_threads(2)
                 .enable_all()
                 .build()
-                .map_err(|e| {
-                    AgentError::Failed(format!("cannot start the network runtime: {e}"))
-                })?,
+                .map_err(|e| AgentError::Runtime(e.to_string()))?,
         );
         let mut agents: Vec<Box<dyn Agent>> = Vec::new();
         for (i, (addr, target)) in self.hosts.iter().enumerate() {

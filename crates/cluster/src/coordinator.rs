@@ -69,15 +69,16 @@ pub enum OnAgentFailure {
 }
 
 impl std::str::FromStr for OnAgentFailure {
-    type Err = String;
+    type Err = AgentError;
 
     /// `--on-agent-failure`: abort or continue.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, AgentError> {
         match s {
             "abort" => Ok(OnAgentFailure::Abort),
             "continue" => Ok(OnAgentFailure::Continue),
-            other => Err(format!(
-                "--on-agent-failure {other}: expected abort or continue"
+            other => Err(AgentError::option(
+                format!("--on-agent-failure {other}"),
+                "expected abort or continue",
             )),
         }
     }
@@ -462,17 +463,18 @@ impl Coordinator {
                             Ok(j) => {
                                 jobs.get_or_insert(j);
                             }
-                            Err(AgentError::Refused(m)) => {
+                            Err(e) if e.is_refusal() => {
                                 self.stop.store(true, Ordering::Relaxed);
-                                result = Err(AgentError::Refused(m));
+                                result = Err(e);
                             }
-                            Err(AgentError::Failed(m)) if self.stop.load(Ordering::Relaxed) => {
+                            Err(e) if self.stop.load(Ordering::Relaxed) => {
                                 // Stopping anyway (Ctrl-C, or another agent failed).
                                 if result.is_ok() && self.aborted.is_none() {
-                                    result = Err(AgentError::Failed(m));
+                                    result = Err(e);
                                 }
                             }
-                            Err(AgentError::Failed(m)) => {
+                            Err(e) => {
+                                let m = e.to_string();
                                 acc.host_failed(h as u16);
                                 newly_failed.push((
                                     h,
@@ -497,8 +499,8 @@ impl Coordinator {
                                     } else {
                                         m
                                     };
-                                    self.aborted = Some(msg.clone());
-                                    result = Err(AgentError::Failed(msg));
+                                    self.aborted = Some(msg);
+                                    result = Err(e);
                                 }
                             }
                         }
@@ -549,9 +551,9 @@ impl Coordinator {
             return Some(Outcome::Failed(m.clone()));
         }
         match result {
-            Err(AgentError::Refused(m)) => Some(Outcome::Refused(m)),
+            Err(e) if e.is_refusal() => Some(Outcome::Refused(e.to_string())),
             _ if self.stop.load(Ordering::Relaxed) => Some(Outcome::Interrupted),
-            Err(AgentError::Failed(m)) => Some(Outcome::Failed(m)),
+            Err(e) => Some(Outcome::Failed(e.to_string())),
             Ok(()) if !self.alive.iter().any(|a| *a) => {
                 Some(Outcome::Failed("every agent failed".into()))
             }

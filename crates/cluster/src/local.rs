@@ -148,7 +148,7 @@ impl Agent for LocalAgent {
             self.plan_without_target(workload, &mut v)?;
             return Ok(v);
         }
-        let kind = classify(&self.opts.path).map_err(|e| AgentError::Refused(e.to_string()))?;
+        let kind = classify(&self.opts.path)?;
         let mut stages = Vec::new();
         for stage in workload.stages() {
             let mut jobs = Vec::new();
@@ -171,7 +171,7 @@ impl Agent for LocalAgent {
             );
         }
         if !existing && planned > limits::MAX_FILES {
-            return Err(AgentError::Refused(format!(
+            return Err(AgentError::Limit(format!(
                 "{planned} files in all (jobs × files over every job), more than the {} one run may make; lower --jobs or --files",
                 limits::MAX_FILES
             )));
@@ -282,9 +282,11 @@ impl Agent for LocalAgent {
             } else {
                 String::new()
             };
-            return Err(AgentError::Failed(format!(
-                "job {name} worker {wk}: {f}{more}"
-            )));
+            return Err(AgentError::Worker {
+                job: name.clone(),
+                worker: wk,
+                cause: format!("{f}{more}"),
+            });
         }
         Ok(self.phase_jobs(index, load))
     }

@@ -57,40 +57,40 @@ fn agent_error(address: &str, s: Status) -> AgentError {
         }
         m => one_cause(m),
     };
-    let msg = format!("agent {address}: {text}");
+    let (agent, message) = (address.to_string(), text);
     match s.code() {
         Code::InvalidArgument
         | Code::PermissionDenied
         | Code::FailedPrecondition
         | Code::Unauthenticated
         | Code::Unavailable
-        | Code::NotFound => AgentError::Refused(msg),
-        _ => AgentError::Failed(msg),
+        | Code::NotFound => AgentError::RemoteRefused { agent, message },
+        _ => AgentError::RemoteFailed { agent, message },
     }
 }
 
 /// Whether the agent at `address` answers the HTTP/2 preface in clear (a plaintext agent sends
 /// its SETTINGS frame) rather than as a TLS server (an alert, or nothing). No token is sent.
-fn speaks_plain_http2(address: &str) -> Result<bool, String> {
+fn speaks_plain_http2(address: &str) -> std::io::Result<bool> {
     use std::io::{Read, Write};
     use std::net::ToSocketAddrs;
     let addr = address
         .to_socket_addrs()
-        .map_err(|e| one_cause(&e.to_string()))?
+        .map_err(|e| std::io::Error::other(one_cause(&e.to_string())))?
         .next()
-        .ok_or_else(|| "the name resolves to no address".to_string())?;
+        .ok_or_else(|| std::io::Error::other("the name resolves to no address"))?;
     let mut s = std::net::TcpStream::connect_timeout(&addr, SILENCE).map_err(|e| {
         if e.kind() == std::io::ErrorKind::TimedOut {
-            format!("no answer within {} s", SILENCE.as_secs())
+            std::io::Error::other(format!("no answer within {} s", SILENCE.as_secs()))
         } else {
-            e.to_string()
+            e
         }
     })?;
     let _ = s.set_read_timeout(Some(SILENCE));
     let _ = s.set_write_timeout(Some(SILENCE));
     // The client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame.
     let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
-    s.write_all(preface).map_err(|e| e.to_string())?;
+    s.write_all(preface)?;
     let mut head = [0u8; 9];
     match s.read_exact(&mut head) {
         // A frame header whose type is SETTINGS (4) on stream 0.
@@ -99,7 +99,10 @@ fn speaks_plain_http2(address: &str) -> Result<bool, String> {
             if e.kind() == std::io::ErrorKind::WouldBlock
                 || e.kind() == std::io::ErrorKind::TimedOut =>
         {
-            Err(format!("no answer within {} s", SILENCE.as_secs()))
+            Err(std::io::Error::other(format!(
+                "no answer within {} s",
+                SILENCE.as_secs()
+            )))
         }
         // Closed or reset at once: a TLS server refusing what is not a ClientHello.
         Err(_) => Ok(false),
@@ -157,7 +160,10 @@ impl RemoteAgent {
         index: u32,
         stop: Arc<AtomicBool>,
     ) -> Result<RemoteAgent, AgentError> {
-        let refused = |m: String| AgentError::Refused(format!("agent {address}: {m}"));
+        let refused = |message: String| AgentError::RemoteRefused {
+            agent: address.to_string(),
+            message,
+        };
         // Before the token travels: does the agent speak what we are about to speak?
         match (speaks_plain_http2(address), tls_ca.is_some()) {
             (Ok(false), false) => {
@@ -226,11 +232,15 @@ impl RemoteAgent {
                 // A TLS agent answers plain HTTP/2 with a broken connection, not a status.
                 let transport =
                     matches!(s.code(), Code::Unknown | Code::Cancelled | Code::Internal);
-                let mut msg = agent_error(address, s).to_string();
+                let mut message = match agent_error(address, s) {
+                    AgentError::RemoteRefused { message, .. }
+                    | AgentError::RemoteFailed { message, .. } => message,
+                    e => e.to_string(),
+                };
                 if tls_ca.is_none() && transport {
-                    msg.push_str(" (if the agent serves TLS, give --tls-ca)");
+                    message.push_str(" (if the agent serves TLS, give --tls-ca)");
                 }
-                AgentError::Refused(msg)
+                refused(message)
             })?
             .into_inner();
         let session = hello.session.clone();
@@ -321,16 +331,20 @@ impl RemoteAgent {
                 let next = tokio::time::timeout(SILENCE, stream.message()).await;
                 let event = match next {
                     Err(_) => {
-                        return Err(AgentError::Failed(format!(
-                            "agent {address}: no word for {} s: hung, or the network is cut",
-                            SILENCE.as_secs()
-                        )))
+                        return Err(AgentError::RemoteFailed {
+                            agent: address.to_string(),
+                            message: format!(
+                                "no word for {} s: hung, or the network is cut",
+                                SILENCE.as_secs()
+                            ),
+                        })
                     }
                     Ok(Err(s)) => return Err(agent_error(&address, s)),
                     Ok(Ok(None)) => {
-                        return Err(AgentError::Failed(format!(
-                            "agent {address}: the stream ended before the phase did"
-                        )))
+                        return Err(AgentError::RemoteFailed {
+                            agent: address.to_string(),
+                            message: "the stream ended before the phase did".into(),
+                        })
                     }
                     Ok(Ok(Some(e))) => e,
                 };
@@ -341,7 +355,10 @@ impl RemoteAgent {
                     Some(event::Kind::Interval(i)) => {
                         let (ops, errors) =
                             i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
-                                AgentError::Failed(format!("agent {address}: a malformed snapshot"))
+                                AgentError::RemoteFailed {
+                                    agent: address.to_string(),
+                                    message: "a malformed snapshot".into(),
+                                }
                             })?;
                         on_event(AgentEvent::Interval {
                             job: i.job as u16,

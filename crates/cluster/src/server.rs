@@ -23,7 +23,7 @@ use tonic::{Request, Response, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Second, TargetOptions};
 use crate::auth::check_token;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ConfigError};
 use crate::local::LocalAgent;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
@@ -228,8 +228,7 @@ impl AgentService {
                         notes: agent.take_notes(),
                     })),
                 }),
-                Err(AgentError::Refused(m)) => Err(Status::failed_precondition(m)),
-                Err(AgentError::Failed(m)) => Err(Status::aborted(m)),
+                Err(e) => Err(status_of(&e)),
             };
             done.store(true, Ordering::Relaxed);
             let _ = tx.blocking_send(last);
@@ -391,10 +390,7 @@ impl AgentRpc for AgentService {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;
-        let validated = validated.map_err(|e| match e {
-            AgentError::Refused(m) => Status::failed_precondition(m),
-            AgentError::Failed(m) => Status::aborted(m),
-        })?;
+        let validated = validated.map_err(|e| status_of(&e))?;
         let stages = (0..validated.stages.len())
             .map(|i| pb::StageWorkers {
                 workers: agent.workers(crate::agent::Stage::Run(i)),
@@ -480,6 +476,16 @@ impl AgentRpc for AgentService {
     }
 }
 
+/// An agent's error as a gRPC status: a refusal is a failed precondition (the coordinator
+/// reports a user error), anything else an abort.
+fn status_of(e: &AgentError) -> Status {
+    if e.is_refusal() {
+        Status::failed_precondition(e.to_string())
+    } else {
+        Status::aborted(e.to_string())
+    }
+}
+
 /// How long connections may finish after SIGTERM before the agent exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -488,14 +494,17 @@ pub async fn serve(
     cfg: AgentConfig,
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     let token = cfg.token.clone();
     let mut builder = tonic::transport::Server::builder();
     if let Some((cert, key)) = &cfg.tls {
         let identity = tonic::transport::Identity::from_pem(cert, key);
         builder = builder
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
-            .map_err(|e| format!("--tls-cert/--tls-key: {e}"))?;
+            .map_err(|e| ConfigError::Serve {
+                option: "--tls-cert/--tls-key".into(),
+                cause: e.to_string(),
+            })?;
     }
     let service = AgentService::new(cfg);
     let watchdog = service.clone();
@@ -514,7 +523,10 @@ pub async fn serve(
     });
     let incoming = crate::listen::guarded_incoming(addr)
         .await
-        .map_err(|e| format!("--listen {addr}: {e}"))?;
+        .map_err(|e| ConfigError::Serve {
+            option: format!("--listen {addr}"),
+            cause: e.to_string(),
+        })?;
     // On SIGTERM or Ctrl-C: the running load stops at once and is reported to the coordinator
     // as this host's failure; then connections get a short grace, and idle ones no more.
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();
@@ -529,7 +541,10 @@ pub async fn serve(
         on_signal,
     );
     let result = tokio::select! {
-        r = serving => r.map_err(|e| format!("--listen {addr}: {e}")),
+        r = serving => r.map_err(|e| ConfigError::Serve {
+            option: format!("--listen {addr}"),
+            cause: e.to_string(),
+        }),
         _ = async {
             let _ = stopped_rx.await;
             tokio::time::sleep(SHUTDOWN_GRACE).await;

@@ -71,10 +71,7 @@ impl Agent for Scripted {
 
     fn validate(&mut self, _: &Workload) -> Result<Validated, AgentError> {
         if self.fail == FailAt::Validate {
-            return Err(AgentError::Refused(format!(
-                "{}: no such target",
-                self.name
-            )));
+            return Err(AgentError::target(&self.name, "no such target"));
         }
         Ok(Validated {
             stages: vec![vec![job()]],
@@ -84,7 +81,11 @@ impl Agent for Scripted {
 
     fn prepare(&mut self, _: &mut dyn FnMut(AgentEvent<'_>)) -> Result<Vec<PhaseJob>, AgentError> {
         if self.fail == FailAt::Prepare {
-            return Err(AgentError::Failed(format!("{}: no space left", self.name)));
+            return Err(AgentError::io(
+                "reserve 1 GiB for",
+                &self.name,
+                "no space left",
+            ));
         }
         Ok(Vec::new())
     }
@@ -102,7 +103,11 @@ impl Agent for Scripted {
         });
         for second in 0..self.seconds {
             if self.fail == FailAt::Stage(second) {
-                return Err(AgentError::Failed(format!("{}: device gone", self.name)));
+                return Err(AgentError::Worker {
+                    job: self.name.clone(),
+                    worker: 0,
+                    cause: "device gone".into(),
+                });
             }
             let mut r = Recorder::new();
             for _ in 0..self.ops_per_second {

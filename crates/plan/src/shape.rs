@@ -483,15 +483,14 @@ impl Plan {
                 };
                 let max_iops = max.total.iops;
                 let mut points = vec![CurvePoint::of(max, None, None)];
-                for p in percents {
-                    if let Some(phase) = results
-                        .phases
-                        .iter()
-                        .find(|x| x.name == format!("curve-{p}"))
-                    {
-                        let rate = max_iops * f64::from(p) / 100.0;
-                        points.push(CurvePoint::of(phase, Some(p), Some(rate)));
-                    }
+                // The points ran in the order of the percentages (fewer if interrupted).
+                let ran = results
+                    .phases
+                    .iter()
+                    .filter(|x| x.kind() == PhaseKind::CurvePoint);
+                for (p, phase) in percents.iter().copied().zip(ran) {
+                    let rate = max_iops * f64::from(p) / 100.0;
+                    points.push(CurvePoint::of(phase, Some(p), Some(rate)));
                 }
                 if max_iops <= 0.0 {
                     results

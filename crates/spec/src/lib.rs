@@ -24,6 +24,7 @@
 mod choices;
 mod error;
 mod expect;
+mod flags;
 mod jobfile;
 mod options;
 mod profiles;
@@ -33,6 +34,7 @@ mod workload;
 
 pub use error::{shown, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
+pub use flags::{Flag, FlagValue, FILE_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};
 pub use search::{

@@ -67,7 +67,6 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
     );
     rt.block_on(serve(cfg, addr, async {
         let _ = rx.await;
-    }))
-    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }))?;
     Ok(Ending::Success)
 }

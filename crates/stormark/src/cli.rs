@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
+use stormark_spec::{FlagValue, FILE_FLAGS};
 
 /// Storage benchmark: file and block load with exact latency, from one host.
 #[derive(Debug, Parser)]
@@ -67,176 +68,9 @@ pub struct RunArgs {
     /// Directory, file or block device to benchmark [default: the current directory].
     pub target: Option<PathBuf>,
 
-    /// I/O pattern: read, write, randread, randwrite, rw, randrw.
-    #[arg(
-        long,
-        value_name = "PATTERN",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub rw: Option<String>,
-    /// Share of reads in mixed patterns, percent [default: 50].
-    #[arg(
-        long,
-        value_name = "PCT",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub rwmixread: Option<String>,
-    /// Share of random offsets in one stream, percent (IOmeter's "80% random").
-    #[arg(
-        long,
-        value_name = "PCT",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub random_pct: Option<String>,
-    /// Block size, or a range such as 4k-64k [default: 4k].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub bs: Option<String>,
-    /// Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub bs_align: Option<String>,
-    /// I/Os in flight per job (io_uring) [default: 1].
-    #[arg(
-        long,
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub iodepth: Option<String>,
-    /// New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1].
-    #[arg(
-        long,
-        alias = "iodepth-batch-submit",
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub iodepth_batch: Option<String>,
-    /// Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1].
-    #[arg(
-        long,
-        alias = "iodepth-batch-complete-max",
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub iodepth_batch_complete: Option<String>,
-    /// Parallel jobs, each with its own files (fio's numjobs) [default: 1].
-    #[arg(
-        long,
-        alias = "numjobs",
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub jobs: Option<String>,
-    /// Files per job [default: 1].
-    #[arg(
-        long,
-        alias = "nrfiles",
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub files: Option<String>,
-    /// Bytes per file, or the part of a file or device used [default: 1g, or the whole file].
-    #[arg(
-        long,
-        value_name = "SIZE",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub size: Option<String>,
-    /// Measured duration [default: one pass over the working set].
-    #[arg(
-        long,
-        alias = "runtime",
-        value_name = "DURATION",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub time: Option<String>,
-    /// Stop each job after this many bytes (fio's io_size).
-    #[arg(
-        long,
-        value_name = "SIZE",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub io_total: Option<String>,
-    /// Bypass the page cache (O_DIRECT).
-    #[arg(long, conflicts_with = "buffered", help_heading = "Workload")]
-    pub direct: bool,
-    /// Go through the page cache (the default unless a profile says otherwise).
-    #[arg(long, help_heading = "Workload")]
-    pub buffered: bool,
-    /// I/O engine: auto (io_uring where allowed, else psync), io_uring, psync, null.
-    #[arg(
-        long,
-        alias = "ioengine",
-        value_name = "ENGINE",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub engine: Option<String>,
-    /// Warm-up before measuring, excluded from results.
-    #[arg(
-        long,
-        alias = "ramp-time",
-        value_name = "DURATION",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub ramp: Option<String>,
-    /// Open loop: I/Os per second in total (over every job's workers and every agent), on a
-    /// fixed schedule; latency counts from each I/O's scheduled time.
-    #[arg(
-        long,
-        alias = "rate_iops",
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub rate_iops: Option<String>,
-    /// End the ramp once FIGURE (iops, bw or lat) has stayed within BAND of its mean for
-    /// WINDOW, e.g. iops:2%:30s (fio's steady state); --ramp is then the most to wait
-    /// [default: 10m].
-    #[arg(
-        long,
-        alias = "steady_state",
-        value_name = "FIGURE:BAND:WINDOW",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub steady_state: Option<String>,
-    /// Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0.
-    #[arg(
-        long,
-        value_name = "BOOL",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub invalidate: Option<String>,
-    /// Job name (in results and reports).
-    #[arg(
-        long,
-        value_name = "NAME",
-        allow_hyphen_values = true,
-        help_heading = "Workload"
-    )]
-    pub name: Option<String>,
+    /// The workload flags (`--rw`, `--bs`, `--iodepth`, ...), from the spec's table.
+    #[command(flatten)]
+    pub workload: WorkloadFlags,
 
     /// TOML job file; flags given too override its values.
     #[arg(
@@ -383,41 +217,65 @@ pub struct RunArgs {
     pub tls_ca: Option<PathBuf>,
 }
 
-impl RunArgs {
-    /// Workload flags as (job key, value) pairs, in the order fio users think of them.
-    pub fn workload_flags(&self) -> Vec<(&'static str, String)> {
-        let mut v = Vec::new();
-        let mut add = |k: &'static str, val: &Option<String>| {
-            if let Some(x) = val {
-                v.push((k, x.clone()));
+/// The workload flags, built from [`FILE_FLAGS`]: what was given, as (job key, text) pairs in
+/// the table's order. A new option of file load needs no change here.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadFlags(pub Vec<(&'static str, String)>);
+
+impl FromArgMatches for WorkloadFlags {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for flag in FILE_FLAGS {
+            let id = flag.long();
+            match flag.value {
+                FlagValue::Text(_) => {
+                    if let Some(text) = matches.get_one::<String>(&id) {
+                        given.push((flag.key, text.clone()));
+                    }
+                }
+                FlagValue::Switch(set) => {
+                    if matches.get_flag(&id) {
+                        given.push((flag.key, set.to_string()));
+                    }
+                }
             }
-        };
-        add("name", &self.name);
-        add("rw", &self.rw);
-        add("rwmixread", &self.rwmixread);
-        add("random_pct", &self.random_pct);
-        add("bs", &self.bs);
-        add("bs_align", &self.bs_align);
-        add("iodepth", &self.iodepth);
-        add("iodepth_batch", &self.iodepth_batch);
-        add("iodepth_batch_complete", &self.iodepth_batch_complete);
-        add("jobs", &self.jobs);
-        add("files", &self.files);
-        add("size", &self.size);
-        add("time", &self.time);
-        add("io_total", &self.io_total);
-        add("engine", &self.engine);
-        add("ramp", &self.ramp);
-        add("invalidate", &self.invalidate);
-        add("rate_iops", &self.rate_iops);
-        add("steady_state", &self.steady_state);
-        if self.direct {
-            v.push(("direct", "true".into()));
         }
-        if self.buffered {
-            v.push(("direct", "false".into()));
-        }
-        v
+        Ok(WorkloadFlags(given))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for WorkloadFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        FILE_FLAGS.iter().fold(cmd, |cmd, flag| {
+            let long = flag.long();
+            let mut arg = Arg::new(long.clone())
+                .long(long.clone())
+                .help(flag.help.strip_suffix('.').unwrap_or(flag.help))
+                .help_heading("Workload");
+            arg = match flag.value {
+                FlagValue::Text(name) => arg
+                    .value_name(name)
+                    .allow_hyphen_values(true)
+                    .action(ArgAction::Set),
+                FlagValue::Switch(_) => arg.action(ArgAction::SetTrue),
+            };
+            // Two flags of one key exclude each other (--direct and --buffered).
+            for other in FILE_FLAGS {
+                if other.key == flag.key && other.long() != long {
+                    arg = arg.conflicts_with(other.long());
+                }
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 

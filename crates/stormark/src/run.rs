@@ -49,7 +49,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         None => None,
     };
     Ok(RequestOptions {
-        flags: args.workload_flags(),
+        flags: args.workload.0.clone(),
         expect: args.expect.clone(),
         shape: ShapeOptions {
             target_latency: args.target_latency.clone(),
@@ -240,7 +240,9 @@ fn run(args: RunArgs) -> Result<Ending> {
     };
     let policy: OnAgentFailure = match args.on_agent_failure.as_deref() {
         None => OnAgentFailure::Abort,
-        Some(text) => text.parse().map_err(usage)?,
+        Some(text) => text
+            .parse()
+            .map_err(|e: stormark_cluster::AgentError| usage(e.to_string()))?,
     };
     let show_live = !args.quiet && std::io::stderr().is_terminal();
     let mut reps = Vec::new();

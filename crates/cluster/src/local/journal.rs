@@ -130,7 +130,7 @@ fn recover(entries: &[String]) -> Vec<String> {
                 "removed {path}, left by an earlier run that did not finish"
             )),
             Err(e) => notes.push(format!(
-                "could not remove {path}, left by an earlier run: {e}"
+                "could not remove {path}, left by an earlier run: {e} (files stormark did not create are left in place)"
             )),
         }
     }
@@ -138,11 +138,11 @@ fn recover(entries: &[String]) -> Vec<String> {
 }
 
 /// Removes what a run directory's manifest names, beneath the directory's descriptor.
-fn remove_run(path: &Path) -> Result<(), String> {
+fn remove_run(path: &Path) -> std::io::Result<()> {
     let dir = match Dir::open(path) {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e),
     };
     // Only the names the run's manifest lists; a damaged manifest removes nothing more.
     for name in listed_files(&dir).unwrap_or_default() {
@@ -150,7 +150,6 @@ fn remove_run(path: &Path) -> Result<(), String> {
     }
     let _ = dir.remove_file(MANIFEST);
     std::fs::remove_dir(path)
-        .map_err(|e| format!("{e} (files stormark did not create are left in place)"))
 }
 
 #[cfg(test)]

@@ -65,9 +65,8 @@ pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentErro
                 .iter()
                 .max_by_key(|n| n.buffer_bytes())
                 .expect("a stage with buffers has a job");
-            return Err(AgentError::Refused(format!(
-                "job {}: I/O buffers need {} (block size × iodepth × jobs), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
-                worst.name,
+            return Err(AgentError::job(&worst.name, format!(
+                "I/O buffers need {} (block size × iodepth × jobs), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
                 format_size(buffers.min(u128::from(u64::MAX)) as u64),
                 format_size(avail)
             )));
@@ -78,7 +77,7 @@ pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentErro
     let needed = files.saturating_add(64);
     let limit = raise_nofile(needed);
     if needed > limit {
-        return Err(AgentError::Refused(format!(
+        return Err(AgentError::Limit(format!(
             "{files} files open at once (jobs × files), more than this host allows (ulimit -n {limit}); lower --jobs or --files, or raise the limit"
         )));
     }

@@ -26,9 +26,10 @@ impl LocalAgent {
             EngineChoice::IoUring => match io_uring_available() {
                 Ok(()) => Backend::IoUring,
                 Err(e) => {
-                    return Err(AgentError::Refused(format!(
-                        "--engine io_uring: not available here ({e}); use --engine psync or auto"
-                    )))
+                    return Err(AgentError::option(
+                        "--engine io_uring",
+                        format!("not available here ({e}); use --engine psync or auto"),
+                    ))
                 }
             },
             EngineChoice::Auto => match io_uring_available() {
@@ -44,9 +45,9 @@ impl LocalAgent {
         };
         if backend == Backend::IoUring && job.iodepth > 4 {
             io_uring_depth_ok(job.iodepth).map_err(|e| {
-                AgentError::Refused(format!(
-                    "job {}: --iodepth {}: this kernel refuses an io_uring of that depth ({e}); lower --iodepth",
-                    job.name, job.iodepth
+                AgentError::job(&job.name, format!(
+                    "--iodepth {}: this kernel refuses an io_uring of that depth ({e}); lower --iodepth",
+                    job.iodepth
                 ))
             })?;
         }
@@ -83,12 +84,14 @@ impl LocalAgent {
                 let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
                 let len = size / align * align;
                 if len < job.bs.max {
-                    return Err(AgentError::Refused(format!(
-                        "--size {}: too small for --bs {} once rounded down to whole {} blocks",
-                        format_size(size),
-                        job.bs,
-                        format_size(align)
-                    )));
+                    return Err(AgentError::option(
+                        format!("--size {}", format_size(size)),
+                        format!(
+                            "too small for --bs {} once rounded down to whole {} blocks",
+                            job.bs,
+                            format_size(align)
+                        ),
+                    ));
                 }
                 let mut worker_files = Vec::new();
                 for w in 0..job.jobs {
@@ -132,12 +135,14 @@ impl LocalAgent {
         let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
         let (total, avail, used) = ws.space()?;
         if needed > avail {
-            return Err(AgentError::Refused(format!(
-                "{}: the working set needs {} but only {} is free; lower --size, --files or --jobs",
-                target.display(),
-                human(needed),
-                human(avail)
-            )));
+            return Err(AgentError::target(
+                target,
+                format!(
+                    "the working set needs {} but only {} is free; lower --size, --files or --jobs",
+                    human(needed),
+                    human(avail)
+                ),
+            ));
         }
         let pct = if total == 0 {
             0.0
@@ -176,9 +181,10 @@ impl LocalAgent {
         let path = self.opts.path.clone();
         let shown = path.display().to_string();
         if self.opts.reuse {
-            return Err(AgentError::Refused(format!(
-                "--reuse {shown}: expected the run directory a --keep run printed"
-            )));
+            return Err(AgentError::option(
+                format!("--reuse {shown}"),
+                "expected the run directory a --keep run printed",
+            ));
         }
         let writes = stages
             .iter()
@@ -217,20 +223,23 @@ impl LocalAgent {
                 }
                 let len = job.size.unwrap_or(total).min(total) / align * align;
                 if len < job.bs.max {
-                    return Err(AgentError::Refused(format!(
-                        "{shown}: holds {} bytes, less than one block of {} (--bs)",
-                        total,
-                        format_size(job.bs.max)
-                    )));
+                    return Err(AgentError::target(
+                        path,
+                        format!(
+                            "holds {} bytes, less than one block of {} (--bs)",
+                            total,
+                            format_size(job.bs.max)
+                        ),
+                    ));
                 }
                 if block
                     && job.direct != Direct::No
                     && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0)
                 {
-                    return Err(AgentError::Refused(format!(
-                        "--bs {}: {shown} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)",
-                        job.bs
-                    )));
+                    return Err(AgentError::option(
+                        format!("--bs {}", job.bs),
+                        format!("{shown} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)"),
+                    ));
                 }
                 runs.push(JobRun {
                     job: job.clone(),

@@ -43,7 +43,7 @@ impl LocalAgent {
                 (Direct::No, _) => false,
                 (_, true) => true,
                 (Direct::Yes, false) => {
-                    return Err(AgentError::Refused(format!("--direct: {what} does not support O_DIRECT (tmpfs?); use --buffered or another target")))
+                    return Err(AgentError::option("--direct", format!("{what} does not support O_DIRECT (tmpfs?); use --buffered or another target")))
                 }
                 (Direct::Auto, false) => {
                     push_once(notes, format!("direct auto: {what} does not support O_DIRECT; using buffered I/O, so the page cache may answer reads"));
@@ -109,14 +109,10 @@ impl LocalAgent {
             forward(e, &[(0u16, 0u32)], on_event, 0)
         });
         if let Some((_, f)) = out.failures.first() {
-            return Err(AgentError::Failed(format!(
-                "preparing the working set failed: {f}"
-            )));
+            return Err(AgentError::Preparation(f.to_string()));
         }
         if self.stop.load(Ordering::Relaxed) {
-            return Err(AgentError::Failed(
-                "interrupted while preparing the working set".into(),
-            ));
+            return Err(AgentError::Interrupted("preparing the working set"));
         }
         if let Some(Where::Dir(ws)) = &mut self.place {
             ws.mark_prepared(&todo)?;

@@ -17,26 +17,22 @@ pub(super) fn check_existing(
     kind: &TargetKind,
     writes: bool,
 ) -> Result<Identity, AgentError> {
-    let shown = path.display();
-    let refused = |m: String| AgentError::Refused(m);
-    let file = File::open(path).map_err(|e| refused(format!("{shown}: cannot open it: {e}")))?;
-    let id = Identity::of(&file).map_err(|e| refused(format!("{shown}: {e}")))?;
+    let refused = |m: String| AgentError::target(path, m);
+    let refuse = |m: &str| AgentError::target(path, m);
+    let file = File::open(path).map_err(|e| refused(format!("cannot open it: {e}")))?;
+    let id = Identity::of(&file).map_err(|e| refused(format!("{e}")))?;
     let block = matches!(kind, TargetKind::BlockDevice { .. });
     match (id, kind) {
         (Identity::File { .. }, TargetKind::File { .. })
         | (Identity::Device { .. }, TargetKind::BlockDevice { .. }) => {}
-        _ => {
-            return Err(refused(format!(
-                "{shown}: changed while it was being examined; try again"
-            )))
-        }
+        _ => return Err(refuse("changed while it was being examined; try again")),
     }
     if let (Identity::Device { rdev }, Some(allowed)) = (id, &opts.allowed_devices) {
         // An agent: a device node under an allowed directory (made with mknod) names a real
         // device; only devices the agent itself allows by `--allow-device` may be used.
         if !allowed.contains(&rdev) {
             return Err(refused(format!(
-                "{shown}: a block device ({}:{}) this agent does not allow; start the agent with --allow-device naming it",
+                "a block device ({}:{}) this agent does not allow; start the agent with --allow-device naming it",
                 libc::major(rdev),
                 libc::minor(rdev)
             )));
@@ -51,44 +47,40 @@ pub(super) fn check_existing(
         .open(path)
     {
         return Err(refused(format!(
-            "{shown}: cannot open it for writing ({e}); run a read workload or fix its permissions"
+            "cannot open it for writing ({e}); run a read workload or fix its permissions"
         )));
     }
     match id {
         Identity::File { dev, ino } => {
             if !opts.allow_overwrite {
-                return Err(refused(format!(
-                    "{shown}: this workload writes, and stormark did not create this file; add --allow-overwrite to overwrite its data"
-                )));
+                return Err(refuse("this workload writes, and stormark did not create this file; add --allow-overwrite to overwrite its data"));
             }
             if let Some(why) = file_in_use(dev, ino) {
                 return Err(refused(format!(
-                    "{shown}: {why}; stormark never writes to a file in use"
+                    "{why}; stormark never writes to a file in use"
                 )));
             }
         }
         Identity::Device { rdev } => {
             if !opts.allow_device_write {
-                return Err(refused(format!(
-                    "{shown}: this workload writes to a block device, destroying its data; add --allow-device-write if that is intended"
-                )));
+                return Err(refuse("this workload writes to a block device, destroying its data; add --allow-device-write if that is intended"));
             }
             if let Some(why) = device_in_use(path, rdev) {
                 return Err(refused(format!(
-                    "{shown}: {why}; stormark never writes to a device in use"
+                    "{why}; stormark never writes to a device in use"
                 )));
             }
-            if let Some(sig) = fs_signature(path).map_err(|e| refused(e.to_string()))? {
+            if let Some(sig) = fs_signature(path)? {
                 if !opts.force {
                     return Err(refused(format!(
-                        "{shown}: holds a {sig} signature; add --force to overwrite it anyway"
+                        "holds a {sig} signature; add --force to overwrite it anyway"
                     )));
                 }
             }
             if read_only(&file) {
-                return Err(refused(format!(
-                    "{shown}: the device is read-only; run a read workload (--rw read or randread)"
-                )));
+                return Err(refuse(
+                    "the device is read-only; run a read workload (--rw read or randread)",
+                ));
             }
         }
     }

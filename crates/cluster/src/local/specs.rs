@@ -73,12 +73,7 @@ impl JobRun {
     /// Refuses a load this job cannot carry (more workers than files were made for, a block
     /// larger than the files).
     pub fn check_load(&self, load: &StageLoad) -> Result<(), AgentError> {
-        let refuse = |what: String| {
-            Err(AgentError::Refused(format!(
-                "job {}: {what}",
-                self.job.name
-            )))
-        };
+        let refuse = |what: String| Err(AgentError::job(&self.job.name, what));
         if let Some(d) = load.iodepth.filter(|d| !(1..=4096).contains(d)) {
             return refuse(format!("iodepth {d}: expected 1 to 4096"));
         }
@@ -90,21 +85,19 @@ impl JobRun {
         }
         if let Some(j) = load.jobs {
             if j == 0 || j as usize > self.worker_files.len() {
-                return Err(AgentError::Refused(format!(
-                    "job {}: {j} workers asked of a stage validated for {}",
-                    self.job.name,
+                return refuse(format!(
+                    "{j} workers asked of a stage validated for {}",
                     self.worker_files.len()
-                )));
+                ));
             }
         }
         if let Some(bs) = load.bs {
             if bs == 0 || bs > self.len_under(load) {
-                return Err(AgentError::Refused(format!(
-                    "job {}: --bs {} is larger than the {} of each file used",
-                    self.job.name,
+                return refuse(format!(
+                    "--bs {} is larger than the {} of each file used",
                     format_size(bs),
                     format_size(self.len_under(load))
-                )));
+                ));
             }
         }
         Ok(())

@@ -110,20 +110,16 @@ pub(super) struct Workspace {
     pub journal: Option<(super::journal::Journal, bool)>,
 }
 
-fn refused(msg: String) -> AgentError {
-    AgentError::Refused(msg)
-}
-
 impl Workspace {
     /// A new run directory to be made inside `target` (opened now and held).
     pub fn new_in(target: &Path) -> Result<Workspace, AgentError> {
         let parent = Dir::open(target)
-            .map_err(|e| refused(format!("{}: cannot open it: {e}", target.display())))?;
+            .map_err(|e| AgentError::target(target, format!("cannot open it: {e}")))?;
         if !parent.writable() {
-            return Err(refused(format!(
-                "{}: not writable by this user; give a directory you can write to",
-                target.display()
-            )));
+            return Err(AgentError::target(
+                target,
+                "not writable by this user; give a directory you can write to",
+            ));
         }
         Ok(Workspace {
             parent: Some(parent),
@@ -139,8 +135,12 @@ impl Workspace {
 
     /// The kept run directory at `path`, reopened (held from now on).
     pub fn reuse(path: &Path) -> Result<Workspace, AgentError> {
-        let run = Dir::open(path)
-            .map_err(|e| refused(format!("--reuse {}: cannot open it: {e}", path.display())))?;
+        let run = Dir::open(path).map_err(|e| {
+            AgentError::option(
+                format!("--reuse {}", path.display()),
+                format!("cannot open it: {e}"),
+            )
+        })?;
         Ok(Workspace {
             parent: None,
             name: String::new(),
@@ -209,7 +209,7 @@ impl Workspace {
     pub fn space(&self) -> Result<(u64, u64, u64), AgentError> {
         self.holder()
             .space()
-            .map_err(|e| refused(format!("{}: {e}", self.path().display())))
+            .map_err(|e| AgentError::target(self.path(), e.to_string()))
     }
 
     /// Reads and checks the manifest of a reused run directory: every planned file with data
@@ -221,35 +221,24 @@ impl Workspace {
             .run
             .clone()
             .expect("a reused workspace holds its directory");
+        let option = format!("--reuse {}", shown.display());
+        let refused = |reason: String| AgentError::option(&option, reason);
         let no_run = || {
             refused(format!(
-                "--reuse {}: no stormark run here (no {MANIFEST}); give the run directory that a --keep run printed",
-                shown.display()
+                "no stormark run here (no {MANIFEST}); give the run directory that a --keep run printed"
             ))
         };
         let m = read_manifest(&run).map_err(|e| match e {
             ManifestError::Missing => no_run(),
             ManifestError::TooLarge => refused(format!(
-                "--reuse {}: {MANIFEST} is larger than {}; not a manifest stormark wrote",
-                shown.display(),
+                "{MANIFEST} is larger than {}; not a manifest stormark wrote",
                 format_size(MANIFEST_LIMIT)
             )),
-            ManifestError::Unreadable(e) => {
-                refused(format!("--reuse {}: {MANIFEST}: {e}", shown.display()))
-            }
-            ManifestError::Damaged(e) => refused(format!(
-                "--reuse {}: {MANIFEST} is damaged ({e})",
-                shown.display()
-            )),
+            ManifestError::Unreadable(e) => refused(format!("{MANIFEST}: {e}")),
+            ManifestError::Damaged(e) => refused(format!("{MANIFEST} is damaged ({e})")),
         })?;
         for pf in self.files.iter_mut().filter(|f| f.size > 0) {
-            let fail = |why: &str| {
-                refused(format!(
-                    "--reuse {}: {} {why}; run without --reuse",
-                    shown.display(),
-                    pf.name
-                ))
-            };
+            let fail = |why: &str| refused(format!("{} {why}; run without --reuse", pf.name));
             let Some(k) = m.files.iter().find(|f| f.name == pf.name) else {
                 return Err(fail("is not in the manifest"));
             };
@@ -286,7 +275,7 @@ impl Workspace {
     }
 
     /// Writes the manifest atomically (temporary file, sync, rename) inside the run directory.
-    pub fn write_manifest(&self) -> Result<(), String> {
+    pub fn write_manifest(&self) -> Result<(), AgentError> {
         let Some(run) = &self.run else {
             return Ok(());
         };
@@ -313,7 +302,7 @@ impl Workspace {
         };
         let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
         run.write_atomic(MANIFEST, text.as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", run.shown(MANIFEST).display()))
+            .map_err(|e| AgentError::io("write", run.shown(MANIFEST), e))
     }
 
     /// Makes the run directory (unless reused) and every planned file not there yet, reserving
@@ -325,10 +314,7 @@ impl Workspace {
                 .as_ref()
                 .expect("a new workspace holds its parent");
             let run = parent.create_dir(&self.name).map_err(|e| {
-                refused(format!(
-                    "cannot create {}: {e}",
-                    parent.shown(&self.name).display()
-                ))
+                AgentError::target(parent.shown(&self.name), format!("cannot create it: {e}"))
             })?;
             self.created_dir = true;
             if let Some((j, keep)) = &self.journal {
@@ -336,36 +322,40 @@ impl Workspace {
             }
             self.run = Some(Arc::new(run));
         }
-        self.write_manifest().map_err(AgentError::Refused)?;
+        // The first manifest is written before any file: a target where it cannot be written
+        // is refused, not a failure.
+        self.write_manifest().map_err(|e| match e {
+            AgentError::Io { path, cause, .. } => {
+                AgentError::target(path, format!("cannot write it: {cause}"))
+            }
+            e => e,
+        })?;
         let run = self.run.clone().expect("the run directory is held");
         for i in 0..self.files.len() {
             if self.files[i].exists || self.files[i].size == 0 {
                 continue;
             }
             if stop.load(Ordering::Relaxed) {
-                return Err(AgentError::Failed(
-                    "interrupted while creating files".into(),
-                ));
+                return Err(AgentError::Interrupted("creating files"));
             }
             let name = self.files[i].name.clone();
             let shown = run.shown(&name);
-            let file = run.create_file(&name, 0).map_err(|e| {
-                AgentError::Failed(format!("cannot create {}: {e}", shown.display()))
-            })?;
+            let file = run
+                .create_file(&name, 0)
+                .map_err(|e| AgentError::io("create", &shown, e))?;
             self.created.push(name);
             self.files[i].exists = true;
-            self.files[i].id = Some(Identity::of(&file).map_err(|e| {
-                AgentError::Failed(format!("cannot examine {}: {e}", shown.display()))
-            })?);
+            self.files[i].id =
+                Some(Identity::of(&file).map_err(|e| AgentError::io("examine", &shown, e))?);
             allocate(&file, self.files[i].size).map_err(|e| {
-                AgentError::Failed(format!(
-                    "cannot reserve {} for {}: {e}",
-                    format_size(self.files[i].size),
-                    shown.display()
-                ))
+                AgentError::io(
+                    format!("reserve {} for", format_size(self.files[i].size)),
+                    &shown,
+                    e,
+                )
             })?;
         }
-        self.write_manifest().map_err(AgentError::Failed)
+        self.write_manifest()
     }
 
     /// Whether files in the run directory can be opened with `O_DIRECT` (tmpfs refuses it):
@@ -379,7 +369,7 @@ impl Workspace {
         let supported = match run.create_file(PROBE, libc::O_DIRECT) {
             Ok(_) => true,
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => false,
-            Err(e) => return Err(refused(format!("{}: {e}", run.shown(PROBE).display()))),
+            Err(e) => return Err(AgentError::target(run.shown(PROBE), e.to_string())),
         };
         // O_CREAT may have made the file even when O_DIRECT was refused.
         let _ = run.remove_file(PROBE);
@@ -410,7 +400,7 @@ impl Workspace {
             }
             self.files[i].prepared = true;
         }
-        self.write_manifest().map_err(AgentError::Failed)
+        self.write_manifest()
     }
 
     /// Removes what this run made (unless `keep`), or records the kept directory. Returns

@@ -1,0 +1,98 @@
+//! The workload options as the command line offers them: one row per flag, its job key, the
+//! value it takes and its help. The binary builds its flags from [`FILE_FLAGS`], so a new
+//! option of file load is a row here, its key in [`crate::JobOpts::set`], and the engine
+//! backend that uses it.
+
+/// What a flag takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlagValue {
+    /// A value, shown in help under this name (`--bs SIZE`).
+    Text(&'static str),
+    /// A switch: given, it sets the key to this text (`--direct` sets `direct = true`).
+    Switch(&'static str),
+}
+
+/// One workload flag.
+#[derive(Debug, Clone, Copy)]
+pub struct Flag {
+    /// The job key it sets (as in job files; `_` becomes `-` in the flag's name).
+    pub key: &'static str,
+    /// The flag's long name when it differs from the key's (`buffered` for `direct = false`).
+    pub long: Option<&'static str>,
+    /// What it takes.
+    pub value: FlagValue,
+    /// Its help: one sentence, defaults in brackets.
+    pub help: &'static str,
+}
+
+impl Flag {
+    /// The long name, without `--`.
+    pub fn long(&self) -> String {
+        self.long
+            .map_or_else(|| self.key.replace('_', "-"), str::to_string)
+    }
+}
+
+const fn text(key: &'static str, value: &'static str, help: &'static str) -> Flag {
+    Flag {
+        key,
+        long: None,
+        value: FlagValue::Text(value),
+        help,
+    }
+}
+
+/// The workload flags of `stormark run`, in the order help shows them. (fio's spellings,
+/// such as `--numjobs` or `--ramp_time`, reach them through [`crate::canonical_key`].)
+pub const FILE_FLAGS: &[Flag] = &[
+    text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw."),
+    text("rwmixread", "PCT", "Share of reads in mixed patterns, percent [default: 50]."),
+    text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),
+    text("bs", "SIZE", "Block size, or a range such as 4k-64k [default: 4k]."),
+    text("bs_align", "SIZE", "Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs]."),
+    text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
+    text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
+    text("iodepth_batch_complete", "N", "Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1]."),
+    text("jobs", "N", "Parallel jobs, each with its own files (fio's numjobs) [default: 1]."),
+    text("files", "N", "Files per job [default: 1]."),
+    text("size", "SIZE", "Bytes per file, or the part of a file or device used [default: 1g, or the whole file]."),
+    text("time", "DURATION", "Measured duration [default: one pass over the working set]."),
+    text("io_total", "SIZE", "Stop each job after this many bytes (fio's io_size)."),
+    Flag {
+        key: "direct",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Bypass the page cache (O_DIRECT).",
+    },
+    Flag {
+        key: "direct",
+        long: Some("buffered"),
+        value: FlagValue::Switch("false"),
+        help: "Go through the page cache (the default unless a profile says otherwise).",
+    },
+    text("engine", "ENGINE", "I/O engine: auto (io_uring where allowed, else psync), io_uring, psync, null."),
+    text("ramp", "DURATION", "Warm-up before measuring, excluded from results."),
+    text("rate_iops", "N", "Open loop: I/Os per second in total (over every job's workers and every agent), on a fixed schedule; latency counts from each I/O's scheduled time."),
+    text("steady_state", "FIGURE:BAND:WINDOW", "End the ramp once FIGURE (iops, bw or lat) has stayed within BAND of its mean for WINDOW, e.g. iops:2%:30s (fio's steady state); --ramp is then the most to wait [default: 10m]."),
+    text("invalidate", "BOOL", "Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0."),
+    text("name", "NAME", "Job name (in results and reports)."),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{canonical_key, JobOpts, Source};
+
+    #[test]
+    fn every_flag_is_a_job_key_and_takes_its_example() {
+        let mut longs = std::collections::BTreeSet::new();
+        for f in FILE_FLAGS {
+            assert_eq!(canonical_key(f.key), Some(f.key), "{}", f.key);
+            assert!(longs.insert(f.long()), "--{} twice", f.long());
+            assert!(f.help.ends_with('.') || f.help.ends_with(".]") || f.help.ends_with(']'));
+            if let FlagValue::Switch(v) = f.value {
+                JobOpts::default().set(f.key, v, Source::Flag).unwrap();
+            }
+        }
+    }
+}
