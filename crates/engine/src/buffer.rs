@@ -19,6 +19,19 @@ impl AlignedBuf {
     /// Allocates `len` bytes (at least one page) and fills them from `seed`. A failed
     /// allocation is an error, never an abort.
     pub fn new(len: usize, seed: u64) -> Result<AlignedBuf, crate::EngineError> {
+        let mut buf = AlignedBuf::zeroed(len)?;
+        let mut s = seed | 1;
+        for chunk in buf.as_mut_slice().chunks_exact_mut(8) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            chunk.copy_from_slice(&s.to_le_bytes());
+        }
+        Ok(buf)
+    }
+
+    /// Allocates `len` bytes (at least one page) of zeros.
+    pub fn zeroed(len: usize) -> Result<AlignedBuf, crate::EngineError> {
         let fail = || crate::EngineError::Alloc { bytes: len };
         let layout = len
             .max(ALIGN)
@@ -30,15 +43,7 @@ impl AlignedBuf {
         if ptr.is_null() {
             return Err(fail());
         }
-        let mut buf = AlignedBuf { ptr, layout };
-        let mut s = seed | 1;
-        for chunk in buf.as_mut_slice().chunks_exact_mut(8) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            chunk.copy_from_slice(&s.to_le_bytes());
-        }
-        Ok(buf)
+        Ok(AlignedBuf { ptr, layout })
     }
 
     /// Pointer to byte `offset`.

@@ -404,6 +404,27 @@ mod tests {
     }
 
     #[test]
+    fn zero_buffers_write_zeros() {
+        let (_dir, file) = temp_file(1 << 16);
+        std::fs::write(file.shown(), vec![0xa5u8; 1 << 16]).unwrap();
+        let spec = WorkerSpec {
+            read_pct: 0,
+            random_pct: 0,
+            zero_buffers: true,
+            stop: Stop {
+                time: None,
+                io_total: Some(1 << 16),
+            },
+            ..WorkerSpec::new(vec![file.clone()])
+        };
+        let (total, failures) = collect(vec![spec]);
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(total.op(Op::Write).bytes, 1 << 16);
+        let data = std::fs::read(file.shown()).unwrap();
+        assert!(data.iter().all(|b| *b == 0), "every written byte is zero");
+    }
+
+    #[test]
     fn missing_file_fails_cleanly_and_others_still_run() {
         let (_dir, file) = temp_file(1 << 16);
         let bad = FileTarget::path("/nonexistent/stormark", 1 << 16);

@@ -146,6 +146,8 @@ pub struct WorkerSpec {
     pub ramp: Duration,
     /// Seed of the offset generator and buffer contents.
     pub seed: u64,
+    /// Write buffers hold zeros rather than bytes drawn from `seed`.
+    pub zero_buffers: bool,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -179,6 +181,7 @@ impl WorkerSpec {
             stop: Stop::default(),
             ramp: Duration::ZERO,
             seed: 1,
+            zero_buffers: false,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
@@ -247,6 +250,7 @@ impl WorkerSpec {
             stop,
             ramp,
             seed,
+            zero_buffers: job.zero_buffers,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

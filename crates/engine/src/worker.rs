@@ -98,7 +98,11 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let len = slots
         .checked_mul(spec.bs_max as usize)
         .ok_or(EngineError::Alloc { bytes: usize::MAX })?;
-    let buf = AlignedBuf::new(len, spec.seed)?;
+    let buf = if spec.zero_buffers {
+        AlignedBuf::zeroed(len)?
+    } else {
+        AlignedBuf::new(len, spec.seed)?
+    };
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)
     } else {

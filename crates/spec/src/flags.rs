@@ -70,6 +70,12 @@ pub const FILE_FLAGS: &[Flag] = &[
         value: FlagValue::Switch("false"),
         help: "Go through the page cache (the default unless a profile says otherwise).",
     },
+    Flag {
+        key: "zero_buffers",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Write zeros instead of random bytes (fio's zero_buffers): what compressing or deduplicating storage stores in almost no space.",
+    },
     text("engine", "ENGINE", "I/O engine: auto (io_uring where allowed, else psync), io_uring, psync, null."),
     text("ramp", "DURATION", "Warm-up before measuring, excluded from results."),
     text("rate_iops", "N", "Open loop: I/Os per second in total (over every job's workers and every agent), on a fixed schedule; latency counts from each I/O's scheduled time."),

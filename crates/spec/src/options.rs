@@ -45,6 +45,7 @@ pub const JOB_KEYS: &[&str] = &[
     "iodepth_batch_complete",
     "rate_iops",
     "steady_state",
+    "zero_buffers",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -87,6 +88,8 @@ pub struct JobOpts {
     pub ramp: Option<Duration>,
     /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
     pub invalidate: Option<bool>,
+    /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
+    pub zero_buffers: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
@@ -175,11 +178,10 @@ impl JobOpts {
             }
             "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
             "invalidate" => {
-                self.invalidate = Some(match value.trim().to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(bad("true or false (1 or 0)")),
-                })
+                self.invalidate = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "zero_buffers" => {
+                self.zero_buffers = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
@@ -210,6 +212,7 @@ impl JobOpts {
             engine,
             ramp,
             invalidate,
+            zero_buffers,
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,
@@ -316,6 +319,7 @@ impl JobOpts {
             engine,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
+            zero_buffers: self.zero_buffers.unwrap_or(false),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
@@ -350,6 +354,18 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         other => other,
     };
     JOB_KEYS.iter().copied().find(|k| *k == alias)
+}
+
+/// The accepted form of a yes/no option.
+const BOOL_FORM: &str = "true or false (1 or 0)";
+
+/// A yes/no value as fio and TOML users write it (fio's bare `zero_buffers` arrives as `1`).
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
 }
 
 fn label(key: &str, source: Source<'_>) -> String {

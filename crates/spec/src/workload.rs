@@ -51,6 +51,9 @@ pub struct Job {
     pub ramp: Duration,
     /// Drop cached pages of the files before a buffered job (fio's `invalidate=1`, the default).
     pub invalidate: bool,
+    /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
+    /// compressing or deduplicating target stores in almost no space.
+    pub zero_buffers: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
@@ -94,6 +97,9 @@ impl Job {
         }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
+        }
+        if self.zero_buffers {
+            pairs.push(("zero_buffers", "true".into()));
         }
         if let Some(s) = self.size {
             pairs.push(("size", format_size(s)));
@@ -191,6 +197,7 @@ mod tests {
             ("group", "g"),
             ("invalidate", "0"),
             ("iodepth_batch", "8"),
+            ("zero_buffers", "1"),
         ])
         .unwrap();
         let job = o.resolve("x").unwrap();
@@ -213,6 +220,7 @@ mod tests {
         assert_eq!(job.ramp, Duration::from_secs(5));
         assert_eq!(job.name, "a-1");
         assert!(!job.invalidate);
+        assert!(job.zero_buffers);
         assert_eq!(job.iodepth_batch, 8);
     }
 
