@@ -67,13 +67,7 @@ pub fn encode_parts<'a>(
         .entries()
         .map(|e| pb::ErrorEntry {
             op: e.op.index() as u32,
-            kind: match e.kind {
-                ErrorKind::Io => 5,
-                ErrorKind::NoSpace => 28,
-                ErrorKind::Invalid => 22,
-                ErrorKind::Short => -1,
-                ErrorKind::Other(n) => n,
-            },
+            kind: e.kind.code(),
             count: e.count,
             first_offset: e.first_offset,
             first_file: e.first_file,
@@ -114,10 +108,7 @@ pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally
     let mut errors = ErrorTally::default();
     for e in &p.errors {
         let op = *Op::ALL.get(e.op as usize)?;
-        let kind = match e.kind {
-            -1 => ErrorKind::Short,
-            n => ErrorKind::from_errno(n),
-        };
+        let kind = ErrorKind::from_code(e.kind);
         errors.add_entry(&ErrorTallyEntry {
             op,
             kind,

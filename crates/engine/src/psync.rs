@@ -26,9 +26,8 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 Op::Read => {
                     libc::pread(fd, buf.cast(), req.len as usize, req.offset as libc::off_t)
                 }
-                Op::Write => {
-                    libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t)
-                }
+                // The offset generator makes only reads and writes.
+                _ => libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
             }
         };
         let res = if res < 0 {

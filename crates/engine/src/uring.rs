@@ -103,7 +103,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     Op::Read => opcode::Read::new(fd, ptr, req.len)
                         .offset(req.offset)
                         .build(),
-                    Op::Write => opcode::Write::new(fd, ptr, req.len)
+                    // The offset generator makes only reads and writes.
+                    _ => opcode::Write::new(fd, ptr, req.len)
                         .offset(req.offset)
                         .build(),
                 }

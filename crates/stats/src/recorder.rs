@@ -16,24 +16,52 @@ pub fn new_histogram() -> Histogram<u64> {
 /// An operation kind. Indexes the per-operation records of a [`Snapshot`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Op {
-    /// A read.
+    /// A read (file and block load).
     Read,
-    /// A write.
+    /// A write (file and block load).
     Write,
+    /// An object GET (S3).
+    Get,
+    /// An object PUT (S3).
+    Put,
+    /// An object HEAD (S3).
+    Head,
+    /// An object DELETE (S3).
+    Delete,
+    /// A bucket LIST (S3).
+    List,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 2] = [Op::Read, Op::Write];
+    pub const ALL: [Op; 7] = [
+        Op::Read,
+        Op::Write,
+        Op::Get,
+        Op::Put,
+        Op::Head,
+        Op::Delete,
+        Op::List,
+    ];
     /// How many operation kinds there are.
-    pub const COUNT: usize = 2;
+    pub const COUNT: usize = Op::ALL.len();
 
-    /// The name used in results (`by_op.read`).
+    /// The name used in results (`by_op.read`, `by_op.get`).
     pub fn name(self) -> &'static str {
         match self {
             Op::Read => "read",
             Op::Write => "write",
+            Op::Get => "get",
+            Op::Put => "put",
+            Op::Head => "head",
+            Op::Delete => "delete",
+            Op::List => "list",
         }
+    }
+
+    /// The operation named `name` in results, or `None`.
+    pub fn from_name(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|op| op.name() == name)
     }
 
     /// Position in [`Op::ALL`].
@@ -55,6 +83,18 @@ pub enum ErrorKind {
     Short,
     /// Any other errno.
     Other(i32),
+    /// An HTTP error status (S3), other than throttling.
+    Http(u16),
+    /// The service asked to slow down (HTTP 503 SlowDown or 429).
+    Throttled,
+    /// No complete answer in time.
+    Timeout,
+    /// The connection was reset or closed mid-request.
+    Reset,
+    /// The connection was refused.
+    Refused,
+    /// Another network failure.
+    Network,
 }
 
 impl ErrorKind {
@@ -76,6 +116,44 @@ impl ErrorKind {
             ErrorKind::Invalid => "einval".into(),
             ErrorKind::Short => "short".into(),
             ErrorKind::Other(e) => format!("errno-{e}"),
+            ErrorKind::Http(status) => format!("http-{status}"),
+            ErrorKind::Throttled => "throttled".into(),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::Reset => "reset".into(),
+            ErrorKind::Refused => "refused".into(),
+            ErrorKind::Network => "network".into(),
+        }
+    }
+
+    /// A number for the wire: the errno, or a negative code for the other kinds.
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::Io => 5,
+            ErrorKind::NoSpace => 28,
+            ErrorKind::Invalid => 22,
+            ErrorKind::Other(n) => n,
+            ErrorKind::Short => -1,
+            ErrorKind::Timeout => -2,
+            ErrorKind::Reset => -3,
+            ErrorKind::Refused => -4,
+            ErrorKind::Network => -5,
+            ErrorKind::Throttled => -6,
+            ErrorKind::Http(status) => -1000 - i32::from(status),
+        }
+    }
+
+    /// The kind of a [`ErrorKind::code`].
+    pub fn from_code(code: i32) -> ErrorKind {
+        match code {
+            -1 => ErrorKind::Short,
+            -2 => ErrorKind::Timeout,
+            -3 => ErrorKind::Reset,
+            -4 => ErrorKind::Refused,
+            -5 => ErrorKind::Network,
+            -6 => ErrorKind::Throttled,
+            c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
+            c if c < 0 => ErrorKind::Other(c),
+            n => ErrorKind::from_errno(n),
         }
     }
 }
@@ -257,42 +335,55 @@ impl AddAssign<&OpRecord> for OpRecord {
     }
 }
 
-/// What one worker (or a merge of several) did in one interval.
-#[derive(Debug, Clone, PartialEq)]
+/// What one worker (or a merge of several) did in one interval. A record exists only for the
+/// operations the load makes (a file run never holds S3 histograms): made the first time an
+/// operation is recorded, then kept (emptied, never freed) by [`Snapshot::clear`].
+#[derive(Debug, Clone)]
 pub struct Snapshot {
-    ops: [OpRecord; Op::COUNT],
+    ops: [Option<Box<OpRecord>>; Op::COUNT],
     /// Failures by kind.
     pub errors: ErrorTally,
 }
+
+/// The record of an operation a snapshot never saw.
+static EMPTY: std::sync::OnceLock<OpRecord> = std::sync::OnceLock::new();
 
 impl Snapshot {
     /// An empty snapshot.
     pub fn new() -> Snapshot {
         Snapshot {
-            ops: [OpRecord::new(), OpRecord::new()],
+            ops: Default::default(),
             errors: ErrorTally::default(),
         }
     }
 
-    /// The record of one operation.
+    /// The record of one operation (empty if it never happened).
     pub fn op(&self, op: Op) -> &OpRecord {
-        &self.ops[op.index()]
+        self.ops[op.index()]
+            .as_deref()
+            .unwrap_or_else(|| EMPTY.get_or_init(OpRecord::new))
     }
 
-    /// The record of one operation, to fill (decoding a snapshot sent by an agent).
+    /// The record of one operation, to fill (made on first use).
+    #[inline]
     pub fn op_mut(&mut self, op: Op) -> &mut OpRecord {
-        &mut self.ops[op.index()]
+        self.ops[op.index()].get_or_insert_with(|| Box::new(OpRecord::new()))
     }
 
-    /// Every operation's record, in [`Op::ALL`] order.
+    /// The record of every operation this snapshot (or the one whose memory it reuses) has
+    /// held, in [`Op::ALL`] order.
     pub fn ops(&self) -> impl Iterator<Item = (Op, &OpRecord)> {
-        Op::ALL.iter().copied().zip(self.ops.iter())
+        Op::ALL
+            .iter()
+            .copied()
+            .zip(self.ops.iter())
+            .filter_map(|(op, r)| r.as_deref().map(|r| (op, r)))
     }
 
     /// All operations together: the merged histogram and summed counters.
     pub fn total(&self) -> OpRecord {
         let mut t = OpRecord::new();
-        for r in &self.ops {
+        for (_, r) in self.ops() {
             t += r;
         }
         t
@@ -300,10 +391,17 @@ impl Snapshot {
 
     /// Empties the snapshot, keeping its memory.
     pub fn clear(&mut self) {
-        for r in &mut self.ops {
+        for r in self.ops.iter_mut().flatten() {
             r.clear();
         }
         self.errors.clear();
+    }
+}
+
+impl PartialEq for Snapshot {
+    /// Equal when every operation's record is (an absent record equals an empty one).
+    fn eq(&self, other: &Self) -> bool {
+        self.errors == other.errors && Op::ALL.iter().all(|&op| self.op(op) == other.op(op))
     }
 }
 
@@ -315,8 +413,8 @@ impl Default for Snapshot {
 
 impl AddAssign<&Snapshot> for Snapshot {
     fn add_assign(&mut self, other: &Snapshot) {
-        for (a, b) in self.ops.iter_mut().zip(other.ops.iter()) {
-            *a += b;
+        for (op, b) in other.ops() {
+            *self.op_mut(op) += b;
         }
         self.errors += &other.errors;
     }
@@ -339,7 +437,7 @@ impl Recorder {
     /// Records one completed I/O.
     #[inline]
     pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64) {
-        let r = &mut self.current.ops[op.index()];
+        let r = self.current.op_mut(op);
         r.hist.saturating_record(latency_ns.max(1));
         r.ops += 1;
         r.bytes += bytes;
@@ -349,7 +447,7 @@ impl Recorder {
     /// was scheduled) and its service time (from its submission).
     #[inline]
     pub fn record_scheduled(&mut self, op: Op, bytes: u64, response_ns: u64, service_ns: u64) {
-        let r = &mut self.current.ops[op.index()];
+        let r = self.current.op_mut(op);
         r.hist.saturating_record(response_ns.max(1));
         r.service
             .get_or_insert_with(new_histogram)
@@ -361,7 +459,7 @@ impl Recorder {
     /// Counts one failed I/O.
     #[cold]
     pub fn record_error(&mut self, op: Op, kind: ErrorKind, offset: u64, file: u32) {
-        self.current.ops[op.index()].errors += 1;
+        self.current.op_mut(op).errors += 1;
         self.current.errors.record(op, kind, offset, file);
     }
 
@@ -389,7 +487,7 @@ impl Recorder {
 
     /// Completed I/Os of every operation since the last swap.
     pub fn ops(&self) -> u64 {
-        self.current.ops.iter().map(|r| r.ops + r.errors).sum()
+        self.current.ops().map(|(_, r)| r.ops + r.errors).sum()
     }
 }
 
@@ -413,6 +511,26 @@ mod tests {
         );
         assert_eq!(e[1].kind, ErrorKind::Io);
         assert_eq!(s.op(Op::Write).errors, 2);
+    }
+
+    #[test]
+    fn error_kinds_survive_their_code() {
+        for k in [
+            ErrorKind::Io,
+            ErrorKind::NoSpace,
+            ErrorKind::Invalid,
+            ErrorKind::Short,
+            ErrorKind::Other(95),
+            ErrorKind::Http(404),
+            ErrorKind::Http(500),
+            ErrorKind::Throttled,
+            ErrorKind::Timeout,
+            ErrorKind::Reset,
+            ErrorKind::Refused,
+            ErrorKind::Network,
+        ] {
+            assert_eq!(ErrorKind::from_code(k.code()), k, "{}", k.name());
+        }
     }
 
     #[test]
