@@ -33,6 +33,19 @@ pub struct TargetOptions {
     /// The block devices (`st_rdev`) that may be used at all; `None` for any (a local run,
     /// where the user names the device). An agent sets its `--allow-device` list.
     pub allowed_devices: Option<Vec<u64>>,
+    /// S3 jobs: the keys to sign with and whether a missing bucket may be made. Never sent
+    /// to a remote agent.
+    pub s3: Option<S3Access>,
+}
+
+/// What an S3 run needs beside its jobs: kept out of the workload, so it never reaches a
+/// results document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Access {
+    /// The access key and secret (`Debug` hides the secret).
+    pub credentials: stormark_s3::Credentials,
+    /// `--create-bucket`: make the bucket when it does not exist.
+    pub create_bucket: bool,
 }
 
 impl TargetOptions {
@@ -46,6 +59,7 @@ impl TargetOptions {
             allow_device_write: false,
             force: false,
             allowed_devices: None,
+            s3: None,
         }
     }
 }

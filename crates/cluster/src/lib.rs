@@ -33,7 +33,9 @@ mod remote;
 mod server;
 mod wire;
 
-pub use agent::{Agent, AgentError, AgentEvent, Clock, Second, Stage, TargetOptions, Validated};
+pub use agent::{
+    Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions, Validated,
+};
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
 pub use config::{AgentConfig, ConfigError};
 pub use connect::Fleet;

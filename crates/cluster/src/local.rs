@@ -3,6 +3,7 @@
 //! this file or device be used), `workspace` (the run directory's life), `specs` (jobs and
 //! stage loads into worker specs); this module is the [`Agent`] that ties them together.
 
+mod bucket;
 mod journal;
 mod limits;
 mod planning;
@@ -54,6 +55,8 @@ pub struct LocalAgent {
     seed_salt: u64,
     hosts: u32,
     journal: Option<Journal>,
+    /// An S3 run's place in its bucket.
+    bucket: Option<bucket::Bucket>,
 }
 
 impl LocalAgent {
@@ -73,6 +76,7 @@ impl LocalAgent {
             prepare_workers: 0,
             notes: Vec::new(),
             journal: None,
+            bucket: None,
         }
     }
 
@@ -146,7 +150,14 @@ impl Agent for LocalAgent {
         if !workload.jobs.iter().any(|j| j.kind.needs_target()) {
             // No job touches a path: nothing to classify, make or remove.
             self.plan_without_target(workload, &mut v)?;
+            self.open_bucket(workload)?;
             return Ok(v);
+        }
+        if workload.jobs.iter().any(|j| j.s3.is_some()) {
+            return Err(AgentError::Limit(
+                "S3 jobs and file jobs in one workload are not supported yet; run them separately"
+                    .into(),
+            ));
         }
         let kind = classify(&self.opts.path)?;
         let mut stages = Vec::new();
@@ -190,6 +201,9 @@ impl Agent for LocalAgent {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
+        if self.bucket.is_some() {
+            return self.prepare_objects(on_event);
+        }
         if let Some(Where::Dir(ws)) = &mut self.place {
             ws.create(&self.stop)?;
         }
@@ -252,7 +266,14 @@ impl Agent for LocalAgent {
                     }
                 }
                 let seed = seed(index, k, w) ^ self.seed_salt;
-                specs.push(run.worker_spec(load, targets, ramp, seed, self.hosts));
+                let mut spec = run.worker_spec(load, targets, ramp, seed, self.hosts);
+                if let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) {
+                    spec.s3 = Some(b.work(&run.job, w, workers, load, s3.ops));
+                    spec.bs_min = spec.s3.as_ref().map_or(spec.bs_min, |s| s.obj_size);
+                    spec.bs_max = spec.bs_min;
+                    spec.bs_align = 1;
+                }
+                specs.push(spec);
                 map.push((k as u16, w as u32));
             }
         }
@@ -292,6 +313,9 @@ impl Agent for LocalAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
+        if let Some(b) = self.bucket.take() {
+            return b.cleanup();
+        }
         match &mut self.place {
             Some(Where::Dir(ws)) => ws.cleanup(self.opts.keep),
             _ => Vec::new(),

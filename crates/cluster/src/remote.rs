@@ -480,6 +480,7 @@ impl Agent for RemoteAgent {
                 kind: match j.kind {
                     LoadKind::File => pb::LoadKind::File,
                     LoadKind::Null => pb::LoadKind::Null,
+                    LoadKind::S3 => pb::LoadKind::S3,
                 } as i32,
             })
             .collect();

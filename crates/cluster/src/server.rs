@@ -340,6 +340,7 @@ impl AgentRpc for AgentService {
             let kind = match pb::LoadKind::try_from(spec.kind) {
                 Ok(pb::LoadKind::File) => LoadKind::File,
                 Ok(pb::LoadKind::Null) => LoadKind::Null,
+                Ok(pb::LoadKind::S3) => LoadKind::S3,
                 Err(_) => {
                     return Err(Status::invalid_argument(format!(
                         "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",
@@ -375,6 +376,7 @@ impl AgentRpc for AgentService {
             allow_device_write: req.allow_device_write,
             force: req.force,
             allowed_devices: Some(self.cfg.devices.clone()),
+            s3: None,
         };
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);

@@ -53,6 +53,12 @@ impl AlignedBuf {
         unsafe { self.ptr.add(offset) }
     }
 
+    /// The whole buffer, to read.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr points to layout.size() initialized bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) }
+    }
+
     fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr is valid for layout.size() bytes and uniquely owned.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }

@@ -36,6 +36,9 @@ pub enum EngineError {
     /// Submitting to or waiting on the ring failed.
     #[error("io_uring_enter failed: {0}")]
     RingEnter(std::io::Error),
+    /// An S3 worker could not start, or its preparation could not write an object.
+    #[error("{0}")]
+    S3(String),
     /// Every I/O of the last run failed: the target is not usable.
     #[error("stopped after {0} consecutive I/O errors")]
     Failing(u32),

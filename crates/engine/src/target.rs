@@ -20,6 +20,8 @@ pub enum Backend {
     Psync,
     /// No I/O: each request completes at once (measures the tool itself).
     Null,
+    /// S3 requests over HTTP, one at a time (the work is in [`WorkerSpec::s3`]).
+    S3,
 }
 
 impl Backend {
@@ -29,6 +31,7 @@ impl Backend {
             Backend::IoUring => "io_uring",
             Backend::Psync => "psync",
             Backend::Null => "null",
+            Backend::S3 => "s3",
         }
     }
 }
@@ -148,6 +151,8 @@ pub struct WorkerSpec {
     pub seed: u64,
     /// Write buffers hold zeros rather than bytes drawn from `seed`.
     pub zero_buffers: bool,
+    /// The S3 backend's work (bucket, keys, mix); `None` for every other backend.
+    pub s3: Option<crate::s3::S3Work>,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -182,6 +187,7 @@ impl WorkerSpec {
             ramp: Duration::ZERO,
             seed: 1,
             zero_buffers: false,
+            s3: None,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
@@ -251,6 +257,7 @@ impl WorkerSpec {
             ramp,
             seed,
             zero_buffers: job.zero_buffers,
+            s3: None,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

@@ -56,6 +56,7 @@ pub(crate) fn run_worker(
         Backend::Psync => crate::psync::run_psync(&mut ctx),
         Backend::Null => crate::null::run_null(&mut ctx),
         Backend::IoUring => crate::uring::run(&mut ctx),
+        Backend::S3 => crate::s3::run_s3(&mut ctx),
     };
     let failure = failure.err().or_else(|| ctx.failing());
     ctx.pace
@@ -67,7 +68,7 @@ type Setup = (Vec<File>, AlignedBuf, OffsetGen);
 fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let writes = spec.read_pct < 100 || spec.write_once;
     let mut files = Vec::with_capacity(spec.files.len());
-    if spec.backend != Backend::Null {
+    if !matches!(spec.backend, Backend::Null | Backend::S3) {
         for f in &spec.files {
             let file = f
                 .open(writes, spec.direct)

@@ -129,6 +129,19 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
         let default_name = if several {
             format!("job{}", i + 1)
+        } else if opts.kind == Some(stormark_spec::LoadKind::S3) {
+            // s3-get-1m, s3-mixed-64k.
+            let mix = opts
+                .op_mix
+                .as_ref()
+                .map_or("get", |m| match m.0.as_slice() {
+                    [(op, _)] => op.name(),
+                    _ => "mixed",
+                });
+            format!(
+                "s3-{mix}-{}",
+                stormark_spec::units::format_size(opts.obj_size.unwrap_or(1 << 20))
+            )
         } else {
             format!(
                 "{}-{}",

@@ -269,6 +269,14 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         .jobs
         .iter()
         .map(|j| {
+            if j.engine == "s3" {
+                return format!(
+                    "{} (s3, {} connection{})",
+                    j.name,
+                    j.workers,
+                    if j.workers == 1 { "" } else { "s" }
+                );
+            }
             format!(
                 "{} ({}, {}, {} worker{} x iodepth {})",
                 j.name,
@@ -292,9 +300,14 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     );
     let mut table = Table::new();
     table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+    // Operations of objects (S3) per second are not I/Os.
+    let objects = p.jobs.iter().any(|j| j.engine == "s3")
+        || p.by_op
+            .keys()
+            .any(|k| matches!(k.as_str(), "get" | "put" | "head" | "delete" | "list"));
     table.set_header([
         "",
-        "IOPS",
+        if objects { "ops/s" } else { "IOPS" },
         "bandwidth",
         "min",
         "mean",

@@ -138,6 +138,8 @@ pub enum LoadKind {
     /// No target at all: every request completes at once (the tool's own cost, and the proof
     /// that the coordinator and agents carry any kind of load).
     Null,
+    /// Objects in an S3 bucket, over HTTP.
+    S3,
 }
 
 impl LoadKind {
@@ -146,6 +148,7 @@ impl LoadKind {
         match self {
             LoadKind::File => "file",
             LoadKind::Null => "null",
+            LoadKind::S3 => "s3",
         }
     }
 
@@ -154,6 +157,7 @@ impl LoadKind {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "file" | "block" => LoadKind::File,
             "null" => LoadKind::Null,
+            "s3" => LoadKind::S3,
             _ => return None,
         })
     }

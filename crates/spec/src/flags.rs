@@ -84,6 +84,33 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("name", "NAME", "Job name (in results and reports)."),
 ];
 
+/// The workload flags of `stormark s3` (the job's kind is s3).
+pub const S3_FLAGS: &[Flag] = &[
+    text("endpoint", "URL", "The S3 service, http://host:port."),
+    text("bucket", "NAME", "The bucket (see --create-bucket)."),
+    text("region", "REGION", "The signing region [default: us-east-1]."),
+    text("op_mix", "MIX", "One operation (get, put, head, delete, list) or weights such as put=30,get=60,delete=5,list=5 [default: get]."),
+    text("obj_size", "SIZE", "Bytes per object [default: 1m]."),
+    text("objects", "N", "Objects written before the measured phase for GET and HEAD to read [default: 1000]."),
+    Flag {
+        key: "jobs",
+        long: Some("concurrency"),
+        value: FlagValue::Text("N"),
+        help: "Requests in flight: workers, each with its own keep-alive connection [default: 1].",
+    },
+    text("time", "DURATION", "Measured duration [default: 30s unless --ops]."),
+    text("ops", "N", "Stop after this many operations (over all workers)."),
+    text("ramp", "DURATION", "Warm-up before measuring, excluded from results."),
+    Flag {
+        key: "rate_iops",
+        long: Some("rate-ops"),
+        value: FlagValue::Text("N"),
+        help: "Open loop: operations per second in total, on a fixed schedule; latency counts from each operation's scheduled time.",
+    },
+    text("prefix", "PREFIX", "Keys of the run go under PREFIX/<run id>/ [default: stormark]."),
+    text("name", "NAME", "Job name (in results and reports)."),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,13 +118,15 @@ mod tests {
 
     #[test]
     fn every_flag_is_a_job_key_and_takes_its_example() {
-        let mut longs = std::collections::BTreeSet::new();
-        for f in FILE_FLAGS {
-            assert_eq!(canonical_key(f.key), Some(f.key), "{}", f.key);
-            assert!(longs.insert(f.long()), "--{} twice", f.long());
-            assert!(f.help.ends_with('.') || f.help.ends_with(".]") || f.help.ends_with(']'));
-            if let FlagValue::Switch(v) = f.value {
-                JobOpts::default().set(f.key, v, Source::Flag).unwrap();
+        for table in [FILE_FLAGS, S3_FLAGS] {
+            let mut longs = std::collections::BTreeSet::new();
+            for f in table {
+                assert_eq!(canonical_key(f.key), Some(f.key), "{}", f.key);
+                assert!(longs.insert(f.long()), "--{} twice", f.long());
+                assert!(f.help.ends_with('.') || f.help.ends_with(']'));
+                if let FlagValue::Switch(v) = f.value {
+                    JobOpts::default().set(f.key, v, Source::Flag).unwrap();
+                }
             }
         }
     }

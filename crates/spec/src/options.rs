@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
+use crate::s3::{parse_obj_size, valid_bucket, valid_prefix, OpMix, S3Job, S3Op, OP_MIX_FORM};
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
     format_size, parse_duration, parse_percent, parse_size, DURATION_FORM, PERCENT_FORM, SIZE_FORM,
@@ -46,6 +47,14 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_iops",
     "steady_state",
     "zero_buffers",
+    "endpoint",
+    "bucket",
+    "region",
+    "prefix",
+    "op_mix",
+    "obj_size",
+    "objects",
+    "ops",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -98,6 +107,22 @@ pub struct JobOpts {
     pub rate_iops: Option<u32>,
     /// `steady_state`.
     pub steady_state: Option<SteadyState>,
+    /// S3: `http://host:port` of the service.
+    pub endpoint: Option<String>,
+    /// S3: the bucket.
+    pub bucket: Option<String>,
+    /// S3: the signing region.
+    pub region: Option<String>,
+    /// S3: the key prefix under which the run writes.
+    pub prefix: Option<String>,
+    /// S3: the operations and their weights.
+    pub op_mix: Option<OpMix>,
+    /// S3: bytes per object.
+    pub obj_size: Option<u64>,
+    /// S3: objects written for reads before the measured phase.
+    pub objects: Option<u32>,
+    /// S3: operations after which the job stops.
+    pub ops: Option<u64>,
 }
 
 impl JobOpts {
@@ -119,7 +144,58 @@ impl JobOpts {
             }
         };
         match canonical {
-            "kind" => self.kind = Some(LoadKind::parse(value).ok_or_else(|| bad("file or null"))?),
+            "kind" => {
+                self.kind = Some(LoadKind::parse(value).ok_or_else(|| bad("file, s3 or null"))?)
+            }
+            "endpoint" => {
+                let v = value.trim();
+                if !(v.starts_with("http://") || v.starts_with("https://")) || v.len() > 300 {
+                    return Err(bad("http://host:port, such as http://127.0.0.1:9000"));
+                }
+                self.endpoint = Some(v.to_string())
+            }
+            "bucket" => {
+                if !valid_bucket(value) {
+                    return Err(bad("a bucket name: 3 to 63 of a-z, 0-9, '-' and '.'"));
+                }
+                self.bucket = Some(value.to_string())
+            }
+            "region" => {
+                let ok = (1..=64).contains(&value.len())
+                    && value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+                if !ok {
+                    return Err(bad("a region such as us-east-1"));
+                }
+                self.region = Some(value.to_string())
+            }
+            "prefix" => {
+                if !valid_prefix(value) {
+                    return Err(bad(
+                        "a key prefix of letters, digits and -_./ (at most 200, no '..', not starting with /)",
+                    ));
+                }
+                self.prefix = Some(value.trim_end_matches('/').to_string())
+            }
+            "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
+            "obj_size" => {
+                self.obj_size = Some(
+                    parse_obj_size(value)
+                        .ok_or_else(|| bad("a size from 1 byte to 5g, such as 4k or 1m"))?,
+                )
+            }
+            "objects" => self.objects = Some(count(10_000_000)?),
+            "ops" => {
+                self.ops = Some(
+                    value
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|n| (1..=1_000_000_000_000).contains(n))
+                        .ok_or_else(|| bad("a whole number of operations from 1"))?,
+                )
+            }
             "name" | "group" => {
                 let ok = !value.is_empty()
                     && value.len() <= 64
@@ -216,7 +292,15 @@ impl JobOpts {
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,
-            steady_state
+            steady_state,
+            endpoint,
+            bucket,
+            region,
+            prefix,
+            op_mix,
+            obj_size,
+            objects,
+            ops
         )
     }
 
@@ -294,7 +378,9 @@ impl JobOpts {
         let engine = match kind {
             LoadKind::Null => EngineChoice::Null,
             LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
+            LoadKind::S3 => EngineChoice::Auto,
         };
+        let s3 = self.s3(kind)?;
         Ok(Job {
             kind,
             name: self
@@ -313,7 +399,6 @@ impl JobOpts {
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),
             size: self.size,
-            time: self.time,
             io_total: self.io_total,
             direct,
             engine,
@@ -324,7 +409,62 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
+            // An S3 job stops by time or by operations: 30 s when neither is given.
+            time: match &s3 {
+                Some(s) if self.time.is_none() && s.ops.is_none() => Some(Duration::from_secs(30)),
+                _ => self.time,
+            },
+            s3,
         })
+    }
+
+    /// The S3 part of a job of kind s3; S3 options on another kind are a mistake.
+    fn s3(&self, kind: LoadKind) -> Result<Option<S3Job>, SpecError> {
+        if kind != LoadKind::S3 {
+            let given = [
+                ("--endpoint", self.endpoint.is_some()),
+                ("--bucket", self.bucket.is_some()),
+                ("--op-mix", self.op_mix.is_some()),
+                ("--obj-size", self.obj_size.is_some()),
+                ("--objects", self.objects.is_some()),
+                ("--ops", self.ops.is_some()),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(SpecError::invalid(
+                    name,
+                    "(given)",
+                    "an option of S3 jobs only: use `stormark s3`, or kind = \"s3\" in a job file",
+                ));
+            }
+            return Ok(None);
+        }
+        let endpoint = self.endpoint.clone().ok_or_else(|| {
+            SpecError::invalid(
+                "--endpoint",
+                "(missing)",
+                "the service's address, such as --endpoint http://127.0.0.1:9000",
+            )
+        })?;
+        let bucket = self.bucket.clone().ok_or_else(|| {
+            SpecError::invalid(
+                "--bucket",
+                "(missing)",
+                "a bucket name, such as --bucket bench",
+            )
+        })?;
+        Ok(Some(S3Job {
+            endpoint,
+            bucket,
+            region: self.region.clone().unwrap_or_else(|| "us-east-1".into()),
+            prefix: self.prefix.clone().unwrap_or_else(|| "stormark".into()),
+            mix: self
+                .op_mix
+                .clone()
+                .unwrap_or_else(|| OpMix(vec![(S3Op::Get, 1)])),
+            obj_size: self.obj_size.unwrap_or(1 << 20),
+            objects: self.objects.unwrap_or(1000),
+            ops: self.ops,
+        }))
     }
 }
 
@@ -351,6 +491,10 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         "iodepth_batch_complete_max" => "iodepth_batch_complete",
         "percentage_random" => "random_pct",
         "steadystate" | "ss" => "steady_state",
+        "concurrency" => "jobs",
+        "rate_ops" => "rate_iops",
+        "object_size" | "objsize" => "obj_size",
+        "opmix" => "op_mix",
         other => other,
     };
     JOB_KEYS.iter().copied().find(|k| *k == alias)

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 pub use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
+use crate::s3::S3Job;
 use crate::search::SteadyState;
 use crate::units::{format_duration, format_size};
 use crate::SpecError;
@@ -60,6 +61,8 @@ pub struct Job {
     pub iodepth_batch_complete: u32,
     /// Open loop: total I/Os per second over all workers and hosts (`None`: closed loop).
     pub rate_iops: Option<u32>,
+    /// The S3 part of a job of kind s3.
+    pub s3: Option<S3Job>,
     /// The ramp ends once this figure is steady (the ramp then bounds how long to wait).
     pub steady_state: Option<SteadyState>,
 }
@@ -97,6 +100,9 @@ impl Job {
         }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
+        }
+        if let Some(s3) = &self.s3 {
+            pairs.extend(s3.pairs());
         }
         if self.zero_buffers {
             pairs.push(("zero_buffers", "true".into()));

@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand};
-use stormark_spec::{FlagValue, FILE_FLAGS};
+use std::marker::PhantomData;
+
+use stormark_spec::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 
 /// Storage benchmark: file and block load with exact latency, from one host.
 #[derive(Debug, Parser)]
@@ -24,6 +26,115 @@ pub enum Command {
     Agent(AgentArgs),
     /// Compare results documents: differences per figure, and whether they are significant.
     Compare(CompareArgs),
+    /// Benchmark an S3 object store: PUT, GET, HEAD, DELETE and LIST in a weighted mix.
+    S3(Box<S3Args>),
+}
+
+const S3_EXAMPLES: &str = "\
+Examples:
+  stormark s3 --endpoint http://127.0.0.1:9000 --bucket bench --op-mix get --obj-size 4k --concurrency 16
+      GETs of 4 KiB objects (1000 written first) from 16 connections for 30 s
+  stormark s3 --endpoint http://minio:9000 --bucket bench --create-bucket \\
+      --op-mix put=30,get=60,delete=5,list=5 --obj-size 1m --concurrency 32 --time 2m --json s3.json
+      a warp-style mixed workload; the bucket is made if missing
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --target-latency p99<=20ms
+      the most GETs per second whose 99th percentile stays within 20 ms
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --rate-ops 2000 --time 60s
+      open loop: 2000 GETs per second on a schedule; latency counts from the schedule
+
+Keys come from --access-key/--secret-key, else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else
+the profile --aws-profile (or AWS_PROFILE, or default) of ~/.aws/credentials. They are never
+written to results. Nothing is retried. Every object the run writes goes under
+PREFIX/<run id>/ and is deleted at the end (unless --keep); no other object is touched.";
+
+/// Options of `stormark s3`.
+#[derive(Debug, Args)]
+#[command(after_help = S3_EXAMPLES)]
+pub struct S3Args {
+    /// The workload flags (`--endpoint`, `--op-mix`, `--obj-size`, ...), from the spec's table.
+    #[command(flatten)]
+    pub workload: WorkloadFlags<S3Load>,
+
+    /// The access key id [default: AWS_ACCESS_KEY_ID, or the profile's].
+    #[arg(long, value_name = "KEY", help_heading = "Keys")]
+    pub access_key: Option<String>,
+    /// The secret access key [default: AWS_SECRET_ACCESS_KEY, or the profile's].
+    #[arg(long, value_name = "SECRET", help_heading = "Keys")]
+    pub secret_key: Option<String>,
+    /// The profile of ~/.aws/credentials (or AWS_SHARED_CREDENTIALS_FILE) [default: AWS_PROFILE, or default].
+    #[arg(long, value_name = "NAME", help_heading = "Keys")]
+    pub aws_profile: Option<String>,
+    /// Make the bucket when it does not exist.
+    #[arg(long, help_heading = "Keys")]
+    pub create_bucket: bool,
+    /// Leave the objects the run wrote in the bucket.
+    #[arg(long, help_heading = "Keys")]
+    pub keep: bool,
+
+    /// Run the whole workload N times; per figure the mean, spread and 95% confidence
+    /// interval over the repetitions.
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub repeat: Option<String>,
+    /// Expected figures (iops, bw, mean, p50 ... p99.99, max), compared with what is measured.
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub expect: Option<String>,
+    /// Search for the most operations per second meeting every limit (p99<=20ms).
+    #[arg(
+        long,
+        value_name = "LIMITS",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub target_latency: Option<String>,
+    /// Measured time of each search step and curve point [default: 20s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub step_time: Option<String>,
+    /// Most steps the search may take [default: 20].
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub search_steps: Option<String>,
+    /// Throughput-latency curve: the closed-loop maximum, then open loop at these percentages.
+    #[arg(
+        long,
+        value_name = "PCTS",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub curve: Option<String>,
+    /// Run once per value (concurrency as jobs=..., or obj_size as bs=...); repeatable.
+    #[arg(
+        long,
+        value_name = "KEY=LIST",
+        allow_hyphen_values = true,
+        help_heading = "Search, curves and repetitions"
+    )]
+    pub sweep: Vec<String>,
+
+    /// Write the results document (JSON) here, even if the run fails.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No live progress line.
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -62,7 +173,7 @@ needs no flag; writing needs --allow-device-write, and --force if it holds a fil
 Sizes take k/m/g/t (1024-based, as fio), durations s/ms/m/h.";
 
 /// Options of `stormark run`.
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 #[command(after_help = RUN_EXAMPLES)]
 pub struct RunArgs {
     /// Directory, file or block device to benchmark [default: the current directory].
@@ -215,17 +326,50 @@ pub struct RunArgs {
     /// hosts as given in --agents.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]
     pub tls_ca: Option<PathBuf>,
+
+    /// The keys of an S3 run (set by `stormark s3`, never a flag of `run`).
+    #[arg(skip)]
+    pub s3: Option<stormark_cluster::S3Access>,
 }
 
-/// The workload flags, built from [`FILE_FLAGS`]: what was given, as (job key, text) pairs in
-/// the table's order. A new option of file load needs no change here.
-#[derive(Debug, Clone, Default)]
-pub struct WorkloadFlags(pub Vec<(&'static str, String)>);
+/// A table of workload flags (in spec): the file flags of `run`, the S3 flags of `s3`.
+pub trait FlagTable {
+    /// The flags.
+    const FLAGS: &'static [Flag];
+}
 
-impl FromArgMatches for WorkloadFlags {
+/// The flags of file load.
+#[derive(Debug, Clone, Default)]
+pub struct FileLoad;
+
+impl FlagTable for FileLoad {
+    const FLAGS: &'static [Flag] = FILE_FLAGS;
+}
+
+/// The flags of S3 load.
+#[derive(Debug, Clone, Default)]
+pub struct S3Load;
+
+impl FlagTable for S3Load {
+    const FLAGS: &'static [Flag] = S3_FLAGS;
+}
+
+/// Workload flags built from a spec table: what was given, as (job key, text) pairs in the
+/// table's order. A new option needs a row in the table, no change here.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadFlags<T = FileLoad>(pub Vec<(&'static str, String)>, PhantomData<T>);
+
+impl<T> WorkloadFlags<T> {
+    /// Flags given as pairs (what a command other than `run` hands to the plan).
+    pub fn from_pairs(pairs: Vec<(&'static str, String)>) -> WorkloadFlags<T> {
+        WorkloadFlags(pairs, PhantomData)
+    }
+}
+
+impl<T: FlagTable> FromArgMatches for WorkloadFlags<T> {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         let mut given = Vec::new();
-        for flag in FILE_FLAGS {
+        for flag in T::FLAGS {
             let id = flag.long();
             match flag.value {
                 FlagValue::Text(_) => {
@@ -240,7 +384,7 @@ impl FromArgMatches for WorkloadFlags {
                 }
             }
         }
-        Ok(WorkloadFlags(given))
+        Ok(WorkloadFlags(given, PhantomData))
     }
 
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
@@ -249,9 +393,9 @@ impl FromArgMatches for WorkloadFlags {
     }
 }
 
-impl Args for WorkloadFlags {
+impl<T: FlagTable> Args for WorkloadFlags<T> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        FILE_FLAGS.iter().fold(cmd, |cmd, flag| {
+        T::FLAGS.iter().fold(cmd, |cmd, flag| {
             let long = flag.long();
             let mut arg = Arg::new(long.clone())
                 .long(long.clone())
@@ -265,7 +409,7 @@ impl Args for WorkloadFlags {
                 FlagValue::Switch(_) => arg.action(ArgAction::SetTrue),
             };
             // Two flags of one key exclude each other (--direct and --buffered).
-            for other in FILE_FLAGS {
+            for other in T::FLAGS {
                 if other.key == flag.key && other.long() != long {
                     arg = arg.conflicts_with(other.long());
                 }

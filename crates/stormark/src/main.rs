@@ -20,6 +20,29 @@ macro_rules! outln {
     }};
 }
 
+/// The command line as results record it, with the value of `--secret-key` hidden: a
+/// results document is shared, a secret never is.
+fn command_line() -> Vec<String> {
+    let mut hide_next = false;
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .map(|a| {
+            if std::mem::take(&mut hide_next) {
+                return "<hidden>".to_string();
+            }
+            if a == "--secret-key" || a == "--secret_key" {
+                hide_next = true;
+            }
+            match a.split_once('=') {
+                Some((k, _)) if k == "--secret-key" || k == "--secret_key" => {
+                    format!("{k}=<hidden>")
+                }
+                _ => a,
+            }
+        })
+        .collect()
+}
+
 /// Reads a text file of at most `limit` bytes (a job file, a results document): a path
 /// given by mistake (a device, a huge log) is refused, never read whole into memory.
 fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Result<String> {
@@ -86,6 +109,7 @@ mod cli;
 mod compare_cmd;
 mod probe_cmd;
 mod run;
+mod s3_cmd;
 
 use clap::Parser;
 
@@ -141,6 +165,7 @@ fn main() {
         cli::Command::Probe(args) => probe_cmd::main(args),
         cli::Command::Agent(args) => agent_cmd::main(args),
         cli::Command::Compare(args) => compare_cmd::main(args),
+        cli::Command::S3(args) => s3_cmd::main(*args),
     };
     std::process::exit(exit_status(result));
 }

@@ -224,6 +224,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         allow_device_write: args.allow_device_write,
         force: args.force,
         allowed_devices: None,
+        s3: args.s3.clone(),
     };
     let repeat: u32 = match args.repeat.as_deref() {
         None => 1,
@@ -248,11 +249,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     let mut reps = Vec::new();
     let mut outcome = Outcome::Completed;
     for rep in 1..=repeat {
-        let mut results = Results::new(
-            std::env::args_os()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-        );
+        let mut results = Results::new(crate::command_line());
         let agents: Vec<Box<dyn Agent>> = match &plan {
             None => vec![Box::new(
                 LocalAgent::new(opts.clone()).with_stop(stop.clone()),

@@ -7,6 +7,9 @@ use std::process::Command;
 
 pub use tempfile::TempDir;
 
+mod minio;
+pub use minio::{minio_binary, Minio};
+
 /// A fresh temporary directory under `base` (pass `env!("CARGO_TARGET_TMPDIR")`: the build
 /// directory's filesystem, where /tmp may be tmpfs without O_DIRECT), removed when dropped.
 pub fn temp_dir(base: &str) -> TempDir {

@@ -31,7 +31,7 @@ impl Need {
             name: job.name.clone(),
             workers: u64::from(job.jobs),
             files: u64::from(job.files),
-            bs_max: job.bs.max,
+            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| s.obj_size),
             iodepth: u64::from(job.iodepth),
             backend,
         }
@@ -40,7 +40,7 @@ impl Need {
     fn buffer_bytes(&self) -> u128 {
         let slots = match self.backend {
             Backend::IoUring => self.iodepth.max(1),
-            Backend::Psync => 1,
+            Backend::Psync | Backend::S3 => 1,
             Backend::Null => 0,
         };
         u128::from(self.workers) * u128::from(slots) * u128::from(self.bs_max.max(4096))
@@ -48,7 +48,7 @@ impl Need {
 
     fn open_files(&self, existing: bool) -> u64 {
         match self.backend {
-            Backend::Null => 0,
+            Backend::Null | Backend::S3 => 0,
             _ if existing => self.workers,
             _ => self.workers.saturating_mul(self.files),
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use stormark_engine::{io_uring_available, io_uring_depth_ok, Backend};
 use stormark_probe::{target_media, TargetKind};
 use stormark_spec::units::format_size;
-use stormark_spec::{Direct, EngineChoice, Job, StageLoad, Workload, DEFAULT_FILE_SIZE};
+use stormark_spec::{Direct, EngineChoice, Job, LoadKind, StageLoad, Workload, DEFAULT_FILE_SIZE};
 use stormark_stats::{Finding, Severity, Target};
 
 use super::specs::JobRun;
@@ -20,6 +20,9 @@ impl LocalAgent {
         job: &Job,
         notes: &mut Vec<String>,
     ) -> Result<Backend, AgentError> {
+        if job.kind == LoadKind::S3 {
+            return Ok(Backend::S3);
+        }
         let backend = match job.engine {
             EngineChoice::Null => Backend::Null,
             EngineChoice::Psync => Backend::Psync,

@@ -463,7 +463,7 @@ fn allocate(file: &File, size: u64) -> std::io::Result<()> {
     }
 }
 
-fn stamp() -> String {
+pub(super) fn stamp() -> String {
     let t = stormark_stats::format_rfc3339(std::time::SystemTime::now());
     // 2026-11-23T07:15:02.123Z -> 20261123-071502
     let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();

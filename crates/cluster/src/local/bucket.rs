@@ -1,0 +1,340 @@
+//! An S3 run's place in its bucket: checked before any load (the service answers, the clocks
+//! agree, the keys are accepted, the bucket exists), a key prefix of its own that no other run
+//! uses, the objects GET and HEAD read, and at the end the removal of every key under that
+//! prefix, which are exactly the keys this run wrote.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use stormark_engine::S3Work;
+use stormark_s3::{Client, Config, Endpoint, S3Error};
+use stormark_spec::{Job, S3Job, S3Op, StageLoad};
+use stormark_stats::Op;
+
+use crate::agent::{AgentError, S3Access};
+
+/// The longest one request may take before it counts as a timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Clocks further apart than this make every signature fail (S3 allows 15 minutes).
+const MAX_SKEW: Duration = Duration::from_secs(5 * 60);
+
+/// The run's prefix in the bucket, and how to reach it.
+#[derive(Debug)]
+pub(super) struct Bucket {
+    config: Arc<Config>,
+    bucket: String,
+    /// `<prefix>/<run id>/`: every key of this run starts with it.
+    base: String,
+    keep: bool,
+}
+
+fn map_err(option: String, e: S3Error) -> AgentError {
+    let reason = match &e {
+        S3Error::Refused => "nothing answers there (connection refused); is the service running, and is this its address?".to_string(),
+        S3Error::Timeout => format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+        S3Error::Status { status: 403, code } => format!(
+            "the service refused these keys ({}); check --access-key and --secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            code.as_deref().unwrap_or("HTTP 403")
+        ),
+        other => other.to_string(),
+    };
+    AgentError::option(option, reason)
+}
+
+impl Bucket {
+    /// Checks the service, the clocks, the keys and the bucket of `job`, before any load.
+    /// `host` distinguishes the hosts of one run.
+    pub fn open(
+        job: &S3Job,
+        access: &S3Access,
+        keep: bool,
+        host: u32,
+    ) -> Result<Bucket, AgentError> {
+        let endpoint_opt = format!("--endpoint {}", job.endpoint);
+        let endpoint = Endpoint::parse(&job.endpoint).map_err(|e| {
+            AgentError::option(
+                endpoint_opt.clone(),
+                e.to_string()
+                    .trim_start_matches(&format!("{endpoint_opt}: "))
+                    .to_string(),
+            )
+        })?;
+        let config = Arc::new(Config {
+            endpoint,
+            region: job.region.clone(),
+            credentials: access.credentials.clone(),
+            timeout: REQUEST_TIMEOUT,
+        });
+        let mut client =
+            Client::new(config.clone()).map_err(|e| map_err(endpoint_opt.clone(), e))?;
+        if let Some(theirs) = client
+            .server_date()
+            .map_err(|e| map_err(endpoint_opt.clone(), e))?
+        {
+            let now = SystemTime::now();
+            let skew = now.duration_since(theirs).unwrap_or_else(|e| e.duration());
+            if skew > MAX_SKEW {
+                return Err(AgentError::option(
+                    endpoint_opt,
+                    format!(
+                        "this host's clock differs from the service's by {} s, and S3 refuses signatures made more than 15 minutes off; set the time (NTP) on one of them",
+                        skew.as_secs()
+                    ),
+                ));
+            }
+        }
+        let bucket_opt = format!("--bucket {}", job.bucket);
+        match client.list(&job.bucket, &job.prefix, None, 1) {
+            Ok(_) => {}
+            Err(S3Error::Status { status: 404, .. }) if access.create_bucket => {
+                client
+                    .create_bucket(&job.bucket)
+                    .map_err(|e| map_err(bucket_opt.clone(), e))?;
+            }
+            Err(S3Error::Status { status: 404, .. }) => {
+                return Err(AgentError::option(
+                    bucket_opt,
+                    "no such bucket at this endpoint; create it, or add --create-bucket",
+                ))
+            }
+            Err(e) => return Err(map_err(bucket_opt, e)),
+        }
+        let run = format!(
+            "{}-{}-h{host}",
+            super::workspace::stamp(),
+            std::process::id()
+        );
+        Ok(Bucket {
+            config,
+            bucket: job.bucket.clone(),
+            base: format!("{}/{run}/", job.prefix),
+            keep,
+        })
+    }
+
+    /// Where the run writes, as `s3://bucket/prefix/run/`.
+    pub fn shown(&self) -> String {
+        format!("s3://{}/{}", self.bucket, self.base)
+    }
+
+    fn job_prefix(&self, job: &Job) -> String {
+        format!("{}{}/", self.base, job.name)
+    }
+
+    /// The work of worker `w` of `job` under `load`.
+    pub fn work(
+        &self,
+        job: &Job,
+        w: usize,
+        workers: usize,
+        load: &StageLoad,
+        ops: Option<u64>,
+    ) -> S3Work {
+        let s3 = job.s3.as_ref().expect("an S3 job");
+        let mix: Vec<(Op, u32)> = s3
+            .mix
+            .0
+            .iter()
+            .map(|&(op, weight)| (op_of(op), weight))
+            .collect();
+        let prefix = self.job_prefix(job);
+        S3Work {
+            config: self.config.clone(),
+            bucket: self.bucket.clone(),
+            read_prefix: format!("{prefix}r"),
+            objects: s3.objects,
+            write_prefix: format!("{prefix}w{w}-"),
+            list_prefix: prefix,
+            mix: S3Work::cumulative(&mix),
+            obj_size: load.bs.unwrap_or(s3.obj_size),
+            prepare: None,
+            ops: ops.map(|n| share(n, w, workers)),
+        }
+    }
+
+    /// The preparation's work for worker `w` of `workers`: PUT its share of the objects
+    /// `job` reads.
+    pub fn prepare_work(&self, job: &Job, w: usize, workers: usize) -> S3Work {
+        let s3 = job.s3.as_ref().expect("an S3 job");
+        let per = s3.objects.div_ceil(workers as u32);
+        let from = (w as u32 * per).min(s3.objects);
+        let to = (from + per).min(s3.objects);
+        S3Work {
+            prepare: Some(from..to),
+            ops: None,
+            ..self.work(job, w, workers, &StageLoad::AS_GIVEN, None)
+        }
+    }
+
+    /// Deletes every key under the run's prefix (unless kept). Returns notes for results.
+    pub fn cleanup(&self) -> Vec<String> {
+        if self.keep {
+            return vec![format!("kept the objects under {} (--keep)", self.shown())];
+        }
+        let mut client = match Client::new(self.config.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                return vec![format!(
+                    "could not remove the objects under {}: {e}",
+                    self.shown()
+                )]
+            }
+        };
+        let mut token: Option<String> = None;
+        let (mut removed, mut failed) = (0u64, 0u64);
+        let mut first_error = None;
+        loop {
+            let page = match client.list(&self.bucket, &self.base, token.as_deref(), 1000) {
+                Ok((_, page)) => page,
+                Err(e) => {
+                    first_error.get_or_insert(e.to_string());
+                    break;
+                }
+            };
+            for key in &page.keys {
+                // Only keys under the run's own prefix, whatever the service listed.
+                if !key.starts_with(&self.base) {
+                    continue;
+                }
+                match client.delete(&self.bucket, key) {
+                    Ok(_) => removed += 1,
+                    Err(e) => {
+                        failed += 1;
+                        first_error.get_or_insert(e.to_string());
+                    }
+                }
+            }
+            match page.next {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+        match first_error {
+            None => Vec::new(),
+            Some(e) => vec![format!(
+                "removed {removed} objects under {}, {failed} could not be removed: {e}",
+                self.shown()
+            )],
+        }
+    }
+}
+
+/// Worker `w`'s share of `n` operations over `workers`.
+fn share(n: u64, w: usize, workers: usize) -> u64 {
+    let workers = workers.max(1) as u64;
+    n / workers + u64::from((w as u64) < n % workers)
+}
+
+/// The results' operation of an S3 operation.
+pub(super) fn op_of(op: S3Op) -> Op {
+    match op {
+        S3Op::Get => Op::Get,
+        S3Op::Put => Op::Put,
+        S3Op::Head => Op::Head,
+        S3Op::Delete => Op::Delete,
+        S3Op::List => Op::List,
+    }
+}
+
+impl super::LocalAgent {
+    /// An S3 workload's preflight: every S3 job shares one endpoint, bucket and region, and
+    /// the service accepts this host's keys for that bucket.
+    pub(super) fn open_bucket(
+        &mut self,
+        workload: &stormark_spec::Workload,
+    ) -> Result<(), AgentError> {
+        let mut s3_jobs = workload.jobs.iter().filter_map(|j| j.s3.as_ref());
+        let Some(first) = s3_jobs.next() else {
+            return Ok(());
+        };
+        if let Some(other) = s3_jobs.find(|s| {
+            (&s.endpoint, &s.bucket, &s.region, &s.prefix)
+                != (&first.endpoint, &first.bucket, &first.region, &first.prefix)
+        }) {
+            return Err(AgentError::option(
+                format!("--endpoint {} --bucket {}", other.endpoint, other.bucket),
+                "every S3 job of one run uses the same endpoint, bucket, region and prefix",
+            ));
+        }
+        let access = self.opts.s3.clone().ok_or_else(|| {
+            AgentError::option(
+                "--access-key",
+                "S3 jobs need keys: --access-key and --secret-key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials",
+            )
+        })?;
+        let host = (self.seed_salt % 1_000_000) as u32;
+        let bucket = Bucket::open(first, &access, self.opts.keep, host)?;
+        self.notes
+            .push(format!("objects of this run go under {}", bucket.shown()));
+        self.bucket = Some(bucket);
+        Ok(())
+    }
+
+    /// Writes the objects GET and HEAD read, with up to 16 workers per job, before the
+    /// measured phases (a phase of its own, as a file run's preparation).
+    pub(super) fn prepare_objects(
+        &mut self,
+        on_event: &mut dyn FnMut(crate::agent::AgentEvent<'_>),
+    ) -> Result<Vec<stormark_stats::PhaseJob>, AgentError> {
+        let Some(bucket) = self.bucket.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let jobs: Vec<Job> = self
+            .stages
+            .iter()
+            .flatten()
+            .map(|r| r.job.clone())
+            .filter(|j| {
+                j.s3.as_ref()
+                    .is_some_and(|s| s.mix.reads() && s.objects > 0)
+            })
+            .collect();
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut specs = Vec::new();
+        for job in &jobs {
+            let s3 = job.s3.as_ref().expect("filtered");
+            let workers = (job.jobs as usize).clamp(1, 16).min(s3.objects as usize);
+            for w in 0..workers {
+                let work = bucket.prepare_work(job, w, workers);
+                specs.push(stormark_engine::WorkerSpec {
+                    backend: stormark_engine::Backend::S3,
+                    bs_min: work.obj_size,
+                    bs_max: work.obj_size,
+                    bs_align: 1,
+                    read_pct: 0,
+                    write_once: true,
+                    seed: 0x5eed ^ w as u64,
+                    s3: Some(work),
+                    ..stormark_engine::WorkerSpec::new(Vec::new())
+                });
+            }
+        }
+        self.prepare_workers = specs.len() as u32;
+        let out = stormark_engine::run_stage(specs, self.stop.clone(), &mut |e| {
+            super::forward(e, &[(0u16, 0u32)], on_event, 0)
+        });
+        if let Some((_, f)) = out.failures.first() {
+            return Err(AgentError::Preparation(f.to_string()));
+        }
+        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(AgentError::Interrupted("writing the objects to read"));
+        }
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up() {
+        for (n, workers) in [(10u64, 3usize), (2, 4), (0, 1), (100, 7)] {
+            let total: u64 = (0..workers).map(|w| share(n, w, workers)).sum();
+            assert_eq!(total, n);
+        }
+    }
+}

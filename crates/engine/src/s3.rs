@@ -1,0 +1,217 @@
+//! The S3 backend: one request at a time per worker over the worker's own keep-alive
+//! connection, operations drawn from the job's weighted mix. Objects are written under the
+//! worker's own key prefix, so a run only ever deletes what it wrote.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use stormark_s3::{Client, Config, S3Error};
+use stormark_stats::{ErrorKind, Op};
+
+use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
+use crate::error::EngineError;
+
+/// What an S3 worker does, beside the common parts of its [`crate::WorkerSpec`].
+#[derive(Debug, Clone)]
+pub struct S3Work {
+    /// The service and the keys to sign with.
+    pub config: Arc<Config>,
+    /// The bucket.
+    pub bucket: String,
+    /// Objects GET and HEAD read: `<read_prefix><i>` for `i` in `0..objects`.
+    pub read_prefix: String,
+    /// How many objects there are to read.
+    pub objects: u32,
+    /// Keys this worker writes: `<write_prefix><n>`.
+    pub write_prefix: String,
+    /// What LIST lists.
+    pub list_prefix: String,
+    /// The operations with their cumulative weights (the last is the total).
+    pub mix: Vec<(Op, u32)>,
+    /// Bytes per object written.
+    pub obj_size: u64,
+    /// The preparation: PUT the objects to read with these indexes, then stop.
+    pub prepare: Option<std::ops::Range<u32>>,
+    /// Operations after which the worker stops (its share of `--ops`).
+    pub ops: Option<u64>,
+}
+
+impl S3Work {
+    /// Cumulative weights from `(op, weight)` pairs.
+    pub fn cumulative(mix: &[(Op, u32)]) -> Vec<(Op, u32)> {
+        let mut sum = 0;
+        mix.iter()
+            .map(|&(op, w)| {
+                sum += w;
+                (op, sum)
+            })
+            .collect()
+    }
+}
+
+fn kind_of(e: &S3Error) -> ErrorKind {
+    match e {
+        S3Error::Status {
+            status: 503 | 429, ..
+        } => ErrorKind::Throttled,
+        S3Error::Status { status, .. } => ErrorKind::Http(*status),
+        S3Error::Timeout => ErrorKind::Timeout,
+        S3Error::Reset => ErrorKind::Reset,
+        S3Error::Refused => ErrorKind::Refused,
+        S3Error::Network(_) | S3Error::Config(_) => ErrorKind::Network,
+    }
+}
+
+/// Runs the worker's requests until its stop rule, the deadline or too many failures in a
+/// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
+pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
+    let work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
+    let mut client =
+        Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
+    let len = work.obj_size as usize;
+    // One body for every PUT of this worker: a reference-counted copy of its buffer.
+    let body = Bytes::copy_from_slice(&ctx.buf.as_slice()[..len]);
+    let mut rng = ctx.spec.seed | 1;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let total = work.mix.last().map_or(1, |&(_, w)| w.max(1));
+    // Keys this worker wrote and has not deleted, newest last.
+    let mut written: Vec<u64> = Vec::new();
+    let mut put_seq: u64 = 0;
+    let mut prepare = work.prepare.clone();
+    let mut done: u64 = 0;
+    let mut key = String::with_capacity(work.write_prefix.len() + 24);
+    loop {
+        if ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
+            || work.ops.is_some_and(|n| done >= n)
+        {
+            break;
+        }
+        key.clear();
+        let op = if let Some(range) = &mut prepare {
+            let Some(i) = range.next() else { break };
+            key.push_str(&work.read_prefix);
+            push_number(&mut key, u64::from(i));
+            Op::Put
+        } else {
+            let draw = (next() % u64::from(total)) as u32;
+            let mut op = work
+                .mix
+                .iter()
+                .find(|&&(_, w)| draw < w)
+                .map_or(Op::Get, |&(op, _)| op);
+            if op == Op::Delete && written.is_empty() {
+                // Nothing of this worker's to delete yet: write instead.
+                op = Op::Put;
+            }
+            match op {
+                Op::Get | Op::Head => {
+                    key.push_str(&work.read_prefix);
+                    push_number(&mut key, next() % u64::from(work.objects.max(1)));
+                }
+                Op::Put => {
+                    key.push_str(&work.write_prefix);
+                    push_number(&mut key, put_seq);
+                }
+                Op::Delete => {
+                    let n = written.pop().expect("checked above");
+                    key.push_str(&work.write_prefix);
+                    push_number(&mut key, n);
+                }
+                _ => {}
+            }
+            op
+        };
+        let due = ctx.schedule.as_mut().map(|s| {
+            let t = s.take();
+            wait_until(t, ctx.stop);
+            t
+        });
+        let start = Instant::now();
+        let result = match op {
+            Op::Put => client
+                .put(&work.bucket, &key, body.clone())
+                .map(|f| (f, len as u64)),
+            Op::Get => client.get(&work.bucket, &key).map(|f| {
+                let b = f.bytes;
+                (f, b)
+            }),
+            Op::Head => client.head(&work.bucket, &key).map(|f| (f, 0)),
+            Op::Delete => client.delete(&work.bucket, &key).map(|f| (f, 0)),
+            _ => client
+                .list(&work.bucket, &work.list_prefix, None, 100)
+                .map(|(f, _)| {
+                    let b = f.bytes;
+                    (f, b)
+                }),
+        };
+        let now = Instant::now();
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        let service = now.saturating_duration_since(start).as_nanos() as u64;
+        match result {
+            Ok((_, bytes)) => {
+                if op == Op::Put && prepare.is_none() {
+                    written.push(put_seq);
+                    put_seq += 1;
+                }
+                match due {
+                    None => ctx.rec.record(op, bytes, service),
+                    Some(t) => {
+                        let response = now.saturating_duration_since(t).as_nanos() as u64;
+                        ctx.rec.record_scheduled(op, bytes, response, service)
+                    }
+                }
+                ctx.consecutive_errors = 0;
+            }
+            Err(e) => {
+                ctx.rec.record_error(op, kind_of(&e), 0, 0);
+                ctx.consecutive_errors += 1;
+                if op == Op::Put && prepare.is_some() {
+                    return Err(EngineError::S3(format!("PUT {key}: {e}")));
+                }
+            }
+        }
+        done += 1;
+        if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Appends `n` in decimal without formatting machinery.
+fn push_number(s: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        s.push(d as char);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_weights() {
+        let mut s = String::from("k");
+        push_number(&mut s, 0);
+        push_number(&mut s, 1234567890123);
+        assert_eq!(s, "k01234567890123");
+        let c = S3Work::cumulative(&[(Op::Put, 30), (Op::Get, 60), (Op::List, 10)]);
+        assert_eq!(c, vec![(Op::Put, 30), (Op::Get, 90), (Op::List, 100)]);
+    }
+}

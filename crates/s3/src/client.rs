@@ -1,0 +1,400 @@
+//! One worker's connection to the service, and the requests it makes.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use aws_sigv4::http_request::{
+    sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
+    UriPathNormalizationMode,
+};
+use bytes::Bytes;
+use http::{header, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+
+use crate::list::{element, parse_list, Listing};
+use crate::{encode, Config, S3Error};
+
+/// What a request brought back.
+#[derive(Debug)]
+pub struct Fetched {
+    /// The HTTP status (always a success: errors are [`S3Error`]).
+    pub status: u16,
+    /// When the answer's head arrived (the time to first byte).
+    pub first_byte: Instant,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// The body, when it was asked for (listings); else dropped as it arrives.
+    pub body: Option<Vec<u8>>,
+}
+
+/// A worker's client: its own runtime (driven only while a request is made), its own
+/// keep-alive connection, re-made only after a failure or when the service closed it.
+pub struct Client {
+    cfg: Arc<Config>,
+    rt: tokio::runtime::Runtime,
+    sender: Option<SendRequest<Full<Bytes>>>,
+    identity: aws_smithy_runtime_api::client::identity::Identity,
+    connections: u64,
+}
+
+impl Client {
+    /// A client for `cfg`; connects on the first request.
+    pub fn new(cfg: Arc<Config>) -> Result<Client, S3Error> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| S3Error::Network(format!("cannot start a runtime: {e}")))?;
+        let identity = aws_credential_types::Credentials::new(
+            &cfg.credentials.access_key,
+            &cfg.credentials.secret_key,
+            None,
+            None,
+            "stormark",
+        )
+        .into();
+        Ok(Client {
+            cfg,
+            rt,
+            sender: None,
+            identity,
+            connections: 0,
+        })
+    }
+
+    /// Connections made so far (1 for a run whose connection was kept alive throughout).
+    pub fn connections(&self) -> u64 {
+        self.connections
+    }
+
+    /// Sends one signed request and reads the whole answer. `path` and `query` are encoded
+    /// already. Never retried; a failed request drops the connection.
+    pub fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        query: &str,
+        body: Bytes,
+        keep_body: bool,
+    ) -> Result<Fetched, S3Error> {
+        let target = if query.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}?{query}")
+        };
+        let mut req = Request::builder()
+            .method(method.clone())
+            .uri(&target)
+            .header(header::HOST, &self.cfg.endpoint.authority)
+            .header(header::CONTENT_LENGTH, body.len())
+            .body(Full::new(body))
+            .map_err(|e| S3Error::Config(format!("{target}: {e}")))?;
+        self.sign(&mut req, &target)?;
+        let timeout = self.cfg.timeout;
+        let addr = self.cfg.endpoint.addr;
+        let head_only = method == Method::HEAD;
+        let mut sender = match self.sender.take().filter(|s| !s.is_closed()) {
+            Some(s) => s,
+            None => {
+                self.connections += 1;
+                self.rt.block_on(connect(addr, timeout, &self.rt))?
+            }
+        };
+        let result = self.rt.block_on(async {
+            tokio::time::timeout(timeout, async {
+                sender.ready().await.map_err(classify_hyper)?;
+                let resp = sender.send_request(req).await.map_err(classify_hyper)?;
+                let first_byte = Instant::now();
+                let status = resp.status().as_u16();
+                let mut body = resp.into_body();
+                let mut bytes = 0u64;
+                let mut kept = (keep_body || status >= 300).then(Vec::new);
+                while let Some(frame) = body.frame().await {
+                    let frame = frame.map_err(classify_hyper)?;
+                    if let Some(data) = frame.data_ref() {
+                        bytes += data.len() as u64;
+                        if let Some(k) = &mut kept {
+                            if k.len() < 1 << 20 {
+                                k.extend_from_slice(data);
+                            }
+                        }
+                    }
+                }
+                Ok::<_, S3Error>(Fetched {
+                    status,
+                    first_byte,
+                    bytes,
+                    body: kept,
+                })
+            })
+            .await
+            .unwrap_or(Err(S3Error::Timeout))
+        });
+        let fetched = result?;
+        // The connection is kept only after a complete answer.
+        self.sender = Some(sender);
+        if fetched.status >= 300 {
+            let code = fetched
+                .body
+                .as_deref()
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .and_then(|t| element(t, "Code"))
+                .or_else(|| (head_only && fetched.status == 404).then(|| "NotFound".into()));
+            return Err(S3Error::Status {
+                status: fetched.status,
+                code,
+            });
+        }
+        Ok(fetched)
+    }
+
+    fn sign(&self, req: &mut Request<Full<Bytes>>, target: &str) -> Result<(), S3Error> {
+        let mut settings = SigningSettings::default();
+        settings.percent_encoding_mode = PercentEncodingMode::Single;
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&self.identity)
+            .region(&self.cfg.region)
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()
+            .map_err(|e| S3Error::Config(format!("cannot sign: {e}")))?
+            .into();
+        let url = format!("http://{}{target}", self.cfg.endpoint.authority);
+        let headers = req
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
+        let signable = SignableRequest::new(
+            req.method().as_str(),
+            url,
+            headers,
+            SignableBody::UnsignedPayload,
+        )
+        .map_err(|e| S3Error::Config(format!("cannot sign: {e}")))?;
+        let (instructions, _) = sign(signable, &params)
+            .map_err(|e| S3Error::Config(format!("cannot sign: {e}")))?
+            .into_parts();
+        instructions.apply_to_request_http1x(req);
+        Ok(())
+    }
+
+    /// PUT an object.
+    pub fn put(&mut self, bucket: &str, key: &str, body: Bytes) -> Result<Fetched, S3Error> {
+        self.send(Method::PUT, &object_path(bucket, key), "", body, false)
+    }
+
+    /// GET a whole object; its body is counted and dropped.
+    pub fn get(&mut self, bucket: &str, key: &str) -> Result<Fetched, S3Error> {
+        self.send(
+            Method::GET,
+            &object_path(bucket, key),
+            "",
+            Bytes::new(),
+            false,
+        )
+    }
+
+    /// HEAD an object.
+    pub fn head(&mut self, bucket: &str, key: &str) -> Result<Fetched, S3Error> {
+        self.send(
+            Method::HEAD,
+            &object_path(bucket, key),
+            "",
+            Bytes::new(),
+            false,
+        )
+    }
+
+    /// DELETE an object.
+    pub fn delete(&mut self, bucket: &str, key: &str) -> Result<Fetched, S3Error> {
+        self.send(
+            Method::DELETE,
+            &object_path(bucket, key),
+            "",
+            Bytes::new(),
+            false,
+        )
+    }
+
+    /// One page (at most `max` keys) of the keys under `prefix` (ListObjectsV2).
+    pub fn list(
+        &mut self,
+        bucket: &str,
+        prefix: &str,
+        token: Option<&str>,
+        max: u32,
+    ) -> Result<(Fetched, Listing), S3Error> {
+        // Query parameters in the order SigV4's canonical form sorts them.
+        let mut query = String::new();
+        if let Some(t) = token {
+            query.push_str(&format!("continuation-token={}&", encode(t, false)));
+        }
+        query.push_str(&format!(
+            "list-type=2&max-keys={max}&prefix={}",
+            encode(prefix, false)
+        ));
+        let fetched = self.send(
+            Method::GET,
+            &format!("/{}", encode(bucket, false)),
+            &query,
+            Bytes::new(),
+            true,
+        )?;
+        let listing = fetched
+            .body
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .map(parse_list)
+            .unwrap_or_default();
+        Ok((fetched, listing))
+    }
+
+    /// Whether the bucket exists and these keys may use it (HEAD bucket): `Ok(false)` for
+    /// 404, an error for anything else that is not a success.
+    pub fn bucket_exists(&mut self, bucket: &str) -> Result<bool, S3Error> {
+        let path = format!("/{}", encode(bucket, false));
+        match self.send(Method::HEAD, &path, "", Bytes::new(), false) {
+            Ok(_) => Ok(true),
+            Err(S3Error::Status { status: 404, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes the bucket.
+    pub fn create_bucket(&mut self, bucket: &str) -> Result<(), S3Error> {
+        let path = format!("/{}", encode(bucket, false));
+        self.send(Method::PUT, &path, "", Bytes::new(), false)
+            .map(|_| ())
+    }
+
+    /// The service's clock, from the `Date` header of an unsigned request's answer (a signed
+    /// request fails outright when the clocks differ by more than 15 minutes).
+    pub fn server_date(&mut self) -> Result<Option<SystemTime>, S3Error> {
+        let timeout = self.cfg.timeout;
+        let addr = self.cfg.endpoint.addr;
+        let authority = self.cfg.endpoint.authority.clone();
+        self.connections += 1;
+        let mut sender = self.rt.block_on(connect(addr, timeout, &self.rt))?;
+        self.rt.block_on(async {
+            tokio::time::timeout(timeout, async {
+                let req = Request::builder()
+                    .method(Method::HEAD)
+                    .uri("/")
+                    .header(header::HOST, authority)
+                    .body(Full::new(Bytes::new()))
+                    .map_err(|e| S3Error::Config(e.to_string()))?;
+                sender.ready().await.map_err(classify_hyper)?;
+                let resp = sender.send_request(req).await.map_err(classify_hyper)?;
+                let date = resp
+                    .headers()
+                    .get(header::DATE)
+                    .and_then(|d| d.to_str().ok())
+                    .and_then(httpdate_parse);
+                Ok(date)
+            })
+            .await
+            .unwrap_or(Err(S3Error::Timeout))
+        })
+    }
+}
+
+/// `/bucket/key`, encoded.
+fn object_path(bucket: &str, key: &str) -> String {
+    format!("/{}/{}", encode(bucket, false), encode(key, true))
+}
+
+async fn connect(
+    addr: std::net::SocketAddr,
+    timeout: std::time::Duration,
+    rt: &tokio::runtime::Runtime,
+) -> Result<SendRequest<Full<Bytes>>, S3Error> {
+    let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| S3Error::Timeout)?
+        .map_err(|e| classify_io(&e))?;
+    let _ = stream.set_nodelay(true);
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(classify_hyper)?;
+    rt.spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+fn classify_io(e: &std::io::Error) -> S3Error {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => S3Error::Refused,
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof => {
+            S3Error::Reset
+        }
+        K::TimedOut => S3Error::Timeout,
+        _ => S3Error::Network(e.to_string()),
+    }
+}
+
+fn classify_hyper(e: hyper::Error) -> S3Error {
+    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+        return S3Error::Reset;
+    }
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return classify_io(io);
+        }
+        source = s.source();
+    }
+    S3Error::Network(e.to_string())
+}
+
+/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`, the only form services send now).
+fn httpdate_parse(text: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as i64
+        + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<i64> = time.split(':').filter_map(|x| x.parse().ok()).collect();
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + m * 60 + s;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dates() {
+        let t = httpdate_parse("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(
+            t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            784_111_777
+        );
+        assert!(httpdate_parse("yesterday").is_none());
+    }
+}

@@ -1,0 +1,249 @@
+//! stormark's S3 client, made for load: each worker owns one keep-alive HTTP/1.1 connection
+//! (hyper, on a current-thread runtime the worker drives itself), every request is signed with
+//! SigV4 (aws-sigv4, `UNSIGNED-PAYLOAD`), nothing is ever retried (a retry hides the failure a
+//! benchmark is there to measure), and every failure has a kind: the HTTP status (503 SlowDown
+//! is `throttled`), a timeout, a reset connection, a refused one.
+//!
+//! Only the S3 API as AWS documents it: path-style addressing (`http://host:port/bucket/key`),
+//! `ListObjectsV2`, no vendor extensions.
+#![warn(missing_docs)]
+
+mod client;
+mod list;
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+pub use client::{Client, Fetched};
+pub use list::{parse_list, Listing};
+
+/// Where the S3 service is: `http://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `host:port` as given (the Host header).
+    pub authority: String,
+    /// The address connected to.
+    pub addr: SocketAddr,
+}
+
+impl Endpoint {
+    /// Parses `http://host[:port]` (port 80 by default) and resolves it. Every mistake is one
+    /// line naming the accepted form.
+    pub fn parse(url: &str) -> Result<Endpoint, S3Error> {
+        let bad = |why: &str| S3Error::Config(format!("--endpoint {url}: {why}"));
+        if url.starts_with("https://") {
+            return Err(bad(
+                "https is not supported yet; give the service's http:// endpoint",
+            ));
+        }
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| bad("expected http://host:port, such as http://127.0.0.1:9000"))?;
+        let authority = rest.trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') || authority.contains('@') {
+            return Err(bad(
+                "expected http://host:port with no path, such as http://127.0.0.1:9000",
+            ));
+        }
+        let with_port = if authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        {
+            authority.to_string()
+        } else {
+            format!("{authority}:80")
+        };
+        let addr = with_port
+            .to_socket_addrs()
+            .map_err(|e| bad(&format!("cannot resolve it ({e})")))?
+            .next()
+            .ok_or_else(|| bad("the name resolves to no address"))?;
+        Ok(Endpoint {
+            authority: authority.to_string(),
+            addr,
+        })
+    }
+}
+
+/// An access key and its secret. `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The access key id.
+    pub access_key: String,
+    /// The secret access key.
+    pub secret_key: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("access_key", &self.access_key)
+            .field("secret_key", &"<hidden>")
+            .finish()
+    }
+}
+
+/// How to reach and sign for the service.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The service.
+    pub endpoint: Endpoint,
+    /// The signing region (`us-east-1` unless the service says otherwise).
+    pub region: String,
+    /// The keys.
+    pub credentials: Credentials,
+    /// The longest a request may take, from sending to the last byte of the answer.
+    pub timeout: Duration,
+}
+
+/// Why a request failed, by kind: what a run counts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum S3Error {
+    /// The service answered with an error status (and S3's error code, when it gave one).
+    #[error("HTTP {status}{}", code.as_deref().map(|c| format!(" {c}")).unwrap_or_default())]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// S3's `<Code>` (`NoSuchBucket`, `SlowDown`, `SignatureDoesNotMatch`, ...).
+        code: Option<String>,
+    },
+    /// No complete answer within the timeout.
+    #[error("timed out")]
+    Timeout,
+    /// The connection was reset or closed mid-request.
+    #[error("connection reset")]
+    Reset,
+    /// Nothing listens at the endpoint.
+    #[error("connection refused")]
+    Refused,
+    /// Another network failure.
+    #[error("{0}")]
+    Network(String),
+    /// The set-up is wrong (an endpoint or a key that cannot be used).
+    #[error("{0}")]
+    Config(String),
+}
+
+impl S3Error {
+    /// The kind as results count it: `http-404`, `throttled` (503 SlowDown, or 429),
+    /// `timeout`, `reset`, `refused`, `network`, `config`.
+    pub fn kind(&self) -> String {
+        match self {
+            S3Error::Status { status: 503, .. } | S3Error::Status { status: 429, .. } => {
+                "throttled".into()
+            }
+            S3Error::Status { status, .. } => format!("http-{status}"),
+            S3Error::Timeout => "timeout".into(),
+            S3Error::Reset => "reset".into(),
+            S3Error::Refused => "refused".into(),
+            S3Error::Network(_) => "network".into(),
+            S3Error::Config(_) => "config".into(),
+        }
+    }
+}
+
+/// Encodes a key or query value for a URI: unreserved characters stay, `/` stays in keys.
+pub fn encode(text: &str, keep_slash: bool) -> String {
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const VALUE: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    const KEY: &AsciiSet = &VALUE.remove(b'/');
+    utf8_percent_encode(text, if keep_slash { KEY } else { VALUE }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        let e = Endpoint::parse("http://127.0.0.1:9000/").unwrap();
+        assert_eq!(e.authority, "127.0.0.1:9000");
+        assert_eq!(e.addr.port(), 9000);
+        assert_eq!(Endpoint::parse("http://127.0.0.1").unwrap().addr.port(), 80);
+        for bad in [
+            "127.0.0.1:9000",
+            "https://s3.example",
+            "http://",
+            "http://h:1/x",
+            "ftp://h",
+        ] {
+            let e = Endpoint::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--endpoint ") && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn kinds_and_secrets() {
+        let slow = S3Error::Status {
+            status: 503,
+            code: Some("SlowDown".into()),
+        };
+        assert_eq!(slow.kind(), "throttled");
+        assert_eq!(slow.to_string(), "HTTP 503 SlowDown");
+        assert_eq!(
+            S3Error::Status {
+                status: 404,
+                code: None
+            }
+            .kind(),
+            "http-404"
+        );
+        let c = Credentials {
+            access_key: "AK".into(),
+            secret_key: "very-secret".into(),
+        };
+        assert!(!format!("{c:?}").contains("very-secret"));
+        assert_eq!(encode("a b/c+d", true), "a%20b/c%2Bd");
+        assert_eq!(encode("a/b", false), "a%2Fb");
+    }
+}
+
+/// The keys of `profile` in an AWS shared credentials file (`~/.aws/credentials`):
+/// `aws_access_key_id` and `aws_secret_access_key` under `[profile]`.
+pub fn profile_credentials(text: &str, profile: &str) -> Option<Credentials> {
+    let mut in_section = false;
+    let (mut access, mut secret) = (None, None);
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') && line.ends_with(']') {
+            let name = line[1..line.len() - 1].trim();
+            in_section = name == profile || name == format!("profile {profile}");
+            continue;
+        }
+        if !in_section || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once('=') {
+            match k.trim() {
+                "aws_access_key_id" => access = Some(v.trim().to_string()),
+                "aws_secret_access_key" => secret = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    Some(Credentials {
+        access_key: access.filter(|a| !a.is_empty())?,
+        secret_key: secret.filter(|s| !s.is_empty())?,
+    })
+}
+
+#[cfg(test)]
+mod profile_tests {
+    use super::*;
+
+    #[test]
+    fn profiles() {
+        let text = "[default]\naws_access_key_id = A1\naws_secret_access_key=S1\n\n[bench]\n# c\naws_access_key_id=A2\naws_secret_access_key = S2\n";
+        assert_eq!(
+            profile_credentials(text, "default").unwrap().access_key,
+            "A1"
+        );
+        assert_eq!(profile_credentials(text, "bench").unwrap().secret_key, "S2");
+        assert!(profile_credentials(text, "other").is_none());
+        assert!(profile_credentials("[x]\naws_access_key_id=A", "x").is_none());
+    }
+}

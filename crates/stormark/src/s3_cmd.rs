@@ -1,0 +1,74 @@
+//! `stormark s3`: an S3 workload run by the same machinery as `stormark run` (search, curves,
+//! repetitions, results), with the keys resolved here and kept out of the workload.
+
+use anyhow::Result;
+use stormark_cluster::S3Access;
+use stormark_s3::{profile_credentials, Credentials};
+
+use crate::cli::{RunArgs, S3Args, WorkloadFlags};
+use crate::{usage, Ending};
+
+pub fn main(args: S3Args) -> Result<Ending> {
+    let credentials = credentials(&args)?;
+    let mut flags = vec![("kind", "s3".to_string())];
+    flags.extend(args.workload.0.iter().cloned());
+    let run = RunArgs {
+        workload: WorkloadFlags::from_pairs(flags),
+        keep: args.keep,
+        repeat: args.repeat,
+        expect: args.expect,
+        target_latency: args.target_latency,
+        step_time: args.step_time,
+        search_steps: args.search_steps,
+        curve: args.curve,
+        sweep: args.sweep,
+        json: args.json,
+        quiet: args.quiet,
+        s3: Some(S3Access {
+            credentials,
+            create_bucket: args.create_bucket,
+        }),
+        ..RunArgs::default()
+    };
+    crate::run::main(run)
+}
+
+/// The keys: flags, else the environment, else a profile of the shared credentials file.
+fn credentials(args: &S3Args) -> Result<Credentials> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let access = args.access_key.clone().or_else(|| env("AWS_ACCESS_KEY_ID"));
+    let secret = args
+        .secret_key
+        .clone()
+        .or_else(|| env("AWS_SECRET_ACCESS_KEY"));
+    if let (Some(access_key), Some(secret_key)) = (&access, &secret) {
+        return Ok(Credentials {
+            access_key: access_key.clone(),
+            secret_key: secret_key.clone(),
+        });
+    }
+    if access.is_some() != secret.is_some() {
+        return Err(usage(
+            "--access-key and --secret-key go together (or AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY)",
+        ));
+    }
+    let profile = args
+        .aws_profile
+        .clone()
+        .or_else(|| env("AWS_PROFILE"))
+        .unwrap_or_else(|| "default".into());
+    let file = env("AWS_SHARED_CREDENTIALS_FILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".aws/credentials")));
+    let text = file
+        .as_ref()
+        .and_then(|f| crate::read_limited(f, 1 << 20, "a credentials file").ok());
+    text.as_deref()
+        .and_then(|t| profile_credentials(t, &profile))
+        .ok_or_else(|| {
+            usage(format!(
+                "no S3 keys: give --access-key and --secret-key, set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or add profile [{profile}] to {}",
+                file.map_or_else(|| "~/.aws/credentials".into(), |f| f.display().to_string())
+            ))
+        })
+}

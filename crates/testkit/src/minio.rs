@@ -1,0 +1,169 @@
+//! A real MinIO server for S3 tests: started on 127.0.0.1 with a temporary data directory,
+//! killed when dropped. The binary is `$MINIO`, else `minio` in Go's bin directory (where
+//! `../shared/tools/build-s3-peers.sh minio` and `.ci/run` put it), else on PATH.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{temp_dir, TempDir};
+
+/// A running MinIO.
+pub struct Minio {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// Its root access key.
+    pub access_key: String,
+    /// Its root secret key.
+    pub secret_key: String,
+    /// Where it keeps objects.
+    pub data: TempDir,
+    child: Child,
+}
+
+/// Where the MinIO binary is, if anywhere.
+pub fn minio_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("MINIO") {
+        return Some(PathBuf::from(p));
+    }
+    let gopath = std::env::var_os("GOPATH").map(PathBuf::from).or_else(|| {
+        let out = Command::new("go").args(["env", "GOPATH"]).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (!text.is_empty()).then(|| PathBuf::from(text))
+    });
+    let candidates = gopath
+        .map(|g| g.join("bin/minio"))
+        .into_iter()
+        .chain(std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin/minio")));
+    for c in candidates {
+        if c.is_file() {
+            return Some(c);
+        }
+    }
+    Command::new("minio")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| PathBuf::from("minio"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+/// Whether `GET path` on `port` answers 200.
+fn answers(port: u16, path: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
+}
+
+impl Minio {
+    /// Starts MinIO with a data directory under `base`. Panics, naming how to build it, when
+    /// the binary is missing: S3 tests never skip.
+    pub fn start(base: &str) -> Minio {
+        let bin = minio_binary().expect(
+            "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
+        );
+        let data = temp_dir(base);
+        let (port, console) = (free_port(), free_port());
+        let (access_key, secret_key) = (
+            "stormark-test".to_string(),
+            "stormark-test-secret".to_string(),
+        );
+        let child = Command::new(&bin)
+            .arg("server")
+            .arg(data.path())
+            .args(["--quiet", "--address"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--console-address")
+            .arg(format!("127.0.0.1:{console}"))
+            .env("MINIO_ROOT_USER", &access_key)
+            .env("MINIO_ROOT_PASSWORD", &secret_key)
+            .env("MINIO_BROWSER", "off")
+            .env("MINIO_UPDATE", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+        let mut m = Minio {
+            endpoint: format!("http://127.0.0.1:{port}"),
+            access_key,
+            secret_key,
+            data,
+            child,
+        };
+        let until = Instant::now() + Duration::from_secs(60);
+        while !answers(port, "/minio/health/ready") {
+            if Instant::now() > until || m.child.try_wait().ok().flatten().is_some() {
+                panic!("MinIO at {} did not become ready", m.endpoint);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        m
+    }
+
+    /// The server's process id (to pause, resume or kill it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status();
+    }
+
+    /// The objects stored in `bucket` whose key starts with `prefix`, as MinIO's data
+    /// directory holds them (one directory per object holding `xl.meta`).
+    pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let root = self.data.path().join(bucket);
+        let mut out = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.join("xl.meta").is_file() {
+                    let key = p
+                        .strip_prefix(&root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
+                    if key.starts_with(prefix) {
+                        out.push(key);
+                    }
+                } else if p.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+impl Drop for Minio {
+    fn drop(&mut self) {
+        self.signal("CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
