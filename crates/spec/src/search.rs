@@ -145,7 +145,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
     let key = match key.trim().to_ascii_lowercase().as_str() {
         "bs" | "blocksize" => SweepKey::Bs,
         "size" => SweepKey::Size,
-        "jobs" | "numjobs" => SweepKey::Jobs,
+        "jobs" | "numjobs" | "concurrency" => SweepKey::Jobs,
         "iodepth" => SweepKey::Iodepth,
         "agents" | "hosts" => SweepKey::Agents,
         other => {

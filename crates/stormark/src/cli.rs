@@ -120,7 +120,7 @@ pub struct S3Args {
         help_heading = "Search, curves and repetitions"
     )]
     pub curve: Option<String>,
-    /// Run once per value (concurrency as jobs=..., or obj_size as bs=...); repeatable.
+    /// Run once per concurrency (concurrency=8,32,128): one phase each, and scaling efficiency.
     #[arg(
         long,
         value_name = "KEY=LIST",
