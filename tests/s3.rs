@@ -46,6 +46,16 @@ fn s3(m: &Minio, bucket: &str, dir: &TempDir, extra: &[&str]) -> (i32, serde_jso
     (out.status.code().unwrap_or(-1), doc, text(&out))
 }
 
+/// Starts `stormark` with `args` in the background, its output captured.
+fn spawn(args: &[String]) -> std::process::Child {
+    Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting stormark")
+}
+
 fn measured(doc: &serde_json::Value) -> &serde_json::Value {
     doc["phases"]
         .as_array()
@@ -230,12 +240,7 @@ fn a_server_killed_mid_run_is_counted_by_kind_and_the_results_written() {
             "4s",
         ],
     );
-    let child = Command::new(BIN)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&args);
     std::thread::sleep(Duration::from_millis(2000));
     m.signal("KILL");
     let out = child.wait_with_output().unwrap();
@@ -270,12 +275,7 @@ fn a_paused_server_shows_in_response_time_not_service_time() {
             "7s",
         ],
     );
-    let child = Command::new(BIN)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&args);
     std::thread::sleep(Duration::from_millis(2500));
     m.signal("STOP");
     std::thread::sleep(Duration::from_secs(3));
@@ -316,12 +316,7 @@ fn ctrl_c_still_deletes_every_object_written() {
             "30s",
         ],
     );
-    let child = Command::new(BIN)
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&args);
     std::thread::sleep(Duration::from_millis(2500));
     assert!(
         !m.objects("interrupted", "stormark/").is_empty(),
@@ -335,4 +330,94 @@ fn ctrl_c_still_deletes_every_object_written() {
     assert_eq!(m.objects("interrupted", "stormark/"), Vec::<String>::new());
     let doc = read_json(&dir.path().join("r.json"));
     assert_eq!(doc["status"], "interrupted", "{}", doc["status"]);
+}
+
+#[test]
+fn two_agents_run_their_share_against_one_server_merged_exactly() {
+    if !stormark_testkit::require_netns("two_agents_run_their_share_against_one_server") {
+        return;
+    }
+    let mut net = stormark_testkit::NetCluster::new(2).expect("creating the namespaces");
+    // MinIO listens on the bridge, where both agents (in their namespaces) reach it.
+    let m = Minio::start_on(TMP, &net.gateway.clone());
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3-cluster-test-token-0123456789\n").unwrap();
+    let mut agents = Vec::new();
+    for i in 0..2 {
+        let listen = format!("{}:7878", net.addresses[i]);
+        let allowed = dir.path().join(format!("host{i}"));
+        std::fs::create_dir(&allowed).unwrap();
+        let log = dir.path().join(format!("agent{i}.log"));
+        net.spawn(
+            i,
+            BIN,
+            &[
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                allowed.to_str().unwrap(),
+                "--state-dir",
+                dir.path().join(format!("state{i}")).to_str().unwrap(),
+            ],
+            &log,
+        )
+        .expect("starting an agent");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect_timeout(
+            &listen.parse().unwrap(),
+            Duration::from_millis(200),
+        )
+        .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "agent {i} did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        agents.push(listen);
+    }
+    let list = agents.join(",");
+    let (code, doc, out) = s3(
+        &m,
+        "shared",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get=3,put=1",
+            "--obj-size",
+            "2k",
+            "--objects",
+            "20",
+            "--concurrency",
+            "2",
+            "--time",
+            "2s",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = measured(&doc);
+    let hosts = run["by_host"].as_object().unwrap();
+    assert_eq!(hosts.len(), 2, "{run}");
+    for op in ["get", "put"] {
+        let total = run["by_op"][op]["ops"].as_u64().unwrap();
+        let sum: u64 = hosts
+            .values()
+            .map(|h| h["by_op"][op]["ops"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(total > 0, "{op}");
+        assert_eq!(total, sum, "{op}: the total is the exact sum of the hosts");
+    }
+    // Each agent wrote under its own prefix, and removed all of it.
+    assert_eq!(m.objects("shared", "stormark/"), Vec::<String>::new());
+    assert!(!doc.to_string().contains(&m.secret_key));
 }

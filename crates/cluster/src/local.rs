@@ -57,6 +57,8 @@ pub struct LocalAgent {
     journal: Option<Journal>,
     /// An S3 run's place in its bucket.
     bucket: Option<bucket::Bucket>,
+    /// This host's place in a distributed run (0 alone).
+    index: u64,
 }
 
 impl LocalAgent {
@@ -77,6 +79,7 @@ impl LocalAgent {
             notes: Vec::new(),
             journal: None,
             bucket: None,
+            index: 0,
         }
     }
 
@@ -103,6 +106,7 @@ impl LocalAgent {
     /// Mixes `salt` into every worker's random seed, so that hosts of one distributed run
     /// (salt = the host's index) do not all draw the same offsets on shared storage.
     pub fn with_seed_salt(mut self, salt: u64) -> LocalAgent {
+        self.index = salt;
         self.seed_salt = salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         self
     }

@@ -497,6 +497,11 @@ impl Agent for RemoteAgent {
             jobs,
             index: self.index,
             hosts: self.hosts,
+            s3: t.s3.as_ref().map(|a| pb::S3Access {
+                access_key: a.credentials.access_key.clone(),
+                secret_key: a.credentials.secret_key.clone(),
+                create_bucket: a.create_bucket,
+            }),
         };
         let mut client = self.client.clone();
         let reply = self

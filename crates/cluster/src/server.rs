@@ -376,7 +376,13 @@ impl AgentRpc for AgentService {
             allow_device_write: req.allow_device_write,
             force: req.force,
             allowed_devices: Some(self.cfg.devices.clone()),
-            s3: None,
+            s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
+                credentials: stormark_s3::Credentials {
+                    access_key: a.access_key.clone(),
+                    secret_key: a.secret_key.clone(),
+                },
+                create_bucket: a.create_bucket,
+            }),
         };
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);

@@ -41,6 +41,9 @@ Examples:
       the most GETs per second whose 99th percentile stays within 20 ms
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --rate-ops 2000 --time 60s
       open loop: 2000 GETs per second on a schedule; latency counts from the schedule
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --concurrency 16 \\
+      --agents client1:7878,client2:7878 --token-file token --tls-ca ca.pem
+      every agent runs 16 connections at once; per-host rows and the exact merge
 
 Keys come from --access-key/--secret-key, else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else
 the profile --aws-profile (or AWS_PROFILE, or default) of ~/.aws/credentials. They are never
@@ -128,6 +131,28 @@ pub struct S3Args {
         help_heading = "Search, curves and repetitions"
     )]
     pub sweep: Vec<String>,
+
+    /// Run on these agents at once (host:port, comma-separated): each signs with the keys
+    /// given here and writes under its own prefix.
+    #[arg(long, value_name = "LIST", help_heading = "Distributed")]
+    pub agents: Option<String>,
+    /// Agents from a TOML file: [[agent]] sections with address.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "agents",
+        help_heading = "Distributed"
+    )]
+    pub agents_file: Option<PathBuf>,
+    /// The agents' shared token (one line), required with --agents.
+    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
+    pub token_file: Option<PathBuf>,
+    /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
+    #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
+    pub on_agent_failure: Option<String>,
+    /// Talk TLS to the agents, trusting this CA (PEM): the S3 keys then travel encrypted.
+    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
+    pub tls_ca: Option<PathBuf>,
 
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -190,7 +190,9 @@ fn run(args: RunArgs) -> Result<Ending> {
         expect,
         shape,
     } = request(&request_options(&args)?).map_err(usage)?;
-    let plan = fleet(&args, target_given.then_some(&target))?;
+    // A workload that touches no path (S3, null) sends each agent a target it ignores.
+    let needs_target = workload.jobs.iter().any(|j| j.kind.needs_target());
+    let plan = fleet(&args, (target_given || !needs_target).then_some(&target))?;
     check_agents(
         &shape,
         plan.as_ref().map_or(1, |p| p.hosts.len()),

@@ -24,6 +24,11 @@ pub fn main(args: S3Args) -> Result<Ending> {
         sweep: args.sweep,
         json: args.json,
         quiet: args.quiet,
+        agents: args.agents,
+        agents_file: args.agents_file,
+        token_file: args.token_file,
+        on_agent_failure: args.on_agent_failure,
+        tls_ca: args.tls_ca,
         s3: Some(S3Access {
             credentials,
             create_bucket: args.create_bucket,

@@ -308,6 +308,8 @@ pub struct NetCluster {
     pub namespaces: Vec<String>,
     /// Host addresses, one per host.
     pub addresses: Vec<String>,
+    /// The test's own address on the bridge (`.1`): where a server the hosts use listens.
+    pub gateway: String,
     bridge: String,
     veths: Vec<String>,
     children: Vec<std::process::Child>,
@@ -327,6 +329,7 @@ impl NetCluster {
         let mut c = NetCluster {
             namespaces: Vec::new(),
             addresses: Vec::new(),
+            gateway: format!("{subnet}.1"),
             bridge: bridge.clone(),
             veths: Vec::new(),
             children: Vec::new(),

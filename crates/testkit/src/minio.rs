@@ -50,20 +50,20 @@ pub fn minio_binary() -> Option<PathBuf> {
         .map(|_| PathBuf::from("minio"))
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
+fn free_port(ip: &str) -> u16 {
+    TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port on 127.0.0.1")
 }
 
 /// Whether `GET path` on `port` answers 200.
-fn answers(port: u16, path: &str) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+fn answers(ip: &str, port: u16, path: &str) -> bool {
+    let Ok(mut s) = TcpStream::connect((ip, port)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {ip}:{port}\r\nConnection: close\r\n\r\n");
     if s.write_all(req.as_bytes()).is_err() {
         return false;
     }
@@ -75,11 +75,17 @@ impl Minio {
     /// Starts MinIO with a data directory under `base`. Panics, naming how to build it, when
     /// the binary is missing: S3 tests never skip.
     pub fn start(base: &str) -> Minio {
+        Minio::start_on(base, "127.0.0.1")
+    }
+
+    /// Starts MinIO listening on `ip` (the bridge of a [`crate::NetCluster`], for agents in
+    /// its namespaces).
+    pub fn start_on(base: &str, ip: &str) -> Minio {
         let bin = minio_binary().expect(
             "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
         );
         let data = temp_dir(base);
-        let (port, console) = (free_port(), free_port());
+        let (port, console) = (free_port(ip), free_port(ip));
         let (access_key, secret_key) = (
             "stormark-test".to_string(),
             "stormark-test-secret".to_string(),
@@ -88,9 +94,9 @@ impl Minio {
             .arg("server")
             .arg(data.path())
             .args(["--quiet", "--address"])
-            .arg(format!("127.0.0.1:{port}"))
+            .arg(format!("{ip}:{port}"))
             .arg("--console-address")
-            .arg(format!("127.0.0.1:{console}"))
+            .arg(format!("{ip}:{console}"))
             .env("MINIO_ROOT_USER", &access_key)
             .env("MINIO_ROOT_PASSWORD", &secret_key)
             .env("MINIO_BROWSER", "off")
@@ -100,14 +106,14 @@ impl Minio {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
         let mut m = Minio {
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint: format!("http://{ip}:{port}"),
             access_key,
             secret_key,
             data,
             child,
         };
         let until = Instant::now() + Duration::from_secs(60);
-        while !answers(port, "/minio/health/ready") {
+        while !answers(ip, port, "/minio/health/ready") {
             if Instant::now() > until || m.child.try_wait().ok().flatten().is_some() {
                 panic!("MinIO at {} did not become ready", m.endpoint);
             }

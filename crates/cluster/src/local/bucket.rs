@@ -263,7 +263,7 @@ impl super::LocalAgent {
                 "S3 jobs need keys: --access-key and --secret-key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials",
             )
         })?;
-        let host = (self.seed_salt % 1_000_000) as u32;
+        let host = u32::try_from(self.index).unwrap_or(u32::MAX);
         let bucket = Bucket::open(first, &access, self.opts.keep, host)?;
         self.notes
             .push(format!("objects of this run go under {}", bucket.shown()));
