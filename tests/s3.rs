@@ -46,6 +46,20 @@ fn s3(m: &Minio, bucket: &str, dir: &TempDir, extra: &[&str]) -> (i32, serde_jso
     (out.status.code().unwrap_or(-1), doc, text(&out))
 }
 
+/// Waits until the run in `dir` has finished its preparation (the results document is first
+/// written, `running`, just before the measured phase starts).
+fn measuring(dir: &TempDir) {
+    let json = dir.path().join("r.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&json).is_ok_and(|t| t.contains("\"running\"")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got past its preparation"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Starts `stormark` with `args` in the background, its output captured.
 fn spawn(args: &[String]) -> std::process::Child {
     Command::new(BIN)
@@ -99,6 +113,17 @@ fn a_mixed_workload_is_measured_by_operation_and_cleaned_up() {
         let s = &run["by_op"][op];
         assert_eq!(s["bytes"].as_u64().unwrap() % 4096, 0, "{op}");
     }
+    // GETs carry their time to first byte beside the time to the last.
+    let get = &run["by_op"]["get"];
+    let first = get["first_byte_latency_ns"]["p50"]
+        .as_f64()
+        .expect("first byte of GETs");
+    let last = get["latency_ns"]["p50"].as_f64().unwrap();
+    assert!(
+        first > 0.0 && first <= last,
+        "first byte {first} <= last byte {last}"
+    );
+    assert!(run["by_op"]["put"]["first_byte_latency_ns"].is_null());
     assert_eq!(doc["spec"]["jobs"][0]["kind"], "s3");
     assert!(
         !doc.to_string().contains(&m.secret_key),
@@ -241,7 +266,8 @@ fn a_server_killed_mid_run_is_counted_by_kind_and_the_results_written() {
         ],
     );
     let child = spawn(&args);
-    std::thread::sleep(Duration::from_millis(2000));
+    measuring(&dir);
+    std::thread::sleep(Duration::from_millis(1000));
     m.signal("KILL");
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -276,7 +302,8 @@ fn a_paused_server_shows_in_response_time_not_service_time() {
         ],
     );
     let child = spawn(&args);
-    std::thread::sleep(Duration::from_millis(2500));
+    measuring(&dir);
+    std::thread::sleep(Duration::from_millis(1000));
     m.signal("STOP");
     std::thread::sleep(Duration::from_secs(3));
     m.signal("CONT");
@@ -317,7 +344,8 @@ fn ctrl_c_still_deletes_every_object_written() {
         ],
     );
     let child = spawn(&args);
-    std::thread::sleep(Duration::from_millis(2500));
+    measuring(&dir);
+    std::thread::sleep(Duration::from_millis(1000));
     assert!(
         !m.objects("interrupted", "stormark/").is_empty(),
         "the run was writing"

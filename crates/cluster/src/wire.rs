@@ -61,6 +61,7 @@ pub fn encode_parts<'a>(
             errors: r.errors,
             histogram: encode(&r.hist),
             service_histogram: r.service.as_ref().map(encode).unwrap_or_default(),
+            first_byte_histogram: r.first_byte.as_ref().map(encode).unwrap_or_default(),
         })
         .collect();
     let errors = errors
@@ -89,16 +90,21 @@ pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally
             (h.low() == 1 && h.high() == HIGHEST_NS && h.sigfig() == 3).then_some(h)
         };
         let hist = decode(&r.histogram)?;
-        let service = if r.service_histogram.is_empty() {
-            None
-        } else {
-            Some(decode(&r.service_histogram)?)
+        let optional = |bytes: &[u8]| -> Option<Option<Histogram<u64>>> {
+            if bytes.is_empty() {
+                Some(None)
+            } else {
+                decode(bytes).map(Some)
+            }
         };
+        let service = optional(&r.service_histogram)?;
+        let first_byte = optional(&r.first_byte_histogram)?;
         ops.push((
             op,
             OpRecord {
                 hist,
                 service,
+                first_byte,
                 ops: r.ops,
                 bytes: r.bytes,
                 errors: r.errors,

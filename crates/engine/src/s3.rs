@@ -154,7 +154,11 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         let service = now.saturating_duration_since(start).as_nanos() as u64;
         match result {
-            Ok((_, bytes)) => {
+            Ok((fetched, bytes)) => {
+                if op == Op::Get {
+                    let first = fetched.first_byte.saturating_duration_since(start);
+                    ctx.rec.record_first_byte(op, first.as_nanos() as u64);
+                }
                 if op == Op::Put && prepare.is_none() {
                     written.push(put_seq);
                     put_seq += 1;

@@ -319,6 +319,7 @@ mod tests {
                     max: (mean_ns * 12.0) as u64,
                 }),
                 service_latency_ns: None,
+                first_byte_latency_ns: None,
             }
         }
 

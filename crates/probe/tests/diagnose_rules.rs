@@ -20,6 +20,7 @@ fn summary(iops: f64, secs: f64) -> Summary {
         errors: 0,
         latency_ns: None,
         service_latency_ns: None,
+        first_byte_latency_ns: None,
     }
 }
 

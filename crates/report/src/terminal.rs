@@ -359,6 +359,16 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             };
             table.add_row(row(&format!("{label} (service time)"), &service));
         }
+        if s.first_byte_latency_ns.is_some() {
+            // Object reads: the time to the first byte (the service's own time), beside the
+            // time to the last above (which adds the transfer).
+            let first = Summary {
+                latency_ns: s.first_byte_latency_ns,
+                bw_bytes_per_s: 0.0,
+                ..s.clone()
+            };
+            table.add_row(row(&format!("{label} (first byte)"), &first));
+        }
     }
     if p.by_op.len() > 1 {
         table.add_row(row("total", &p.total));

@@ -210,6 +210,12 @@ impl PhaseAccumulator {
                             encode_histogram(service),
                         );
                     }
+                    if let Some(first) = &r.first_byte {
+                        histograms.insert(
+                            format!("{host_name}/{job_name}/{}/first-byte", op.name()),
+                            encode_histogram(first),
+                        );
+                    }
                 }
             }
             for e in snap.errors.entries() {

@@ -287,6 +287,7 @@ mod tests {
                 max: 4 * p99,
             }),
             service_latency_ns: None,
+            first_byte_latency_ns: None,
         }
     }
 

@@ -272,6 +272,9 @@ pub struct OpRecord {
     /// Under an open-loop rate, the service time (from submission) of each I/O; `None` in a
     /// closed loop, where it equals `hist`.
     pub service: Option<Histogram<u64>>,
+    /// For reads of objects (S3 GET), the time to the first byte of the answer, beside the
+    /// time to the last in `hist`; `None` for every other operation.
+    pub first_byte: Option<Histogram<u64>>,
     /// Completed I/Os.
     pub ops: u64,
     /// Bytes moved by completed I/Os.
@@ -286,6 +289,7 @@ impl OpRecord {
         OpRecord {
             hist: new_histogram(),
             service: None,
+            first_byte: None,
             ops: 0,
             bytes: 0,
             errors: 0,
@@ -295,6 +299,9 @@ impl OpRecord {
     fn clear(&mut self) {
         self.hist.reset();
         if let Some(s) = &mut self.service {
+            s.reset();
+        }
+        if let Some(s) = &mut self.first_byte {
             s.reset();
         }
         self.ops = 0;
@@ -316,6 +323,7 @@ impl PartialEq for OpRecord {
             && self.errors == other.errors
             && self.hist == other.hist
             && self.service == other.service
+            && self.first_byte == other.first_byte
     }
 }
 
@@ -327,6 +335,11 @@ impl AddAssign<&OpRecord> for OpRecord {
         match (&mut self.service, &other.service) {
             (Some(a), Some(b)) => a.add(b).expect("all histograms share one configuration"),
             (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.first_byte, &other.first_byte) {
+            (Some(a), Some(b)) => a.add(b).expect("all histograms share one configuration"),
+            (None, Some(b)) => self.first_byte = Some(b.clone()),
             _ => {}
         }
         self.ops += other.ops;
@@ -454,6 +467,17 @@ impl Recorder {
             .saturating_record(service_ns.max(1));
         r.ops += 1;
         r.bytes += bytes;
+    }
+
+    /// Records the time to the first byte of one completed object read (S3 GET), recorded
+    /// with [`Recorder::record`] or [`Recorder::record_scheduled`] as well.
+    #[inline]
+    pub fn record_first_byte(&mut self, op: Op, first_byte_ns: u64) {
+        self.current
+            .op_mut(op)
+            .first_byte
+            .get_or_insert_with(new_histogram)
+            .saturating_record(first_byte_ns.max(1));
     }
 
     /// Counts one failed I/O.

@@ -180,6 +180,7 @@ mod tests {
             errors: 0,
             latency_ns: None,
             service_latency_ns: None,
+            first_byte_latency_ns: None,
         };
         r.duration_ns = 10_000_000_000;
         r.phases.push(Phase {

@@ -69,6 +69,9 @@ pub struct Summary {
     /// Under an open-loop rate, the service time from each I/O's submission.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_latency_ns: Option<Latency>,
+    /// For object reads (S3 GET), the time to the first byte of the answer, from submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_latency_ns: Option<Latency>,
 }
 
 impl Summary {
@@ -84,6 +87,7 @@ impl Summary {
             errors: r.errors,
             latency_ns: Latency::of(r),
             service_latency_ns: r.service.as_ref().and_then(Latency::of_histogram),
+            first_byte_latency_ns: r.first_byte.as_ref().and_then(Latency::of_histogram),
         }
     }
 }
