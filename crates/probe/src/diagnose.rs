@@ -45,9 +45,14 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
         .filter(|p| p.measured() && p.duration_ns > 0)
         .collect();
     short_runs(&measured, &mut out);
+    let client: Option<Inventory> = results
+        .hosts
+        .first()
+        .and_then(|h| serde_json::from_value(h.inventory.clone()).ok());
     for p in &measured {
         noisy(p, &mut out);
         behind_schedule(p, &mut out);
+        crate::objects::object_findings(p, client.as_ref(), &mut out);
     }
     for host in &results.hosts {
         let inv: Option<Inventory> = serde_json::from_value(host.inventory.clone()).ok();

@@ -22,6 +22,7 @@
 mod counters;
 mod diagnose;
 mod inventory;
+mod objects;
 mod safety;
 mod sampler;
 mod sizing;

@@ -271,3 +271,67 @@ fn an_open_loop_that_falls_behind() {
     r.phases[0].jobs[0].rate_iops = Some(20_300.0);
     assert_eq!(codes(&r), Vec::<String>::new());
 }
+
+/// An S3 GET phase: median first byte and whole GET (ns), and the bytes per second moved.
+fn gets(first_p50: u64, whole_p50: u64, bw: f64) -> Results {
+    let mut r = run(120, |_| {});
+    let latency = |p50: u64| stormark_stats::Latency {
+        min: p50 / 2,
+        mean: p50 as f64,
+        p50,
+        p90: p50 * 2,
+        p99: p50 * 3,
+        p999: p50 * 4,
+        p9999: p50 * 4,
+        max: p50 * 5,
+    };
+    let get = Summary {
+        latency_ns: Some(latency(whole_p50)),
+        first_byte_latency_ns: Some(latency(first_p50)),
+        bw_bytes_per_s: bw,
+        ..summary(20_000.0, 120.0)
+    };
+    r.phases[0].by_op = BTreeMap::from([("get".to_string(), get)]);
+    r
+}
+
+#[test]
+fn s3_where_get_time_goes() {
+    // 9 of 10 ms before the first byte: the service.
+    assert_eq!(codes(&gets(9_000_000, 10_000_000, 1e8)), ["s3-server-time"]);
+    // 1 of 10 ms: the transfer; no link speed known.
+    assert_eq!(
+        codes(&gets(1_000_000, 10_000_000, 1e8)),
+        ["s3-transfer-time"]
+    );
+    // In between: nothing to say.
+    assert_eq!(
+        codes(&gets(5_000_000, 10_000_000, 1e8)),
+        Vec::<String>::new()
+    );
+    // The transfer at 9 Gbit/s on a 10 Gbit/s link: the network is the limit.
+    let mut r = gets(1_000_000, 10_000_000, 9e9 / 8.0);
+    let mut inv: Inventory = serde_json::from_value(r.hosts[0].inventory.clone()).unwrap();
+    inv.net_interfaces = vec![stormark_probe::NetInterface {
+        name: "eth0".into(),
+        speed_mbps: Some(10_000),
+        mtu: Some(9000),
+        state: Some("up".into()),
+    }];
+    r.hosts[0].inventory = serde_json::to_value(inv).unwrap();
+    assert_eq!(codes(&r), ["s3-network-bound"]);
+}
+
+#[test]
+fn s3_throttling() {
+    let mut r = run(120, |_| {});
+    r.phases[0].errors.push(stormark_stats::ErrorSummary {
+        host: "node1".into(),
+        job: "s3-get-4k".into(),
+        op: "get".into(),
+        kind: "throttled".into(),
+        count: 120,
+        first_offset: 0,
+    });
+    assert_eq!(codes(&r), ["s3-throttled"]);
+}
