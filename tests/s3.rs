@@ -449,3 +449,59 @@ fn two_agents_run_their_share_against_one_server_merged_exactly() {
     assert_eq!(m.objects("shared", "stormark/"), Vec::<String>::new());
     assert!(!doc.to_string().contains(&m.secret_key));
 }
+
+#[test]
+fn sizes_from_a_range_and_ranged_gets() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "sizes",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k-64k",
+            "--size-dist",
+            "log-uniform",
+            "--ops",
+            "200",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let put = &measured(&doc)["by_op"]["put"];
+    let mean = put["bytes"].as_f64().unwrap() / put["ops"].as_f64().unwrap();
+    // Log-uniform over 1k-64k: the mean size is (64k - 1k) / ln 64, about 15 KiB.
+    assert!(
+        (8_000.0..24_000.0).contains(&mean),
+        "mean object {mean} bytes"
+    );
+    let (code, doc, out) = s3(
+        &m,
+        "sizes",
+        &dir,
+        &[
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "64k",
+            "--objects",
+            "20",
+            "--get-range",
+            "4k",
+            "--ops",
+            "100",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let get = &measured(&doc)["by_op"]["get"];
+    assert_eq!(get["ops"].as_u64(), Some(100), "{get}");
+    assert_eq!(
+        get["bytes"].as_u64(),
+        Some(100 * 4096),
+        "ranged GETs read 4 KiB each"
+    );
+    assert_eq!(m.objects("sizes", "stormark/"), Vec::<String>::new());
+}

@@ -273,7 +273,7 @@ impl Agent for LocalAgent {
                 let mut spec = run.worker_spec(load, targets, ramp, seed, self.hosts);
                 if let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) {
                     spec.s3 = Some(b.work(&run.job, w, workers, load, s3.ops));
-                    spec.bs_min = spec.s3.as_ref().map_or(spec.bs_min, |s| s.obj_size);
+                    spec.bs_min = spec.s3.as_ref().map_or(spec.bs_min, |s| s.obj_size.max);
                     spec.bs_max = spec.bs_min;
                     spec.bs_align = 1;
                 }

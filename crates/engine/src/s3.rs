@@ -29,8 +29,10 @@ pub struct S3Work {
     pub list_prefix: String,
     /// The operations with their cumulative weights (the last is the total).
     pub mix: Vec<(Op, u32)>,
-    /// Bytes per object written.
-    pub obj_size: u64,
+    /// Sizes of the objects written (and of the prepared ones, by index).
+    pub obj_size: stormark_spec::ObjSize,
+    /// GETs read a range of this many bytes at a random place (whole objects when `None`).
+    pub range: Option<u64>,
     /// The preparation: PUT the objects to read with these indexes, then stop.
     pub prepare: Option<std::ops::Range<u32>>,
     /// Operations after which the worker stops (its share of `--ops`).
@@ -69,8 +71,9 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
-    let len = work.obj_size as usize;
-    // One body for every PUT of this worker: a reference-counted copy of its buffer.
+    let len = work.obj_size.max as usize;
+    // One body for every PUT of this worker: a reference-counted copy of its buffer, of which
+    // each PUT sends the first `size` bytes (no copy per request).
     let body = Bytes::copy_from_slice(&ctx.buf.as_slice()[..len]);
     let mut rng = ctx.spec.seed | 1;
     let mut next = || {
@@ -93,10 +96,14 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             break;
         }
         key.clear();
-        let op = if let Some(range) = &mut prepare {
-            let Some(i) = range.next() else { break };
+        // Bytes this PUT sends, or (offset, length) this GET reads.
+        let mut size = 0u64;
+        let mut range = None;
+        let op = if let Some(todo) = &mut prepare {
+            let Some(i) = todo.next() else { break };
             key.push_str(&work.read_prefix);
             push_number(&mut key, u64::from(i));
+            size = work.obj_size.of_object(u64::from(i));
             Op::Put
         } else {
             let draw = (next() % u64::from(total)) as u32;
@@ -111,12 +118,19 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             }
             match op {
                 Op::Get | Op::Head => {
+                    let i = next() % u64::from(work.objects.max(1));
                     key.push_str(&work.read_prefix);
-                    push_number(&mut key, next() % u64::from(work.objects.max(1)));
+                    push_number(&mut key, i);
+                    if let (Op::Get, Some(want)) = (op, work.range) {
+                        let whole = work.obj_size.of_object(i);
+                        let len = want.min(whole);
+                        range = Some((next() % (whole - len + 1), len));
+                    }
                 }
                 Op::Put => {
                     key.push_str(&work.write_prefix);
                     push_number(&mut key, put_seq);
+                    size = work.obj_size.draw(next());
                 }
                 Op::Delete => {
                     let n = written.pop().expect("checked above");
@@ -135,9 +149,13 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let start = Instant::now();
         let result = match op {
             Op::Put => client
-                .put(&work.bucket, &key, body.clone())
-                .map(|f| (f, len as u64)),
-            Op::Get => client.get(&work.bucket, &key).map(|f| {
+                .put(&work.bucket, &key, body.slice(..size as usize))
+                .map(|f| (f, size)),
+            Op::Get => match range {
+                Some((offset, len)) => client.get_range(&work.bucket, &key, offset, len),
+                None => client.get(&work.bucket, &key),
+            }
+            .map(|f| {
                 let b = f.bytes;
                 (f, b)
             }),

@@ -138,10 +138,17 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
                     [(op, _)] => op.name(),
                     _ => "mixed",
                 });
-            format!(
-                "s3-{mix}-{}",
-                stormark_spec::units::format_size(opts.obj_size.unwrap_or(1 << 20))
-            )
+            let (lo, hi) = opts.obj_size.unwrap_or((1 << 20, 1 << 20));
+            let size = if lo == hi {
+                stormark_spec::units::format_size(lo)
+            } else {
+                format!(
+                    "{}-{}",
+                    stormark_spec::units::format_size(lo),
+                    stormark_spec::units::format_size(hi)
+                )
+            };
+            format!("s3-{mix}-{size}")
         } else {
             format!(
                 "{}-{}",

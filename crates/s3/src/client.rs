@@ -79,16 +79,33 @@ impl Client {
         body: Bytes,
         keep_body: bool,
     ) -> Result<Fetched, S3Error> {
+        self.send_range(method, path, query, body, keep_body, None)
+    }
+
+    /// [`Client::send`] with a `Range: bytes=FIRST-LAST` header when `range` is given.
+    pub fn send_range(
+        &mut self,
+        method: Method,
+        path: &str,
+        query: &str,
+        body: Bytes,
+        keep_body: bool,
+        range: Option<(u64, u64)>,
+    ) -> Result<Fetched, S3Error> {
         let target = if query.is_empty() {
             path.to_string()
         } else {
             format!("{path}?{query}")
         };
-        let mut req = Request::builder()
+        let mut builder = Request::builder()
             .method(method.clone())
             .uri(&target)
             .header(header::HOST, &self.cfg.endpoint.authority)
-            .header(header::CONTENT_LENGTH, body.len())
+            .header(header::CONTENT_LENGTH, body.len());
+        if let Some((first, last)) = range {
+            builder = builder.header(header::RANGE, format!("bytes={first}-{last}"));
+        }
+        let mut req = builder
             .body(Full::new(body))
             .map_err(|e| S3Error::Config(format!("{target}: {e}")))?;
         self.sign(&mut req, &target)?;
@@ -196,6 +213,25 @@ impl Client {
             "",
             Bytes::new(),
             false,
+        )
+    }
+
+    /// GET `len` bytes of an object from `offset` (a ranged GET; the service answers 206).
+    pub fn get_range(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<Fetched, S3Error> {
+        let last = offset + len.max(1) - 1;
+        self.send_range(
+            Method::GET,
+            &object_path(bucket, key),
+            "",
+            Bytes::new(),
+            false,
+            Some((offset, last)),
         )
     }
 

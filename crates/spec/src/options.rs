@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
-use crate::s3::{parse_obj_size, valid_bucket, valid_prefix, OpMix, S3Job, S3Op, OP_MIX_FORM};
+use crate::s3::{
+    parse_obj_size, valid_bucket, valid_prefix, ObjSize, OpMix, S3Job, S3Op, SizeDist, OP_MIX_FORM,
+};
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
     format_size, parse_duration, parse_percent, parse_size, DURATION_FORM, PERCENT_FORM, SIZE_FORM,
@@ -55,6 +57,8 @@ pub const JOB_KEYS: &[&str] = &[
     "obj_size",
     "objects",
     "ops",
+    "size_dist",
+    "get_range",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -117,8 +121,12 @@ pub struct JobOpts {
     pub prefix: Option<String>,
     /// S3: the operations and their weights.
     pub op_mix: Option<OpMix>,
-    /// S3: bytes per object.
-    pub obj_size: Option<u64>,
+    /// S3: bytes per object, or a range (low, high).
+    pub obj_size: Option<(u64, u64)>,
+    /// S3: how sizes of a range are drawn.
+    pub size_dist: Option<SizeDist>,
+    /// S3: GETs read ranges of this size.
+    pub get_range: Option<u64>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: operations after which the job stops.
@@ -180,9 +188,19 @@ impl JobOpts {
             }
             "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
             "obj_size" => {
-                self.obj_size = Some(
-                    parse_obj_size(value)
-                        .ok_or_else(|| bad("a size from 1 byte to 5g, such as 4k or 1m"))?,
+                self.obj_size = Some(parse_obj_size(value).ok_or_else(|| {
+                    bad("a size from 1 byte to 5g such as 4k or 1m, or a range such as 1k-100m")
+                })?)
+            }
+            "size_dist" => {
+                self.size_dist =
+                    Some(SizeDist::parse(value).ok_or_else(|| bad("uniform or log-uniform"))?)
+            }
+            "get_range" => {
+                self.get_range = Some(
+                    parse_size(value)
+                        .filter(|&s| s > 0)
+                        .ok_or_else(|| bad("a size above zero, such as 64k"))?,
                 )
             }
             "objects" => self.objects = Some(count(10_000_000)?),
@@ -300,7 +318,9 @@ impl JobOpts {
             op_mix,
             obj_size,
             objects,
-            ops
+            ops,
+            size_dist,
+            get_range
         )
     }
 
@@ -428,6 +448,8 @@ impl JobOpts {
                 ("--obj-size", self.obj_size.is_some()),
                 ("--objects", self.objects.is_some()),
                 ("--ops", self.ops.is_some()),
+                ("--size-dist", self.size_dist.is_some()),
+                ("--get-range", self.get_range.is_some()),
             ];
             if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
                 return Err(SpecError::invalid(
@@ -461,7 +483,15 @@ impl JobOpts {
                 .op_mix
                 .clone()
                 .unwrap_or_else(|| OpMix(vec![(S3Op::Get, 1)])),
-            obj_size: self.obj_size.unwrap_or(1 << 20),
+            obj_size: {
+                let (min, max) = self.obj_size.unwrap_or((1 << 20, 1 << 20));
+                ObjSize {
+                    min,
+                    max,
+                    dist: self.size_dist.unwrap_or_default(),
+                }
+            },
+            range: self.get_range,
             objects: self.objects.unwrap_or(1000),
             ops: self.ops,
         }))

@@ -96,6 +96,92 @@ impl fmt::Display for OpMix {
     }
 }
 
+/// How object sizes are drawn from a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SizeDist {
+    /// Every size of the range equally likely.
+    #[default]
+    Uniform,
+    /// Every order of magnitude equally likely (as many objects of 1-10 KiB as of 1-10 MiB):
+    /// closer to what object stores hold.
+    LogUniform,
+}
+
+impl SizeDist {
+    /// The name as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            SizeDist::Uniform => "uniform",
+            SizeDist::LogUniform => "log-uniform",
+        }
+    }
+
+    /// Parses `uniform` or `log-uniform`.
+    pub fn parse(s: &str) -> Option<SizeDist> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "uniform" => Some(SizeDist::Uniform),
+            "log-uniform" | "loguniform" => Some(SizeDist::LogUniform),
+            _ => None,
+        }
+    }
+}
+
+/// Object sizes: one size, or a range drawn from a distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjSize {
+    /// The smallest.
+    pub min: u64,
+    /// The largest (= `min` for one size).
+    pub max: u64,
+    /// How sizes between are drawn.
+    pub dist: SizeDist,
+}
+
+impl ObjSize {
+    /// One size.
+    pub const fn fixed(size: u64) -> ObjSize {
+        ObjSize {
+            min: size,
+            max: size,
+            dist: SizeDist::Uniform,
+        }
+    }
+
+    /// A size drawn with the random 64 bits `r`.
+    #[inline]
+    pub fn draw(&self, r: u64) -> u64 {
+        if self.min >= self.max {
+            return self.min;
+        }
+        match self.dist {
+            SizeDist::Uniform => self.min + r % (self.max - self.min + 1),
+            SizeDist::LogUniform => {
+                let u = (r >> 11) as f64 / (1u64 << 53) as f64;
+                let (lo, hi) = ((self.min as f64).ln(), (self.max as f64).ln());
+                ((lo + u * (hi - lo)).exp() as u64).clamp(self.min, self.max)
+            }
+        }
+    }
+
+    /// The size of prepared object `i` (the same on every call, so a reader knows it).
+    pub fn of_object(&self, i: u64) -> u64 {
+        let mut x = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        self.draw(x ^ (x >> 31))
+    }
+}
+
+impl fmt::Display for ObjSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.min == self.max {
+            f.write_str(&format_size(self.min))
+        } else {
+            write!(f, "{}-{}", format_size(self.min), format_size(self.max))
+        }
+    }
+}
+
 /// An S3 job's own options, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct S3Job {
@@ -109,8 +195,10 @@ pub struct S3Job {
     pub prefix: String,
     /// The operations and their weights.
     pub mix: OpMix,
-    /// Bytes per object written (and read: the objects prepared for reads have this size).
-    pub obj_size: u64,
+    /// Bytes per object written (and of the objects prepared for reads).
+    pub obj_size: ObjSize,
+    /// GETs read a range of this many bytes at a random place instead of whole objects.
+    pub range: Option<u64>,
     /// Objects written before the measured phase for GET and HEAD to read.
     pub objects: u32,
     /// Operations after which the job stops (over all its workers).
@@ -126,11 +214,13 @@ impl S3Job {
             ("region", self.region.clone()),
             ("prefix", self.prefix.clone()),
             ("op_mix", self.mix.to_string()),
-            ("obj_size", format_size(self.obj_size)),
+            ("obj_size", self.obj_size.to_string()),
+            ("size_dist", self.obj_size.dist.name().to_string()),
             ("objects", self.objects.to_string()),
         ]
         .into_iter()
         .chain(self.ops.map(|n| ("ops", n.to_string())))
+        .chain(self.range.map(|r| ("get_range", format_size(r))))
         .collect()
     }
 }
@@ -160,9 +250,14 @@ pub fn valid_prefix(prefix: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
 }
 
-/// An object size: a size such as 4k or 1m, at least one byte, at most 5 GiB (one PUT).
-pub fn parse_obj_size(text: &str) -> Option<u64> {
-    parse_size(text).filter(|&s| (1..=5 << 30).contains(&s))
+/// An object size: a size such as 4k or 1m, at least one byte, at most 5 GiB (one PUT); or a
+/// range `1k-100m` of such sizes, low before high.
+pub fn parse_obj_size(text: &str) -> Option<(u64, u64)> {
+    let one = |t: &str| parse_size(t).filter(|&s| (1..=5 << 30).contains(&s));
+    match text.split_once('-') {
+        Some((lo, hi)) => Some((one(lo)?, one(hi)?)).filter(|(lo, hi)| lo <= hi),
+        None => one(text).map(|s| (s, s)),
+    }
 }
 
 #[cfg(test)]
@@ -188,9 +283,36 @@ mod tests {
         assert!(!valid_bucket("Bench") && !valid_bucket("ab") && !valid_bucket("-ab"));
         assert!(valid_prefix("stormark/x_1"));
         assert!(!valid_prefix("/x") && !valid_prefix("a/../b") && !valid_prefix("a b"));
-        assert_eq!(parse_obj_size("4k"), Some(4096));
+        assert_eq!(parse_obj_size("4k"), Some((4096, 4096)));
+        assert_eq!(parse_obj_size("1k-1m"), Some((1024, 1 << 20)));
         assert_eq!(parse_obj_size("0"), None);
         assert_eq!(parse_obj_size("6g"), None);
+        assert_eq!(parse_obj_size("1m-1k"), None);
+    }
+
+    #[test]
+    fn sizes_stay_in_range_and_log_uniform_favours_small() {
+        let u = ObjSize {
+            min: 1024,
+            max: 100 << 20,
+            dist: SizeDist::Uniform,
+        };
+        let l = ObjSize {
+            dist: SizeDist::LogUniform,
+            ..u
+        };
+        let (mut small_u, mut small_l) = (0, 0);
+        for i in 0..10_000u64 {
+            let (a, b) = (u.of_object(i), l.of_object(i));
+            assert!((u.min..=u.max).contains(&a) && (l.min..=l.max).contains(&b));
+            small_u += usize::from(a < 1 << 20);
+            small_l += usize::from(b < 1 << 20);
+        }
+        // Below 1 MiB: 1% of a uniform draw, two thirds of a log-uniform one (3 of 4.6 decades).
+        assert!(small_u < 300, "{small_u}");
+        assert!((5500..7500).contains(&small_l), "{small_l}");
+        assert_eq!(ObjSize::fixed(4096).of_object(7), 4096);
+        assert_eq!(l.to_string(), "1k-100m");
     }
 
     proptest! {

@@ -147,7 +147,8 @@ impl Bucket {
             write_prefix: format!("{prefix}w{w}-"),
             list_prefix: prefix,
             mix: S3Work::cumulative(&mix),
-            obj_size: load.bs.unwrap_or(s3.obj_size),
+            obj_size: load.bs.map_or(s3.obj_size, stormark_spec::ObjSize::fixed),
+            range: s3.range,
             prepare: None,
             ops: ops.map(|n| share(n, w, workers)),
         }
@@ -301,8 +302,8 @@ impl super::LocalAgent {
                 let work = bucket.prepare_work(job, w, workers);
                 specs.push(stormark_engine::WorkerSpec {
                     backend: stormark_engine::Backend::S3,
-                    bs_min: work.obj_size,
-                    bs_max: work.obj_size,
+                    bs_min: work.obj_size.max,
+                    bs_max: work.obj_size.max,
                     bs_align: 1,
                     read_pct: 0,
                     write_once: true,

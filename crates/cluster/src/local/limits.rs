@@ -31,7 +31,7 @@ impl Need {
             name: job.name.clone(),
             workers: u64::from(job.jobs),
             files: u64::from(job.files),
-            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| s.obj_size),
+            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| s.obj_size.max),
             iodepth: u64::from(job.iodepth),
             backend,
         }
