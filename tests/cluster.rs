@@ -9,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 use stormark_testkit::{
-    entries, read_json, require_netns, require_tool, temp_dir, text, NetCluster, TempDir,
+    certificates, entries, read_json, require_netns, require_tool, temp_dir, text, NetCluster,
+    TempDir,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
@@ -514,71 +515,6 @@ fn ctrl_c_on_the_coordinator_cleans_up_every_agent() {
 }
 
 /// A CA and a certificate for `ip`, made with the openssl command.
-fn certificates(dir: &Path, ip: &str) -> (PathBuf, PathBuf, PathBuf) {
-    let ca = dir.join("ca.pem");
-    let ca_key = dir.join("ca.key");
-    let cert = dir.join("agent.pem");
-    let key = dir.join("agent.key");
-    let csr = dir.join("agent.csr");
-    let ext = dir.join("ext.cnf");
-    std::fs::write(
-        &ext,
-        format!("subjectAltName=IP:{ip}\nbasicConstraints=CA:FALSE\n"),
-    )
-    .unwrap();
-    let p = |x: &PathBuf| x.to_str().unwrap().to_string();
-    for args in [
-        vec![
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            &p(&ca_key),
-            "-out",
-            &p(&ca),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=stormark test CA",
-        ],
-        vec![
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            &p(&key),
-            "-out",
-            &p(&csr),
-            "-subj",
-            "/CN=agent",
-        ],
-        vec![
-            "x509",
-            "-req",
-            "-in",
-            &p(&csr),
-            "-CA",
-            &p(&ca),
-            "-CAkey",
-            &p(&ca_key),
-            "-CAcreateserial",
-            "-out",
-            &p(&cert),
-            "-days",
-            "2",
-            "-extfile",
-            &p(&ext),
-        ],
-    ] {
-        let out = Command::new("openssl").args(&args).output().unwrap();
-        assert!(out.status.success(), "openssl {args:?}: {}", text(&out));
-    }
-    (ca, cert, key)
-}
-
 #[test]
 fn tls_between_coordinator_and_agent() {
     let test = "tls_between_coordinator_and_agent";

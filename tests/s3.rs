@@ -226,10 +226,10 @@ fn preflight_mistakes_are_one_line_and_exit_2() {
         (
             {
                 let mut a = s3_args(&m, "bkt", &dir, &[]);
-                a[2] = "https://example.invalid".into();
+                a[2] = "ftp://127.0.0.1:21".into();
                 a
             },
-            "https is not supported yet",
+            "--endpoint ftp://127.0.0.1:21",
         ),
     ];
     for (args, expect) in cases {
@@ -504,4 +504,45 @@ fn sizes_from_a_range_and_ranged_gets() {
         "ranged GETs read 4 KiB each"
     );
     assert_eq!(m.objects("sizes", "stormark/"), Vec::<String>::new());
+}
+
+#[test]
+fn https_endpoints_check_the_certificate_unless_insecure() {
+    let (m, cert) = Minio::start_tls(TMP);
+    let dir = temp_dir(TMP);
+    assert!(m.endpoint.starts_with("https://"));
+    let run = |extra: &[&str], env: Option<&std::path::Path>| {
+        let args = s3_args(&m, "tls", &dir, extra);
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        if let Some(ca) = env {
+            cmd.env("SSL_CERT_FILE", ca);
+        }
+        cmd.output().unwrap()
+    };
+    let base = [
+        "--create-bucket",
+        "--op-mix",
+        "put=1,get=1",
+        "--obj-size",
+        "1k",
+        "--objects",
+        "5",
+        "--ops",
+        "40",
+    ];
+    // A self-signed certificate is refused before any load, naming the ways out.
+    let out = run(&base, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--insecure"), "{}", text(&out));
+    // Trusted through SSL_CERT_FILE, or accepted with --insecure.
+    let out = run(&base, Some(&cert));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut insecure = base.to_vec();
+    insecure.push("--insecure");
+    let out = run(&insecure, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&dir.path().join("r.json"));
+    assert_eq!(measured(&doc)["total"]["ops"].as_u64(), Some(40));
+    assert_eq!(m.objects("tls", "stormark/"), Vec::<String>::new());
 }

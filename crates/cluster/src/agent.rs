@@ -46,6 +46,8 @@ pub struct S3Access {
     pub credentials: stormark_s3::Credentials,
     /// `--create-bucket`: make the bucket when it does not exist.
     pub create_bucket: bool,
+    /// `--insecure`: accept any certificate of an https endpoint.
+    pub insecure: bool,
 }
 
 impl TargetOptions {

@@ -501,6 +501,7 @@ impl Agent for RemoteAgent {
                 access_key: a.credentials.access_key.clone(),
                 secret_key: a.credentials.secret_key.clone(),
                 create_bucket: a.create_bucket,
+                insecure: a.insecure,
             }),
         };
         let mut client = self.client.clone();

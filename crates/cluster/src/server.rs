@@ -382,6 +382,7 @@ impl AgentRpc for AgentService {
                     secret_key: a.secret_key.clone(),
                 },
                 create_bucket: a.create_bucket,
+                insecure: a.insecure,
             }),
         };
         let index = u64::from(req.index);

@@ -61,7 +61,7 @@ fn kind_of(e: &S3Error) -> ErrorKind {
         S3Error::Timeout => ErrorKind::Timeout,
         S3Error::Reset => ErrorKind::Reset,
         S3Error::Refused => ErrorKind::Refused,
-        S3Error::Network(_) | S3Error::Config(_) => ErrorKind::Network,
+        S3Error::Network(_) | S3Error::Config(_) | S3Error::Tls(_) => ErrorKind::Network,
     }
 }
 

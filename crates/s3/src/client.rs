@@ -110,13 +110,12 @@ impl Client {
             .map_err(|e| S3Error::Config(format!("{target}: {e}")))?;
         self.sign(&mut req, &target)?;
         let timeout = self.cfg.timeout;
-        let addr = self.cfg.endpoint.addr;
         let head_only = method == Method::HEAD;
         let mut sender = match self.sender.take().filter(|s| !s.is_closed()) {
             Some(s) => s,
             None => {
                 self.connections += 1;
-                self.rt.block_on(connect(addr, timeout, &self.rt))?
+                self.rt.block_on(connect(&self.cfg, &self.rt))?
             }
         };
         let result = self.rt.block_on(async {
@@ -181,7 +180,12 @@ impl Client {
             .build()
             .map_err(|e| S3Error::Config(format!("cannot sign: {e}")))?
             .into();
-        let url = format!("http://{}{target}", self.cfg.endpoint.authority);
+        let scheme = if self.cfg.endpoint.https {
+            "https"
+        } else {
+            "http"
+        };
+        let url = format!("{scheme}://{}{target}", self.cfg.endpoint.authority);
         let headers = req
             .headers()
             .iter()
@@ -312,10 +316,9 @@ impl Client {
     /// request fails outright when the clocks differ by more than 15 minutes).
     pub fn server_date(&mut self) -> Result<Option<SystemTime>, S3Error> {
         let timeout = self.cfg.timeout;
-        let addr = self.cfg.endpoint.addr;
         let authority = self.cfg.endpoint.authority.clone();
         self.connections += 1;
-        let mut sender = self.rt.block_on(connect(addr, timeout, &self.rt))?;
+        let mut sender = self.rt.block_on(connect(&self.cfg, &self.rt))?;
         self.rt.block_on(async {
             tokio::time::timeout(timeout, async {
                 let req = Request::builder()
@@ -345,15 +348,39 @@ fn object_path(bucket: &str, key: &str) -> String {
 }
 
 async fn connect(
-    addr: std::net::SocketAddr,
-    timeout: std::time::Duration,
+    cfg: &Config,
     rt: &tokio::runtime::Runtime,
 ) -> Result<SendRequest<Full<Bytes>>, S3Error> {
-    let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr))
-        .await
-        .map_err(|_| S3Error::Timeout)?
-        .map_err(|e| classify_io(&e))?;
+    let stream = tokio::time::timeout(
+        cfg.timeout,
+        tokio::net::TcpStream::connect(cfg.endpoint.addr),
+    )
+    .await
+    .map_err(|_| S3Error::Timeout)?
+    .map_err(|e| classify_io(&e))?;
     let _ = stream.set_nodelay(true);
+    let Some(tls) = &cfg.tls else {
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(classify_hyper)?;
+        rt.spawn(async move {
+            let _ = conn.await;
+        });
+        return Ok(sender);
+    };
+    let name = crate::tls::server_name(&cfg.endpoint.authority)?;
+    let stream = tokio::time::timeout(
+        cfg.timeout,
+        tokio_rustls::TlsConnector::from(tls.clone()).connect(name, stream),
+    )
+    .await
+    .map_err(|_| S3Error::Timeout)?
+    .map_err(
+        |e| match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            Some(tls) => S3Error::Tls(tls.to_string()),
+            None => classify_io(&e),
+        },
+    )?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(classify_hyper)?;

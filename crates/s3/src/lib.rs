@@ -10,6 +10,7 @@
 
 mod client;
 mod list;
+mod tls;
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -17,29 +18,32 @@ use std::time::Duration;
 
 pub use client::{Client, Fetched};
 pub use list::{parse_list, Listing};
+pub use tls::tls_config;
 
-/// Where the S3 service is: `http://host:port`.
+/// Where the S3 service is: `http://host:port` or `https://host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
     /// `host:port` as given (the Host header).
     pub authority: String,
     /// The address connected to.
     pub addr: SocketAddr,
+    /// Whether the service speaks https.
+    pub https: bool,
 }
 
 impl Endpoint {
-    /// Parses `http://host[:port]` (port 80 by default) and resolves it. Every mistake is one
-    /// line naming the accepted form.
+    /// Parses `http://host[:port]` (port 80 by default) or `https://host[:port]` (443) and
+    /// resolves it. Every mistake is one line naming the accepted form.
     pub fn parse(url: &str) -> Result<Endpoint, S3Error> {
         let bad = |why: &str| S3Error::Config(format!("--endpoint {url}: {why}"));
-        if url.starts_with("https://") {
-            return Err(bad(
-                "https is not supported yet; give the service's http:// endpoint",
-            ));
-        }
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| bad("expected http://host:port, such as http://127.0.0.1:9000"))?;
+        let (rest, https) =
+            match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+                (Some(rest), _) => (rest, false),
+                (_, Some(rest)) => (rest, true),
+                _ => return Err(bad(
+                    "expected http://host:port or https://host:port, such as http://127.0.0.1:9000",
+                )),
+            };
         let authority = rest.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') || authority.contains('@') {
             return Err(bad(
@@ -52,7 +56,7 @@ impl Endpoint {
         {
             authority.to_string()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if https { 443 } else { 80 })
         };
         let addr = with_port
             .to_socket_addrs()
@@ -62,6 +66,7 @@ impl Endpoint {
         Ok(Endpoint {
             authority: authority.to_string(),
             addr,
+            https,
         })
     }
 }
@@ -95,6 +100,8 @@ pub struct Config {
     pub credentials: Credentials,
     /// The longest a request may take, from sending to the last byte of the answer.
     pub timeout: Duration,
+    /// For an https endpoint: how to check the service's certificate ([`tls_config`]).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// Why a request failed, by kind: what a run counts.
@@ -117,6 +124,9 @@ pub enum S3Error {
     /// Nothing listens at the endpoint.
     #[error("connection refused")]
     Refused,
+    /// The TLS handshake failed (an untrusted or mismatched certificate, no common version).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// Another network failure.
     #[error("{0}")]
     Network(String),
@@ -137,6 +147,7 @@ impl S3Error {
             S3Error::Timeout => "timeout".into(),
             S3Error::Reset => "reset".into(),
             S3Error::Refused => "refused".into(),
+            S3Error::Tls(_) => "tls".into(),
             S3Error::Network(_) => "network".into(),
             S3Error::Config(_) => "config".into(),
         }
@@ -165,13 +176,12 @@ mod tests {
         assert_eq!(e.authority, "127.0.0.1:9000");
         assert_eq!(e.addr.port(), 9000);
         assert_eq!(Endpoint::parse("http://127.0.0.1").unwrap().addr.port(), 80);
-        for bad in [
-            "127.0.0.1:9000",
-            "https://s3.example",
-            "http://",
-            "http://h:1/x",
-            "ftp://h",
-        ] {
+        assert!(Endpoint::parse("https://127.0.0.1").unwrap().https);
+        assert_eq!(
+            Endpoint::parse("https://127.0.0.1").unwrap().addr.port(),
+            443
+        );
+        for bad in ["127.0.0.1:9000", "http://", "http://h:1/x", "ftp://h"] {
             let e = Endpoint::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with("--endpoint ") && !e.contains('\n'), "{e}");
         }

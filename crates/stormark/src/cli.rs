@@ -70,6 +70,10 @@ pub struct S3Args {
     /// Make the bucket when it does not exist.
     #[arg(long, help_heading = "Keys")]
     pub create_bucket: bool,
+    /// https: accept any certificate (self-signed test services); the system's roots, and
+    /// SSL_CERT_FILE, are trusted otherwise.
+    #[arg(long, help_heading = "Keys")]
+    pub insecure: bool,
     /// Leave the objects the run wrote in the bucket.
     #[arg(long, help_heading = "Keys")]
     pub keep: bool,

@@ -32,6 +32,7 @@ pub fn main(args: S3Args) -> Result<Ending> {
         s3: Some(S3Access {
             credentials,
             create_bucket: args.create_bucket,
+            insecure: args.insecure,
         }),
         ..RunArgs::default()
     };

@@ -21,6 +21,17 @@ pub struct Minio {
     /// Where it keeps objects.
     pub data: TempDir,
     child: Child,
+    _certs: Option<TempDir>,
+}
+
+/// Whether an https server on `port` answers its readiness check (with curl, certificate
+/// unchecked).
+fn answers_tls(ip: &str, port: u16) -> bool {
+    Command::new("curl")
+        .args(["-skf", "-o", "/dev/null", "--max-time", "2"])
+        .arg(format!("https://{ip}:{port}/minio/health/ready"))
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Where the MinIO binary is, if anywhere.
@@ -78,9 +89,24 @@ impl Minio {
         Minio::start_on(base, "127.0.0.1")
     }
 
+    /// Starts MinIO serving https with a certificate for 127.0.0.1 signed by a test CA (made
+    /// with the `openssl` command); returns it and the CA's PEM file (to trust, or not).
+    pub fn start_tls(base: &str) -> (Minio, PathBuf) {
+        let certs = temp_dir(base);
+        let (ca, cert, key) = crate::certificates(certs.path(), "127.0.0.1");
+        std::fs::rename(&cert, certs.path().join("public.crt")).expect("placing the certificate");
+        std::fs::rename(&key, certs.path().join("private.key")).expect("placing the key");
+        let m = Minio::launch(base, "127.0.0.1", Some(certs));
+        (m, ca)
+    }
+
     /// Starts MinIO listening on `ip` (the bridge of a [`crate::NetCluster`], for agents in
     /// its namespaces).
     pub fn start_on(base: &str, ip: &str) -> Minio {
+        Minio::launch(base, ip, None)
+    }
+
+    fn launch(base: &str, ip: &str, certs: Option<TempDir>) -> Minio {
         let bin = minio_binary().expect(
             "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
         );
@@ -90,7 +116,11 @@ impl Minio {
             "stormark-test".to_string(),
             "stormark-test-secret".to_string(),
         );
-        let child = Command::new(&bin)
+        let mut cmd = Command::new(&bin);
+        if let Some(c) = &certs {
+            cmd.arg("--certs-dir").arg(c.path());
+        }
+        let child = cmd
             .arg("server")
             .arg(data.path())
             .args(["--quiet", "--address"])
@@ -106,14 +136,23 @@ impl Minio {
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
         let mut m = Minio {
-            endpoint: format!("http://{ip}:{port}"),
+            endpoint: format!(
+                "{}://{ip}:{port}",
+                if certs.is_some() { "https" } else { "http" }
+            ),
             access_key,
             secret_key,
             data,
             child,
+            _certs: certs,
         };
         let until = Instant::now() + Duration::from_secs(60);
-        while !answers(ip, port, "/minio/health/ready") {
+        let tls = m._certs.is_some();
+        while !(if tls {
+            answers_tls(ip, port)
+        } else {
+            answers(ip, port, "/minio/health/ready")
+        }) {
             if Instant::now() > until || m.child.try_wait().ok().flatten().is_some() {
                 panic!("MinIO at {} did not become ready", m.endpoint);
             }

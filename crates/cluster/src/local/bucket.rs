@@ -33,6 +33,9 @@ fn map_err(option: String, e: S3Error) -> AgentError {
     let reason = match &e {
         S3Error::Refused => "nothing answers there (connection refused); is the service running, and is this its address?".to_string(),
         S3Error::Timeout => format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()),
+        S3Error::Tls(why) => format!(
+            "TLS: {why}; for a certificate this host does not trust, trust its CA (SSL_CERT_FILE) or add --insecure"
+        ),
         S3Error::Status { status: 403, code } => format!(
             "the service refused these keys ({}); check --access-key and --secret-key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
             code.as_deref().unwrap_or("HTTP 403")
@@ -60,11 +63,20 @@ impl Bucket {
                     .to_string(),
             )
         })?;
+        let tls = if endpoint.https {
+            Some(
+                stormark_s3::tls_config(access.insecure)
+                    .map_err(|e| map_err(endpoint_opt.clone(), e))?,
+            )
+        } else {
+            None
+        };
         let config = Arc::new(Config {
             endpoint,
             region: job.region.clone(),
             credentials: access.credentials.clone(),
             timeout: REQUEST_TIMEOUT,
+            tls,
         });
         let mut client =
             Client::new(config.clone()).map_err(|e| map_err(endpoint_opt.clone(), e))?;
