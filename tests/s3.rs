@@ -546,3 +546,92 @@ fn https_endpoints_check_the_certificate_unless_insecure() {
     assert_eq!(measured(&doc)["total"]["ops"].as_u64(), Some(40));
     assert_eq!(m.objects("tls", "stormark/"), Vec::<String>::new());
 }
+
+#[test]
+fn a_job_file_runs_a_put_job_and_a_get_job_side_by_side() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let job = dir.path().join("s3.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "endpoint = \"{}\"\nbucket = \"jobs\"\nobj_size = \"2k\"\ntime = \"2s\"\n\n\
+             [[job]]\nname = \"writers\"\ngroup = \"mixed\"\nop_mix = \"put\"\njobs = 2\n\n\
+             [[job]]\nname = \"readers\"\ngroup = \"mixed\"\nop_mix = \"get\"\nobjects = 20\njobs = 2\n",
+            m.endpoint
+        ),
+    )
+    .unwrap();
+    let (code, doc, out) = s3(
+        &m,
+        "jobs",
+        &dir,
+        &["--create-bucket", "--job", job.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = measured(&doc);
+    let ops = |job: &str, op: &str| run["by_job"][job]["by_op"][op]["ops"].as_u64().unwrap_or(0);
+    assert!(
+        ops("writers", "put") > 0 && ops("readers", "get") > 0,
+        "{run}"
+    );
+    assert_eq!((ops("writers", "get"), ops("readers", "put")), (0, 0));
+    assert_eq!(m.objects("jobs", "stormark/"), Vec::<String>::new());
+}
+
+#[test]
+fn large_objects_go_up_in_parts() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "parts",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put=1,get=1",
+            "--obj-size",
+            "12m",
+            "--objects",
+            "2",
+            "--multipart-threshold",
+            "8m",
+            "--part-size",
+            "5m",
+            "--ops",
+            "6",
+            "--keep",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    // MinIO keeps an object uploaded in three parts as part.1 to part.3 beside its xl.meta.
+    let mut three_parts = 0;
+    let mut stack = vec![m.data.path().join("parts")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name() == "part.3" {
+                three_parts += 1;
+            }
+        }
+    }
+    assert!(
+        three_parts >= 2,
+        "objects stored in three parts: {three_parts}"
+    );
+    let run = measured(&doc);
+    let (put, get) = (&run["by_op"]["put"], &run["by_op"]["get"]);
+    let ops = put["ops"].as_u64().unwrap() + get["ops"].as_u64().unwrap();
+    assert_eq!(ops, 6, "{run}");
+    // Every object is whole: 12 MiB per PUT (three parts) and per GET.
+    assert_eq!(
+        put["bytes"].as_u64().unwrap(),
+        put["ops"].as_u64().unwrap() * (12 << 20)
+    );
+    assert_eq!(
+        get["bytes"].as_u64().unwrap(),
+        get["ops"].as_u64().unwrap() * (12 << 20)
+    );
+}

@@ -170,7 +170,10 @@ impl<'a> Pace<'a> {
         let start = (at != u64::MAX).then(|| t0 + Duration::from_nanos(at));
         match start {
             Some(s) if now >= s || s >= self.measured_start => {
-                self.start_measuring(s.min(self.measured_start));
+                // Named while this worker waited for its next boundary: what it did since was
+                // recorded as ramp and discarded above, so its measured time starts now (a
+                // start in the past would shorten it, to nothing under a loaded CPU).
+                self.start_measuring(s.max(now).min(self.measured_start));
                 false
             }
             Some(s) => {

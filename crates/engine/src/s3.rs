@@ -33,6 +33,8 @@ pub struct S3Work {
     pub obj_size: stormark_spec::ObjSize,
     /// GETs read a range of this many bytes at a random place (whole objects when `None`).
     pub range: Option<u64>,
+    /// Objects larger than `.0` are uploaded in parts of `.1` bytes.
+    pub multipart: Option<(u64, u64)>,
     /// The preparation: PUT the objects to read with these indexes, then stop.
     pub prepare: Option<std::ops::Range<u32>>,
     /// Operations after which the worker stops (its share of `--ops`).
@@ -148,9 +150,13 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         });
         let start = Instant::now();
         let result = match op {
-            Op::Put => client
-                .put(&work.bucket, &key, body.slice(..size as usize))
-                .map(|f| (f, size)),
+            Op::Put => match work.multipart {
+                Some((threshold, part)) if size > threshold => {
+                    client.put_multipart(&work.bucket, &key, body.slice(..size as usize), part)
+                }
+                _ => client.put(&work.bucket, &key, body.slice(..size as usize)),
+            }
+            .map(|f| (f, size)),
             Op::Get => match range {
                 Some((offset, len)) => client.get_range(&work.bucket, &key, offset, len),
                 None => client.get(&work.bucket, &key),

@@ -25,8 +25,11 @@ pub struct Fetched {
     pub first_byte: Instant,
     /// Body bytes received.
     pub bytes: u64,
-    /// The body, when it was asked for (listings); else dropped as it arrives.
+    /// The body, when it was asked for (listings, multipart steps); else dropped as it
+    /// arrives.
     pub body: Option<Vec<u8>>,
+    /// The `ETag` header, read only when the body was asked for.
+    pub etag: Option<String>,
 }
 
 /// A worker's client: its own runtime (driven only while a request is made), its own
@@ -124,6 +127,11 @@ impl Client {
                 let resp = sender.send_request(req).await.map_err(classify_hyper)?;
                 let first_byte = Instant::now();
                 let status = resp.status().as_u16();
+                let etag = keep_body
+                    .then(|| resp.headers().get(header::ETAG))
+                    .flatten()
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
                 let mut body = resp.into_body();
                 let mut bytes = 0u64;
                 let mut kept = (keep_body || status >= 300).then(Vec::new);
@@ -143,6 +151,7 @@ impl Client {
                     first_byte,
                     bytes,
                     body: kept,
+                    etag,
                 })
             })
             .await
@@ -207,6 +216,79 @@ impl Client {
     /// PUT an object.
     pub fn put(&mut self, bucket: &str, key: &str, body: Bytes) -> Result<Fetched, S3Error> {
         self.send(Method::PUT, &object_path(bucket, key), "", body, false)
+    }
+
+    /// PUT an object in parts of `part` bytes (CreateMultipartUpload, UploadPart each,
+    /// CompleteMultipartUpload; AbortMultipartUpload when a step fails). The parts are slices
+    /// of `body`. Returns when the object exists, with the first step's answer time.
+    pub fn put_multipart(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        body: Bytes,
+        part: u64,
+    ) -> Result<Fetched, S3Error> {
+        let path = object_path(bucket, key);
+        let created = self.send(Method::POST, &path, "uploads=", Bytes::new(), true)?;
+        let upload = created
+            .body
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|t| element(t, "UploadId"))
+            .ok_or_else(|| S3Error::Network("CreateMultipartUpload answered no UploadId".into()))?;
+        let id = encode(&upload, false);
+        let mut done = String::from("<CompleteMultipartUpload>");
+        let parts = body.len().div_ceil(part.max(1) as usize).max(1);
+        for n in 0..parts {
+            let from = n * part as usize;
+            let to = (from + part as usize).min(body.len());
+            let query = format!("partNumber={}&uploadId={id}", n + 1);
+            match self.send(Method::PUT, &path, &query, body.slice(from..to), true) {
+                Ok(f) => {
+                    let etag = f.etag.unwrap_or_default();
+                    done.push_str(&format!(
+                        "<Part><PartNumber>{}</PartNumber><ETag>{etag}</ETag></Part>",
+                        n + 1
+                    ));
+                }
+                Err(e) => {
+                    let _ = self.send(
+                        Method::DELETE,
+                        &path,
+                        &format!("uploadId={id}"),
+                        Bytes::new(),
+                        false,
+                    );
+                    return Err(e);
+                }
+            }
+        }
+        done.push_str("</CompleteMultipartUpload>");
+        let query = format!("uploadId={id}");
+        match self.send(Method::POST, &path, &query, Bytes::from(done), true) {
+            // S3 may answer 200 with an <Error> document when completing fails late.
+            Ok(f)
+                if f.body
+                    .as_deref()
+                    .and_then(|b| std::str::from_utf8(b).ok())
+                    .is_some_and(|t| t.contains("<Error>")) =>
+            {
+                let _ = self.send(Method::DELETE, &path, &query, Bytes::new(), false);
+                Err(S3Error::Status {
+                    status: 500,
+                    code: f
+                        .body
+                        .as_deref()
+                        .and_then(|b| std::str::from_utf8(b).ok())
+                        .and_then(|t| element(t, "Code")),
+                })
+            }
+            Ok(f) => Ok(f),
+            Err(e) => {
+                let _ = self.send(Method::DELETE, &path, &query, Bytes::new(), false);
+                Err(e)
+            }
+        }
     }
 
     /// GET a whole object; its body is counted and dropped.

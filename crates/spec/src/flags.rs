@@ -92,6 +92,8 @@ pub const S3_FLAGS: &[Flag] = &[
     text("op_mix", "MIX", "One operation (get, put, head, delete, list) or weights such as put=30,get=60,delete=5,list=5 [default: get]."),
     text("obj_size", "SIZE", "Bytes per object, or a range such as 1k-100m [default: 1m]."),
     text("size_dist", "DIST", "How sizes of an --obj-size range are drawn: uniform or log-uniform (each decade as likely) [default: uniform]."),
+    text("multipart_threshold", "SIZE", "Upload objects larger than this in parts (multipart upload) [default: never]."),
+    text("part_size", "SIZE", "The size of each part of a multipart upload, 5m to 5g [default: 8m]."),
     text("get_range", "SIZE", "GETs read a range of this many bytes at a random place in the object instead of the whole object."),
     text("objects", "N", "Objects written before the measured phase for GET and HEAD to read [default: 1000]."),
     Flag {

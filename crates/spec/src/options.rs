@@ -59,6 +59,8 @@ pub const JOB_KEYS: &[&str] = &[
     "ops",
     "size_dist",
     "get_range",
+    "multipart_threshold",
+    "part_size",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -127,6 +129,10 @@ pub struct JobOpts {
     pub size_dist: Option<SizeDist>,
     /// S3: GETs read ranges of this size.
     pub get_range: Option<u64>,
+    /// S3: objects above this size are uploaded in parts.
+    pub multipart_threshold: Option<u64>,
+    /// S3: the size of each part of a multipart upload.
+    pub part_size: Option<u64>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: operations after which the job stops.
@@ -195,6 +201,16 @@ impl JobOpts {
             "size_dist" => {
                 self.size_dist =
                     Some(SizeDist::parse(value).ok_or_else(|| bad("uniform or log-uniform"))?)
+            }
+            "multipart_threshold" => {
+                self.multipart_threshold = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
+            }
+            "part_size" => {
+                self.part_size = Some(
+                    parse_size(value)
+                        .filter(|s| (5 << 20..=5 << 30).contains(s))
+                        .ok_or_else(|| bad("a size from 5m to 5g (S3's limits for a part)"))?,
+                )
             }
             "get_range" => {
                 self.get_range = Some(
@@ -320,7 +336,9 @@ impl JobOpts {
             objects,
             ops,
             size_dist,
-            get_range
+            get_range,
+            multipart_threshold,
+            part_size
         )
     }
 
@@ -450,6 +468,8 @@ impl JobOpts {
                 ("--ops", self.ops.is_some()),
                 ("--size-dist", self.size_dist.is_some()),
                 ("--get-range", self.get_range.is_some()),
+                ("--multipart-threshold", self.multipart_threshold.is_some()),
+                ("--part-size", self.part_size.is_some()),
             ];
             if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
                 return Err(SpecError::invalid(
@@ -492,6 +512,10 @@ impl JobOpts {
                 }
             },
             range: self.get_range,
+            // Parts of 8 MiB unless given (the AWS CLI's default).
+            multipart: self
+                .multipart_threshold
+                .map(|t| (t, self.part_size.unwrap_or(8 << 20))),
             objects: self.objects.unwrap_or(1000),
             ops: self.ops,
         }))

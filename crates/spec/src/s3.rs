@@ -199,6 +199,8 @@ pub struct S3Job {
     pub obj_size: ObjSize,
     /// GETs read a range of this many bytes at a random place instead of whole objects.
     pub range: Option<u64>,
+    /// Objects larger than `.0` are uploaded in parts of `.1` bytes (multipart upload).
+    pub multipart: Option<(u64, u64)>,
     /// Objects written before the measured phase for GET and HEAD to read.
     pub objects: u32,
     /// Operations after which the job stops (over all its workers).
@@ -221,6 +223,12 @@ impl S3Job {
         .into_iter()
         .chain(self.ops.map(|n| ("ops", n.to_string())))
         .chain(self.range.map(|r| ("get_range", format_size(r))))
+        .chain(self.multipart.into_iter().flat_map(|(t, p)| {
+            [
+                ("multipart_threshold", format_size(t)),
+                ("part_size", format_size(p)),
+            ]
+        }))
         .collect()
     }
 }

@@ -70,6 +70,9 @@ pub struct S3Args {
     /// Make the bucket when it does not exist.
     #[arg(long, help_heading = "Keys")]
     pub create_bucket: bool,
+    /// TOML job file of S3 jobs (kind = "s3" is implied); flags given too override its values.
+    #[arg(long, value_name = "FILE", help_heading = "Keys")]
+    pub job: Option<PathBuf>,
     /// https: accept any certificate (self-signed test services); the system's roots, and
     /// SSL_CERT_FILE, are trusted otherwise.
     #[arg(long, help_heading = "Keys")]

@@ -15,6 +15,7 @@ pub fn main(args: S3Args) -> Result<Ending> {
     let run = RunArgs {
         workload: WorkloadFlags::from_pairs(flags),
         keep: args.keep,
+        job: args.job,
         repeat: args.repeat,
         expect: args.expect,
         target_latency: args.target_latency,

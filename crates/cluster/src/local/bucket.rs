@@ -161,6 +161,7 @@ impl Bucket {
             mix: S3Work::cumulative(&mix),
             obj_size: load.bs.map_or(s3.obj_size, stormark_spec::ObjSize::fixed),
             range: s3.range,
+            multipart: s3.multipart,
             prepare: None,
             ops: ops.map(|n| share(n, w, workers)),
         }
