@@ -448,6 +448,46 @@ fn two_agents_run_their_share_against_one_server_merged_exactly() {
     // Each agent wrote under its own prefix, and removed all of it.
     assert_eq!(m.objects("shared", "stormark/"), Vec::<String>::new());
     assert!(!doc.to_string().contains(&m.secret_key));
+
+    // Per-host endpoints replace the job's: with a job endpoint where nothing listens, the
+    // run works when every host has its own, and is refused, naming it, when one has not.
+    let per_host = |hosts: &[usize]| {
+        let mut args = s3_args(&m, "shared", &dir, &[]);
+        args[2] = "http://127.0.0.1:1".into();
+        let mut extra: Vec<String> = [
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "1k",
+            "--objects",
+            "4",
+            "--ops",
+            "20",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for &h in hosts {
+            extra.push("--host-endpoint".into());
+            extra.push(format!("{}={}", net.addresses[h], m.endpoint));
+        }
+        args.extend(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Bin(BIN).run(&args)
+    };
+    let out = per_host(&[0, 1]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = per_host(&[0]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--endpoint http://127.0.0.1:1"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -48,6 +48,8 @@ pub struct S3Access {
     pub create_bucket: bool,
     /// `--insecure`: accept any certificate of an https endpoint.
     pub insecure: bool,
+    /// This host's own endpoint, in place of the job's (`--host-endpoint`).
+    pub endpoint: Option<String>,
 }
 
 impl TargetOptions {

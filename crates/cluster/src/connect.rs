@@ -1,6 +1,5 @@
 //! Connecting to the agents of a distributed run, all before any load.
 
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -13,8 +12,8 @@ pub struct Fleet {
     pub token: String,
     /// `--tls-ca`: the CA (PEM) that signed the agents' certificates.
     pub tls_ca: Option<Vec<u8>>,
-    /// Each agent's address (`host:port`) and target.
-    pub hosts: Vec<(String, PathBuf)>,
+    /// Each agent: its address (`host:port`), target and S3 endpoint, if its own.
+    pub hosts: Vec<stormark_plan::Host>,
 }
 
 impl Fleet {
@@ -42,11 +41,15 @@ impl Fleet {
                 .map_err(|e| AgentError::Runtime(e.to_string()))?,
         );
         let mut agents: Vec<Box<dyn Agent>> = Vec::new();
-        for (i, (addr, target)) in self.hosts.iter().enumerate() {
-            let target = TargetOptions {
-                path: target.clone(),
+        for (i, host) in self.hosts.iter().enumerate() {
+            let mut target = TargetOptions {
+                path: host.target.clone(),
                 ..opts.clone()
             };
+            if let (Some(s3), Some(url)) = (&mut target.s3, &host.endpoint) {
+                s3.endpoint = Some(url.clone());
+            }
+            let addr = &host.address;
             let agent = RemoteAgent::connect(
                 rt.clone(),
                 addr,

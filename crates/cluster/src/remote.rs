@@ -502,6 +502,7 @@ impl Agent for RemoteAgent {
                 secret_key: a.credentials.secret_key.clone(),
                 create_bucket: a.create_bucket,
                 insecure: a.insecure,
+                endpoint: a.endpoint.clone().unwrap_or_default(),
             }),
         };
         let mut client = self.client.clone();

@@ -383,6 +383,7 @@ impl AgentRpc for AgentService {
                 },
                 create_bucket: a.create_bucket,
                 insecure: a.insecure,
+                endpoint: Some(a.endpoint.clone()).filter(|e| !e.is_empty()),
             }),
         };
         let index = u64::from(req.index);

@@ -12,6 +12,8 @@ pub struct HostsOptions {
     pub agents_file: Option<(String, String)>,
     /// `--target HOST=PATH`, each as typed.
     pub targets: Vec<String>,
+    /// `--host-endpoint HOST=URL` (S3), each as typed.
+    pub endpoints: Vec<String>,
     /// TARGET when the user gave one: every agent's target unless `--target` names another.
     pub default_target: Option<PathBuf>,
     /// The distributed-only options given (such as `--token-file`), by name: refused without
@@ -26,6 +28,9 @@ pub struct Host {
     pub address: String,
     /// What it benchmarks.
     pub target: PathBuf,
+    /// The S3 endpoint this host uses instead of the job's (`endpoint` in the agents file,
+    /// or `--host-endpoint`).
+    pub endpoint: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -39,11 +44,13 @@ struct AgentsFile {
 struct AgentEntry {
     address: String,
     target: Option<PathBuf>,
+    endpoint: Option<String>,
 }
 
 /// The agents of a distributed run, or `None` for a run on this host. Every mistake is one
 /// line for the user (exit 2).
 pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
+    let mut endpoints: Vec<Option<String>> = Vec::new();
     let mut entries: Vec<(String, Option<PathBuf>)> = match (&opts.agents, &opts.agents_file) {
         (Some(list), _) => list
             .split(',')
@@ -60,7 +67,10 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
             })?;
             file.agent
                 .into_iter()
-                .map(|a| (a.address, a.target))
+                .map(|a| {
+                    endpoints.push(a.endpoint);
+                    (a.address, a.target)
+                })
                 .collect()
         }
         (None, None) => {
@@ -95,41 +105,68 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
     if let Some((dup, _)) = entries.iter().find(|(a, _)| !seen.insert(a.clone())) {
         return Err(format!("--agents: {dup} is listed twice"));
     }
+    endpoints.resize(entries.len(), None);
     for pair in &opts.targets {
-        let (host, path) = pair
-            .split_once('=')
-            .filter(|(h, p)| !h.is_empty() && !p.is_empty())
-            .ok_or_else(|| {
-                format!("--target {pair}: expected HOST=PATH, such as node2=/dev/sdb")
-            })?;
-        let matching: Vec<usize> = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, (a, _))| a == host || a.rsplit_once(':').is_some_and(|(h, _)| h == host))
-            .map(|(i, _)| i)
-            .collect();
-        match matching.as_slice() {
-            [i] => entries[*i].1 = Some(PathBuf::from(path)),
-            [] => return Err(format!("--target {pair}: {host} is not one of the agents")),
-            _ => {
-                return Err(format!(
-                    "--target {pair}: {host} names several agents; use host:port"
-                ))
-            }
+        let (i, path) = which(
+            &entries,
+            "--target",
+            pair,
+            "HOST=PATH, such as node2=/dev/sdb",
+        )?;
+        entries[i].1 = Some(PathBuf::from(path));
+    }
+    for pair in &opts.endpoints {
+        let form = "HOST=URL, such as node2=http://rgw2:8080";
+        let (i, url) = which(&entries, "--host-endpoint", pair, form)?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!("--host-endpoint {pair}: expected {form}"));
         }
+        endpoints[i] = Some(url.to_string());
     }
     entries
         .into_iter()
-        .map(|(address, t)| {
+        .zip(endpoints)
+        .map(|((address, t), endpoint)| {
             let target = t.or_else(|| opts.default_target.clone()).ok_or_else(|| {
                 format!(
                     "agent {address}: no target; give TARGET (the same path on every agent) or --target {address}=PATH"
                 )
             })?;
-            Ok(Host { address, target })
+            Ok(Host {
+                address,
+                target,
+                endpoint,
+            })
         })
         .collect::<Result<Vec<_>, String>>()
         .map(Some)
+}
+
+/// The agent `pair` (`HOST=VALUE`, HOST as in the list, with or without its port) names, and
+/// the value; `form` is the accepted form, for the message.
+fn which<'a>(
+    entries: &[(String, Option<PathBuf>)],
+    option: &str,
+    pair: &'a str,
+    form: &str,
+) -> Result<(usize, &'a str), String> {
+    let (host, value) = pair
+        .split_once('=')
+        .filter(|(h, v)| !h.is_empty() && !v.is_empty())
+        .ok_or_else(|| format!("{option} {pair}: expected {form}"))?;
+    let matching: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, (a, _))| a == host || a.rsplit_once(':').is_some_and(|(h, _)| h == host))
+        .map(|(i, _)| i)
+        .collect();
+    match matching.as_slice() {
+        [i] => Ok((*i, value)),
+        [] => Err(format!("{option} {pair}: {host} is not one of the agents")),
+        _ => Err(format!(
+            "{option} {pair}: {host} names several agents; use host:port"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -187,21 +224,48 @@ mod tests {
     }
 
     #[test]
+    fn endpoints_per_host() {
+        let o = HostsOptions {
+            endpoints: vec!["b=https://rgw2:443".into()],
+            ..opts("a:1,b:2", &[], Some("/m"))
+        };
+        let h = hosts(&o).unwrap().unwrap();
+        assert_eq!(h[0].endpoint, None);
+        assert_eq!(h[1].endpoint.as_deref(), Some("https://rgw2:443"));
+        let bad = HostsOptions {
+            endpoints: vec!["b=rgw2:443".into()],
+            ..opts("a:1,b:2", &[], Some("/m"))
+        };
+        assert!(hosts(&bad)
+            .unwrap_err()
+            .starts_with("--host-endpoint b=rgw2:443: expected HOST=URL"));
+    }
+
+    #[test]
     fn agents_file() {
         let o = HostsOptions {
             agents_file: Some((
                 "f.toml".into(),
-                "[[agent]]\naddress = \"n1:7878\"\ntarget = \"/d\"\n".into(),
+                "[[agent]]\naddress = \"n1:7878\"\ntarget = \"/d\"\n[[agent]]\naddress = \"n2:7878\"\nendpoint = \"http://rgw2:8080\"\n".into(),
             )),
+            default_target: Some("/t".into()),
             ..HostsOptions::default()
         };
         let h = hosts(&o).unwrap().unwrap();
         assert_eq!(
             h,
-            vec![Host {
-                address: "n1:7878".into(),
-                target: "/d".into()
-            }]
+            vec![
+                Host {
+                    address: "n1:7878".into(),
+                    target: "/d".into(),
+                    endpoint: None
+                },
+                Host {
+                    address: "n2:7878".into(),
+                    target: "/t".into(),
+                    endpoint: Some("http://rgw2:8080".into())
+                }
+            ]
         );
         let bad = HostsOptions {
             agents_file: Some(("f.toml".into(), "[[agent]]\nadress = 1\n".into())),

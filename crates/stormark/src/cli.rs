@@ -160,6 +160,10 @@ pub struct S3Args {
     /// Talk TLS to the agents, trusting this CA (PEM): the S3 keys then travel encrypted.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]
     pub tls_ca: Option<PathBuf>,
+    /// An agent's own endpoint, HOST=URL (HOST as in --agents), so that clients spread over
+    /// the gateways of a cluster; repeat for each. The others use --endpoint.
+    #[arg(long, value_name = "HOST=URL", help_heading = "Distributed")]
+    pub host_endpoint: Vec<String>,
 
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -362,6 +366,9 @@ pub struct RunArgs {
     /// The keys of an S3 run (set by `stormark s3`, never a flag of `run`).
     #[arg(skip)]
     pub s3: Option<stormark_cluster::S3Access>,
+    /// Per-agent S3 endpoints, HOST=URL (set by `stormark s3`).
+    #[arg(skip)]
+    pub host_endpoints: Vec<String>,
 }
 
 /// A table of workload flags (in spec): the file flags of `run`, the S3 flags of `s3`.

@@ -94,6 +94,7 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
         (!args.target_map.is_empty(), "--target"),
         (args.on_agent_failure.is_some(), "--on-agent-failure"),
         (args.tls_ca.is_some(), "--tls-ca"),
+        (!args.host_endpoints.is_empty(), "--host-endpoint"),
     ] {
         if given {
             distributed_only.push(name);
@@ -103,6 +104,7 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
         agents: args.agents.clone(),
         agents_file,
         targets: args.target_map.clone(),
+        endpoints: args.host_endpoints.clone(),
         default_target: default_target.cloned(),
         distributed_only,
     })
@@ -124,7 +126,7 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     Ok(Some(Fleet {
         token,
         tls_ca,
-        hosts: hosts.into_iter().map(|h| (h.address, h.target)).collect(),
+        hosts,
     }))
 }
 

@@ -30,10 +30,12 @@ pub fn main(args: S3Args) -> Result<Ending> {
         token_file: args.token_file,
         on_agent_failure: args.on_agent_failure,
         tls_ca: args.tls_ca,
+        host_endpoints: args.host_endpoint,
         s3: Some(S3Access {
             credentials,
             create_bucket: args.create_bucket,
             insecure: args.insecure,
+            endpoint: None,
         }),
         ..RunArgs::default()
     };

@@ -54,8 +54,9 @@ impl Bucket {
         keep: bool,
         host: u32,
     ) -> Result<Bucket, AgentError> {
-        let endpoint_opt = format!("--endpoint {}", job.endpoint);
-        let endpoint = Endpoint::parse(&job.endpoint).map_err(|e| {
+        let url = access.endpoint.as_deref().unwrap_or(&job.endpoint);
+        let endpoint_opt = format!("--endpoint {url}");
+        let endpoint = Endpoint::parse(url).map_err(|e| {
             AgentError::option(
                 endpoint_opt.clone(),
                 e.to_string()
