@@ -675,3 +675,83 @@ fn large_objects_go_up_in_parts() {
         get["ops"].as_u64().unwrap() * (12 << 20)
     );
 }
+
+#[test]
+fn verify_counts_an_object_changed_behind_the_run_as_corrupt() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    // Unchanged objects verify clean.
+    let (code, doc, out) = s3(
+        &m,
+        "verify",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "4",
+            "--verify",
+            "--get-range",
+            "1k",
+            "--ops",
+            "40",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(measured(&doc)["by_op"]["get"]["ops"].as_u64(), Some(40));
+    // Mid-run, another client overwrites one of the objects the run reads (same size,
+    // other bytes): the GETs of it are counted as corrupt, the others pass.
+    let args = s3_args(
+        &m,
+        "verify",
+        &dir,
+        &[
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "4",
+            "--verify",
+            "--time",
+            "4s",
+        ],
+    );
+    let child = spawn(&args);
+    measuring(&dir);
+    let key = m
+        .objects("verify", "stormark/")
+        .into_iter()
+        .find(|k| k.ends_with("/r0"))
+        .expect("the run's object r0");
+    let garbage = dir.path().join("garbage");
+    std::fs::write(&garbage, vec![0x5a; 4096]).unwrap();
+    let put = Command::new("curl")
+        .args(["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+        .arg(format!("{}:{}", m.access_key, m.secret_key))
+        .arg("-T")
+        .arg(&garbage)
+        .arg(format!("{}/verify/{key}", m.endpoint))
+        .status()
+        .unwrap();
+    assert!(put.success(), "curl could not overwrite {key}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc = read_json(&dir.path().join("r.json"));
+    let run = measured(&doc);
+    let corrupt: u64 = run["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "corrupt" && e["op"] == "get")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert!(corrupt > 0, "{}", run["errors"]);
+    assert!(
+        run["by_op"]["get"]["ops"].as_u64().unwrap() > 0,
+        "the other objects pass"
+    );
+}

@@ -273,9 +273,10 @@ impl Agent for LocalAgent {
                 let mut spec = run.worker_spec(load, targets, ramp, seed, self.hosts);
                 if let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) {
                     spec.s3 = Some(b.work(&run.job, w, workers, load, s3.ops));
-                    spec.bs_min = spec.s3.as_ref().map_or(spec.bs_min, |s| s.obj_size.max);
-                    spec.bs_max = spec.bs_min;
-                    spec.bs_align = 1;
+                    // The S3 backend makes its own body; the worker's buffer stays small.
+                    spec.bs_min = 4096;
+                    spec.bs_max = 4096;
+                    spec.bs_align = 4096;
                 }
                 specs.push(spec);
                 map.push((k as u16, w as u32));

@@ -35,6 +35,11 @@ pub struct S3Work {
     pub range: Option<u64>,
     /// Objects larger than `.0` are uploaded in parts of `.1` bytes.
     pub multipart: Option<(u64, u64)>,
+    /// The seed of the job's object contents (the same for every worker, so that a reader
+    /// knows what any object must hold).
+    pub content_seed: u64,
+    /// GETs check what they read (`--verify`).
+    pub verify: bool,
     /// The preparation: PUT the objects to read with these indexes, then stop.
     pub prepare: Option<std::ops::Range<u32>>,
     /// Operations after which the worker stops (its share of `--ops`).
@@ -54,7 +59,43 @@ impl S3Work {
     }
 }
 
+/// What a verified GET that read other bytes than were written fails with.
+const CORRUPT: &str = "the data read is not what was written";
+
+/// The first 16 bytes of prepared object `i`: `stormark` and the index.
+fn header(i: u64) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h[..8].copy_from_slice(b"stormark");
+    h[8..].copy_from_slice(&i.to_le_bytes());
+    h
+}
+
+/// Prepared object `i`, `size` bytes: its header over the job's contents.
+fn with_header(body: &Bytes, i: u64, size: usize) -> Bytes {
+    let mut v = body[..size].to_vec();
+    let h = header(i);
+    let n = size.min(h.len());
+    v[..n].copy_from_slice(&h[..n]);
+    Bytes::from(v)
+}
+
+/// Whether `got`, read from `offset` of prepared object `i`, is what was written there.
+fn matches_object(body: &Bytes, i: u64, offset: u64, got: &[u8]) -> bool {
+    let offset = offset as usize;
+    let Some(expected) = body.get(offset..offset + got.len()) else {
+        return false;
+    };
+    let h = header(i);
+    got.iter().zip(expected).enumerate().all(|(k, (g, e))| {
+        let at = offset + k;
+        *g == if at < h.len() { h[at] } else { *e }
+    })
+}
+
 fn kind_of(e: &S3Error) -> ErrorKind {
+    if matches!(e, S3Error::Config(m) if m == CORRUPT) {
+        return ErrorKind::Corrupt;
+    }
     match e {
         S3Error::Status {
             status: 503 | 429, ..
@@ -74,9 +115,12 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
     let len = work.obj_size.max as usize;
-    // One body for every PUT of this worker: a reference-counted copy of its buffer, of which
-    // each PUT sends the first `size` bytes (no copy per request).
-    let body = Bytes::copy_from_slice(&ctx.buf.as_slice()[..len]);
+    // The job's contents: one body, of which each PUT sends the first `size` bytes (a
+    // reference-counted slice, no copy per request). Prepared objects carry their index in
+    // their first 16 bytes, so that a GET of the wrong object is told from a right one.
+    let body = Bytes::copy_from_slice(
+        &crate::buffer::AlignedBuf::new(len.max(1), work.content_seed)?.as_slice()[..len],
+    );
     let mut rng = ctx.spec.seed | 1;
     let mut next = || {
         rng ^= rng << 13;
@@ -101,11 +145,14 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // Bytes this PUT sends, or (offset, length) this GET reads.
         let mut size = 0u64;
         let mut range = None;
+        // The prepared object read or written, by index.
+        let mut object = None;
         let op = if let Some(todo) = &mut prepare {
             let Some(i) = todo.next() else { break };
             key.push_str(&work.read_prefix);
             push_number(&mut key, u64::from(i));
             size = work.obj_size.of_object(u64::from(i));
+            object = Some(u64::from(i));
             Op::Put
         } else {
             let draw = (next() % u64::from(total)) as u32;
@@ -121,6 +168,7 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             match op {
                 Op::Get | Op::Head => {
                     let i = next() % u64::from(work.objects.max(1));
+                    object = Some(i);
                     key.push_str(&work.read_prefix);
                     push_number(&mut key, i);
                     if let (Op::Get, Some(want)) = (op, work.range) {
@@ -150,13 +198,31 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         });
         let start = Instant::now();
         let result = match op {
-            Op::Put => match work.multipart {
-                Some((threshold, part)) if size > threshold => {
-                    client.put_multipart(&work.bucket, &key, body.slice(..size as usize), part)
+            Op::Put => {
+                let data = match (&prepare, object) {
+                    (Some(_), Some(i)) => with_header(&body, i, size as usize),
+                    _ => body.slice(..size as usize),
+                };
+                match work.multipart {
+                    Some((threshold, part)) if size > threshold => {
+                        client.put_multipart(&work.bucket, &key, data, part)
+                    }
+                    _ => client.put(&work.bucket, &key, data),
                 }
-                _ => client.put(&work.bucket, &key, body.slice(..size as usize)),
+                .map(|f| (f, size))
             }
-            .map(|f| (f, size)),
+            Op::Get if work.verify => client.get_kept(&work.bucket, &key, range).and_then(|f| {
+                let i = object.expect("GETs read prepared objects");
+                let (offset, want) = range.unwrap_or((0, work.obj_size.of_object(i)));
+                let got = f.body.as_deref().unwrap_or_default();
+                // Every byte there (a short body is corrupt too), each as written.
+                if f.bytes == want && matches_object(&body, i, offset, got) {
+                    let b = f.bytes;
+                    Ok((f, b))
+                } else {
+                    Err(S3Error::Config(CORRUPT.into()))
+                }
+            }),
             Op::Get => match range {
                 Some((offset, len)) => client.get_range(&work.bucket, &key, offset, len),
                 None => client.get(&work.bucket, &key),
@@ -232,6 +298,22 @@ fn push_number(s: &mut String, mut n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_are_told_apart_by_their_header() {
+        let body = Bytes::from((0..64u8).collect::<Vec<u8>>());
+        let seven = with_header(&body, 7, 40);
+        assert!(matches_object(&body, 7, 0, &seven));
+        assert!(matches_object(&body, 7, 10, &seven[10..30]));
+        assert!(
+            !matches_object(&body, 8, 0, &seven),
+            "another object's header"
+        );
+        let mut flipped = seven.to_vec();
+        flipped[33] ^= 1;
+        assert!(!matches_object(&body, 7, 0, &flipped), "one bit");
+        assert!(!matches_object(&body, 7, 60, &seven[..10]), "past the end");
+    }
 
     #[test]
     fn numbers_and_weights() {

@@ -140,7 +140,9 @@ impl Client {
                     if let Some(data) = frame.data_ref() {
                         bytes += data.len() as u64;
                         if let Some(k) = &mut kept {
-                            if k.len() < 1 << 20 {
+                            // Listings and errors are small; a verified object is kept
+                            // up to 64 MiB.
+                            if k.len() < KEPT_LIMIT {
                                 k.extend_from_slice(data);
                             }
                         }
@@ -321,6 +323,24 @@ impl Client {
         )
     }
 
+    /// GET an object (or `range` of it) and keep its body (up to 64 MiB), to check it.
+    pub fn get_kept(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        range: Option<(u64, u64)>,
+    ) -> Result<Fetched, S3Error> {
+        let range = range.map(|(offset, len)| (offset, offset + len.max(1) - 1));
+        self.send_range(
+            Method::GET,
+            &object_path(bucket, key),
+            "",
+            Bytes::new(),
+            true,
+            range,
+        )
+    }
+
     /// HEAD an object.
     pub fn head(&mut self, bucket: &str, key: &str) -> Result<Fetched, S3Error> {
         self.send(
@@ -423,6 +443,9 @@ impl Client {
         })
     }
 }
+
+/// The most of an answer's body kept for the caller.
+const KEPT_LIMIT: usize = 64 << 20;
 
 /// `/bucket/key`, encoded.
 fn object_path(bucket: &str, key: &str) -> String {

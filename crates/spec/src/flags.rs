@@ -94,6 +94,12 @@ pub const S3_FLAGS: &[Flag] = &[
     text("size_dist", "DIST", "How sizes of an --obj-size range are drawn: uniform or log-uniform (each decade as likely) [default: uniform]."),
     text("multipart_threshold", "SIZE", "Upload objects larger than this in parts (multipart upload) [default: never]."),
     text("part_size", "SIZE", "The size of each part of a multipart upload, 5m to 5g [default: 8m]."),
+    Flag {
+        key: "verify",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "GETs check every byte read against what was written (objects carry their index); a mismatch counts as a `corrupt` failure.",
+    },
     text("get_range", "SIZE", "GETs read a range of this many bytes at a random place in the object instead of the whole object."),
     text("objects", "N", "Objects written before the measured phase for GET and HEAD to read [default: 1000]."),
     Flag {

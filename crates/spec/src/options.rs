@@ -61,6 +61,7 @@ pub const JOB_KEYS: &[&str] = &[
     "get_range",
     "multipart_threshold",
     "part_size",
+    "verify",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -133,6 +134,8 @@ pub struct JobOpts {
     pub multipart_threshold: Option<u64>,
     /// S3: the size of each part of a multipart upload.
     pub part_size: Option<u64>,
+    /// S3: GETs check what they read.
+    pub verify: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: operations after which the job stops.
@@ -202,6 +205,7 @@ impl JobOpts {
                 self.size_dist =
                     Some(SizeDist::parse(value).ok_or_else(|| bad("uniform or log-uniform"))?)
             }
+            "verify" => self.verify = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "multipart_threshold" => {
                 self.multipart_threshold = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
             }
@@ -338,7 +342,8 @@ impl JobOpts {
             size_dist,
             get_range,
             multipart_threshold,
-            part_size
+            part_size,
+            verify
         )
     }
 
@@ -470,6 +475,7 @@ impl JobOpts {
                 ("--get-range", self.get_range.is_some()),
                 ("--multipart-threshold", self.multipart_threshold.is_some()),
                 ("--part-size", self.part_size.is_some()),
+                ("--verify", self.verify.is_some()),
             ];
             if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
                 return Err(SpecError::invalid(
@@ -512,6 +518,7 @@ impl JobOpts {
                 }
             },
             range: self.get_range,
+            verify: self.verify.unwrap_or(false),
             // Parts of 8 MiB unless given (the AWS CLI's default).
             multipart: self
                 .multipart_threshold

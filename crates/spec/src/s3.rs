@@ -201,6 +201,8 @@ pub struct S3Job {
     pub range: Option<u64>,
     /// Objects larger than `.0` are uploaded in parts of `.1` bytes (multipart upload).
     pub multipart: Option<(u64, u64)>,
+    /// GETs check every byte against what was written.
+    pub verify: bool,
     /// Objects written before the measured phase for GET and HEAD to read.
     pub objects: u32,
     /// Operations after which the job stops (over all its workers).
@@ -223,6 +225,7 @@ impl S3Job {
         .into_iter()
         .chain(self.ops.map(|n| ("ops", n.to_string())))
         .chain(self.range.map(|r| ("get_range", format_size(r))))
+        .chain(self.verify.then(|| ("verify", "true".to_string())))
         .chain(self.multipart.into_iter().flat_map(|(t, p)| {
             [
                 ("multipart_threshold", format_size(t)),

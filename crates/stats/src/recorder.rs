@@ -95,6 +95,8 @@ pub enum ErrorKind {
     Refused,
     /// Another network failure.
     Network,
+    /// The data read is not what was written (`--verify`).
+    Corrupt,
 }
 
 impl ErrorKind {
@@ -122,6 +124,7 @@ impl ErrorKind {
             ErrorKind::Reset => "reset".into(),
             ErrorKind::Refused => "refused".into(),
             ErrorKind::Network => "network".into(),
+            ErrorKind::Corrupt => "corrupt".into(),
         }
     }
 
@@ -138,6 +141,7 @@ impl ErrorKind {
             ErrorKind::Refused => -4,
             ErrorKind::Network => -5,
             ErrorKind::Throttled => -6,
+            ErrorKind::Corrupt => -7,
             ErrorKind::Http(status) => -1000 - i32::from(status),
         }
     }
@@ -151,6 +155,7 @@ impl ErrorKind {
             -4 => ErrorKind::Refused,
             -5 => ErrorKind::Network,
             -6 => ErrorKind::Throttled,
+            -7 => ErrorKind::Corrupt,
             c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
             c if c < 0 => ErrorKind::Other(c),
             n => ErrorKind::from_errno(n),
@@ -552,6 +557,7 @@ mod tests {
             ErrorKind::Reset,
             ErrorKind::Refused,
             ErrorKind::Network,
+            ErrorKind::Corrupt,
         ] {
             assert_eq!(ErrorKind::from_code(k.code()), k, "{}", k.name());
         }

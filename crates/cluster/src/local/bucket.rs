@@ -163,6 +163,12 @@ impl Bucket {
             obj_size: load.bs.map_or(s3.obj_size, stormark_spec::ObjSize::fixed),
             range: s3.range,
             multipart: s3.multipart,
+            content_seed: job
+                .name
+                .bytes()
+                .fold(0x5eed_u64, |h, b| h.rotate_left(5) ^ u64::from(b))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            verify: s3.verify,
             prepare: None,
             ops: ops.map(|n| share(n, w, workers)),
         }
@@ -316,8 +322,8 @@ impl super::LocalAgent {
                 let work = bucket.prepare_work(job, w, workers);
                 specs.push(stormark_engine::WorkerSpec {
                     backend: stormark_engine::Backend::S3,
-                    bs_min: work.obj_size.max,
-                    bs_max: work.obj_size.max,
+                    bs_min: 4096,
+                    bs_max: 4096,
                     bs_align: 1,
                     read_pct: 0,
                     write_once: true,
