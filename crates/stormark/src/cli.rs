@@ -81,96 +81,21 @@ pub struct S3Args {
     #[arg(long, help_heading = "Keys")]
     pub keep: bool,
 
-    /// Run the whole workload N times; per figure the mean, spread and 95% confidence
-    /// interval over the repetitions.
-    #[arg(
-        long,
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub repeat: Option<String>,
-    /// Expected figures (iops, bw, mean, p50 ... p99.99, max), compared with what is measured.
-    #[arg(
-        long,
-        value_name = "LIST",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub expect: Option<String>,
-    /// Search for the most operations per second meeting every limit (p99<=20ms).
-    #[arg(
-        long,
-        value_name = "LIMITS",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub target_latency: Option<String>,
-    /// Measured time of each search step and curve point [default: 20s].
-    #[arg(
-        long,
-        value_name = "DURATION",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub step_time: Option<String>,
-    /// Most steps the search may take [default: 20].
-    #[arg(
-        long,
-        value_name = "N",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub search_steps: Option<String>,
-    /// Throughput-latency curve: the closed-loop maximum, then open loop at these percentages.
-    #[arg(
-        long,
-        value_name = "PCTS",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub curve: Option<String>,
-    /// Run once per concurrency (concurrency=8,32,128): one phase each, and scaling efficiency.
-    #[arg(
-        long,
-        value_name = "KEY=LIST",
-        allow_hyphen_values = true,
-        help_heading = "Search, curves and repetitions"
-    )]
-    pub sweep: Vec<String>,
+    /// Repetitions, expectations, searches, curves and sweeps.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
 
-    /// Run on these agents at once (host:port, comma-separated): each signs with the keys
-    /// given here and writes under its own prefix.
-    #[arg(long, value_name = "LIST", help_heading = "Distributed")]
-    pub agents: Option<String>,
-    /// Agents from a TOML file: [[agent]] sections with address.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "agents",
-        help_heading = "Distributed"
-    )]
-    pub agents_file: Option<PathBuf>,
-    /// The agents' shared token (one line), required with --agents.
-    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
-    pub token_file: Option<PathBuf>,
-    /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
-    #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
-    pub on_agent_failure: Option<String>,
-    /// Talk TLS to the agents, trusting this CA (PEM): the S3 keys then travel encrypted.
-    #[arg(long, value_name = "FILE", help_heading = "Distributed")]
-    pub tls_ca: Option<PathBuf>,
+    /// Where the results go.
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The agents of a distributed run.
+    #[command(flatten)]
+    pub distributed: DistributedArgs,
     /// An agent's own endpoint, HOST=URL (HOST as in --agents), so that clients spread over
     /// the gateways of a cluster; repeat for each. The others use --endpoint.
     #[arg(long, value_name = "HOST=URL", help_heading = "Distributed")]
     pub host_endpoint: Vec<String>,
-
-    /// Write the results document (JSON) here, even if the run fails.
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No live progress line.
-    #[arg(long, short, help_heading = "Output")]
-    pub quiet: bool,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -254,6 +179,41 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Safety")]
     pub force: bool,
 
+    /// Size jobs, iodepth and file size from this host and the target's media (flags given
+    /// too win); prints what it chose and why.
+    #[arg(long, help_heading = "Sizing and diagnosis")]
+    pub auto: bool,
+    /// Repetitions, expectations, searches, curves and sweeps.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+
+    /// Where the results go.
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The agents of a distributed run.
+    #[command(flatten)]
+    pub distributed: DistributedArgs,
+    /// Per-agent target, HOST=PATH (HOST as in --agents, with or without the port); repeat
+    /// for each agent. TARGET, when given, is the default.
+    #[arg(
+        long = "target",
+        id = "target_map",
+        value_name = "HOST=PATH",
+        help_heading = "Distributed"
+    )]
+    pub target_map: Vec<String>,
+    /// The keys of an S3 run (set by `stormark s3`, never a flag of `run`).
+    #[arg(skip)]
+    pub s3: Option<stormark_cluster::S3Access>,
+    /// Per-agent S3 endpoints, HOST=URL (set by `stormark s3`).
+    #[arg(skip)]
+    pub host_endpoints: Vec<String>,
+}
+
+/// Repetitions, expectations and the shapes of a run (`run` and `s3`).
+#[derive(Debug, Default, Args)]
+pub struct ShapeArgs {
     /// Run the whole workload N times; per figure the mean, spread and 95% confidence
     /// interval over the repetitions.
     #[arg(
@@ -263,10 +223,6 @@ pub struct RunArgs {
         help_heading = "Sizing and diagnosis"
     )]
     pub repeat: Option<String>,
-    /// Size jobs, iodepth and file size from this host and the target's media (flags given
-    /// too win); prints what it chose and why.
-    #[arg(long, help_heading = "Sizing and diagnosis")]
-    pub auto: bool,
     /// Expected figures, to compare with what is measured: iops, bw, mean, p50 ... p99.99, max
     /// (e.g. iops=90k,bw=520MB/s,p99=2ms). A miss is reported as a finding.
     #[arg(
@@ -315,8 +271,8 @@ pub struct RunArgs {
     )]
     pub curve: Option<String>,
     /// Run the workload once per value (bs, size, jobs, iodepth, or agents: the first N; e.g.
-    /// bs=4k,64k,1m); give two to run every combination as a matrix. With jobs or agents,
-    /// scaling efficiency is reported.
+    /// bs=4k,64k,1m; for S3, concurrency=8,32); give two to run every combination as a matrix.
+    /// With jobs or agents, scaling efficiency is reported.
     #[arg(
         long,
         value_name = "KEY=LIST",
@@ -324,18 +280,27 @@ pub struct RunArgs {
         help_heading = "Search, curves and sweeps"
     )]
     pub sweep: Vec<String>,
+}
 
+/// Where the results go (`run` and `s3`).
+#[derive(Debug, Default, Args)]
+pub struct OutputArgs {
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// No live progress line.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+}
 
+/// The agents of a distributed run (`run` and `s3`).
+#[derive(Debug, Default, Args)]
+pub struct DistributedArgs {
     /// Run on these agents at once (host:port, comma-separated) instead of this host.
     #[arg(long, value_name = "LIST", help_heading = "Distributed")]
     pub agents: Option<String>,
-    /// Agents from a TOML file: [[agent]] sections with address and (optional) target.
+    /// Agents from a TOML file: [[agent]] sections with address and, optionally, target (or,
+    /// for S3, endpoint).
     #[arg(
         long,
         value_name = "FILE",
@@ -346,15 +311,6 @@ pub struct RunArgs {
     /// The agents' shared token (one line), required with --agents.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]
     pub token_file: Option<PathBuf>,
-    /// Per-agent target, HOST=PATH (HOST as in --agents, with or without the port); repeat
-    /// for each agent. TARGET, when given, is the default.
-    #[arg(
-        long = "target",
-        id = "target_map",
-        value_name = "HOST=PATH",
-        help_heading = "Distributed"
-    )]
-    pub target_map: Vec<String>,
     /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
     #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
     pub on_agent_failure: Option<String>,
@@ -362,13 +318,6 @@ pub struct RunArgs {
     /// hosts as given in --agents.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]
     pub tls_ca: Option<PathBuf>,
-
-    /// The keys of an S3 run (set by `stormark s3`, never a flag of `run`).
-    #[arg(skip)]
-    pub s3: Option<stormark_cluster::S3Access>,
-    /// Per-agent S3 endpoints, HOST=URL (set by `stormark s3`).
-    #[arg(skip)]
-    pub host_endpoints: Vec<String>,
 }
 
 /// A table of workload flags (in spec): the file flags of `run`, the S3 flags of `s3`.

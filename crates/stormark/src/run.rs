@@ -50,21 +50,21 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
     };
     Ok(RequestOptions {
         flags: args.workload.0.clone(),
-        expect: args.expect.clone(),
+        expect: args.shape.expect.clone(),
         shape: ShapeOptions {
-            target_latency: args.target_latency.clone(),
-            curve: args.curve.clone(),
-            sweep: args.sweep.clone(),
-            step_time: args.step_time.clone(),
-            search_steps: args.search_steps.clone(),
-            repeat: args.repeat.is_some(),
+            target_latency: args.shape.target_latency.clone(),
+            curve: args.shape.curve.clone(),
+            sweep: args.shape.sweep.clone(),
+            step_time: args.shape.step_time.clone(),
+            search_steps: args.shape.search_steps.clone(),
+            repeat: args.shape.repeat.is_some(),
         },
         job_file,
         profile: args.profile.clone(),
         target: args.target.clone(),
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,
-        distributed: args.agents.is_some() || args.agents_file.is_some(),
+        distributed: args.distributed.agents.is_some() || args.distributed.agents_file.is_some(),
         reuse: args.reuse,
         prepare: args.prepare,
     })
@@ -76,7 +76,7 @@ const JOB_FILE_LIMIT: u64 = 16 << 20;
 /// `--agents`/`--agents-file`, `--token-file`, `--tls-ca` and `--target HOST=PATH`; `None`
 /// for a local run. Every mistake is a user error, before anything connects.
 fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Fleet>> {
-    let agents_file = match &args.agents_file {
+    let agents_file = match &args.distributed.agents_file {
         Some(path) => Some((
             path.display().to_string(),
             crate::read_limited(path, JOB_FILE_LIMIT, "an agents file").map_err(|e| {
@@ -90,10 +90,13 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     };
     let mut distributed_only = Vec::new();
     for (given, name) in [
-        (args.token_file.is_some(), "--token-file"),
+        (args.distributed.token_file.is_some(), "--token-file"),
         (!args.target_map.is_empty(), "--target"),
-        (args.on_agent_failure.is_some(), "--on-agent-failure"),
-        (args.tls_ca.is_some(), "--tls-ca"),
+        (
+            args.distributed.on_agent_failure.is_some(),
+            "--on-agent-failure",
+        ),
+        (args.distributed.tls_ca.is_some(), "--tls-ca"),
         (!args.host_endpoints.is_empty(), "--host-endpoint"),
     ] {
         if given {
@@ -101,7 +104,7 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
         }
     }
     let Some(hosts) = hosts(&HostsOptions {
-        agents: args.agents.clone(),
+        agents: args.distributed.agents.clone(),
         agents_file,
         targets: args.target_map.clone(),
         endpoints: args.host_endpoints.clone(),
@@ -112,11 +115,11 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     else {
         return Ok(None);
     };
-    let token_file = args.token_file.as_ref().ok_or_else(|| {
+    let token_file = args.distributed.token_file.as_ref().ok_or_else(|| {
         usage("--agents needs --token-file FILE holding the agents' shared token")
     })?;
     let token = read_token(token_file).map_err(|e| usage(e.to_string()))?;
-    let tls_ca = match &args.tls_ca {
+    let tls_ca = match &args.distributed.tls_ca {
         Some(p) => Some(
             std::fs::read(p)
                 .map_err(|e| usage(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
@@ -158,7 +161,7 @@ fn compare_expected(results: &mut Results, expect: &[Expectation]) {
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
 fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
-    let Some(path) = &args.json else {
+    let Some(path) = &args.output.json else {
         return Ok(None);
     };
     let mut avoid: Vec<&Path> = vec![target];
@@ -230,7 +233,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         allowed_devices: None,
         s3: args.s3.clone(),
     };
-    let repeat: u32 = match args.repeat.as_deref() {
+    let repeat: u32 = match args.shape.repeat.as_deref() {
         None => 1,
         Some(t) => t
             .trim()
@@ -243,13 +246,13 @@ fn run(args: RunArgs) -> Result<Ending> {
                 ))
             })?,
     };
-    let policy: OnAgentFailure = match args.on_agent_failure.as_deref() {
+    let policy: OnAgentFailure = match args.distributed.on_agent_failure.as_deref() {
         None => OnAgentFailure::Abort,
         Some(text) => text
             .parse()
             .map_err(|e: stormark_cluster::AgentError| usage(e.to_string()))?,
     };
-    let show_live = !args.quiet && std::io::stderr().is_terminal();
+    let show_live = !args.output.quiet && std::io::stderr().is_terminal();
     let mut reps = Vec::new();
     let mut outcome = Outcome::Completed;
     for rep in 1..=repeat {
@@ -275,7 +278,7 @@ fn run(args: RunArgs) -> Result<Ending> {
                 }
             },
         };
-        if repeat > 1 && !args.quiet {
+        if repeat > 1 && !args.output.quiet {
             eprintln!("repetition {rep} of {repeat}");
         }
         let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
@@ -324,7 +327,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     }
     // The results file is written whatever happened.
     let mut write_failed = None;
-    if let (Some(out), Some(path)) = (&json, &args.json) {
+    if let (Some(out), Some(path)) = (&json, &args.output.json) {
         if let Err(e) = out.write(Json.render(&results).as_bytes()) {
             write_failed = Some(format!(
                 "--json {}: cannot write results: {e}",
