@@ -90,8 +90,10 @@ fn issue16_hard_link_or_swapped_file_in_a_kept_run_is_refused() {
     let data = vec![0xa5u8; 1 << 20];
     std::fs::write(&precious, &data).unwrap();
     let file = run_dir.join("j0.w0.f0");
-    // A hard link to another file under the recorded name.
-    std::fs::remove_file(&file).unwrap();
+    // A hard link to another file under the recorded name. The original is kept aside, not
+    // removed, for the whole test: a file made later could otherwise get its freed inode
+    // number back and pass for it (the filesystem reuses inode numbers).
+    std::fs::rename(&file, dir.path().join("original")).unwrap();
     std::fs::hard_link(&precious, &file).unwrap();
     let out = reuse_randwrite(&run_dir);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -100,8 +102,8 @@ fn issue16_hard_link_or_swapped_file_in_a_kept_run_is_refused() {
         "{}",
         text(&out)
     );
-    // Another file of the same size renamed in (one link, but another inode; made while the
-    // original still exists, so that it cannot get the freed inode number back).
+    // Another file of the same size renamed in (one link, but another inode: the original
+    // still exists, so the new file cannot have its inode number).
     std::fs::remove_file(&file).unwrap();
     let run2 = kept_run(&dir);
     std::fs::rename(run2.join("j0.w0.f0"), &file).unwrap();
