@@ -799,18 +799,35 @@ fn the_distributed_quick_start_works_as_written() {
     bash(&adapt(parts[0]));
     // On every host: copy it in, make the directories, start the agent.
     for i in 0..3 {
-        let script = format!("cd {root}\n{}", adapt(parts[1]));
+        // Each host its own /etc/stormark (they share this machine's filesystem, and three
+        // `install`s into one path at once race), holding that host's copy of the key pair.
+        let host_etc = dir.path().join(format!("host{i}/etc/stormark"));
+        std::fs::create_dir_all(&host_etc).unwrap();
+        for f in ["agent.pem", "agent.key"] {
+            std::fs::copy(etc.join(f), host_etc.join(f)).unwrap();
+        }
+        let script = format!(
+            "cd {root}\n{}",
+            adapt(parts[1]).replace(&format!("{root}/etc/stormark"), host_etc.to_str().unwrap())
+        );
         let log = dir.path().join(format!("agent{i}.log"));
         net.spawn(i, "bash", &["-euc", &script], &log).unwrap();
     }
-    for a in &net.addresses {
-        wait_until("the agent listens", Duration::from_secs(20), || {
-            TcpStream::connect_timeout(
-                &format!("{a}:7878").parse().unwrap(),
-                Duration::from_millis(200),
-            )
-            .is_ok()
-        });
+    for (i, a) in net.addresses.iter().enumerate() {
+        // A readiness wait, not a timing check: generous, for a loaded 2-core machine running
+        // the other cluster tests at once; on failure the agent's own words are shown.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect_timeout(
+            &format!("{a}:7878").parse().unwrap(),
+            Duration::from_millis(200),
+        )
+        .is_err()
+        {
+            let log = std::fs::read_to_string(dir.path().join(format!("agent{i}.log")))
+                .unwrap_or_default();
+            assert!(Instant::now() < deadline, "agent {i} never listened: {log}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
     // On the coordinator: the run.
     bash(&adapt(parts[2]));
