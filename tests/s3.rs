@@ -755,3 +755,44 @@ fn verify_counts_an_object_changed_behind_the_run_as_corrupt() {
         "the other objects pass"
     );
 }
+
+#[test]
+fn a_latency_target_search_climbs_connections() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "search",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "20",
+            "--concurrency",
+            "4",
+            "--target-latency",
+            "p99<=10s",
+            "--step-time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    // A target every step meets: the ladder climbs to the most connections allowed.
+    let search = &doc["search"];
+    assert!(search["best"].is_string(), "{search}");
+    let steps = search["steps"].as_array().unwrap();
+    assert_eq!(
+        steps.last().unwrap()["load"]["jobs"].as_u64(),
+        Some(4),
+        "{search}"
+    );
+    assert!(
+        out.contains("connections") && out.contains("ops/s"),
+        "{out}"
+    );
+    assert_eq!(m.objects("search", "stormark/"), Vec::<String>::new());
+}

@@ -35,7 +35,24 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
         .iter()
         .map(|t| format!("{} <= {}", t.stat, format_latency(t.limit_ns)))
         .collect();
-    let mut header: Vec<String> = ["step", "workers x depth", "rate asked", "IOPS", "bandwidth"]
+    // An S3 search climbs connections and counts operations, not I/Os.
+    let objects = r
+        .phases
+        .iter()
+        .any(|p| p.jobs.iter().any(|j| j.engine == "s3"));
+    let (load_head, rate_head) = if objects {
+        ("connections", "ops/s")
+    } else {
+        ("workers x depth", "IOPS")
+    };
+    let shown = |jobs: u32, depth: u32| {
+        if objects {
+            format!("{jobs} connection{}", if jobs == 1 { "" } else { "s" })
+        } else {
+            format!("{jobs} workers x depth {depth}")
+        }
+    };
+    let mut header: Vec<String> = ["step", load_head, "rate asked", rate_head, "bandwidth"]
         .iter()
         .map(|h| h.to_string())
         .collect();
@@ -45,7 +62,11 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
     for step in &s.steps {
         let mut row = vec![
             Cell::new(step.phase.trim_start_matches("search-step-")),
-            Cell::new(format!("{} x {}", step.load.jobs, step.load.iodepth)),
+            Cell::new(if objects {
+                step.load.jobs.to_string()
+            } else {
+                format!("{} x {}", step.load.jobs, step.load.iodepth)
+            }),
             Cell::new(
                 step.load
                     .rate_iops
@@ -96,19 +117,15 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
                 .collect();
             let load = match best.load.rate_iops {
                 Some(rate) => format!(
-                    "open loop at {} IOPS, {} workers x depth {}{hosts}",
+                    "open loop at {} {rate_head}, {}{hosts}",
                     format_iops(rate),
-                    best.load.jobs,
-                    best.load.iodepth
+                    shown(best.load.jobs, best.load.iodepth)
                 ),
-                None => format!(
-                    "{} workers x depth {}{hosts}",
-                    best.load.jobs, best.load.iodepth
-                ),
+                None => format!("{}{hosts}", shown(best.load.jobs, best.load.iodepth)),
             };
             let _ = writeln!(
                 out,
-                "  best sustained: {} IOPS ({}) with {} ({load}; {})",
+                "  best sustained: {} {rate_head} ({}) with {} ({load}; {})",
                 format_iops(best.iops),
                 format_bw(best.bw_bytes_per_s),
                 figures.join(", "),
