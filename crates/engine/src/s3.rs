@@ -59,9 +59,6 @@ impl S3Work {
     }
 }
 
-/// What a verified GET that read other bytes than were written fails with.
-const CORRUPT: &str = "the data read is not what was written";
-
 /// The first 16 bytes of prepared object `i`: `stormark` and the index.
 fn header(i: u64) -> [u8; 16] {
     let mut h = [0u8; 16];
@@ -92,10 +89,22 @@ fn matches_object(body: &Bytes, i: u64, offset: u64, got: &[u8]) -> bool {
     })
 }
 
+/// Whether a verified GET of prepared object `object` (or `range` of it) brought every byte
+/// back as written: a short body is corrupt too.
+fn intact(
+    work: &S3Work,
+    body: &Bytes,
+    object: Option<u64>,
+    range: Option<(u64, u64)>,
+    fetched: &stormark_s3::Fetched,
+) -> bool {
+    let i = object.expect("GETs read prepared objects");
+    let (offset, want) = range.unwrap_or((0, work.obj_size.of_object(i)));
+    let got = fetched.body.as_deref().unwrap_or_default();
+    fetched.bytes == want && matches_object(body, i, offset, got)
+}
+
 fn kind_of(e: &S3Error) -> ErrorKind {
-    if matches!(e, S3Error::Config(m) if m == CORRUPT) {
-        return ErrorKind::Corrupt;
-    }
     match e {
         S3Error::Status {
             status: 503 | 429, ..
@@ -211,17 +220,9 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 }
                 .map(|f| (f, size))
             }
-            Op::Get if work.verify => client.get_kept(&work.bucket, &key, range).and_then(|f| {
-                let i = object.expect("GETs read prepared objects");
-                let (offset, want) = range.unwrap_or((0, work.obj_size.of_object(i)));
-                let got = f.body.as_deref().unwrap_or_default();
-                // Every byte there (a short body is corrupt too), each as written.
-                if f.bytes == want && matches_object(&body, i, offset, got) {
-                    let b = f.bytes;
-                    Ok((f, b))
-                } else {
-                    Err(S3Error::Config(CORRUPT.into()))
-                }
+            Op::Get if work.verify => client.get_kept(&work.bucket, &key, range).map(|f| {
+                let b = f.bytes;
+                (f, b)
             }),
             Op::Get => match range {
                 Some((offset, len)) => client.get_range(&work.bucket, &key, offset, len),
@@ -244,6 +245,14 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         let service = now.saturating_duration_since(start).as_nanos() as u64;
         match result {
+            Ok((fetched, _))
+                if op == Op::Get
+                    && work.verify
+                    && !intact(&work, &body, object, range, &fetched) =>
+            {
+                ctx.rec.record_error(op, ErrorKind::Corrupt, 0, 0);
+                ctx.consecutive_errors += 1;
+            }
             Ok((fetched, bytes)) => {
                 if op == Op::Get {
                     let first = fetched.first_byte.saturating_duration_since(start);
