@@ -66,7 +66,8 @@ for op in put get; do
      if [ "$tool" = warp ]; then
        extra=(); [ "$op" = get ] && extra=(--objects "$objects")
        read -r cpu win < <(sample "$WARP" "$op" --host "127.0.0.1:$port" --access-key "$AK" --secret-key "$SK" \
-          --bucket warp-bench --obj.size "$size" --concurrent "$conc" --duration "${RUNTIME}s" "${extra[@]}")
+          --bucket warp-bench --obj.size "$size" --concurrent "$conc" --duration "${RUNTIME}s" \
+          --benchdata "$work/warp-$case_name-$r" "${extra[@]}")
        line=$(grep -m1 'Average:' "$work/out")
        ops=$(sed -E 's/.*, ([0-9.]+) obj\/s.*/\1/' <<<"$line")
        mib=$(sed -E 's/.*Average: ([0-9.]+) MiB\/s.*/\1/' <<<"$line")
