@@ -796,3 +796,68 @@ fn a_latency_target_search_climbs_connections() {
     );
     assert_eq!(m.objects("search", "stormark/"), Vec::<String>::new());
 }
+
+#[test]
+fn embedded_server_needs_nothing_installed_and_leaves_nothing_behind() {
+    let dir = temp_dir(TMP);
+    let tmpdir = dir.path().join("tmp");
+    std::fs::create_dir(&tmpdir).unwrap();
+    let json = dir.path().join("r.json");
+    let out = Command::new(BIN)
+        .args([
+            "s3",
+            "--embedded",
+            "--op-mix",
+            "put=30,get=50,delete=10,list=10",
+            "--obj-size",
+            "8k",
+            "--concurrency",
+            "4",
+            "--time",
+            "3s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .env("TMPDIR", &tmpdir)
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "ok", "{doc}");
+    let run = measured(&doc);
+    for op in ["put", "get", "delete", "list"] {
+        let n = run["by_op"][op]["ops"].as_u64().unwrap_or(0);
+        assert!(n > 0, "no {op} in {run}");
+    }
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("embedded S3 server"), "{notes}");
+    // The server's directory, with every object in it, is gone.
+    assert_eq!(stormark_testkit::entries(&tmpdir), Vec::<String>::new());
+
+    // Its endpoint and keys are its own: giving others is a mistake, said before anything runs.
+    for (extra, expect) in [
+        (
+            &["--endpoint", "http://127.0.0.1:9000"][..],
+            "--embedded serves its own endpoint",
+        ),
+        (
+            &["--access-key", "k", "--secret-key", "s"][..],
+            "--embedded makes its own keys",
+        ),
+        (
+            &["--embedded-listen", "0.0.0.0:0"][..],
+            "--embedded-listen 0.0.0.0:0",
+        ),
+    ] {
+        let mut args = vec!["s3", "--embedded", "--time", "1s", "-q"];
+        args.extend_from_slice(extra);
+        let out = Bin(BIN).run(&args);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(expect), "{expect}: {t}");
+    }
+}

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod embedded;
 mod list;
 mod tls;
 
@@ -17,6 +18,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 pub use client::{Client, Fetched};
+pub use embedded::{EmbeddedError, EmbeddedServer};
 pub use list::{parse_list, Listing};
 pub use tls::tls_config;
 

@@ -32,6 +32,8 @@ pub enum Command {
 
 const S3_EXAMPLES: &str = "\
 Examples:
+  stormark s3 --embedded --op-mix put=50,get=50 --obj-size 64k --time 10s
+      a first try with nothing installed: an S3 server inside stormark, on a temporary directory
   stormark s3 --endpoint http://127.0.0.1:9000 --bucket bench --op-mix get --obj-size 4k --concurrency 16
       GETs of 4 KiB objects (1000 written first) from 16 connections for 30 s
   stormark s3 --endpoint http://minio:9000 --bucket bench --create-bucket \\
@@ -80,6 +82,20 @@ pub struct S3Args {
     /// Leave the objects the run wrote in the bucket.
     #[arg(long, help_heading = "Keys")]
     pub keep: bool,
+    /// Start an S3 server inside stormark (s3s with its filesystem backend) on a fresh
+    /// directory under TMPDIR, and measure it: for trying the command with nothing installed.
+    /// Its endpoint, bucket and keys are made for the run; the directory is removed at the end.
+    #[arg(long, help_heading = "Embedded server")]
+    pub embedded: bool,
+    /// Where the embedded server listens (agents must reach it there) [default: 127.0.0.1:0,
+    /// a free port on loopback].
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        requires = "embedded",
+        help_heading = "Embedded server"
+    )]
+    pub embedded_listen: Option<std::net::SocketAddr>,
 
     /// Repetitions, expectations, searches, curves and sweeps.
     #[command(flatten)]
@@ -209,6 +225,9 @@ pub struct RunArgs {
     /// Per-agent S3 endpoints, HOST=URL (set by `stormark s3`).
     #[arg(skip)]
     pub host_endpoints: Vec<String>,
+    /// Notes for the results, from the command that made this run (`s3 --embedded`).
+    #[arg(skip)]
+    pub notes: Vec<String>,
 }
 
 /// Repetitions, expectations and the shapes of a run (`run` and `s3`).

@@ -282,6 +282,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             eprintln!("repetition {rep} of {repeat}");
         }
         let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
+        results.notes.extend(args.notes.iter().cloned());
         results
             .notes
             .extend(auto.iter().map(|r| format!("auto: {r}")));

@@ -3,15 +3,65 @@
 
 use anyhow::Result;
 use stormark_cluster::S3Access;
-use stormark_s3::{profile_credentials, Credentials};
+use stormark_s3::{profile_credentials, Credentials, EmbeddedServer};
 
 use crate::cli::{RunArgs, S3Args, WorkloadFlags};
 use crate::{usage, Ending};
 
 pub fn main(args: S3Args) -> Result<Ending> {
-    let credentials = credentials(&args)?;
+    let given = |key: &str| args.workload.0.iter().find(|(k, _)| *k == key);
     let mut flags = vec![("kind", "s3".to_string())];
-    flags.extend(args.workload.0.iter().cloned());
+    let mut notes = Vec::new();
+    // Declared before the run so that it outlives it: dropping it stops the server and
+    // removes its directory.
+    let server;
+    let credentials = if args.embedded {
+        if given("endpoint").is_some() || !args.host_endpoint.is_empty() {
+            return Err(usage(
+                "--embedded serves its own endpoint: leave out --endpoint and --host-endpoint",
+            ));
+        }
+        if args.access_key.is_some() || args.secret_key.is_some() || args.aws_profile.is_some() {
+            return Err(usage(
+                "--embedded makes its own keys: leave out --access-key, --secret-key and --aws-profile",
+            ));
+        }
+        let bucket =
+            given("bucket").map_or_else(|| EMBEDDED_BUCKET.to_string(), |(_, b)| b.clone());
+        let listen = args
+            .embedded_listen
+            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        if listen.ip().is_unspecified() {
+            return Err(usage(format!(
+                "--embedded-listen {listen}: give an address the clients can connect to, such as 127.0.0.1:9000 or this host's address"
+            )));
+        }
+        server = EmbeddedServer::start(listen, &std::env::temp_dir(), &bucket)
+            .map_err(|e| usage(e.to_string()))?;
+        if !args.output.quiet {
+            eprintln!(
+                "embedded S3 server at {} on {}",
+                server.endpoint(),
+                server.dir().display()
+            );
+        }
+        notes.push(format!(
+            "the figures are of stormark's embedded S3 server (s3s-fs on {}, in the client's own process and CPUs), not of a storage service",
+            server.dir().display()
+        ));
+        flags.push(("endpoint", server.endpoint().to_string()));
+        flags.push(("bucket", bucket));
+        server.credentials().clone()
+    } else {
+        credentials(&args)?
+    };
+    flags.extend(
+        args.workload
+            .0
+            .iter()
+            .filter(|(k, _)| !(args.embedded && *k == "bucket"))
+            .cloned(),
+    );
     let run = RunArgs {
         workload: WorkloadFlags::from_pairs(flags),
         keep: args.keep,
@@ -20,6 +70,7 @@ pub fn main(args: S3Args) -> Result<Ending> {
         output: args.output,
         distributed: args.distributed,
         host_endpoints: args.host_endpoint,
+        notes,
         s3: Some(S3Access {
             credentials,
             create_bucket: args.create_bucket,
@@ -30,6 +81,9 @@ pub fn main(args: S3Args) -> Result<Ending> {
     };
     crate::run::main(run)
 }
+
+/// The bucket of `--embedded` unless `--bucket` names one.
+const EMBEDDED_BUCKET: &str = "stormark";
 
 /// The keys: flags, else the environment, else a profile of the shared credentials file.
 fn credentials(args: &S3Args) -> Result<Credentials> {
