@@ -5,12 +5,18 @@
 # seconds (1 MiB file per agent, 4 KiB direct random reads, psync: every agent sends a
 # snapshot with its histograms every second), and prints the coordinator's CPU time over its
 # wall time and its peak RSS (GNU time), and its CPU share in the steady state of the run.
-# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), STORMARK=<binary>, BENCH_DIR
+# KIND=s3 runs an S3 workload instead (every agent GETs and PUTs 4 KiB objects, 70/30, over
+# one connection against the coordinator's embedded server, `stormark s3 --embedded`): each
+# snapshot then carries a histogram per operation and GET's first-byte times. The embedded
+# server runs inside the coordinator's process on threads named s3-embedded; the steady-state
+# figure leaves them out (per-thread times from /proc/PID/task), the whole-run one does not.
+# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3), STORMARK=<binary>, BENCH_DIR
 # Writes only a directory it creates under BENCH_DIR (default ./bench-data) and removes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTS=${AGENTS:-64}
 RUNTIME=${RUNTIME:-30}
+KIND=${KIND:-file}
 BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
 if [ -z "${STORMARK:-}" ]; then
   cargo build --release --locked -q
@@ -49,18 +55,32 @@ for i in $(seq 0 $((AGENTS - 1))); do
     sleep 0.1
   done
 done
-echo "cores: $(nproc)  agents: $AGENTS  runtime: ${RUNTIME}s"
-${PROFILE:-} /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" run --agents "$agents" "${targets[@]}" \
-  --token-file "$WORK/token" --engine psync --direct --rw randread --bs 4k --size 1m \
+echo "cores: $(nproc)  agents: $AGENTS  runtime: ${RUNTIME}s  kind: $KIND"
+case $KIND in
+  file)
+    command=(run --agents "$agents" "${targets[@]}" --token-file "$WORK/token" --engine psync
+      --direct --rw randread --bs 4k --size 1m) ;;
+  s3)
+    command=(s3 --embedded --agents "$agents" --token-file "$WORK/token" --op-mix get=70,put=30
+      --obj-size 4k --objects 64 --concurrency 1) ;;
+  *) echo "KIND=$KIND: expected file or s3" >&2; exit 2 ;;
+esac
+${PROFILE:-} /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" "${command[@]}" \
   --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null &
 timer=$!
 # Steady state: the coordinator's CPU time (utime + stime, /proc/PID/stat) from 6 s after its
 # start, when every agent runs, to 2 s before the run's end.
 sleep 1
-coord=$(pgrep -P "$timer" -f "stormark run" | head -1 || true)
+coord=$(pgrep -P "$timer" -f "stormark ${command[0]}" | head -1 || true)
+# utime + stime of every thread of the coordinator but the embedded S3 server's. The comm
+# field is in parentheses and may hold spaces: split after the last ')'.
 ticks() {
   local v
-  v=$(awk '{print $14 + $15}' "/proc/$coord/stat" 2>/dev/null | head -1)
+  v=$(cat /proc/"$coord"/task/*/stat 2>/dev/null | awk '{
+    comm = $0; sub(/^[^(]*\(/, "", comm); sub(/\).*$/, "", comm)
+    rest = $0; sub(/^.*\) /, "", rest); split(rest, f, " ")
+    if (comm != "s3-embedded") sum += f[12] + f[13]
+  } END { print sum + 0 }')
   echo "${v:-0}"
 }
 sleep 5
@@ -79,7 +99,7 @@ run = [p for p in r["phases"] if p["name"] == "run"][0]
 starts = list(run["host_starts_ns"].values())
 print(f"status {r['status']}  hosts {len(run['by_host'])}  intervals {len(run['intervals'])}  "
       f"IOPS {run['total']['iops']:.0f}  start spread {(max(starts) - min(starts)) / 1e6:.2f} ms")
-print(f"coordinator: wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
+print(f"coordinator (with the embedded server, if any): wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
       f"peak RSS {int(rss_kib) / 1024:.1f} MiB")
 steady = open(work + "/steady").read().split()
 t0, t1, s0, s1, hz = (float(x) for x in steady[:5]) if len(steady) == 5 else (0, 0, 0, 1, 1)
