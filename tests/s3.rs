@@ -861,3 +861,59 @@ fn embedded_server_needs_nothing_installed_and_leaves_nothing_behind() {
         assert!(t.contains(expect), "{expect}: {t}");
     }
 }
+
+#[test]
+fn a_full_server_disk_is_counted_named_and_the_objects_still_deleted() {
+    if !stormark_testkit::require_root(
+        "a_full_server_disk_is_counted_named_and_the_objects_still_deleted",
+    ) {
+        return;
+    }
+    // 48 MiB of tmpfs under MinIO: 1 MiB PUTs fill it within the run.
+    let m = Minio::start_small(TMP, 48);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "full",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1m",
+            "--concurrency",
+            "2",
+            "--time",
+            "10s",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(doc["status"], "failed", "{doc}");
+    let run = measured(&doc);
+    let server_errors: u64 = run["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"].as_str().is_some_and(|k| k.starts_with("http-5")))
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert!(server_errors > 0, "{run}");
+    // Errors name their job even when every worker stopped on them.
+    assert!(
+        run["errors"].as_array().unwrap().iter().all(|e| e["job"] == "s3-put-1m"),
+        "{run}"
+    );
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert!(
+        codes.contains(&"s3-server-full") || codes.contains(&"s3-server-errors"),
+        "{codes:?}"
+    );
+    // What did go up is deleted, even from a full server.
+    assert_eq!(m.objects("full", ""), Vec::<String>::new());
+}

@@ -274,7 +274,7 @@ impl Coordinator {
         let (result, phase) = self.phase(
             "prepare",
             Stage::Prepare,
-            (None, None),
+            (None, None, &[]),
             start,
             start_wall,
             live,
@@ -301,7 +301,11 @@ impl Coordinator {
             let (result, phase) = self.phase(
                 &name,
                 Stage::Run(stage),
-                (load.jobs, hosts),
+                (
+                    load.jobs,
+                    hosts,
+                    stages.get(stage).map_or(&[][..], Vec::as_slice),
+                ),
                 start,
                 start_wall,
                 live,
@@ -331,7 +335,7 @@ impl Coordinator {
         &mut self,
         name: &str,
         stage: Stage,
-        (jobs_cap, hosts_cap): (Option<u32>, Option<usize>),
+        (jobs_cap, hosts_cap, known_jobs): (Option<u32>, Option<usize>, &[PhaseJob]),
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
@@ -525,7 +529,9 @@ impl Coordinator {
         };
         let measured_start = host_starts.iter().flatten().min().copied();
         let phase = measured_start.map(|first| {
-            acc.set_jobs(jobs.unwrap_or_default());
+            // The jobs as an agent ran them; as validated when none finished (every host
+            // failed), so that errors still name their job.
+            acc.set_jobs(jobs.unwrap_or_else(|| known_jobs.to_vec()));
             let duration = acc.end_ns();
             let mut p = acc.finish(since(first), duration);
             p.host_starts_ns = host_starts

@@ -16,7 +16,61 @@ pub const LINK_SHARE: f64 = 0.8;
 /// The S3 rules on one measured phase; `inventory` is the client host's (the first host).
 pub(crate) fn object_findings(p: &Phase, inventory: Option<&Inventory>, out: &mut Vec<Finding>) {
     throttled(p, out);
+    server_errors(p, out);
     get_time(p, inventory, out);
+}
+
+/// The service failed requests itself (HTTP 5xx other than throttling): 507 says its storage
+/// is full, 500 is its own failure (a full or failing disk behind it, among others).
+fn server_errors(p: &Phase, out: &mut Vec<Finding>) {
+    let mut by_status: Vec<(u16, u64)> = Vec::new();
+    for e in &p.errors {
+        let Some(status) = e
+            .kind
+            .strip_prefix("http-")
+            .and_then(|s| s.parse::<u16>().ok())
+            .filter(|s| (500..600).contains(s))
+        else {
+            continue;
+        };
+        match by_status.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, n)) => *n += e.count,
+            None => by_status.push((status, e.count)),
+        }
+    }
+    if by_status.is_empty() {
+        return;
+    }
+    by_status.sort_unstable();
+    let count: u64 = by_status.iter().map(|(_, n)| n).sum();
+    let full = by_status.iter().any(|(s, _)| *s == 507);
+    let list = by_status
+        .iter()
+        .map(|(s, n)| format!("HTTP {s} x{n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    out.push(Finding {
+        severity: Severity::Critical,
+        code: if full { "s3-server-full" } else { "s3-server-errors" }.into(),
+        message: if full {
+            format!(
+                "phase {}: the service says its storage is full (507 Insufficient Storage): {list}",
+                p.name
+            )
+        } else {
+            format!("phase {}: the service failed {count} requests itself: {list}", p.name)
+        },
+        evidence: json!({
+            "phase": p.name,
+            "by_status": by_status.iter().map(|(s, n)| json!({"status": s, "count": n})).collect::<Vec<_>>(),
+            "completed": p.total.ops,
+        }),
+        advice: if full {
+            "Free space on the service's drives (or raise its free-space threshold), or run with smaller objects or fewer of them (--objects, --obj-size, --time); the figures after the first failure are not the service's throughput.".into()
+        } else {
+            "These are the service's failures, not the client's: read its logs for the time of the run. A full or failing drive behind the service answers this way; check its free space and health.".into()
+        },
+    });
 }
 
 fn throttled(p: &Phase, out: &mut Vec<Finding>) {

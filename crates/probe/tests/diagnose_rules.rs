@@ -335,3 +335,29 @@ fn s3_throttling() {
     });
     assert_eq!(codes(&r), ["s3-throttled"]);
 }
+
+#[test]
+fn s3_server_failures_and_a_full_server() {
+    let error = |kind: &str, count: u64| stormark_stats::ErrorSummary {
+        host: "node1".into(),
+        job: "s3-put-1m".into(),
+        op: "put".into(),
+        kind: kind.into(),
+        count,
+        first_offset: 0,
+    };
+    let mut r = run(120, |_| {});
+    r.phases[0].errors.push(error("http-500", 7));
+    r.phases[0].errors.push(error("http-404", 3));
+    assert_eq!(codes(&r), ["s3-server-errors"]);
+    let f = &diagnose(&r)
+        .into_iter()
+        .find(|f| f.code == "s3-server-errors")
+        .unwrap();
+    assert!(f.message.contains("failed 7 requests"), "{}", f.message);
+    r.phases[0].errors.push(error("http-507", 5));
+    assert_eq!(codes(&r), ["s3-server-full"]);
+    // A client error alone (404) is not the service's failure.
+    r.phases[0].errors.retain(|e| e.kind == "http-404");
+    assert_eq!(codes(&r), Vec::<String>::new());
+}

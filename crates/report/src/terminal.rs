@@ -380,10 +380,18 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     }
     let _ = writeln!(out, "{table}");
     for e in &p.errors {
+        // Requests over the network (S3) have no offset to name.
+        let networked = e.kind.starts_with("http-")
+            || ["throttled", "timeout", "reset", "refused", "network"].contains(&e.kind.as_str());
+        let at = if networked {
+            String::new()
+        } else {
+            format!(" (first at offset {})", e.first_offset)
+        };
         let _ = writeln!(
             out,
-            "  errors: {} {} {} x{} (first at offset {}) on {}",
-            e.job, e.op, e.kind, e.count, e.first_offset, e.host
+            "  errors: {} {} {} x{}{at} on {}",
+            e.job, e.op, e.kind, e.count, e.host
         );
     }
     out

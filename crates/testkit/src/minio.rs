@@ -22,6 +22,8 @@ pub struct Minio {
     pub data: TempDir,
     child: Child,
     _certs: Option<TempDir>,
+    /// Its data directory is a tmpfs mounted by [`Minio::start_small`], unmounted on drop.
+    mounted: bool,
 }
 
 /// Whether an https server on `port` answers its readiness check (with curl, certificate
@@ -96,21 +98,37 @@ impl Minio {
         let (ca, cert, key) = crate::certificates(certs.path(), "127.0.0.1");
         std::fs::rename(&cert, certs.path().join("public.crt")).expect("placing the certificate");
         std::fs::rename(&key, certs.path().join("private.key")).expect("placing the key");
-        let m = Minio::launch(base, "127.0.0.1", Some(certs));
+        let m = Minio::launch(base, "127.0.0.1", Some(certs), None);
         (m, ca)
     }
 
     /// Starts MinIO listening on `ip` (the bridge of a [`crate::NetCluster`], for agents in
     /// its namespaces).
     pub fn start_on(base: &str, ip: &str) -> Minio {
-        Minio::launch(base, ip, None)
+        Minio::launch(base, ip, None, None)
     }
 
-    fn launch(base: &str, ip: &str, certs: Option<TempDir>) -> Minio {
+    /// Starts MinIO on a tmpfs of `mib` MiB of its own (root only: it mounts), so that a test
+    /// can fill its disk.
+    pub fn start_small(base: &str, mib: u64) -> Minio {
+        Minio::launch(base, "127.0.0.1", None, Some(mib))
+    }
+
+    fn launch(base: &str, ip: &str, certs: Option<TempDir>, tmpfs_mib: Option<u64>) -> Minio {
         let bin = minio_binary().expect(
             "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
         );
         let data = temp_dir(base);
+        if let Some(mib) = tmpfs_mib {
+            let ok = Command::new("mount")
+                .args(["-t", "tmpfs", "-o"])
+                .arg(format!("size={mib}m"))
+                .arg("tmpfs")
+                .arg(data.path())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "mounting a tmpfs on {}", data.path().display());
+        }
         let (port, console) = (free_port(ip), free_port(ip));
         let (access_key, secret_key) = (
             "stormark-test".to_string(),
@@ -145,6 +163,7 @@ impl Minio {
             data,
             child,
             _certs: certs,
+            mounted: tmpfs_mib.is_some(),
         };
         let until = Instant::now() + Duration::from_secs(60);
         let tls = m._certs.is_some();
@@ -210,5 +229,8 @@ impl Drop for Minio {
         self.signal("CONT");
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if self.mounted {
+            let _ = Command::new("umount").arg(self.data.path()).status();
+        }
     }
 }
