@@ -901,7 +901,11 @@ fn a_full_server_disk_is_counted_named_and_the_objects_still_deleted() {
     assert!(server_errors > 0, "{run}");
     // Errors name their job even when every worker stopped on them.
     assert!(
-        run["errors"].as_array().unwrap().iter().all(|e| e["job"] == "s3-put-1m"),
+        run["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["job"] == "s3-put-1m"),
         "{run}"
     );
     let codes: Vec<&str> = doc["findings"]
@@ -916,4 +920,73 @@ fn a_full_server_disk_is_counted_named_and_the_objects_still_deleted() {
     );
     // What did go up is deleted, even from a full server.
     assert_eq!(m.objects("full", ""), Vec::<String>::new());
+}
+
+#[test]
+fn a_sweep_over_object_sizes_reads_objects_of_each_size() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "sweep",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get=80,put=20",
+            "--verify",
+            "--objects",
+            "20",
+            "--sweep",
+            "obj-size=4k,96k",
+            "--sweep",
+            "concurrency=1,2",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let points = doc["sweep"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4, "{doc}");
+    let swept: Vec<&serde_json::Value> = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "sweep-point")
+        .collect();
+    assert_eq!(swept.len(), 4, "{doc}");
+    for p in swept {
+        let size = if p["name"].as_str().unwrap().contains("obj-size=4k") {
+            4096
+        } else {
+            96 * 1024
+        };
+        for op in ["get", "put"] {
+            let s = &p["by_op"][op];
+            // Every GET read a whole object of the phase's size (checked byte for byte), and
+            // every PUT wrote one.
+            assert_eq!(
+                s["bytes"].as_u64().unwrap(),
+                s["ops"].as_u64().unwrap() * size,
+                "{op} {p}"
+            );
+            assert_eq!(s["errors"].as_u64().unwrap_or(0), 0, "{op} {p}");
+        }
+    }
+    // Prepared at both sizes, and every object deleted at the end.
+    assert_eq!(measured_prepare_puts(&doc), 40);
+    assert_eq!(m.objects("sweep", ""), Vec::<String>::new());
+    // A file-run sweep key on an S3 run is refused, naming the S3 one.
+    let (code, _, out) = s3(&m, "sweep", &dir, &["--sweep", "bs=4k,8k"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--sweep obj-size"), "{out}");
+}
+
+fn measured_prepare_puts(doc: &serde_json::Value) -> u64 {
+    doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "prepare")
+        .map_or(0, |p| p["by_op"]["put"]["ops"].as_u64().unwrap())
 }

@@ -42,6 +42,9 @@ pub struct S3Work {
     pub verify: bool,
     /// The preparation: PUT the objects to read with these indexes, then stop.
     pub prepare: Option<std::ops::Range<u32>>,
+    /// The preparation goes on with the same indexes under each of these prefixes, at each
+    /// size (the sizes of a sweep over object sizes).
+    pub prepare_next: Vec<(String, stormark_spec::ObjSize)>,
     /// Operations after which the worker stops (its share of `--ops`).
     pub ops: Option<u64>,
 }
@@ -120,10 +123,15 @@ fn kind_of(e: &S3Error) -> ErrorKind {
 /// Runs the worker's requests until its stop rule, the deadline or too many failures in a
 /// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
 pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    let work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
+    let mut work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
-    let len = work.obj_size.max as usize;
+    let len = work
+        .prepare_next
+        .iter()
+        .map(|(_, size)| size.max)
+        .fold(work.obj_size.max, u64::max) as usize;
+    let mut prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
     // The job's contents: one body, of which each PUT sends the first `size` bytes (a
     // reference-counted slice, no copy per request). Prepared objects carry their index in
     // their first 16 bytes, so that a GET of the wrong object is told from a right one.
@@ -157,7 +165,20 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // The prepared object read or written, by index.
         let mut object = None;
         let op = if let Some(todo) = &mut prepare {
-            let Some(i) = todo.next() else { break };
+            let i = match todo.next() {
+                Some(i) => i,
+                None => {
+                    // This size is done: the same indexes at the next one, if any.
+                    let Some((prefix, size)) = prepare_next.next() else {
+                        break;
+                    };
+                    work.read_prefix = prefix;
+                    work.obj_size = size;
+                    *todo = work.prepare.clone().expect("preparing");
+                    let Some(i) = todo.next() else { break };
+                    i
+                }
+            };
             key.push_str(&work.read_prefix);
             push_number(&mut key, u64::from(i));
             size = work.obj_size.of_object(u64::from(i));

@@ -215,6 +215,26 @@ impl Shape {
                 for s in sweeps {
                     let most = *s.values.iter().max().expect("a sweep has values");
                     match s.key {
+                        SweepKey::Bs if job.s3.is_some() => {
+                            return Err("--sweep bs: an S3 run sweeps obj-size (--sweep obj-size=4k,64k,1m)".into());
+                        }
+                        SweepKey::Size | SweepKey::Iodepth if job.s3.is_some() => {
+                            return Err(format!(
+                                "--sweep {}: an S3 run sweeps obj-size, concurrency or agents",
+                                s.key.name()
+                            ));
+                        }
+                        SweepKey::ObjSize => {
+                            let Some(s3) = job.s3.as_mut() else {
+                                return Err(
+                                    "--sweep obj-size is for S3 runs; a file run sweeps bs".into(),
+                                );
+                            };
+                            // The objects for reads exist at every swept size.
+                            let mut sizes = s.values.clone();
+                            sizes.sort_unstable();
+                            s3.prepare_sizes = sizes;
+                        }
                         SweepKey::Bs => {
                             job.bs.min = most;
                             job.bs.max = most;
@@ -276,7 +296,7 @@ pub enum Plan {
 /// How a sweep value is written in a phase name: sizes as typed (`4k`), counts as numbers.
 fn show(key: SweepKey, v: u64) -> String {
     match key {
-        SweepKey::Bs | SweepKey::Size => format_size(v),
+        SweepKey::Bs | SweepKey::Size | SweepKey::ObjSize => format_size(v),
         SweepKey::Jobs | SweepKey::Iodepth | SweepKey::Agents => v.to_string(),
     }
 }
@@ -338,7 +358,7 @@ impl Plan {
                     for (k, v) in &combo {
                         match k {
                             SweepKey::Agents => hosts = Some(*v as usize),
-                            SweepKey::Bs => load.bs = Some(*v),
+                            SweepKey::Bs | SweepKey::ObjSize => load.bs = Some(*v),
                             SweepKey::Size => load.size = Some(*v),
                             SweepKey::Jobs => load.jobs = Some(*v as u32),
                             SweepKey::Iodepth => load.iodepth = Some(*v as u32),

@@ -36,10 +36,7 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
         .map(|t| format!("{} <= {}", t.stat, format_latency(t.limit_ns)))
         .collect();
     // An S3 search climbs connections and counts operations, not I/Os.
-    let objects = r
-        .phases
-        .iter()
-        .any(|p| p.jobs.iter().any(|j| j.engine == "s3"));
+    let objects = objects(r);
     let (load_head, rate_head) = if objects {
         ("connections", "ops/s")
     } else {
@@ -155,13 +152,21 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
     out
 }
 
+/// Whether the run's phases are operations on objects (S3), counted as ops/s, not IOPS.
+fn objects(r: &Results) -> bool {
+    r.phases
+        .iter()
+        .any(|p| p.jobs.iter().any(|j| j.engine == "s3"))
+}
+
 /// The maximum, then each point of the curve: asked rate, achieved, latency.
-pub(crate) fn curve_text(c: &CurveReport) -> String {
+pub(crate) fn curve_text(r: &Results, c: &CurveReport) -> String {
+    let rate = if objects(r) { "ops/s" } else { "IOPS" };
     let mut t = table(
         [
             "point",
             "rate asked",
-            "IOPS",
+            rate,
             "bandwidth",
             "mean",
             "p50",
@@ -194,24 +199,25 @@ pub(crate) fn curve_text(c: &CurveReport) -> String {
     }
     right_align(&mut t, 1);
     format!(
-        "\nthroughput-latency curve (open loop at shares of the {} IOPS maximum; latency from each I/O's schedule):\n{t}\n",
+        "\nthroughput-latency curve (open loop at shares of the {} {rate} maximum; latency from each request's schedule):\n{t}\n",
         format_iops(c.max_iops)
     )
 }
 
 fn show(key: &str, v: u64) -> String {
     match key {
-        "bs" | "size" => format_size(v),
+        "bs" | "size" | "obj-size" => format_size(v),
         _ => v.to_string(),
     }
 }
 
 /// Every point, with efficiency when workers were swept; with two keys, a matrix too.
-pub(crate) fn sweep_text(s: &SweepReport) -> String {
+pub(crate) fn sweep_text(r: &Results, s: &SweepReport) -> String {
+    let rate = if objects(r) { "ops/s" } else { "IOPS" };
     let has_eff = s.points.iter().any(|p| p.efficiency.is_some());
     let mut header: Vec<String> = s.keys.clone();
     header.extend(
-        ["IOPS", "bandwidth", "mean", "p50", "p99"]
+        [rate, "bandwidth", "mean", "p50", "p99"]
             .iter()
             .map(|h| h.to_string()),
     );
@@ -243,8 +249,9 @@ pub(crate) fn sweep_text(s: &SweepReport) -> String {
     right_align(&mut t, 0);
     let mut out = format!("\nsweep over {}:\n{t}\n", s.keys.join(", "));
     if let [rows, cols] = s.keys.as_slice() {
-        // Bandwidth when block sizes vary (IOPS of unequal blocks do not compare), else IOPS.
-        let bw = s.keys.iter().any(|k| k == "bs");
+        // Bandwidth when block or object sizes vary (rates of unequal sizes do not compare),
+        // else the rate.
+        let bw = s.keys.iter().any(|k| k == "bs" || k == "obj-size");
         let values = |key: &str| {
             let mut v: Vec<u64> = s
                 .points
@@ -283,7 +290,7 @@ pub(crate) fn sweep_text(s: &SweepReport) -> String {
         let _ = writeln!(
             out,
             "{} by {rows} (rows) and {cols} (columns):\n{m}",
-            if bw { "bandwidth" } else { "IOPS" }
+            if bw { "bandwidth" } else { rate }
         );
     }
     out

@@ -106,10 +106,10 @@ impl Render for Terminal {
             out.push_str(&crate::shapes::search_text(r, s));
         }
         if let Some(c) = &r.curve {
-            out.push_str(&crate::shapes::curve_text(c));
+            out.push_str(&crate::shapes::curve_text(r, c));
         }
         if let Some(s) = &r.sweep {
-            out.push_str(&crate::shapes::sweep_text(s));
+            out.push_str(&crate::shapes::sweep_text(r, s));
         }
         if !r.repetitions.is_empty() {
             out.push_str(&repetitions_text(r));

@@ -56,6 +56,7 @@ pub const JOB_KEYS: &[&str] = &[
     "op_mix",
     "obj_size",
     "objects",
+    "prepare_sizes",
     "ops",
     "size_dist",
     "get_range",
@@ -138,6 +139,8 @@ pub struct JobOpts {
     pub verify: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
+    /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
+    pub prepare_sizes: Option<Vec<u64>>,
     /// S3: operations after which the job stops.
     pub ops: Option<u64>,
 }
@@ -224,6 +227,17 @@ impl JobOpts {
                 )
             }
             "objects" => self.objects = Some(count(10_000_000)?),
+            "prepare_sizes" => {
+                let sizes: Option<Vec<u64>> = value
+                    .split(',')
+                    .map(|v| parse_size(v.trim()).filter(|s| (1..=5 << 30).contains(s)))
+                    .collect();
+                self.prepare_sizes = Some(
+                    sizes
+                        .filter(|v| (1..=64).contains(&v.len()))
+                        .ok_or_else(|| bad("1 to 64 sizes from 1 byte to 5g, such as 4k,64k,1m"))?,
+                )
+            }
             "ops" => {
                 self.ops = Some(
                     value
@@ -338,6 +352,7 @@ impl JobOpts {
             op_mix,
             obj_size,
             objects,
+            prepare_sizes,
             ops,
             size_dist,
             get_range,
@@ -383,7 +398,9 @@ impl JobOpts {
         }
         let direct = self.direct.unwrap_or(Direct::No);
         if direct != Direct::No
-            && (bs.min % 512 != 0 || bs_align % 512 != 0 || (bs.max - bs.min) % 512 != 0)
+            && (!bs.min.is_multiple_of(512)
+                || !bs_align.is_multiple_of(512)
+                || !(bs.max - bs.min).is_multiple_of(512))
         {
             return Err(SpecError::invalid(
                 "--bs",
@@ -470,6 +487,7 @@ impl JobOpts {
                 ("--op-mix", self.op_mix.is_some()),
                 ("--obj-size", self.obj_size.is_some()),
                 ("--objects", self.objects.is_some()),
+                ("prepare_sizes", self.prepare_sizes.is_some()),
                 ("--ops", self.ops.is_some()),
                 ("--size-dist", self.size_dist.is_some()),
                 ("--get-range", self.get_range.is_some()),
@@ -524,6 +542,7 @@ impl JobOpts {
                 .multipart_threshold
                 .map(|t| (t, self.part_size.unwrap_or(8 << 20))),
             objects: self.objects.unwrap_or(1000),
+            prepare_sizes: self.prepare_sizes.clone().unwrap_or_default(),
             ops: self.ops,
         }))
     }

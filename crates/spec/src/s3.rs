@@ -205,6 +205,10 @@ pub struct S3Job {
     pub verify: bool,
     /// Objects written before the measured phase for GET and HEAD to read.
     pub objects: u32,
+    /// When object sizes are swept (`--sweep obj-size`): the objects for reads are prepared
+    /// at each of these sizes, under a prefix of their own, and a phase of one size reads
+    /// those. Empty otherwise.
+    pub prepare_sizes: Vec<u64>,
     /// Operations after which the job stops (over all its workers).
     pub ops: Option<u64>,
 }
@@ -224,6 +228,10 @@ impl S3Job {
         ]
         .into_iter()
         .chain(self.ops.map(|n| ("ops", n.to_string())))
+        .chain((!self.prepare_sizes.is_empty()).then(|| {
+            let sizes: Vec<String> = self.prepare_sizes.iter().map(|&s| format_size(s)).collect();
+            ("prepare_sizes", sizes.join(","))
+        }))
         .chain(self.range.map(|r| ("get_range", format_size(r))))
         .chain(self.verify.then(|| ("verify", "true".to_string())))
         .chain(self.multipart.into_iter().flat_map(|(t, p)| {

@@ -110,6 +110,8 @@ pub enum SweepKey {
     Iodepth,
     /// Agents of a distributed run (the first N given).
     Agents,
+    /// Bytes per object of an S3 job.
+    ObjSize,
 }
 
 impl SweepKey {
@@ -121,6 +123,7 @@ impl SweepKey {
             SweepKey::Jobs => "jobs",
             SweepKey::Iodepth => "iodepth",
             SweepKey::Agents => "agents",
+            SweepKey::ObjSize => "obj-size",
         }
     }
 }
@@ -130,13 +133,13 @@ impl SweepKey {
 pub struct Sweep {
     /// What varies.
     pub key: SweepKey,
-    /// Its values: bytes for `bs` and `size`, counts for `jobs` and `iodepth`.
+    /// Its values: bytes for `bs`, `size` and `obj-size`, counts for `jobs` and `iodepth`.
     pub values: Vec<u64>,
 }
 
 /// What `--sweep` accepts, for error messages.
-pub const SWEEP_FORM: &str = "KEY=V1,V2,... with KEY bs, size, jobs, iodepth or agents, such \
-as bs=4k,64k,1m or jobs=1,2,4,8";
+pub const SWEEP_FORM: &str = "KEY=V1,V2,... with KEY bs, size, jobs, iodepth, agents, or for S3 \
+obj-size and concurrency, such as bs=4k,64k,1m or jobs=1,2,4,8";
 
 /// Parses one `--sweep`.
 pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
@@ -148,6 +151,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
         "jobs" | "numjobs" | "concurrency" => SweepKey::Jobs,
         "iodepth" => SweepKey::Iodepth,
         "agents" | "hosts" => SweepKey::Agents,
+        "obj-size" | "obj_size" | "objsize" | "object-size" => SweepKey::ObjSize,
         other => {
             return Err(bad(format!(
                 "a sweepable key instead of {other:?}; {SWEEP_FORM}"
@@ -158,6 +162,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
     for v in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
         let parsed = match key {
             SweepKey::Bs | SweepKey::Size => parse_size(v).filter(|b| *b > 0),
+            SweepKey::ObjSize => parse_size(v).filter(|b| (1..=5 << 30).contains(b)),
             SweepKey::Jobs | SweepKey::Agents => {
                 v.parse::<u64>().ok().filter(|n| (1..=4096).contains(n))
             }
@@ -166,6 +171,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
         let parsed = parsed.ok_or_else(|| {
             let form = match key {
                 SweepKey::Bs | SweepKey::Size => "sizes such as 4k, 64k, 1m",
+                SweepKey::ObjSize => "sizes from 1 byte to 5g, such as 4k, 64k, 1m",
                 SweepKey::Jobs | SweepKey::Agents => "whole numbers from 1 to 4096",
                 SweepKey::Iodepth => "whole numbers from 1 to 65536",
             };
@@ -338,8 +344,21 @@ mod tests {
         assert_eq!(parse_sweep("numjobs=8").unwrap().key, SweepKey::Jobs);
         assert_eq!(parse_sweep("size=1g").unwrap().values, vec![1 << 30]);
         assert_eq!(parse_sweep("agents=1,2,4").unwrap().key, SweepKey::Agents);
+        let o = parse_sweep("obj-size=4k,1m").unwrap();
+        assert_eq!((o.key, o.values), (SweepKey::ObjSize, vec![4096, 1 << 20]));
+        assert_eq!(parse_sweep("concurrency=8,32").unwrap().key, SweepKey::Jobs);
         for bad in [
-            "", "bs", "bs=", "bs=4x", "jobs=0", "jobs=1.5", "rw=read", "bs=4k,4k", "agents=0",
+            "",
+            "bs",
+            "bs=",
+            "bs=4x",
+            "jobs=0",
+            "jobs=1.5",
+            "rw=read",
+            "bs=4k,4k",
+            "agents=0",
+            "obj-size=0",
+            "obj-size=6g",
         ] {
             let e = parse_sweep(bad).unwrap_err().to_string();
             assert!(e.starts_with("--sweep"), "{bad}: {e}");

@@ -114,7 +114,7 @@ pub fn parse_percent(text: &str) -> Option<u8> {
 /// Formats a byte count the way it would be typed back: `4k`, `1m`, `1536`.
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
@@ -131,7 +131,7 @@ pub fn format_duration(d: Duration) -> String {
         (1_000_000, "ms"),
         (1_000, "us"),
     ] {
-        if ns != 0 && ns % unit_ns == 0 {
+        if ns != 0 && ns.is_multiple_of(unit_ns) {
             return format!("{}{unit}", ns / unit_ns);
         }
     }

@@ -155,7 +155,12 @@ impl Bucket {
         S3Work {
             config: self.config.clone(),
             bucket: self.bucket.clone(),
-            read_prefix: format!("{prefix}r"),
+            // With object sizes swept, each size's objects for reads under a prefix of their
+            // own (`r4096-`), prepared for each.
+            read_prefix: match load.bs {
+                Some(size) if !s3.prepare_sizes.is_empty() => format!("{prefix}r{size}-"),
+                _ => format!("{prefix}r"),
+            },
             objects: s3.objects,
             write_prefix: format!("{prefix}w{w}-"),
             list_prefix: prefix,
@@ -170,6 +175,7 @@ impl Bucket {
                 .wrapping_mul(0x9e37_79b9_7f4a_7c15),
             verify: s3.verify,
             prepare: None,
+            prepare_next: Vec::new(),
             ops: ops.map(|n| share(n, w, workers)),
         }
     }
@@ -181,11 +187,25 @@ impl Bucket {
         let per = s3.objects.div_ceil(workers as u32);
         let from = (w as u32 * per).min(s3.objects);
         let to = (from + per).min(s3.objects);
-        S3Work {
-            prepare: Some(from..to),
-            ops: None,
-            ..self.work(job, w, workers, &StageLoad::AS_GIVEN, None)
-        }
+        let sizes: Vec<Option<u64>> = if s3.prepare_sizes.is_empty() {
+            vec![None]
+        } else {
+            s3.prepare_sizes.iter().copied().map(Some).collect()
+        };
+        let mut works = sizes.into_iter().map(|bs| {
+            let load = StageLoad {
+                bs,
+                ..StageLoad::AS_GIVEN
+            };
+            S3Work {
+                prepare: Some(from..to),
+                ops: None,
+                ..self.work(job, w, workers, &load, None)
+            }
+        });
+        let mut first = works.next().expect("at least one size");
+        first.prepare_next = works.map(|w| (w.read_prefix, w.obj_size)).collect();
+        first
     }
 
     /// Deletes every key under the run's prefix (unless kept). Returns notes for results.

@@ -31,7 +31,10 @@ impl Need {
             name: job.name.clone(),
             workers: u64::from(job.jobs),
             files: u64::from(job.files),
-            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| s.obj_size.max),
+            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| {
+                let swept = s.prepare_sizes.iter().copied().max().unwrap_or(0);
+                s.obj_size.max.max(swept)
+            }),
             iodepth: u64::from(job.iodepth),
             backend,
         }
