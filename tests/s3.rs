@@ -990,3 +990,74 @@ fn measured_prepare_puts(doc: &serde_json::Value) -> u64 {
         .find(|p| p["name"] == "prepare")
         .map_or(0, |p| p["by_op"]["put"]["ops"].as_u64().unwrap())
 }
+
+#[test]
+fn a_service_without_keep_alive_is_named_and_costs_no_errors() {
+    let m = Minio::start(TMP);
+    let upstream: std::net::SocketAddr = m.endpoint.trim_start_matches("http://").parse().unwrap();
+    let proxy = stormark_testkit::OneRequestProxy::start(upstream);
+    let dir = temp_dir(TMP);
+    // Through the proxy: every request on a connection of its own.
+    let mut args = s3_args(
+        &m,
+        "oneshot",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get=50,put=50",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "20",
+            "--concurrency",
+            "2",
+            "--time",
+            "2s",
+        ],
+    );
+    args[2] = format!("http://{}", proxy.addr);
+    let out = Bin(BIN).run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&dir.path().join("r.json"));
+    let run = measured(&doc);
+    let ops = run["total"]["ops"].as_u64().unwrap();
+    let connects = run["by_op"]["connect"]["ops"].as_u64().unwrap();
+    // A connection closed by the service is replaced before the next request is sent: no
+    // request fails for it, and there is one connection per operation.
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+    assert!(
+        connects + 2 >= ops && connects <= ops + 2,
+        "{connects} for {ops}"
+    );
+    let codes = doc["findings"].to_string();
+    assert!(codes.contains("s3-reconnects"), "{codes}");
+    assert!(t.contains("connections made"), "{t}");
+
+    // Straight to MinIO, which keeps them alive: one per connection, no finding.
+    let (code, doc, out) = s3(
+        &m,
+        "oneshot",
+        &dir,
+        &[
+            "--op-mix",
+            "get=50,put=50",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "20",
+            "--concurrency",
+            "2",
+            "--time",
+            "2s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = measured(&doc);
+    assert!(
+        run["by_op"]["connect"]["ops"].as_u64().unwrap_or(0) <= 2,
+        "{run}"
+    );
+    assert!(!doc["findings"].to_string().contains("s3-reconnects"));
+}

@@ -263,6 +263,9 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 }),
         };
         let now = Instant::now();
+        if let Some(took) = client.take_connect_time() {
+            ctx.rec.record(Op::Connect, 0, took.as_nanos() as u64);
+        }
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         let service = now.saturating_duration_since(start).as_nanos() as u64;
         match result {

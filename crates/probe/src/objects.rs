@@ -17,7 +17,49 @@ pub const LINK_SHARE: f64 = 0.8;
 pub(crate) fn object_findings(p: &Phase, inventory: Option<&Inventory>, out: &mut Vec<Finding>) {
     throttled(p, out);
     server_errors(p, out);
+    reconnects(p, out);
     get_time(p, inventory, out);
+}
+
+/// New connections beyond one per connection of the run (and beyond those that failures
+/// dropped) at or above this share of the operations: the service closes connections.
+pub const RECONNECT_SHARE: f64 = 0.01;
+
+/// Connections are made again and again: the service (or a proxy in between) does not keep
+/// them alive.
+fn reconnects(p: &Phase, out: &mut Vec<Finding>) {
+    let Some(connects) = p.by_op.get("connect") else {
+        return;
+    };
+    let hosts = p.by_host.len().max(1) as u64;
+    let workers: u64 = p.jobs.iter().map(|j| u64::from(j.workers)).sum::<u64>() * hosts;
+    let errors: u64 = p.errors.iter().map(|e| e.count).sum();
+    let again = connects.ops.saturating_sub(workers + errors);
+    let ops = p.total.ops;
+    if again < 10 || (again as f64) < RECONNECT_SHARE * ops as f64 {
+        return;
+    }
+    let p50 = connects.latency_ns.as_ref().map(|l| l.p50);
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "s3-reconnects".into(),
+        message: format!(
+            "phase {}: {} connections made for {ops} operations over {workers} connections: the service does not keep connections alive{}",
+            p.name,
+            connects.ops,
+            p50.map(|ns| format!(" (each new one took {:.2} ms, median)", ns as f64 / 1e6))
+                .unwrap_or_default()
+        ),
+        evidence: json!({
+            "phase": p.name,
+            "connections_made": connects.ops,
+            "connections": workers,
+            "errors": errors,
+            "operations": ops,
+            "connect_p50_ns": p50,
+        }),
+        advice: "Turn on HTTP keep-alive on the service and on any load balancer or proxy in front of it, with an idle timeout longer than the time between requests: every new connection adds a TCP handshake (and a TLS handshake over https) to a request, and costs both ends CPU.".into(),
+    });
 }
 
 /// The service failed requests itself (HTTP 5xx other than throttling): 507 says its storage

@@ -331,19 +331,21 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             } else {
                 ""
             };
-            for (op, s) in &b.by_op {
+            for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{host}{mark} {op}"), s));
             }
         }
     }
     if several_jobs {
         for (job, b) in &p.by_job {
-            for (op, s) in &b.by_op {
+            for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{job} {op}"), s));
             }
         }
     }
-    for (op, s) in &p.by_op {
+    // Connections made (S3) are not operations of the workload: after the total.
+    let workload_ops = p.by_op.keys().filter(|op| *op != "connect").count();
+    for (op, s) in p.by_op.iter().filter(|(op, _)| *op != "connect") {
         let label = match (several_hosts, several_jobs) {
             (true, _) => format!("system {op}"),
             (false, true) => format!("all {op}"),
@@ -370,8 +372,11 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             table.add_row(row(&format!("{label} (first byte)"), &first));
         }
     }
-    if p.by_op.len() > 1 {
+    if workload_ops > 1 {
         table.add_row(row("total", &p.total));
+    }
+    if let Some(c) = p.by_op.get("connect") {
+        table.add_row(row("connections made", c));
     }
     for (i, col) in table.column_iter_mut().enumerate() {
         if i > 0 {

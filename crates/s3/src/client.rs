@@ -40,6 +40,8 @@ pub struct Client {
     sender: Option<SendRequest<Full<Bytes>>>,
     identity: aws_smithy_runtime_api::client::identity::Identity,
     connections: u64,
+    /// How long the last connection took to make, until taken.
+    connect_time: Option<std::time::Duration>,
 }
 
 impl Client {
@@ -64,12 +66,19 @@ impl Client {
             sender: None,
             identity,
             connections: 0,
+            connect_time: None,
         })
     }
 
     /// Connections made so far (1 for a run whose connection was kept alive throughout).
     pub fn connections(&self) -> u64 {
         self.connections
+    }
+
+    /// How long the connection made by the last request took (TCP connect, and the TLS
+    /// handshake for https), once; `None` when the last request reused one.
+    pub fn take_connect_time(&mut self) -> Option<std::time::Duration> {
+        self.connect_time.take()
     }
 
     /// Sends one signed request and reads the whole answer. `path` and `query` are encoded
@@ -114,11 +123,22 @@ impl Client {
         self.sign(&mut req, &target)?;
         let timeout = self.cfg.timeout;
         let head_only = method == Method::HEAD;
-        let mut sender = match self.sender.take().filter(|s| !s.is_closed()) {
+        // A kept connection the service has closed since (an answer with `Connection:
+        // close`, an idle timeout) is replaced before the request is sent: nothing is sent
+        // twice.
+        let kept = self
+            .sender
+            .take()
+            .filter(|s| !s.is_closed())
+            .and_then(|mut s| self.rt.block_on(s.ready()).ok().map(|()| s));
+        let mut sender = match kept {
             Some(s) => s,
             None => {
                 self.connections += 1;
-                self.rt.block_on(connect(&self.cfg, &self.rt))?
+                let started = Instant::now();
+                let s = self.rt.block_on(connect(&self.cfg, &self.rt))?;
+                self.connect_time = Some(started.elapsed());
+                s
             }
         };
         let result = self.rt.block_on(async {

@@ -30,11 +30,15 @@ pub enum Op {
     Delete,
     /// A bucket LIST (S3).
     List,
+    /// A connection made (S3): TCP connect, and the TLS handshake for https. Not an
+    /// operation of the workload: left out of totals, counted to show how often the client
+    /// had to connect again and what that cost.
+    Connect,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 7] = [
+    pub const ALL: [Op; 8] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -42,6 +46,7 @@ impl Op {
         Op::Head,
         Op::Delete,
         Op::List,
+        Op::Connect,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -56,7 +61,14 @@ impl Op {
             Op::Head => "head",
             Op::Delete => "delete",
             Op::List => "list",
+            Op::Connect => "connect",
         }
+    }
+
+    /// Whether it is an operation of the workload (every one but [`Op::Connect`]): what
+    /// totals add up.
+    pub fn of_workload(self) -> bool {
+        self != Op::Connect
     }
 
     /// The operation named `name` in results, or `None`.
@@ -398,10 +410,11 @@ impl Snapshot {
             .filter_map(|(op, r)| r.as_deref().map(|r| (op, r)))
     }
 
-    /// All operations together: the merged histogram and summed counters.
+    /// All operations of the workload together (connections left out): the merged histogram
+    /// and summed counters.
     pub fn total(&self) -> OpRecord {
         let mut t = OpRecord::new();
-        for (_, r) in self.ops() {
+        for (_, r) in self.ops().filter(|(op, _)| op.of_workload()) {
             t += r;
         }
         t

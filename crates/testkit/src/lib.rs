@@ -8,7 +8,9 @@ use std::process::Command;
 pub use tempfile::TempDir;
 
 mod minio;
+mod oneshot;
 pub use minio::{minio_binary, Minio};
+pub use oneshot::OneRequestProxy;
 
 /// A fresh temporary directory under `base` (pass `env!("CARGO_TARGET_TMPDIR")`: the build
 /// directory's filesystem, where /tmp may be tmpfs without O_DIRECT), removed when dropped.
