@@ -102,6 +102,14 @@ fn a_mixed_workload_is_measured_by_operation_and_cleaned_up() {
         ],
     );
     assert_eq!(code, 0, "{out}");
+    // The client's own CPU is sampled each second beside the host's.
+    let own: Vec<f64> = doc["hosts"][0]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["cpu"]["own_pct"].as_f64())
+        .collect();
+    assert!(!own.is_empty() && own.iter().any(|&p| p > 0.0), "{own:?}");
     let run = measured(&doc);
     for op in ["get", "put", "head", "delete", "list"] {
         let s = &run["by_op"][op];

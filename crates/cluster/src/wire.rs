@@ -253,6 +253,7 @@ pub(crate) fn encode_samples(samples: &[HostSample]) -> Vec<pb::HostSample> {
                 steal_pct: c.steal_pct,
                 busiest_cpu: c.busiest_cpu,
                 busiest_cpu_pct: c.busiest_cpu_pct,
+                own_pct: c.own_pct,
             }),
             memory: s.memory.map(|m| pb::MemorySample {
                 free_bytes: m.free_bytes,
@@ -311,6 +312,7 @@ pub(crate) fn decode_samples(samples: Vec<pb::HostSample>) -> Vec<HostSample> {
                 steal_pct: c.steal_pct,
                 busiest_cpu: c.busiest_cpu,
                 busiest_cpu_pct: c.busiest_cpu_pct,
+                own_pct: c.own_pct,
             }),
             memory: s.memory.map(|m| MemorySample {
                 free_bytes: m.free_bytes,

@@ -91,6 +91,8 @@ pub struct Counters {
     swap_pages: Option<(u64, u64)>,
     net: Vec<(String, NetCounters)>,
     tcp_retrans: Option<u64>,
+    /// This process's CPU time, user + system, in clock ticks (/proc/self/stat).
+    own_ticks: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -159,6 +161,14 @@ struct NetCounters {
 }
 
 /// Parses /proc/stat: the host line and one per CPU, in ticks.
+/// This process's user + system time in clock ticks, from /proc/self/stat.
+pub fn parse_own_ticks(text: &str) -> Option<u64> {
+    use procfs_core::FromRead;
+    let stat = procfs_core::process::Stat::from_read(text.as_bytes()).ok()?;
+    Some(stat.utime + stat.stime)
+}
+
+/// Parses /proc/stat: the total and per-CPU times.
 pub fn parse_stat(text: &str) -> Option<(CpuTime, Vec<CpuTime>)> {
     let stats = KernelStats::from_buf_read(text.as_bytes(), &TICKS).ok()?;
     Some((stats.total, stats.cpu_time))
@@ -259,6 +269,9 @@ impl Counters {
         let tcp_retrans = root
             .read("proc/net/snmp")
             .and_then(|t| parse_tcp_retrans(&t));
+        let own_ticks = root
+            .read("proc/self/stat")
+            .and_then(|t| parse_own_ticks(&t));
         Counters {
             cpu,
             disks,
@@ -266,6 +279,7 @@ impl Counters {
             swap_pages,
             net,
             tcp_retrans,
+            own_ticks,
         }
     }
 
@@ -310,6 +324,13 @@ impl Counters {
                         steal_pct: pct(d.steal),
                         busiest_cpu,
                         busiest_cpu_pct,
+                        // Ticks of this process over ticks of every CPU: the same unit.
+                        own_pct: match (self.own_ticks, prev.own_ticks) {
+                            (Some(now), Some(then)) => {
+                                Some(pct(now.saturating_sub(then)).min(100.0))
+                            }
+                            _ => None,
+                        },
                     }
                 })
             }

@@ -19,6 +19,9 @@ pub const FLAT_CV: f64 = 0.10;
 pub const CPU_BOUND_IDLE_PCT: f64 = 5.0;
 /// One CPU this busy while others idle: a single thread limits the run.
 pub const CORE_SATURATED_PCT: f64 = 95.0;
+/// An S3 client whose own process takes at least this share of a CPU-bound host's busy time
+/// is the limit itself (`s3-client-cpu`).
+pub const CLIENT_SHARE: f64 = 0.5;
 /// iowait above this share of CPU time: CPUs wait on storage.
 pub const HIGH_IOWAIT_PCT: f64 = 20.0;
 /// Swap traffic above this (bytes over the phase) means the host was swapping.
@@ -277,14 +280,50 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let steal = c.mean(|s| s.cpu.map(|x| x.steal_pct)).unwrap_or(0.0);
     let busy = 100.0 - idle - iowait;
     let cpus = c.inventory.map_or(0, |i| i.cpus);
+    // An S3 client: its connections, not an engine or a queue depth.
+    let objects = c.phase.jobs.iter().any(|j| j.engine == "s3");
+    let own = c.mean(|s| s.cpu.and_then(|x| x.own_pct));
     if idle + iowait < CPU_BOUND_IDLE_PCT {
-        out.push(finding(
-            Severity::Warning,
-            "cpu-bound",
-            format!("{}: the CPUs were {busy:.0}% busy: the host, not the storage, may be the limit", c.place()),
-            json!({"host": c.host, "phase": c.phase.name, "busy_pct": r1(busy), "idle_pct": r1(idle), "iowait_pct": r1(iowait), "cpus": cpus}),
-            "Use a more efficient engine (--engine io_uring), larger blocks, fewer jobs than CPUs, or more hosts; stop other work on this host.",
-        ));
+        match own {
+            Some(own) if objects && own >= CLIENT_SHARE * busy => {
+                // stormark's own CPU time per operation of this host.
+                let ops = c.phase.by_host.get(c.host).map_or(c.phase.total.ops, |b| b.total.ops);
+                let cpu_s = own / 100.0 * cpus.max(1) as f64 * c.phase.duration_ns as f64 / 1e9;
+                let per_op_us = (ops > 0).then(|| cpu_s * 1e6 / ops as f64);
+                out.push(finding(
+                    Severity::Warning,
+                    "s3-client-cpu",
+                    format!(
+                        "{}: stormark used {own:.0}% of this client's CPUs ({busy:.0}% busy in all){}: the client, not the service, is the limit",
+                        c.place(),
+                        per_op_us.map(|us| format!(", {us:.0} µs of CPU per operation")).unwrap_or_default()
+                    ),
+                    json!({"host": c.host, "phase": c.phase.name, "own_pct": r1(own), "busy_pct": r1(busy), "cpus": cpus, "cpu_us_per_op": per_op_us.map(r1)}),
+                    "Run the load from more clients (--agents) so that each has CPU to spare; fewer, larger objects cost the client less per byte (signing and HTTP work is per request).",
+                ));
+            }
+            _ => out.push(finding(
+                Severity::Warning,
+                "cpu-bound",
+                format!(
+                    "{}: the CPUs were {busy:.0}% busy{}: the host, not the storage, may be the limit",
+                    c.place(),
+                    own.map(|o| format!(" (stormark {o:.0}%)")).unwrap_or_default()
+                ),
+                {
+                    let mut e = json!({"host": c.host, "phase": c.phase.name, "busy_pct": r1(busy), "idle_pct": r1(idle), "iowait_pct": r1(iowait), "cpus": cpus});
+                    if let Some(o) = own {
+                        e["own_pct"] = json!(r1(o));
+                    }
+                    e
+                },
+                if objects {
+                    "Other work on this client takes its CPUs: stop it, or run the load from other hosts (--agents)."
+                } else {
+                    "Use a more efficient engine (--engine io_uring), larger blocks, fewer jobs than CPUs, or more hosts; stop other work on this host."
+                },
+            )),
+        }
     } else if cpus >= 2 {
         // The busiest CPU of each second, averaged: a single worker pinned to one CPU at 100%.
         let core = c.mean(|s| s.cpu.map(|x| x.busiest_cpu_pct)).unwrap_or(0.0);
@@ -294,7 +333,11 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 "cpu-core-saturated",
                 format!("{}: one CPU was {core:.0}% busy while the host as a whole was {busy:.0}% busy", c.place()),
                 json!({"host": c.host, "phase": c.phase.name, "busiest_cpu_pct": r1(core), "host_busy_pct": r1(busy), "cpus": cpus}),
-                "A single thread (one job, or interrupt handling on one CPU) is the limit: raise --jobs, or spread the device's interrupts (irqbalance).",
+                if objects {
+                    "A single thread (one connection, or interrupt handling on one CPU) is the limit: raise --concurrency, or spread the network card's interrupts (irqbalance)."
+                } else {
+                    "A single thread (one job, or interrupt handling on one CPU) is the limit: raise --jobs, or spread the device's interrupts (irqbalance)."
+                },
             ));
         }
     }

@@ -28,7 +28,7 @@ mod sampler;
 mod sizing;
 
 pub use counters::{
-    parse_diskstats, parse_meminfo, parse_net_dev, parse_stat, parse_tcp_retrans,
+    parse_diskstats, parse_meminfo, parse_net_dev, parse_own_ticks, parse_stat, parse_tcp_retrans,
     parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
 pub use diagnose::diagnose;

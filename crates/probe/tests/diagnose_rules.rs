@@ -78,6 +78,7 @@ fn calm(disk_iops: f64) -> HostSample {
             steal_pct: 0.0,
             busiest_cpu: 3,
             busiest_cpu_pct: 45.0,
+            own_pct: None,
         }),
         memory: Some(MemorySample {
             free_bytes: 8 << 30,
@@ -360,4 +361,34 @@ fn s3_server_failures_and_a_full_server() {
     // A client error alone (404) is not the service's failure.
     r.phases[0].errors.retain(|e| e.kind == "http-404");
     assert_eq!(codes(&r), Vec::<String>::new());
+}
+
+#[test]
+fn an_s3_client_out_of_cpu() {
+    let busy = |own: f64| {
+        let mut r = run(120, |s| {
+            let c = s.cpu.as_mut().unwrap();
+            (c.user_pct, c.system_pct, c.iowait_pct, c.idle_pct) = (60.0, 38.0, 0.0, 2.0);
+            c.own_pct = Some(own);
+        });
+        for j in &mut r.phases[0].jobs {
+            j.engine = "s3".into();
+        }
+        r
+    };
+    // stormark itself takes most of a CPU-bound client: the client is the limit, with its
+    // CPU time per operation.
+    let r = busy(80.0);
+    assert_eq!(codes(&r), ["s3-client-cpu"]);
+    let f = diagnose(&r).remove(0);
+    assert!(f.message.contains("stormark used 80%"), "{}", f.message);
+    assert!(
+        f.evidence["cpu_us_per_op"].as_f64().unwrap() > 0.0,
+        "{}",
+        f.evidence
+    );
+    // Something else takes it: the host is CPU-bound, with advice for a client.
+    let r = busy(10.0);
+    assert_eq!(codes(&r), ["cpu-bound"]);
+    assert!(diagnose(&r)[0].advice.contains("--agents"));
 }

@@ -310,3 +310,14 @@ mod never_panic {
         }
     }
 }
+
+#[test]
+fn own_cpu_time_from_proc_self_stat() {
+    // A process named with a space and a parenthesis: the fields count from the last ')'.
+    let line = "4242 (stormark (w) 1) S 1 4242 4242 0 -1 4194560 1234 0 0 0 750 250 0 0 20 0 9 0 12345 123456789 2345 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
+    assert_eq!(stormark_probe::parse_own_ticks(line), Some(1000));
+    assert_eq!(stormark_probe::parse_own_ticks("garbage"), None);
+    // The live process reads.
+    let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+    assert!(stormark_probe::parse_own_ticks(&own).is_some());
+}

@@ -41,6 +41,10 @@ pub struct CpuSample {
     pub busiest_cpu: u32,
     /// How busy it was, percent of that one CPU.
     pub busiest_cpu_pct: f64,
+    /// stormark's own process (this host's agent, with its workers), percent of all CPUs
+    /// together as the shares above; `None` where it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_pct: Option<f64>,
 }
 
 /// Memory at the end of the second and swap traffic during it.
