@@ -1069,3 +1069,89 @@ fn a_service_without_keep_alive_is_named_and_costs_no_errors() {
     );
     assert!(!doc["findings"].to_string().contains("s3-reconnects"));
 }
+
+#[test]
+fn virtual_hosted_requests_name_the_bucket_in_the_host() {
+    // MinIO knows its domain (localhost), so it answers http://BUCKET.localhost:PORT/key.
+    let m = Minio::start_virtual(TMP);
+    let dir = temp_dir(TMP);
+    let (code, doc, out) = s3(
+        &m,
+        "vhost",
+        &dir,
+        &[
+            "--addressing",
+            "virtual",
+            "--create-bucket",
+            "--op-mix",
+            "put=40,get=40,head=10,list=10",
+            "--obj-size",
+            "4k",
+            "--objects",
+            "10",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = measured(&doc);
+    for op in ["put", "get", "head", "list"] {
+        assert!(
+            run["by_op"][op]["ops"].as_u64().unwrap_or(0) > 0,
+            "{op}: {run}"
+        );
+    }
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+    assert!(
+        doc["spec"].to_string().contains("virtual"),
+        "{}",
+        doc["spec"]
+    );
+    assert_eq!(m.objects("vhost", ""), Vec::<String>::new());
+    // The same request path-style to a name MinIO does not serve as a domain works too:
+    // --path-style.
+    let (code, _, out) = s3(
+        &m,
+        "vhost",
+        &dir,
+        &[
+            "--path-style",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k",
+            "--time",
+            "1s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn virtual_hosted_requests_reach_a_plain_service_only_by_name() {
+    // A MinIO that knows no domain reads the first path segment as the bucket: virtual-hosted
+    // requests to it cannot reach bucket "vhost" (proof that the bucket left the path).
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, _, out) = s3(
+        &m,
+        "vhost",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k",
+            "--prefix",
+            "p",
+            "--time",
+            "1s",
+            "--addressing",
+            "virtual",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("put http-4"), "{out}");
+    assert_eq!(m.objects("vhost", ""), Vec::<String>::new());
+}

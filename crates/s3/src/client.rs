@@ -104,6 +104,21 @@ impl Client {
         keep_body: bool,
         range: Option<(u64, u64)>,
     ) -> Result<Fetched, S3Error> {
+        // Virtual-hosted: the bucket, the first segment of `path`, moves into the host name.
+        let (host, path) = match path.strip_prefix('/').filter(|_| self.cfg.virtual_hosted) {
+            Some(rest) => {
+                let bucket = rest.split('/').next().unwrap_or(rest);
+                (
+                    std::borrow::Cow::Owned(format!("{bucket}.{}", self.cfg.endpoint.authority)),
+                    &path[bucket.len() + 1..],
+                )
+            }
+            None => (
+                std::borrow::Cow::Borrowed(self.cfg.endpoint.authority.as_str()),
+                path,
+            ),
+        };
+        let path = if path.is_empty() { "/" } else { path };
         let target = if query.is_empty() {
             path.to_string()
         } else {
@@ -112,7 +127,7 @@ impl Client {
         let mut builder = Request::builder()
             .method(method.clone())
             .uri(&target)
-            .header(header::HOST, &self.cfg.endpoint.authority)
+            .header(header::HOST, host.as_ref())
             .header(header::CONTENT_LENGTH, body.len());
         if let Some((first, last)) = range {
             builder = builder.header(header::RANGE, format!("bytes={first}-{last}"));
@@ -120,7 +135,7 @@ impl Client {
         let mut req = builder
             .body(Full::new(body))
             .map_err(|e| S3Error::Config(format!("{target}: {e}")))?;
-        self.sign(&mut req, &target)?;
+        self.sign(&mut req, &host, &target)?;
         let timeout = self.cfg.timeout;
         let head_only = method == Method::HEAD;
         // A kept connection the service has closed since (an answer with `Connection:
@@ -136,7 +151,7 @@ impl Client {
             None => {
                 self.connections += 1;
                 let started = Instant::now();
-                let s = self.rt.block_on(connect(&self.cfg, &self.rt))?;
+                let s = self.rt.block_on(connect(&self.cfg, &self.rt, &host))?;
                 self.connect_time = Some(started.elapsed());
                 s
             }
@@ -197,7 +212,12 @@ impl Client {
         Ok(fetched)
     }
 
-    fn sign(&self, req: &mut Request<Full<Bytes>>, target: &str) -> Result<(), S3Error> {
+    fn sign(
+        &self,
+        req: &mut Request<Full<Bytes>>,
+        host: &str,
+        target: &str,
+    ) -> Result<(), S3Error> {
         let mut settings = SigningSettings::default();
         settings.percent_encoding_mode = PercentEncodingMode::Single;
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
@@ -216,7 +236,7 @@ impl Client {
         } else {
             "http"
         };
-        let url = format!("{scheme}://{}{target}", self.cfg.endpoint.authority);
+        let url = format!("{scheme}://{host}{target}");
         let headers = req
             .headers()
             .iter()
@@ -440,7 +460,7 @@ impl Client {
         let timeout = self.cfg.timeout;
         let authority = self.cfg.endpoint.authority.clone();
         self.connections += 1;
-        let mut sender = self.rt.block_on(connect(&self.cfg, &self.rt))?;
+        let mut sender = self.rt.block_on(connect(&self.cfg, &self.rt, &authority))?;
         self.rt.block_on(async {
             tokio::time::timeout(timeout, async {
                 let req = Request::builder()
@@ -472,9 +492,12 @@ fn object_path(bucket: &str, key: &str) -> String {
     format!("/{}/{}", encode(bucket, false), encode(key, true))
 }
 
+/// A connection to the endpoint's address; over https the certificate must be that of
+/// `authority` (the bucket's host name when virtual-hosted).
 async fn connect(
     cfg: &Config,
     rt: &tokio::runtime::Runtime,
+    authority: &str,
 ) -> Result<SendRequest<Full<Bytes>>, S3Error> {
     let stream = tokio::time::timeout(
         cfg.timeout,
@@ -493,7 +516,7 @@ async fn connect(
         });
         return Ok(sender);
     };
-    let name = crate::tls::server_name(&cfg.endpoint.authority)?;
+    let name = crate::tls::server_name(authority)?;
     let stream = tokio::time::timeout(
         cfg.timeout,
         tokio_rustls::TlsConnector::from(tls.clone()).connect(name, stream),

@@ -4,8 +4,9 @@
 //! benchmark is there to measure), and every failure has a kind: the HTTP status (503 SlowDown
 //! is `throttled`), a timeout, a reset connection, a refused one.
 //!
-//! Only the S3 API as AWS documents it: path-style addressing (`http://host:port/bucket/key`),
-//! `ListObjectsV2`, no vendor extensions.
+//! Only the S3 API as AWS documents it: path-style (`http://host:port/bucket/key`) or
+//! virtual-hosted (`http://bucket.host:port/key`) addressing, `ListObjectsV2`, no vendor
+//! extensions.
 #![warn(missing_docs)]
 
 mod client;
@@ -98,6 +99,8 @@ pub struct Config {
     pub endpoint: Endpoint,
     /// The signing region (`us-east-1` unless the service says otherwise).
     pub region: String,
+    /// Requests name the bucket in the host (`bucket.host`), not in the path.
+    pub virtual_hosted: bool,
     /// The keys.
     pub credentials: Credentials,
     /// The longest a request may take, from sending to the last byte of the answer.

@@ -89,6 +89,13 @@ pub const S3_FLAGS: &[Flag] = &[
     text("endpoint", "URL", "The S3 service, http://host:port."),
     text("bucket", "NAME", "The bucket (see --create-bucket)."),
     text("region", "REGION", "The signing region [default: us-east-1]."),
+    text("addressing", "STYLE", "How a request names the bucket: path (http://host/bucket/key), virtual (http://bucket.host/key) or auto (virtual for *.amazonaws.com, path otherwise) [default: auto]."),
+    Flag {
+        key: "addressing",
+        long: Some("path-style"),
+        value: FlagValue::Switch("path"),
+        help: "Name the bucket in the path (http://host/bucket/key), as --addressing path.",
+    },
     text("op_mix", "MIX", "One operation (get, put, head, delete, list) or weights such as put=30,get=60,delete=5,list=5 [default: get]."),
     text("obj_size", "SIZE", "Bytes per object, or a range such as 1k-100m [default: 1m]."),
     text("size_dist", "DIST", "How sizes of an --obj-size range are drawn: uniform or log-uniform (each decade as likely) [default: uniform]."),

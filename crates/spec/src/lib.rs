@@ -38,7 +38,9 @@ pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};
-pub use s3::{valid_bucket, valid_prefix, ObjSize, OpMix, S3Job, S3Op, SizeDist, OP_MIX_FORM};
+pub use s3::{
+    valid_bucket, valid_prefix, Addressing, ObjSize, OpMix, S3Job, S3Op, SizeDist, OP_MIX_FORM,
+};
 pub use search::{
     parse_curve, parse_steady_state, parse_sweep, parse_target_latency, LatencyTarget, StageLoad,
     SteadyFigure, SteadyState, Sweep, SweepKey, CURVE_FORM, STEADY_FORM, SWEEP_FORM,

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
 use crate::s3::{
-    parse_obj_size, valid_bucket, valid_prefix, ObjSize, OpMix, S3Job, S3Op, SizeDist, OP_MIX_FORM,
+    parse_obj_size, valid_bucket, valid_prefix, Addressing, ObjSize, OpMix, S3Job, S3Op, SizeDist,
+    OP_MIX_FORM,
 };
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
@@ -52,6 +53,7 @@ pub const JOB_KEYS: &[&str] = &[
     "endpoint",
     "bucket",
     "region",
+    "addressing",
     "prefix",
     "op_mix",
     "obj_size",
@@ -121,6 +123,8 @@ pub struct JobOpts {
     pub bucket: Option<String>,
     /// S3: the signing region.
     pub region: Option<String>,
+    /// S3: how requests name the bucket.
+    pub addressing: Option<Addressing>,
     /// S3: the key prefix under which the run writes.
     pub prefix: Option<String>,
     /// S3: the operations and their weights.
@@ -189,6 +193,10 @@ impl JobOpts {
                     return Err(bad("a region such as us-east-1"));
                 }
                 self.region = Some(value.to_string())
+            }
+            "addressing" => {
+                self.addressing =
+                    Some(Addressing::parse(value).ok_or_else(|| bad("auto, path or virtual"))?)
             }
             "prefix" => {
                 if !valid_prefix(value) {
@@ -348,6 +356,7 @@ impl JobOpts {
             endpoint,
             bucket,
             region,
+            addressing,
             prefix,
             op_mix,
             obj_size,
@@ -484,6 +493,7 @@ impl JobOpts {
             let given = [
                 ("--endpoint", self.endpoint.is_some()),
                 ("--bucket", self.bucket.is_some()),
+                ("--addressing", self.addressing.is_some()),
                 ("--op-mix", self.op_mix.is_some()),
                 ("--obj-size", self.obj_size.is_some()),
                 ("--objects", self.objects.is_some()),
@@ -522,6 +532,7 @@ impl JobOpts {
             endpoint,
             bucket,
             region: self.region.clone().unwrap_or_else(|| "us-east-1".into()),
+            addressing: self.addressing.unwrap_or_default(),
             prefix: self.prefix.clone().unwrap_or_else(|| "stormark".into()),
             mix: self
                 .op_mix

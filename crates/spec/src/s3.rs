@@ -191,6 +191,8 @@ pub struct S3Job {
     pub bucket: String,
     /// The signing region.
     pub region: String,
+    /// How requests name the bucket.
+    pub addressing: Addressing,
     /// Keys this run writes start with `<prefix>/<run id>/`.
     pub prefix: String,
     /// The operations and their weights.
@@ -220,6 +222,7 @@ impl S3Job {
             ("endpoint", self.endpoint.clone()),
             ("bucket", self.bucket.clone()),
             ("region", self.region.clone()),
+            ("addressing", self.addressing.name().to_string()),
             ("prefix", self.prefix.clone()),
             ("op_mix", self.mix.to_string()),
             ("obj_size", self.obj_size.to_string()),
@@ -241,6 +244,59 @@ impl S3Job {
             ]
         }))
         .collect()
+    }
+}
+
+/// How a request names its bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// Virtual-hosted for endpoints under `amazonaws.com` (AWS refuses path-style for buckets
+    /// made since September 2020) when the bucket name has no dot; path-style otherwise.
+    #[default]
+    Auto,
+    /// `http://host/bucket/key`: every S3-compatible service accepts it.
+    Path,
+    /// `http://bucket.host/key`: the service must know its domain (MinIO's `MINIO_DOMAIN`,
+    /// Ceph RGW's `rgw_dns_name`).
+    Virtual,
+}
+
+impl Addressing {
+    /// Parses `auto`, `path` or `virtual` (`virtual-hosted`).
+    pub fn parse(text: &str) -> Option<Addressing> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Addressing::Auto),
+            "path" | "path-style" => Some(Addressing::Path),
+            "virtual" | "virtual-hosted" | "vhost" => Some(Addressing::Virtual),
+            _ => None,
+        }
+    }
+
+    /// The name in job files and results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Addressing::Auto => "auto",
+            Addressing::Path => "path",
+            Addressing::Virtual => "virtual",
+        }
+    }
+
+    /// Whether requests to `bucket` at `endpoint` (`http://host:port`) are virtual-hosted.
+    pub fn virtual_hosted(self, endpoint: &str, bucket: &str) -> bool {
+        match self {
+            Addressing::Path => false,
+            Addressing::Virtual => true,
+            Addressing::Auto => {
+                let host = endpoint
+                    .split_once("://")
+                    .map_or(endpoint, |(_, rest)| rest)
+                    .split(['/', ':'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                host.ends_with(".amazonaws.com") && !bucket.contains('.')
+            }
+        }
     }
 }
 
@@ -282,6 +338,27 @@ pub fn parse_obj_size(text: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn addressing_auto_is_virtual_on_aws_only() {
+        let auto = Addressing::Auto;
+        assert!(auto.virtual_hosted("https://s3.eu-west-1.amazonaws.com", "bench"));
+        assert!(auto.virtual_hosted("s3.amazonaws.com:443", "bench"));
+        // A dotted bucket breaks the certificate's wildcard: path-style.
+        assert!(!auto.virtual_hosted("https://s3.amazonaws.com", "my.bench"));
+        assert!(!auto.virtual_hosted("http://minio1:9000", "bench"));
+        assert!(Addressing::Virtual.virtual_hosted("http://minio1:9000", "bench"));
+        assert!(!Addressing::Path.virtual_hosted("https://s3.amazonaws.com", "bench"));
+        for (text, a) in [
+            ("auto", Addressing::Auto),
+            ("path", Addressing::Path),
+            ("virtual", Addressing::Virtual),
+        ] {
+            assert_eq!(Addressing::parse(text), Some(a));
+            assert_eq!(Addressing::parse(a.name()), Some(a));
+        }
+        assert_eq!(Addressing::parse("dns"), None);
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -98,23 +98,38 @@ impl Minio {
         let (ca, cert, key) = crate::certificates(certs.path(), "127.0.0.1");
         std::fs::rename(&cert, certs.path().join("public.crt")).expect("placing the certificate");
         std::fs::rename(&key, certs.path().join("private.key")).expect("placing the key");
-        let m = Minio::launch(base, "127.0.0.1", Some(certs), None);
+        let m = Minio::launch(base, "127.0.0.1", Some(certs), None, None);
         (m, ca)
     }
 
     /// Starts MinIO listening on `ip` (the bridge of a [`crate::NetCluster`], for agents in
     /// its namespaces).
     pub fn start_on(base: &str, ip: &str) -> Minio {
-        Minio::launch(base, ip, None, None)
+        Minio::launch(base, ip, None, None, None)
+    }
+
+    /// Starts MinIO answering virtual-hosted requests under `localhost`
+    /// (`http://BUCKET.localhost:PORT/key`, `MINIO_DOMAIN`); its endpoint is
+    /// `http://localhost:PORT`.
+    pub fn start_virtual(base: &str) -> Minio {
+        let mut m = Minio::launch(base, "127.0.0.1", None, None, Some("localhost"));
+        m.endpoint = m.endpoint.replace("127.0.0.1", "localhost");
+        m
     }
 
     /// Starts MinIO on a tmpfs of `mib` MiB of its own (root only: it mounts), so that a test
     /// can fill its disk.
     pub fn start_small(base: &str, mib: u64) -> Minio {
-        Minio::launch(base, "127.0.0.1", None, Some(mib))
+        Minio::launch(base, "127.0.0.1", None, Some(mib), None)
     }
 
-    fn launch(base: &str, ip: &str, certs: Option<TempDir>, tmpfs_mib: Option<u64>) -> Minio {
+    fn launch(
+        base: &str,
+        ip: &str,
+        certs: Option<TempDir>,
+        tmpfs_mib: Option<u64>,
+        domain: Option<&str>,
+    ) -> Minio {
         let bin = minio_binary().expect(
             "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
         );
@@ -137,6 +152,9 @@ impl Minio {
         let mut cmd = Command::new(&bin);
         if let Some(c) = &certs {
             cmd.arg("--certs-dir").arg(c.path());
+        }
+        if let Some(d) = domain {
+            cmd.env("MINIO_DOMAIN", d);
         }
         let child = cmd
             .arg("server")

@@ -72,9 +72,14 @@ impl Bucket {
         } else {
             None
         };
+        // Decided on the endpoint in effect (a host's own, or the job's).
+        let virtual_hosted = job
+            .addressing
+            .virtual_hosted(&endpoint.authority, &job.bucket);
         let config = Arc::new(Config {
             endpoint,
             region: job.region.clone(),
+            virtual_hosted,
             credentials: access.credentials.clone(),
             timeout: REQUEST_TIMEOUT,
             tls,
