@@ -1155,3 +1155,51 @@ fn virtual_hosted_requests_reach_a_plain_service_only_by_name() {
     assert!(out.contains("put http-4"), "{out}");
     assert_eq!(m.objects("vhost", ""), Vec::<String>::new());
 }
+
+#[test]
+fn buckets_spread_the_load_and_each_is_cleaned() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let args = [
+        "--create-bucket",
+        "--buckets",
+        "3",
+        "--op-mix",
+        "put=40,get=40,delete=10,list=10",
+        "--obj-size",
+        "2k",
+        "--objects",
+        "12",
+        "--concurrency",
+        "3",
+        "--time",
+        "1s",
+    ];
+    let (code, doc, out) = s3(&m, "multi", &dir, &args);
+    assert_eq!(code, 0, "{out}");
+    let run = measured(&doc);
+    for op in ["put", "get", "delete", "list"] {
+        assert!(
+            run["by_op"][op]["ops"].as_u64().unwrap_or(0) > 0,
+            "{op}: {run}"
+        );
+    }
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+    for b in ["multi-0", "multi-1", "multi-2"] {
+        assert_eq!(m.objects(b, ""), Vec::<String>::new(), "{b}");
+    }
+    // Kept: the objects read lie in every bucket, 4 each, and the writes of each connection
+    // in its own.
+    let mut kept = args.to_vec();
+    kept[4] = "put=50,get=50";
+    kept.push("--keep");
+    let (code, _, out) = s3(&m, "multi", &dir, &kept);
+    assert_eq!(code, 0, "{out}");
+    for b in ["multi-0", "multi-1", "multi-2"] {
+        let keys = m.objects(b, "");
+        let read = keys.iter().filter(|k| k.contains("/r")).count();
+        assert_eq!(read, 4, "{b}: {keys:?}");
+        assert!(keys.iter().any(|k| k.contains("/w")), "{b}: {keys:?}");
+    }
+    assert!(out.contains("multi-0..multi-2"), "{out}");
+}

@@ -17,8 +17,10 @@ use crate::error::EngineError;
 pub struct S3Work {
     /// The service and the keys to sign with.
     pub config: Arc<Config>,
-    /// The bucket.
+    /// The bucket this worker writes, deletes and lists in.
     pub bucket: String,
+    /// Every bucket of the run: prepared object `i` lives in `buckets[i % len]`.
+    pub buckets: Vec<String>,
     /// Objects GET and HEAD read: `<read_prefix><i>` for `i` in `0..objects`.
     pub read_prefix: String,
     /// How many objects there are to read.
@@ -226,6 +228,14 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             wait_until(t, ctx.stop);
             t
         });
+        // A prepared object lives in the bucket its index names; writes, deletes and
+        // listings stay in the worker's own.
+        let bucket = match object {
+            Some(i) if !work.buckets.is_empty() => {
+                &work.buckets[(i % work.buckets.len() as u64) as usize]
+            }
+            _ => &work.bucket,
+        };
         let start = Instant::now();
         let result = match op {
             Op::Put => {
@@ -235,28 +245,28 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 };
                 match work.multipart {
                     Some((threshold, part)) if size > threshold => {
-                        client.put_multipart(&work.bucket, &key, data, part)
+                        client.put_multipart(bucket, &key, data, part)
                     }
-                    _ => client.put(&work.bucket, &key, data),
+                    _ => client.put(bucket, &key, data),
                 }
                 .map(|f| (f, size))
             }
-            Op::Get if work.verify => client.get_kept(&work.bucket, &key, range).map(|f| {
+            Op::Get if work.verify => client.get_kept(bucket, &key, range).map(|f| {
                 let b = f.bytes;
                 (f, b)
             }),
             Op::Get => match range {
-                Some((offset, len)) => client.get_range(&work.bucket, &key, offset, len),
-                None => client.get(&work.bucket, &key),
+                Some((offset, len)) => client.get_range(bucket, &key, offset, len),
+                None => client.get(bucket, &key),
             }
             .map(|f| {
                 let b = f.bytes;
                 (f, b)
             }),
-            Op::Head => client.head(&work.bucket, &key).map(|f| (f, 0)),
-            Op::Delete => client.delete(&work.bucket, &key).map(|f| (f, 0)),
+            Op::Head => client.head(bucket, &key).map(|f| (f, 0)),
+            Op::Delete => client.delete(bucket, &key).map(|f| (f, 0)),
             _ => client
-                .list(&work.bucket, &work.list_prefix, None, 100)
+                .list(bucket, &work.list_prefix, None, 100)
                 .map(|(f, _)| {
                     let b = f.bytes;
                     (f, b)

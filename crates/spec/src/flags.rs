@@ -88,6 +88,7 @@ pub const FILE_FLAGS: &[Flag] = &[
 pub const S3_FLAGS: &[Flag] = &[
     text("endpoint", "URL", "The S3 service, http://host:port."),
     text("bucket", "NAME", "The bucket (see --create-bucket)."),
+    text("buckets", "N", "Spread the load over N buckets, NAME-0 to NAME-(N-1): each connection writes to one, reads come from all [default: 1, NAME itself]."),
     text("region", "REGION", "The signing region [default: us-east-1]."),
     text("addressing", "STYLE", "How a request names the bucket: path (http://host/bucket/key), virtual (http://bucket.host/key) or auto (virtual for *.amazonaws.com, path otherwise) [default: auto]."),
     Flag {

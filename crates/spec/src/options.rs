@@ -52,6 +52,7 @@ pub const JOB_KEYS: &[&str] = &[
     "zero_buffers",
     "endpoint",
     "bucket",
+    "buckets",
     "region",
     "addressing",
     "prefix",
@@ -121,6 +122,8 @@ pub struct JobOpts {
     pub endpoint: Option<String>,
     /// S3: the bucket.
     pub bucket: Option<String>,
+    /// S3: buckets the load spreads over (`BUCKET-0` ... when more than one).
+    pub buckets: Option<u32>,
     /// S3: the signing region.
     pub region: Option<String>,
     /// S3: how requests name the bucket.
@@ -194,6 +197,7 @@ impl JobOpts {
                 }
                 self.region = Some(value.to_string())
             }
+            "buckets" => self.buckets = Some(count(1000)?),
             "addressing" => {
                 self.addressing =
                     Some(Addressing::parse(value).ok_or_else(|| bad("auto, path or virtual"))?)
@@ -355,6 +359,7 @@ impl JobOpts {
             steady_state,
             endpoint,
             bucket,
+            buckets,
             region,
             addressing,
             prefix,
@@ -493,6 +498,7 @@ impl JobOpts {
             let given = [
                 ("--endpoint", self.endpoint.is_some()),
                 ("--bucket", self.bucket.is_some()),
+                ("--buckets", self.buckets.is_some()),
                 ("--addressing", self.addressing.is_some()),
                 ("--op-mix", self.op_mix.is_some()),
                 ("--obj-size", self.obj_size.is_some()),
@@ -528,9 +534,18 @@ impl JobOpts {
                 "a bucket name, such as --bucket bench",
             )
         })?;
+        let buckets = self.buckets.unwrap_or(1);
+        if buckets > 1 && !valid_bucket(&format!("{bucket}-{}", buckets - 1)) {
+            return Err(SpecError::invalid(
+                "--buckets",
+                &buckets.to_string(),
+                format!("names {bucket}-0 to {bucket}-{}, which must be bucket names too (at most 63 characters): a shorter --bucket", buckets - 1),
+            ));
+        }
         Ok(Some(S3Job {
             endpoint,
             bucket,
+            buckets,
             region: self.region.clone().unwrap_or_else(|| "us-east-1".into()),
             addressing: self.addressing.unwrap_or_default(),
             prefix: self.prefix.clone().unwrap_or_else(|| "stormark".into()),

@@ -189,6 +189,9 @@ pub struct S3Job {
     pub endpoint: String,
     /// The bucket.
     pub bucket: String,
+    /// Buckets the load spreads over: `bucket` itself when 1, else `bucket-0` ...
+    /// `bucket-(N-1)`.
+    pub buckets: u32,
     /// The signing region.
     pub region: String,
     /// How requests name the bucket.
@@ -216,6 +219,17 @@ pub struct S3Job {
 }
 
 impl S3Job {
+    /// The names of the buckets the load uses.
+    pub fn bucket_names(&self) -> Vec<String> {
+        if self.buckets <= 1 {
+            vec![self.bucket.clone()]
+        } else {
+            (0..self.buckets)
+                .map(|i| format!("{}-{i}", self.bucket))
+                .collect()
+        }
+    }
+
     /// The options as job key/value pairs (for results and re-runs).
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         vec![
@@ -230,6 +244,7 @@ impl S3Job {
             ("objects", self.objects.to_string()),
         ]
         .into_iter()
+        .chain((self.buckets > 1).then(|| ("buckets", self.buckets.to_string())))
         .chain(self.ops.map(|n| ("ops", n.to_string())))
         .chain((!self.prepare_sizes.is_empty()).then(|| {
             let sizes: Vec<String> = self.prepare_sizes.iter().map(|&s| format_size(s)).collect();

@@ -23,7 +23,8 @@ const MAX_SKEW: Duration = Duration::from_secs(5 * 60);
 #[derive(Debug)]
 pub(super) struct Bucket {
     config: Arc<Config>,
-    bucket: String,
+    /// The buckets the load spreads over (one, usually).
+    buckets: Vec<String>,
     /// `<prefix>/<run id>/`: every key of this run starts with it.
     base: String,
     keep: bool,
@@ -102,21 +103,28 @@ impl Bucket {
                 ));
             }
         }
-        let bucket_opt = format!("--bucket {}", job.bucket);
-        match client.list(&job.bucket, &job.prefix, None, 1) {
-            Ok(_) => {}
-            Err(S3Error::Status { status: 404, .. }) if access.create_bucket => {
-                client
-                    .create_bucket(&job.bucket)
-                    .map_err(|e| map_err(bucket_opt.clone(), e))?;
+        let buckets = job.bucket_names();
+        for name in &buckets {
+            let bucket_opt = format!("--bucket {name}");
+            match client.list(name, &job.prefix, None, 1) {
+                Ok(_) => {}
+                Err(S3Error::Status { status: 404, .. }) if access.create_bucket => {
+                    match client.create_bucket(name) {
+                        Ok(()) => {}
+                        // Made by another host of this run (or earlier) with these keys.
+                        Err(S3Error::Status { status: 409, code })
+                            if code.as_deref() == Some("BucketAlreadyOwnedByYou") => {}
+                        Err(e) => return Err(map_err(bucket_opt, e)),
+                    }
+                }
+                Err(S3Error::Status { status: 404, .. }) => {
+                    return Err(AgentError::option(
+                        bucket_opt,
+                        "no such bucket at this endpoint; create it, or add --create-bucket",
+                    ))
+                }
+                Err(e) => return Err(map_err(bucket_opt, e)),
             }
-            Err(S3Error::Status { status: 404, .. }) => {
-                return Err(AgentError::option(
-                    bucket_opt,
-                    "no such bucket at this endpoint; create it, or add --create-bucket",
-                ))
-            }
-            Err(e) => return Err(map_err(bucket_opt, e)),
         }
         let run = format!(
             "{}-{}-h{host}",
@@ -125,7 +133,7 @@ impl Bucket {
         );
         Ok(Bucket {
             config,
-            bucket: job.bucket.clone(),
+            buckets,
             base: format!("{}/{run}/", job.prefix),
             keep,
         })
@@ -133,7 +141,15 @@ impl Bucket {
 
     /// Where the run writes, as `s3://bucket/prefix/run/`.
     pub fn shown(&self) -> String {
-        format!("s3://{}/{}", self.bucket, self.base)
+        match self.buckets.as_slice() {
+            [one] => format!("s3://{one}/{}", self.base),
+            many => format!(
+                "s3://{{{}..{}}}/{}",
+                many[0],
+                many[many.len() - 1],
+                self.base
+            ),
+        }
     }
 
     fn job_prefix(&self, job: &Job) -> String {
@@ -159,7 +175,9 @@ impl Bucket {
         let prefix = self.job_prefix(job);
         S3Work {
             config: self.config.clone(),
-            bucket: self.bucket.clone(),
+            // Each connection writes and lists in one bucket; reads come from all.
+            bucket: self.buckets[w % self.buckets.len()].clone(),
+            buckets: self.buckets.clone(),
             // With object sizes swept, each size's objects for reads under a prefix of their
             // own (`r4096-`), prepared for each.
             read_prefix: match load.bs {
@@ -227,33 +245,35 @@ impl Bucket {
                 )]
             }
         };
-        let mut token: Option<String> = None;
         let (mut removed, mut failed) = (0u64, 0u64);
         let mut first_error = None;
-        loop {
-            let page = match client.list(&self.bucket, &self.base, token.as_deref(), 1000) {
-                Ok((_, page)) => page,
-                Err(e) => {
-                    first_error.get_or_insert(e.to_string());
-                    break;
-                }
-            };
-            for key in &page.keys {
-                // Only keys under the run's own prefix, whatever the service listed.
-                if !key.starts_with(&self.base) {
-                    continue;
-                }
-                match client.delete(&self.bucket, key) {
-                    Ok(_) => removed += 1,
+        for bucket in &self.buckets {
+            let mut token: Option<String> = None;
+            loop {
+                let page = match client.list(bucket, &self.base, token.as_deref(), 1000) {
+                    Ok((_, page)) => page,
                     Err(e) => {
-                        failed += 1;
                         first_error.get_or_insert(e.to_string());
+                        break;
+                    }
+                };
+                for key in &page.keys {
+                    // Only keys under the run's own prefix, whatever the service listed.
+                    if !key.starts_with(&self.base) {
+                        continue;
+                    }
+                    match client.delete(bucket, key) {
+                        Ok(_) => removed += 1,
+                        Err(e) => {
+                            failed += 1;
+                            first_error.get_or_insert(e.to_string());
+                        }
                     }
                 }
-            }
-            match page.next {
-                Some(t) => token = Some(t),
-                None => break,
+                match page.next {
+                    Some(t) => token = Some(t),
+                    None => break,
+                }
             }
         }
         match first_error {
@@ -295,12 +315,18 @@ impl super::LocalAgent {
             return Ok(());
         };
         if let Some(other) = s3_jobs.find(|s| {
-            (&s.endpoint, &s.bucket, &s.region, &s.prefix)
-                != (&first.endpoint, &first.bucket, &first.region, &first.prefix)
+            (&s.endpoint, &s.bucket, s.buckets, &s.region, &s.prefix)
+                != (
+                    &first.endpoint,
+                    &first.bucket,
+                    first.buckets,
+                    &first.region,
+                    &first.prefix,
+                )
         }) {
             return Err(AgentError::option(
                 format!("--endpoint {} --bucket {}", other.endpoint, other.bucket),
-                "every S3 job of one run uses the same endpoint, bucket, region and prefix",
+                "every S3 job of one run uses the same endpoint, bucket (and --buckets), region and prefix",
             ));
         }
         let access = self.opts.s3.clone().ok_or_else(|| {
