@@ -9,8 +9,10 @@ pub use tempfile::TempDir;
 
 mod minio;
 mod oneshot;
+mod versitygw;
 pub use minio::{minio_binary, Minio};
 pub use oneshot::OneRequestProxy;
+pub use versitygw::Versitygw;
 
 /// A fresh temporary directory under `base` (pass `env!("CARGO_TARGET_TMPDIR")`: the build
 /// directory's filesystem, where /tmp may be tmpfs without O_DIRECT), removed when dropped.

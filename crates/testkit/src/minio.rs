@@ -38,7 +38,13 @@ fn answers_tls(ip: &str, port: u16) -> bool {
 
 /// Where the MinIO binary is, if anywhere.
 pub fn minio_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MINIO") {
+    go_binary("MINIO", "minio")
+}
+
+/// A Go-built server: `$ENV`, else `name` in Go's bin directory (where
+/// `../shared/tools/build-s3-peers.sh` and `.ci/run` put it), else on PATH.
+pub(crate) fn go_binary(env: &str, name: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
         return Some(PathBuf::from(p));
     }
     let gopath = std::env::var_os("GOPATH").map(PathBuf::from).or_else(|| {
@@ -47,23 +53,23 @@ pub fn minio_binary() -> Option<PathBuf> {
         (!text.is_empty()).then(|| PathBuf::from(text))
     });
     let candidates = gopath
-        .map(|g| g.join("bin/minio"))
+        .map(|g| g.join("bin").join(name))
         .into_iter()
-        .chain(std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin/minio")));
+        .chain(std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin").join(name)));
     for c in candidates {
         if c.is_file() {
             return Some(c);
         }
     }
-    Command::new("minio")
+    Command::new(name)
         .arg("--version")
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map(|_| PathBuf::from("minio"))
+        .map(|_| PathBuf::from(name))
 }
 
-fn free_port(ip: &str) -> u16 {
+pub(crate) fn free_port(ip: &str) -> u16 {
     TcpListener::bind((ip, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
