@@ -53,7 +53,7 @@ pub fn encode_parts<'a>(
         buf
     };
     let ops = ops
-        .filter(|(_, r)| r.ops > 0 || r.errors > 0)
+        .filter(|(_, r)| r.ops > 0 || r.errors > 0 || r.bytes > 0)
         .map(|(op, r)| pb::OpRecord {
             op: op.index() as u32,
             ops: r.ops,

@@ -269,7 +269,7 @@ impl PhaseAccumulator {
 /// Per-operation summaries of the operations that did anything.
 fn by_op(s: &Snapshot, duration_ns: u64) -> BTreeMap<String, Summary> {
     s.ops()
-        .filter(|(_, r)| r.ops + r.errors > 0)
+        .filter(|(_, r)| r.ops + r.errors > 0 || r.bytes > 0)
         .map(|(op, r): (Op, _)| (op.name().to_string(), Summary::of(r, duration_ns)))
         .collect()
 }

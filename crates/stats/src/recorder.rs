@@ -34,11 +34,17 @@ pub enum Op {
     /// operation of the workload: left out of totals, counted to show how often the client
     /// had to connect again and what that cost.
     Connect,
+    /// Bytes from the client to the server of a network test, counted where they arrive.
+    Send,
+    /// Bytes from the server to the client of a network test (`--reverse`).
+    Receive,
+    /// A request/response round trip of a network latency test.
+    Rtt,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 8] = [
+    pub const ALL: [Op; 11] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -47,6 +53,9 @@ impl Op {
         Op::Delete,
         Op::List,
         Op::Connect,
+        Op::Send,
+        Op::Receive,
+        Op::Rtt,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -62,6 +71,9 @@ impl Op {
             Op::Delete => "delete",
             Op::List => "list",
             Op::Connect => "connect",
+            Op::Send => "send",
+            Op::Receive => "receive",
+            Op::Rtt => "rtt",
         }
     }
 

@@ -28,6 +28,77 @@ pub enum Command {
     Compare(CompareArgs),
     /// Benchmark an S3 object store: PUT, GET, HEAD, DELETE and LIST in a weighted mix.
     S3(Box<S3Args>),
+    /// Measure the network between two hosts: TCP throughput over parallel streams, or
+    /// request/response latency, against a `stormark net server`.
+    Net(NetArgs),
+}
+
+const NET_EXAMPLES: &str = "\
+Examples:
+  stormark net server
+      on one host: serve tests on port 7879 (one at a time) until Ctrl-C
+  stormark net client 10.0.0.2 --time 10s
+      on another: TCP throughput to it for 10 s, as the server received it, every second
+  stormark net client 10.0.0.2 --streams 4 --reverse --json net.json
+      4 parallel streams, from the server to this host; the results document
+  stormark net client 10.0.0.2 --mode rtt --msg-size 64 --time 30s
+      ping-pong of 64-byte messages: round-trip latency percentiles, as sockperf measures
+
+Throughput is counted where the bytes arrive; retransmits, congestion window and smoothed RTT
+come from the sender's kernel (TCP_INFO). Sizes take k/m (1024-based).";
+
+/// Options of `stormark net`.
+#[derive(Debug, Args)]
+#[command(after_help = NET_EXAMPLES)]
+pub struct NetArgs {
+    /// Which end.
+    #[command(subcommand)]
+    pub side: NetSide,
+}
+
+/// The two ends of `stormark net`.
+#[derive(Debug, Subcommand)]
+pub enum NetSide {
+    /// Serve tests from clients on one port (one test at a time).
+    Server {
+        /// Address and port to listen on.
+        #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:7879")]
+        listen: std::net::SocketAddr,
+        /// Exit after one test.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Run a test against a server.
+    Client(NetClientArgs),
+}
+
+/// Options of `stormark net client`.
+#[derive(Debug, Args)]
+pub struct NetClientArgs {
+    /// The server, HOST or HOST:PORT (port 7879 by default).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub server: String,
+    /// What to measure: throughput, or rtt (request/response round trips).
+    #[arg(long, default_value = "throughput", value_name = "MODE")]
+    pub mode: String,
+    /// Parallel TCP connections.
+    #[arg(long, short = 'P', default_value = "1", value_name = "N")]
+    pub streams: String,
+    /// How long, such as 10s or 2m.
+    #[arg(long, short = 't', default_value = "10s", value_name = "DURATION")]
+    pub time: String,
+    /// From the server to this host instead.
+    #[arg(long, short = 'R')]
+    pub reverse: bool,
+    /// Bytes per write (throughput) [default: 128k] or per message each way (rtt) [default: 64].
+    #[arg(long, short = 'l', value_name = "SIZE")]
+    pub msg_size: Option<String>,
+    /// Write the results document here (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Only the summary: no line per second.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 const S3_EXAMPLES: &str = "\

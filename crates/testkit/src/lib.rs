@@ -7,9 +7,11 @@ use std::process::Command;
 
 pub use tempfile::TempDir;
 
+mod delay;
 mod minio;
 mod oneshot;
 mod versitygw;
+pub use delay::DelayRelay;
 pub use minio::{minio_binary, Minio};
 pub use oneshot::OneRequestProxy;
 pub use versitygw::Versitygw;
@@ -316,6 +318,8 @@ pub struct NetCluster {
     pub gateway: String,
     bridge: String,
     veths: Vec<String>,
+    /// Each host's own end of its veth pair, inside its namespace.
+    insides: Vec<String>,
     children: Vec<std::process::Child>,
 }
 
@@ -336,6 +340,7 @@ impl NetCluster {
             gateway: format!("{subnet}.1"),
             bridge: bridge.clone(),
             veths: Vec::new(),
+            insides: Vec::new(),
             children: Vec::new(),
         };
         run(Command::new("ip").args(["link", "add", &bridge, "type", "bridge"]))?;
@@ -363,8 +368,41 @@ impl NetCluster {
             in_ns(&["link", "set", &inside, "up"])?;
             in_ns(&["link", "set", "lo", "up"])?;
             c.addresses.push(addr);
+            c.insides.push(inside);
         }
         Ok(c)
+    }
+
+    /// Runs `program args...` inside host `i`'s namespace and waits for it.
+    pub fn run_in(&self, i: usize, program: &str, args: &[&str]) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.namespaces[i], program])
+            .args(args)
+            .output()
+            .expect("ip netns exec")
+    }
+
+    /// Limits what host `i` sends to `rate` (tc's form, such as `200mbit`) with a token
+    /// bucket on its own interface, as a slower link would.
+    pub fn limit(&self, i: usize, rate: &str) -> Result<(), String> {
+        run(Command::new("ip").args([
+            "netns",
+            "exec",
+            &self.namespaces[i],
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            &self.insides[i],
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "32kbit",
+            "latency",
+            "50ms",
+        ]))
     }
 
     /// Starts `program args...` inside host `i`'s namespace; it is killed when the cluster is

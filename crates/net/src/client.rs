@@ -1,0 +1,397 @@
+//! `stormark net client`: one session against a `stormark net server`.
+
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use stormark_stats::{Op, Recorder, Snapshot};
+
+use crate::proto::{data_line, read_line, Hello, Mode, ServerLine};
+use crate::server::payload;
+use crate::{tcp_info, NetError, TcpInfo};
+
+/// What to measure, against which server.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The server.
+    pub server: SocketAddr,
+    /// Throughput or round trips.
+    pub mode: Mode,
+    /// Parallel connections.
+    pub streams: u32,
+    /// How long.
+    pub time: Duration,
+    /// Throughput from the server to the client.
+    pub reverse: bool,
+    /// Bytes per write (throughput) or per message each way (rtt).
+    pub msg_size: u32,
+    /// Set to stop early (Ctrl-C): what was measured is kept.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What a test measured.
+#[derive(Debug)]
+pub struct Outcome {
+    /// What the figures count: `send` (client to server), `receive` (server to client) or
+    /// `rtt` (round trips).
+    pub op: Op,
+    /// Per second (the last may be shorter), per stream: the bytes the receiver counted, or
+    /// the round trips with their latency.
+    pub seconds: Vec<Vec<Snapshot>>,
+    /// From the start to the last byte received (or the last round trip), ns.
+    pub duration_ns: u64,
+    /// Per stream, bytes the receiver got (throughput) or moved both ways (rtt).
+    pub bytes: Vec<u64>,
+    /// Per stream, the sending side's kernel's view at the end (`None` for rtt).
+    pub tcp: Vec<Option<TcpInfo>>,
+    /// Stopped early.
+    pub interrupted: bool,
+}
+
+const CONNECT: Duration = Duration::from_secs(5);
+/// The longest the server may stay silent on the control connection mid-test.
+const SILENCE: Duration = Duration::from_secs(30);
+const READ_SIZE: usize = 256 << 10;
+
+/// Runs one test; `on_second` sees each second's per-stream snapshots as they arrive.
+pub fn run(
+    opts: &ClientOptions,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let addr = opts.server;
+    let unreachable = |e: std::io::Error| NetError::Unreachable {
+        addr,
+        why: match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                "connection refused: is `stormark net server` running there, on this port?".into()
+            }
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                format!(
+                    "no answer within {} s (a firewall, or the wrong address?)",
+                    CONNECT.as_secs()
+                )
+            }
+            _ => e.to_string(),
+        },
+    };
+    let lost = |what: &str, e: std::io::Error| NetError::Lost(format!("{addr}: {what}: {e}"));
+    let mut control = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
+    let _ = control.set_read_timeout(Some(SILENCE));
+    let nonce = nonce();
+    let hello = Hello {
+        version: 1,
+        mode: opts.mode,
+        streams: opts.streams,
+        time_ms: opts.time.as_millis().max(1) as u64,
+        reverse: opts.reverse,
+        msg_size: opts.msg_size,
+        nonce: nonce.clone(),
+    };
+    let mut line = serde_json::to_string(&hello).expect("serializing a hello");
+    line.push('\n');
+    control
+        .write_all(line.as_bytes())
+        .map_err(|e| lost("sending the request", e))?;
+    let mut replies = BufReader::new(control.try_clone().map_err(|e| lost("control", e))?);
+    let mut next = |what: &str| -> Result<ServerLine, NetError> {
+        let line = read_line(&mut replies)
+            .map_err(|e| lost(what, e))?
+            .ok_or_else(|| {
+                NetError::Lost(format!("{addr}: the server closed the connection ({what})"))
+            })?;
+        serde_json::from_str(&line)
+            .map_err(|e| NetError::Lost(format!("{addr}: not a stormark net server ({e})")))
+    };
+    match next("waiting for the answer")? {
+        ServerLine::Accepted => {}
+        ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
+        other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+    }
+    let mut streams = Vec::with_capacity(opts.streams as usize);
+    for i in 0..opts.streams {
+        let mut s = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
+        s.write_all(data_line(&nonce, i).as_bytes())
+            .map_err(|e| lost("opening a stream", e))?;
+        let _ = s.set_read_timeout(Some(SILENCE));
+        let _ = s.set_write_timeout(Some(SILENCE));
+        let _ = s.set_nodelay(opts.mode == Mode::Rtt);
+        streams.push(s);
+    }
+    match next("waiting for the streams to join")? {
+        ServerLine::Started => {}
+        ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
+        other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+    }
+    let epoch = Instant::now();
+    match (opts.mode, opts.reverse) {
+        (Mode::Throughput, false) => send(opts, streams, epoch, &mut next, on_second),
+        (Mode::Throughput, true) => receive(opts, streams, epoch, &mut next, on_second),
+        (Mode::Rtt, _) => round_trips(opts, streams, epoch, &mut next, on_second),
+    }
+}
+
+/// 16 random bytes from the kernel, as hex.
+fn nonce() -> String {
+    let mut b = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        // No /dev/urandom: the clock and the process, which still tell sessions apart.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        b = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A second of bytes on each stream, from cumulative counts.
+fn bytes_second(op: Op, now: &[u64], before: &[u64]) -> Vec<Snapshot> {
+    now.iter()
+        .zip(before.iter().chain(std::iter::repeat(&0)))
+        .map(|(&n, &b)| {
+            let mut s = Snapshot::new();
+            s.op_mut(op).bytes = n.saturating_sub(b);
+            s
+        })
+        .collect()
+}
+
+type Next<'a> = dyn FnMut(&str) -> Result<ServerLine, NetError> + 'a;
+
+/// Client to server: the client writes, the server counts and says so every second.
+fn send(
+    opts: &ClientOptions,
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let stop = &opts.stop;
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut s)| {
+                scope.spawn(move || {
+                    let buf = payload(opts.msg_size as usize, i as u64 + 1);
+                    while epoch.elapsed() < opts.time
+                        && !stop.load(Ordering::Relaxed)
+                        && s.write_all(&buf).is_ok()
+                    {}
+                    let info = tcp_info(&s);
+                    let _ = s.shutdown(Shutdown::Write);
+                    info
+                })
+            })
+            .collect();
+        let mut seconds = Vec::new();
+        let mut before: Vec<u64> = Vec::new();
+        let end = loop {
+            match next("during the test")? {
+                ServerLine::Second { t, bytes } => {
+                    let snaps = bytes_second(Op::Send, &bytes, &before);
+                    on_second(t, &snaps);
+                    seconds.push(snaps);
+                    before = bytes;
+                }
+                end @ ServerLine::End { .. } => break end,
+                other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
+            }
+        };
+        let tcp: Vec<Option<TcpInfo>> = writers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(None))
+            .collect();
+        let ServerLine::End {
+            bytes, duration_ns, ..
+        } = end
+        else {
+            unreachable!()
+        };
+        // What arrived after the last whole second.
+        let rest = bytes_second(Op::Send, &bytes, &before);
+        if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
+            seconds.push(rest);
+        }
+        Ok(Outcome {
+            op: Op::Send,
+            seconds,
+            duration_ns,
+            bytes,
+            tcp,
+            interrupted: stop.load(Ordering::Relaxed),
+        })
+    })
+}
+
+/// Server to client: the server writes, the client counts every second.
+fn receive(
+    opts: &ClientOptions,
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let n = streams.len();
+    let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let last_ns = AtomicU64::new(0);
+    let finished = AtomicUsize::new(0);
+    let stop = &opts.stop;
+    let seconds = std::thread::scope(|scope| {
+        for (i, mut s) in streams.into_iter().enumerate() {
+            let (counts, last_ns, finished) = (&counts, &last_ns, &finished);
+            scope.spawn(move || {
+                let mut buf = vec![0u8; READ_SIZE];
+                while !stop.load(Ordering::Relaxed) {
+                    match s.read(&mut buf) {
+                        Ok(got @ 1..) => {
+                            counts[i].fetch_add(got as u64, Ordering::Relaxed);
+                            last_ns.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                        }
+                        _ => break,
+                    }
+                }
+                let _ = s.shutdown(Shutdown::Both);
+                finished.fetch_add(1, Ordering::Release);
+            });
+        }
+        let mut seconds = Vec::new();
+        let mut before: Vec<u64> = Vec::new();
+        let mut t = 0u32;
+        while finished.load(Ordering::Acquire) < n {
+            let at = epoch + Duration::from_secs(u64::from(t) + 1);
+            while Instant::now() < at && finished.load(Ordering::Acquire) < n {
+                std::thread::sleep(
+                    Duration::from_millis(5).min(at.saturating_duration_since(Instant::now())),
+                );
+            }
+            if Instant::now() >= at {
+                let now: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+                let snaps = bytes_second(Op::Receive, &now, &before);
+                on_second(t, &snaps);
+                seconds.push(snaps);
+                before = now;
+                t += 1;
+            }
+        }
+        let now: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let rest = bytes_second(Op::Receive, &now, &before);
+        if rest.iter().any(|s| s.op(Op::Receive).bytes > 0) {
+            seconds.push(rest);
+        }
+        seconds
+    });
+    let tcp = match next("at the end")? {
+        ServerLine::End { tcp, .. } => tcp,
+        other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
+    };
+    Ok(Outcome {
+        op: Op::Receive,
+        seconds,
+        duration_ns: last_ns.load(Ordering::Relaxed),
+        bytes: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+        tcp,
+        interrupted: stop.load(Ordering::Relaxed),
+    })
+}
+
+/// Request and response of `msg_size` bytes each, one at a time on each stream.
+fn round_trips(
+    opts: &ClientOptions,
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let n = streams.len();
+    let (tx, rx) = mpsc::channel::<(u32, usize, Snapshot)>();
+    let stop = &opts.stop;
+    let size = opts.msg_size as usize;
+    let (seconds, last_ns) = std::thread::scope(|scope| {
+        let workers: Vec<_> = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut s)| {
+                let tx = tx.clone();
+                scope.spawn(move || {
+                    let request = payload(size, i as u64 + 1);
+                    let mut response = vec![0u8; size];
+                    let mut rec = Recorder::new();
+                    let mut second = 0u32;
+                    let mut boundary = epoch + Duration::from_secs(1);
+                    let mut last = Instant::now();
+                    while !stop.load(Ordering::Relaxed) && epoch.elapsed() < opts.time {
+                        let start = Instant::now();
+                        if s.write_all(&request).is_err() || s.read_exact(&mut response).is_err() {
+                            rec.record_error(Op::Rtt, stormark_stats::ErrorKind::Network, 0, 0);
+                            break;
+                        }
+                        last = Instant::now();
+                        rec.record(
+                            Op::Rtt,
+                            2 * size as u64,
+                            last.duration_since(start).as_nanos() as u64,
+                        );
+                        if last >= boundary {
+                            let _ = tx.send((second, i, rec.take()));
+                            second += 1;
+                            boundary += Duration::from_secs(1);
+                        }
+                    }
+                    let rest = rec.take();
+                    if rest != Snapshot::new() {
+                        let _ = tx.send((second, i, rest));
+                    }
+                    let _ = s.shutdown(Shutdown::Write);
+                    last.saturating_duration_since(epoch).as_nanos() as u64
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut seconds: Vec<Vec<Snapshot>> = Vec::new();
+        let mut reported = 0usize;
+        for (t, i, snap) in rx {
+            let t = t as usize;
+            while seconds.len() <= t {
+                seconds.push((0..n).map(|_| Snapshot::new()).collect());
+            }
+            seconds[t][i] = snap;
+            // A second is whole once every stream has moved past it.
+            while reported + 1 < seconds.len()
+                && (0..n).all(|s| {
+                    seconds[reported + 1..]
+                        .iter()
+                        .any(|sec| sec[s] != Snapshot::new())
+                })
+            {
+                on_second(reported as u32, &seconds[reported]);
+                reported += 1;
+            }
+        }
+        let last = workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        for (t, s) in seconds.iter().enumerate().skip(reported) {
+            on_second(t as u32, s);
+        }
+        (seconds, last)
+    });
+    let _ = next("at the end")?;
+    let bytes = (0..n)
+        .map(|i| seconds.iter().map(|sec| sec[i].op(Op::Rtt).bytes).sum())
+        .collect();
+    Ok(Outcome {
+        op: Op::Rtt,
+        seconds,
+        duration_ns: last_ns,
+        bytes,
+        tcp: Vec::new(),
+        interrupted: stop.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,221 @@
+//! The control protocol: JSON lines on the first connection, and the line that opens each
+//! data connection.
+
+use std::io::{BufRead, Read};
+
+use serde::{Deserialize, Serialize};
+
+use crate::TcpInfo;
+
+/// The port a server listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 7879;
+
+/// What a server accepts: (streams, message size in bytes, seconds).
+pub const LIMITS: (u32, u32, u64) = (128, 16 << 20, 86_400);
+
+/// The longest control line read (a hello or a report of 128 streams is far shorter).
+pub(crate) const LINE_LIMIT: u64 = 64 << 10;
+
+/// What a test measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Bytes per second over parallel streams.
+    Throughput,
+    /// Request/response round trips of one message size.
+    Rtt,
+}
+
+/// The client's request, the first line of the control connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Protocol version (1).
+    pub version: u32,
+    /// What to measure.
+    pub mode: Mode,
+    /// Data connections.
+    pub streams: u32,
+    /// How long the sender sends (throughput) or the client asks (rtt), ms.
+    pub time_ms: u64,
+    /// Throughput from the server to the client instead.
+    pub reverse: bool,
+    /// Bytes per write (throughput) or per message each way (rtt).
+    pub msg_size: u32,
+    /// Opens each data connection of this session (hex, made by the client).
+    pub nonce: String,
+}
+
+impl Hello {
+    /// Why the server refuses it, if it does.
+    pub fn check(&self) -> Result<(), String> {
+        let (streams, msg, secs) = LIMITS;
+        if self.version != 1 {
+            return Err(format!(
+                "protocol version {} (this server speaks 1)",
+                self.version
+            ));
+        }
+        if !(1..=streams).contains(&self.streams) {
+            return Err(format!("{} streams (1 to {streams})", self.streams));
+        }
+        if !(1..=msg).contains(&self.msg_size) {
+            return Err(format!("message size {} (1 byte to 16 MiB)", self.msg_size));
+        }
+        if self.time_ms == 0 || self.time_ms > secs * 1000 {
+            return Err(format!("time {} ms (up to {secs} s)", self.time_ms));
+        }
+        if self.nonce.len() != 32 || !self.nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err("a malformed nonce".into());
+        }
+        Ok(())
+    }
+}
+
+/// What the server says on the control connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ServerLine {
+    /// The session is on: open the data connections.
+    Accepted,
+    /// No session: why.
+    Refused {
+        /// In words.
+        reason: String,
+    },
+    /// Every stream has joined: the test's clock starts.
+    Started,
+    /// Bytes received on each stream since the start, at the end of second `t` (the
+    /// receiver's counts, when the server receives).
+    Second {
+        /// Seconds since the start, from 0.
+        t: u32,
+        /// Per stream, cumulative.
+        bytes: Vec<u64>,
+    },
+    /// The test is over on the server's side.
+    End {
+        /// Per stream, bytes the server received (or sent, in reverse).
+        bytes: Vec<u64>,
+        /// From the start to the last byte, ns.
+        duration_ns: u64,
+        /// When the server sent (reverse): its kernel's view of each stream.
+        tcp: Vec<Option<TcpInfo>>,
+    },
+}
+
+/// Reads one line of at most [`LINE_LIMIT`] bytes; `None` at the end of the stream.
+pub(crate) fn read_line(r: &mut impl BufRead) -> std::io::Result<Option<String>> {
+    let mut line = String::new();
+    let n = r.by_ref().take(LINE_LIMIT).read_line(&mut line)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if !line.ends_with('\n') {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "a control line too long or cut short",
+        ));
+    }
+    line.pop();
+    Ok(Some(line))
+}
+
+/// The first line of a data connection.
+pub(crate) fn data_line(nonce: &str, stream: u32) -> String {
+    format!("DATA {nonce} {stream}\n")
+}
+
+/// Parses a data connection's first line into (nonce, stream).
+pub(crate) fn parse_data_line(line: &str) -> Option<(&str, u32)> {
+    let mut parts = line.split(' ');
+    (parts.next()? == "DATA").then_some(())?;
+    let nonce = parts.next()?;
+    let stream = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((nonce, stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            version: 1,
+            mode: Mode::Throughput,
+            streams: 4,
+            time_ms: 10_000,
+            reverse: false,
+            msg_size: 128 << 10,
+            nonce: "0123456789abcdef0123456789abcdef".into(),
+        }
+    }
+
+    #[test]
+    fn hellos_within_limits_only() {
+        assert_eq!(hello().check(), Ok(()));
+        let bad = [
+            Hello {
+                streams: 0,
+                ..hello()
+            },
+            Hello {
+                streams: 129,
+                ..hello()
+            },
+            Hello {
+                msg_size: 0,
+                ..hello()
+            },
+            Hello {
+                msg_size: (16 << 20) + 1,
+                ..hello()
+            },
+            Hello {
+                time_ms: 0,
+                ..hello()
+            },
+            Hello {
+                version: 2,
+                ..hello()
+            },
+            Hello {
+                nonce: "xyz".into(),
+                ..hello()
+            },
+        ];
+        for h in bad {
+            assert!(h.check().is_err(), "{h:?}");
+        }
+    }
+
+    #[test]
+    fn lines_round_trip_and_are_bounded() {
+        let line = data_line("ab", 3);
+        assert_eq!(parse_data_line(line.trim_end()), Some(("ab", 3)));
+        for bad in [
+            "",
+            "DATA",
+            "DATA ab",
+            "DATA ab x",
+            "DATA ab 1 2",
+            "GET / HTTP/1.1",
+        ] {
+            assert_eq!(parse_data_line(bad), None, "{bad}");
+        }
+        let long = vec![b'x'; (LINE_LIMIT + 10) as usize];
+        let mut r = std::io::BufReader::new(&long[..]);
+        assert!(read_line(&mut r).is_err());
+        let s = serde_json::to_string(&ServerLine::Second {
+            t: 1,
+            bytes: vec![5, 6],
+        })
+        .unwrap();
+        assert_eq!(
+            serde_json::from_str::<ServerLine>(&s).unwrap(),
+            ServerLine::Second {
+                t: 1,
+                bytes: vec![5, 6]
+            }
+        );
+    }
+}

@@ -1,0 +1,346 @@
+//! `stormark net server`: one session at a time, on one port.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::proto::{parse_data_line, Hello, Mode, ServerLine};
+use crate::{tcp_info, NetError};
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Stop after one session (as `iperf3 -1`).
+    pub once: bool,
+    /// Set to stop (Ctrl-C); checked several times a second.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// How long a new connection may take to say what it is, and the streams of a session to
+/// join.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+/// A data connection silent this long is taken for gone.
+const SILENCE: Duration = Duration::from_secs(30);
+/// Connections still saying what they are, at most; more are closed at once (a flood of idle
+/// connections cannot take the server's threads).
+const MAX_HANDSHAKES: usize = 64;
+/// Bytes per read on a receiving stream.
+const READ_SIZE: usize = 256 << 10;
+
+#[derive(Default)]
+struct Shared {
+    /// The session waiting for its streams: its nonce and a slot per stream.
+    pending: Mutex<Option<(String, Vec<Option<TcpStream>>)>>,
+    joined: Condvar,
+    busy: AtomicBool,
+    handshakes: AtomicUsize,
+}
+
+/// Serves sessions on `listener` until `opts.stop` (or after one session with `once`).
+/// `log` gets a line per session.
+pub fn serve(
+    listener: TcpListener,
+    opts: &ServerOptions,
+    log: &(dyn Fn(&str) + Sync),
+) -> Result<(), NetError> {
+    let addr = listener
+        .local_addr()
+        .map_err(|e| NetError::Lost(e.to_string()))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| NetError::Listen {
+            addr,
+            why: e.to_string(),
+        })?;
+    let shared = Arc::new(Shared::default());
+    std::thread::scope(|scope| {
+        while !opts.stop.load(Ordering::Relaxed) {
+            let (conn, peer) = match listener.accept() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            if shared.handshakes.fetch_add(1, Ordering::Relaxed) >= MAX_HANDSHAKES {
+                shared.handshakes.fetch_sub(1, Ordering::Relaxed);
+                continue;
+            }
+            let shared = shared.clone();
+            scope.spawn(move || {
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_read_timeout(Some(HANDSHAKE));
+                let mut conn = conn;
+                let first = first_line(&mut conn);
+                shared.handshakes.fetch_sub(1, Ordering::Relaxed);
+                let Ok(Some(line)) = first else { return };
+                if line.starts_with('{') {
+                    let done = control(&shared, conn, &line);
+                    log(&format!("{peer}: {done}"));
+                    if opts.once && done.starts_with("session") {
+                        opts.stop.store(true, Ordering::Relaxed);
+                    }
+                } else if let Some((nonce, stream)) = parse_data_line(&line) {
+                    let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some((n, slots)) = pending.as_mut() {
+                        if n == nonce {
+                            if let Some(slot @ None) = slots.get_mut(stream as usize) {
+                                *slot = Some(conn);
+                                shared.joined.notify_all();
+                            }
+                        }
+                    }
+                    // Any other connection is dropped here: a wrong nonce joins nothing.
+                }
+            });
+        }
+    });
+    Ok(())
+}
+
+/// The first line of a new connection, read byte by byte so that nothing after it is taken
+/// from the stream; at most 4 KiB.
+fn first_line(conn: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let mut line = Vec::with_capacity(128);
+    let mut byte = [0u8; 1];
+    loop {
+        if conn.read(&mut byte)? == 0 {
+            return Ok(None);
+        }
+        if byte[0] == b'\n' {
+            return Ok(String::from_utf8(line).ok());
+        }
+        line.push(byte[0]);
+        if line.len() > 4096 {
+            return Ok(None);
+        }
+    }
+}
+
+fn say(conn: &mut TcpStream, line: &ServerLine) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(line).expect("serializing a server line");
+    text.push('\n');
+    conn.write_all(text.as_bytes())
+}
+
+/// Runs one control connection; returns a line for the log.
+fn control(shared: &Shared, mut conn: TcpStream, line: &str) -> String {
+    let hello: Hello = match serde_json::from_str(line) {
+        Ok(h) => h,
+        Err(e) => return format!("refused: not a hello ({e})"),
+    };
+    if let Err(why) = hello.check() {
+        let _ = say(
+            &mut conn,
+            &ServerLine::Refused {
+                reason: why.clone(),
+            },
+        );
+        return format!("refused: {why}");
+    }
+    if shared.busy.swap(true, Ordering::AcqRel) {
+        let reason = "busy with another client's test; try again when it ends".to_string();
+        let _ = say(&mut conn, &ServerLine::Refused { reason });
+        return "refused: busy".into();
+    }
+    let result = session(shared, &mut conn, &hello);
+    *shared.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    shared.busy.store(false, Ordering::Release);
+    match result {
+        Ok(s) => s,
+        Err(e) => format!("failed: {e}"),
+    }
+}
+
+fn session(shared: &Shared, conn: &mut TcpStream, hello: &Hello) -> std::io::Result<String> {
+    let n = hello.streams as usize;
+    {
+        let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+        *pending = Some((hello.nonce.clone(), (0..n).map(|_| None).collect()));
+    }
+    say(conn, &ServerLine::Accepted)?;
+    let deadline = Instant::now() + HANDSHAKE * 2;
+    let streams: Vec<TcpStream> = {
+        let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let all = pending
+                .as_ref()
+                .is_some_and(|(_, slots)| slots.iter().all(Option::is_some));
+            if all {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let joined = pending
+                    .as_ref()
+                    .map_or(0, |(_, s)| s.iter().filter(|x| x.is_some()).count());
+                let reason = format!(
+                    "{joined} of {n} streams joined within {} s",
+                    (HANDSHAKE * 2).as_secs()
+                );
+                drop(pending);
+                say(
+                    conn,
+                    &ServerLine::Refused {
+                        reason: reason.clone(),
+                    },
+                )?;
+                return Ok(format!("refused: {reason}"));
+            }
+            pending = shared
+                .joined
+                .wait_timeout(pending, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        let (_, slots) = pending.take().expect("checked above");
+        slots.into_iter().flatten().collect()
+    };
+    for s in &streams {
+        let _ = s.set_read_timeout(Some(SILENCE));
+        let _ = s.set_write_timeout(Some(SILENCE));
+        let _ = s.set_nodelay(hello.mode == Mode::Rtt);
+    }
+    say(conn, &ServerLine::Started)?;
+    let epoch = Instant::now();
+    let time = Duration::from_millis(hello.time_ms);
+    let end = match (hello.mode, hello.reverse) {
+        (Mode::Throughput, false) => receive(conn, streams, epoch)?,
+        (Mode::Throughput, true) => send(streams, epoch, time, hello.msg_size as usize),
+        (Mode::Rtt, _) => echo(streams, epoch, hello.msg_size as usize),
+    };
+    let total: u64 = match &end {
+        ServerLine::End { bytes, .. } => bytes.iter().sum(),
+        _ => 0,
+    };
+    say(conn, &end)?;
+    Ok(format!(
+        "session of {n} stream{} ({:?}{}), {total} bytes",
+        if n == 1 { "" } else { "s" },
+        hello.mode,
+        if hello.reverse { ", reverse" } else { "" }
+    ))
+}
+
+/// Receives on every stream until each ends, telling the client the counts every second.
+fn receive(
+    conn: &mut TcpStream,
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+) -> std::io::Result<ServerLine> {
+    let n = streams.len();
+    let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let last_ns = AtomicU64::new(0);
+    let finished = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for (i, mut s) in streams.into_iter().enumerate() {
+            let (counts, last_ns, finished) = (&counts, &last_ns, &finished);
+            scope.spawn(move || {
+                let mut buf = vec![0u8; READ_SIZE];
+                while let Ok(got @ 1..) = s.read(&mut buf) {
+                    counts[i].fetch_add(got as u64, Ordering::Relaxed);
+                    last_ns.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                }
+                let _ = s.shutdown(Shutdown::Both);
+                finished.fetch_add(1, Ordering::Release);
+            });
+        }
+        let mut t = 0u32;
+        while finished.load(Ordering::Acquire) < n {
+            let next = epoch + Duration::from_secs(u64::from(t) + 1);
+            while Instant::now() < next && finished.load(Ordering::Acquire) < n {
+                std::thread::sleep(
+                    Duration::from_millis(5).min(next.saturating_duration_since(Instant::now())),
+                );
+            }
+            if Instant::now() >= next {
+                let bytes = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+                // A client gone from the control connection ends nothing here: the streams
+                // end on their own (EOF, or silence).
+                let _ = say(conn, &ServerLine::Second { t, bytes });
+                t += 1;
+            }
+        }
+    });
+    Ok(ServerLine::End {
+        bytes: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+        duration_ns: last_ns.load(Ordering::Relaxed),
+        tcp: Vec::new(),
+    })
+}
+
+/// Sends on every stream for `time`, then reports what each sent and its kernel's view.
+fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) -> ServerLine {
+    let results: Vec<(u64, u64, Option<crate::TcpInfo>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = streams
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut s)| {
+                scope.spawn(move || {
+                    let buf = payload(size, i as u64);
+                    let mut sent = 0u64;
+                    while epoch.elapsed() < time && s.write_all(&buf).is_ok() {
+                        sent += buf.len() as u64;
+                    }
+                    let done = epoch.elapsed().as_nanos() as u64;
+                    let info = tcp_info(&s);
+                    let _ = s.shutdown(Shutdown::Write);
+                    // Wait for the client to close, so that what was sent has arrived.
+                    let _ = s.read(&mut [0u8; 1]);
+                    (sent, done, info)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, 0, None)))
+            .collect()
+    });
+    ServerLine::End {
+        bytes: results.iter().map(|r| r.0).collect(),
+        duration_ns: results.iter().map(|r| r.1).max().unwrap_or(0),
+        tcp: results.iter().map(|r| r.2).collect(),
+    }
+}
+
+/// Answers every message with one of the same size until each stream ends.
+fn echo(streams: Vec<TcpStream>, epoch: Instant, size: usize) -> ServerLine {
+    let results: Vec<u64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = streams
+            .into_iter()
+            .map(|mut s| {
+                scope.spawn(move || {
+                    let mut buf = vec![0u8; size];
+                    let mut bytes = 0u64;
+                    while s.read_exact(&mut buf).is_ok() && s.write_all(&buf).is_ok() {
+                        bytes += size as u64;
+                    }
+                    bytes
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).collect()
+    });
+    ServerLine::End {
+        bytes: results,
+        duration_ns: epoch.elapsed().as_nanos() as u64,
+        tcp: Vec::new(),
+    }
+}
+
+/// `size` bytes that compress to nothing less (a link that compresses is not measured by
+/// zeros), different per stream.
+pub(crate) fn payload(size: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}

@@ -1,0 +1,353 @@
+//! `stormark net`: the network between two hosts, as iperf3 (throughput) and sockperf
+//! (ping-pong latency) measure it, into the same results document as storage runs.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use stormark_net::{ClientOptions, Mode, NetError, Outcome, ServerOptions, DEFAULT_PORT, LIMITS};
+use stormark_report::{format_latency, Json, Output, Render};
+use stormark_spec::{parse_duration, parse_size};
+use stormark_stats::{
+    Op, PhaseAccumulator, PhaseJob, PhaseKind, Results, RunStatus, Snapshot, WorkerKey,
+};
+
+use crate::cli::{NetArgs, NetClientArgs, NetSide};
+use crate::{usage, Ending};
+
+pub fn main(args: NetArgs) -> Result<Ending> {
+    match args.side {
+        NetSide::Server { listen, once } => server(listen, once),
+        NetSide::Client(c) => client(&c),
+    }
+}
+
+fn ctrl_c() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+fn server(listen: SocketAddr, once: bool) -> Result<Ending> {
+    let listener = std::net::TcpListener::bind(listen).map_err(|e| {
+        usage(format!(
+            "--listen {listen}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:{DEFAULT_PORT}"
+        ))
+    })?;
+    let stop = ctrl_c()?;
+    eprintln!(
+        "stormark net server listening on {} (one test at a time; Ctrl-C stops)",
+        listener.local_addr().map_or(listen, |a| a)
+    );
+    let opts = ServerOptions { once, stop };
+    stormark_net::serve(listener, &opts, &|line| eprintln!("{line}"))?;
+    Ok(Ending::Success)
+}
+
+/// The options, checked before anything connects.
+fn options(args: &NetClientArgs) -> Result<ClientOptions> {
+    let (max_streams, max_msg, max_secs) = LIMITS;
+    let mode = match args.mode.as_str() {
+        "throughput" | "bw" => Mode::Throughput,
+        "rtt" | "latency" | "pingpong" => Mode::Rtt,
+        other => return Err(usage(format!("--mode {other}: expected throughput or rtt"))),
+    };
+    let streams = args
+        .streams
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max_streams).contains(n))
+        .ok_or_else(|| {
+            usage(format!(
+                "--streams {}: expected a whole number from 1 to {max_streams}",
+                args.streams
+            ))
+        })?;
+    let time = parse_duration(&args.time)
+        .filter(|t| !t.is_zero() && t.as_secs() <= max_secs)
+        .ok_or_else(|| {
+            usage(format!(
+                "--time {}: expected a duration from 1ms to 24h, such as 10s or 2m",
+                args.time
+            ))
+        })?;
+    let msg_size = match &args.msg_size {
+        None if mode == Mode::Rtt => 64,
+        None => 128 << 10,
+        Some(text) => parse_size(text)
+            .filter(|s| (1..=u64::from(max_msg)).contains(s))
+            .ok_or_else(|| {
+                usage(format!(
+                    "--msg-size {text}: expected a size from 1 byte to 16m, such as 64 or 128k"
+                ))
+            })? as u32,
+    };
+    if args.reverse && mode == Mode::Rtt {
+        return Err(usage(
+            "--reverse is for throughput; a round trip goes both ways already",
+        ));
+    }
+    let server = resolve(&args.server)?;
+    Ok(ClientOptions {
+        server,
+        mode,
+        streams,
+        time,
+        reverse: args.reverse,
+        msg_size,
+        stop: Arc::new(AtomicBool::new(false)),
+    })
+}
+
+/// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address.
+fn resolve(text: &str) -> Result<SocketAddr> {
+    let bad = |why: String| {
+        usage(format!(
+            "{text}: {why}; expected HOST or HOST:PORT, such as 10.0.0.2 or server1:{DEFAULT_PORT}"
+        ))
+    };
+    let with_port = if let Ok(ip) = text.parse::<std::net::IpAddr>() {
+        SocketAddr::new(ip, DEFAULT_PORT).to_string()
+    } else if text
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        text.to_string()
+    } else {
+        format!("{text}:{DEFAULT_PORT}")
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("cannot resolve it ({e})")))?
+        .next()
+        .ok_or_else(|| bad("the name resolves to no address".into()))
+}
+
+fn client(args: &NetClientArgs) -> Result<Ending> {
+    let mut opts = options(args)?;
+    let json = match &args.json {
+        Some(p) if p.as_os_str() == "-" => Some(Output::Stdout),
+        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    opts.stop = ctrl_c()?;
+    let mut results = Results::new(crate::command_line());
+    let started = std::time::Instant::now();
+    let quiet = args.quiet;
+    let what = match (opts.mode, opts.reverse) {
+        (Mode::Rtt, _) => format!("round trips of {} bytes", opts.msg_size),
+        (Mode::Throughput, false) => format!("throughput to {}", opts.server),
+        (Mode::Throughput, true) => format!("throughput from {}", opts.server),
+    };
+    if !quiet {
+        eprintln!(
+            "{what}, {} stream{}, {}",
+            opts.streams,
+            if opts.streams == 1 { "" } else { "s" },
+            args.time
+        );
+    }
+    let outcome = stormark_net::run(&opts, &mut |t, snaps| {
+        if !quiet {
+            eprintln!("{}", second_line(t, snaps));
+        }
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
+        // Nothing ran: the address or the server is wrong, said in one line.
+        Err(e @ (NetError::Unreachable { .. } | NetError::Refused(_))) => {
+            return Err(usage(e.to_string()))
+        }
+        Err(e) => {
+            results.status = RunStatus::Failed;
+            results.failure = Some(e.to_string());
+            results.duration_ns = started.elapsed().as_nanos() as u64;
+            if let Some(out) = &json {
+                let _ = out.write(Json.render(&results).as_bytes());
+            }
+            return Err(e.into());
+        }
+    };
+    results.duration_ns = started.elapsed().as_nanos() as u64;
+    results.phases.push(phase(&opts, &outcome));
+    results.spec = serde_json::json!({
+        "kind": "net",
+        "server": opts.server.to_string(),
+        "mode": if opts.mode == Mode::Rtt { "rtt" } else { "throughput" },
+        "streams": opts.streams,
+        "time": args.time,
+        "reverse": opts.reverse,
+        "msg_size": opts.msg_size,
+    });
+    results.status = if outcome.interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Ok
+    };
+    outln!("{}", summary(&opts, &outcome));
+    if let Some(out) = &json {
+        out.write(Json.render(&results).as_bytes())
+            .with_context(|| "writing the results document")?;
+    }
+    Ok(if outcome.interrupted {
+        Ending::Failed
+    } else {
+        Ending::Success
+    })
+}
+
+/// The results' phase: one worker per stream, the receiver's seconds.
+fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
+    let keys: Vec<WorkerKey> = (0..opts.streams)
+        .map(|w| WorkerKey {
+            host: 0,
+            job: 0,
+            worker: w,
+        })
+        .collect();
+    let job = PhaseJob {
+        name: format!("net-{}", o.op.name()),
+        engine: "tcp".into(),
+        direct: false,
+        workers: opts.streams,
+        iodepth: 1,
+        working_set_bytes: 0,
+        rate_iops: None,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec![opts.server.to_string()], vec![job], &keys);
+    for (t, snaps) in o.seconds.iter().enumerate() {
+        for (k, s) in keys.iter().zip(snaps) {
+            acc.add(*k, t as u32, s);
+        }
+    }
+    for k in &keys {
+        acc.worker_done(*k, o.duration_ns);
+    }
+    let mut p = acc.finish(0, o.duration_ns);
+    p.kind = Some(PhaseKind::Run);
+    p
+}
+
+fn gbits(bytes: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / ns as f64
+    }
+}
+
+/// One line per second: the total and each stream (throughput), or round trips and their
+/// percentiles (rtt).
+fn second_line(t: u32, snaps: &[Snapshot]) -> String {
+    let mut total = Snapshot::new();
+    for s in snaps {
+        total += s;
+    }
+    let rtt = total.op(Op::Rtt);
+    if rtt.ops > 0 {
+        return format!(
+            "{:>4}-{:<4} s  {:>8} round trips   p50 {:>9}   p99 {:>9}",
+            t,
+            t + 1,
+            rtt.ops,
+            format_latency(rtt.hist.value_at_quantile(0.5)),
+            format_latency(rtt.hist.value_at_quantile(0.99))
+        );
+    }
+    let t_bytes = total.total().bytes;
+    let per: Vec<String> = if snaps.len() > 1 {
+        snaps
+            .iter()
+            .map(|s| format!("{:.2}", gbits(s.total().bytes, 1_000_000_000)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    format!(
+        "{:>4}-{:<4} s  {:>9.3} Gbit/s{}",
+        t,
+        t + 1,
+        gbits(t_bytes, 1_000_000_000),
+        if per.is_empty() {
+            String::new()
+        } else {
+            format!("   streams {}", per.join(" "))
+        }
+    )
+}
+
+/// The summary: the receiver's total and rate, the sender's kernel's view per stream.
+fn summary(opts: &ClientOptions, o: &Outcome) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let secs = o.duration_ns as f64 / 1e9;
+    if o.op == Op::Rtt {
+        let mut all = Snapshot::new();
+        for sec in &o.seconds {
+            for s in sec {
+                all += s;
+            }
+        }
+        let r = all.op(Op::Rtt);
+        let q = |p: f64| format_latency(r.hist.value_at_quantile(p));
+        let _ = writeln!(
+            out,
+            "rtt {} bytes each way, {} stream{}: {} round trips in {secs:.1} s ({:.0}/s)",
+            opts.msg_size,
+            opts.streams,
+            if opts.streams == 1 { "" } else { "s" },
+            r.ops,
+            if secs > 0.0 { r.ops as f64 / secs } else { 0.0 }
+        );
+        let _ = writeln!(
+            out,
+            "  min {}  p50 {}  p90 {}  p99 {}  p99.9 {}  max {}",
+            format_latency(r.hist.min()),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            q(0.999),
+            format_latency(r.hist.max())
+        );
+        if r.errors > 0 {
+            let _ = writeln!(
+                out,
+                "  {} round trips failed (the connection broke)",
+                r.errors
+            );
+        }
+        return out;
+    }
+    let total: u64 = o.bytes.iter().sum();
+    let _ = writeln!(
+        out,
+        "{} {}: {:.3} Gbit/s ({} bytes in {secs:.2} s, counted by the receiver)",
+        if o.op == Op::Send {
+            "sent to"
+        } else {
+            "received from"
+        },
+        opts.server,
+        gbits(total, o.duration_ns),
+        total
+    );
+    for (i, b) in o.bytes.iter().enumerate() {
+        let tcp = o.tcp.get(i).copied().flatten();
+        let _ = writeln!(
+            out,
+            "  stream {i}: {:.3} Gbit/s{}",
+            gbits(*b, o.duration_ns),
+            tcp.map(|t| format!(
+                ", retransmits {}, cwnd {} segments, srtt {} (sender's TCP_INFO)",
+                t.retransmits,
+                t.snd_cwnd,
+                format_latency(u64::from(t.rtt_us) * 1000)
+            ))
+            .unwrap_or_default()
+        );
+    }
+    out
+}

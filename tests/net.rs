@@ -1,0 +1,222 @@
+//! Issue 19: `stormark net` against ground truth. Throughput through a link limited with tc's
+//! token bucket (network namespaces joined by veth pairs), round trips through a relay that
+//! holds each message a known time each way, and the mistakes a user makes.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use stormark_testkit::{read_json, require_netns, temp_dir, text, Bin, DelayRelay, NetCluster};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn measured(doc: &serde_json::Value) -> &serde_json::Value {
+    &doc["phases"][0]
+}
+
+/// A server on `addr` in the test's own namespace (killed when the guard drops).
+struct Server(std::process::Child);
+
+impl Server {
+    fn start(addr: &str) -> Server {
+        let child = Command::new(BIN)
+            .args(["net", "server", "--listen", addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(addr).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+#[test]
+fn throughput_through_a_200_mbit_link_is_the_link() {
+    if !require_netns("throughput_through_a_200_mbit_link_is_the_link") {
+        return;
+    }
+    let mut c = NetCluster::new(2).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let server = format!("{}:7879", c.addresses[0]);
+    c.spawn(
+        0,
+        BIN,
+        &["net", "server", "--listen", &server],
+        &dir.path().join("server.log"),
+    )
+    .unwrap();
+    // What host 1 sends, and what host 0 sends back (--reverse), each through 200 Mbit/s
+    // (`tc qdisc add dev X root tbf rate 200mbit burst 32kbit latency 50ms`).
+    c.limit(1, "200mbit").unwrap();
+    c.limit(0, "200mbit").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for (streams, reverse) in [("1", false), ("4", false), ("1", true)] {
+        let json = dir.path().join(format!("n{streams}{reverse}.json"));
+        let mut args = vec![
+            "net",
+            "client",
+            &server,
+            "--streams",
+            streams,
+            "--time",
+            "5s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        if reverse {
+            args.push("--reverse");
+        }
+        let out = c.run_in(1, BIN, &args);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        let doc = read_json(&json);
+        let run = measured(&doc);
+        let op = if reverse { "receive" } else { "send" };
+        let bits = run["by_op"][op]["bw_bytes_per_s"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{doc}"))
+            * 8.0;
+        // tc's rate counts whole Ethernet frames: of a full 1514-byte frame, 1448 bytes are
+        // payload (the rest: Ethernet, IP and TCP headers with timestamps). What the receiver
+        // can count is that share of 200 Mbit/s.
+        let share = bits / (200e6 * 1448.0 / 1514.0);
+        eprintln!(
+            "{streams} streams, reverse {reverse}: {:.1} Mbit/s, {share:.3} of the payload rate",
+            bits / 1e6
+        );
+        assert!(
+            (0.95..=1.05).contains(&share),
+            "{streams} streams, reverse {reverse}: {bits} bit/s = {share:.3} of the limit\n{t}"
+        );
+        // A second per interval, each stream a worker.
+        assert!(run["intervals"].as_array().unwrap().len() >= 4, "{run}");
+        assert_eq!(
+            run["jobs"][0]["workers"].as_u64(),
+            Some(streams.parse().unwrap())
+        );
+    }
+}
+
+#[test]
+fn round_trips_through_a_20_ms_path_take_20_ms() {
+    let server = free_addr();
+    let _s = Server::start(&server);
+    // 10 ms each way.
+    let relay = DelayRelay::start(server.parse().unwrap(), Duration::from_millis(10));
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("rtt.json");
+    let out = Bin(BIN).run(&[
+        "net",
+        "client",
+        &relay.addr.to_string(),
+        "--mode",
+        "rtt",
+        "--msg-size",
+        "64",
+        "--streams",
+        "2",
+        "--time",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let rtt = &measured(&doc)["by_op"]["rtt"];
+    let p50 = rtt["latency_ns"]["p50"].as_f64().unwrap();
+    assert!((18e6..=22e6).contains(&p50), "p50 {p50} ns\n{t}");
+    // About 50 round trips a second on each of 2 streams for 3 s.
+    let n = rtt["ops"].as_u64().unwrap();
+    assert!((200..=320).contains(&n), "{n} round trips\n{t}");
+    assert!(t.contains("p99"), "{t}");
+}
+
+#[test]
+fn mistakes_are_one_line_and_exit_2() {
+    let closed = free_addr();
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["net", "client", &closed, "--time", "1s"],
+            "connection refused",
+        ),
+        (
+            vec!["net", "client", &server, "--streams", "0"],
+            "--streams 0",
+        ),
+        (
+            vec!["net", "client", &server, "--time", "soon"],
+            "--time soon",
+        ),
+        (
+            vec!["net", "client", &server, "--msg-size", "0"],
+            "--msg-size 0",
+        ),
+        (
+            vec!["net", "client", &server, "--mode", "udp"],
+            "--mode udp",
+        ),
+        (
+            vec!["net", "client", &server, "--mode", "rtt", "--reverse"],
+            "--reverse",
+        ),
+        (
+            vec!["net", "client", "no.such.host.invalid"],
+            "no.such.host.invalid",
+        ),
+        (
+            vec!["net", "server", "--listen", &server],
+            "cannot listen there",
+        ),
+    ];
+    for (args, expect) in cases {
+        let out = Bin(BIN).run(&args);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {t}");
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_default();
+        assert!(line.contains(expect), "{expect}: {t}");
+    }
+}
+
+#[test]
+fn a_stranger_without_the_nonce_joins_nothing_and_idle_connections_do_not_block() {
+    let server = free_addr();
+    let _s = Server::start(&server);
+    // Idle connections, and a data connection with a made-up nonce.
+    let idle: Vec<_> = (0..100)
+        .map(|_| std::net::TcpStream::connect(&server).unwrap())
+        .collect();
+    {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(&server).unwrap();
+        s.write_all(b"DATA 00000000000000000000000000000000 0\n")
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(5500));
+    let out = Bin(BIN).run(&["net", "client", &server, "--time", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    drop(idle);
+}
