@@ -90,7 +90,7 @@ pub struct NetClientArgs {
     /// From the server to this host instead.
     #[arg(long, short = 'R')]
     pub reverse: bool,
-    /// Bytes per write (throughput) [default: 128k] or per message each way (rtt) [default: 64].
+    /// Bytes per write (throughput) [default: 1m] or per message each way (rtt) [default: 64].
     #[arg(long, short = 'l', value_name = "SIZE")]
     pub msg_size: Option<String>,
     /// Write the results document here (`-`: standard output).

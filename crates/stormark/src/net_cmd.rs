@@ -76,7 +76,9 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         })?;
     let msg_size = match &args.msg_size {
         None if mode == Mode::Rtt => 64,
-        None => 128 << 10,
+        // Large writes: fewer system calls per byte (on loopback 1 MiB moves ~1.5x what
+        // 128 KiB does; docs/performance.md).
+        None => 1 << 20,
         Some(text) => parse_size(text)
             .filter(|s| (1..=u64::from(max_msg)).contains(s))
             .ok_or_else(|| {
