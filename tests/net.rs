@@ -220,3 +220,55 @@ fn a_stranger_without_the_nonce_joins_nothing_and_idle_connections_do_not_block(
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     drop(idle);
 }
+
+#[test]
+fn a_server_cut_off_mid_test_is_named_never_a_hang() {
+    if !require_netns("a_server_cut_off_mid_test_is_named_never_a_hang") {
+        return;
+    }
+    let mut c = NetCluster::new(2).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let server = format!("{}:7879", c.addresses[0]);
+    c.spawn(
+        0,
+        BIN,
+        &["net", "server", "--listen", &server],
+        &dir.path().join("server.log"),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let json = dir.path().join("cut.json");
+    let client = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &c.namespaces[1],
+            BIN,
+            "net",
+            "client",
+            &server,
+            "--time",
+            "60s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let cut = std::time::Instant::now();
+    c.cut(0).unwrap();
+    let out = client.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains(&server) && t.contains("silent"), "{t}");
+    assert!(
+        cut.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        cut.elapsed()
+    );
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "failed", "{doc}");
+}

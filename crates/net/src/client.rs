@@ -52,7 +52,7 @@ pub struct Outcome {
 
 const CONNECT: Duration = Duration::from_secs(5);
 /// The longest the server may stay silent on the control connection mid-test.
-const SILENCE: Duration = Duration::from_secs(30);
+const SILENCE: Duration = Duration::from_secs(10);
 const READ_SIZE: usize = 256 << 10;
 
 /// Runs one test; `on_second` sees each second's per-stream snapshots as they arrive.
@@ -76,7 +76,18 @@ pub fn run(
             _ => e.to_string(),
         },
     };
-    let lost = |what: &str, e: std::io::Error| NetError::Lost(format!("{addr}: {what}: {e}"));
+    let lost = |what: &str, e: std::io::Error| {
+        let e = match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                format!(
+                    "silent for {} s (the host or the path to it went away)",
+                    SILENCE.as_secs()
+                )
+            }
+            _ => e.to_string(),
+        };
+        NetError::Lost(format!("{addr}: {what}: {e}"))
+    };
     let mut control = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
     let _ = control.set_read_timeout(Some(SILENCE));
     let nonce = nonce();

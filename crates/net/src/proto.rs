@@ -189,6 +189,28 @@ mod tests {
     }
 
     #[test]
+    fn any_first_line_is_taken_or_refused_without_a_panic() {
+        // What a stranger may send the server: anything, as a data line or as a hello.
+        let mut x = 0x1234_5678_9abc_def0_u64;
+        for len in 0..2000usize {
+            let bytes: Vec<u8> = (0..len % 200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    b" {}\":,DATA0123456789abcdefnoprstuvwxyz-[]"[(x % 44) as usize]
+                })
+                .collect();
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = parse_data_line(&text);
+            if let Ok(h) = serde_json::from_str::<Hello>(&text) {
+                let _ = h.check();
+            }
+            let _ = serde_json::from_str::<ServerLine>(&text);
+        }
+    }
+
+    #[test]
     fn lines_round_trip_and_are_bounded() {
         let line = data_line("ab", 3);
         assert_eq!(parse_data_line(line.trim_end()), Some(("ab", 3)));
