@@ -185,6 +185,18 @@ fn mistakes_are_one_line_and_exit_2() {
             "no.such.host.invalid",
         ),
         (
+            vec!["net", "client", &server, "--udp", "--bitrate", "fast"],
+            "--bitrate fast",
+        ),
+        (
+            vec!["net", "client", &server, "--udp", "--mode", "rtt"],
+            "--udp",
+        ),
+        (
+            vec!["net", "client", &server, "--udp", "--msg-size", "8"],
+            "--msg-size 8",
+        ),
+        (
             vec!["net", "server", "--listen", &server],
             "cannot listen there",
         ),
@@ -271,4 +283,61 @@ fn a_server_cut_off_mid_test_is_named_never_a_hang() {
     );
     let doc = read_json(&json);
     assert_eq!(doc["status"], "failed", "{doc}");
+}
+
+#[test]
+fn udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry() {
+    if !require_netns("udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry") {
+        return;
+    }
+    let mut c = NetCluster::new(2).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let server = format!("{}:7879", c.addresses[0]);
+    c.spawn(
+        0,
+        BIN,
+        &["net", "server", "--listen", &server],
+        &dir.path().join("server.log"),
+    )
+    .unwrap();
+    // On the way to the server: a UDP sender's own queue would hold it back instead.
+    c.limit_to(0, "200mbit").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let json = dir.path().join("udp.json");
+    let out = c.run_in(
+        1,
+        BIN,
+        &[
+            "net",
+            "client",
+            &server,
+            "--udp",
+            "--bitrate",
+            "300m",
+            "--time",
+            "4s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let s = &doc["net"]["streams"][0];
+    let sent = s["datagrams_sent"].as_f64().unwrap();
+    let got = s["datagrams_received"].as_f64().unwrap();
+    // 300 Mbit/s of 1400-byte datagrams are 1442-byte frames on the wire; the bucket passes
+    // 200 Mbit/s of frames: 200/300 x 1400/1442 of the datagrams arrive.
+    let expected = 1.0 - 200.0 / 300.0 * 1400.0 / 1442.0;
+    let loss = 1.0 - got / sent;
+    eprintln!("udp loss {loss:.4}, expected {expected:.4}");
+    assert!(
+        (loss - expected).abs() < 0.03,
+        "loss {loss:.4}, expected {expected:.4}\n{t}"
+    );
+    // The sender kept to its rate: 4 s at 300 Mbit/s.
+    let rate = sent * 1400.0 * 8.0 / 4.0;
+    assert!((rate / 300e6 - 1.0).abs() < 0.03, "sent at {rate} bit/s");
+    assert_eq!(s["out_of_order"].as_u64(), Some(0), "{s}");
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use stormark_stats::{Op, Recorder, Snapshot};
 
-use crate::proto::{data_line, read_line, Hello, Mode, ServerLine};
+use crate::proto::{data_line, read_line, token, Hello, Mode, ServerLine, UdpStats};
 use crate::server::payload;
 use crate::{tcp_info, NetError, TcpInfo};
 
@@ -29,6 +29,10 @@ pub struct ClientOptions {
     pub msg_size: u32,
     /// Set to stop early (Ctrl-C): what was measured is kept.
     pub stop: Arc<AtomicBool>,
+    /// UDP datagrams of `msg_size` bytes instead of TCP streams.
+    pub udp: bool,
+    /// UDP: bits per second of payload over all streams.
+    pub bitrate: u64,
 }
 
 /// What a test measured.
@@ -48,6 +52,8 @@ pub struct Outcome {
     pub tcp: Vec<Option<TcpInfo>>,
     /// Stopped early.
     pub interrupted: bool,
+    /// UDP, per stream: datagrams sent, and what the receiver saw.
+    pub udp: Vec<(u64, UdpStats)>,
 }
 
 const CONNECT: Duration = Duration::from_secs(5);
@@ -99,6 +105,8 @@ pub fn run(
         reverse: opts.reverse,
         msg_size: opts.msg_size,
         nonce: nonce.clone(),
+        udp: opts.udp,
+        bitrate: opts.bitrate,
     };
     let mut line = serde_json::to_string(&hello).expect("serializing a hello");
     line.push('\n');
@@ -119,6 +127,14 @@ pub fn run(
         ServerLine::Accepted => {}
         ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
         other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+    }
+    if opts.udp {
+        match next("waiting for the start")? {
+            ServerLine::Started => {}
+            ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
+            other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+        }
+        return udp_send(opts, &nonce, Instant::now(), &mut next, on_second);
     }
     let mut streams = Vec::with_capacity(opts.streams as usize);
     for i in 0..opts.streams {
@@ -235,6 +251,7 @@ fn send(
             bytes,
             tcp,
             interrupted: stop.load(Ordering::Relaxed),
+            udp: Vec::new(),
         })
     })
 }
@@ -307,6 +324,7 @@ fn receive(
         bytes: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
         tcp,
         interrupted: stop.load(Ordering::Relaxed),
+        udp: Vec::new(),
     })
 }
 
@@ -404,5 +422,117 @@ fn round_trips(
         bytes,
         tcp: Vec::new(),
         interrupted: stop.load(Ordering::Relaxed),
+        udp: Vec::new(),
+    })
+}
+
+/// UDP datagrams at the asked bitrate, paced per stream; the server counts what arrives.
+fn udp_send(
+    opts: &ClientOptions,
+    nonce: &str,
+    epoch: Instant,
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let addr = opts.server;
+    let stop = &opts.stop;
+    let size = opts.msg_size as usize;
+    // Datagrams per second on each stream.
+    let per_stream = opts.bitrate as f64 / 8.0 / size as f64 / f64::from(opts.streams);
+    let tok = token(nonce);
+    let mut sockets = Vec::new();
+    for _ in 0..opts.streams {
+        let local: SocketAddr = if addr.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let s = std::net::UdpSocket::bind(local)
+            .and_then(|s| s.connect(addr).map(|()| s))
+            .map_err(|e| NetError::Unreachable {
+                addr,
+                why: e.to_string(),
+            })?;
+        sockets.push(s);
+    }
+    std::thread::scope(|scope| {
+        let senders: Vec<_> = sockets
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                scope.spawn(move || {
+                    let mut buf = payload(size, i as u64 + 1);
+                    buf[..8].copy_from_slice(&tok.to_le_bytes());
+                    buf[8..12].copy_from_slice(&(i as u32).to_le_bytes());
+                    buf[12..16].fill(0);
+                    let mut sent = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let elapsed = epoch.elapsed();
+                        if elapsed >= opts.time {
+                            break;
+                        }
+                        let due = (elapsed.as_secs_f64() * per_stream) as u64 + 1;
+                        while sent < due {
+                            buf[16..24].copy_from_slice(&sent.to_le_bytes());
+                            let at = epoch.elapsed().as_nanos() as u64;
+                            buf[24..32].copy_from_slice(&at.to_le_bytes());
+                            // A datagram the kernel drops (a full queue) is lost like any
+                            // other: the receiver's count says so.
+                            let _ = s.send(&buf);
+                            sent += 1;
+                        }
+                        let next_at = Duration::from_secs_f64((sent as f64) / per_stream);
+                        let wait = next_at.saturating_sub(epoch.elapsed());
+                        if wait > Duration::from_micros(50) {
+                            std::thread::sleep(wait.min(Duration::from_millis(1)));
+                        }
+                    }
+                    sent
+                })
+            })
+            .collect();
+        let mut seconds = Vec::new();
+        let mut before: Vec<u64> = Vec::new();
+        let end = loop {
+            match next("during the test")? {
+                ServerLine::Second { t, bytes } => {
+                    let snaps = bytes_second(Op::Send, &bytes, &before);
+                    on_second(t, &snaps);
+                    seconds.push(snaps);
+                    before = bytes;
+                }
+                end @ ServerLine::End { .. } => break end,
+                other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
+            }
+        };
+        let sent: Vec<u64> = senders.into_iter().map(|h| h.join().unwrap_or(0)).collect();
+        let ServerLine::End {
+            bytes,
+            duration_ns,
+            udp,
+            ..
+        } = end
+        else {
+            unreachable!()
+        };
+        let rest = bytes_second(Op::Send, &bytes, &before);
+        if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
+            seconds.push(rest);
+        }
+        Ok(Outcome {
+            op: Op::Send,
+            seconds,
+            duration_ns,
+            bytes,
+            tcp: Vec::new(),
+            interrupted: stop.load(Ordering::Relaxed),
+            udp: sent
+                .into_iter()
+                .zip(
+                    udp.into_iter()
+                        .chain(std::iter::repeat(UdpStats::default())),
+                )
+                .collect(),
+        })
     })
 }

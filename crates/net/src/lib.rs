@@ -17,7 +17,7 @@ mod server;
 mod tcpinfo;
 
 pub use client::{run, ClientOptions, Outcome};
-pub use proto::{Hello, Mode, ServerLine, DEFAULT_PORT, LIMITS};
+pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
 pub use tcpinfo::{tcp_info, TcpInfo};
 

@@ -41,8 +41,36 @@ pub struct Hello {
     pub reverse: bool,
     /// Bytes per write (throughput) or per message each way (rtt).
     pub msg_size: u32,
-    /// Opens each data connection of this session (hex, made by the client).
+    /// Opens each data connection of this session (hex, made by the client); its first 16
+    /// digits mark each UDP datagram.
     pub nonce: String,
+    /// UDP datagrams instead of TCP streams (throughput only).
+    #[serde(default)]
+    pub udp: bool,
+    /// UDP: bits per second of payload the client sends, over all streams.
+    #[serde(default)]
+    pub bitrate: u64,
+}
+
+/// What the receiver of UDP datagrams saw on one stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpStats {
+    /// Datagrams received.
+    pub datagrams: u64,
+    /// Bytes received.
+    pub bytes: u64,
+    /// Datagrams that came after a later one.
+    pub out_of_order: u64,
+    /// Interarrival jitter (RFC 3550, smoothed over 16), ns.
+    pub jitter_ns: u64,
+}
+
+/// Bytes at the start of each UDP datagram: token, stream, sequence, send time.
+pub const UDP_HEADER: usize = 32;
+
+/// The session token of a nonce, which every datagram carries.
+pub(crate) fn token(nonce: &str) -> u64 {
+    u64::from_str_radix(nonce.get(..16).unwrap_or("0"), 16).unwrap_or(0)
 }
 
 impl Hello {
@@ -66,6 +94,15 @@ impl Hello {
         }
         if self.nonce.len() != 32 || !self.nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err("a malformed nonce".into());
+        }
+        if self.udp && (self.mode != Mode::Throughput || self.reverse) {
+            return Err("UDP runs throughput from the client only".into());
+        }
+        if self.udp && !(UDP_HEADER as u32..=65_000).contains(&self.msg_size) {
+            return Err(format!(
+                "a datagram of {} bytes (32 to 65000)",
+                self.msg_size
+            ));
         }
         Ok(())
     }
@@ -100,6 +137,9 @@ pub enum ServerLine {
         duration_ns: u64,
         /// When the server sent (reverse): its kernel's view of each stream.
         tcp: Vec<Option<TcpInfo>>,
+        /// UDP: what arrived on each stream.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp: Vec<UdpStats>,
     },
 }
 
@@ -147,6 +187,8 @@ mod tests {
             reverse: false,
             msg_size: 128 << 10,
             nonce: "0123456789abcdef0123456789abcdef".into(),
+            udp: false,
+            bitrate: 0,
         }
     }
 

@@ -1,12 +1,12 @@
 //! `stormark net server`: one session at a time, on one port.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::proto::{parse_data_line, Hello, Mode, ServerLine};
+use crate::proto::{parse_data_line, token, Hello, Mode, ServerLine, UdpStats, UDP_HEADER};
 use crate::{tcp_info, NetError};
 
 /// How a server runs.
@@ -78,7 +78,7 @@ pub fn serve(
                 shared.handshakes.fetch_sub(1, Ordering::Relaxed);
                 let Ok(Some(line)) = first else { return };
                 if line.starts_with('{') {
-                    let done = control(&shared, conn, &line);
+                    let done = control(&shared, conn, &line, addr);
                     log(&format!("{peer}: {done}"));
                     if opts.once && done.starts_with("session") {
                         opts.stop.store(true, Ordering::Relaxed);
@@ -127,7 +127,7 @@ fn say(conn: &mut TcpStream, line: &ServerLine) -> std::io::Result<()> {
 }
 
 /// Runs one control connection; returns a line for the log.
-fn control(shared: &Shared, mut conn: TcpStream, line: &str) -> String {
+fn control(shared: &Shared, mut conn: TcpStream, line: &str, addr: SocketAddr) -> String {
     let hello: Hello = match serde_json::from_str(line) {
         Ok(h) => h,
         Err(e) => return format!("refused: not a hello ({e})"),
@@ -146,7 +146,7 @@ fn control(shared: &Shared, mut conn: TcpStream, line: &str) -> String {
         let _ = say(&mut conn, &ServerLine::Refused { reason });
         return "refused: busy".into();
     }
-    let result = session(shared, &mut conn, &hello);
+    let result = session(shared, &mut conn, &hello, addr);
     *shared.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
     shared.busy.store(false, Ordering::Release);
     match result {
@@ -155,7 +155,15 @@ fn control(shared: &Shared, mut conn: TcpStream, line: &str) -> String {
     }
 }
 
-fn session(shared: &Shared, conn: &mut TcpStream, hello: &Hello) -> std::io::Result<String> {
+fn session(
+    shared: &Shared,
+    conn: &mut TcpStream,
+    hello: &Hello,
+    addr: SocketAddr,
+) -> std::io::Result<String> {
+    if hello.udp {
+        return udp_session(conn, hello, addr);
+    }
     let n = hello.streams as usize;
     {
         let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -269,6 +277,7 @@ fn receive(
         bytes: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
         duration_ns: last_ns.load(Ordering::Relaxed),
         tcp: Vec::new(),
+        udp: Vec::new(),
     })
 }
 
@@ -303,6 +312,7 @@ fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) ->
         bytes: results.iter().map(|r| r.0).collect(),
         duration_ns: results.iter().map(|r| r.1).max().unwrap_or(0),
         tcp: results.iter().map(|r| r.2).collect(),
+        udp: Vec::new(),
     }
 }
 
@@ -328,6 +338,7 @@ fn echo(streams: Vec<TcpStream>, epoch: Instant, size: usize) -> ServerLine {
         bytes: results,
         duration_ns: epoch.elapsed().as_nanos() as u64,
         tcp: Vec::new(),
+        udp: Vec::new(),
     }
 }
 
@@ -343,4 +354,103 @@ pub(crate) fn payload(size: usize, seed: u64) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// A UDP test: datagrams on the server's port, counted per stream until the client's time is
+/// up (and a second more for the last in flight), the counts said every second.
+fn udp_session(conn: &mut TcpStream, hello: &Hello, addr: SocketAddr) -> std::io::Result<String> {
+    let socket = match UdpSocket::bind(addr) {
+        Ok(s) => s,
+        Err(e) => {
+            let reason = format!("cannot receive UDP on {addr}: {e}");
+            say(
+                conn,
+                &ServerLine::Refused {
+                    reason: reason.clone(),
+                },
+            )?;
+            return Ok(format!("refused: {reason}"));
+        }
+    };
+    socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+    // A deep receive queue, so that the receiver's own pauses do not count as the network's
+    // loss (the kernel caps it at net.core.rmem_max).
+    let size: libc::c_int = 8 << 20;
+    // SAFETY: the pointer and length describe `size`, which outlives the call.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&socket),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    say(conn, &ServerLine::Accepted)?;
+    say(conn, &ServerLine::Started)?;
+    let epoch = Instant::now();
+    let n = hello.streams as usize;
+    let want = token(&hello.nonce);
+    let mut stats = vec![UdpStats::default(); n];
+    let mut next_seq = vec![0u64; n];
+    let mut transit: Vec<Option<i128>> = vec![None; n];
+    let mut jitter = vec![0f64; n];
+    let mut last_ns = 0u64;
+    let until = Duration::from_millis(hello.time_ms) + Duration::from_secs(1);
+    let mut t = 0u32;
+    let mut buf = vec![0u8; 65_536];
+    while epoch.elapsed() < until {
+        if epoch.elapsed() >= Duration::from_secs(u64::from(t) + 1) {
+            let bytes = stats.iter().map(|s| s.bytes).collect();
+            let _ = say(conn, &ServerLine::Second { t, bytes });
+            t += 1;
+        }
+        let Ok(len) = socket.recv(&mut buf) else {
+            continue;
+        };
+        let at = epoch.elapsed().as_nanos() as u64;
+        if len < UDP_HEADER {
+            continue;
+        }
+        let word = |i: usize| u64::from_le_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
+        let stream = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes")) as usize;
+        if word(0) != want || stream >= n {
+            continue; // not this session's
+        }
+        let (seq, sent_ns) = (word(16), word(24));
+        let s = &mut stats[stream];
+        s.datagrams += 1;
+        s.bytes += len as u64;
+        if seq < next_seq[stream] {
+            s.out_of_order += 1;
+        } else {
+            next_seq[stream] = seq + 1;
+        }
+        // RFC 3550: the change in transit time between consecutive arrivals; the clocks'
+        // offset cancels.
+        let now_transit = i128::from(at) - i128::from(sent_ns);
+        if let Some(prev) = transit[stream] {
+            let d = (now_transit - prev).unsigned_abs() as f64;
+            jitter[stream] += (d - jitter[stream]) / 16.0;
+        }
+        transit[stream] = Some(now_transit);
+        last_ns = at;
+    }
+    for (s, j) in stats.iter_mut().zip(&jitter) {
+        s.jitter_ns = j.round() as u64;
+    }
+    let total: u64 = stats.iter().map(|s| s.datagrams).sum();
+    say(
+        conn,
+        &ServerLine::End {
+            bytes: stats.iter().map(|s| s.bytes).collect(),
+            duration_ns: last_ns,
+            tcp: Vec::new(),
+            udp: stats,
+        },
+    )?;
+    Ok(format!(
+        "session of {n} UDP stream{}, {total} datagrams",
+        if n == 1 { "" } else { "s" }
+    ))
 }

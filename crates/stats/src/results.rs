@@ -55,8 +55,58 @@ pub struct Results {
     /// With `--sweep`, one point per combination.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::SweepReport>,
+    /// A network test (`stormark net`): each stream as its ends saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net: Option<NetReport>,
     /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
     pub notes: Vec<String>,
+}
+
+/// A network test's streams: what the phase's figures cannot say (the sender's TCP view,
+/// UDP loss, order and jitter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetReport {
+    /// The server, `ADDR:PORT`.
+    pub server: String,
+    /// `tcp` or `udp`.
+    pub protocol: String,
+    /// `throughput` or `rtt`.
+    pub mode: String,
+    /// Bytes flowed from the server to the client.
+    pub reverse: bool,
+    /// One per stream.
+    pub streams: Vec<NetStream>,
+}
+
+/// One stream of a network test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetStream {
+    /// Bytes the receiver got.
+    pub bytes: u64,
+    /// TCP: segments the sender retransmitted (its `TCP_INFO`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u32>,
+    /// TCP: the sender's smoothed round-trip time, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub srtt_us: Option<u32>,
+    /// TCP: the sender's congestion window, segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd: Option<u32>,
+    /// TCP: the path MTU the sender's kernel knows, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu: Option<u32>,
+    /// UDP: datagrams sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams_sent: Option<u64>,
+    /// UDP: datagrams received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams_received: Option<u64>,
+    /// UDP: datagrams that arrived after a later one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+    /// UDP: interarrival jitter (RFC 3550), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
 }
 
 impl Results {
@@ -83,6 +133,7 @@ impl Results {
             search: None,
             curve: None,
             sweep: None,
+            net: None,
             notes: Vec::new(),
         }
     }

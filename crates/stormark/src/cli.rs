@@ -43,6 +43,8 @@ Examples:
       4 parallel streams, from the server to this host; the results document
   stormark net client 10.0.0.2 --mode rtt --msg-size 64 --time 30s
       ping-pong of 64-byte messages: round-trip latency percentiles, as sockperf measures
+  stormark net client 10.0.0.2 --udp --bitrate 1g
+      UDP at 1 Gbit/s: what arrived, the loss, datagrams out of order, jitter
 
 Throughput is counted where the bytes arrive; retransmits, congestion window and smoothed RTT
 come from the sender's kernel (TCP_INFO). Sizes take k/m (1024-based).";
@@ -90,7 +92,16 @@ pub struct NetClientArgs {
     /// From the server to this host instead.
     #[arg(long, short = 'R')]
     pub reverse: bool,
-    /// Bytes per write (throughput) [default: 1m] or per message each way (rtt) [default: 64].
+    /// UDP datagrams at --bitrate instead of TCP: loss, out-of-order and jitter as the server
+    /// saw them.
+    #[arg(long, short = 'u')]
+    pub udp: bool,
+    /// UDP: payload bits per second over all streams, such as 100m or 1g (1000-based, as
+    /// iperf3) [default: 1m].
+    #[arg(long, short = 'b', value_name = "RATE", requires = "udp")]
+    pub bitrate: Option<String>,
+    /// Bytes per write (throughput) [default: 1m], per datagram (udp) [default: 1400] or per
+    /// message each way (rtt) [default: 64].
     #[arg(long, short = 'l', value_name = "SIZE")]
     pub msg_size: Option<String>,
     /// Write the results document here (`-`: standard output).

@@ -10,7 +10,8 @@ use stormark_net::{ClientOptions, Mode, NetError, Outcome, ServerOptions, DEFAUL
 use stormark_report::{format_latency, Json, Output, Render};
 use stormark_spec::{parse_duration, parse_size};
 use stormark_stats::{
-    Op, PhaseAccumulator, PhaseJob, PhaseKind, Results, RunStatus, Snapshot, WorkerKey,
+    NetReport, NetStream, Op, PhaseAccumulator, PhaseJob, PhaseKind, Results, RunStatus, Snapshot,
+    WorkerKey,
 };
 
 use crate::cli::{NetArgs, NetClientArgs, NetSide};
@@ -74,8 +75,32 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
                 args.time
             ))
         })?;
+    if args.udp && mode == Mode::Rtt {
+        return Err(usage(
+            "--udp measures throughput; round trips (--mode rtt) run over TCP",
+        ));
+    }
+    if args.udp && args.reverse {
+        return Err(usage("--udp sends from this host only; run the client on the other host for the other direction"));
+    }
+    let bitrate = match &args.bitrate {
+        None => 1_000_000,
+        Some(text) => parse_bitrate(text).ok_or_else(|| {
+            usage(format!(
+                "--bitrate {text}: expected bits per second from 1k to 400g, such as 100m or 1g"
+            ))
+        })?,
+    };
     let msg_size = match &args.msg_size {
         None if mode == Mode::Rtt => 64,
+        None if args.udp => 1400,
+        Some(text) if args.udp => parse_size(text)
+            .filter(|s| (32..=65_000).contains(s))
+            .ok_or_else(|| {
+                usage(format!(
+                    "--msg-size {text}: a datagram from 32 to 65000 bytes, such as 1400"
+                ))
+            })? as u32,
         // Large writes: fewer system calls per byte (on loopback 1 MiB moves ~1.5x what
         // 128 KiB does; docs/performance.md).
         None => 1 << 20,
@@ -101,7 +126,26 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         reverse: args.reverse,
         msg_size,
         stop: Arc::new(AtomicBool::new(false)),
+        udp: args.udp,
+        bitrate,
     })
+}
+
+/// Bits per second: a number with k, m or g (1000-based, as iperf3 and link speeds).
+fn parse_bitrate(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t
+        .strip_suffix("bit")
+        .or_else(|| t.strip_suffix("bps"))
+        .unwrap_or(&t);
+    let (num, mult) = match t.as_bytes().last()? {
+        b'k' => (&t[..t.len() - 1], 1e3),
+        b'm' => (&t[..t.len() - 1], 1e6),
+        b'g' => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v = num.parse::<f64>().ok()? * mult;
+    (v.is_finite() && (1e3..=4e11).contains(&v)).then_some(v as u64)
 }
 
 /// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address.
@@ -140,6 +184,12 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     let started = std::time::Instant::now();
     let quiet = args.quiet;
     let what = match (opts.mode, opts.reverse) {
+        _ if opts.udp => format!(
+            "UDP to {} at {:.3} Gbit/s, {}-byte datagrams",
+            opts.server,
+            opts.bitrate as f64 / 1e9,
+            opts.msg_size
+        ),
         (Mode::Rtt, _) => format!("round trips of {} bytes", opts.msg_size),
         (Mode::Throughput, false) => format!("throughput to {}", opts.server),
         (Mode::Throughput, true) => format!("throughput from {}", opts.server),
@@ -175,6 +225,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     };
     results.duration_ns = started.elapsed().as_nanos() as u64;
     results.phases.push(phase(&opts, &outcome));
+    results.net = Some(report(&opts, &outcome));
     results.spec = serde_json::json!({
         "kind": "net",
         "server": opts.server.to_string(),
@@ -183,6 +234,8 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         "time": args.time,
         "reverse": opts.reverse,
         "msg_size": opts.msg_size,
+        "protocol": if opts.udp { "udp" } else { "tcp" },
+        "bitrate": opts.udp.then_some(opts.bitrate),
     });
     results.status = if outcome.interrupted {
         RunStatus::Interrupted
@@ -201,6 +254,42 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     })
 }
 
+/// Each stream as its ends saw it.
+fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
+    let streams = o
+        .bytes
+        .iter()
+        .enumerate()
+        .map(|(i, &bytes)| {
+            let tcp = o.tcp.get(i).copied().flatten();
+            let udp = o.udp.get(i);
+            NetStream {
+                bytes,
+                retransmits: tcp.map(|t| t.retransmits),
+                srtt_us: tcp.map(|t| t.rtt_us),
+                cwnd: tcp.map(|t| t.snd_cwnd),
+                pmtu: tcp.map(|t| t.pmtu),
+                datagrams_sent: udp.map(|u| u.0),
+                datagrams_received: udp.map(|u| u.1.datagrams),
+                out_of_order: udp.map(|u| u.1.out_of_order),
+                jitter_ns: udp.map(|u| u.1.jitter_ns),
+            }
+        })
+        .collect();
+    NetReport {
+        server: opts.server.to_string(),
+        protocol: if opts.udp { "udp" } else { "tcp" }.into(),
+        mode: if opts.mode == Mode::Rtt {
+            "rtt"
+        } else {
+            "throughput"
+        }
+        .into(),
+        reverse: opts.reverse,
+        streams,
+    }
+}
+
 /// The results' phase: one worker per stream, the receiver's seconds.
 fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
     let keys: Vec<WorkerKey> = (0..opts.streams)
@@ -212,7 +301,7 @@ fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
         .collect();
     let job = PhaseJob {
         name: format!("net-{}", o.op.name()),
-        engine: "tcp".into(),
+        engine: if opts.udp { "udp" } else { "tcp" }.into(),
         direct: false,
         workers: opts.streams,
         iodepth: 1,
@@ -324,6 +413,32 @@ fn summary(opts: &ClientOptions, o: &Outcome) -> String {
         return out;
     }
     let total: u64 = o.bytes.iter().sum();
+    if opts.udp {
+        let sent: u64 = o.udp.iter().map(|u| u.0).sum();
+        let got: u64 = o.udp.iter().map(|u| u.1.datagrams).sum();
+        let lost = sent.saturating_sub(got);
+        let _ = writeln!(
+            out,
+            "UDP to {}: {:.3} Gbit/s received ({got} of {sent} datagrams; lost {lost}, {:.2}%)",
+            opts.server,
+            gbits(total, o.duration_ns),
+            if sent > 0 {
+                100.0 * lost as f64 / sent as f64
+            } else {
+                0.0
+            }
+        );
+        for (i, (s, u)) in o.udp.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  stream {i}: sent {s}, received {}, out of order {}, jitter {}",
+                u.datagrams,
+                u.out_of_order,
+                format_latency(u.jitter_ns)
+            );
+        }
+        return out;
+    }
     let _ = writeln!(
         out,
         "{} {}: {:.3} Gbit/s ({} bytes in {secs:.2} s, counted by the receiver)",

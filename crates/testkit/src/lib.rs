@@ -382,6 +382,26 @@ impl NetCluster {
             .expect("ip netns exec")
     }
 
+    /// Limits what reaches host `i` to `rate` with a token bucket on the bridge's side of its
+    /// link: past the senders' own queues, so that what does not fit is dropped on the way
+    /// (as a slower link in the path does) instead of holding the sender back.
+    pub fn limit_to(&self, i: usize, rate: &str) -> Result<(), String> {
+        run(Command::new("tc").args([
+            "qdisc",
+            "add",
+            "dev",
+            &self.veths[i],
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "32kbit",
+            "latency",
+            "50ms",
+        ]))
+    }
+
     /// Limits what host `i` sends to `rate` (tc's form, such as `200mbit`) with a token
     /// bucket on its own interface, as a slower link would.
     pub fn limit(&self, i: usize, rate: &str) -> Result<(), String> {
