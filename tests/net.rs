@@ -341,3 +341,63 @@ fn udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry() {
     assert!((rate / 300e6 - 1.0).abs() < 0.03, "sent at {rate} bit/s");
     assert_eq!(s["out_of_order"].as_u64(), Some(0), "{s}");
 }
+
+#[test]
+fn mtus_that_differ_between_two_hosts_are_flagged() {
+    if !require_netns("mtus_that_differ_between_two_hosts_are_flagged") {
+        return;
+    }
+    let mut c = NetCluster::new(2).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let server = format!("{}:7879", c.addresses[0]);
+    c.spawn(
+        0,
+        BIN,
+        &["net", "server", "--listen", &server],
+        &dir.path().join("server.log"),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let run = |name: &str| {
+        let json = dir.path().join(name);
+        let out = c.run_in(
+            1,
+            BIN,
+            &[
+                "net",
+                "client",
+                &server,
+                "--time",
+                "1s",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        (read_json(&json), text(&out))
+    };
+    // The same MTU on both: nothing to say.
+    let (doc, _) = run("same.json");
+    assert!(
+        !doc["findings"].to_string().contains("net-mtu-mismatch"),
+        "{}",
+        doc["findings"]
+    );
+    assert_eq!(doc["net"]["mtu"].as_u64(), Some(1500), "{}", doc["net"]);
+    // Jumbo frames on the client only.
+    c.set_mtu(1, 9000).unwrap();
+    let (doc, out) = run("jumbo.json");
+    assert!(
+        doc["findings"].to_string().contains("net-mtu-mismatch"),
+        "{}",
+        doc["findings"]
+    );
+    assert!(out.contains("MTUs differ"), "{out}");
+    assert_eq!(
+        doc["net"]["streams"][0]["pmtu"].as_u64(),
+        Some(9000),
+        "{}",
+        doc["net"]
+    );
+}

@@ -54,6 +54,8 @@ pub struct Outcome {
     pub interrupted: bool,
     /// UDP, per stream: datagrams sent, and what the receiver saw.
     pub udp: Vec<(u64, UdpStats)>,
+    /// This end's address of the test (which interface it went out of).
+    pub local: Option<SocketAddr>,
 }
 
 const CONNECT: Duration = Duration::from_secs(5);
@@ -134,7 +136,9 @@ pub fn run(
             ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
             other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
         }
-        return udp_send(opts, &nonce, Instant::now(), &mut next, on_second);
+        let local = control.local_addr().ok();
+        return udp_send(opts, &nonce, Instant::now(), &mut next, on_second)
+            .map(|o| Outcome { local, ..o });
     }
     let mut streams = Vec::with_capacity(opts.streams as usize);
     for i in 0..opts.streams {
@@ -152,11 +156,13 @@ pub fn run(
         other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
     }
     let epoch = Instant::now();
-    match (opts.mode, opts.reverse) {
+    let local = control.local_addr().ok();
+    let outcome = match (opts.mode, opts.reverse) {
         (Mode::Throughput, false) => send(opts, streams, epoch, &mut next, on_second),
         (Mode::Throughput, true) => receive(opts, streams, epoch, &mut next, on_second),
         (Mode::Rtt, _) => round_trips(opts, streams, epoch, &mut next, on_second),
-    }
+    };
+    outcome.map(|o| Outcome { local, ..o })
 }
 
 /// 16 random bytes from the kernel, as hex.
@@ -252,6 +258,7 @@ fn send(
             tcp,
             interrupted: stop.load(Ordering::Relaxed),
             udp: Vec::new(),
+            local: None,
         })
     })
 }
@@ -325,6 +332,7 @@ fn receive(
         tcp,
         interrupted: stop.load(Ordering::Relaxed),
         udp: Vec::new(),
+        local: None,
     })
 }
 
@@ -423,6 +431,7 @@ fn round_trips(
         tcp: Vec::new(),
         interrupted: stop.load(Ordering::Relaxed),
         udp: Vec::new(),
+        local: None,
     })
 }
 
@@ -533,6 +542,8 @@ fn udp_send(
                         .chain(std::iter::repeat(UdpStats::default())),
                 )
                 .collect(),
+
+            local: None,
         })
     })
 }

@@ -43,3 +43,62 @@ pub fn tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
         pmtu: info.tcpi_pmtu,
     })
 }
+
+/// The name of the local interface that holds `ip` (`getifaddrs`), if any.
+pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a list freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr points to a sockaddr of the family it says.
+        let addr = unsafe {
+            match i32::from((*ifa.ifa_addr).sa_family) {
+                libc::AF_INET => {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    Some(std::net::IpAddr::from(
+                        u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                    ))
+                }
+                libc::AF_INET6 => {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                    Some(std::net::IpAddr::from(a.sin6_addr.s6_addr))
+                }
+                _ => None,
+            }
+        };
+        if addr == Some(ip) {
+            // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+            found = Some(
+                unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) }
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            break;
+        }
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_is_lo() {
+        assert_eq!(
+            super::interface_of("127.0.0.1".parse().unwrap()).as_deref(),
+            Some("lo")
+        );
+        assert_eq!(super::interface_of("192.0.2.77".parse().unwrap()), None);
+    }
+}

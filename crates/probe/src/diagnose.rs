@@ -48,6 +48,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
         .filter(|p| p.measured() && p.duration_ns > 0)
         .collect();
     short_runs(&measured, &mut out);
+    crate::network::network_findings(results, &mut out);
     let client: Option<Inventory> = results
         .hosts
         .first()

@@ -22,6 +22,7 @@
 mod counters;
 mod diagnose;
 mod inventory;
+mod network;
 mod objects;
 mod safety;
 mod sampler;

@@ -392,3 +392,48 @@ fn an_s3_client_out_of_cpu() {
     assert_eq!(codes(&r), ["cpu-bound"]);
     assert!(diagnose(&r)[0].advice.contains("--agents"));
 }
+
+#[test]
+fn network_tests_say_loss_mtu_mismatch_and_a_slow_link() {
+    let net = |retransmits: u32, pmtu: u32, link: Option<u64>| {
+        let mut r = run(120, |_| {});
+        r.phases[0].by_op = BTreeMap::from([(
+            "send".to_string(),
+            Summary {
+                bw_bytes_per_s: 500e6 / 8.0,
+                ..summary(0.0, 120.0)
+            },
+        )]);
+        r.net = Some(stormark_stats::NetReport {
+            server: "10.0.0.2:7879".into(),
+            protocol: "tcp".into(),
+            mode: "throughput".into(),
+            reverse: false,
+            interface: Some("eth0".into()),
+            link_mbps: link,
+            mtu: Some(pmtu),
+            streams: vec![stormark_stats::NetStream {
+                bytes: 1_448_000_000,
+                retransmits: Some(retransmits),
+                mss: Some(1448),
+                pmtu: Some(pmtu),
+                ..Default::default()
+            }],
+        });
+        let mut codes: Vec<String> = diagnose(&r)
+            .into_iter()
+            .map(|f| f.code)
+            .filter(|c| c.starts_with("net-"))
+            .collect();
+        codes.sort();
+        codes
+    };
+    assert_eq!(net(0, 1500, None), Vec::<String>::new());
+    // 1,000,000 segments: 999 retransmits is under 0.1%, 1000 is not.
+    assert_eq!(net(999, 1500, None), Vec::<String>::new());
+    assert_eq!(net(1000, 1500, None), ["net-retransmits"]);
+    assert_eq!(net(0, 9000, None), ["net-mtu-mismatch"]);
+    // 500 Mbit/s on a 10 Gbit/s link; on a 600 Mbit/s one it is 83%, fine.
+    assert_eq!(net(0, 1500, Some(10_000)), ["net-below-link"]);
+    assert_eq!(net(0, 1500, Some(600)), Vec::<String>::new());
+}

@@ -74,6 +74,15 @@ pub struct NetReport {
     pub mode: String,
     /// Bytes flowed from the server to the client.
     pub reverse: bool,
+    /// The client's interface the test went out of, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Its rated speed, Mbit/s, when the driver says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbps: Option<u64>,
+    /// Its MTU, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// One per stream.
     pub streams: Vec<NetStream>,
 }
@@ -95,6 +104,9 @@ pub struct NetStream {
     /// TCP: the path MTU the sender's kernel knows, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pmtu: Option<u32>,
+    /// TCP: the sender's maximum segment size, bytes (capped by what the receiver announced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
     /// UDP: datagrams sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datagrams_sent: Option<u64>,

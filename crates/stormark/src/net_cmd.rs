@@ -242,7 +242,26 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     } else {
         RunStatus::Ok
     };
+    // The host's counters say nothing of a network test yet; its findings are its own (a
+    // network test is not too short at 10 s, as a storage run would be).
+    results.findings = stormark_probe::diagnose(&results)
+        .into_iter()
+        .filter(|f| f.code.starts_with("net-"))
+        .collect();
     outln!("{}", summary(&opts, &outcome));
+    for f in &results.findings {
+        let severity = match f.severity {
+            stormark_stats::Severity::Info => "info",
+            stormark_stats::Severity::Warning => "warning",
+            stormark_stats::Severity::Critical => "CRITICAL",
+        };
+        outln!(
+            "{severity} [{}] {}\n    advice: {}",
+            f.code,
+            f.message,
+            f.advice
+        );
+    }
     if let Some(out) = &json {
         out.write(Json.render(&results).as_bytes())
             .with_context(|| "writing the results document")?;
@@ -269,6 +288,7 @@ fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
                 srtt_us: tcp.map(|t| t.rtt_us),
                 cwnd: tcp.map(|t| t.snd_cwnd),
                 pmtu: tcp.map(|t| t.pmtu),
+                mss: tcp.map(|t| t.snd_mss),
                 datagrams_sent: udp.map(|u| u.0),
                 datagrams_received: udp.map(|u| u.1.datagrams),
                 out_of_order: udp.map(|u| u.1.out_of_order),
@@ -276,7 +296,18 @@ fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
             }
         })
         .collect();
+    // The interface the test left by, with its rated speed and MTU.
+    let interface = o.local.and_then(|a| stormark_net::interface_of(a.ip()));
+    let link = interface.as_ref().and_then(|name| {
+        stormark_probe::Inventory::collect()
+            .net_interfaces
+            .into_iter()
+            .find(|i| &i.name == name)
+    });
     NetReport {
+        interface,
+        link_mbps: link.as_ref().and_then(|l| l.speed_mbps),
+        mtu: link.as_ref().and_then(|l| l.mtu),
         server: opts.server.to_string(),
         protocol: if opts.udp { "udp" } else { "tcp" }.into(),
         mode: if opts.mode == Mode::Rtt {

@@ -382,6 +382,22 @@ impl NetCluster {
             .expect("ip netns exec")
     }
 
+    /// Sets the MTU of host `i`'s interface (jumbo frames on one host only, say).
+    pub fn set_mtu(&self, i: usize, mtu: u32) -> Result<(), String> {
+        run(Command::new("ip").args([
+            "netns",
+            "exec",
+            &self.namespaces[i],
+            "ip",
+            "link",
+            "set",
+            "dev",
+            &self.insides[i],
+            "mtu",
+            &mtu.to_string(),
+        ]))
+    }
+
     /// Limits what reaches host `i` to `rate` with a token bucket on the bridge's side of its
     /// link: past the senders' own queues, so that what does not fit is dropped on the way
     /// (as a slower link in the path does) instead of holding the sender back.
