@@ -401,3 +401,43 @@ fn mtus_that_differ_between_two_hosts_are_flagged() {
         doc["net"]
     );
 }
+
+#[test]
+fn a_streams_sweep_is_a_phase_per_count_and_a_table() {
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("sweep.json");
+    let out = Bin(BIN).run(&[
+        "net",
+        "client",
+        &server,
+        "--streams-sweep",
+        "1,3",
+        "--time",
+        "1s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let names: Vec<&str> = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sweep:streams=1", "sweep:streams=3"]);
+    assert_eq!(doc["phases"][1]["jobs"][0]["workers"].as_u64(), Some(3));
+    let points = doc["sweep"]["points"].as_array().unwrap();
+    assert!(
+        points
+            .iter()
+            .all(|p| p["bw_bytes_per_s"].as_f64().unwrap() > 0.0),
+        "{points:?}"
+    );
+    assert!(t.contains("throughput by stream count"), "{t}");
+    assert_eq!(doc["net"]["streams"].as_array().unwrap().len(), 3);
+}

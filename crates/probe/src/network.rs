@@ -13,7 +13,9 @@ const TCP_OVERHEAD: u32 = 52;
 
 /// The network rules on a results document with a `net` section.
 pub(crate) fn network_findings(r: &Results, out: &mut Vec<Finding>) {
-    let (Some(net), Some(phase)) = (&r.net, r.phases.first()) else {
+    // The document's last phase is the test the `net` section describes (the last point of
+    // a sweep).
+    let (Some(net), Some(phase)) = (&r.net, r.phases.last()) else {
         return;
     };
     if net.protocol != "tcp" || net.mode != "throughput" {
@@ -47,7 +49,11 @@ fn retransmits(net: &NetReport, out: &mut Vec<Finding>) {
             100.0 * retrans as f64 / segments as f64
         ),
         evidence: json!({"retransmits": retrans, "segments": segments, "threshold": RETRANSMIT_SHARE}),
-        advice: "Packets are lost on the way: a bad cable or optic (look at the interfaces' error counters on both ends and on the switch), a switch buffer overflowing under bursts, or a duplex or MTU mismatch. On a LAN the count should be near zero.".into(),
+        advice: if net.interface.as_deref() == Some("lo") {
+            "Over loopback nothing is lost on a wire: the receiving end did not keep up (its CPU, or its socket's receive queue). Between hosts this would point at loss on the path.".into()
+        } else {
+            "Packets are lost on the way: a bad cable or optic (look at the interfaces' error counters on both ends and on the switch), a switch buffer overflowing under bursts, or a duplex or MTU mismatch. On a LAN the count should be near zero.".into()
+        },
     });
 }
 

@@ -43,6 +43,8 @@ Examples:
       4 parallel streams, from the server to this host; the results document
   stormark net client 10.0.0.2 --mode rtt --msg-size 64 --time 30s
       ping-pong of 64-byte messages: round-trip latency percentiles, as sockperf measures
+  stormark net client 10.0.0.2 --streams-sweep 1,2,4,8 --time 10s
+      throughput with 1, 2, 4 and 8 streams: the count that fills the link
   stormark net client 10.0.0.2 --udp --bitrate 1g
       UDP at 1 Gbit/s: what arrived, the loss, datagrams out of order, jitter
 
@@ -110,6 +112,10 @@ pub struct NetClientArgs {
     /// Only the summary: no line per second.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// One test per stream count, such as 1,2,4,8: throughput against streams, to find the
+    /// count that fills the link (each a phase of the results; --streams is ignored).
+    #[arg(long, value_name = "LIST", conflicts_with = "streams")]
+    pub streams_sweep: Option<String>,
 }
 
 const S3_EXAMPLES: &str = "\

@@ -202,35 +202,73 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
             args.time
         );
     }
-    let outcome = stormark_net::run(&opts, &mut |t, snaps| {
-        if !quiet {
-            eprintln!("{}", second_line(t, snaps));
-        }
-    });
-    let outcome = match outcome {
-        Ok(o) => o,
-        // Nothing ran: the address or the server is wrong, said in one line.
-        Err(e @ (NetError::Unreachable { .. } | NetError::Refused(_))) => {
-            return Err(usage(e.to_string()))
-        }
-        Err(e) => {
-            results.status = RunStatus::Failed;
-            results.failure = Some(e.to_string());
-            results.duration_ns = started.elapsed().as_nanos() as u64;
-            if let Some(out) = &json {
-                let _ = out.write(Json.render(&results).as_bytes());
-            }
-            return Err(e.into());
-        }
+    // One test, or one per stream count of --streams-sweep.
+    let counts = match &args.streams_sweep {
+        None => vec![opts.streams],
+        Some(list) => parse_counts(list)?,
     };
+    let sweeping = args.streams_sweep.is_some();
+    let mut points = Vec::new();
+    let mut last: Option<Outcome> = None;
+    for (i, &n) in counts.iter().enumerate() {
+        opts.streams = n;
+        if sweeping && !quiet {
+            eprintln!("{n} stream{}:", if n == 1 { "" } else { "s" });
+        }
+        let outcome = stormark_net::run(&opts, &mut |t, snaps| {
+            if !quiet {
+                eprintln!("{}", second_line(t, snaps));
+            }
+        });
+        let outcome = match outcome {
+            Ok(o) => o,
+            // Nothing ran: the address or the server is wrong, said in one line.
+            Err(e @ (NetError::Unreachable { .. } | NetError::Refused(_))) if i == 0 => {
+                return Err(usage(e.to_string()))
+            }
+            Err(e) => {
+                results.status = RunStatus::Failed;
+                results.failure = Some(e.to_string());
+                results.duration_ns = started.elapsed().as_nanos() as u64;
+                if let Some(out) = &json {
+                    let _ = out.write(Json.render(&results).as_bytes());
+                }
+                return Err(e.into());
+            }
+        };
+        let mut p = phase(&opts, &outcome);
+        if sweeping {
+            p.name = format!("sweep:streams={n}");
+            p.kind = Some(PhaseKind::SweepPoint);
+            points.push(stormark_stats::SweepPoint::of(
+                &p,
+                std::collections::BTreeMap::from([("streams".to_string(), u64::from(n))]),
+            ));
+            outln!("{}", summary(&opts, &outcome));
+        }
+        results.phases.push(p);
+        let stop = outcome.interrupted;
+        last = Some(outcome);
+        if stop {
+            break;
+        }
+    }
+    let outcome = last.expect("at least one stream count");
     results.duration_ns = started.elapsed().as_nanos() as u64;
-    results.phases.push(phase(&opts, &outcome));
     results.net = Some(report(&opts, &outcome));
+    if sweeping {
+        outln!("{}", sweep_table(&points));
+        results.sweep = Some(stormark_stats::SweepReport {
+            keys: vec!["streams".into()],
+            points,
+            skipped: Vec::new(),
+        });
+    }
     results.spec = serde_json::json!({
         "kind": "net",
         "server": opts.server.to_string(),
         "mode": if opts.mode == Mode::Rtt { "rtt" } else { "throughput" },
-        "streams": opts.streams,
+        "streams": if sweeping { serde_json::json!(counts) } else { serde_json::json!(opts.streams) },
         "time": args.time,
         "reverse": opts.reverse,
         "msg_size": opts.msg_size,
@@ -248,7 +286,9 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         .into_iter()
         .filter(|f| f.code.starts_with("net-"))
         .collect();
-    outln!("{}", summary(&opts, &outcome));
+    if !sweeping {
+        outln!("{}", summary(&opts, &outcome));
+    }
     for f in &results.findings {
         let severity = match f.severity {
             stormark_stats::Severity::Info => "info",
@@ -271,6 +311,50 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     } else {
         Ending::Success
     })
+}
+
+/// `1,2,4,8`: stream counts, each once, at most 16 of them.
+fn parse_counts(text: &str) -> Result<Vec<u32>> {
+    let (max, _, _) = LIMITS;
+    let bad = || {
+        usage(format!(
+            "--streams-sweep {text}: expected up to 16 different stream counts from 1 to {max}, such as 1,2,4,8"
+        ))
+    };
+    let mut counts = Vec::new();
+    for v in text.split(',') {
+        let n = v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(bad)?;
+        if counts.contains(&n) {
+            return Err(bad());
+        }
+        counts.push(n);
+    }
+    if counts.is_empty() || counts.len() > 16 {
+        return Err(bad());
+    }
+    Ok(counts)
+}
+
+/// Throughput against stream count, with each point's gain over the one before.
+fn sweep_table(points: &[stormark_stats::SweepPoint]) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("throughput by stream count:\n  streams      Gbit/s   gain\n");
+    let mut before: Option<f64> = None;
+    for p in points {
+        let g = p.bw_bytes_per_s * 8.0 / 1e9;
+        let gain = before.map_or_else(
+            || "-".to_string(),
+            |b| format!("{:+.0}%", 100.0 * (g / b - 1.0)),
+        );
+        let _ = writeln!(out, "  {:>7} {:>11.3} {:>6}", p.values["streams"], g, gain);
+        before = Some(g);
+    }
+    out
 }
 
 /// Each stream as its ends saw it.
