@@ -42,16 +42,9 @@ impl Drop for Server {
     }
 }
 
-fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
-#[test]
-fn throughput_through_a_200_mbit_link_is_the_link() {
-    if !require_netns("throughput_through_a_200_mbit_link_is_the_link") {
-        return;
-    }
+/// Two hosts in network namespaces, a server on the first (port 7879): the cluster, a
+/// directory for files, and the server's address.
+fn pair() -> (NetCluster, stormark_testkit::TempDir, String) {
     let mut c = NetCluster::new(2).expect("namespaces");
     let dir = temp_dir(TMP);
     let server = format!("{}:7879", c.addresses[0]);
@@ -62,6 +55,20 @@ fn throughput_through_a_200_mbit_link_is_the_link() {
         &dir.path().join("server.log"),
     )
     .unwrap();
+    (c, dir, server)
+}
+
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+#[test]
+fn throughput_through_a_200_mbit_link_is_the_link() {
+    if !require_netns("throughput_through_a_200_mbit_link_is_the_link") {
+        return;
+    }
+    let (c, dir, server) = pair();
     // What host 1 sends, and what host 0 sends back (--reverse), each through 200 Mbit/s
     // (`tc qdisc add dev X root tbf rate 200mbit burst 32kbit latency 50ms`).
     c.limit(1, "200mbit").unwrap();
@@ -238,16 +245,7 @@ fn a_server_cut_off_mid_test_is_named_never_a_hang() {
     if !require_netns("a_server_cut_off_mid_test_is_named_never_a_hang") {
         return;
     }
-    let mut c = NetCluster::new(2).expect("namespaces");
-    let dir = temp_dir(TMP);
-    let server = format!("{}:7879", c.addresses[0]);
-    c.spawn(
-        0,
-        BIN,
-        &["net", "server", "--listen", &server],
-        &dir.path().join("server.log"),
-    )
-    .unwrap();
+    let (c, dir, server) = pair();
     std::thread::sleep(Duration::from_millis(300));
     let json = dir.path().join("cut.json");
     let client = Command::new("ip")
@@ -290,16 +288,7 @@ fn udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry() {
     if !require_netns("udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry") {
         return;
     }
-    let mut c = NetCluster::new(2).expect("namespaces");
-    let dir = temp_dir(TMP);
-    let server = format!("{}:7879", c.addresses[0]);
-    c.spawn(
-        0,
-        BIN,
-        &["net", "server", "--listen", &server],
-        &dir.path().join("server.log"),
-    )
-    .unwrap();
+    let (c, dir, server) = pair();
     // On the way to the server: a UDP sender's own queue would hold it back instead.
     c.limit_to(0, "200mbit").unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -347,16 +336,7 @@ fn mtus_that_differ_between_two_hosts_are_flagged() {
     if !require_netns("mtus_that_differ_between_two_hosts_are_flagged") {
         return;
     }
-    let mut c = NetCluster::new(2).expect("namespaces");
-    let dir = temp_dir(TMP);
-    let server = format!("{}:7879", c.addresses[0]);
-    c.spawn(
-        0,
-        BIN,
-        &["net", "server", "--listen", &server],
-        &dir.path().join("server.log"),
-    )
-    .unwrap();
+    let (c, dir, server) = pair();
     std::thread::sleep(Duration::from_millis(300));
     let run = |name: &str| {
         let json = dir.path().join(name);

@@ -195,6 +195,37 @@ fn bytes_second(op: Op, now: &[u64], before: &[u64]) -> Vec<Snapshot> {
 
 type Next<'a> = dyn FnMut(&str) -> Result<ServerLine, NetError> + 'a;
 
+/// The server's counts of what it received, a line a second, until its end report: the
+/// seconds as snapshots, the cumulative counts of the last, and the report.
+#[allow(clippy::type_complexity)]
+fn server_seconds(
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<(Vec<Vec<Snapshot>>, Vec<u64>, ServerLine), NetError> {
+    let mut seconds = Vec::new();
+    let mut before: Vec<u64> = Vec::new();
+    loop {
+        match next("during the test")? {
+            ServerLine::Second { t, bytes } => {
+                let snaps = bytes_second(Op::Send, &bytes, &before);
+                on_second(t, &snaps);
+                seconds.push(snaps);
+                before = bytes;
+            }
+            end @ ServerLine::End { .. } => return Ok((seconds, before, end)),
+            other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
+        }
+    }
+}
+
+/// What arrived after the last whole second, as a last, shorter one.
+fn last_part(seconds: &mut Vec<Vec<Snapshot>>, bytes: &[u64], before: &[u64]) {
+    let rest = bytes_second(Op::Send, bytes, before);
+    if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
+        seconds.push(rest);
+    }
+}
+
 /// Client to server: the client writes, the server counts and says so every second.
 fn send(
     opts: &ClientOptions,
@@ -221,20 +252,7 @@ fn send(
                 })
             })
             .collect();
-        let mut seconds = Vec::new();
-        let mut before: Vec<u64> = Vec::new();
-        let end = loop {
-            match next("during the test")? {
-                ServerLine::Second { t, bytes } => {
-                    let snaps = bytes_second(Op::Send, &bytes, &before);
-                    on_second(t, &snaps);
-                    seconds.push(snaps);
-                    before = bytes;
-                }
-                end @ ServerLine::End { .. } => break end,
-                other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
-            }
-        };
+        let (mut seconds, before, end) = server_seconds(next, on_second)?;
         let tcp: Vec<Option<TcpInfo>> = writers
             .into_iter()
             .map(|w| w.join().unwrap_or(None))
@@ -245,11 +263,7 @@ fn send(
         else {
             unreachable!()
         };
-        // What arrived after the last whole second.
-        let rest = bytes_second(Op::Send, &bytes, &before);
-        if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
-            seconds.push(rest);
-        }
+        last_part(&mut seconds, &bytes, &before);
         Ok(Outcome {
             op: Op::Send,
             seconds,
@@ -500,20 +514,7 @@ fn udp_send(
                 })
             })
             .collect();
-        let mut seconds = Vec::new();
-        let mut before: Vec<u64> = Vec::new();
-        let end = loop {
-            match next("during the test")? {
-                ServerLine::Second { t, bytes } => {
-                    let snaps = bytes_second(Op::Send, &bytes, &before);
-                    on_second(t, &snaps);
-                    seconds.push(snaps);
-                    before = bytes;
-                }
-                end @ ServerLine::End { .. } => break end,
-                other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
-            }
-        };
+        let (mut seconds, before, end) = server_seconds(next, on_second)?;
         let sent: Vec<u64> = senders.into_iter().map(|h| h.join().unwrap_or(0)).collect();
         let ServerLine::End {
             bytes,
@@ -524,10 +525,7 @@ fn udp_send(
         else {
             unreachable!()
         };
-        let rest = bytes_second(Op::Send, &bytes, &before);
-        if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
-            seconds.push(rest);
-        }
+        last_part(&mut seconds, &bytes, &before);
         Ok(Outcome {
             op: Op::Send,
             seconds,
