@@ -421,3 +421,51 @@ fn a_streams_sweep_is_a_phase_per_count_and_a_table() {
     assert!(t.contains("throughput by stream count"), "{t}");
     assert_eq!(doc["net"]["streams"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn an_open_loop_past_what_the_path_carries_shows_in_response_time_not_service_time() {
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let relay = DelayRelay::start(server.parse().unwrap(), Duration::from_millis(10));
+    let dir = temp_dir(TMP);
+    let run = |rate: &str, name: &str| {
+        let json = dir.path().join(name);
+        let out = Bin(BIN).run(&[
+            "net",
+            "client",
+            &relay.addr.to_string(),
+            "--mode",
+            "rtt",
+            "--rate-ops",
+            rate,
+            "--time",
+            "3s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let doc = read_json(&json);
+        let rtt = &measured(&doc)["by_op"]["rtt"];
+        (
+            rtt["latency_ns"]["p50"].as_f64().unwrap(),
+            rtt["service_latency_ns"]["p50"].as_f64().unwrap(),
+            rtt["ops"].as_u64().unwrap(),
+        )
+    };
+    // 20 a second fit in one stream of 20 ms round trips: response = service = 20 ms.
+    let (response, service, n) = run("20", "slow.json");
+    assert!(
+        (18e6..=23e6).contains(&response) && (18e6..=23e6).contains(&service),
+        "{response} {service}"
+    );
+    assert!((55..=62).contains(&n), "{n}");
+    // 100 a second do not (at most 50): each waits for the ones before; the response time from
+    // the schedule grows while each round trip still takes 20 ms.
+    let (response, service, _) = run("100", "fast.json");
+    assert!((18e6..=23e6).contains(&service), "{service}");
+    assert!(
+        response > 3.0 * service,
+        "response {response} vs service {service}"
+    );
+}

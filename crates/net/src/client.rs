@@ -33,6 +33,9 @@ pub struct ClientOptions {
     pub udp: bool,
     /// UDP: bits per second of payload over all streams.
     pub bitrate: u64,
+    /// Round trips: an open loop of this many per second over all streams (latency counts
+    /// from each one's schedule); closed loop when `None`.
+    pub rate: Option<f64>,
 }
 
 /// What a test measured.
@@ -62,6 +65,8 @@ const CONNECT: Duration = Duration::from_secs(5);
 /// The longest the server may stay silent on the control connection mid-test.
 const SILENCE: Duration = Duration::from_secs(10);
 const READ_SIZE: usize = 256 << 10;
+/// The last stretch before a scheduled round trip, waited awake.
+const SPIN: Duration = Duration::from_micros(200);
 
 /// Runs one test; `on_second` sees each second's per-stream snapshots as they arrive.
 pub fn run(
@@ -375,19 +380,46 @@ fn round_trips(
                     let mut second = 0u32;
                     let mut boundary = epoch + Duration::from_secs(1);
                     let mut last = Instant::now();
+                    // Open loop: round trip k of this stream is due at k / rate; one sent late
+                    // (the one before took too long) counts its time from when it was due.
+                    let gap = opts
+                        .rate
+                        .map(|r| Duration::from_secs_f64(f64::from(opts.streams) / r));
+                    let mut k = 0u32;
                     while !stop.load(Ordering::Relaxed) && epoch.elapsed() < opts.time {
+                        let due = gap.map(|g| epoch + g * k);
+                        if let Some(due) = due {
+                            if due >= epoch + opts.time {
+                                break;
+                            }
+                            // Sleep to just short of it, then wait out the rest awake: a
+                            // sleeping thread wakes up to 100 µs late, which would count.
+                            let left = due.saturating_duration_since(Instant::now());
+                            if left > SPIN {
+                                std::thread::sleep(left - SPIN);
+                            }
+                            while Instant::now() < due {
+                                std::hint::spin_loop();
+                            }
+                        }
+                        k += 1;
                         let start = Instant::now();
                         if s.write_all(&request).is_err() || s.read_exact(&mut response).is_err() {
                             rec.record_error(Op::Rtt, stormark_stats::ErrorKind::Network, 0, 0);
                             break;
                         }
                         last = Instant::now();
-                        rec.record(
-                            Op::Rtt,
-                            2 * size as u64,
-                            last.duration_since(start).as_nanos() as u64,
-                        );
-                        if last >= boundary {
+                        let service = last.duration_since(start).as_nanos() as u64;
+                        match due {
+                            None => rec.record(Op::Rtt, 2 * size as u64, service),
+                            Some(due) => rec.record_scheduled(
+                                Op::Rtt,
+                                2 * size as u64,
+                                last.duration_since(due).as_nanos() as u64,
+                                service,
+                            ),
+                        }
+                        while last >= boundary {
                             let _ = tx.send((second, i, rec.take()));
                             second += 1;
                             boundary += Duration::from_secs(1);

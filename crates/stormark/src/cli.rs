@@ -102,6 +102,10 @@ pub struct NetClientArgs {
     /// iperf3) [default: 1m].
     #[arg(long, short = 'b', value_name = "RATE", requires = "udp")]
     pub bitrate: Option<String>,
+    /// Round trips (--mode rtt): an open loop of N per second over all streams; latency counts
+    /// from each one's schedule, so a stall shows [default: closed loop].
+    #[arg(long, value_name = "N")]
+    pub rate_ops: Option<String>,
     /// Bytes per write (throughput) [default: 1m], per datagram (udp) [default: 1400] or per
     /// message each way (rtt) [default: 64].
     #[arg(long, short = 'l', value_name = "SIZE")]

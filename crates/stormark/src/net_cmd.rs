@@ -117,6 +117,18 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
             "--reverse is for throughput; a round trip goes both ways already",
         ));
     }
+    let rate = match &args.rate_ops {
+        None => None,
+        Some(_) if mode != Mode::Rtt => {
+            return Err(usage("--rate-ops paces round trips: give it with --mode rtt"))
+        }
+        Some(text) => Some(
+            text.parse::<f64>()
+                .ok()
+                .filter(|r| r.is_finite() && (1.0..=10_000_000.0).contains(r) && *r >= f64::from(streams))
+                .ok_or_else(|| usage(format!("--rate-ops {text}: expected round trips per second from the stream count ({streams}) to 10000000")))?,
+        ),
+    };
     let server = resolve(&args.server)?;
     Ok(ClientOptions {
         server,
@@ -128,6 +140,7 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         stop: Arc::new(AtomicBool::new(false)),
         udp: args.udp,
         bitrate,
+        rate,
     })
 }
 
@@ -274,6 +287,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         "msg_size": opts.msg_size,
         "protocol": if opts.udp { "udp" } else { "tcp" },
         "bitrate": opts.udp.then_some(opts.bitrate),
+        "rate_ops": opts.rate,
     });
     results.status = if outcome.interrupted {
         RunStatus::Interrupted
@@ -518,6 +532,16 @@ fn summary(opts: &ClientOptions, o: &Outcome) -> String {
             q(0.999),
             format_latency(r.hist.max())
         );
+        if let Some(service) = &r.service {
+            // Open loop: the line above counts from each round trip's schedule.
+            let _ = writeln!(
+                out,
+                "  at {:.0}/s asked, the above counts from each round trip's schedule; from its sending: p50 {}  p99 {}",
+                opts.rate.unwrap_or(0.0),
+                format_latency(service.value_at_quantile(0.5)),
+                format_latency(service.value_at_quantile(0.99))
+            );
+        }
         if r.errors > 0 {
             let _ = writeln!(
                 out,
