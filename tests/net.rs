@@ -120,6 +120,42 @@ fn throughput_through_a_200_mbit_link_is_the_link() {
             Some(streams.parse().unwrap())
         );
     }
+    // Both ways at once: each direction through its own bucket.
+    let json = dir.path().join("bidir.json");
+    let out = c.run_in(
+        1,
+        BIN,
+        &[
+            "net",
+            "client",
+            &server,
+            "--bidir",
+            "--streams",
+            "2",
+            "--time",
+            "5s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let run = measured(&doc);
+    // Each link now also carries the other direction's ACKs: one 66-byte ACK per one or two
+    // 1514-byte data frames (quick or delayed ACKs), so the payload it can carry is 0.958 to
+    // 0.979 of the one-way payload rate; within 5% of that range.
+    for op in ["send", "receive"] {
+        let share =
+            run["by_op"][op]["bw_bytes_per_s"].as_f64().unwrap() * 8.0 / (200e6 * 1448.0 / 1514.0);
+        eprintln!("bidir {op}: {share:.3} of the one-way payload rate");
+        assert!(
+            (0.958 * 0.95..=0.979 * 1.05).contains(&share),
+            "bidir {op}: {share:.3}\n{t}"
+        );
+    }
+    assert_eq!(run["jobs"][0]["workers"].as_u64(), Some(4));
 }
 
 #[test]

@@ -33,6 +33,8 @@ pub struct ClientOptions {
     pub udp: bool,
     /// UDP: bits per second of payload over all streams.
     pub bitrate: u64,
+    /// Throughput both ways at once: `streams` each way.
+    pub bidir: bool,
     /// Round trips: an open loop of this many per second over all streams (latency counts
     /// from each one's schedule); closed loop when `None`.
     pub rate: Option<f64>,
@@ -114,6 +116,7 @@ pub fn run(
         nonce: nonce.clone(),
         udp: opts.udp,
         bitrate: opts.bitrate,
+        bidir: opts.bidir,
     };
     let mut line = serde_json::to_string(&hello).expect("serializing a hello");
     line.push('\n');
@@ -145,8 +148,13 @@ pub fn run(
         return udp_send(opts, &nonce, Instant::now(), &mut next, on_second)
             .map(|o| Outcome { local, ..o });
     }
-    let mut streams = Vec::with_capacity(opts.streams as usize);
-    for i in 0..opts.streams {
+    let connections = if opts.bidir {
+        2 * opts.streams
+    } else {
+        opts.streams
+    };
+    let mut streams = Vec::with_capacity(connections as usize);
+    for i in 0..connections {
         let mut s = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
         s.write_all(data_line(&nonce, i).as_bytes())
             .map_err(|e| lost("opening a stream", e))?;
@@ -163,7 +171,10 @@ pub fn run(
     let epoch = Instant::now();
     let local = control.local_addr().ok();
     let outcome = match (opts.mode, opts.reverse) {
-        (Mode::Throughput, false) => send(opts, streams, epoch, &mut next, on_second),
+        (Mode::Throughput, false) if opts.bidir => {
+            bidir(opts, streams, epoch, &mut next, on_second)
+        }
+        (Mode::Throughput, false) => send(opts, streams, epoch, &mut next, on_second).map(|o| o.0),
         (Mode::Throughput, true) => receive(opts, streams, epoch, &mut next, on_second),
         (Mode::Rtt, _) => round_trips(opts, streams, epoch, &mut next, on_second),
     };
@@ -231,14 +242,16 @@ fn last_part(seconds: &mut Vec<Vec<Snapshot>>, bytes: &[u64], before: &[u64]) {
     }
 }
 
-/// Client to server: the client writes, the server counts and says so every second.
+/// Client to server: the client writes, the server counts and says so every second. With
+/// the outcome, what the server's end report says of the streams it sent on (`--bidir`).
+#[allow(clippy::type_complexity)]
 fn send(
     opts: &ClientOptions,
     streams: Vec<TcpStream>,
     epoch: Instant,
     next: &mut Next<'_>,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> Result<Outcome, NetError> {
+) -> Result<(Outcome, Vec<Option<TcpInfo>>), NetError> {
     let stop = &opts.stop;
     std::thread::scope(|scope| {
         let writers: Vec<_> = streams
@@ -263,22 +276,28 @@ fn send(
             .map(|w| w.join().unwrap_or(None))
             .collect();
         let ServerLine::End {
-            bytes, duration_ns, ..
+            bytes,
+            duration_ns,
+            tcp: server_tcp,
+            ..
         } = end
         else {
             unreachable!()
         };
         last_part(&mut seconds, &bytes, &before);
-        Ok(Outcome {
-            op: Op::Send,
-            seconds,
-            duration_ns,
-            bytes,
-            tcp,
-            interrupted: stop.load(Ordering::Relaxed),
-            udp: Vec::new(),
-            local: None,
-        })
+        Ok((
+            Outcome {
+                op: Op::Send,
+                seconds,
+                duration_ns,
+                bytes,
+                tcp,
+                interrupted: stop.load(Ordering::Relaxed),
+                udp: Vec::new(),
+                local: None,
+            },
+            server_tcp,
+        ))
     })
 }
 
@@ -290,6 +309,31 @@ fn receive(
     next: &mut Next<'_>,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
 ) -> Result<Outcome, NetError> {
+    let (seconds, bytes, last_ns) = receive_streams(opts, streams, epoch, on_second);
+    let tcp = match next("at the end")? {
+        ServerLine::End { tcp, .. } => tcp,
+        other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
+    };
+    Ok(Outcome {
+        op: Op::Receive,
+        seconds,
+        duration_ns: last_ns,
+        bytes,
+        tcp,
+        interrupted: opts.stop.load(Ordering::Relaxed),
+        udp: Vec::new(),
+        local: None,
+    })
+}
+
+/// Counts what arrives on `streams` every second until each ends: the seconds, the bytes per
+/// stream, and the time of the last byte.
+fn receive_streams(
+    opts: &ClientOptions,
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> (Vec<Vec<Snapshot>>, Vec<u64>, u64) {
     let n = streams.len();
     let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let last_ns = AtomicU64::new(0);
@@ -339,19 +383,48 @@ fn receive(
         }
         seconds
     });
-    let tcp = match next("at the end")? {
-        ServerLine::End { tcp, .. } => tcp,
-        other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
-    };
-    Ok(Outcome {
-        op: Op::Receive,
-        seconds,
-        duration_ns: last_ns.load(Ordering::Relaxed),
-        bytes: counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
-        tcp,
-        interrupted: stop.load(Ordering::Relaxed),
-        udp: Vec::new(),
-        local: None,
+    let bytes = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    (seconds, bytes, last_ns.load(Ordering::Relaxed))
+}
+
+/// Both ways at once: the first half of `streams` sends (the server counts), the second
+/// receives (this end counts). Streams of the result: the sending ones, then the receiving.
+fn bidir(
+    opts: &ClientOptions,
+    mut streams: Vec<TcpStream>,
+    epoch: Instant,
+    next: &mut Next<'_>,
+    on_second: &mut dyn FnMut(u32, &[Snapshot]),
+) -> Result<Outcome, NetError> {
+    let back = streams.split_off(opts.streams as usize);
+    std::thread::scope(|scope| {
+        let reverse = scope.spawn(|| receive_streams(opts, back, epoch, &mut |_, _| {}));
+        let forward = send(opts, streams, epoch, next, on_second);
+        let (rev_seconds, rev_bytes, rev_last) = reverse
+            .join()
+            .map_err(|_| NetError::Lost("a receiving stream failed".into()))?;
+        let (mut out, server_tcp) = forward?;
+        let n = rev_bytes.len();
+        let len = out.seconds.len().max(rev_seconds.len());
+        let width = out.bytes.len();
+        let mut fwd = std::mem::take(&mut out.seconds).into_iter();
+        let mut rev = rev_seconds.into_iter();
+        out.seconds = (0..len)
+            .map(|_| {
+                let mut sec = fwd
+                    .next()
+                    .unwrap_or_else(|| (0..width).map(|_| Snapshot::new()).collect());
+                sec.extend(
+                    rev.next()
+                        .unwrap_or_else(|| (0..n).map(|_| Snapshot::new()).collect()),
+                );
+                sec
+            })
+            .collect();
+        out.bytes.extend(rev_bytes);
+        out.tcp.extend(server_tcp);
+        out.duration_ns = out.duration_ns.max(rev_last);
+        Ok(out)
     })
 }
 

@@ -50,6 +50,10 @@ pub struct Hello {
     /// UDP: bits per second of payload the client sends, over all streams.
     #[serde(default)]
     pub bitrate: u64,
+    /// Throughput both ways at once: `streams` connections each way (the first half sends
+    /// to the server).
+    #[serde(default)]
+    pub bidir: bool,
 }
 
 /// What the receiver of UDP datagrams saw on one stream.
@@ -94,6 +98,9 @@ impl Hello {
         }
         if self.nonce.len() != 32 || !self.nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err("a malformed nonce".into());
+        }
+        if self.bidir && (self.mode != Mode::Throughput || self.reverse || self.udp) {
+            return Err("both ways at once is TCP throughput only".into());
         }
         if self.udp && (self.mode != Mode::Throughput || self.reverse) {
             return Err("UDP runs throughput from the client only".into());
@@ -189,6 +196,7 @@ mod tests {
             nonce: "0123456789abcdef0123456789abcdef".into(),
             udp: false,
             bitrate: 0,
+            bidir: false,
         }
     }
 

@@ -164,7 +164,7 @@ fn session(
     if hello.udp {
         return udp_session(conn, hello, addr);
     }
-    let n = hello.streams as usize;
+    let n = hello.streams as usize * if hello.bidir { 2 } else { 1 };
     {
         let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
         *pending = Some((hello.nonce.clone(), (0..n).map(|_| None).collect()));
@@ -216,6 +216,35 @@ fn session(
     let epoch = Instant::now();
     let time = Duration::from_millis(hello.time_ms);
     let end = match (hello.mode, hello.reverse) {
+        (Mode::Throughput, false) if hello.bidir => {
+            // The first half comes to this end, the second half goes from it.
+            let mut streams = streams;
+            let back = streams.split_off(hello.streams as usize);
+            let size = hello.msg_size as usize;
+            std::thread::scope(|scope| {
+                let sending = scope.spawn(move || send(back, epoch, time, size));
+                let received = receive(conn, streams, epoch);
+                let sent = sending.join().ok();
+                received.map(|r| match (r, sent) {
+                    (
+                        ServerLine::End {
+                            bytes, duration_ns, ..
+                        },
+                        Some(ServerLine::End {
+                            tcp,
+                            duration_ns: d2,
+                            ..
+                        }),
+                    ) => ServerLine::End {
+                        bytes,
+                        duration_ns: duration_ns.max(d2),
+                        tcp,
+                        udp: Vec::new(),
+                    },
+                    (r, _) => r,
+                })
+            })?
+        }
         (Mode::Throughput, false) => receive(conn, streams, epoch)?,
         (Mode::Throughput, true) => send(streams, epoch, time, hello.msg_size as usize),
         (Mode::Rtt, _) => echo(streams, epoch, hello.msg_size as usize),

@@ -409,6 +409,7 @@ fn network_tests_say_loss_mtu_mismatch_and_a_slow_link() {
             protocol: "tcp".into(),
             mode: "throughput".into(),
             reverse: false,
+            bidir: false,
             interface: Some("eth0".into()),
             link_mbps: link,
             mtu: Some(pmtu),

@@ -74,6 +74,10 @@ pub struct NetReport {
     pub mode: String,
     /// Bytes flowed from the server to the client.
     pub reverse: bool,
+    /// Both ways at once: the first half of `streams` sent to the server, the second half
+    /// received from it.
+    #[serde(default)]
+    pub bidir: bool,
     /// The client's interface the test went out of, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<String>,

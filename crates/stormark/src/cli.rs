@@ -94,6 +94,9 @@ pub struct NetClientArgs {
     /// From the server to this host instead.
     #[arg(long, short = 'R')]
     pub reverse: bool,
+    /// Both ways at once: --streams connections each way.
+    #[arg(long, conflicts_with = "reverse")]
+    pub bidir: bool,
     /// UDP datagrams at --bitrate instead of TCP: loss, out-of-order and jitter as the server
     /// saw them.
     #[arg(long, short = 'u')]

@@ -80,6 +80,11 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
             "--udp measures throughput; round trips (--mode rtt) run over TCP",
         ));
     }
+    if args.bidir && (args.udp || mode == Mode::Rtt) {
+        return Err(usage(
+            "--bidir is for TCP throughput (not --udp, not --mode rtt)",
+        ));
+    }
     if args.udp && args.reverse {
         return Err(usage("--udp sends from this host only; run the client on the other host for the other direction"));
     }
@@ -141,6 +146,7 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         udp: args.udp,
         bitrate,
         rate,
+        bidir: args.bidir,
     })
 }
 
@@ -204,6 +210,9 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
             opts.msg_size
         ),
         (Mode::Rtt, _) => format!("round trips of {} bytes", opts.msg_size),
+        (Mode::Throughput, false) if opts.bidir => {
+            format!("throughput to and from {}", opts.server)
+        }
         (Mode::Throughput, false) => format!("throughput to {}", opts.server),
         (Mode::Throughput, true) => format!("throughput from {}", opts.server),
     };
@@ -284,6 +293,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         "streams": if sweeping { serde_json::json!(counts) } else { serde_json::json!(opts.streams) },
         "time": args.time,
         "reverse": opts.reverse,
+        "bidir": opts.bidir,
         "msg_size": opts.msg_size,
         "protocol": if opts.udp { "udp" } else { "tcp" },
         "bitrate": opts.udp.then_some(opts.bitrate),
@@ -415,13 +425,16 @@ fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
         }
         .into(),
         reverse: opts.reverse,
+        bidir: opts.bidir,
         streams,
     }
 }
 
 /// The results' phase: one worker per stream, the receiver's seconds.
 fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
-    let keys: Vec<WorkerKey> = (0..opts.streams)
+    // One worker per connection: both ways with --bidir.
+    let connections = o.bytes.len() as u32;
+    let keys: Vec<WorkerKey> = (0..connections)
         .map(|w| WorkerKey {
             host: 0,
             job: 0,
@@ -432,7 +445,7 @@ fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
         name: format!("net-{}", o.op.name()),
         engine: if opts.udp { "udp" } else { "tcp" }.into(),
         direct: false,
-        workers: opts.streams,
+        workers: connections,
         iodepth: 1,
         working_set_bytes: 0,
         rate_iops: None,
@@ -578,23 +591,45 @@ fn summary(opts: &ClientOptions, o: &Outcome) -> String {
         }
         return out;
     }
-    let _ = writeln!(
-        out,
-        "{} {}: {:.3} Gbit/s ({} bytes in {secs:.2} s, counted by the receiver)",
-        if o.op == Op::Send {
-            "sent to"
-        } else {
-            "received from"
-        },
-        opts.server,
-        gbits(total, o.duration_ns),
-        total
-    );
+    if opts.bidir {
+        let n = opts.streams as usize;
+        for (what, range) in [("sent to", 0..n), ("received from", n..2 * n)] {
+            let b: u64 = o.bytes[range.clone()].iter().sum();
+            let _ = writeln!(
+                out,
+                "{what} {}: {:.3} Gbit/s, both ways at once ({b} bytes in {secs:.2} s, counted by the receiver)",
+                opts.server,
+                gbits(b, o.duration_ns)
+            );
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "{} {}: {:.3} Gbit/s ({} bytes in {secs:.2} s, counted by the receiver)",
+            if o.op == Op::Send {
+                "sent to"
+            } else {
+                "received from"
+            },
+            opts.server,
+            gbits(total, o.duration_ns),
+            total
+        );
+    }
     for (i, b) in o.bytes.iter().enumerate() {
         let tcp = o.tcp.get(i).copied().flatten();
         let _ = writeln!(
             out,
-            "  stream {i}: {:.3} Gbit/s{}",
+            "  stream {i}{}: {:.3} Gbit/s{}",
+            if opts.bidir {
+                if i < opts.streams as usize {
+                    " (to)"
+                } else {
+                    " (from)"
+                }
+            } else {
+                ""
+            },
             gbits(*b, o.duration_ns),
             tcp.map(|t| format!(
                 ", retransmits {}, cwnd {} segments, srtt {} (sender's TCP_INFO)",
