@@ -47,6 +47,10 @@ Examples:
       throughput with 1, 2, 4 and 8 streams: the count that fills the link
   stormark net client 10.0.0.2 --udp --bitrate 1g
       UDP at 1 Gbit/s: what arrived, the loss, datagrams out of order, jitter
+  stormark net client 10.0.0.2 --bidir --streams 2
+      both ways at once, 2 connections each way
+  stormark net client 10.0.0.2 --mode rtt --rate-ops 1000
+      1000 round trips a second on a schedule: latency from each one's due time
 
 Throughput is counted where the bytes arrive; retransmits, congestion window and smoothed RTT
 come from the sender's kernel (TCP_INFO). Sizes take k/m (1024-based).";
@@ -64,6 +68,7 @@ pub struct NetArgs {
 #[derive(Debug, Subcommand)]
 pub enum NetSide {
     /// Serve tests from clients on one port (one test at a time).
+    #[command(after_help = NET_EXAMPLES)]
     Server {
         /// Address and port to listen on.
         #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:7879")]
@@ -78,6 +83,7 @@ pub enum NetSide {
 
 /// Options of `stormark net client`.
 #[derive(Debug, Args)]
+#[command(after_help = NET_EXAMPLES)]
 pub struct NetClientArgs {
     /// The server, HOST or HOST:PORT (port 7879 by default).
     #[arg(value_name = "HOST[:PORT]")]
