@@ -199,6 +199,16 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         None => None,
     };
     opts.stop = ctrl_c()?;
+    // With `--json -` the document alone goes to standard output; what people read, to
+    // standard error.
+    let to_stdout = matches!(json, Some(Output::Stdout));
+    let say = |text: &str| {
+        if to_stdout {
+            eprintln!("{text}");
+        } else {
+            outln!("{text}");
+        }
+    };
     let mut results = Results::new(crate::command_line());
     let started = std::time::Instant::now();
     let quiet = args.quiet;
@@ -266,7 +276,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
                 &p,
                 std::collections::BTreeMap::from([("streams".to_string(), u64::from(n))]),
             ));
-            outln!("{}", summary(&opts, &outcome));
+            say(&summary(&opts, &outcome));
         }
         results.phases.push(p);
         let stop = outcome.interrupted;
@@ -279,7 +289,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     results.duration_ns = started.elapsed().as_nanos() as u64;
     results.net = Some(report(&opts, &outcome));
     if sweeping {
-        outln!("{}", sweep_table(&points));
+        say(&sweep_table(&points));
         results.sweep = Some(stormark_stats::SweepReport {
             keys: vec!["streams".into()],
             points,
@@ -311,7 +321,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         .filter(|f| f.code.starts_with("net-"))
         .collect();
     if !sweeping {
-        outln!("{}", summary(&opts, &outcome));
+        say(&summary(&opts, &outcome));
     }
     for f in &results.findings {
         let severity = match f.severity {
@@ -319,12 +329,10 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
             stormark_stats::Severity::Warning => "warning",
             stormark_stats::Severity::Critical => "CRITICAL",
         };
-        outln!(
+        say(&format!(
             "{severity} [{}] {}\n    advice: {}",
-            f.code,
-            f.message,
-            f.advice
-        );
+            f.code, f.message, f.advice
+        ));
     }
     if let Some(out) = &json {
         out.write(Json.render(&results).as_bytes())
