@@ -253,6 +253,8 @@ fn send(
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
 ) -> Result<(Outcome, Vec<Option<TcpInfo>>), NetError> {
     let stop = &opts.stop;
+    // Handles to break off blocked writes when the server is lost.
+    let handles: Vec<TcpStream> = streams.iter().filter_map(|s| s.try_clone().ok()).collect();
     std::thread::scope(|scope| {
         let writers: Vec<_> = streams
             .into_iter()
@@ -270,7 +272,16 @@ fn send(
                 })
             })
             .collect();
-        let (mut seconds, before, end) = server_seconds(next, on_second)?;
+        let (mut seconds, before, end) = match server_seconds(next, on_second) {
+            Ok(r) => r,
+            Err(e) => {
+                // The server is gone: the writers stop now, not at their own timeouts.
+                for h in &handles {
+                    let _ = h.shutdown(Shutdown::Both);
+                }
+                return Err(e);
+            }
+        };
         let tcp: Vec<Option<TcpInfo>> = writers
             .into_iter()
             .map(|w| w.join().unwrap_or(None))
