@@ -506,3 +506,46 @@ fn an_open_loop_past_what_the_path_carries_shows_in_response_time_not_service_ti
         "response {response} vs service {service}"
     );
 }
+
+#[test]
+fn a_server_with_a_token_serves_only_clients_that_give_it() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "net-test-token-0123456789\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "another-token-9876543210\n").unwrap();
+    let server = free_addr();
+    let child = Command::new(BIN)
+        .args(["net", "server", "--listen", &server, "--token-file"])
+        .arg(&token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _s = Server(child);
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(&server).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let client = |extra: &[&str]| {
+        let mut args = vec!["net", "client", &server, "--time", "1s", "-q"];
+        args.extend_from_slice(extra);
+        let out = Bin(BIN).run(&args);
+        (out.status.code(), text(&out))
+    };
+    let (code, t) = client(&[]);
+    assert_eq!(code, Some(2), "{t}");
+    assert!(t.contains("asks for a token"), "{t}");
+    let (code, t) = client(&["--token-file", wrong.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{t}");
+    assert!(t.contains("wrong token"), "{t}");
+    let (code, t) = client(&["--token-file", token.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{t}");
+    // A token file that is no token is the user's mistake, before anything connects.
+    let short = dir.path().join("short");
+    std::fs::write(&short, "abc\n").unwrap();
+    let (code, t) = client(&["--token-file", short.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{t}");
+}

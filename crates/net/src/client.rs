@@ -13,7 +13,7 @@ use crate::server::payload;
 use crate::{tcp_info, NetError, TcpInfo};
 
 /// What to measure, against which server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientOptions {
     /// The server.
     pub server: SocketAddr,
@@ -35,6 +35,8 @@ pub struct ClientOptions {
     pub bitrate: u64,
     /// Throughput both ways at once: `streams` each way.
     pub bidir: bool,
+    /// The server's token, when it asks for one.
+    pub token: Option<String>,
     /// Round trips: an open loop of this many per second over all streams (latency counts
     /// from each one's schedule); closed loop when `None`.
     pub rate: Option<f64>,
@@ -117,6 +119,7 @@ pub fn run(
         udp: opts.udp,
         bitrate: opts.bitrate,
         bidir: opts.bidir,
+        token: opts.token.clone(),
     };
     let mut line = serde_json::to_string(&hello).expect("serializing a hello");
     line.push('\n');

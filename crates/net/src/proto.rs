@@ -26,8 +26,9 @@ pub enum Mode {
     Rtt,
 }
 
-/// The client's request, the first line of the control connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The client's request, the first line of the control connection. `Debug` never shows the
+/// token.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// Protocol version (1).
     pub version: u32,
@@ -54,6 +55,24 @@ pub struct Hello {
     /// to the server).
     #[serde(default)]
     pub bidir: bool,
+    /// The server's token, when it asks for one (`--token-file` on both ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello")
+            .field("mode", &self.mode)
+            .field("streams", &self.streams)
+            .field("time_ms", &self.time_ms)
+            .field("reverse", &self.reverse)
+            .field("bidir", &self.bidir)
+            .field("udp", &self.udp)
+            .field("msg_size", &self.msg_size)
+            .field("token", &self.token.as_ref().map(|_| "<hidden>"))
+            .finish()
+    }
 }
 
 /// What the receiver of UDP datagrams saw on one stream.
@@ -197,6 +216,7 @@ mod tests {
             udp: false,
             bitrate: 0,
             bidir: false,
+            token: None,
         }
     }
 

@@ -16,6 +16,8 @@ pub struct ServerOptions {
     pub once: bool,
     /// Set to stop (Ctrl-C); checked several times a second.
     pub stop: Arc<AtomicBool>,
+    /// A token every client must give (`--token-file`); anyone may run a test without one.
+    pub token: Option<String>,
 }
 
 /// How long a new connection may take to say what it is, and the streams of a session to
@@ -78,7 +80,7 @@ pub fn serve(
                 shared.handshakes.fetch_sub(1, Ordering::Relaxed);
                 let Ok(Some(line)) = first else { return };
                 if line.starts_with('{') {
-                    let done = control(&shared, conn, &line, addr);
+                    let done = control(&shared, conn, &line, addr, opts.token.as_deref());
                     log(&format!("{peer}: {done}"));
                     if opts.once && done.starts_with("session") {
                         opts.stop.store(true, Ordering::Relaxed);
@@ -127,11 +129,35 @@ fn say(conn: &mut TcpStream, line: &ServerLine) -> std::io::Result<()> {
 }
 
 /// Runs one control connection; returns a line for the log.
-fn control(shared: &Shared, mut conn: TcpStream, line: &str, addr: SocketAddr) -> String {
+fn control(
+    shared: &Shared,
+    mut conn: TcpStream,
+    line: &str,
+    addr: SocketAddr,
+    token: Option<&str>,
+) -> String {
     let hello: Hello = match serde_json::from_str(line) {
         Ok(h) => h,
         Err(e) => return format!("refused: not a hello ({e})"),
     };
+    if let Some(want) = token {
+        use subtle::ConstantTimeEq;
+        let given = hello.token.as_deref().unwrap_or("");
+        if !bool::from(given.as_bytes().ct_eq(want.as_bytes())) {
+            let reason = if hello.token.is_none() {
+                "this server asks for a token: give the client --token-file with the server's token"
+            } else {
+                "wrong token (--token-file)"
+            };
+            let _ = say(
+                &mut conn,
+                &ServerLine::Refused {
+                    reason: reason.into(),
+                },
+            );
+            return format!("refused: {reason}");
+        }
+    }
     if let Err(why) = hello.check() {
         let _ = say(
             &mut conn,

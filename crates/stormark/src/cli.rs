@@ -76,6 +76,10 @@ pub enum NetSide {
         /// Exit after one test.
         #[arg(long)]
         once: bool,
+        /// Serve only clients that give this token (one line of at least 16 characters, as
+        /// agents' tokens); without it anyone who reaches the port may run a test.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
     },
     /// Run a test against a server.
     Client(NetClientArgs),
@@ -125,6 +129,9 @@ pub struct NetClientArgs {
     /// Only the summary: no line per second.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// The server's token, when it was started with --token-file.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// One test per stream count, such as 1,2,4,8: throughput against streams, to find the
     /// count that fills the link (each a phase of the results; --streams is ignored).
     #[arg(long, value_name = "LIST", conflicts_with = "streams")]

@@ -19,7 +19,11 @@ use crate::{usage, Ending};
 
 pub fn main(args: NetArgs) -> Result<Ending> {
     match args.side {
-        NetSide::Server { listen, once } => server(listen, once),
+        NetSide::Server {
+            listen,
+            once,
+            token_file,
+        } => server(listen, once, token_file.as_deref()),
         NetSide::Client(c) => client(&c),
     }
 }
@@ -32,7 +36,13 @@ fn ctrl_c() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn server(listen: SocketAddr, once: bool) -> Result<Ending> {
+fn token(file: Option<&std::path::Path>) -> Result<Option<String>> {
+    file.map(|f| stormark_cluster::read_token(f).map_err(|e| usage(e.to_string())))
+        .transpose()
+}
+
+fn server(listen: SocketAddr, once: bool, token_file: Option<&std::path::Path>) -> Result<Ending> {
+    let token = token(token_file)?;
     let listener = std::net::TcpListener::bind(listen).map_err(|e| {
         usage(format!(
             "--listen {listen}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:{DEFAULT_PORT}"
@@ -43,7 +53,7 @@ fn server(listen: SocketAddr, once: bool) -> Result<Ending> {
         "stormark net server listening on {} (one test at a time; Ctrl-C stops)",
         listener.local_addr().map_or(listen, |a| a)
     );
-    let opts = ServerOptions { once, stop };
+    let opts = ServerOptions { once, stop, token };
     stormark_net::serve(listener, &opts, &|line| eprintln!("{line}"))?;
     Ok(Ending::Success)
 }
@@ -147,6 +157,7 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         bitrate,
         rate,
         bidir: args.bidir,
+        token: token(args.token_file.as_deref())?,
     })
 }
 
