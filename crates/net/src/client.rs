@@ -238,9 +238,9 @@ fn server_seconds(
 }
 
 /// What arrived after the last whole second, as a last, shorter one.
-fn last_part(seconds: &mut Vec<Vec<Snapshot>>, bytes: &[u64], before: &[u64]) {
-    let rest = bytes_second(Op::Send, bytes, before);
-    if rest.iter().any(|s| s.op(Op::Send).bytes > 0) {
+fn last_part(op: Op, seconds: &mut Vec<Vec<Snapshot>>, bytes: &[u64], before: &[u64]) {
+    let rest = bytes_second(op, bytes, before);
+    if rest.iter().any(|s| s.op(op).bytes > 0) {
         seconds.push(rest);
     }
 }
@@ -298,7 +298,7 @@ fn send(
         else {
             unreachable!()
         };
-        last_part(&mut seconds, &bytes, &before);
+        last_part(Op::Send, &mut seconds, &bytes, &before);
         Ok((
             Outcome {
                 op: Op::Send,
@@ -391,10 +391,7 @@ fn receive_streams(
             }
         }
         let now: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        let rest = bytes_second(Op::Receive, &now, &before);
-        if rest.iter().any(|s| s.op(Op::Receive).bytes > 0) {
-            seconds.push(rest);
-        }
+        last_part(Op::Receive, &mut seconds, &now, &before);
         seconds
     });
     let bytes = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
@@ -644,7 +641,7 @@ fn udp_send(
         else {
             unreachable!()
         };
-        last_part(&mut seconds, &bytes, &before);
+        last_part(Op::Send, &mut seconds, &bytes, &before);
         Ok(Outcome {
             op: Op::Send,
             seconds,

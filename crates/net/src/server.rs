@@ -122,6 +122,17 @@ fn first_line(conn: &mut TcpStream) -> std::io::Result<Option<String>> {
     }
 }
 
+/// Tells the client why there is no test; returns the line for the log.
+fn refuse(conn: &mut TcpStream, reason: &str) -> std::io::Result<String> {
+    say(
+        conn,
+        &ServerLine::Refused {
+            reason: reason.to_string(),
+        },
+    )?;
+    Ok(format!("refused: {reason}"))
+}
+
 fn say(conn: &mut TcpStream, line: &ServerLine) -> std::io::Result<()> {
     let mut text = serde_json::to_string(line).expect("serializing a server line");
     text.push('\n');
@@ -149,28 +160,18 @@ fn control(
             } else {
                 "wrong token (--token-file)"
             };
-            let _ = say(
-                &mut conn,
-                &ServerLine::Refused {
-                    reason: reason.into(),
-                },
-            );
-            return format!("refused: {reason}");
+            return refuse(&mut conn, reason).unwrap_or_else(|e| format!("failed: {e}"));
         }
     }
     if let Err(why) = hello.check() {
-        let _ = say(
-            &mut conn,
-            &ServerLine::Refused {
-                reason: why.clone(),
-            },
-        );
-        return format!("refused: {why}");
+        return refuse(&mut conn, &why).unwrap_or_else(|e| format!("failed: {e}"));
     }
     if shared.busy.swap(true, Ordering::AcqRel) {
-        let reason = "busy with another client's test; try again when it ends".to_string();
-        let _ = say(&mut conn, &ServerLine::Refused { reason });
-        return "refused: busy".into();
+        return refuse(
+            &mut conn,
+            "busy with another client's test; try again when it ends",
+        )
+        .unwrap_or_else(|e| format!("failed: {e}"));
     }
     let result = session(shared, &mut conn, &hello, addr);
     *shared.pending.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -216,13 +217,7 @@ fn session(
                     (HANDSHAKE * 2).as_secs()
                 );
                 drop(pending);
-                say(
-                    conn,
-                    &ServerLine::Refused {
-                        reason: reason.clone(),
-                    },
-                )?;
-                return Ok(format!("refused: {reason}"));
+                return refuse(conn, &reason);
             }
             pending = shared
                 .joined
@@ -417,14 +412,7 @@ fn udp_session(conn: &mut TcpStream, hello: &Hello, addr: SocketAddr) -> std::io
     let socket = match UdpSocket::bind(addr) {
         Ok(s) => s,
         Err(e) => {
-            let reason = format!("cannot receive UDP on {addr}: {e}");
-            say(
-                conn,
-                &ServerLine::Refused {
-                    reason: reason.clone(),
-                },
-            )?;
-            return Ok(format!("refused: {reason}"));
+            return refuse(conn, &format!("cannot receive UDP on {addr}: {e}"));
         }
     };
     socket.set_read_timeout(Some(Duration::from_millis(20)))?;

@@ -402,43 +402,15 @@ impl NetCluster {
     /// link: past the senders' own queues, so that what does not fit is dropped on the way
     /// (as a slower link in the path does) instead of holding the sender back.
     pub fn limit_to(&self, i: usize, rate: &str) -> Result<(), String> {
-        run(Command::new("tc").args([
-            "qdisc",
-            "add",
-            "dev",
-            &self.veths[i],
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "32kbit",
-            "latency",
-            "50ms",
-        ]))
+        run(Command::new("tc").args(tbf(&self.veths[i], rate)))
     }
 
     /// Limits what host `i` sends to `rate` (tc's form, such as `200mbit`) with a token
     /// bucket on its own interface, as a slower link would.
     pub fn limit(&self, i: usize, rate: &str) -> Result<(), String> {
-        run(Command::new("ip").args([
-            "netns",
-            "exec",
-            &self.namespaces[i],
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-            &self.insides[i],
-            "root",
-            "tbf",
-            "rate",
-            rate,
-            "burst",
-            "32kbit",
-            "latency",
-            "50ms",
-        ]))
+        run(Command::new("ip")
+            .args(["netns", "exec", &self.namespaces[i], "tc"])
+            .args(tbf(&self.insides[i], rate)))
     }
 
     /// Starts `program args...` inside host `i`'s namespace; it is killed when the cluster is
@@ -489,6 +461,15 @@ impl Drop for NetCluster {
             .args(["link", "delete", &self.bridge])
             .status();
     }
+}
+
+/// tc's arguments for a token bucket of `rate` at the root of `dev`
+/// (`tc qdisc add dev X root tbf rate R burst 32kbit latency 50ms`).
+fn tbf<'a>(dev: &'a str, rate: &'a str) -> [&'a str; 12] {
+    [
+        "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit", "latency",
+        "50ms",
+    ]
 }
 
 /// Whether a small cluster of namespaces can be made here; prints why a test skips when not.
