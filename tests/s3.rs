@@ -239,6 +239,15 @@ fn preflight_mistakes_are_one_line_and_exit_2() {
             },
             "--endpoint ftp://127.0.0.1:21",
         ),
+        (s3_args(&m, "bkt", &dir, &["--buckets", "0"]), "--buckets 0"),
+        (
+            s3_args(&m, "bkt", &dir, &["--addressing", "dns"]),
+            "--addressing dns",
+        ),
+        (
+            s3_args(&m, "bkt", &dir, &["--sweep", "obj-size=0"]),
+            "--sweep obj-size=0",
+        ),
     ];
     for (args, expect) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
