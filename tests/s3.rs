@@ -2,6 +2,7 @@
 //! workload measured and cleaned up, preflight refusals, the server killed or paused mid-run,
 //! and Ctrl-C. `.ci/run` builds MinIO, so none of these skip.
 
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -48,14 +49,25 @@ fn s3(m: &Minio, bucket: &str, dir: &TempDir, extra: &[&str]) -> (i32, serde_jso
 
 /// Waits until the run in `dir` has finished its preparation (the results document is first
 /// written, `running`, just before the measured phase starts).
-fn measuring(dir: &TempDir) {
+/// A run that ends or stalls first fails the test with what it printed.
+fn measuring(child: &mut std::process::Child, dir: &TempDir) {
     let json = dir.path().join("r.json");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while !std::fs::read_to_string(&json).is_ok_and(|t| t.contains("\"running\"")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the run never got past its preparation"
-        );
+        let ended = child.try_wait().expect("waiting for stormark");
+        if ended.is_some() || std::time::Instant::now() > deadline {
+            if ended.is_none() {
+                let _ = child.kill();
+            }
+            let mut printed = String::new();
+            if let Some(mut pipe) = child.stdout.take() {
+                let _ = pipe.read_to_string(&mut printed);
+            }
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut printed);
+            }
+            panic!("the run never got past its preparation ({ended:?}):\n{printed}");
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -282,8 +294,8 @@ fn a_server_killed_mid_run_is_counted_by_kind_and_the_results_written() {
             "4s",
         ],
     );
-    let child = spawn(&args);
-    measuring(&dir);
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
     std::thread::sleep(Duration::from_millis(1000));
     m.signal("KILL");
     let out = child.wait_with_output().unwrap();
@@ -318,8 +330,8 @@ fn a_paused_server_shows_in_response_time_not_service_time() {
             "7s",
         ],
     );
-    let child = spawn(&args);
-    measuring(&dir);
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
     std::thread::sleep(Duration::from_millis(1000));
     m.signal("STOP");
     std::thread::sleep(Duration::from_secs(3));
@@ -360,8 +372,8 @@ fn ctrl_c_still_deletes_every_object_written() {
             "30s",
         ],
     );
-    let child = spawn(&args);
-    measuring(&dir);
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
     std::thread::sleep(Duration::from_millis(1000));
     assert!(
         !m.objects("interrupted", "stormark/").is_empty(),
@@ -737,8 +749,8 @@ fn verify_counts_an_object_changed_behind_the_run_as_corrupt() {
             "4s",
         ],
     );
-    let child = spawn(&args);
-    measuring(&dir);
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
     let key = m
         .objects("verify", "stormark/")
         .into_iter()

@@ -69,11 +69,22 @@ pub(crate) fn go_binary(env: &str, name: &str) -> Option<PathBuf> {
         .map(|_| PathBuf::from(name))
 }
 
+/// A free port on `ip`, handed out once per process: tests run in parallel threads, and the kernel may give
+/// the port just released to the next `bind(0)`, so two servers of one test binary would be told
+/// the same port, one would fail to bind, and its readiness check would find the other.
 pub(crate) fn free_port(ip: &str) -> u16 {
-    TcpListener::bind((ip, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind((ip, 0))
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port on 127.0.0.1");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// Whether `GET path` on `port` answers 200.
@@ -200,6 +211,14 @@ impl Minio {
                 panic!("MinIO at {} did not become ready", m.endpoint);
             }
             std::thread::sleep(Duration::from_millis(100));
+        }
+        // A server that could not bind its port exits at once; what answered was another one.
+        std::thread::sleep(Duration::from_millis(200));
+        if let Ok(Some(status)) = m.child.try_wait() {
+            panic!(
+                "MinIO at {} exited ({status}): its port was taken",
+                m.endpoint
+            );
         }
         m
     }
