@@ -549,3 +549,329 @@ fn a_server_with_a_token_serves_only_clients_that_give_it() {
     let (code, t) = client(&["--token-file", short.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{t}");
 }
+
+/// An agent in each of `c`'s namespaces (port 7878, the token in `dir/token`): their list.
+fn agents(c: &mut NetCluster, dir: &stormark_testkit::TempDir) -> String {
+    let token = dir.path().join("token");
+    std::fs::write(&token, "net-mesh-test-token-0123456789\n").unwrap();
+    let mut list = Vec::new();
+    for i in 0..c.addresses.len() {
+        let listen = format!("{}:7878", c.addresses[i]);
+        let allowed = dir.path().join(format!("host{i}"));
+        std::fs::create_dir(&allowed).unwrap();
+        c.spawn(
+            i,
+            BIN,
+            &[
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                allowed.to_str().unwrap(),
+                "--state-dir",
+                dir.path().join(format!("state{i}")).to_str().unwrap(),
+            ],
+            &dir.path().join(format!("agent{i}.log")),
+        )
+        .expect("starting an agent");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect_timeout(
+            &listen.parse().unwrap(),
+            Duration::from_millis(200),
+        )
+        .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "agent {i} did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        list.push(listen);
+    }
+    list.join(",")
+}
+
+/// The pair `from -> to` of a mesh matrix.
+fn mesh_pair(matrix: &serde_json::Value, from: u64, to: u64) -> &serde_json::Value {
+    matrix
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["from"] == from && p["to"] == to)
+        .unwrap_or_else(|| panic!("no pair {from} -> {to} in {matrix}"))
+}
+
+#[test]
+fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_mtu_mismatch() {
+    if !require_netns("a_mesh_of_three_hosts") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let list = agents(&mut c, &dir);
+    // What host 0 sends goes through 200 Mbit/s; host 2 has jumbo frames, the others not.
+    c.limit(0, "200mbit").unwrap();
+    c.set_mtu(2, 9000).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let json = dir.path().join("mesh.json");
+    let token = dir.path().join("token");
+    let out = Bin(BIN).run(&[
+        "net",
+        "--agents",
+        &list,
+        "--mode",
+        "mesh",
+        "--token-file",
+        token.to_str().unwrap(),
+        "--time",
+        "2s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    eprintln!("{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let doc = read_json(&json);
+    let mesh = &doc["mesh"];
+    assert_eq!(mesh["hosts"].as_array().unwrap().len(), 3, "{mesh}");
+    for matrix in ["alone", "loaded"] {
+        assert_eq!(
+            mesh[matrix].as_array().unwrap().len(),
+            6,
+            "{matrix}: {mesh}"
+        );
+    }
+    // Ground truth: host 0's pairs alone carry the token bucket's payload rate (tc counts
+    // whole 1514-byte frames, 1448 bytes of them payload), within 5%.
+    let payload = 200e6 * 1448.0 / 1514.0;
+    for to in [1, 2] {
+        let bits = mesh_pair(&mesh["alone"], 0, to)["bits_per_s"]
+            .as_f64()
+            .unwrap();
+        eprintln!("0 -> {to} alone: {:.3} of the payload rate", bits / payload);
+        assert!(
+            (0.95..=1.05).contains(&(bits / payload)),
+            "0 -> {to} alone: {bits} bit/s through a 200 Mbit/s bucket\n{said}"
+        );
+    }
+    // All at once, host 0's two pairs share its bucket, with the ACKs of what it receives
+    // from both others at the same time.
+    let shared: f64 = [1, 2]
+        .iter()
+        .map(|&to| {
+            mesh_pair(&mesh["loaded"], 0, to)["bits_per_s"]
+                .as_f64()
+                .unwrap()
+        })
+        .sum();
+    eprintln!(
+        "host 0 at once: {:.3} of the payload rate",
+        shared / payload
+    );
+    assert!(
+        (0.5..=1.05).contains(&(shared / payload)),
+        "host 0's pairs at once: {shared} bit/s in total through 200 Mbit/s\n{said}"
+    );
+    // The others are not limited: far faster.
+    for (from, to) in [(1, 0), (1, 2), (2, 0), (2, 1)] {
+        let bits = mesh_pair(&mesh["alone"], from, to)["bits_per_s"]
+            .as_f64()
+            .unwrap();
+        assert!(bits > 500e6, "{from} -> {to} alone: {bits} bit/s");
+    }
+    let findings = doc["findings"].to_string();
+    let slow = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "net-pair-slow" && f["evidence"]["matrix"] == "alone")
+        .unwrap_or_else(|| panic!("no slow pair flagged: {findings}"));
+    let flagged: Vec<(String, String)> = slow["evidence"]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["from"].as_str().unwrap().into(),
+                p["to"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let a = &c.addresses;
+    assert_eq!(
+        flagged,
+        vec![(a[0].clone(), a[1].clone()), (a[0].clone(), a[2].clone())],
+        "{slow}"
+    );
+    assert!(
+        slow["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("everything {} sends", a[0])),
+        "{slow}"
+    );
+    let mtu = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "net-mtu-mismatch")
+        .unwrap_or_else(|| panic!("the MTU mismatch not flagged: {findings}"));
+    assert_eq!(mtu["evidence"]["hosts"]["9000"][0], a[2].as_str(), "{mtu}");
+    // The matrices are in the output, rows sending to columns.
+    assert!(said.contains("each pair alone: Gbit/s"), "{said}");
+    assert!(said.contains("all pairs at once: Gbit/s"), "{said}");
+}
+
+#[test]
+fn a_mesh_host_cut_off_mid_run_is_named_and_the_rest_is_measured() {
+    if !require_netns("a_mesh_host_cut_off_mid_run") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let list = agents(&mut c, &dir);
+    let json = dir.path().join("mesh.json");
+    let token = dir.path().join("token");
+    let child = Command::new(BIN)
+        .args(["net", "--agents", &list, "--token-file"])
+        .arg(&token)
+        .args(["--time", "2s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // During the first pair (0 -> 1), host 2 goes: its cable pulled.
+    std::thread::sleep(Duration::from_millis(1500));
+    c.cut(2).unwrap();
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        started.elapsed() < Duration::from_secs(90),
+        "the mesh took {:?} after the cut",
+        started.elapsed()
+    );
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "failed", "{}", doc["status"]);
+    let mesh = &doc["mesh"];
+    // The pairs between the two hosts left were measured, alone and at once.
+    for matrix in ["alone", "loaded"] {
+        for (from, to) in [(0, 1), (1, 0)] {
+            let p = mesh_pair(&mesh[matrix], from, to);
+            assert!(p["failure"].is_null(), "{matrix} {from} -> {to}: {p}");
+            assert!(p["bits_per_s"].as_f64().unwrap() > 1e8, "{p}");
+        }
+        // Every pair with host 2 failed, with host 2 named.
+        for (from, to) in [(0, 2), (1, 2), (2, 0), (2, 1)] {
+            let p = mesh_pair(&mesh[matrix], from, to);
+            let why = p["failure"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{matrix} {p}"));
+            assert!(
+                why.contains(&c.addresses[2]),
+                "{matrix} {from} -> {to}: {why}"
+            );
+        }
+    }
+    assert!(said.contains("failed:"), "{said}");
+}
+
+#[test]
+fn mesh_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "net-mesh-test-token-0123456789\n").unwrap();
+    let t = token.to_str().unwrap();
+    let closed = free_addr();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["net"], "expected server, client HOST, or --agents"),
+        (
+            vec!["net", "--agents", "127.0.0.1:7878", "--token-file", t],
+            "at least two agents",
+        ),
+        (
+            vec![
+                "net",
+                "--agents",
+                "127.0.0.1:1,127.0.0.1:2",
+                "--token-file",
+                t,
+            ],
+            "as another agent is",
+        ),
+        (
+            vec![
+                "net",
+                "--agents",
+                "127.0.0.1:1,127.0.0.2:2",
+                "--mode",
+                "rtt",
+                "--token-file",
+                t,
+            ],
+            "--mode rtt: over agents the mode is mesh",
+        ),
+        (
+            vec!["net", "--agents", "127.0.0.1:1,127.0.0.2:2"],
+            "--token-file",
+        ),
+        (
+            vec![
+                "net",
+                "--agents",
+                "127.0.0.1:1,127.0.0.2:2",
+                "--streams",
+                "0",
+                "--token-file",
+                t,
+            ],
+            "--streams 0",
+        ),
+        (
+            vec![
+                "net",
+                "mesh",
+                "--agents",
+                "nohost,127.0.0.2:2",
+                "--token-file",
+                t,
+            ],
+            "expected host:port",
+        ),
+        (
+            vec![
+                "net",
+                "--agents",
+                &closed,
+                "--token-file",
+                t,
+                "--agents",
+                "x",
+            ],
+            "",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(want), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+    // An agent that is not there: nothing runs, one line.
+    let other = free_addr().replace("127.0.0.1", "127.0.0.2");
+    let list = format!("{closed},{other}");
+    let out = Bin(BIN).run(&["net", "--agents", &list, "--token-file", t]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&closed) && said.contains("cannot connect"),
+        "{said}"
+    );
+}

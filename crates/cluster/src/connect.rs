@@ -24,6 +24,20 @@ impl Fleet {
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
     ) -> Result<Vec<Box<dyn Agent>>, AgentError> {
+        Ok(self
+            .connect_remote(opts, stop)?
+            .into_iter()
+            .map(|a| Box::new(a) as Box<dyn Agent>)
+            .collect())
+    }
+
+    /// [`Fleet::connect`], as the agents themselves (for calls beside the phases: the
+    /// network mesh).
+    pub fn connect_remote(
+        &self,
+        opts: &TargetOptions,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Vec<RemoteAgent>, AgentError> {
         // One thread per agent decodes that agent's snapshots (each histogram is about
         // 270 KiB); with glibc's default of up to 8 arenas per core, each thread keeps its own
         // freed blocks and the coordinator's memory grows with the agent count. A few shared
@@ -40,7 +54,7 @@ impl Fleet {
                 .build()
                 .map_err(|e| AgentError::Runtime(e.to_string()))?,
         );
-        let mut agents: Vec<Box<dyn Agent>> = Vec::new();
+        let mut agents = Vec::new();
         for (i, host) in self.hosts.iter().enumerate() {
             let mut target = TargetOptions {
                 path: host.target.clone(),
@@ -60,7 +74,7 @@ impl Fleet {
                 stop.clone(),
             )?
             .with_hosts(self.hosts.len() as u32);
-            agents.push(Box::new(agent));
+            agents.push(agent);
         }
         Ok(agents)
     }

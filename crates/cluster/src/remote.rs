@@ -50,7 +50,7 @@ pub struct RemoteAgent {
 
 /// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
 /// allowed, busy, wrong token) stop the run before load (exit 2); the rest are failures.
-fn agent_error(address: &str, s: Status) -> AgentError {
+pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
     let text = match s.message() {
         m if m.contains("deadline has elapsed") || m.contains("Timeout expired") => {
             format!("no answer within {} s", SILENCE.as_secs())
@@ -289,6 +289,21 @@ impl RemoteAgent {
     /// The agent's clock minus ours, ns (as measured at connection).
     pub fn clock_offset_ns(&self) -> i64 {
         self.offset_ns
+    }
+
+    /// The address the agent was reached at, as given (`host:port`).
+    pub fn address_str(&self) -> &str {
+        &self.address
+    }
+
+    /// The coordinator's stop (Ctrl-C) this agent was connected with.
+    pub(crate) fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// The runtime, a client and the session id, for calls outside the phases (the mesh).
+    pub(crate) fn rpc(&self) -> (Arc<Runtime>, Client, String) {
+        (self.rt.clone(), self.client.clone(), self.session.clone())
     }
 
     fn session_req(&self) -> pb::SessionRequest {

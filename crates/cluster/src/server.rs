@@ -484,7 +484,40 @@ impl AgentRpc for AgentService {
         }
         Ok(Response::new(reply))
     }
+
+    async fn net_listen(
+        &self,
+        req: Request<pb::NetListenRequest>,
+    ) -> Result<Response<pb::NetListenReply>, Status> {
+        let req = req.into_inner();
+        // The ports close when the session ends (its stop is set then).
+        let (stop, _) = self.session(&req.session)?;
+        let ports = crate::mesh::listen(&req.peers, &req.token, &stop)?;
+        Ok(Response::new(pb::NetListenReply { ports }))
+    }
+
+    type NetTestStream = NetEventStream;
+
+    async fn net_test(
+        &self,
+        req: Request<pb::NetTestRequest>,
+    ) -> Result<Response<NetEventStream>, Status> {
+        let req = req.into_inner();
+        let (stop, _) = self.session(&req.session)?;
+        let opts = crate::mesh::test_options(&req, stop)?;
+        let (tx, rx) = mpsc::channel(16);
+        tokio::task::spawn_blocking(move || {
+            let event = |kind| Ok(pb::NetEvent { kind: Some(kind) });
+            let result = crate::mesh::test(&opts, &mut |bytes| {
+                let _ = tx.blocking_send(event(pb::net_event::Kind::Second(bytes)));
+            });
+            let _ = tx.blocking_send(event(pb::net_event::Kind::Result(result)));
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
 }
+
+type NetEventStream = Pin<Box<dyn Stream<Item = Result<pb::NetEvent, Status>> + Send>>;
 
 /// An agent's error as a gRPC status: a refusal is a failed precondition (the coordinator
 /// reports a user error), anything else an abort.

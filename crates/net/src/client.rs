@@ -40,6 +40,24 @@ pub struct ClientOptions {
     /// Round trips: an open loop of this many per second over all streams (latency counts
     /// from each one's schedule); closed loop when `None`.
     pub rate: Option<f64>,
+    /// Connect from this address of this host (an agent of a mesh, from the address it was
+    /// named by); any when `None`.
+    pub bind: Option<std::net::IpAddr>,
+}
+
+/// A TCP connection to `addr` within `CONNECT`, from `bind` when given.
+fn connect(addr: SocketAddr, bind: Option<std::net::IpAddr>) -> std::io::Result<TcpStream> {
+    let Some(ip) = bind else {
+        return TcpStream::connect_timeout(&addr, CONNECT);
+    };
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.bind(&SocketAddr::new(ip, 0).into())?;
+    socket.connect_timeout(&addr.into(), CONNECT)?;
+    Ok(socket.into())
 }
 
 /// What a test measured.
@@ -105,7 +123,7 @@ pub fn run(
         };
         NetError::Lost(format!("{addr}: {what}: {e}"))
     };
-    let mut control = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
+    let mut control = connect(addr, opts.bind).map_err(unreachable)?;
     let _ = control.set_read_timeout(Some(SILENCE));
     let nonce = nonce();
     let hello = Hello {
@@ -158,7 +176,7 @@ pub fn run(
     };
     let mut streams = Vec::with_capacity(connections as usize);
     for i in 0..connections {
-        let mut s = TcpStream::connect_timeout(&addr, CONNECT).map_err(unreachable)?;
+        let mut s = connect(addr, opts.bind).map_err(unreachable)?;
         s.write_all(data_line(&nonce, i).as_bytes())
             .map_err(|e| lost("opening a stream", e))?;
         let _ = s.set_read_timeout(Some(SILENCE));

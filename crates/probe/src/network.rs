@@ -1,18 +1,23 @@
 //! Findings of network tests (`stormark net`): retransmits, MTUs that differ along the path,
-//! and a test below its own link's rated speed.
+//! a test below its own link's rated speed, and in a mesh the pairs slower than the others.
 
 use serde_json::json;
-use stormark_stats::{Finding, NetReport, Phase, Results, Severity};
+use stormark_stats::{Finding, MeshPair, MeshReport, NetReport, Phase, Results, Severity};
 
 /// Retransmitted segments above this share of those sent: the path loses packets.
 pub const RETRANSMIT_SHARE: f64 = 0.001;
 /// Throughput below this share of the local link's rated speed is said.
 pub const LINK_SHARE: f64 = 0.8;
+/// A mesh pair below this share of the median pair of its matrix is said.
+pub const PAIR_SHARE: f64 = 0.8;
 /// IPv4 and TCP headers with timestamps: a full segment is this much less than the MTU.
 const TCP_OVERHEAD: u32 = 52;
 
 /// The network rules on a results document with a `net` section.
 pub(crate) fn network_findings(r: &Results, out: &mut Vec<Finding>) {
+    if let Some(mesh) = &r.mesh {
+        mesh_findings(mesh, out);
+    }
     // The document's last phase is the test the `net` section describes (the last point of
     // a sweep).
     let (Some(net), Some(phase)) = (&r.net, r.phases.last()) else {
@@ -100,5 +105,194 @@ fn below_link(net: &NetReport, phase: &Phase, out: &mut Vec<Finding>) {
         ),
         evidence: json!({"mbit_per_s": mbit, "interface": name, "link_mbps": speed, "threshold": LINK_SHARE}),
         advice: "Try more streams (--streams 4 or 8: one stream is limited by its window and by one CPU per end); if that does not help, look at the other end's link, the switch path between them, retransmits and the CPUs of both hosts.".into(),
+    });
+}
+
+/// The rules of a mesh: slow pairs in each matrix, retransmits, MTUs that differ.
+fn mesh_findings(m: &MeshReport, out: &mut Vec<Finding>) {
+    let name = |i: u32| {
+        m.hosts
+            .get(i as usize)
+            .map_or_else(|| format!("host {i}"), |h| h.ip.clone())
+    };
+    for (pairs, when) in [(&m.alone, "alone"), (&m.loaded, "all at once")] {
+        slow_pairs(pairs, when, &name, out);
+        mesh_retransmits(pairs, when, &name, out);
+    }
+    mesh_mtu(m, &name, out);
+}
+
+/// Pairs of one matrix below [`PAIR_SHARE`] of its median pair.
+fn slow_pairs(
+    pairs: &[MeshPair],
+    when: &str,
+    name: &dyn Fn(u32) -> String,
+    out: &mut Vec<Finding>,
+) {
+    let mut rates: Vec<f64> = pairs
+        .iter()
+        .filter(|p| p.failure.is_none())
+        .map(|p| p.bits_per_s)
+        .collect();
+    if rates.len() < 2 {
+        return;
+    }
+    rates.sort_by(f64::total_cmp);
+    let mid = rates.len() / 2;
+    let median = if rates.len().is_multiple_of(2) {
+        (rates[mid - 1] + rates[mid]) / 2.0
+    } else {
+        rates[mid]
+    };
+    let slow: Vec<&MeshPair> = pairs
+        .iter()
+        .filter(|p| p.failure.is_none() && p.bits_per_s < PAIR_SHARE * median)
+        .collect();
+    if slow.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = slow
+        .iter()
+        .map(|p| {
+            format!(
+                "{} -> {} {:.3} Gbit/s ({:.0}%)",
+                name(p.from),
+                name(p.to),
+                p.bits_per_s / 1e9,
+                100.0 * p.bits_per_s / median
+            )
+        })
+        .collect();
+    // A slow row is the sender's side; a slow column the receiver's.
+    let senders: std::collections::BTreeSet<u32> = slow.iter().map(|p| p.from).collect();
+    let receivers: std::collections::BTreeSet<u32> = slow.iter().map(|p| p.to).collect();
+    let pattern = match (senders.len(), receivers.len()) {
+        (1, r) if r > 1 => format!(
+            "; everything {} sends is slow: its outgoing side",
+            name(*senders.first().expect("one"))
+        ),
+        (s, 1) if s > 1 => format!(
+            "; everything {} receives is slow: its incoming side",
+            name(*receivers.first().expect("one"))
+        ),
+        _ => String::new(),
+    };
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-pair-slow".into(),
+        message: format!(
+            "{} of {} pairs ({when}) below {:.0}% of the median pair ({:.3} Gbit/s): {}{pattern}",
+            slow.len(),
+            pairs.len(),
+            100.0 * PAIR_SHARE,
+            median / 1e9,
+            listed.join(", ")
+        ),
+        evidence: json!({
+            "matrix": when,
+            "median_bits_per_s": median,
+            "threshold": PAIR_SHARE,
+            "pairs": slow.iter().map(|p| json!({"from": name(p.from), "to": name(p.to), "bits_per_s": p.bits_per_s})).collect::<Vec<_>>(),
+        }),
+        advice: "A path slower than its peers: the link speed one NIC negotiated (ethtool), a rate limit or QoS policy, a bad cable or optic, an overloaded switch uplink, or the host's CPU. A slow row points at the sender's side, a slow column at the receiver's; test the pair alone with stormark net client --streams 4 to see whether more streams help.".into(),
+    });
+}
+
+fn mesh_retransmits(
+    pairs: &[MeshPair],
+    when: &str,
+    name: &dyn Fn(u32) -> String,
+    out: &mut Vec<Finding>,
+) {
+    let lossy: Vec<(String, u64, u64)> = pairs
+        .iter()
+        .filter_map(|p| {
+            let segments: u64 = p
+                .streams
+                .iter()
+                .filter_map(|s| Some(s.bytes / u64::from(s.mss?.max(1))))
+                .sum();
+            let retrans = p.retransmits();
+            (segments > 0 && retrans as f64 >= RETRANSMIT_SHARE * segments as f64).then(|| {
+                (
+                    format!("{} -> {}", name(p.from), name(p.to)),
+                    retrans,
+                    segments,
+                )
+            })
+        })
+        .collect();
+    if lossy.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = lossy
+        .iter()
+        .map(|(pair, r, s)| format!("{pair} {r} of {s} ({:.2}%)", 100.0 * *r as f64 / *s as f64))
+        .collect();
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-retransmits".into(),
+        message: format!(
+            "retransmitted segments ({when}) above {:.1}% of those sent: {}",
+            100.0 * RETRANSMIT_SHARE,
+            listed.join(", ")
+        ),
+        evidence: json!({
+            "matrix": when,
+            "threshold": RETRANSMIT_SHARE,
+            "pairs": lossy.iter().map(|(pair, r, s)| json!({"pair": pair, "retransmits": r, "segments": s})).collect::<Vec<_>>(),
+        }),
+        advice: "Packets are lost between these hosts: look at the interfaces' error and drop counters on both ends and on the switch ports between them; under all pairs at once, a switch buffer overflowing (incast) or flow control off. On a LAN the count should be near zero.".into(),
+    });
+}
+
+/// Hosts whose MTUs differ, and pairs whose segments fit a smaller MTU than the sender's.
+fn mesh_mtu(m: &MeshReport, name: &dyn Fn(u32) -> String, out: &mut Vec<Finding>) {
+    let mut by_mtu: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for h in &m.hosts {
+        if let Some(mtu) = h.mtu {
+            by_mtu.entry(mtu).or_default().push(h.ip.clone());
+        }
+    }
+    let clamped: Vec<String> = m
+        .alone
+        .iter()
+        .filter_map(|p| {
+            let (pmtu, frame) = p
+                .streams
+                .iter()
+                .filter_map(|s| Some((s.pmtu?, s.mss? + TCP_OVERHEAD)))
+                .find(|&(pmtu, frame)| pmtu >= frame + 100)?;
+            Some(format!(
+                "{} -> {} (MTU {pmtu}, segments for {frame})",
+                name(p.from),
+                name(p.to)
+            ))
+        })
+        .collect();
+    if by_mtu.len() < 2 && clamped.is_empty() {
+        return;
+    }
+    let hosts: Vec<String> = by_mtu
+        .iter()
+        .map(|(mtu, ips)| format!("MTU {mtu} on {}", ips.join(", ")))
+        .collect();
+    let message = if by_mtu.len() >= 2 {
+        format!(
+            "the hosts' MTUs differ: {} (jumbo frames on some hosts only?)",
+            hosts.join("; ")
+        )
+    } else {
+        format!(
+            "segments fit a smaller MTU than the sender's on {}: a host or hop on the path has a smaller MTU",
+            clamped.join(", ")
+        )
+    };
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-mtu-mismatch".into(),
+        message,
+        evidence: json!({"hosts": by_mtu, "clamped_pairs": clamped}),
+        advice: "Set the same MTU on every host and switch port of the storage network (all 9000, or all 1500). TCP adapts by announcing a smaller segment size, but UDP, RDMA and storage protocols that send large frames stall or fragment on the smaller side.".into(),
     });
 }

@@ -58,6 +58,10 @@ pub struct Results {
     /// A network test (`stormark net`): each stream as its ends saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub net: Option<NetReport>,
+    /// A network mesh over agents (`stormark net mesh`): every ordered pair alone, then all
+    /// at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<MeshReport>,
     /// Things the run decided on its own and says so (engine chosen, O_DIRECT fallback).
     pub notes: Vec<String>,
 }
@@ -125,6 +129,75 @@ pub struct NetStream {
     pub jitter_ns: Option<u64>,
 }
 
+/// The network between every pair of a run's hosts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeshReport {
+    /// The hosts in matrix order.
+    pub hosts: Vec<MeshHost>,
+    /// TCP streams per pair.
+    pub streams: u32,
+    /// Each test's length, ms.
+    pub time_ms: u64,
+    /// Every ordered pair, one at a time: what the path between two hosts carries alone.
+    pub alone: Vec<MeshPair>,
+    /// Every ordered pair at once: the network under load (each host sends to and receives
+    /// from all the others).
+    pub loaded: Vec<MeshPair>,
+}
+
+/// One host of a mesh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeshHost {
+    /// The agent's address as given (`host:port`).
+    pub agent: String,
+    /// The address the tests went between.
+    pub ip: String,
+    /// The host's name, as its agent says.
+    pub host: String,
+    /// The interface its tests left by, its MTU and rated speed, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    /// Bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Mbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbps: Option<u64>,
+}
+
+/// One direction between two hosts of a mesh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeshPair {
+    /// The sending host (index into `hosts`).
+    pub from: u32,
+    /// The receiving host.
+    pub to: u32,
+    /// Bytes the receiver counted.
+    pub bytes: u64,
+    /// From the start to the last byte, ns.
+    pub duration_ns: u64,
+    /// `bytes` over `duration_ns`, bits per second.
+    pub bits_per_s: f64,
+    /// Bytes per second as the receiver counted them.
+    pub seconds: Vec<u64>,
+    /// Each stream as its ends saw it (the sender's TCP_INFO).
+    pub streams: Vec<NetStream>,
+    /// Why the test failed, with the host named; absent when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl MeshPair {
+    /// Segments the sender retransmitted, over all streams.
+    pub fn retransmits(&self) -> u64 {
+        self.streams
+            .iter()
+            .filter_map(|s| s.retransmits)
+            .map(u64::from)
+            .sum()
+    }
+}
+
 impl Results {
     /// An empty document for a run started now with this command line.
     pub fn new(command: Vec<String>) -> Results {
@@ -150,6 +223,7 @@ impl Results {
             curve: None,
             sweep: None,
             net: None,
+            mesh: None,
             notes: Vec::new(),
         }
     }

@@ -28,9 +28,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Benchmark an S3 object store: PUT, GET, HEAD, DELETE and LIST in a weighted mix.
     S3(Box<S3Args>),
-    /// Measure the network between two hosts: TCP throughput over parallel streams, or
-    /// request/response latency, against a `stormark net server`.
-    Net(NetArgs),
+    /// Measure the network between two hosts (TCP throughput over parallel streams, or
+    /// request/response latency, against a `stormark net server`), or between every pair of
+    /// agents (`--agents LIST --mode mesh`).
+    Net(Box<NetArgs>),
 }
 
 const NET_EXAMPLES: &str = "\
@@ -51,17 +52,58 @@ Examples:
       both ways at once, 2 connections each way
   stormark net client 10.0.0.2 --mode rtt --rate-ops 1000
       1000 round trips a second on a schedule: latency from each one's due time
+  stormark net --agents 10.0.0.1:7878,10.0.0.2:7878,10.0.0.3:7878 --mode mesh --token-file token
+      every ordered pair of the agents' hosts alone, then all at once: two matrices of Gbit/s
 
 Throughput is counted where the bytes arrive; retransmits, congestion window and smoothed RTT
 come from the sender's kernel (TCP_INFO). Sizes take k/m (1024-based).";
 
 /// Options of `stormark net`.
 #[derive(Debug, Args)]
-#[command(after_help = NET_EXAMPLES)]
+#[command(after_help = NET_EXAMPLES, args_conflicts_with_subcommands = true)]
 pub struct NetArgs {
-    /// Which end.
+    /// Which end; none with `--agents` (the mesh).
     #[command(subcommand)]
-    pub side: NetSide,
+    pub side: Option<NetSide>,
+    /// The mesh over agents.
+    #[command(flatten)]
+    pub mesh: NetMeshArgs,
+}
+
+/// Options of `stormark net --agents LIST --mode mesh` (also `stormark net mesh`).
+#[derive(Debug, Args)]
+pub struct NetMeshArgs {
+    /// The agents whose hosts to test between (host:port, comma-separated; at least two).
+    /// Tests go between the addresses given here.
+    #[arg(long, value_name = "LIST")]
+    pub agents: Option<String>,
+    /// Agents from a TOML file: [[agent]] sections with address.
+    #[arg(long, value_name = "FILE", conflicts_with = "agents")]
+    pub agents_file: Option<PathBuf>,
+    /// The agents' shared token (one line).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Talk TLS to the agents, trusting this CA (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// mesh: every ordered pair alone, then all pairs at once.
+    #[arg(long, default_value = "mesh", value_name = "MODE")]
+    pub mode: String,
+    /// TCP streams per pair.
+    #[arg(long, short = 'P', default_value = "1", value_name = "N")]
+    pub streams: String,
+    /// Each test's length, such as 10s (a mesh of N hosts takes N×(N−1)+1 times this).
+    #[arg(long, short = 't', default_value = "10s", value_name = "DURATION")]
+    pub time: String,
+    /// Bytes per write [default: 1m].
+    #[arg(long, short = 'l', value_name = "SIZE")]
+    pub msg_size: Option<String>,
+    /// Write the results document here (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Only the matrices: no line per test.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// The two ends of `stormark net`.
@@ -83,6 +125,10 @@ pub enum NetSide {
     },
     /// Run a test against a server.
     Client(NetClientArgs),
+    /// Every ordered pair of the agents' hosts alone, then all at once (the same as
+    /// `stormark net --agents LIST --mode mesh`).
+    #[command(after_help = NET_EXAMPLES)]
+    Mesh(NetMeshArgs),
 }
 
 /// Options of `stormark net client`.

@@ -108,6 +108,7 @@ mod agent_cmd;
 mod cli;
 mod compare_cmd;
 mod net_cmd;
+mod net_mesh;
 mod probe_cmd;
 mod run;
 mod s3_cmd;
@@ -167,7 +168,7 @@ fn main() {
         cli::Command::Agent(args) => agent_cmd::main(args),
         cli::Command::Compare(args) => compare_cmd::main(args),
         cli::Command::S3(args) => s3_cmd::main(*args),
-        cli::Command::Net(args) => net_cmd::main(args),
+        cli::Command::Net(args) => net_cmd::main(*args),
     };
     std::process::exit(exit_status(result));
 }

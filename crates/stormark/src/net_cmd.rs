@@ -19,16 +19,23 @@ use crate::{usage, Ending};
 
 pub fn main(args: NetArgs) -> Result<Ending> {
     match args.side {
-        NetSide::Server {
+        Some(NetSide::Server {
             listen,
             once,
             token_file,
-        } => server(listen, once, token_file.as_deref()),
-        NetSide::Client(c) => client(&c),
+        }) => server(listen, once, token_file.as_deref()),
+        Some(NetSide::Client(c)) => client(&c),
+        Some(NetSide::Mesh(m)) => crate::net_mesh::main(&m),
+        None if args.mesh.agents.is_some() || args.mesh.agents_file.is_some() => {
+            crate::net_mesh::main(&args.mesh)
+        }
+        None => Err(usage(
+            "stormark net: expected server, client HOST, or --agents LIST --mode mesh (see stormark net --help)",
+        )),
     }
 }
 
-fn ctrl_c() -> Result<Arc<AtomicBool>> {
+pub(crate) fn ctrl_c() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     ctrlc::set_handler(move || s.store(true, Ordering::Relaxed))
@@ -53,7 +60,12 @@ fn server(listen: SocketAddr, once: bool, token_file: Option<&std::path::Path>) 
         "stormark net server listening on {} (one test at a time; Ctrl-C stops)",
         listener.local_addr().map_or(listen, |a| a)
     );
-    let opts = ServerOptions { once, stop, token };
+    let opts = ServerOptions {
+        once,
+        stop,
+        token,
+        allow: Vec::new(),
+    };
     stormark_net::serve(listener, &opts, &|line| eprintln!("{line}"))?;
     Ok(Ending::Success)
 }
@@ -158,6 +170,7 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         rate,
         bidir: args.bidir,
         token: token(args.token_file.as_deref())?,
+        bind: None,
     })
 }
 
@@ -483,7 +496,7 @@ fn phase(opts: &ClientOptions, o: &Outcome) -> stormark_stats::Phase {
     p
 }
 
-fn gbits(bytes: u64, ns: u64) -> f64 {
+pub(crate) fn gbits(bytes: u64, ns: u64) -> f64 {
     if ns == 0 {
         0.0
     } else {

@@ -1,0 +1,340 @@
+//! `stormark net --agents LIST --mode mesh`: the network between every pair of the agents'
+//! hosts, as vendor guides ask for before a storage cluster is accepted: each ordered pair
+//! alone (the connectivity matrix), then all pairs at once (the network under load).
+
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+use anyhow::{Context, Result};
+use stormark_cluster::{Agent, Fleet, MeshEvent, MeshOptions, TargetOptions};
+use stormark_net::LIMITS;
+use stormark_plan::{hosts, HostsOptions};
+use stormark_report::{Json, Output, Render};
+use stormark_spec::{parse_duration, parse_size};
+use stormark_stats::{MeshPair, MeshReport, Results, RunStatus, Severity};
+
+use crate::cli::NetMeshArgs;
+use crate::{usage, Ending};
+
+/// The largest agents file read.
+const AGENTS_FILE_LIMIT: u64 = 1 << 20;
+
+/// The tests' options, checked before anything connects.
+fn options(args: &NetMeshArgs) -> Result<MeshOptions> {
+    if args.mode != "mesh" {
+        return Err(usage(format!(
+            "--mode {}: over agents the mode is mesh (pair tests run with stormark net client)",
+            args.mode
+        )));
+    }
+    let (max_streams, max_msg, max_secs) = LIMITS;
+    let streams = args
+        .streams
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max_streams).contains(n))
+        .ok_or_else(|| {
+            usage(format!(
+                "--streams {}: expected a whole number from 1 to {max_streams}",
+                args.streams
+            ))
+        })?;
+    let time = parse_duration(&args.time)
+        .filter(|t| t.as_millis() >= 1 && t.as_secs() <= max_secs)
+        .ok_or_else(|| {
+            usage(format!(
+                "--time {}: expected a duration from 1ms to 24h, such as 10s or 2m",
+                args.time
+            ))
+        })?;
+    let msg_size = match &args.msg_size {
+        None => 1 << 20,
+        Some(text) => parse_size(text)
+            .filter(|s| (1..=u64::from(max_msg)).contains(s))
+            .ok_or_else(|| {
+                usage(format!(
+                    "--msg-size {text}: expected a size from 1 byte to 16m, such as 128k"
+                ))
+            })? as u32,
+    };
+    Ok(MeshOptions {
+        streams,
+        time,
+        msg_size,
+    })
+}
+
+/// The agents, their token and CA, and the address each one's tests go between.
+fn fleet(args: &NetMeshArgs) -> Result<(Fleet, Vec<IpAddr>)> {
+    let agents_file = match &args.agents_file {
+        Some(path) => Some((
+            path.display().to_string(),
+            crate::read_limited(path, AGENTS_FILE_LIMIT, "an agents file").map_err(|e| {
+                usage(format!(
+                    "--agents-file {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?,
+        )),
+        None => None,
+    };
+    let list = hosts(&HostsOptions {
+        agents: args.agents.clone(),
+        agents_file,
+        // A mesh has no target: nothing on the agents' disks is touched.
+        default_target: Some(PathBuf::new()),
+        ..Default::default()
+    })
+    .map_err(usage)?
+    .ok_or_else(|| usage("--mode mesh needs --agents LIST or --agents-file FILE"))?;
+    if list.len() < 2 {
+        return Err(usage(
+            "--agents: a mesh needs at least two agents, such as node1:7878,node2:7878",
+        ));
+    }
+    let mut ips: Vec<IpAddr> = Vec::new();
+    for h in &list {
+        let ip = h
+            .address
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip().to_canonical())
+            .ok_or_else(|| {
+                usage(format!(
+                    "--agents {}: cannot resolve the host; expected host:port, such as node1:7878",
+                    h.address
+                ))
+            })?;
+        if ips.contains(&ip) {
+            return Err(usage(format!(
+                "--agents: {} is {ip}, as another agent is; a mesh tests between different hosts",
+                h.address
+            )));
+        }
+        ips.push(ip);
+    }
+    let token_file = args.token_file.as_ref().ok_or_else(|| {
+        usage("--agents needs --token-file FILE holding the agents' shared token")
+    })?;
+    let token = stormark_cluster::read_token(token_file).map_err(|e| usage(e.to_string()))?;
+    let tls_ca = match &args.tls_ca {
+        Some(p) => Some(
+            std::fs::read(p)
+                .map_err(|e| usage(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
+        ),
+        None => None,
+    };
+    Ok((
+        Fleet {
+            token,
+            tls_ca,
+            hosts: list,
+        },
+        ips,
+    ))
+}
+
+pub fn main(args: &NetMeshArgs) -> Result<Ending> {
+    let opts = options(args)?;
+    let (fleet, ips) = fleet(args)?;
+    let json = match &args.json {
+        Some(p) if p.as_os_str() == "-" => Some(Output::Stdout),
+        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    let to_stdout = matches!(json, Some(Output::Stdout));
+    let say = |text: &str| {
+        if to_stdout {
+            eprintln!("{text}");
+        } else {
+            outln!("{text}");
+        }
+    };
+    let stop = crate::net_cmd::ctrl_c()?;
+    let mut agents = fleet
+        .connect_remote(&TargetOptions::new(PathBuf::new()), &stop)
+        .map_err(|e| {
+            if e.is_refusal() {
+                usage(e.to_string())
+            } else {
+                anyhow::Error::from(e)
+            }
+        })?;
+    let mut results = Results::new(crate::command_line());
+    let started = std::time::Instant::now();
+    let n = agents.len();
+    if !args.quiet {
+        eprintln!(
+            "mesh of {n} hosts: {} pairs alone, then all at once; {} stream{} for {} each",
+            n * (n - 1),
+            opts.streams,
+            if opts.streams == 1 { "" } else { "s" },
+            args.time
+        );
+    }
+    let names: Vec<String> = ips.iter().map(IpAddr::to_string).collect();
+    let outcome = stormark_cluster::mesh(&agents, &ips, opts, &stop, &mut |event| {
+        if args.quiet {
+            return;
+        }
+        match event {
+            MeshEvent::Matrix(true) => eprintln!("each pair alone:"),
+            MeshEvent::Matrix(false) => eprintln!("all pairs at once:"),
+            MeshEvent::Pair(_, p) => eprintln!("  {}", pair_line(&names, p)),
+        }
+    });
+    results.hosts = agents
+        .iter()
+        .map(|a| stormark_stats::Host {
+            name: a.host().to_string(),
+            inventory: a.inventory(),
+            samples: Vec::new(),
+            sampler_cpu_ns: None,
+            address: Some(a.address_str().to_string()),
+            failure: None,
+            clock_offset_ns: Some(a.clock_offset_ns()),
+            clock_rtt_ns: None,
+        })
+        .collect();
+    for a in &mut agents {
+        results.notes.extend(a.cleanup());
+    }
+    results.duration_ns = started.elapsed().as_nanos() as u64;
+    results.spec = serde_json::json!({
+        "kind": "net",
+        "mode": "mesh",
+        "agents": fleet.hosts.iter().map(|h| h.address.clone()).collect::<Vec<_>>(),
+        "streams": opts.streams,
+        "time": args.time,
+        "msg_size": opts.msg_size,
+    });
+    let mesh = match outcome {
+        Ok(m) => m,
+        Err(e) => {
+            results.status = RunStatus::Failed;
+            results.failure = Some(e.to_string());
+            if let Some(out) = &json {
+                let _ = out.write(Json.render(&results).as_bytes());
+            }
+            return Err(e.into());
+        }
+    };
+    let failures: Vec<String> = mesh
+        .alone
+        .iter()
+        .chain(&mesh.loaded)
+        .filter_map(|p| p.failure.clone())
+        .collect();
+    results.status = if stop.load(Ordering::Relaxed) {
+        RunStatus::Interrupted
+    } else if failures.is_empty() {
+        RunStatus::Ok
+    } else {
+        RunStatus::Failed
+    };
+    results.failure = failures.first().cloned();
+    say(&matrices(&names, &mesh));
+    results.mesh = Some(mesh);
+    results.findings = stormark_probe::diagnose(&results)
+        .into_iter()
+        .filter(|f| f.code.starts_with("net-"))
+        .collect();
+    for f in &results.findings {
+        let severity = match f.severity {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "CRITICAL",
+        };
+        say(&format!(
+            "{severity} [{}] {}\n    advice: {}",
+            f.code, f.message, f.advice
+        ));
+    }
+    for why in &failures {
+        say(&format!("failed: {why}"));
+    }
+    if let Some(out) = &json {
+        out.write(Json.render(&results).as_bytes())
+            .with_context(|| "writing the results document")?;
+    }
+    Ok(if results.status == RunStatus::Ok {
+        Ending::Success
+    } else {
+        Ending::Failed
+    })
+}
+
+/// One pair's test in a line.
+fn pair_line(names: &[String], p: &MeshPair) -> String {
+    let (from, to) = (&names[p.from as usize], &names[p.to as usize]);
+    match &p.failure {
+        Some(why) => format!("{from} -> {to}: failed: {why}"),
+        None => format!(
+            "{from} -> {to}: {:.3} Gbit/s, {} retransmits",
+            p.bits_per_s / 1e9,
+            p.retransmits()
+        ),
+    }
+}
+
+/// Both matrices (rows send, columns receive), then each host's interface.
+fn matrices(names: &[String], mesh: &MeshReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(14);
+    for (title, pairs) in [
+        ("each pair alone", &mesh.alone),
+        ("all pairs at once", &mesh.loaded),
+    ] {
+        if pairs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{title}: Gbit/s (retransmits), from the row's host to the column's"
+        );
+        let _ = write!(out, "{:>width$}", "from \\ to");
+        for n in names {
+            let _ = write!(out, "  {n:>width$}");
+        }
+        out.push('\n');
+        for (i, from) in names.iter().enumerate() {
+            let _ = write!(out, "{from:>width$}");
+            for j in 0..names.len() {
+                let cell = match pairs
+                    .iter()
+                    .find(|p| p.from as usize == i && p.to as usize == j)
+                {
+                    _ if i == j => "-".to_string(),
+                    None => "".to_string(),
+                    Some(p) if p.failure.is_some() => "failed".to_string(),
+                    Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
+                };
+                let _ = write!(out, "  {cell:>width$}");
+            }
+            out.push('\n');
+        }
+        if pairs.iter().all(|p| p.failure.is_none()) {
+            let total: f64 = pairs.iter().map(|p| p.bits_per_s).sum();
+            if title.starts_with("all") {
+                let _ = writeln!(out, "  in total {:.3} Gbit/s", total / 1e9);
+            }
+        }
+    }
+    for h in &mesh.hosts {
+        let _ = writeln!(
+            out,
+            "{} ({}): {}{}{}",
+            h.ip,
+            h.host,
+            h.interface.as_deref().unwrap_or("interface unknown"),
+            h.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default(),
+            h.link_mbps
+                .map(|s| format!(", rated {s} Mbit/s"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}
