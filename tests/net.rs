@@ -113,6 +113,15 @@ fn throughput_through_a_200_mbit_link_is_the_link() {
             (0.95..=1.05).contains(&share),
             "{streams} streams, reverse {reverse}: {bits} bit/s = {share:.3} of the limit\n{t}"
         );
+        // Each end's thread CPU, per stream: known, and far from a whole CPU at 200 Mbit/s.
+        for stream in doc["net"]["streams"].as_array().unwrap() {
+            for end in ["sender_cpu_pct", "receiver_cpu_pct"] {
+                let pct = stream[end]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("no {end}: {stream}"));
+                assert!(pct > 0.0 && pct < 50.0, "{end} {pct}");
+            }
+        }
         // A second per interval, each stream a worker.
         assert!(run["intervals"].as_array().unwrap().len() >= 4, "{run}");
         assert_eq!(
@@ -720,6 +729,25 @@ fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_
         .find(|f| f["code"] == "net-mtu-mismatch")
         .unwrap_or_else(|| panic!("the MTU mismatch not flagged: {findings}"));
     assert_eq!(mtu["evidence"]["hosts"]["9000"][0], a[2].as_str(), "{mtu}");
+    // At 200 Mbit/s neither end's thread is near a whole CPU; each stream's CPU is known.
+    for to in [1, 2] {
+        let s = &mesh_pair(&mesh["alone"], 0, to)["streams"][0];
+        for end in ["sender_cpu_pct", "receiver_cpu_pct"] {
+            let pct = s[end]
+                .as_f64()
+                .unwrap_or_else(|| panic!("0 -> {to}: no {end}: {s}"));
+            assert!(pct > 0.0 && pct < 50.0, "0 -> {to}: {end} {pct}");
+        }
+    }
+    if let Some(cpu) = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "net-cpu-bound")
+    {
+        let said = cpu["message"].as_str().unwrap();
+        assert!(!said.contains(&format!("{} ->", a[0])), "{said}");
+    }
     // The matrices are in the output, rows sending to columns.
     assert!(said.contains("each pair alone: Gbit/s"), "{said}");
     assert!(said.contains("all pairs at once: Gbit/s"), "{said}");

@@ -154,13 +154,16 @@ pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::Net
             .bytes
             .iter()
             .zip(&o.tcp)
-            .map(|(&bytes, tcp)| pb::NetStreamResult {
+            .enumerate()
+            .map(|(i, (&bytes, tcp))| pb::NetStreamResult {
                 bytes,
                 retransmits: tcp.map(|t| t.retransmits),
                 srtt_us: tcp.map(|t| t.rtt_us),
                 cwnd: tcp.map(|t| t.snd_cwnd),
                 pmtu: tcp.map(|t| t.pmtu),
                 mss: tcp.map(|t| t.snd_mss),
+                sender_cpu_ns: o.sender_cpu_ns.get(i).copied(),
+                receiver_cpu_ns: o.receiver_cpu_ns.get(i).copied(),
             })
             .collect(),
         interface,
@@ -366,6 +369,8 @@ fn pair_of(
             cwnd: s.cwnd,
             pmtu: s.pmtu,
             mss: s.mss,
+            sender_cpu_pct: stormark_stats::cpu_pct(s.sender_cpu_ns, r.duration_ns),
+            receiver_cpu_pct: stormark_stats::cpu_pct(s.receiver_cpu_ns, r.duration_ns),
             ..Default::default()
         })
         .collect();

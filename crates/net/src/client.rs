@@ -10,7 +10,7 @@ use stormark_stats::{Op, Recorder, Snapshot};
 
 use crate::proto::{data_line, read_line, token, Hello, Mode, ServerLine, UdpStats};
 use crate::server::payload;
-use crate::{tcp_info, NetError, TcpInfo};
+use crate::{tcp_info, thread_cpu_ns, NetError, TcpInfo};
 
 /// What to measure, against which server.
 #[derive(Clone)]
@@ -81,6 +81,11 @@ pub struct Outcome {
     pub udp: Vec<(u64, UdpStats)>,
     /// This end's address of the test (which interface it went out of).
     pub local: Option<SocketAddr>,
+    /// TCP throughput, per stream: the CPU time the sending end's thread used, ns (empty
+    /// when unknown).
+    pub sender_cpu_ns: Vec<u64>,
+    /// The same of the receiving end's thread.
+    pub receiver_cpu_ns: Vec<u64>,
 }
 
 const CONNECT: Duration = Duration::from_secs(5);
@@ -282,14 +287,16 @@ fn send(
             .enumerate()
             .map(|(i, mut s)| {
                 scope.spawn(move || {
+                    let cpu0 = thread_cpu_ns();
                     let buf = payload(opts.msg_size as usize, i as u64 + 1);
                     while epoch.elapsed() < opts.time
                         && !stop.load(Ordering::Relaxed)
                         && s.write_all(&buf).is_ok()
                     {}
+                    let cpu = thread_cpu_ns().saturating_sub(cpu0);
                     let info = tcp_info(&s);
                     let _ = s.shutdown(Shutdown::Write);
-                    info
+                    (info, cpu)
                 })
             })
             .collect();
@@ -303,14 +310,15 @@ fn send(
                 return Err(e);
             }
         };
-        let tcp: Vec<Option<TcpInfo>> = writers
+        let (tcp, sender_cpu_ns): (Vec<Option<TcpInfo>>, Vec<u64>) = writers
             .into_iter()
-            .map(|w| w.join().unwrap_or(None))
-            .collect();
+            .map(|w| w.join().unwrap_or((None, 0)))
+            .unzip();
         let ServerLine::End {
             bytes,
             duration_ns,
             tcp: server_tcp,
+            cpu_ns: receiver_cpu_ns,
             ..
         } = end
         else {
@@ -327,6 +335,8 @@ fn send(
                 interrupted: stop.load(Ordering::Relaxed),
                 udp: Vec::new(),
                 local: None,
+                sender_cpu_ns,
+                receiver_cpu_ns,
             },
             server_tcp,
         ))
@@ -341,9 +351,10 @@ fn receive(
     next: &mut Next<'_>,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
 ) -> Result<Outcome, NetError> {
-    let (seconds, bytes, last_ns) = receive_streams(opts, streams, epoch, on_second);
-    let tcp = match next("at the end")? {
-        ServerLine::End { tcp, .. } => tcp,
+    let (seconds, bytes, last_ns, receiver_cpu_ns) =
+        receive_streams(opts, streams, epoch, on_second);
+    let (tcp, sender_cpu_ns) = match next("at the end")? {
+        ServerLine::End { tcp, cpu_ns, .. } => (tcp, cpu_ns),
         other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
     };
     Ok(Outcome {
@@ -355,26 +366,30 @@ fn receive(
         interrupted: opts.stop.load(Ordering::Relaxed),
         udp: Vec::new(),
         local: None,
+        sender_cpu_ns,
+        receiver_cpu_ns,
     })
 }
 
 /// Counts what arrives on `streams` every second until each ends: the seconds, the bytes per
-/// stream, and the time of the last byte.
+/// stream, the time of the last byte, and the CPU time of each stream's thread.
 fn receive_streams(
     opts: &ClientOptions,
     streams: Vec<TcpStream>,
     epoch: Instant,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> (Vec<Vec<Snapshot>>, Vec<u64>, u64) {
+) -> (Vec<Vec<Snapshot>>, Vec<u64>, u64, Vec<u64>) {
     let n = streams.len();
     let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let cpu: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let last_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     let stop = &opts.stop;
     let seconds = std::thread::scope(|scope| {
         for (i, mut s) in streams.into_iter().enumerate() {
-            let (counts, last_ns, finished) = (&counts, &last_ns, &finished);
+            let (counts, cpu, last_ns, finished) = (&counts, &cpu, &last_ns, &finished);
             scope.spawn(move || {
+                let cpu0 = thread_cpu_ns();
                 let mut buf = vec![0u8; READ_SIZE];
                 while !stop.load(Ordering::Relaxed) {
                     match s.read(&mut buf) {
@@ -385,6 +400,7 @@ fn receive_streams(
                         _ => break,
                     }
                 }
+                cpu[i].store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
                 let _ = s.shutdown(Shutdown::Both);
                 finished.fetch_add(1, Ordering::Release);
             });
@@ -413,7 +429,8 @@ fn receive_streams(
         seconds
     });
     let bytes = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    (seconds, bytes, last_ns.load(Ordering::Relaxed))
+    let cpu = cpu.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    (seconds, bytes, last_ns.load(Ordering::Relaxed), cpu)
 }
 
 /// Both ways at once: the first half of `streams` sends (the server counts), the second
@@ -429,7 +446,7 @@ fn bidir(
     std::thread::scope(|scope| {
         let reverse = scope.spawn(|| receive_streams(opts, back, epoch, &mut |_, _| {}));
         let forward = send(opts, streams, epoch, next, on_second);
-        let (rev_seconds, rev_bytes, rev_last) = reverse
+        let (rev_seconds, rev_bytes, rev_last, _) = reverse
             .join()
             .map_err(|_| NetError::Lost("a receiving stream failed".into()))?;
         let (mut out, server_tcp) = forward?;
@@ -453,6 +470,9 @@ fn bidir(
         out.bytes.extend(rev_bytes);
         out.tcp.extend(server_tcp);
         out.duration_ns = out.duration_ns.max(rev_last);
+        // Per stream both ways: the server does not say its threads' CPU here.
+        out.sender_cpu_ns.clear();
+        out.receiver_cpu_ns.clear();
         Ok(out)
     })
 }
@@ -580,6 +600,8 @@ fn round_trips(
         interrupted: stop.load(Ordering::Relaxed),
         udp: Vec::new(),
         local: None,
+        sender_cpu_ns: Vec::new(),
+        receiver_cpu_ns: Vec::new(),
     })
 }
 
@@ -674,8 +696,9 @@ fn udp_send(
                         .chain(std::iter::repeat(UdpStats::default())),
                 )
                 .collect(),
-
             local: None,
+            sender_cpu_ns: Vec::new(),
+            receiver_cpu_ns: Vec::new(),
         })
     })
 }

@@ -19,7 +19,7 @@ mod tcpinfo;
 pub use client::{run, ClientOptions, Outcome};
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
-pub use tcpinfo::{interface_of, tcp_info, TcpInfo};
+pub use tcpinfo::{interface_of, tcp_info, thread_cpu_ns, TcpInfo};
 
 /// Why a network test could not run or stopped.
 #[derive(Debug, thiserror::Error)]

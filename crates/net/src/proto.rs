@@ -166,6 +166,9 @@ pub enum ServerLine {
         /// UDP: what arrived on each stream.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         udp: Vec<UdpStats>,
+        /// TCP throughput: the CPU time each stream's thread on the server used, ns.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cpu_ns: Vec<u64>,
     },
 }
 

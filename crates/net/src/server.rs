@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::proto::{parse_data_line, token, Hello, Mode, ServerLine, UdpStats, UDP_HEADER};
-use crate::{tcp_info, NetError};
+use crate::{tcp_info, thread_cpu_ns, NetError};
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -268,6 +268,7 @@ fn session(
                         duration_ns: duration_ns.max(d2),
                         tcp,
                         udp: Vec::new(),
+                        cpu_ns: Vec::new(),
                     },
                     (r, _) => r,
                 })
@@ -298,17 +299,20 @@ fn receive(
 ) -> std::io::Result<ServerLine> {
     let n = streams.len();
     let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let cpu: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let last_ns = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         for (i, mut s) in streams.into_iter().enumerate() {
-            let (counts, last_ns, finished) = (&counts, &last_ns, &finished);
+            let (counts, cpu, last_ns, finished) = (&counts, &cpu, &last_ns, &finished);
             scope.spawn(move || {
+                let cpu0 = thread_cpu_ns();
                 let mut buf = vec![0u8; READ_SIZE];
                 while let Ok(got @ 1..) = s.read(&mut buf) {
                     counts[i].fetch_add(got as u64, Ordering::Relaxed);
                     last_ns.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 }
+                cpu[i].store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
                 let _ = s.shutdown(Shutdown::Both);
                 finished.fetch_add(1, Ordering::Release);
             });
@@ -335,34 +339,37 @@ fn receive(
         duration_ns: last_ns.load(Ordering::Relaxed),
         tcp: Vec::new(),
         udp: Vec::new(),
+        cpu_ns: cpu.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
     })
 }
 
 /// Sends on every stream for `time`, then reports what each sent and its kernel's view.
 fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) -> ServerLine {
-    let results: Vec<(u64, u64, Option<crate::TcpInfo>)> = std::thread::scope(|scope| {
+    let results: Vec<(u64, u64, Option<crate::TcpInfo>, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
             .enumerate()
             .map(|(i, mut s)| {
                 scope.spawn(move || {
+                    let cpu0 = thread_cpu_ns();
                     let buf = payload(size, i as u64);
                     let mut sent = 0u64;
                     while epoch.elapsed() < time && s.write_all(&buf).is_ok() {
                         sent += buf.len() as u64;
                     }
                     let done = epoch.elapsed().as_nanos() as u64;
+                    let cpu = thread_cpu_ns().saturating_sub(cpu0);
                     let info = tcp_info(&s);
                     let _ = s.shutdown(Shutdown::Write);
                     // Wait for the client to close, so that what was sent has arrived.
                     let _ = s.read(&mut [0u8; 1]);
-                    (sent, done, info)
+                    (sent, done, info, cpu)
                 })
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or((0, 0, None)))
+            .map(|h| h.join().unwrap_or((0, 0, None, 0)))
             .collect()
     });
     ServerLine::End {
@@ -370,6 +377,7 @@ fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) ->
         duration_ns: results.iter().map(|r| r.1).max().unwrap_or(0),
         tcp: results.iter().map(|r| r.2).collect(),
         udp: Vec::new(),
+        cpu_ns: results.iter().map(|r| r.3).collect(),
     }
 }
 
@@ -396,6 +404,7 @@ fn echo(streams: Vec<TcpStream>, epoch: Instant, size: usize) -> ServerLine {
         duration_ns: epoch.elapsed().as_nanos() as u64,
         tcp: Vec::new(),
         udp: Vec::new(),
+        cpu_ns: Vec::new(),
     }
 }
 
@@ -497,6 +506,7 @@ fn udp_session(conn: &mut TcpStream, hello: &Hello, addr: SocketAddr) -> std::io
             duration_ns: last_ns,
             tcp: Vec::new(),
             udp: stats,
+            cpu_ns: Vec::new(),
         },
     )?;
     Ok(format!(

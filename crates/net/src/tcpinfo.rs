@@ -44,6 +44,20 @@ pub fn tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
     })
 }
 
+/// CPU time the calling thread has used, ns (`CLOCK_THREAD_CPUTIME_ID`): what one stream's
+/// thread cost, user and system (softirq work the kernel does for it on other CPUs is not in it).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The name of the local interface that holds `ip` (`getifaddrs`), if any.
 pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();

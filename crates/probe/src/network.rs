@@ -2,12 +2,16 @@
 //! a test below its own link's rated speed, and in a mesh the pairs slower than the others.
 
 use serde_json::json;
-use stormark_stats::{Finding, MeshPair, MeshReport, NetReport, Phase, Results, Severity};
+use stormark_stats::{
+    Finding, MeshPair, MeshReport, NetReport, NetStream, Phase, Results, Severity,
+};
 
 /// Retransmitted segments above this share of those sent: the path loses packets.
 pub const RETRANSMIT_SHARE: f64 = 0.001;
 /// Throughput below this share of the local link's rated speed is said.
 pub const LINK_SHARE: f64 = 0.8;
+/// A stream's thread using at least this share of one CPU: that end's CPU is its limit.
+pub const CPU_SHARE: f64 = 0.9;
 /// A mesh pair below this share of the median pair of its matrix is said.
 pub const PAIR_SHARE: f64 = 0.8;
 /// IPv4 and TCP headers with timestamps: a full segment is this much less than the MTU.
@@ -29,6 +33,54 @@ pub(crate) fn network_findings(r: &Results, out: &mut Vec<Finding>) {
     retransmits(net, out);
     mtu(net, out);
     below_link(net, phase, out);
+    let (client, server) = ("this host".to_string(), net.server.clone());
+    let (sender, receiver) = if net.reverse {
+        (server, client)
+    } else {
+        (client, server)
+    };
+    let streams: Vec<CpuStream<'_>> = net
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (format!("stream {i}"), sender.clone(), receiver.clone(), s))
+        .collect();
+    cpu_bound(&streams, out);
+}
+
+/// A stream to judge by its threads' CPU: what it is, its sender, its receiver.
+type CpuStream<'a> = (String, String, String, &'a NetStream);
+
+/// Streams whose sending or receiving thread used at least [`CPU_SHARE`] of a CPU.
+fn cpu_bound(streams: &[CpuStream<'_>], out: &mut Vec<Finding>) {
+    let mut bound = Vec::new();
+    for (what, sender, receiver, s) in streams {
+        for (end, host, pct) in [
+            ("sending", sender, s.sender_cpu_pct),
+            ("receiving", receiver, s.receiver_cpu_pct),
+        ] {
+            if let Some(pct) = pct.filter(|&p| p >= 100.0 * CPU_SHARE) {
+                bound.push((
+                    format!("{what}: the {end} thread on {host} at {pct:.0}%"),
+                    host,
+                ));
+            }
+        }
+    }
+    if bound.is_empty() {
+        return;
+    }
+    let listed: Vec<&str> = bound.iter().map(|(l, _)| l.as_str()).collect();
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-cpu-bound".into(),
+        message: format!(
+            "a CPU limits the throughput: {} of one CPU",
+            listed.join(", ")
+        ),
+        evidence: json!({"threshold": CPU_SHARE, "streams": listed}),
+        advice: "Each stream is one thread on each end, so one stream moves what one CPU can copy. Run more streams (--streams 4) to spread the work over CPUs; if the total does not grow, the host's CPUs are the limit (interrupt coalescing, TSO/GRO offloads and the NIC's queue count are where to look), not the network.".into(),
+    });
 }
 
 fn retransmits(net: &NetReport, out: &mut Vec<Finding>) {
@@ -119,6 +171,18 @@ fn mesh_findings(m: &MeshReport, out: &mut Vec<Finding>) {
         slow_pairs(pairs, when, &name, out);
         mesh_retransmits(pairs, when, &name, out);
     }
+    // Alone only: at once, every host's CPUs serve every pair.
+    let streams: Vec<CpuStream<'_>> = m
+        .alone
+        .iter()
+        .flat_map(|p| {
+            let pair = format!("{} -> {}", name(p.from), name(p.to));
+            p.streams
+                .iter()
+                .map(move |s| (pair.clone(), name(p.from), name(p.to), s))
+        })
+        .collect();
+    cpu_bound(&streams, out);
     mesh_mtu(m, &name, out);
 }
 

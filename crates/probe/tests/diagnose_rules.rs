@@ -438,3 +438,86 @@ fn network_tests_say_loss_mtu_mismatch_and_a_slow_link() {
     assert_eq!(net(0, 1500, Some(10_000)), ["net-below-link"]);
     assert_eq!(net(0, 1500, Some(600)), Vec::<String>::new());
 }
+
+#[test]
+fn a_stream_whose_thread_takes_a_whole_cpu_is_cpu_bound() {
+    let net = |sender: Option<f64>, receiver: Option<f64>| {
+        let mut r = Results::new(vec!["stormark".into()]);
+        r.net = Some(stormark_stats::NetReport {
+            server: "10.0.0.2:7879".into(),
+            protocol: "tcp".into(),
+            mode: "throughput".into(),
+            streams: vec![stormark_stats::NetStream {
+                bytes: 1 << 30,
+                sender_cpu_pct: sender,
+                receiver_cpu_pct: receiver,
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        r.phases.push(phase(&[1.0], false));
+        diagnose(&r)
+            .into_iter()
+            .filter(|f| f.code == "net-cpu-bound")
+            .map(|f| f.message)
+            .collect::<Vec<_>>()
+    };
+    assert!(net(None, None).is_empty());
+    assert!(net(Some(89.9), Some(40.0)).is_empty());
+    let said = net(Some(40.0), Some(97.0));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("the receiving thread on 10.0.0.2:7879 at 97%"),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_mesh_names_its_slow_row_and_the_hosts_whose_mtus_differ() {
+    use stormark_stats::{MeshHost, MeshPair, MeshReport};
+    let host = |ip: &str, mtu: u32| MeshHost {
+        ip: ip.into(),
+        mtu: Some(mtu),
+        ..Default::default()
+    };
+    let pair = |from: u32, to: u32, gbit: f64| MeshPair {
+        from,
+        to,
+        bits_per_s: gbit * 1e9,
+        ..Default::default()
+    };
+    let mesh = |mtu2: u32, slow: f64| {
+        let mut r = Results::new(vec!["stormark".into()]);
+        r.mesh = Some(MeshReport {
+            hosts: vec![host("a", 1500), host("b", 1500), host("c", mtu2)],
+            alone: vec![
+                pair(0, 1, slow),
+                pair(0, 2, slow),
+                pair(1, 0, 10.0),
+                pair(1, 2, 9.5),
+                pair(2, 0, 9.8),
+                pair(2, 1, 10.0),
+            ],
+            ..Default::default()
+        });
+        diagnose(&r)
+    };
+    assert!(mesh(1500, 9.0).is_empty(), "{:?}", mesh(1500, 9.0));
+    let f = mesh(9000, 2.0);
+    let codes: Vec<&str> = f.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, ["net-pair-slow", "net-mtu-mismatch"]);
+    assert!(
+        f[0].message.contains("2 of 6 pairs (alone)"),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[0].message.contains("everything a sends"),
+        "{}",
+        f[0].message
+    );
+    assert_eq!(f[1].evidence["hosts"]["9000"], serde_json::json!(["c"]));
+    // Below 80% of the median pair (9.65 Gbit/s here) is slow: 7.7 is, 8.0 is not.
+    assert_eq!(mesh(1500, 7.7).len(), 1);
+    assert!(mesh(1500, 8.0).is_empty());
+}

@@ -68,7 +68,7 @@ pub struct Results {
 
 /// A network test's streams: what the phase's figures cannot say (the sender's TCP view,
 /// UDP loss, order and jitter).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetReport {
     /// The server, `ADDR:PORT`.
     pub server: String,
@@ -127,6 +127,19 @@ pub struct NetStream {
     /// UDP: interarrival jitter (RFC 3550), ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ns: Option<u64>,
+    /// TCP throughput: the CPU time the sending end's thread of this stream used, percent of
+    /// one CPU over the test (100: that thread's CPU was the limit on that end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_cpu_pct: Option<f64>,
+    /// The same of the receiving end's thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_cpu_pct: Option<f64>,
+}
+
+/// `cpu_ns` of a thread over `duration_ns`, percent of one CPU; `None` when either is unknown.
+pub fn cpu_pct(cpu_ns: Option<u64>, duration_ns: u64) -> Option<f64> {
+    let cpu = cpu_ns.filter(|&c| c > 0)?;
+    (duration_ns > 0).then(|| 100.0 * cpu as f64 / duration_ns as f64)
 }
 
 /// The network between every pair of a run's hosts.

@@ -433,6 +433,14 @@ fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
                 datagrams_received: udp.map(|u| u.1.datagrams),
                 out_of_order: udp.map(|u| u.1.out_of_order),
                 jitter_ns: udp.map(|u| u.1.jitter_ns),
+                sender_cpu_pct: stormark_stats::cpu_pct(
+                    o.sender_cpu_ns.get(i).copied(),
+                    o.duration_ns,
+                ),
+                receiver_cpu_pct: stormark_stats::cpu_pct(
+                    o.receiver_cpu_ns.get(i).copied(),
+                    o.duration_ns,
+                ),
             }
         })
         .collect();
