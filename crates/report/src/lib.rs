@@ -12,17 +12,21 @@
 #![warn(missing_docs)]
 
 mod compare;
+mod csv;
 mod format;
 mod json;
 mod live;
+mod markdown;
 mod output;
 mod shapes;
 mod terminal;
 
 pub use compare::{compare_table, figure_label};
+pub use csv::{csv_files, CsvFile};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use json::Json;
 pub use live::LiveLine;
+pub use markdown::Markdown;
 pub use output::{Output, OutputError};
 pub use terminal::Terminal;
 

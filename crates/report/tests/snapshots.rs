@@ -1,8 +1,9 @@
 //! The renderers on one fixed results document (`testkit::sample_results`): what a user sees
-//! in the terminal and what scripts read in JSON, pinned by insta snapshots. A change to
+//! in the terminal, what scripts read in JSON and CSV, and the Markdown, pinned by insta
+//! snapshots. A change to
 //! either shows here as a diff to review (`cargo insta review`, or update the .snap files).
 
-use stormark_report::{Json, Render, Terminal};
+use stormark_report::{csv_files, Json, Markdown, Render, Terminal};
 use stormark_testkit::sample_results;
 
 #[test]
@@ -25,6 +26,26 @@ fn json_of_the_sample() {
         }
     }
     insta::assert_json_snapshot!(doc);
+}
+
+#[test]
+fn markdown_of_the_sample() {
+    insta::assert_snapshot!(Markdown.render(&sample_results()));
+}
+
+#[test]
+fn csv_of_the_sample() {
+    let files = csv_files(&sample_results());
+    let names: Vec<&str> = files.iter().map(|f| f.name).collect();
+    assert_eq!(names, ["summary.csv", "intervals.csv"]);
+    for f in &files {
+        // Every row has the header's number of fields (no field of the sample is quoted).
+        let width = f.text.lines().next().unwrap().split(',').count();
+        for line in f.text.lines() {
+            assert_eq!(line.split(',').count(), width, "{}: {line}", f.name);
+        }
+        insta::assert_snapshot!(f.name, f.text);
+    }
 }
 
 #[test]

@@ -26,6 +26,8 @@ pub enum Command {
     Agent(AgentArgs),
     /// Compare results documents: differences per figure, and whether they are significant.
     Compare(CompareArgs),
+    /// Render a results document: the terminal summary, Markdown, or CSV files.
+    Report(ReportArgs),
     /// Benchmark an S3 object store: PUT, GET, HEAD, DELETE and LIST in a weighted mix.
     S3(Box<S3Args>),
     /// Measure the network between two hosts (TCP throughput over parallel streams, or
@@ -611,6 +613,23 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON (- for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// Options of `stormark report`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+)]
+pub struct ReportArgs {
+    /// The results document (`--json` of run, s3 or net).
+    #[arg(value_name = "RESULTS.json")]
+    pub file: PathBuf,
+    /// Write Markdown here (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write CSV files into this directory (made if missing; its parent must exist).
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
 }
 
 /// Options of `stormark agent`.

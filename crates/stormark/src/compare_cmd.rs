@@ -24,7 +24,7 @@ fn percent(option: &str, text: &str) -> Result<f64, String> {
 /// The largest results document read (a day-long run with many hosts stays well below).
 const DOC_LIMIT: u64 = 1 << 30;
 
-fn load(path: &Path) -> Result<Results, String> {
+pub(crate) fn load(path: &Path) -> Result<Results, String> {
     let text = crate::read_limited(path, DOC_LIMIT, "a results document")
         .map_err(|e| format!("{}: cannot read it: {e}", path.display()))?;
     let value: serde_json::Value =

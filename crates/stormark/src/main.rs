@@ -110,6 +110,7 @@ mod compare_cmd;
 mod net_cmd;
 mod net_mesh;
 mod probe_cmd;
+mod report_cmd;
 mod run;
 mod s3_cmd;
 
@@ -167,6 +168,7 @@ fn main() {
         cli::Command::Probe(args) => probe_cmd::main(args),
         cli::Command::Agent(args) => agent_cmd::main(args),
         cli::Command::Compare(args) => compare_cmd::main(args),
+        cli::Command::Report(args) => report_cmd::main(&args),
         cli::Command::S3(args) => s3_cmd::main(*args),
         cli::Command::Net(args) => net_cmd::main(*args),
     };

@@ -1,0 +1,191 @@
+//! Markdown for a pull-request comment or a wiki page: the command, the summary table (per
+//! host too when there are several), a network mesh's matrices, the findings with their advice
+//! and the notes. GitHub-flavoured tables; every figure as the terminal shows it.
+
+use std::fmt::Write as _;
+
+use stormark_stats::{MeshPair, Results, RunStatus, Severity, Summary};
+
+use crate::{format_bw, format_iops, format_latency, Render};
+
+/// The Markdown renderer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Markdown;
+
+/// A table cell: `|` escaped, line breaks as spaces.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// Inline code that survives backticks inside it.
+fn code(text: &str) -> String {
+    let fence = if text.contains('`') { "`` " } else { "`" };
+    let close = if text.contains('`') { " ``" } else { "`" };
+    format!("{fence}{text}{close}")
+}
+
+const HEADER: &str = "| phase | host | op | IOPS | bandwidth | p50 | p99 | p99.9 | max | errors |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n";
+
+fn row(out: &mut String, phase: &str, host: &str, op: &str, s: &Summary) {
+    let lat = s.latency_ns.as_ref();
+    let l = |f: fn(&stormark_stats::Latency) -> u64| {
+        lat.map_or_else(|| "-".to_string(), |l| format_latency(f(l)))
+    };
+    let _ = writeln!(
+        out,
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        cell(phase),
+        cell(host),
+        cell(op),
+        format_iops(s.iops),
+        format_bw(s.bw_bytes_per_s),
+        l(|l| l.p50),
+        l(|l| l.p99),
+        l(|l| l.p999),
+        l(|l| l.max),
+        s.errors
+    );
+}
+
+impl Render for Markdown {
+    fn render(&self, r: &Results) -> String {
+        let mut out = String::from("# stormark results\n\n");
+        let _ = writeln!(out, "{}\n", code(&r.command.join(" ")));
+        let status = match r.status {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Running => "running",
+        };
+        let _ = writeln!(
+            out,
+            "- status: **{status}**{}",
+            r.failure
+                .as_deref()
+                .map(|f| format!(" ({})", cell(f)))
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "- started {}, {:.2} s, {} {}",
+            r.started_at,
+            r.duration_ns as f64 / 1e9,
+            r.tool.name,
+            r.tool.version
+        );
+        if let Some(t) = &r.target {
+            let mut what = format!("{} ({}", code(&t.path), t.kind);
+            if let Some(fs) = &t.fs_type {
+                let _ = write!(what, ", {fs}");
+            }
+            if let Some(dev) = &t.device {
+                let _ = write!(what, " on {dev}");
+            }
+            what.push(')');
+            let _ = writeln!(out, "- target: {what}");
+        }
+        if !r.hosts.is_empty() {
+            let names: Vec<&str> = r.hosts.iter().map(|h| h.name.as_str()).collect();
+            let _ = writeln!(out, "- hosts: {}", names.join(", "));
+        }
+        let measured: Vec<_> = r.phases.iter().filter(|p| p.measured()).collect();
+        if !measured.is_empty() {
+            out.push_str("\n## Summary\n\n");
+            out.push_str(HEADER);
+            for p in &measured {
+                row(&mut out, &p.name, "all", "all", &p.total);
+                if p.by_op.len() > 1 {
+                    for (op, s) in &p.by_op {
+                        row(&mut out, &p.name, "all", op, s);
+                    }
+                }
+                if p.by_host.len() > 1 {
+                    for (host, b) in &p.by_host {
+                        row(&mut out, &p.name, host, "all", &b.total);
+                    }
+                }
+            }
+        }
+        if let Some(m) = &r.mesh {
+            let names: Vec<String> = m.hosts.iter().map(|h| h.ip.clone()).collect();
+            for (title, pairs) in [
+                ("Each pair alone", &m.alone),
+                ("All pairs at once", &m.loaded),
+            ] {
+                if pairs.is_empty() {
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "\n## {title}\n\nGbit/s (retransmits), from the row's host to the column's.\n"
+                );
+                let _ = writeln!(
+                    out,
+                    "| from \\ to | {} |",
+                    names
+                        .iter()
+                        .map(|n| cell(n))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+                let _ = writeln!(out, "|---|{}", "--:|".repeat(names.len()));
+                for (i, from) in names.iter().enumerate() {
+                    let cells: Vec<String> =
+                        (0..names.len()).map(|j| mesh_cell(pairs, i, j)).collect();
+                    let _ = writeln!(out, "| {} | {} |", cell(from), cells.join(" | "));
+                }
+            }
+        }
+        out.push_str("\n## Findings\n\n");
+        if r.findings.is_empty() {
+            out.push_str("None.\n");
+        }
+        for f in &r.findings {
+            let severity = match f.severity {
+                Severity::Info => "info",
+                Severity::Warning => "warning",
+                Severity::Critical => "critical",
+            };
+            let _ = writeln!(
+                out,
+                "- **{severity}** {}: {}  \n  *Advice:* {}",
+                code(&f.code),
+                f.message.replace('\n', " "),
+                f.advice.replace('\n', " ")
+            );
+        }
+        if !r.notes.is_empty() {
+            out.push_str("\n## Notes\n\n");
+            for n in &r.notes {
+                let _ = writeln!(out, "- {}", n.replace('\n', " "));
+            }
+        }
+        out
+    }
+}
+
+fn mesh_cell(pairs: &[MeshPair], i: usize, j: usize) -> String {
+    if i == j {
+        return "-".into();
+    }
+    match pairs
+        .iter()
+        .find(|p| p.from as usize == i && p.to as usize == j)
+    {
+        None => String::new(),
+        Some(p) if p.failure.is_some() => "failed".into(),
+        Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_and_code_survive_what_they_hold() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(code("x"), "`x`");
+        assert_eq!(code("a`b"), "`` a`b ``");
+    }
+}

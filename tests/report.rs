@@ -1,0 +1,147 @@
+//! Issue 20: `stormark report` on a real run's document: CSV whose rows add up to what the
+//! document says, Markdown with its tables, and the mistakes a user makes.
+
+use stormark_testkit::{read_json, temp_dir, text, Bin};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// A short mixed run in `dir`, its document at `dir/r.json`.
+fn run(dir: &stormark_testkit::TempDir) -> std::path::PathBuf {
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let (code, _, out) = Bin(BIN).run_json(
+        dir,
+        &[
+            target.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--time",
+            "2s",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    dir.path().join("r.json")
+}
+
+#[test]
+fn csv_rows_are_the_documents_figures() {
+    let dir = temp_dir(TMP);
+    let json = run(&dir);
+    let doc = read_json(&json);
+    let csv = dir.path().join("csv");
+    let out = Bin(BIN).run(&[
+        "report",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rows = |name: &str| -> Vec<Vec<String>> {
+        std::fs::read_to_string(csv.join(name))
+            .unwrap()
+            .lines()
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let summary = rows("summary.csv");
+    let header = &summary[0];
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let run = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "run")
+        .unwrap();
+    let all = summary
+        .iter()
+        .find(|r| r[col("phase")] == "run" && r[col("op")] == "all")
+        .expect("the run's total row");
+    assert_eq!(all[col("ops")], run["total"]["ops"].to_string());
+    assert_eq!(
+        all[col("lat_p99_ns")],
+        run["total"]["latency_ns"]["p99"].to_string()
+    );
+    // intervals.csv: a row per second and operation (and their total) of every phase, whose
+    // operations add up to the phase's.
+    let intervals = rows("intervals.csv");
+    let icol = |name: &str| intervals[0].iter().position(|h| h == name).unwrap();
+    let ops: u64 = intervals[1..]
+        .iter()
+        .filter(|r| r[icol("phase")] == "run" && r[icol("op")] == "all")
+        .map(|r| r[icol("ops")].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(ops, run["total"]["ops"].as_u64().unwrap());
+    let per_second =
+        run["intervals"].as_array().unwrap().len() * (1 + run["by_op"].as_object().unwrap().len());
+    assert_eq!(
+        intervals[1..]
+            .iter()
+            .filter(|r| r[icol("phase")] == "run")
+            .count(),
+        per_second
+    );
+    assert!(
+        !csv.join("mesh.csv").exists(),
+        "a mesh file for a storage run"
+    );
+}
+
+#[test]
+fn markdown_holds_the_command_the_table_and_the_findings() {
+    let dir = temp_dir(TMP);
+    let json = run(&dir);
+    let out = Bin(BIN).run(&["report", json.to_str().unwrap(), "--markdown", "-"]);
+    let md = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(md.starts_with("# stormark results\n"), "{md}");
+    assert!(md.contains("| phase | host | op | IOPS |"), "{md}");
+    assert!(md.contains("| run | all | read |"), "{md}");
+    // A 2-second run is too short, and the report says so.
+    assert!(md.contains("`run-too-short`"), "{md}");
+    // Without an output flag: the terminal summary.
+    let out = Bin(BIN).run(&["report", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("status: ok"), "{}", text(&out));
+}
+
+#[test]
+fn report_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let json = run(&dir);
+    let j = json.to_str().unwrap();
+    let not_doc = dir.path().join("not.json");
+    std::fs::write(&not_doc, "{\"schema\": \"other\"}").unwrap();
+    let a_file = dir.path().join("file");
+    std::fs::write(&a_file, "x").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["report", "/nonexistent/r.json"], "cannot read it"),
+        (
+            vec!["report", not_doc.to_str().unwrap()],
+            "not a stormark results document",
+        ),
+        (
+            vec!["report", j, "--csv", a_file.to_str().unwrap()],
+            "is not a directory",
+        ),
+        (vec!["report", j, "--markdown", j], "an input"),
+        (
+            vec!["report", j, "--csv", "/nonexistent/dir/csv"],
+            "cannot make it",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(want), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+    // The input is untouched.
+    assert_eq!(read_json(&json)["status"], "ok");
+}
