@@ -145,3 +145,92 @@ fn report_mistakes_are_one_line_and_exit_2() {
     // The input is untouched.
     assert_eq!(read_json(&json)["status"], "ok");
 }
+
+/// Chromium, headless, on `page`: `--dump-dom` (the DOM after rendering) or `--screenshot`.
+fn chromium(dir: &std::path::Path, args: &[&str], page: &std::path::Path) -> std::process::Output {
+    std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join("chromium").display()
+        ))
+        // Nothing may be fetched: every host name resolves to nowhere.
+        .arg("--host-resolver-rules=MAP * ~NOTFOUND")
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("running chromium")
+}
+
+#[test]
+fn the_html_of_a_real_run_renders_in_a_browser_with_every_chart_drawn() {
+    if !stormark_testkit::require_tool("the_html_of_a_real_run_renders_in_a_browser", "chromium") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let page = dir.path().join("run.html");
+    // Written by the run itself (--html), beside its JSON.
+    let (code, _, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            target.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--time",
+            "3s",
+            "-q",
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let dom = chromium(dir.path(), &["--dump-dom"], &page);
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    assert!(dom.contains("stormark results"), "{dom}");
+    // Each chart is an SVG in the rendered page, with lines drawn through its data: a line of
+    // many points (the axes and grid are lines of two).
+    let charts: Vec<&str> = dom.split("data-chart=\"").skip(1).collect();
+    let names: Vec<&str> = charts
+        .iter()
+        .map(|c| c.split('"').next().unwrap())
+        .collect();
+    assert_eq!(names, ["throughput", "latency", "distribution"], "{dom}");
+    for (name, chart) in names.iter().zip(&charts) {
+        let svg = chart.split("</figure>").next().unwrap();
+        assert!(svg.contains("<svg"), "{name}: no SVG");
+        let longest = svg
+            .split("points=\"")
+            .skip(1)
+            .map(|p| p.split('"').next().unwrap().split_whitespace().count())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            longest >= 4,
+            "{name}: no line through the data ({longest} points)"
+        );
+    }
+    // And it paints: a PNG of the page.
+    let png = dir.path().join("run.png");
+    let shot = chromium(
+        dir.path(),
+        &[
+            "--window-size=1100,2400",
+            &format!("--screenshot={}", png.display()),
+        ],
+        &page,
+    );
+    let bytes = std::fs::read(&png).unwrap_or_else(|_| panic!("no screenshot: {}", text(&shot)));
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+    assert!(bytes.len() > 20_000, "a blank page? {} bytes", bytes.len());
+}

@@ -3,7 +3,7 @@
 //! snapshots. A change to
 //! either shows here as a diff to review (`cargo insta review`, or update the .snap files).
 
-use stormark_report::{csv_files, Json, Markdown, Render, Terminal};
+use stormark_report::{csv_files, Html, Json, Markdown, Render, Terminal};
 use stormark_testkit::sample_results;
 
 #[test]
@@ -51,4 +51,88 @@ fn csv_of_the_sample() {
 #[test]
 fn the_sample_is_the_same_every_time() {
     assert_eq!(sample_results(), sample_results());
+}
+
+/// What an HTML page is made of: its sections, its charts and how many lines each draws.
+fn html_outline(html: &str) -> String {
+    let mut out = String::new();
+    for part in html.split("<section id=\"").skip(1) {
+        let id = part.split('"').next().unwrap();
+        out.push_str(&format!("section {id}\n"));
+        for fig in part.split("data-chart=\"").skip(1) {
+            let name = fig.split('"').next().unwrap();
+            let svg = fig.split("</figure>").next().unwrap();
+            out.push_str(&format!(
+                "  chart {name}: {} polyline, {} rect\n",
+                svg.matches("<polyline").count(),
+                svg.matches("<rect").count()
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn html_of_the_sample_is_self_contained_with_a_chart_per_view() {
+    let html = Html.render(&sample_results());
+    insta::assert_snapshot!(html_outline(&html));
+    // Nothing is fetched: no script, style sheet, image, font or frame, and no URL but the
+    // SVG namespace (a name, never loaded).
+    for banned in [
+        "<script", "<link", "<img", "<iframe", "src=", "href=", "url(", "@import",
+    ] {
+        assert!(!html.contains(banned), "the page holds {banned}");
+    }
+    let urls = html.matches("http://").count() + html.matches("https://").count();
+    let namespaces = html.matches("http://www.w3.org/2000/svg").count();
+    assert_eq!(urls, namespaces, "a URL other than the SVG namespace");
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+/// A one-hour run of 16 hosts: 3,600 intervals, every host in the phase's rows.
+fn an_hour_of_16_hosts() -> stormark_stats::Results {
+    let mut r = sample_results();
+    let p = &mut r.phases[0];
+    let second = p.intervals[0].clone();
+    p.intervals = (0..3600u32)
+        .map(|t| {
+            let mut i = second.clone();
+            i.t_s = t;
+            let wave = 1.0 + 0.3 * (f64::from(t) / 300.0).sin();
+            for s in i.by_op.values_mut() {
+                s.iops *= wave;
+            }
+            i.total.iops *= wave;
+            i
+        })
+        .collect();
+    p.duration_ns = 3600 * 1_000_000_000;
+    let host = p.by_host.values().next().unwrap().clone();
+    p.by_host = (0..16)
+        .map(|h| (format!("node{h:02}"), host.clone()))
+        .collect();
+    r
+}
+
+#[test]
+fn an_hour_of_16_hosts_renders_to_a_page_of_a_few_hundred_kib() {
+    let r = an_hour_of_16_hosts();
+    let started = std::time::Instant::now();
+    let html = Html.render(&r);
+    // For docs/performance.md (never a threshold: machines are shared).
+    eprintln!(
+        "rendered 3600 intervals, 16 hosts in {:?}: {} KiB",
+        started.elapsed(),
+        html.len() >> 10
+    );
+    // Lines are decimated for drawing; the page stays small.
+    assert!(html.len() < 1 << 20, "{} bytes", html.len());
+    for chart in ["throughput", "latency", "distribution", "hosts"] {
+        assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+    }
+    // Every host is in the table, none decimated away.
+    for h in 0..16 {
+        assert!(html.contains(&format!("<td>node{h:02}</td>")), "node{h:02}");
+    }
 }

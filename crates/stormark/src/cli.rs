@@ -26,7 +26,7 @@ pub enum Command {
     Agent(AgentArgs),
     /// Compare results documents: differences per figure, and whether they are significant.
     Compare(CompareArgs),
-    /// Render a results document: the terminal summary, Markdown, or CSV files.
+    /// Render a results document: the terminal summary, HTML with charts, Markdown, or CSV.
     Report(ReportArgs),
     /// Benchmark an S3 object store: PUT, GET, HEAD, DELETE and LIST in a weighted mix.
     S3(Box<S3Args>),
@@ -463,6 +463,10 @@ pub struct OutputArgs {
     /// Write the results document (JSON) here, even if the run fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page (charts as inline SVG), even if
+    /// the run fails (`stormark report` makes it again from the JSON).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
     /// No live progress line.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
@@ -618,12 +622,16 @@ pub struct CompareArgs {
 /// Options of `stormark report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
 )]
 pub struct ReportArgs {
     /// The results document (`--json` of run, s3 or net).
     #[arg(value_name = "RESULTS.json")]
     pub file: PathBuf,
+    /// Write one self-contained HTML page here: tables, charts as inline SVG, findings
+    /// (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write Markdown here (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,

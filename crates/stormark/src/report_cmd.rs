@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use stormark_report::{csv_files, Markdown, Output, Render, Terminal};
+use stormark_report::{csv_files, Html, Markdown, Output, Render, Terminal};
 
 use crate::cli::ReportArgs;
 use crate::{usage, Ending};
@@ -11,6 +11,10 @@ use crate::{usage, Ending};
 pub fn main(args: &ReportArgs) -> Result<Ending> {
     let input: &Path = &args.file;
     // Every output checked before anything is written: never the input itself.
+    let html = match &args.html {
+        Some(p) => Some(Output::check("--html", p, &[input]).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
     let markdown = match &args.markdown {
         Some(p) => {
             Some(Output::check("--markdown", p, &[input]).map_err(|e| usage(e.to_string()))?)
@@ -22,6 +26,10 @@ pub fn main(args: &ReportArgs) -> Result<Ending> {
         None => None,
     };
     let results = crate::compare_cmd::load(input).map_err(usage)?;
+    if let Some(out) = &html {
+        out.write(Html.render(&results).as_bytes())
+            .with_context(|| "writing the HTML")?;
+    }
     if let Some(out) = &markdown {
         out.write(Markdown.render(&results).as_bytes())
             .with_context(|| "writing the Markdown")?;
@@ -32,7 +40,7 @@ pub fn main(args: &ReportArgs) -> Result<Ending> {
                 .with_context(|| format!("writing {}", file.name))?;
         }
     }
-    if markdown.is_none() && csv.is_none() {
+    if html.is_none() && markdown.is_none() && csv.is_none() {
         outln!("{}", Terminal.render(&results));
     }
     Ok(Ending::Success)

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use stormark_cluster::{
     read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome, TargetOptions,
 };
-use stormark_report::{format_figure, Json, LiveLine, Output, Render, Terminal};
+use stormark_report::{format_figure, Html, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::{Expectation, PROFILES};
 use stormark_stats::{
     check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
@@ -161,16 +161,36 @@ fn compare_expected(results: &mut Results, expect: &[Expectation]) {
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
 fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
-    let Some(path) = &args.output.json else {
+    output("--json", args.output.json.as_deref(), args, target)
+}
+
+/// An output of the run (`--json`, `--html`), checked as the results document is.
+fn output(
+    flag: &str,
+    path: Option<&Path>,
+    args: &RunArgs,
+    target: &Path,
+) -> Result<Option<Output>> {
+    let Some(path) = path else {
         return Ok(None);
     };
     let mut avoid: Vec<&Path> = vec![target];
     if let Some(job) = &args.job {
         avoid.push(job);
     }
-    Output::check("--json", path, &avoid)
-        .map(Some)
-        .map_err(|e| usage(e.to_string()))
+    if let Some(json) = &args.output.json {
+        if flag != "--json" && json.as_path() == path {
+            return Err(usage(format!(
+                "{flag} {}: the same file as --json; give another",
+                path.display()
+            )));
+        }
+    }
+    let out = Output::check(flag, path, &avoid).map_err(|e| usage(e.to_string()))?;
+    if flag != "--json" && out.is_stdout() {
+        return Err(usage(format!("{flag} -: give a file, such as report.html")));
+    }
+    Ok(Some(out))
 }
 
 /// Writes the document so far (after a phase), so that a crash loses at most the phase that
@@ -205,6 +225,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     )
     .map_err(usage)?;
     let json = json_output(&args, &target)?;
+    let html = output("--html", args.output.html.as_deref(), &args, &target)?;
     if !auto.is_empty() {
         let mut text = String::from("auto sizing:\n");
         for r in &auto {
@@ -332,6 +353,14 @@ fn run(args: RunArgs) -> Result<Ending> {
         if let Err(e) = out.write(Json.render(&results).as_bytes()) {
             write_failed = Some(format!(
                 "--json {}: cannot write results: {e}",
+                path.display()
+            ));
+        }
+    }
+    if let (Some(out), Some(path)) = (&html, &args.output.html) {
+        if let Err(e) = out.write(Html.render(&results).as_bytes()) {
+            write_failed = Some(format!(
+                "--html {}: cannot write the report: {e}",
                 path.display()
             ));
         }
