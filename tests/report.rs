@@ -234,3 +234,47 @@ fn the_html_of_a_real_run_renders_in_a_browser_with_every_chart_drawn() {
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
     assert!(bytes.len() > 20_000, "a blank page? {} bytes", bytes.len());
 }
+
+#[test]
+fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
+    let (a, b) = (temp_dir(TMP), temp_dir(TMP));
+    let (ja, jb) = (run(&a), run(&b));
+    let page = a.path().join("compare.html");
+    let rows = a.path().join("compare.json");
+    let out = Bin(BIN).run(&[
+        "compare",
+        ja.to_str().unwrap(),
+        jb.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+        "--json",
+        rows.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let rows = read_json(&rows);
+    let rows = rows[0]["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    // One table row per compared figure (plus the documents' two and the header rows).
+    let table = html.split("<section id=\"compare-1\">").nth(1).unwrap();
+    assert_eq!(table.matches("<tr><td>").count(), rows.len(), "{table}");
+    for r in rows {
+        let verdict = r["verdict"].as_str().unwrap().replace('-', " ");
+        assert!(table.contains(&verdict), "{verdict}");
+    }
+    assert!(table.contains("data-chart=\"compare-distribution\""));
+    assert!(
+        table.contains("A read") && table.contains("B read"),
+        "both documents' lines"
+    );
+    assert!(!html.contains("<script") && !html.contains("src="));
+    // --html - is refused: the page needs a file.
+    let out = Bin(BIN).run(&[
+        "compare",
+        ja.to_str().unwrap(),
+        jb.to_str().unwrap(),
+        "--html",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

@@ -350,6 +350,43 @@ fn over_time(o: &mut String, r: &Results, bytes: bool) {
 /// percentile on a log axis (1/(1-q)), one line per operation over every host and job.
 fn distribution(o: &mut String, r: &Results) {
     let Some(p) = main_phase(r) else { return };
+    let series = percentile_series(p, "");
+    o.push_str("<section id=\"distribution\"><h2>Latency distribution</h2>");
+    figure(
+        o,
+        "distribution",
+        percentile_chart(&format!("Latency by percentile, phase {}", p.name), series),
+        "Every operation's latency, exact (HDR histograms merged over hosts and jobs): read \
+         across to see what share of operations finished within a time.",
+    );
+    o.push_str("</section>\n");
+}
+
+/// A latency-by-percentile chart of `series` (from [`percentile_series`]).
+fn percentile_chart(title: &str, series: Vec<Series>) -> Option<String> {
+    line_chart(&LineChart {
+        title,
+        x_desc: "percentile",
+        y_desc: "latency",
+        series,
+        y_fmt: &|v| format_latency(v as u64),
+        x_fmt: &|x| {
+            let pct = 100.0 * (1.0 - 1.0 / x);
+            if pct < 99.0 {
+                format!("{pct:.0}%")
+            } else {
+                format!("{}%", trim(pct))
+            }
+        },
+        log_x: true,
+        hline: None,
+        dots: false,
+    })
+}
+
+/// One line per operation of `p`: latency against 1/(1-q), from its histograms merged over
+/// hosts and jobs; each named `prefix` and the operation.
+fn percentile_series(p: &Phase, prefix: &str) -> Vec<Series> {
     let mut per_op: std::collections::BTreeMap<String, hdrhistogram::Histogram<u64>> =
         Default::default();
     for (key, enc) in &p.histograms {
@@ -376,14 +413,14 @@ fn distribution(o: &mut String, r: &Results) {
         }
         v
     };
-    let series: Vec<Series> = per_op
+    per_op
         .iter()
         .filter(|(_, h)| !h.is_empty())
         .map(|(op, h)| {
             // Past the last recorded operation a percentile says nothing new.
             let top = 1.0 - 1.0 / h.len() as f64;
             Series {
-                name: op.clone(),
+                name: format!("{prefix}{op}"),
                 segments: vec![qs
                     .iter()
                     .filter(|&&q| q <= top.max(0.5))
@@ -391,33 +428,7 @@ fn distribution(o: &mut String, r: &Results) {
                     .collect()],
             }
         })
-        .collect();
-    o.push_str("<section id=\"distribution\"><h2>Latency distribution</h2>");
-    figure(
-        o,
-        "distribution",
-        line_chart(&LineChart {
-            title: &format!("Latency by percentile, phase {}", p.name),
-            x_desc: "percentile",
-            y_desc: "latency",
-            series,
-            y_fmt: &|v| format_latency(v as u64),
-            x_fmt: &|x| {
-                let pct = 100.0 * (1.0 - 1.0 / x);
-                if pct < 99.0 {
-                    format!("{pct:.0}%")
-                } else {
-                    format!("{}%", trim(pct))
-                }
-            },
-            log_x: true,
-            hline: None,
-            dots: false,
-        }),
-        "Every operation's latency, exact (HDR histograms merged over hosts and jobs): read \
-         across to see what share of operations finished within a time.",
-    );
-    o.push_str("</section>\n");
+        .collect()
 }
 
 fn trim(pct: f64) -> String {
@@ -717,4 +728,139 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
     }
+}
+
+/// One comparison of `stormark compare`: the baseline against one document.
+pub struct Comparison<'a> {
+    /// The compared document's label (its path as given).
+    pub label: &'a str,
+    /// The compared document.
+    pub doc: &'a Results,
+    /// Each figure against the baseline's.
+    pub rows: &'a [stormark_stats::CompareRow],
+    /// Why the two may not measure the same thing.
+    pub differences: &'a [String],
+}
+
+/// The page of `stormark compare --html`: the documents, then for each one compared with the
+/// baseline its differences, the table of figures with deltas and verdicts, and the latency
+/// distributions of the phase they share, drawn over each other.
+pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>]) -> String {
+    use stormark_stats::Verdict;
+    let mut o = String::with_capacity(128 << 10);
+    let _ = write!(
+        o,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>stormark comparison</title><style>{STYLE}\
+         td.worse {{ color: #a4161a; font-weight: 600; }} td.better {{ color: #1b6e2a; font-weight: 600; }}\
+         </style></head><body><main>\n<header id=\"top\"><h1>stormark comparison</h1>\
+         <p class=\"meta\">each document against the baseline (A): a figure is better or worse only \
+         when the difference is beyond the noise threshold and significant</p></header>\n"
+    );
+    o.push_str(
+        "<section id=\"documents\"><h2>Documents</h2><table><thead><tr><th></th><th>file</th>\
+                <th>started</th><th>status</th><th>command</th></tr></thead><tbody>",
+    );
+    let doc_row = |o: &mut String, tag: &str, label: &str, r: &Results| {
+        let _ = write!(
+            o,
+            "<tr><td>{tag}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            esc(label),
+            esc(&r.started_at),
+            status_name(r.status),
+            esc(&r.command.join(" "))
+        );
+    };
+    doc_row(&mut o, "A", base_label, base);
+    for (i, c) in others.iter().enumerate() {
+        doc_row(
+            &mut o,
+            &((b'B' + i as u8) as char).to_string(),
+            c.label,
+            c.doc,
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+    for (i, c) in others.iter().enumerate() {
+        let tag = (b'B' + i as u8) as char;
+        let _ = write!(
+            o,
+            "<section id=\"compare-{}\"><h2>A against {tag} ({})</h2>",
+            i + 1,
+            esc(c.label)
+        );
+        for d in c.differences {
+            let _ = write!(
+                o,
+                "<div class=\"finding warning\"><p><strong>not alike</strong>: {}</p></div>",
+                esc(d)
+            );
+        }
+        let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
+        let _ = write!(
+            o,
+            "<p>{} worse, {} better, {} within noise or not significant, {} the same.</p>",
+            count(Verdict::Worse),
+            count(Verdict::Better),
+            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Same)
+        );
+        o.push_str(
+            "<table><thead><tr><th>phase</th><th>op</th><th>figure</th><th class=\"n\">A</th>\
+             <th class=\"n\">B</th><th class=\"n\">delta</th><th class=\"n\">p</th><th>verdict</th>\
+             </tr></thead><tbody>",
+        );
+        for r in c.rows {
+            let (class, word) = match r.verdict {
+                Verdict::Same => ("", "same"),
+                Verdict::Noise => ("", "noise"),
+                Verdict::NotSignificant => ("", "not significant"),
+                Verdict::Better => ("better", "better"),
+                Verdict::Worse => ("worse", "worse"),
+            };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n {class}\">{:+.1}%</td><td class=\"n\">{}</td><td class=\"{class}\">{word}</td></tr>",
+                esc(&r.phase),
+                esc(&r.op),
+                esc(&crate::figure_label(&r.figure)),
+                esc(&crate::format_figure(&r.figure, r.a)),
+                esc(&crate::format_figure(&r.figure, r.b)),
+                r.delta_pct,
+                r.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}"))
+            );
+        }
+        o.push_str("</tbody></table>");
+        // The distributions of the first phase both measured, over each other.
+        let shared = base.phases.iter().filter(|p| p.measured()).find_map(|pa| {
+            Some((
+                pa,
+                c.doc
+                    .phases
+                    .iter()
+                    .find(|pb| pb.measured() && pb.name == pa.name)?,
+            ))
+        });
+        if let Some((pa, pb)) = shared {
+            let mut series = percentile_series(pa, "A ");
+            series.extend(percentile_series(pb, &format!("{tag} ")));
+            figure(
+                &mut o,
+                "compare-distribution",
+                percentile_chart(&format!("Latency by percentile, phase {}", pa.name), series),
+                "Each operation's latency distribution in both documents: a line above the \
+                 other is slower at that percentile.",
+            );
+        }
+        o.push_str("</section>\n");
+    }
+    let _ = write!(
+        o,
+        "<footer>Written by stormark {}. This page fetches nothing: its charts are inline SVG.\
+         </footer>\n</main></body></html>\n",
+        esc(&base.tool.version)
+    );
+    o
 }

@@ -617,6 +617,10 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON (- for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the comparison as one self-contained HTML page: the documents, each table
+    /// with deltas and verdicts, and the latency distributions drawn over each other.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Options of `stormark report`.

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use stormark_report::{compare_table, figure_label, Output};
+use stormark_report::{compare_page, compare_table, figure_label, Comparison, Output};
 use stormark_stats::{compare, differences, regressions, Results, Verdict, SCHEMA};
 
 use crate::cli::CompareArgs;
@@ -49,6 +49,13 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         Some(p) => Some(Output::check("--json", p, &inputs).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
+    let html = match &args.html {
+        Some(p) if p.as_os_str() == "-" => {
+            return Err(usage("--html -: give a file, such as compare.html"))
+        }
+        Some(p) => Some(Output::check("--html", p, &inputs).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
     // With --json -, the document owns standard output and the tables go to stderr.
     let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
     let say = |text: String| {
@@ -66,8 +73,9 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         .map_err(usage)?;
     let base = &docs[0];
     let mut all = Vec::new();
+    let mut pages: Vec<(usize, Vec<stormark_stats::CompareRow>, Vec<String>)> = Vec::new();
     let mut failed = false;
-    for (path, doc) in args.files.iter().zip(&docs).skip(1) {
+    for (k, (path, doc)) in args.files.iter().zip(&docs).enumerate().skip(1) {
         let rows = compare(base, doc, noise);
         say(format!("{} -> {}", args.files[0].display(), path.display()));
         let differ = differences(base, doc);
@@ -117,6 +125,21 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
             "rows": rows,
             "differences": differ,
         }));
+        pages.push((k, rows, differ));
+    }
+    if let (Some(out), Some(path)) = (&html, &args.html) {
+        let labels: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+        let comparisons: Vec<Comparison<'_>> = pages
+            .iter()
+            .map(|(i, rows, differences)| Comparison {
+                label: &labels[*i],
+                doc: &docs[*i],
+                rows,
+                differences,
+            })
+            .collect();
+        out.write(compare_page(&labels[0], base, &comparisons).as_bytes())
+            .map_err(|e| anyhow::anyhow!("--html {}: cannot write it: {e}", path.display()))?;
     }
     if let (Some(out), Some(path)) = (&out, &args.json) {
         let text = serde_json::to_string_pretty(&all).expect("rows serialize");
