@@ -134,6 +134,11 @@ fn report_mistakes_are_one_line_and_exit_2() {
             vec!["report", j, "--csv", "/nonexistent/dir/csv"],
             "cannot make it",
         ),
+        (
+            vec!["report", j, j, "--markdown", "-"],
+            "render one document",
+        ),
+        (vec!["report", j, j], "give --html FILE"),
     ];
     for (args, want) in cases {
         let out = Bin(BIN).run(&args);
@@ -142,6 +147,12 @@ fn report_mistakes_are_one_line_and_exit_2() {
         assert!(said.contains(want), "{args:?}: {said}");
         assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
     }
+    // Several documents with --html: a trend.
+    let trend = dir.path().join("trend.html");
+    let out = Bin(BIN).run(&["report", j, j, "--html", trend.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let page = std::fs::read_to_string(&trend).unwrap();
+    assert!(page.contains("data-chart=\"trend-throughput\""), "{page}");
     // The input is untouched.
     assert_eq!(read_json(&json)["status"], "ok");
 }

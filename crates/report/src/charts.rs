@@ -47,6 +47,10 @@ pub struct LineChart<'a> {
     pub hline: Option<(f64, String)>,
     /// Draw each point as a dot too (few points: search steps, sweep points).
     pub dots: bool,
+    /// Points to ring: (x, y, worse), red when worse, green when better.
+    pub marks: Vec<(f64, f64, bool)>,
+    /// Vertical spreads (x, low, high): the range of repetitions.
+    pub whiskers: Vec<(f64, f64, f64)>,
 }
 
 /// Averages `points` into at most [`MAX_POINTS`] buckets (x and y both averaged).
@@ -67,7 +71,11 @@ pub fn decimate(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn bounds(series: &[Series], hline: Option<f64>) -> Option<(f64, f64, f64)> {
+fn bounds(
+    series: &[Series],
+    hline: Option<f64>,
+    whiskers: &[(f64, f64, f64)],
+) -> Option<(f64, f64, f64)> {
     let pts = series.iter().flat_map(|s| s.segments.iter().flatten());
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0f64);
     let mut any = false;
@@ -82,6 +90,9 @@ fn bounds(series: &[Series], hline: Option<f64>) -> Option<(f64, f64, f64)> {
     if let Some(h) = hline {
         y1 = y1.max(h);
     }
+    for w in whiskers {
+        y1 = y1.max(w.2);
+    }
     if !any {
         return None;
     }
@@ -93,7 +104,7 @@ fn bounds(series: &[Series], hline: Option<f64>) -> Option<(f64, f64, f64)> {
 
 /// The chart as an `<svg>` element; `None` when it has nothing to draw.
 pub fn line_chart(c: &LineChart<'_>) -> Option<String> {
-    let (x0, x1, y1) = bounds(&c.series, c.hline.as_ref().map(|h| h.0))?;
+    let (x0, x1, y1) = bounds(&c.series, c.hline.as_ref().map(|h| h.0), &c.whiskers)?;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -184,6 +195,28 @@ where
                     .ok()?;
             }
         }
+    }
+    for &(x, lo, hi) in &c.whiskers {
+        chart
+            .draw_series(LineSeries::new(
+                vec![(x, lo), (x, hi)],
+                BLACK.mix(0.5).stroke_width(1),
+            ))
+            .ok()?;
+    }
+    for &(x, y, worse) in &c.marks {
+        let color = if worse {
+            RGBColor(200, 0, 0)
+        } else {
+            RGBColor(0, 150, 60)
+        };
+        chart
+            .draw_series(std::iter::once(Circle::new(
+                (x, y),
+                7,
+                color.stroke_width(3),
+            )))
+            .ok()?;
     }
     chart
         .configure_series_labels()
@@ -285,6 +318,8 @@ mod tests {
             log_x: false,
             hline: None,
             dots: false,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
         })
         .unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
@@ -299,6 +334,8 @@ mod tests {
             log_x: false,
             hline: None,
             dots: false,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
         });
         assert!(empty.is_none());
     }

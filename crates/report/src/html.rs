@@ -310,6 +310,8 @@ fn over_time(o: &mut String, r: &Results, bytes: bool) {
             log_x: false,
             hline: None,
             dots: false,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
         }),
         "Each second of every measured phase at its place in the run, drawn as a step; gaps are between phases.",
     );
@@ -340,6 +342,8 @@ fn over_time(o: &mut String, r: &Results, bytes: bool) {
             log_x: false,
             hline: None,
             dots: false,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
         }),
         "The median and 99th percentile of each second's operations.",
     );
@@ -381,6 +385,8 @@ fn percentile_chart(title: &str, series: Vec<Series>) -> Option<String> {
         log_x: true,
         hline: None,
         dots: false,
+        marks: Vec::new(),
+        whiskers: Vec::new(),
     })
 }
 
@@ -509,6 +515,8 @@ fn search_and_curve(o: &mut String, r: &Results) {
                     )
                 }),
                 dots: true,
+                marks: Vec::new(),
+                whiskers: Vec::new(),
             }),
             "Each dot a step; the red line the target.",
         );
@@ -547,6 +555,8 @@ fn search_and_curve(o: &mut String, r: &Results) {
                 log_x: false,
                 hline: None,
                 dots: true,
+                marks: Vec::new(),
+                whiskers: Vec::new(),
             }),
             &format!(
                 "Open-loop points up to the closed-loop maximum of {} IOPS.",
@@ -598,6 +608,8 @@ fn sweep(o: &mut String, r: &Results, bytes: bool) {
             log_x: false,
             hline: None,
             dots: true,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
         }),
         "Each dot a point of the sweep.",
     );
@@ -715,19 +727,6 @@ fn hosts(o: &mut String, r: &Results) {
         );
     }
     o.push_str("</tbody></table></section>\n");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn text_is_escaped() {
-        assert_eq!(
-            esc("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
-    }
 }
 
 /// One comparison of `stormark compare`: the baseline against one document.
@@ -863,4 +862,184 @@ pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>])
         esc(&base.tool.version)
     );
     o
+}
+
+/// The page of `stormark report A.json B.json ... --html`: each figure over the documents in
+/// the order given (a CI history), with the spread of repetitions where a document has them,
+/// and the changes `stormark compare` calls significant (against the document before) ringed:
+/// red worse, green better.
+pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
+    use stormark_stats::{compare, higher_is_better, Verdict};
+    let mut o = String::with_capacity(128 << 10);
+    let _ = write!(
+        o,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>stormark trend</title><style>{STYLE}</style></head><body><main>\n\
+         <header id=\"top\"><h1>stormark trend</h1><p class=\"meta\">{} documents in the order \
+         given; a ring marks a change that is beyond {noise_pct}% and significant against the \
+         document before it (red worse, green better); a vertical line spans a document's \
+         repetitions</p></header>\n",
+        docs.len()
+    );
+    o.push_str(
+        "<section id=\"documents\"><h2>Documents</h2><table><thead><tr><th class=\"n\">#</th>\
+         <th>file</th><th>started</th><th>version</th><th>status</th></tr></thead><tbody>",
+    );
+    for (i, (label, r)) in docs.iter().enumerate() {
+        let _ = write!(
+            o,
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            esc(label),
+            esc(&r.started_at),
+            esc(&r.tool.version),
+            status_name(r.status)
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+    // Significant changes against the document before: (doc index, phase, op, figure) -> worse.
+    let mut changes: std::collections::BTreeMap<(usize, String, String, String), bool> =
+        Default::default();
+    for i in 1..docs.len() {
+        for row in compare(&docs[i - 1].1, &docs[i].1, noise_pct) {
+            let worse = match row.verdict {
+                Verdict::Worse => true,
+                Verdict::Better => false,
+                _ => continue,
+            };
+            changes.insert((i, row.phase, row.op, row.figure), worse);
+        }
+    }
+    // The phases, in the order the documents first measured them.
+    let mut phases: Vec<String> = Vec::new();
+    for (_, r) in docs {
+        for p in r.phases.iter().filter(|p| p.measured()) {
+            if !phases.contains(&p.name) {
+                phases.push(p.name.clone());
+            }
+        }
+    }
+    let bytes = docs.iter().any(|(_, r)| by_bytes(r));
+    let throughput = if bytes { "bw_bytes_per_s" } else { "iops" };
+    o.push_str("<section id=\"trend\"><h2>Figures over the documents</h2>");
+    for phase in &phases {
+        // Each operation, and their total when there are several.
+        let mut ops: std::collections::BTreeSet<String> = docs
+            .iter()
+            .flat_map(|(_, r)| r.phases.iter().filter(|p| &p.name == phase))
+            .flat_map(|p| p.by_op.keys().cloned())
+            .collect();
+        if ops.len() > 1 {
+            ops.insert("total".to_string());
+        }
+        for figure_name in [throughput, "p99_ns"] {
+            let mut series = Vec::new();
+            let mut marks = Vec::new();
+            let mut whiskers = Vec::new();
+            for op in &ops {
+                let mut pts = Vec::new();
+                for (i, (_, r)) in docs.iter().enumerate() {
+                    let Some(p) = r.phases.iter().find(|p| &p.name == phase && p.measured()) else {
+                        continue;
+                    };
+                    let s = if op == "total" {
+                        Some(&p.total)
+                    } else {
+                        p.by_op.get(op)
+                    };
+                    // Over repetitions: their mean, and their range.
+                    let rep = r
+                        .repetitions
+                        .iter()
+                        .find(|s| &s.phase == phase && &s.op == op && s.figure == figure_name);
+                    let y = match (rep, s.and_then(|s| stormark_stats::figure(s, figure_name))) {
+                        (Some(rep), _) => {
+                            whiskers.push(((i + 1) as f64, rep.stats.min, rep.stats.max));
+                            rep.stats.mean
+                        }
+                        (None, Some(v)) => v,
+                        (None, None) => continue,
+                    };
+                    let x = (i + 1) as f64;
+                    pts.push((x, y));
+                    let key = (i, phase.clone(), op.clone(), figure_name.to_string());
+                    if let Some(&worse) = changes.get(&key) {
+                        marks.push((x, y, worse));
+                    }
+                }
+                if !pts.is_empty() {
+                    series.push(Series {
+                        name: op.clone(),
+                        segments: vec![pts],
+                    });
+                }
+            }
+            let latency = !higher_is_better(figure_name);
+            let title = format!(
+                "phase {phase}: {}",
+                if latency {
+                    "p99 latency"
+                } else if bytes {
+                    "bandwidth"
+                } else {
+                    "IOPS"
+                }
+            );
+            figure(
+                &mut o,
+                &format!("trend-{}", if latency { "p99" } else { "throughput" }),
+                line_chart(&LineChart {
+                    title: &title,
+                    x_desc: "document",
+                    y_desc: if latency {
+                        "p99"
+                    } else if bytes {
+                        "bandwidth"
+                    } else {
+                        "IOPS"
+                    },
+                    series,
+                    y_fmt: if latency {
+                        &|v| format_latency(v as u64)
+                    } else {
+                        rate_fmt(bytes)
+                    },
+                    x_fmt: &|v| {
+                        if (v - v.round()).abs() < 1e-9 {
+                            format!("{v:.0}")
+                        } else {
+                            String::new()
+                        }
+                    },
+                    log_x: false,
+                    hline: None,
+                    dots: true,
+                    marks,
+                    whiskers,
+                }),
+                &format!("{title}, document by document."),
+            );
+        }
+    }
+    o.push_str("</section>\n");
+    let _ = write!(
+        o,
+        "<footer>Written by stormark. This page fetches nothing: its charts are inline SVG.\
+         </footer>\n</main></body></html>\n"
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
 }

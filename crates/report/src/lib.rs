@@ -26,7 +26,7 @@ mod terminal;
 pub use compare::{compare_table, figure_label};
 pub use csv::{csv_files, CsvFile};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
-pub use html::{compare_page, Comparison, Html};
+pub use html::{compare_page, trend_page, Comparison, Html};
 pub use json::Json;
 pub use live::LiveLine;
 pub use markdown::Markdown;

@@ -136,3 +136,44 @@ fn an_hour_of_16_hosts_renders_to_a_page_of_a_few_hundred_kib() {
         assert!(html.contains(&format!("<td>node{h:02}</td>")), "node{h:02}");
     }
 }
+
+#[test]
+fn a_trend_rings_the_significant_changes_and_spans_nothing_without_repetitions() {
+    use stormark_report::trend_page;
+    let a = sample_results();
+    // B reads at half the rate, every second of it: significantly worse throughput.
+    let mut b = sample_results();
+    for p in &mut b.phases {
+        for i in &mut p.intervals {
+            if let Some(s) = i.by_op.get_mut("read") {
+                s.iops /= 2.0;
+                s.bw_bytes_per_s /= 2.0;
+            }
+        }
+        if let Some(s) = p.by_op.get_mut("read") {
+            s.iops /= 2.0;
+            s.bw_bytes_per_s /= 2.0;
+        }
+    }
+    let docs = vec![
+        ("a.json".to_string(), a.clone()),
+        ("b.json".to_string(), b),
+        ("a2.json".to_string(), a),
+    ];
+    let html = trend_page(&docs, 3.0);
+    assert_eq!(html.matches("data-chart=\"trend-throughput\"").count(), 1);
+    assert_eq!(html.matches("data-chart=\"trend-p99\"").count(), 1);
+    let throughput = html
+        .split("data-chart=\"trend-throughput\"")
+        .nth(1)
+        .unwrap()
+        .split("</figure>")
+        .next()
+        .unwrap();
+    // Worse at b (red), better again at a2 (green).
+    assert!(throughput.contains("#C80000"), "no red ring");
+    assert!(throughput.contains("#00963C"), "no green ring");
+    for banned in ["<script", "src=", "href="] {
+        assert!(!html.contains(banned));
+    }
+}

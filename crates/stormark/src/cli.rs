@@ -626,12 +626,13 @@ pub struct CompareArgs {
 /// Options of `stormark report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
 )]
 pub struct ReportArgs {
-    /// The results document (`--json` of run, s3 or net).
-    #[arg(value_name = "RESULTS.json")]
-    pub file: PathBuf,
+    /// The results document (`--json` of run, s3 or net); several, in order, for a trend
+    /// (with --html).
+    #[arg(value_name = "RESULTS.json", num_args = 1.., required = true)]
+    pub files: Vec<PathBuf>,
     /// Write one self-contained HTML page here: tables, charts as inline SVG, findings
     /// (`-`: standard output).
     #[arg(long, value_name = "FILE")]

@@ -3,13 +3,19 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use stormark_report::{csv_files, Html, Markdown, Output, Render, Terminal};
+use stormark_report::{csv_files, trend_page, Html, Markdown, Output, Render, Terminal};
 
 use crate::cli::ReportArgs;
 use crate::{usage, Ending};
 
+/// The noise threshold of a trend's significant changes, as `stormark compare`'s default.
+const TREND_NOISE_PCT: f64 = 3.0;
+
 pub fn main(args: &ReportArgs) -> Result<Ending> {
-    let input: &Path = &args.file;
+    if args.files.len() > 1 {
+        return trend(args);
+    }
+    let input: &Path = &args.files[0];
     // Every output checked before anything is written: never the input itself.
     let html = match &args.html {
         Some(p) => Some(Output::check("--html", p, &[input]).map_err(|e| usage(e.to_string()))?),
@@ -66,4 +72,31 @@ fn csv_outputs(dir: &Path, input: &Path) -> Result<Vec<Output>> {
             Output::check("--csv", &dir.join(name), &[input]).map_err(|e| usage(e.to_string()))
         })
         .collect()
+}
+
+/// Several documents: the trend page (`--html` only).
+fn trend(args: &ReportArgs) -> Result<Ending> {
+    if args.markdown.is_some() || args.csv.is_some() {
+        return Err(usage(
+            "--markdown and --csv render one document; give one, or --html for a trend over several",
+        ));
+    }
+    let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+    let out = match &args.html {
+        Some(p) => Output::check("--html", p, &inputs).map_err(|e| usage(e.to_string()))?,
+        None => {
+            return Err(usage(
+                "several documents make a trend: give --html FILE, such as trend.html",
+            ))
+        }
+    };
+    let docs = args
+        .files
+        .iter()
+        .map(|p| Ok((p.display().to_string(), crate::compare_cmd::load(p)?)))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(usage)?;
+    out.write(trend_page(&docs, TREND_NOISE_PCT).as_bytes())
+        .with_context(|| "writing the HTML")?;
+    Ok(Ending::Success)
 }
