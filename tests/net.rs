@@ -639,10 +639,15 @@ fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_
         "2s",
         "--json",
         json.to_str().unwrap(),
+        "--html",
+        dir.path().join("mesh.html").to_str().unwrap(),
     ]);
     let said = text(&out);
     eprintln!("{said}");
     assert_eq!(out.status.code(), Some(0), "{said}");
+    // The report shows both matrices as heat maps.
+    let page = std::fs::read_to_string(dir.path().join("mesh.html")).unwrap();
+    assert_eq!(page.matches("<table class=\"heat\">").count(), 2, "{page}");
     let doc = read_json(&json);
     let mesh = &doc["mesh"];
     assert_eq!(mesh["hosts"].as_array().unwrap().len(), 3, "{mesh}");

@@ -103,6 +103,9 @@ pub struct NetMeshArgs {
     /// Write the results document here (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Only the matrices: no line per test.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -174,6 +177,9 @@ pub struct NetClientArgs {
     /// Write the results document here (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Only the summary: no line per second.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -70,6 +70,17 @@ fn server(listen: SocketAddr, once: bool, token_file: Option<&std::path::Path>) 
     Ok(Ending::Success)
 }
 
+/// `--html FILE`, checked before anything connects (a file: standard output is the JSON's).
+pub(crate) fn html_output(path: Option<&std::path::Path>) -> Result<Option<Output>> {
+    match path {
+        None => Ok(None),
+        Some(p) if p.as_os_str() == "-" => Err(usage("--html -: give a file, such as net.html")),
+        Some(p) => Output::check("--html", p, &[])
+            .map(Some)
+            .map_err(|e| usage(e.to_string())),
+    }
+}
+
 /// The options, checked before anything connects.
 fn options(args: &NetClientArgs) -> Result<ClientOptions> {
     let (max_streams, max_msg, max_secs) = LIMITS;
@@ -222,6 +233,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
+    let html = crate::net_cmd::html_output(args.html.as_deref())?;
     opts.stop = ctrl_c()?;
     // With `--json -` the document alone goes to standard output; what people read, to
     // standard error.
@@ -288,6 +300,9 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
                 results.duration_ns = started.elapsed().as_nanos() as u64;
                 if let Some(out) = &json {
                     let _ = out.write(Json.render(&results).as_bytes());
+                }
+                if let Some(out) = &html {
+                    let _ = out.write(stormark_report::Html.render(&results).as_bytes());
                 }
                 return Err(e.into());
             }
@@ -361,6 +376,10 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     if let Some(out) = &json {
         out.write(Json.render(&results).as_bytes())
             .with_context(|| "writing the results document")?;
+    }
+    if let Some(out) = &html {
+        out.write(stormark_report::Html.render(&results).as_bytes())
+            .with_context(|| "writing the HTML report")?;
     }
     Ok(if outcome.interrupted {
         Ending::Failed

@@ -144,6 +144,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
         Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
+    let html = crate::net_cmd::html_output(args.html.as_deref())?;
     let to_stdout = matches!(json, Some(Output::Stdout));
     let say = |text: &str| {
         if to_stdout {
@@ -218,6 +219,9 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
             if let Some(out) = &json {
                 let _ = out.write(Json.render(&results).as_bytes());
             }
+            if let Some(out) = &html {
+                let _ = out.write(stormark_report::Html.render(&results).as_bytes());
+            }
             return Err(e.into());
         }
     };
@@ -258,6 +262,10 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
     if let Some(out) = &json {
         out.write(Json.render(&results).as_bytes())
             .with_context(|| "writing the results document")?;
+    }
+    if let Some(out) = &html {
+        out.write(stormark_report::Html.render(&results).as_bytes())
+            .with_context(|| "writing the HTML report")?;
     }
     Ok(if results.status == RunStatus::Ok {
         Ending::Success
