@@ -289,3 +289,114 @@ fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// `GET path` on `addr`: the whole answer, or `None` when nothing listens.
+fn scrape(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// The value of the sample `name` (with its labels) in an exposition.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+}
+
+#[test]
+fn the_metrics_endpoint_moves_during_a_real_run_and_strangers_do_not_block_it() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let mut child = std::process::Command::new(BIN)
+        .args([
+            "run",
+            target.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+        ])
+        .args([
+            "--size",
+            "8m",
+            "--time",
+            "6s",
+            "-q",
+            "--metrics-listen",
+            &addr,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Idle connections that never send a request.
+    let idle: Vec<_> = (0..8)
+        .filter_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::net::TcpStream::connect(&addr).ok()
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        if let Some(text) = scrape(&addr, "/metrics") {
+            if let Some(ops) = sample(&text, "stormark_ops_total{op=\"read\"}") {
+                assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+                assert!(
+                    sample(&text, "stormark_iops{op=\"read\"}").unwrap() > 0.0,
+                    "{text}"
+                );
+                assert!(text.contains("stormark_phase{phase=\"run\"} 1"), "{text}");
+                assert!(
+                    text.contains("stormark_latency_seconds{op=\"read\",quantile=\"0.99\"}"),
+                    "{text}"
+                );
+                seen.push(ops);
+                let other = scrape(&addr, "/").unwrap_or_default();
+                assert!(other.starts_with("HTTP/1.1 404"), "{other}");
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    drop(idle);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    // The figures moved: at least three different, growing counts.
+    seen.dedup();
+    assert!(seen.len() >= 3, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+}
+
+#[test]
+fn metrics_listen_mistakes_are_exit_2_and_only_metrics_is_served() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = temp_dir(TMP);
+    let out = Bin(BIN).run(&[
+        "run",
+        dir.path().to_str().unwrap(),
+        "--time",
+        "1s",
+        "--metrics-listen",
+        &addr,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--metrics-listen"), "{}", text(&out));
+    let out = Bin(BIN).run(&[
+        "run",
+        dir.path().to_str().unwrap(),
+        "--metrics-listen",
+        "localhost",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

@@ -51,7 +51,7 @@ impl Latency {
 }
 
 /// Throughput and latency of one operation (or all) over a span of time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Completed I/Os.
     pub ops: u64,

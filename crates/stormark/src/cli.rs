@@ -473,6 +473,10 @@ pub struct OutputArgs {
     /// the run fails (`stormark report` makes it again from the JSON).
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub html: Option<PathBuf>,
+    /// Serve the live figures for Prometheus at http://ADDR/metrics while the run lasts
+    /// (throughput, latency quantiles and errors of each second, per operation; the phase).
+    #[arg(long, value_name = "ADDR:PORT", help_heading = "Output")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// No live progress line.
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,

@@ -107,6 +107,7 @@ fn exit_status(result: anyhow::Result<Ending>) -> i32 {
 mod agent_cmd;
 mod cli;
 mod compare_cmd;
+mod metrics;
 mod net_cmd;
 mod net_mesh;
 mod probe_cmd;

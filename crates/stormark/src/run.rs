@@ -226,6 +226,11 @@ fn run(args: RunArgs) -> Result<Ending> {
     .map_err(usage)?;
     let json = json_output(&args, &target)?;
     let html = output("--html", args.output.html.as_deref(), &args, &target)?;
+    let metrics = args
+        .output
+        .metrics_listen
+        .map(crate::metrics::LiveMetrics::serve)
+        .transpose()?;
     if !auto.is_empty() {
         let mut text = String::from("auto sizing:\n");
         for r in &auto {
@@ -318,6 +323,13 @@ fn run(args: RunArgs) -> Result<Ending> {
             &workload,
             &mut results,
             &mut |event| {
+                if let Some(m) = &metrics {
+                    match &event {
+                        Live::PhaseStarted { name } => m.phase(name),
+                        Live::Second { interval, .. } => m.second(interval),
+                        _ => {}
+                    }
+                }
                 if let Live::HostFailed { host, message } = &event {
                     // Said even with --quiet: the run goes on without this host, or stops.
                     let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());

@@ -1,0 +1,305 @@
+//! `--metrics-listen ADDR`: the live figures in Prometheus' text format at `/metrics`, for
+//! Grafana to follow a long run (deploy/grafana/ holds a dashboard). Encoded by the
+//! Prometheus project's Rust client; served by a small HTTP/1.1 responder on its own threads
+//! that answers `GET /metrics` and nothing else, reads at most 8 KiB of a request, drops a
+//! connection silent for 2 s and serves at most 16 connections at once.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+use prometheus_client::encoding::{text::encode, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use stormark_stats::{Interval, Summary};
+
+use crate::usage;
+
+/// Connections served at once; more are closed unanswered.
+const MAX_CONNECTIONS: usize = 16;
+/// A request longer than this is not a scrape.
+const MAX_REQUEST: usize = 8 << 10;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QuantileLabels {
+    op: String,
+    quantile: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// The live figures, updated every closed second.
+pub struct LiveMetrics {
+    registry: Registry,
+    ops: Family<OpLabels, Counter>,
+    bytes: Family<OpLabels, Counter>,
+    errors: Family<OpLabels, Counter>,
+    iops: Family<OpLabels, FloatGauge>,
+    bandwidth: Family<OpLabels, FloatGauge>,
+    latency: Family<QuantileLabels, FloatGauge>,
+    phase: Family<PhaseLabels, Gauge>,
+    current: Mutex<Option<String>>,
+}
+
+impl LiveMetrics {
+    fn new() -> LiveMetrics {
+        let mut registry = Registry::with_prefix("stormark");
+        let ops = Family::<OpLabels, Counter>::default();
+        let bytes = Family::<OpLabels, Counter>::default();
+        let errors = Family::<OpLabels, Counter>::default();
+        let iops = Family::<OpLabels, FloatGauge>::default();
+        let bandwidth = Family::<OpLabels, FloatGauge>::default();
+        let latency = Family::<QuantileLabels, FloatGauge>::default();
+        let phase = Family::<PhaseLabels, Gauge>::default();
+        registry.register("ops", "Operations completed, over every host", ops.clone());
+        registry.register("bytes", "Bytes moved, over every host", bytes.clone());
+        registry.register(
+            "errors",
+            "Operations failed, over every host",
+            errors.clone(),
+        );
+        registry.register(
+            "iops",
+            "Operations per second in the last closed second",
+            iops.clone(),
+        );
+        registry.register(
+            "bandwidth_bytes_per_second",
+            "Bytes per second in the last closed second",
+            bandwidth.clone(),
+        );
+        registry.register(
+            "latency_seconds",
+            "Latency quantiles of the last closed second (exact, HDR histograms merged over hosts)",
+            latency.clone(),
+        );
+        registry.register("phase", "1 for the phase running now", phase.clone());
+        LiveMetrics {
+            registry,
+            ops,
+            bytes,
+            errors,
+            iops,
+            bandwidth,
+            latency,
+            phase,
+            current: Mutex::new(None),
+        }
+    }
+
+    /// Binds `addr` (a user error, exit 2, when it cannot) and serves `/metrics` from now on.
+    pub fn serve(addr: SocketAddr) -> Result<Arc<LiveMetrics>> {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            usage(format!(
+                "--metrics-listen {addr}: cannot listen there ({e}); give a free ADDR:PORT, such as 127.0.0.1:9464"
+            ))
+        })?;
+        let metrics = Arc::new(LiveMetrics::new());
+        let served = metrics.clone();
+        let open = Arc::new(AtomicUsize::new(0));
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || {
+                for conn in listener.incoming().flatten() {
+                    if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                        open.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
+                    let (served, slot) = (served.clone(), open.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("metrics-conn".into())
+                        .spawn(move || {
+                            answer(conn, &served);
+                            slot.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if spawned.is_err() {
+                        // The thread never ran: its slot is free again.
+                        open.fetch_sub(1, Ordering::AcqRel);
+                    }
+                }
+            })?;
+        Ok(metrics)
+    }
+
+    /// A phase begins: it is the one with `stormark_phase{phase=...} 1`.
+    pub fn phase(&self, name: &str) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = current.take() {
+            self.phase.get_or_create(&PhaseLabels { phase: old }).set(0);
+        }
+        self.phase
+            .get_or_create(&PhaseLabels {
+                phase: name.to_string(),
+            })
+            .set(1);
+        *current = Some(name.to_string());
+    }
+
+    /// A closed second of the current phase, merged over every host.
+    pub fn second(&self, interval: &Interval) {
+        for (op, s) in &interval.by_op {
+            self.op_second(op, s);
+        }
+    }
+
+    fn op_second(&self, op: &str, s: &Summary) {
+        let l = OpLabels { op: op.to_string() };
+        self.ops.get_or_create(&l).inc_by(s.ops);
+        self.bytes.get_or_create(&l).inc_by(s.bytes);
+        self.errors.get_or_create(&l).inc_by(s.errors);
+        self.iops.get_or_create(&l).set(s.iops);
+        self.bandwidth.get_or_create(&l).set(s.bw_bytes_per_s);
+        if let Some(lat) = &s.latency_ns {
+            for (q, ns) in [
+                ("0.5", lat.p50),
+                ("0.9", lat.p90),
+                ("0.99", lat.p99),
+                ("0.999", lat.p999),
+                ("1", lat.max),
+            ] {
+                self.latency
+                    .get_or_create(&QuantileLabels {
+                        op: op.to_string(),
+                        quantile: q.into(),
+                    })
+                    .set(ns as f64 / 1e9);
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Answers one connection: `GET /metrics` gets the figures, anything else 404.
+fn answer(mut conn: TcpStream, metrics: &LiveMetrics) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut request = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(n @ 1..) if request.len() + n <= MAX_REQUEST => request.extend_from_slice(&buf[..n]),
+            _ => return,
+        }
+    }
+    let scrape = request.starts_with(b"GET /metrics ") || request.starts_with(b"GET /metrics?");
+    let (status, kind, body) = if scrape {
+        (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.text(),
+        )
+    } else {
+        (
+            "404 Not Found",
+            "text/plain",
+            "only /metrics is served\n".to_string(),
+        )
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(head.as_bytes());
+    let _ = conn.write_all(body.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_moves_the_counters_and_sets_the_gauges() {
+        let m = LiveMetrics::new();
+        m.phase("run");
+        let mut i = Interval {
+            t_s: 0,
+            duration_ns: 1_000_000_000,
+            total: Summary::default(),
+            by_op: Default::default(),
+        };
+        i.by_op.insert(
+            "read".into(),
+            Summary {
+                ops: 1000,
+                bytes: 4_096_000,
+                iops: 1000.0,
+                bw_bytes_per_s: 4_096_000.0,
+                ..Summary::default()
+            },
+        );
+        m.second(&i);
+        m.second(&i);
+        m.phase("run:2");
+        let text = m.text();
+        assert!(
+            text.contains("stormark_ops_total{op=\"read\"} 2000"),
+            "{text}"
+        );
+        assert!(text.contains("stormark_iops{op=\"read\"} 1000"), "{text}");
+        assert!(text.contains("stormark_phase{phase=\"run\"} 0"), "{text}");
+        assert!(text.contains("stormark_phase{phase=\"run:2\"} 1"), "{text}");
+    }
+
+    #[test]
+    fn the_grafana_dashboard_asks_only_for_series_that_exist() {
+        let dashboard = include_str!("../../../deploy/grafana/stormark-dashboard.json");
+        let m = LiveMetrics::new();
+        m.phase("run");
+        let mut i = Interval {
+            t_s: 0,
+            duration_ns: 1_000_000_000,
+            total: Summary::default(),
+            by_op: Default::default(),
+        };
+        i.by_op.insert(
+            "read".into(),
+            Summary {
+                ops: 1,
+                latency_ns: Some(stormark_stats::Latency {
+                    min: 1,
+                    mean: 1.0,
+                    p50: 1,
+                    p90: 1,
+                    p99: 1,
+                    p999: 1,
+                    p9999: 1,
+                    max: 1,
+                }),
+                ..Summary::default()
+            },
+        );
+        m.second(&i);
+        let text = m.text();
+        let names: std::collections::BTreeSet<&str> = dashboard
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("stormark_"))
+            .collect();
+        assert!(names.len() >= 5, "{names:?}");
+        for name in names {
+            assert!(
+                text.contains(&format!("\n{name}{{")),
+                "{name} is not served:\n{text}"
+            );
+        }
+    }
+}
