@@ -117,13 +117,13 @@ fn summary(r: &Results) -> String {
 }
 
 fn intervals(r: &Results) -> String {
-    let mut out = format!("phase,kind,repetition,t_s,duration_ns,op,{FIGURES}\n");
+    let mut out = format!("phase,kind,repetition,t_s,duration_ns,host,op,{FIGURES}\n");
     for p in &r.phases {
         let head = phase_cells(p);
         for i in &p.intervals {
             let _ = writeln!(
                 out,
-                "{head},{},{},all,{}",
+                "{head},{},{},all,all,{}",
                 i.t_s,
                 i.duration_ns,
                 figures(&i.total)
@@ -131,12 +131,34 @@ fn intervals(r: &Results) -> String {
             for (op, s) in &i.by_op {
                 let _ = writeln!(
                     out,
-                    "{head},{},{},{},{}",
+                    "{head},{},{},all,{},{}",
                     i.t_s,
                     i.duration_ns,
                     field(op),
                     figures(s)
                 );
+            }
+        }
+        // Each host's seconds (runs of several hosts): counts and rates; their latency is in
+        // the histograms, per host over the phase.
+        for (host, b) in &p.by_host {
+            for s in &b.seconds {
+                let secs = s.duration_ns as f64 / 1e9;
+                for (op, c) in &s.by_op {
+                    let _ = writeln!(
+                        out,
+                        "{head},{},{},{},{},{},{},{},{},{},,,,,,,",
+                        s.t_s,
+                        s.duration_ns,
+                        field(host),
+                        field(op),
+                        c.ops,
+                        c.bytes,
+                        c.ops as f64 / secs,
+                        c.bytes as f64 / secs,
+                        c.errors
+                    );
+                }
             }
         }
     }

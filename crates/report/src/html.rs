@@ -315,6 +315,65 @@ fn over_time(o: &mut String, r: &Results, bytes: bool) {
         }),
         "Each second of every measured phase at its place in the run, drawn as a step; gaps are between phases.",
     );
+    // Each host of a run with several: its throughput, all operations together.
+    let hosts: std::collections::BTreeSet<&String> = measured
+        .iter()
+        .flat_map(|p| p.by_host.iter().filter(|(_, b)| !b.seconds.is_empty()))
+        .map(|(h, _)| h)
+        .collect();
+    if hosts.len() > 1 {
+        let per_host: Vec<Series> = hosts
+            .iter()
+            .map(|h| Series {
+                name: (*h).clone(),
+                segments: measured
+                    .iter()
+                    .filter_map(|p| Some((p.by_host.get(*h)?, *p)))
+                    .map(|(b, p)| {
+                        b.seconds
+                            .iter()
+                            .flat_map(|s| {
+                                let secs = s.duration_ns as f64 / 1e9;
+                                let sum = |f: fn(&stormark_stats::Counts) -> u64| {
+                                    s.by_op.values().map(f).sum::<u64>() as f64 / secs
+                                };
+                                let v = if bytes {
+                                    sum(|c| c.bytes)
+                                } else {
+                                    sum(|c| c.ops)
+                                };
+                                let t0 = start(p, s.t_s);
+                                [(t0, v), (t0 + secs, v)]
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            })
+            .collect();
+        figure(
+            o,
+            "throughput-per-host",
+            line_chart(&LineChart {
+                title: if bytes {
+                    "Bandwidth per second, per host"
+                } else {
+                    "IOPS per second, per host"
+                },
+                x_desc: "seconds since the start",
+                y_desc: if bytes { "bandwidth" } else { "IOPS" },
+                series: per_host,
+                y_fmt: rate_fmt(bytes),
+                x_fmt: &|v| format!("{v:.0}"),
+                log_x: false,
+                hline: None,
+                dots: false,
+                marks: Vec::new(),
+                whiskers: Vec::new(),
+            }),
+            "Each host's seconds, every operation together: a host that falls behind the others shows here.",
+        );
+    }
     let mut lat = Vec::new();
     for op in &ops {
         for (q, f) in [

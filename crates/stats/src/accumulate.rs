@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::results::{encode_histogram, Breakdown, ErrorSummary, Interval, Phase, PhaseJob};
+use crate::results::{
+    encode_histogram, Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phase, PhaseJob,
+};
 use crate::{ErrorTally, Op, OpRecord, Snapshot, Summary};
 
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
@@ -37,6 +39,8 @@ pub struct PhaseAccumulator {
     last_closed: Option<Snapshot>,
     next_to_close: u32,
     end_ns: u64,
+    /// With several hosts: each host's counts per second, by interval, host and operation.
+    host_seconds: BTreeMap<(u32, u16), BTreeMap<Op, Counts>>,
 }
 
 impl PhaseAccumulator {
@@ -56,12 +60,34 @@ impl PhaseAccumulator {
             last_closed: None,
             next_to_close: 0,
             end_ns: 0,
+            host_seconds: BTreeMap::new(),
         }
+    }
+
+    /// Counts `r` as host `host`'s in interval `interval` (runs of several hosts only).
+    fn count(&mut self, host: u16, interval: u32, op: Op, r: &OpRecord) {
+        if self.hosts.len() < 2 || r.ops + r.errors == 0 && r.bytes == 0 {
+            return;
+        }
+        let c = self
+            .host_seconds
+            .entry((interval, host))
+            .or_default()
+            .entry(op)
+            .or_default();
+        c.ops += r.ops;
+        c.bytes += r.bytes;
+        c.errors += r.errors;
     }
 
     /// Adds what worker `key` did in 1-second interval `interval` (0 = the first second after
     /// the ramp). Snapshots of one worker arrive in interval order.
     pub fn add(&mut self, key: WorkerKey, interval: u32, snap: &Snapshot) {
+        if self.hosts.len() > 1 {
+            for (op, r) in snap.ops() {
+                self.count(key.host, interval, op, r);
+            }
+        }
         *self.per_source.entry((key.host, key.job)).or_default() += snap;
         *self.open.entry(interval).or_default() += snap;
         let state = self.workers.entry(key).or_default();
@@ -77,6 +103,9 @@ impl PhaseAccumulator {
         ops: &[(Op, OpRecord)],
         errors: &ErrorTally,
     ) {
+        for (op, r) in ops {
+            self.count(key.host, interval, *op, r);
+        }
         let source = self.per_source.entry((key.host, key.job)).or_default();
         for (op, r) in ops {
             *source.op_mut(*op) += r;
@@ -229,9 +258,44 @@ impl PhaseAccumulator {
                 });
             }
         }
-        let breakdown = |s: &Snapshot| Breakdown {
+        // Each host's seconds on the phase's intervals: a second folded into the one before
+        // (the last, shorter remainder) counts there.
+        let mut seconds: BTreeMap<u16, Vec<HostSecond>> = BTreeMap::new();
+        for (h, _) in self
+            .hosts
+            .iter()
+            .enumerate()
+            .filter(|_| self.hosts.len() > 1)
+        {
+            let list: Vec<HostSecond> = self
+                .closed
+                .iter()
+                .map(|c| HostSecond {
+                    t_s: c.t_s,
+                    duration_ns: c.duration_ns,
+                    by_op: BTreeMap::new(),
+                })
+                .collect();
+            seconds.insert(h as u16, list);
+        }
+        for ((i, h), ops) in &self.host_seconds {
+            let Some(list) = seconds.get_mut(h) else {
+                continue;
+            };
+            let Some(s) = list.iter_mut().rev().find(|s| s.t_s <= *i) else {
+                continue;
+            };
+            for (op, c) in ops {
+                let t = s.by_op.entry(op.name().to_string()).or_default();
+                t.ops += c.ops;
+                t.bytes += c.bytes;
+                t.errors += c.errors;
+            }
+        }
+        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>| Breakdown {
             total: Summary::of(&s.total(), duration_ns),
             by_op: by_op(s, duration_ns),
+            seconds,
         };
         Phase {
             name: self.name,
@@ -242,7 +306,10 @@ impl PhaseAccumulator {
             by_op: by_op(&total, duration_ns),
             by_host: by_host
                 .iter()
-                .map(|(h, s)| (self.hosts[*h as usize].clone(), breakdown(s)))
+                .map(|(h, s)| {
+                    let mine = seconds.remove(h).unwrap_or_default();
+                    (self.hosts[*h as usize].clone(), breakdown(s, mine))
+                })
                 .collect(),
             by_job: by_job
                 .iter()
@@ -251,7 +318,7 @@ impl PhaseAccumulator {
                         self.jobs
                             .get(*j as usize)
                             .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
-                        breakdown(s),
+                        breakdown(s, Vec::new()),
                     )
                 })
                 .collect(),
@@ -449,5 +516,53 @@ mod tests {
         }
         assert_eq!(merged.len(), 60);
         assert_eq!(merged.max(), phase.total.latency_ns.unwrap().max);
+    }
+
+    #[test]
+    fn each_hosts_seconds_follow_the_phase_intervals_and_add_up_to_the_host() {
+        let keys = [0u16, 1].map(|host| WorkerKey {
+            host,
+            job: 0,
+            worker: 0,
+        });
+        let mut acc =
+            PhaseAccumulator::new("run", vec!["h0".into(), "h1".into()], vec![job("a")], &keys);
+        // Seconds 0, 1 and a remainder 2 (0.4 s), folded into second 1.
+        for i in 0..3u32 {
+            acc.add(keys[0], i, &snap(10 + u64::from(i), 1000));
+            acc.add(keys[1], i, &snap(100, 1000));
+        }
+        for k in &keys {
+            acc.worker_done(*k, 2_400_000_000);
+        }
+        let phase = acc.finish(0, 2_400_000_000);
+        assert_eq!(phase.intervals.len(), 2);
+        let h0 = &phase.by_host["h0"].seconds;
+        let t: Vec<(u32, u64)> = h0.iter().map(|s| (s.t_s, s.duration_ns)).collect();
+        let phase_t: Vec<(u32, u64)> = phase
+            .intervals
+            .iter()
+            .map(|i| (i.t_s, i.duration_ns))
+            .collect();
+        assert_eq!(t, phase_t);
+        let ops: Vec<u64> = h0
+            .iter()
+            .map(|s| s.by_op.values().map(|c| c.ops).sum())
+            .collect();
+        assert_eq!(ops, [10, 11 + 12]);
+        let total: u64 = phase.by_host["h1"]
+            .seconds
+            .iter()
+            .flat_map(|s| s.by_op.values())
+            .map(|c| c.ops)
+            .sum();
+        assert_eq!(total, phase.by_host["h1"].total.ops);
+        // One host: no per-host seconds (the phase's intervals are its).
+        let mut one = PhaseAccumulator::new("run", vec!["h0".into()], vec![job("a")], &keys[..1]);
+        one.add(keys[0], 0, &snap(5, 1000));
+        one.worker_done(keys[0], 1_000_000_000);
+        assert!(one.finish(0, 1_000_000_000).by_host["h0"]
+            .seconds
+            .is_empty());
     }
 }

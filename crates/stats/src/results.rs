@@ -447,6 +447,32 @@ pub struct Breakdown {
     pub total: Summary,
     /// Per operation.
     pub by_op: BTreeMap<String, Summary>,
+    /// Per host of a run with several: each second's counts, on the phase's intervals (same
+    /// `t_s` and `duration_ns`). Counts only: latency per host is in the histograms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<HostSecond>,
+}
+
+/// One second of one host: what each operation did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSecond {
+    /// Start, in whole seconds after the phase's measured start (as the phase's interval).
+    pub t_s: u32,
+    /// Length, ns (as the phase's interval).
+    pub duration_ns: u64,
+    /// Per operation: completed, bytes, failed.
+    pub by_op: BTreeMap<String, Counts>,
+}
+
+/// What one operation did in a span.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Completed operations.
+    pub ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Failed operations.
+    pub errors: u64,
 }
 
 /// One kind of failure of one operation.
