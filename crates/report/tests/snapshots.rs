@@ -108,7 +108,14 @@ fn an_hour_of_16_hosts() -> stormark_stats::Results {
         })
         .collect();
     p.duration_ns = 3600 * 1_000_000_000;
-    let host = p.by_host.values().next().unwrap().clone();
+    let mut host = p.by_host.values().next().unwrap().clone();
+    let second = host.seconds[0].clone();
+    host.seconds = (0..3600u32)
+        .map(|t| stormark_stats::HostSecond {
+            t_s: t,
+            ..second.clone()
+        })
+        .collect();
     p.by_host = (0..16)
         .map(|h| (format!("node{h:02}"), host.clone()))
         .collect();
@@ -127,8 +134,14 @@ fn an_hour_of_16_hosts_renders_to_a_page_of_a_few_hundred_kib() {
         html.len() >> 10
     );
     // Lines are decimated for drawing; the page stays small.
-    assert!(html.len() < 1 << 20, "{} bytes", html.len());
-    for chart in ["throughput", "latency", "distribution", "hosts"] {
+    assert!(html.len() < 4 << 20, "{} bytes", html.len());
+    for chart in [
+        "throughput",
+        "throughput-per-host",
+        "latency",
+        "distribution",
+        "hosts",
+    ] {
         assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
     }
     // Every host is in the table, none decimated away.
