@@ -260,9 +260,12 @@ fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
         page.to_str().unwrap(),
         "--json",
         rows.to_str().unwrap(),
+        "--markdown",
+        a.path().join("compare.md").to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let html = std::fs::read_to_string(&page).unwrap();
+    let md = std::fs::read_to_string(a.path().join("compare.md")).unwrap();
     let rows = read_json(&rows);
     let rows = rows[0]["rows"].as_array().unwrap();
     assert!(!rows.is_empty());
@@ -274,6 +277,12 @@ fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
         assert!(table.contains(&verdict), "{verdict}");
     }
     assert!(table.contains("data-chart=\"compare-distribution\""));
+    // The Markdown: the same rows, one table line each.
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("| run |")).count(),
+        rows.len(),
+        "{md}"
+    );
     assert!(
         table.contains("A read") && table.contains("B read"),
         "both documents' lines"

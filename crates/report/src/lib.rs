@@ -29,7 +29,7 @@ pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use html::{compare_page, trend_page, Comparison, Html};
 pub use json::Json;
 pub use live::LiveLine;
-pub use markdown::Markdown;
+pub use markdown::{compare_markdown, Markdown};
 pub use output::{Output, OutputError};
 pub use terminal::Terminal;
 

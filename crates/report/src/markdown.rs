@@ -189,3 +189,54 @@ mod tests {
         assert_eq!(code("a`b"), "`` a`b ``");
     }
 }
+
+/// `stormark compare --markdown`: for each document against the baseline, its differences and
+/// the table of figures with deltas and verdicts.
+pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> String {
+    use stormark_stats::Verdict;
+    let mut out = format!(
+        "# stormark comparison\n\nBaseline (A): {}\n",
+        code(base_label)
+    );
+    for (i, c) in others.iter().enumerate() {
+        let tag = (b'B' + i as u8) as char;
+        let _ = writeln!(out, "\n## A against {tag}: {}\n", code(c.label));
+        for d in c.differences {
+            let _ = writeln!(out, "- **not alike**: {}", d.replace('\n', " "));
+        }
+        if !c.differences.is_empty() {
+            out.push('\n');
+        }
+        let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
+        let _ = writeln!(
+            out,
+            "{} worse, {} better, {} within noise or not significant, {} the same.\n",
+            count(Verdict::Worse),
+            count(Verdict::Better),
+            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Same)
+        );
+        out.push_str("| phase | op | figure | A | B | delta | p | verdict |\n|---|---|---|--:|--:|--:|--:|---|\n");
+        for r in c.rows {
+            let verdict = match r.verdict {
+                Verdict::Same => "same",
+                Verdict::Noise => "noise",
+                Verdict::NotSignificant => "not significant",
+                Verdict::Better => "**better**",
+                Verdict::Worse => "**worse**",
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {:+.1}% | {} | {verdict} |",
+                cell(&r.phase),
+                cell(&r.op),
+                crate::figure_label(&r.figure),
+                crate::format_figure(&r.figure, r.a),
+                crate::format_figure(&r.figure, r.b),
+                r.delta_pct,
+                r.p_value.map_or_else(|| "-".into(), |p| format!("{p:.3}"))
+            );
+        }
+    }
+    out
+}

@@ -631,6 +631,10 @@ pub struct CompareArgs {
     /// with deltas and verdicts, and the latency distributions drawn over each other.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write the comparison as Markdown (for a pull-request comment; - for standard
+    /// output).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
 }
 
 /// Options of `stormark report`.

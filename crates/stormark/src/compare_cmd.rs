@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use anyhow::Result;
-use stormark_report::{compare_page, compare_table, figure_label, Comparison, Output};
+use stormark_report::{
+    compare_markdown, compare_page, compare_table, figure_label, Comparison, Output,
+};
 use stormark_stats::{compare, differences, regressions, Results, Verdict, SCHEMA};
 
 use crate::cli::CompareArgs;
@@ -65,8 +67,20 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         Some(p) => Some(Output::check("--html", p, &inputs).map_err(|e| usage(e.to_string()))?),
         None => None,
     };
-    // With --json -, the document owns standard output and the tables go to stderr.
-    let to_stdout = !out.as_ref().is_some_and(Output::is_stdout);
+    let markdown = match &args.markdown {
+        Some(p) => Some(Output::check("--markdown", p, &inputs).map_err(|e| usage(e.to_string()))?),
+        None => None,
+    };
+    if out.as_ref().is_some_and(Output::is_stdout)
+        && markdown.as_ref().is_some_and(Output::is_stdout)
+    {
+        return Err(usage(
+            "--json - and --markdown -: only one of them can have standard output",
+        ));
+    }
+    // With --json - (or --markdown -), that owns standard output and the tables go to stderr.
+    let to_stdout = !out.as_ref().is_some_and(Output::is_stdout)
+        && !markdown.as_ref().is_some_and(Output::is_stdout);
     let say = |text: String| {
         if to_stdout {
             outln!("{text}");
@@ -136,19 +150,23 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         }));
         pages.push((k, rows, differ));
     }
+    let labels: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+    let comparisons: Vec<Comparison<'_>> = pages
+        .iter()
+        .map(|(i, rows, differences)| Comparison {
+            label: &labels[*i],
+            doc: &docs[*i],
+            rows,
+            differences,
+        })
+        .collect();
     if let (Some(out), Some(path)) = (&html, &args.html) {
-        let labels: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-        let comparisons: Vec<Comparison<'_>> = pages
-            .iter()
-            .map(|(i, rows, differences)| Comparison {
-                label: &labels[*i],
-                doc: &docs[*i],
-                rows,
-                differences,
-            })
-            .collect();
         out.write(compare_page(&labels[0], base, &comparisons).as_bytes())
             .map_err(|e| anyhow::anyhow!("--html {}: cannot write it: {e}", path.display()))?;
+    }
+    if let (Some(out), Some(path)) = (&markdown, &args.markdown) {
+        out.write(compare_markdown(&labels[0], &comparisons).as_bytes())
+            .map_err(|e| anyhow::anyhow!("--markdown {}: cannot write it: {e}", path.display()))?;
     }
     if let (Some(out), Some(path)) = (&out, &args.json) {
         let text = serde_json::to_string_pretty(&all).expect("rows serialize");
