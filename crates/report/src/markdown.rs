@@ -178,18 +178,6 @@ fn mesh_cell(pairs: &[MeshPair], i: usize, j: usize) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_and_code_survive_what_they_hold() {
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
-        assert_eq!(code("x"), "`x`");
-        assert_eq!(code("a`b"), "`` a`b ``");
-    }
-}
-
 /// `stormark compare --markdown`: for each document against the baseline, its differences and
 /// the table of figures with deltas and verdicts.
 pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> String {
@@ -239,4 +227,16 @@ pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> S
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_and_code_survive_what_they_hold() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+        assert_eq!(code("x"), "`x`");
+        assert_eq!(code("a`b"), "`` a`b ``");
+    }
 }
