@@ -908,3 +908,41 @@ fn mesh_mistakes_are_one_line_and_exit_2() {
         "{said}"
     );
 }
+
+#[test]
+fn a_clients_metrics_show_the_bytes_moving() {
+    use std::io::{Read, Write};
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let metrics = free_addr();
+    let mut child = Command::new(BIN)
+        .args(["net", "client", &server, "--time", "4s", "-q"])
+        .args(["--metrics-listen", &metrics])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(mut s) = std::net::TcpStream::connect(&metrics) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+            let mut text = String::new();
+            let _ = s.read_to_string(&mut text);
+            if let Some(v) = text.lines().find_map(|l| {
+                l.strip_prefix("stormark_bytes_total{op=\"send\"}")?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            }) {
+                seen.push(v);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    assert!(child.wait().unwrap().success());
+    seen.dedup();
+    assert!(
+        seen.len() >= 2 && seen.windows(2).all(|w| w[0] < w[1]),
+        "{seen:?}"
+    );
+}

@@ -409,3 +409,82 @@ fn metrics_listen_mistakes_are_exit_2_and_only_metrics_is_served() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+#[test]
+fn an_agents_metrics_count_exactly_what_its_host_did() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "metrics-test-token-0123456789\n").unwrap();
+    let free = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let (listen, metrics) = (free(), free());
+    let mut agent = std::process::Command::new(BIN)
+        .args(["agent", "--listen", &listen, "--token-file"])
+        .arg(&token)
+        .arg("--allow-path")
+        .arg(&allowed)
+        .arg("--state-dir")
+        .arg(dir.path().join("state"))
+        .args(["--metrics-listen", &metrics])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(&listen).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let json = dir.path().join("r.json");
+    let out = Bin(BIN).run(&[
+        "run",
+        allowed.to_str().unwrap(),
+        "--agents",
+        &listen,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--size",
+        "8m",
+        "--time",
+        "2s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let scraped = scrape(&metrics, "/metrics").unwrap_or_default();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let phase_ops = |name: &str, op: &str| -> f64 {
+        doc["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["name"] == name)
+            .map(|p| p["by_op"][op]["ops"].as_f64().unwrap_or(0.0))
+            .sum()
+    };
+    // Every read of the run, and every write of its preparation, counted by the agent.
+    assert_eq!(
+        sample(&scraped, "stormark_ops_total{op=\"read\"}"),
+        Some(phase_ops("run", "read")),
+        "{scraped}"
+    );
+    assert_eq!(
+        sample(&scraped, "stormark_ops_total{op=\"write\"}"),
+        Some(phase_ops("prepare", "write")),
+        "{scraped}"
+    );
+}

@@ -88,7 +88,14 @@ pub struct AgentConfig {
     pub tls: Option<(Vec<u8>, Vec<u8>)>,
     /// The journal of run directories created and not yet removed (`--state-dir`).
     pub journal: Option<crate::Journal>,
+    /// Told what this host's load did, each worker's second as it is sent (`--metrics-listen`):
+    /// per operation, completed, bytes and failed.
+    pub observer: Option<Observer>,
 }
+
+/// What an agent tells its observer: one worker's second, per operation (completed, bytes,
+/// failed).
+pub type Observer = std::sync::Arc<dyn Fn(&[(stormark_stats::Op, u64, u64, u64)]) + Send + Sync>;
 
 impl std::fmt::Debug for AgentConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,6 +106,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
             .field("journal", &self.journal)
+            .field("observer", &self.observer.as_ref().map(|_| "<set>"))
             .finish()
     }
 }
@@ -133,6 +141,7 @@ impl AgentConfig {
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
+            observer: None,
         })
     }
 
@@ -226,6 +235,7 @@ mod tests {
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
+            observer: None,
         };
         assert!(!format!("{cfg:?}").contains("s3cret"));
     }

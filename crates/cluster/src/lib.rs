@@ -38,7 +38,7 @@ pub use agent::{
     Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions, Validated,
 };
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
-pub use config::{AgentConfig, ConfigError};
+pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{Journal, LocalAgent, MANIFEST};

@@ -156,6 +156,7 @@ impl AgentService {
             return Err(Status::aborted(TERMINATED));
         }
         let terminating = self.terminating.clone();
+        let observer = self.cfg.observer.clone();
         let (tx, rx) = mpsc::channel::<Result<pb::Event, Status>>(256);
         // A tick every second, whatever the engine is doing (creating large files, say), so
         // the coordinator can tell a busy agent from a dead one.
@@ -185,6 +186,19 @@ impl AgentService {
                 }
             };
             let result = phase(&mut agent, &mut |e| {
+                if let (Some(observe), AgentEvent::Interval { second, .. }) = (&observer, &e) {
+                    let counts: Vec<_> = match second {
+                        Second::Whole(snap) => snap
+                            .ops()
+                            .map(|(op, r)| (op, r.ops, r.bytes, r.errors))
+                            .collect(),
+                        Second::Parts(ops, _) => ops
+                            .iter()
+                            .map(|(op, r)| (*op, r.ops, r.bytes, r.errors))
+                            .collect(),
+                    };
+                    observe(&counts);
+                }
                 let kind = match e {
                     AgentEvent::Started { at } => event::Kind::StartedUnixNs(unix_ns(at)),
                     AgentEvent::Interval {

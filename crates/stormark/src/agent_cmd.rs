@@ -17,6 +17,10 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
             _ => Ok(c),
         });
     let mut cfg = cfg.map_err(|e| usage(e.to_string()))?;
+    if let Some(addr) = args.metrics_listen {
+        let metrics = crate::metrics::LiveMetrics::serve(addr)?;
+        cfg.observer = Some(std::sync::Arc::new(move |counts| metrics.counts(counts)));
+    }
     match Journal::open(&args.state_dir) {
         Ok((j, recovered)) => {
             for note in recovered {

@@ -186,6 +186,9 @@ pub struct NetClientArgs {
     /// The server's token, when it was started with --token-file.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Serve the live figures for Prometheus at http://ADDR/metrics while the test lasts.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// One test per stream count, such as 1,2,4,8: throughput against streams, to find the
     /// count that fills the link (each a phase of the results; --streams is ignored).
     #[arg(long, value_name = "LIST", conflicts_with = "streams")]
@@ -688,6 +691,10 @@ pub struct AgentArgs {
     /// The certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serve this host's load for Prometheus at http://ADDR/metrics (counters of operations,
+    /// bytes and failures per operation, for as long as the agent runs).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Options of `stormark probe`.

@@ -157,6 +157,40 @@ impl LiveMetrics {
         }
     }
 
+    /// An agent's worker-second: counters only (rates come from Prometheus' `rate()`).
+    pub fn counts(&self, counts: &[(stormark_stats::Op, u64, u64, u64)]) {
+        for &(op, ops, bytes, errors) in counts {
+            if ops + bytes + errors == 0 {
+                continue;
+            }
+            let l = OpLabels {
+                op: op.name().to_string(),
+            };
+            self.ops.get_or_create(&l).inc_by(ops);
+            self.bytes.get_or_create(&l).inc_by(bytes);
+            self.errors.get_or_create(&l).inc_by(errors);
+        }
+    }
+
+    /// A `stormark net` second: each stream's snapshot, merged.
+    pub fn snapshots(&self, t: u32, snaps: &[stormark_stats::Snapshot]) {
+        let mut all = stormark_stats::Snapshot::new();
+        for s in snaps {
+            all += s;
+        }
+        let second = 1_000_000_000;
+        self.second(&Interval {
+            t_s: t,
+            duration_ns: second,
+            total: Summary::of(&all.total(), second),
+            by_op: all
+                .ops()
+                .filter(|(_, r)| r.ops + r.bytes + r.errors > 0)
+                .map(|(op, r)| (op.name().to_string(), Summary::of(r, second)))
+                .collect(),
+        });
+    }
+
     fn op_second(&self, op: &str, s: &Summary) {
         let l = OpLabels { op: op.to_string() };
         self.ops.get_or_create(&l).inc_by(s.ops);

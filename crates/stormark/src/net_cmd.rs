@@ -235,6 +235,10 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     };
     let html = crate::net_cmd::html_output(args.html.as_deref())?;
     opts.stop = ctrl_c()?;
+    let metrics = args
+        .metrics_listen
+        .map(crate::metrics::LiveMetrics::serve)
+        .transpose()?;
     // With `--json -` the document alone goes to standard output; what people read, to
     // standard error.
     let to_stdout = matches!(json, Some(Output::Stdout));
@@ -283,7 +287,17 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         if sweeping && !quiet {
             eprintln!("{n} stream{}:", if n == 1 { "" } else { "s" });
         }
+        if let Some(m) = &metrics {
+            m.phase(&if sweeping {
+                format!("sweep:streams={n}")
+            } else {
+                "run".to_string()
+            });
+        }
         let outcome = stormark_net::run(&opts, &mut |t, snaps| {
+            if let Some(m) = &metrics {
+                m.snapshots(t, snaps);
+            }
             if !quiet {
                 eprintln!("{}", second_line(t, snaps));
             }
