@@ -734,6 +734,38 @@ fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_
         .find(|f| f["code"] == "net-mtu-mismatch")
         .unwrap_or_else(|| panic!("the MTU mismatch not flagged: {findings}"));
     assert_eq!(mtu["evidence"]["hosts"]["9000"][0], a[2].as_str(), "{mtu}");
+    // The path MTU, probed with DF set: what host 2 sends at 9000 bytes is dropped on the way
+    // to the 1500-byte hosts; every other path carries its sender's 1500.
+    for (from, to, want) in [
+        (2, 0, 1500),
+        (2, 1, 1500),
+        (0, 1, 1500),
+        (0, 2, 1500),
+        (1, 2, 1500),
+    ] {
+        let p = mesh_pair(&mesh["alone"], from, to);
+        assert_eq!(p["path_mtu"].as_u64(), Some(want), "{from} -> {to}: {p}");
+    }
+    let path = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "net-path-mtu")
+        .unwrap_or_else(|| panic!("the path MTU not flagged: {findings}"));
+    let pairs: Vec<&str> = path["evidence"]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pair"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            format!("{} -> {}", a[2], a[0]),
+            format!("{} -> {}", a[2], a[1])
+        ],
+        "{path}"
+    );
     // At 200 Mbit/s neither end's thread is near a whole CPU; each stream's CPU is known.
     for to in [1, 2] {
         let s = &mesh_pair(&mesh["alone"], 0, to)["streams"][0];

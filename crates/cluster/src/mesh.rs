@@ -122,6 +122,51 @@ pub(crate) fn test_options(
     })
 }
 
+/// This host's interface toward `server` (the one a packet to it leaves by), its MTU and
+/// rated speed, when known.
+fn interface_toward(
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+) -> (Option<String>, Option<u32>, Option<u64>) {
+    let any: IpAddr = match (bind, server.is_ipv4()) {
+        (Some(ip), _) => ip,
+        (None, true) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        (None, false) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let local = std::net::UdpSocket::bind((any, 0))
+        .and_then(|s| s.connect(server).and_then(|()| s.local_addr()))
+        .ok();
+    let interface = local.and_then(|a| stormark_net::interface_of(a.ip()));
+    let link = interface.as_ref().and_then(|name| {
+        stormark_probe::Inventory::collect()
+            .net_interfaces
+            .into_iter()
+            .find(|i| &i.name == name)
+    });
+    (
+        interface,
+        link.as_ref().and_then(|l| l.mtu),
+        link.as_ref().and_then(|l| l.speed_mbps),
+    )
+}
+
+/// Probes the path MTU to `opts.server`, up to this host's interface MTU toward it.
+pub(crate) fn probe(opts: &ClientOptions) -> pb::NetResult {
+    let (interface, mtu, link_mbps) = interface_toward(opts.server, opts.bind);
+    let (path_mtu, failure) = match stormark_net::probe_mtu(opts, mtu.unwrap_or(1500)) {
+        Ok(found) => (found, String::new()),
+        Err(e) => (None, e.to_string()),
+    };
+    pb::NetResult {
+        interface,
+        mtu,
+        link_mbps,
+        path_mtu,
+        failure,
+        ..Default::default()
+    }
+}
+
 /// Runs one test; `second` gets each second's bytes as the receiver counted them.
 pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::NetResult {
     let outcome = stormark_net::run(opts, &mut |_, snaps| {
@@ -171,6 +216,7 @@ pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::Net
         link_mbps: link.as_ref().and_then(|l| l.speed_mbps),
         failure: String::new(),
         interrupted: o.interrupted,
+        path_mtu: None,
     }
 }
 
@@ -237,6 +283,7 @@ pub fn mesh(
         time_ms: opts.time.as_millis() as u64,
         msg_size: opts.msg_size,
         bind: ips[i].to_string(),
+        mode: String::new(),
     };
     let mut hosts: Vec<MeshHost> = agents
         .iter()
@@ -269,6 +316,17 @@ pub fn mesh(
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
+        // The path MTU first: a second or two, before the pair's throughput.
+        let path_mtu = match not_run(&gone, i, j) {
+            Some(_) => None,
+            None => agents[i]
+                .net_test(pb::NetTestRequest {
+                    mode: "pmtu".into(),
+                    ..request(i, j)
+                })
+                .ok()
+                .and_then(|r| r.path_mtu),
+        };
         let result = not_run(&gone, i, j).unwrap_or_else(|| {
             let r = agents[i].net_test(request(i, j));
             if r.is_err() {
@@ -276,7 +334,8 @@ pub fn mesh(
             }
             r
         });
-        let pair = pair_of(i, j, &agents[j], result, &mut hosts[i]);
+        let mut pair = pair_of(i, j, &agents[j], result, &mut hosts[i]);
+        pair.path_mtu = path_mtu;
         on(MeshEvent::Pair(true, &pair));
         alone.push(pair);
     }

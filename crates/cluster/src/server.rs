@@ -519,12 +519,17 @@ impl AgentRpc for AgentService {
         let req = req.into_inner();
         let (stop, _) = self.session(&req.session)?;
         let opts = crate::mesh::test_options(&req, stop)?;
+        let probe = req.mode == "pmtu";
         let (tx, rx) = mpsc::channel(16);
         tokio::task::spawn_blocking(move || {
             let event = |kind| Ok(pb::NetEvent { kind: Some(kind) });
-            let result = crate::mesh::test(&opts, &mut |bytes| {
-                let _ = tx.blocking_send(event(pb::net_event::Kind::Second(bytes)));
-            });
+            let result = if probe {
+                crate::mesh::probe(&opts)
+            } else {
+                crate::mesh::test(&opts, &mut |bytes| {
+                    let _ = tx.blocking_send(event(pb::net_event::Kind::Second(bytes)));
+                })
+            };
             let _ = tx.blocking_send(event(pb::net_event::Kind::Result(result)));
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

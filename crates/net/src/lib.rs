@@ -16,7 +16,7 @@ mod proto;
 mod server;
 mod tcpinfo;
 
-pub use client::{run, ClientOptions, Outcome};
+pub use client::{probe_mtu, run, ClientOptions, Outcome};
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
 pub use tcpinfo::{interface_of, tcp_info, thread_cpu_ns, TcpInfo};

@@ -24,6 +24,9 @@ pub enum Mode {
     Throughput,
     /// Request/response round trips of one message size.
     Rtt,
+    /// The path MTU: the server echoes the head of the session's UDP datagrams, which the
+    /// client sends with DF set at decreasing sizes, until the client says it is done.
+    Pmtu,
 }
 
 /// The client's request, the first line of the control connection. `Debug` never shows the

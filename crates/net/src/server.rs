@@ -198,6 +198,9 @@ fn session(
     if hello.udp {
         return udp_session(conn, hello, addr);
     }
+    if hello.mode == Mode::Pmtu {
+        return pmtu_echo(conn, hello, addr);
+    }
     let n = hello.streams as usize * if hello.bidir { 2 } else { 1 };
     {
         let mut pending = shared.pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -277,6 +280,7 @@ fn session(
         (Mode::Throughput, false) => receive(conn, streams, epoch)?,
         (Mode::Throughput, true) => send(streams, epoch, time, hello.msg_size as usize),
         (Mode::Rtt, _) => echo(streams, epoch, hello.msg_size as usize),
+        (Mode::Pmtu, _) => unreachable!("answered before any stream joins"),
     };
     let total: u64 = match &end {
         ServerLine::End { bytes, .. } => bytes.iter().sum(),
@@ -513,6 +517,47 @@ fn udp_session(conn: &mut TcpStream, hello: &Hello, addr: SocketAddr) -> std::io
         "session of {n} UDP stream{}, {total} datagrams",
         if n == 1 { "" } else { "s" }
     ))
+}
+
+/// A path-MTU probe: echoes the first 16 bytes of each of the session's datagrams (token and
+/// size) to their sender, until the client's closing datagram (size 0) or the session's time.
+fn pmtu_echo(conn: &mut TcpStream, hello: &Hello, addr: SocketAddr) -> std::io::Result<String> {
+    let socket = match UdpSocket::bind(addr) {
+        Ok(s) => s,
+        Err(e) => return refuse(conn, &format!("cannot receive UDP on {addr}: {e}")),
+    };
+    socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+    say(conn, &ServerLine::Accepted)?;
+    say(conn, &ServerLine::Started)?;
+    let epoch = Instant::now();
+    let want = token(&hello.nonce);
+    let until = Duration::from_millis(hello.time_ms.min(30_000));
+    let mut buf = vec![0u8; 65_536];
+    let mut echoed = 0u64;
+    while epoch.elapsed() < until {
+        let Ok((len, from)) = socket.recv_from(&mut buf) else {
+            continue;
+        };
+        if len < 16 || u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")) != want {
+            continue; // not this session's
+        }
+        if u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes")) == 0 {
+            break; // the client is done
+        }
+        let _ = socket.send_to(&buf[..16], from);
+        echoed += 1;
+    }
+    say(
+        conn,
+        &ServerLine::End {
+            bytes: vec![echoed],
+            duration_ns: epoch.elapsed().as_nanos() as u64,
+            tcp: Vec::new(),
+            udp: Vec::new(),
+            cpu_ns: Vec::new(),
+        },
+    )?;
+    Ok(format!("path MTU probe, {echoed} datagrams echoed"))
 }
 
 #[cfg(test)]

@@ -184,6 +184,38 @@ fn mesh_findings(m: &MeshReport, out: &mut Vec<Finding>) {
         .collect();
     cpu_bound(&streams, out);
     mesh_mtu(m, &name, out);
+    path_mtu(m, &name, out);
+}
+
+/// Pairs whose path carries smaller packets than the sender's interface sends: a hop (or the
+/// receiver) drops larger frames without a word, which TCP hides and UDP does not.
+fn path_mtu(m: &MeshReport, name: &dyn Fn(u32) -> String, out: &mut Vec<Finding>) {
+    let small: Vec<(String, u32, u32)> = m
+        .alone
+        .iter()
+        .filter_map(|p| {
+            let sender = m.hosts.get(p.from as usize)?.mtu?;
+            let path = p.path_mtu?;
+            (path < sender).then(|| (format!("{} -> {}", name(p.from), name(p.to)), path, sender))
+        })
+        .collect();
+    if small.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = small
+        .iter()
+        .map(|(pair, path, mtu)| format!("{pair} carries {path} of {mtu} bytes"))
+        .collect();
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-path-mtu".into(),
+        message: format!(
+            "packets larger than the path carries are dropped on the way: {} (probed with DF set)",
+            listed.join(", ")
+        ),
+        evidence: json!({"pairs": small.iter().map(|(pair, path, mtu)| json!({"pair": pair, "path_mtu": path, "sender_mtu": mtu})).collect::<Vec<_>>()}),
+        advice: "A hop between these hosts (a switch port, a router, a tunnel, or the receiver itself) has a smaller MTU than the sender: its larger frames vanish without an error. TCP copes by announcing smaller segments; UDP, NFS over UDP, iSCSI/RDMA and VXLAN do not. Make the MTU the same end to end (and the switches' at least as large).".into(),
+    });
 }
 
 /// Pairs of one matrix below [`PAIR_SHARE`] of its median pair.

@@ -195,6 +195,10 @@ pub struct MeshPair {
     pub seconds: Vec<u64>,
     /// Each stream as its ends saw it (the sender's TCP_INFO).
     pub streams: Vec<NetStream>,
+    /// The largest IP packet that reaches the receiver and comes back (UDP with DF set, up
+    /// to the sender's interface MTU), bytes; pairs alone only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u32>,
     /// Why the test failed, with the host named; absent when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,

@@ -265,6 +265,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         }
         (Mode::Throughput, false) => format!("throughput to {}", opts.server),
         (Mode::Throughput, true) => format!("throughput from {}", opts.server),
+        (Mode::Pmtu, _) => format!("the path MTU to {}", opts.server),
     };
     if !quiet {
         eprintln!(

@@ -280,9 +280,12 @@ fn pair_line(names: &[String], p: &MeshPair) -> String {
     match &p.failure {
         Some(why) => format!("{from} -> {to}: failed: {why}"),
         None => format!(
-            "{from} -> {to}: {:.3} Gbit/s, {} retransmits",
+            "{from} -> {to}: {:.3} Gbit/s, {} retransmits{}",
             p.bits_per_s / 1e9,
-            p.retransmits()
+            p.retransmits(),
+            p.path_mtu
+                .map(|m| format!(", path MTU {m}"))
+                .unwrap_or_default()
         ),
     }
 }
