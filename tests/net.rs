@@ -585,19 +585,7 @@ fn agents(c: &mut NetCluster, dir: &stormark_testkit::TempDir) -> String {
             &dir.path().join(format!("agent{i}.log")),
         )
         .expect("starting an agent");
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect_timeout(
-            &listen.parse().unwrap(),
-            Duration::from_millis(200),
-        )
-        .is_err()
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "agent {i} did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
         list.push(listen);
     }
     list.join(",")

@@ -434,14 +434,7 @@ fn an_agents_metrics_count_exactly_what_its_host_did() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(&listen).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent did not listen"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    stormark_testkit::wait_listening(&listen, "the agent");
     let json = dir.path().join("r.json");
     let out = Bin(BIN).run(&[
         "run",

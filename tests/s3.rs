@@ -423,19 +423,7 @@ fn two_agents_run_their_share_against_one_server_merged_exactly() {
             &log,
         )
         .expect("starting an agent");
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect_timeout(
-            &listen.parse().unwrap(),
-            Duration::from_millis(200),
-        )
-        .is_err()
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "agent {i} did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
         agents.push(listen);
     }
     let list = agents.join(",");

@@ -116,39 +116,45 @@ pub fn line_chart(c: &LineChart<'_>) -> Option<String> {
             .x_label_area_size(40)
             .y_label_area_size(72);
         if c.log_x {
-            let mut chart = builder
+            let chart = builder
                 .build_cartesian_2d((x0.max(1e-9)..x1).log_scale(), 0f64..y1)
                 .ok()?;
-            chart
-                .configure_mesh()
-                .x_desc(c.x_desc)
-                .y_desc(c.y_desc)
-                .x_label_formatter(&|v| (c.x_fmt)(*v))
-                .y_label_formatter(&|v| (c.y_fmt)(*v))
-                .bold_line_style(RGBColor(222, 226, 230))
-                .light_line_style(RGBColor(246, 247, 248))
-                .max_light_lines(2)
-                .draw()
-                .ok()?;
-            draw_lines(&mut chart, c, x0, x1)?;
+            axes_and_lines(chart, c, x0, x1)?;
         } else {
-            let mut chart = builder.build_cartesian_2d(x0..x1, 0f64..y1).ok()?;
-            chart
-                .configure_mesh()
-                .x_desc(c.x_desc)
-                .y_desc(c.y_desc)
-                .x_label_formatter(&|v| (c.x_fmt)(*v))
-                .y_label_formatter(&|v| (c.y_fmt)(*v))
-                .bold_line_style(RGBColor(222, 226, 230))
-                .light_line_style(RGBColor(246, 247, 248))
-                .max_light_lines(2)
-                .draw()
-                .ok()?;
-            draw_lines(&mut chart, c, x0, x1)?;
+            let chart = builder.build_cartesian_2d(x0..x1, 0f64..y1).ok()?;
+            axes_and_lines(chart, c, x0, x1)?;
         }
         root.present().ok()?;
     }
     Some(svg)
+}
+
+/// The axes, grid and lines of a chart whose x axis is linear or logarithmic.
+fn axes_and_lines<'a, X>(
+    mut chart: ChartContext<
+        'a,
+        SVGBackend<'a>,
+        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
+    >,
+    c: &LineChart<'_>,
+    x0: f64,
+    x1: f64,
+) -> Option<()>
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(c.x_desc)
+        .y_desc(c.y_desc)
+        .x_label_formatter(&|v| (c.x_fmt)(*v))
+        .y_label_formatter(&|v| (c.y_fmt)(*v))
+        .bold_line_style(RGBColor(222, 226, 230))
+        .light_line_style(RGBColor(246, 247, 248))
+        .max_light_lines(2)
+        .draw()
+        .ok()?;
+    draw_lines(&mut chart, c, x0, x1)
 }
 
 fn draw_lines<'a, X>(

@@ -81,33 +81,53 @@ pub(crate) fn html_output(path: Option<&std::path::Path>) -> Result<Option<Outpu
     }
 }
 
+/// `--streams`: 1 to the protocol's limit.
+pub(crate) fn parse_streams(text: &str) -> Result<u32> {
+    let (max, _, _) = LIMITS;
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            usage(format!(
+                "--streams {text}: expected a whole number from 1 to {max}"
+            ))
+        })
+}
+
+/// `--time`: 1 ms to the protocol's limit.
+pub(crate) fn parse_time(text: &str) -> Result<std::time::Duration> {
+    let (_, _, max_secs) = LIMITS;
+    parse_duration(text)
+        .filter(|t| !t.is_zero() && t.as_secs() <= max_secs)
+        .ok_or_else(|| {
+            usage(format!(
+                "--time {text}: expected a duration from 1ms to 24h, such as 10s or 2m"
+            ))
+        })
+}
+
+/// `--msg-size` of TCP: 1 byte to the protocol's limit.
+pub(crate) fn parse_msg_size(text: &str) -> Result<u32> {
+    let (_, max, _) = LIMITS;
+    parse_size(text)
+        .filter(|s| (1..=u64::from(max)).contains(s))
+        .map(|s| s as u32)
+        .ok_or_else(|| {
+            usage(format!(
+                "--msg-size {text}: expected a size from 1 byte to 16m, such as 64 or 128k"
+            ))
+        })
+}
+
 /// The options, checked before anything connects.
 fn options(args: &NetClientArgs) -> Result<ClientOptions> {
-    let (max_streams, max_msg, max_secs) = LIMITS;
     let mode = match args.mode.as_str() {
         "throughput" | "bw" => Mode::Throughput,
         "rtt" | "latency" | "pingpong" => Mode::Rtt,
         other => return Err(usage(format!("--mode {other}: expected throughput or rtt"))),
     };
-    let streams = args
-        .streams
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=max_streams).contains(n))
-        .ok_or_else(|| {
-            usage(format!(
-                "--streams {}: expected a whole number from 1 to {max_streams}",
-                args.streams
-            ))
-        })?;
-    let time = parse_duration(&args.time)
-        .filter(|t| !t.is_zero() && t.as_secs() <= max_secs)
-        .ok_or_else(|| {
-            usage(format!(
-                "--time {}: expected a duration from 1ms to 24h, such as 10s or 2m",
-                args.time
-            ))
-        })?;
+    let streams = parse_streams(&args.streams)?;
+    let time = parse_time(&args.time)?;
     if args.udp && mode == Mode::Rtt {
         return Err(usage(
             "--udp measures throughput; round trips (--mode rtt) run over TCP",
@@ -142,13 +162,7 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
         // Large writes: fewer system calls per byte (on loopback 1 MiB moves ~1.5x what
         // 128 KiB does; docs/performance.md).
         None => 1 << 20,
-        Some(text) => parse_size(text)
-            .filter(|s| (1..=u64::from(max_msg)).contains(s))
-            .ok_or_else(|| {
-                usage(format!(
-                    "--msg-size {text}: expected a size from 1 byte to 16m, such as 64 or 128k"
-                ))
-            })? as u32,
+        Some(text) => parse_msg_size(text)?,
     };
     if args.reverse && mode == Mode::Rtt {
         return Err(usage(

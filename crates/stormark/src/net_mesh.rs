@@ -8,10 +8,8 @@ use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
 use stormark_cluster::{Agent, Fleet, MeshEvent, MeshOptions, TargetOptions};
-use stormark_net::LIMITS;
 use stormark_plan::{hosts, HostsOptions};
 use stormark_report::{Json, Output, Render};
-use stormark_spec::{parse_duration, parse_size};
 use stormark_stats::{MeshPair, MeshReport, Results, RunStatus, Severity};
 
 use crate::cli::NetMeshArgs;
@@ -28,35 +26,11 @@ fn options(args: &NetMeshArgs) -> Result<MeshOptions> {
             args.mode
         )));
     }
-    let (max_streams, max_msg, max_secs) = LIMITS;
-    let streams = args
-        .streams
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=max_streams).contains(n))
-        .ok_or_else(|| {
-            usage(format!(
-                "--streams {}: expected a whole number from 1 to {max_streams}",
-                args.streams
-            ))
-        })?;
-    let time = parse_duration(&args.time)
-        .filter(|t| t.as_millis() >= 1 && t.as_secs() <= max_secs)
-        .ok_or_else(|| {
-            usage(format!(
-                "--time {}: expected a duration from 1ms to 24h, such as 10s or 2m",
-                args.time
-            ))
-        })?;
+    let streams = crate::net_cmd::parse_streams(&args.streams)?;
+    let time = crate::net_cmd::parse_time(&args.time)?;
     let msg_size = match &args.msg_size {
         None => 1 << 20,
-        Some(text) => parse_size(text)
-            .filter(|s| (1..=u64::from(max_msg)).contains(s))
-            .ok_or_else(|| {
-                usage(format!(
-                    "--msg-size {text}: expected a size from 1 byte to 16m, such as 128k"
-                ))
-            })? as u32,
+        Some(text) => crate::net_cmd::parse_msg_size(text)?,
     };
     Ok(MeshOptions {
         streams,

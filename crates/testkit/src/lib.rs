@@ -41,6 +41,22 @@ extern "C" {
     fn libc_geteuid() -> u32;
 }
 
+/// Waits until something accepts TCP connections at `addr` (`IP:PORT`), at most 20 s; fails
+/// the test naming `what` otherwise.
+pub fn wait_listening(addr: &str, what: &str) {
+    let target: std::net::SocketAddr = addr.parse().expect("an IP:PORT");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect_timeout(&target, std::time::Duration::from_millis(200))
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not listen on {addr} within 20 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Whether `tool` runs; prints why a test skips when not.
 pub fn require_tool(test: &str, tool: &str) -> bool {
     let ok = Command::new(tool).arg("--version").output().is_ok()
