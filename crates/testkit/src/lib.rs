@@ -346,8 +346,22 @@ impl NetCluster {
     /// `ip`, no netns support).
     pub fn new(hosts: usize) -> Result<NetCluster, String> {
         let seq = CLUSTER_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // Short, unique names: interface names are limited to 15 characters.
-        let id = (std::process::id() % 10_000) * 10 + seq % 10;
+        // Short, unique names: interface names are limited to 15 characters. Another test
+        // process (or one that died and left its bridge) may hold the first choice: the next
+        // is tried then.
+        let mut id = (std::process::id() % 10_000) * 10 + seq % 10;
+        for _ in 0..8 {
+            let taken = Command::new("ip")
+                .args(["link", "show", &format!("smb{id}")])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !taken {
+                break;
+            }
+            id = (id + 37_501) % 100_000;
+        }
         let bridge = format!("smb{id}");
         let subnet = format!("10.{}.{}", 100 + (id / 250) % 150, id % 250);
         let mut c = NetCluster {
