@@ -722,6 +722,15 @@ fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_
         .find(|f| f["code"] == "net-mtu-mismatch")
         .unwrap_or_else(|| panic!("the MTU mismatch not flagged: {findings}"));
     assert_eq!(mtu["evidence"]["hosts"]["9000"][0], a[2].as_str(), "{mtu}");
+    // A second of 64-byte round trips per pair alone: known, and short on veth links.
+    for p in mesh["alone"].as_array().unwrap() {
+        let (p50, p99) = (p["rtt_p50_ns"].as_u64(), p["rtt_p99_ns"].as_u64());
+        assert!(
+            p50.is_some_and(|v| v > 0 && v < 10_000_000) && p99 >= p50,
+            "round trips of {p}"
+        );
+    }
+    assert!(said.contains("round trips of 64 bytes"), "{said}");
     // The path MTU, probed with DF set: what host 2 sends at 9000 bytes is dropped on the way
     // to the 1500-byte hosts; every other path carries its sender's 1500.
     for (from, to, want) in [

@@ -107,7 +107,11 @@ pub(crate) fn test_options(
         .filter(|ip| std::net::UdpSocket::bind((*ip, 0)).is_ok());
     Ok(ClientOptions {
         server,
-        mode: Mode::Throughput,
+        mode: if req.mode == "rtt" {
+            Mode::Rtt
+        } else {
+            Mode::Throughput
+        },
         streams: req.streams,
         time: Duration::from_millis(req.time_ms),
         reverse: false,
@@ -181,6 +185,21 @@ pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::Net
             }
         }
     };
+    // Round trips: their count and percentiles over every second and stream.
+    let mut rtt = stormark_stats::Snapshot::new();
+    for s in o.seconds.iter().flatten() {
+        rtt += s;
+    }
+    let rtt = rtt.op(stormark_stats::Op::Rtt);
+    let (round_trips, rtt_p50_ns, rtt_p99_ns) = if rtt.ops > 0 {
+        (
+            rtt.ops,
+            Some(rtt.hist.value_at_quantile(0.5)),
+            Some(rtt.hist.value_at_quantile(0.99)),
+        )
+    } else {
+        (0, None, None)
+    };
     let interface = o.local.and_then(|a| stormark_net::interface_of(a.ip()));
     let link = interface.as_ref().and_then(|name| {
         stormark_probe::Inventory::collect()
@@ -217,6 +236,9 @@ pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::Net
         failure: String::new(),
         interrupted: o.interrupted,
         path_mtu: None,
+        round_trips,
+        rtt_p50_ns,
+        rtt_p99_ns,
     }
 }
 
@@ -334,8 +356,24 @@ pub fn mesh(
             }
             r
         });
+        // Then a second of 64-byte round trips on one connection: the pair's latency alone.
+        let rtt = match not_run(&gone, i, j) {
+            Some(_) => None,
+            None => agents[i]
+                .net_test(pb::NetTestRequest {
+                    mode: "rtt".into(),
+                    streams: 1,
+                    msg_size: 64,
+                    time_ms: 1000,
+                    ..request(i, j)
+                })
+                .ok()
+                .filter(|r| r.failure.is_empty()),
+        };
         let mut pair = pair_of(i, j, &agents[j], result, &mut hosts[i]);
         pair.path_mtu = path_mtu;
+        pair.rtt_p50_ns = rtt.as_ref().and_then(|r| r.rtt_p50_ns);
+        pair.rtt_p99_ns = rtt.as_ref().and_then(|r| r.rtt_p99_ns);
         on(MeshEvent::Pair(true, &pair));
         alone.push(pair);
     }

@@ -732,6 +732,30 @@ fn mesh(o: &mut String, r: &Results) {
         }
         o.push_str("</tbody></table>");
     }
+    if m.alone.iter().any(|p| p.rtt_p50_ns.is_some()) {
+        o.push_str(
+            "<h3>Round trips of 64 bytes, each pair alone: p50 / p99</h3><table><thead><tr><th>from \\ to</th>",
+        );
+        for h in &m.hosts {
+            let _ = write!(o, "<th class=\"n\">{}</th>", esc(&h.ip));
+        }
+        o.push_str("</tr></thead><tbody>");
+        for (i, from) in m.hosts.iter().enumerate() {
+            let _ = write!(o, "<tr><th>{}</th>", esc(&from.ip));
+            for j in 0..m.hosts.len() {
+                let cell = m
+                    .alone
+                    .iter()
+                    .find(|p| i != j && p.from as usize == i && p.to as usize == j)
+                    .and_then(|p| Some((p.rtt_p50_ns?, p.rtt_p99_ns?)))
+                    .map(|(a, b)| format!("{} / {}", format_latency(a), format_latency(b)))
+                    .unwrap_or_default();
+                let _ = write!(o, "<td class=\"n\">{cell}</td>");
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</tbody></table>");
+    }
     o.push_str("</section>\n");
 }
 

@@ -199,6 +199,12 @@ pub struct MeshPair {
     /// to the sender's interface MTU), bytes; pairs alone only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_mtu: Option<u32>,
+    /// Pairs alone: the median and 99th percentile of a second of 64-byte round trips, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_p50_ns: Option<u64>,
+    /// See `rtt_p50_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_p99_ns: Option<u64>,
     /// Why the test failed, with the host named; absent when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,

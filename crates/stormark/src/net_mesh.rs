@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{Context, Result};
 use stormark_cluster::{Agent, Fleet, MeshEvent, MeshOptions, TargetOptions};
 use stormark_plan::{hosts, HostsOptions};
-use stormark_report::{Json, Output, Render};
+use stormark_report::{format_latency, Json, Output, Render};
 use stormark_stats::{MeshPair, MeshReport, Results, RunStatus, Severity};
 
 use crate::cli::NetMeshArgs;
@@ -254,11 +254,14 @@ fn pair_line(names: &[String], p: &MeshPair) -> String {
     match &p.failure {
         Some(why) => format!("{from} -> {to}: failed: {why}"),
         None => format!(
-            "{from} -> {to}: {:.3} Gbit/s, {} retransmits{}",
+            "{from} -> {to}: {:.3} Gbit/s, {} retransmits{}{}",
             p.bits_per_s / 1e9,
             p.retransmits(),
             p.path_mtu
                 .map(|m| format!(", path MTU {m}"))
+                .unwrap_or_default(),
+            p.rtt_p50_ns
+                .map(|n| format!(", round trip p50 {}", format_latency(n)))
                 .unwrap_or_default()
         ),
     }
@@ -268,7 +271,7 @@ fn pair_line(names: &[String], p: &MeshPair) -> String {
 fn matrices(names: &[String], mesh: &MeshReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let width = names.iter().map(String::len).max().unwrap_or(4).max(14);
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(18);
     for (title, pairs) in [
         ("each pair alone", &mesh.alone),
         ("all pairs at once", &mesh.loaded),
@@ -306,6 +309,38 @@ fn matrices(names: &[String], mesh: &MeshReport) -> String {
             if title.starts_with("all") {
                 let _ = writeln!(out, "  in total {:.3} Gbit/s", total / 1e9);
             }
+        }
+    }
+    if mesh.alone.iter().any(|p| p.rtt_p50_ns.is_some()) {
+        let _ = writeln!(
+            out,
+            "round trips of 64 bytes, each pair alone: p50 / p99, from the row's host to the column's"
+        );
+        let _ = write!(out, "{:>width$}", "from \\ to");
+        for n in names {
+            let _ = write!(out, "  {n:>width$}");
+        }
+        out.push('\n');
+        for (i, from) in names.iter().enumerate() {
+            let _ = write!(out, "{from:>width$}");
+            for j in 0..names.len() {
+                let cell = match mesh
+                    .alone
+                    .iter()
+                    .find(|p| p.from as usize == i && p.to as usize == j)
+                {
+                    _ if i == j => "-".to_string(),
+                    Some(p) => match (p.rtt_p50_ns, p.rtt_p99_ns) {
+                        (Some(a), Some(b)) => {
+                            format!("{} / {}", format_latency(a), format_latency(b))
+                        }
+                        _ => String::new(),
+                    },
+                    None => String::new(),
+                };
+                let _ = write!(out, "  {cell:>width$}");
+            }
+            out.push('\n');
         }
     }
     for h in &mesh.hosts {
