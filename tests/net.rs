@@ -426,6 +426,27 @@ fn mtus_that_differ_between_two_hosts_are_flagged() {
         "{}",
         doc["net"]
     );
+    // The path MTU, probed with DF set: the client's 9000-byte frames do not arrive, 1500 do.
+    let json = dir.path().join("pmtu.json");
+    let out = c.run_in(
+        1,
+        BIN,
+        &[
+            "net",
+            "client",
+            &server,
+            "--mode",
+            "pmtu",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let doc = read_json(&json);
+    assert_eq!(doc["net"]["path_mtu"].as_u64(), Some(1500), "{said}");
+    assert_eq!(doc["net"]["mtu"].as_u64(), Some(9000), "{said}");
+    assert!(said.contains("less than"), "{said}");
 }
 
 #[test]

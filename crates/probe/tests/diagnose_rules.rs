@@ -413,6 +413,7 @@ fn network_tests_say_loss_mtu_mismatch_and_a_slow_link() {
             interface: Some("eth0".into()),
             link_mbps: link,
             mtu: Some(pmtu),
+            path_mtu: None,
             streams: vec![stormark_stats::NetStream {
                 bytes: 1_448_000_000,
                 retransmits: Some(retransmits),

@@ -91,6 +91,10 @@ pub struct NetReport {
     /// Its MTU, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// `--mode pmtu`: the largest IP packet that reached the server and came back, probed
+    /// with DF set, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u32>,
     /// One per stream.
     pub streams: Vec<NetStream>,
 }

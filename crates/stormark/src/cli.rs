@@ -143,7 +143,8 @@ pub struct NetClientArgs {
     /// The server, HOST or HOST:PORT (port 7879 by default).
     #[arg(value_name = "HOST[:PORT]")]
     pub server: String,
-    /// What to measure: throughput, or rtt (request/response round trips).
+    /// What to measure: throughput, rtt (request/response round trips), or pmtu (the path
+    /// MTU, probed with DF set).
     #[arg(long, default_value = "throughput", value_name = "MODE")]
     pub mode: String,
     /// Parallel TCP connections.

@@ -124,7 +124,12 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
     let mode = match args.mode.as_str() {
         "throughput" | "bw" => Mode::Throughput,
         "rtt" | "latency" | "pingpong" => Mode::Rtt,
-        other => return Err(usage(format!("--mode {other}: expected throughput or rtt"))),
+        "pmtu" => Mode::Pmtu,
+        other => {
+            return Err(usage(format!(
+                "--mode {other}: expected throughput, rtt or pmtu"
+            )))
+        }
     };
     let streams = parse_streams(&args.streams)?;
     let time = parse_time(&args.time)?;
@@ -248,6 +253,9 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         None => None,
     };
     let html = crate::net_cmd::html_output(args.html.as_deref())?;
+    if opts.mode == Mode::Pmtu {
+        return path_mtu(&opts, json.as_ref());
+    }
     opts.stop = ctrl_c()?;
     let metrics = args
         .metrics_listen
@@ -417,6 +425,67 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     })
 }
 
+/// `--mode pmtu`: the largest packet the path to the server carries, probed with DF set up to
+/// this host's interface MTU toward it.
+fn path_mtu(opts: &ClientOptions, json: Option<&Output>) -> Result<Ending> {
+    let local = std::net::UdpSocket::bind(if opts.server.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    })
+    .and_then(|s| s.connect(opts.server).and_then(|()| s.local_addr()))
+    .ok();
+    let interface = local.and_then(|a| stormark_net::interface_of(a.ip()));
+    let mtu = interface.as_ref().and_then(|name| {
+        stormark_probe::Inventory::collect()
+            .net_interfaces
+            .into_iter()
+            .find(|i| &i.name == name)
+            .and_then(|i| i.mtu)
+    });
+    let found = stormark_net::probe_mtu(opts, mtu.unwrap_or(1500)).map_err(|e| match e {
+        NetError::Unreachable { .. } | NetError::Refused(_) => usage(e.to_string()),
+        e => e.into(),
+    })?;
+    let name = interface.as_deref().unwrap_or("?");
+    let line = match (found, mtu) {
+        (None, _) => format!(
+            "path MTU to {}: not even 576-byte UDP datagrams came back (UDP blocked on the way?)",
+            opts.server
+        ),
+        (Some(p), Some(m)) if p < m => format!(
+            "path MTU to {}: {p} bytes, less than {name}'s MTU of {m}: larger packets are dropped on the way (probed with DF set)",
+            opts.server
+        ),
+        (Some(p), m) => format!(
+            "path MTU to {}: {p} bytes ({name}'s MTU {}; probed with DF set)",
+            opts.server,
+            m.map_or("unknown".to_string(), |m| m.to_string())
+        ),
+    };
+    outln!("{line}");
+    if let Some(out) = json {
+        let mut results = Results::new(crate::command_line());
+        results.status = RunStatus::Ok;
+        results.net = Some(NetReport {
+            interface,
+            mtu,
+            server: opts.server.to_string(),
+            protocol: "udp".into(),
+            mode: "pmtu".into(),
+            path_mtu: found,
+            ..Default::default()
+        });
+        out.write(Json.render(&results).as_bytes())
+            .with_context(|| "writing the results document")?;
+    }
+    Ok(if found.is_some() {
+        Ending::Success
+    } else {
+        Ending::Failed
+    })
+}
+
 /// `1,2,4,8`: stream counts, each once, at most 16 of them.
 fn parse_counts(text: &str) -> Result<Vec<u32>> {
     let (max, _, _) = LIMITS;
@@ -504,6 +573,7 @@ fn report(opts: &ClientOptions, o: &Outcome) -> NetReport {
         interface,
         link_mbps: link.as_ref().and_then(|l| l.speed_mbps),
         mtu: link.as_ref().and_then(|l| l.mtu),
+        path_mtu: None,
         server: opts.server.to_string(),
         protocol: if opts.udp { "udp" } else { "tcp" }.into(),
         mode: if opts.mode == Mode::Rtt {
