@@ -12,6 +12,11 @@ pub const RETRANSMIT_SHARE: f64 = 0.001;
 pub const LINK_SHARE: f64 = 0.8;
 /// A stream's thread using at least this share of one CPU: that end's CPU is its limit.
 pub const CPU_SHARE: f64 = 0.9;
+/// A mesh pair whose round trips take more than this many times the median pair's (and
+/// [`RTT_MARGIN_NS`] more) is said.
+pub const RTT_FACTOR: f64 = 2.0;
+/// Round trips a few microseconds apart say nothing about a storage network.
+pub const RTT_MARGIN_NS: u64 = 100_000;
 /// A mesh pair below this share of the median pair of its matrix is said.
 pub const PAIR_SHARE: f64 = 0.8;
 /// IPv4 and TCP headers with timestamps: a full segment is this much less than the MTU.
@@ -185,6 +190,45 @@ fn mesh_findings(m: &MeshReport, out: &mut Vec<Finding>) {
     cpu_bound(&streams, out);
     mesh_mtu(m, &name, out);
     path_mtu(m, &name, out);
+    slow_round_trips(m, &name, out);
+}
+
+/// Pairs whose round trips (p50, alone) take more than [`RTT_FACTOR`] times the median
+/// pair's, and at least [`RTT_MARGIN_NS`] more.
+fn slow_round_trips(m: &MeshReport, name: &dyn Fn(u32) -> String, out: &mut Vec<Finding>) {
+    let mut p50s: Vec<u64> = m.alone.iter().filter_map(|p| p.rtt_p50_ns).collect();
+    if p50s.len() < 2 {
+        return;
+    }
+    p50s.sort_unstable();
+    let median = p50s[p50s.len() / 2];
+    let slow: Vec<(String, u64)> = m
+        .alone
+        .iter()
+        .filter_map(|p| {
+            let v = p.rtt_p50_ns?;
+            (v as f64 > RTT_FACTOR * median as f64 && v >= median + RTT_MARGIN_NS)
+                .then(|| (format!("{} -> {}", name(p.from), name(p.to)), v))
+        })
+        .collect();
+    if slow.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = slow
+        .iter()
+        .map(|(pair, v)| format!("{pair} {:.0} µs", *v as f64 / 1e3))
+        .collect();
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-pair-latency".into(),
+        message: format!(
+            "round trips slower than the median pair's {:.0} µs (p50 of 64-byte round trips, each pair alone): {}",
+            median as f64 / 1e3,
+            listed.join(", ")
+        ),
+        evidence: json!({"median_p50_ns": median, "factor": RTT_FACTOR, "margin_ns": RTT_MARGIN_NS, "pairs": slow.iter().map(|(pair, v)| json!({"pair": pair, "p50_ns": v})).collect::<Vec<_>>()}),
+        advice: "Every synchronous write and every metadata operation pays this round trip: look for an extra hop (a route through another switch or a router), interrupt moderation or power saving on one host's NIC, or a busy CPU on one end.".into(),
+    });
 }
 
 /// Pairs whose path carries smaller packets than the sender's interface sends: a hop (or the

@@ -522,3 +522,47 @@ fn a_mesh_names_its_slow_row_and_the_hosts_whose_mtus_differ() {
     assert_eq!(mesh(1500, 7.7).len(), 1);
     assert!(mesh(1500, 8.0).is_empty());
 }
+
+#[test]
+fn a_mesh_pair_with_slow_round_trips_is_named_and_microseconds_are_not() {
+    use stormark_stats::{MeshHost, MeshPair, MeshReport};
+    let mesh = |slow_ns: u64| {
+        let mut r = Results::new(vec!["stormark".into()]);
+        let pair = |from: u32, to: u32, p50: u64| MeshPair {
+            from,
+            to,
+            bits_per_s: 1e9,
+            rtt_p50_ns: Some(p50),
+            ..Default::default()
+        };
+        r.mesh = Some(MeshReport {
+            hosts: ["a", "b", "c"]
+                .iter()
+                .map(|ip| MeshHost {
+                    ip: ip.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            alone: vec![
+                pair(0, 1, 80_000),
+                pair(0, 2, slow_ns),
+                pair(1, 0, 80_000),
+                pair(1, 2, 90_000),
+                pair(2, 0, 85_000),
+                pair(2, 1, 80_000),
+            ],
+            ..Default::default()
+        });
+        diagnose(&r)
+            .into_iter()
+            .filter(|f| f.code == "net-pair-latency")
+            .map(|f| f.message)
+            .collect::<Vec<_>>()
+    };
+    // 1 ms against a median of 85 µs: named.
+    let said = mesh(1_000_000);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("a -> c 1000 µs"), "{said:?}");
+    // Twice the median but only tens of microseconds more: nothing to say.
+    assert!(mesh(180_000).is_empty());
+}
