@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use stormark_stats::{ErrorKind, Recorder, Snapshot};
+use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
 
 use crate::buffer::AlignedBuf;
 use crate::offsets::{IoReq, OffsetGen};
@@ -280,6 +280,8 @@ pub(crate) struct Ctx<'a> {
     pub consecutive_errors: u32,
     /// The open-loop schedule, when there is one.
     pub schedule: Option<Schedule>,
+    /// Writes since the last sync (`--fsync N`, `--fdatasync N`).
+    pub writes_since_sync: u32,
 }
 
 impl Ctx<'_> {
@@ -347,6 +349,51 @@ impl Ctx<'_> {
                 let response = now.saturating_duration_since(t).as_nanos() as u64;
                 self.complete_scheduled(req, res, response, service)
             }
+        }
+    }
+
+    /// Counts a write; whether a sync is now due (every `sync_every` writes).
+    #[inline]
+    pub fn write_done(&mut self) -> bool {
+        if self.spec.sync_every == 0 {
+            return false;
+        }
+        self.writes_since_sync += 1;
+        if self.writes_since_sync < self.spec.sync_every {
+            return false;
+        }
+        self.writes_since_sync = 0;
+        true
+    }
+
+    /// `fsync` (or `fdatasync`) file `file`, open as `fd`, timed as [`Op::Sync`].
+    #[cold]
+    pub fn sync_file(&mut self, fd: i32, file: u32, datasync: bool) {
+        let start = Instant::now();
+        // SAFETY: fd is one of the worker's open files.
+        let r = unsafe {
+            if datasync {
+                libc::fdatasync(fd)
+            } else {
+                libc::fsync(fd)
+            }
+        };
+        let errno = (r != 0).then(|| {
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        });
+        let now = Instant::now();
+        self.pace.tick(now, &mut self.rec, self.tx);
+        match errno {
+            None => self.rec.record(
+                Op::Sync,
+                0,
+                now.saturating_duration_since(start).as_nanos() as u64,
+            ),
+            Some(e) => self
+                .rec
+                .record_error(Op::Sync, ErrorKind::from_errno(e), 0, file),
         }
     }
 

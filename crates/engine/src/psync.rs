@@ -42,6 +42,9 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_at(&req, res, now, start, due);
+        if req.op == Op::Write && ctx.write_done() {
+            ctx.sync_file(fd, req.file, ctx.spec.datasync);
+        }
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }

@@ -81,7 +81,16 @@ impl FileTarget {
 
     /// Opens it for reading (and writing) and checks it is what was validated.
     pub fn open(&self, write: bool, direct: bool) -> std::io::Result<File> {
-        let mut flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
+        self.open_with(write, direct, 0)
+    }
+
+    /// [`FileTarget::open`] with extra open flags for writing (`O_DSYNC`, `O_SYNC`).
+    pub fn open_with(&self, write: bool, direct: bool, sync_flags: i32) -> std::io::Result<File> {
+        let mut flags = if write {
+            libc::O_RDWR | sync_flags
+        } else {
+            libc::O_RDONLY
+        };
         if direct {
             flags |= libc::O_DIRECT;
         }
@@ -93,7 +102,7 @@ impl FileTarget {
                     let mut o = OpenOptions::new();
                     o.read(true)
                         .write(write)
-                        .custom_flags(flags & libc::O_DIRECT);
+                        .custom_flags(flags & (libc::O_DIRECT | libc::O_DSYNC | libc::O_SYNC));
                     o.open(p)?
                 }
             },
@@ -151,6 +160,14 @@ pub struct WorkerSpec {
     pub seed: u64,
     /// Write buffers hold zeros rather than bytes drawn from `seed`.
     pub zero_buffers: bool,
+    /// Extra open flags of written files: `O_DSYNC` or `O_SYNC` (fio's `sync`), or 0.
+    pub sync_flags: i32,
+    /// Sync the file after every this many writes (0: never); `datasync` picks `fdatasync`.
+    pub sync_every: u32,
+    /// With `sync_every`: `fdatasync` rather than `fsync`.
+    pub datasync: bool,
+    /// `fsync` every file written when the loop ends (fio's `end_fsync`).
+    pub end_fsync: bool,
     /// The S3 backend's work (bucket, keys, mix); `None` for every other backend.
     pub s3: Option<crate::s3::S3Work>,
     /// Write each file once, front to back, then stop (the preparation pass).
@@ -187,6 +204,10 @@ impl WorkerSpec {
             ramp: Duration::ZERO,
             seed: 1,
             zero_buffers: false,
+            sync_flags: 0,
+            sync_every: 0,
+            datasync: false,
+            end_fsync: false,
             s3: None,
             write_once: false,
             rate_iops: 0.0,
@@ -257,6 +278,14 @@ impl WorkerSpec {
             ramp,
             seed,
             zero_buffers: job.zero_buffers,
+            sync_flags: match job.sync {
+                stormark_spec::SyncMode::None => 0,
+                stormark_spec::SyncMode::Dsync => libc::O_DSYNC,
+                stormark_spec::SyncMode::Sync => libc::O_SYNC,
+            },
+            sync_every: job.fsync.max(job.fdatasync),
+            datasync: job.fdatasync > 0,
+            end_fsync: job.end_fsync,
             s3: None,
             write_once: false,
             // The job's total rate, shared by its workers on every host.

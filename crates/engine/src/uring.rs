@@ -78,6 +78,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut pending: Vec<u32> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut draining = false;
+    // A sync is due after the file's last write: no more is issued until every write in
+    // flight has completed, then the file is synced (timed) and the loop goes on.
+    let mut sync_due: Option<u32> = None;
+    let raw: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -85,7 +89,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // refills in one call kept the device less busy (docs/performance.md).
         if !draining {
             sq.sync();
-            while let Some(&slot) = free.last() {
+            while let (Some(&slot), None) = (free.last(), sync_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
                     if s.peek() > Instant::now() {
@@ -116,12 +120,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 if let Some(s) = &mut ctx.schedule {
                     due[slot as usize] = s.take();
                 }
+                if req.op == Op::Write && ctx.write_done() {
+                    sync_due = Some(req.file);
+                }
                 pending.push(slot);
                 inflight += 1;
                 if pending.len() >= batch {
                     submit(&submitter, &mut sq, &mut pending, &mut slots, 0)?;
                 }
             }
+        }
+        // Nothing in flight (so nothing pending either): the writes before the sync are done.
+        if let (Some(file), 0) = (sync_due, inflight) {
+            ctx.sync_file(raw[file as usize], file, ctx.spec.datasync);
+            sync_due = None;
+            continue;
         }
         let next_due = ctx
             .schedule

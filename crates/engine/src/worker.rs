@@ -51,6 +51,7 @@ pub(crate) fn run_worker(
         io_total,
         consecutive_errors: 0,
         schedule: Schedule::new(t0, spec.rate_iops),
+        writes_since_sync: 0,
     };
     let failure = match spec.backend {
         Backend::Psync => crate::psync::run_psync(&mut ctx),
@@ -58,6 +59,14 @@ pub(crate) fn run_worker(
         Backend::IoUring => crate::uring::run(&mut ctx),
         Backend::S3 => crate::s3::run_s3(&mut ctx),
     };
+    // fio's end_fsync: every file written, synced once the load ends, each timed.
+    if spec.end_fsync && spec.read_pct < 100 && failure.is_ok() {
+        use std::os::fd::AsRawFd;
+        let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
+        for (i, fd) in fds.into_iter().enumerate() {
+            ctx.sync_file(fd, i as u32, false);
+        }
+    }
     let failure = failure.err().or_else(|| ctx.failing());
     ctx.pace
         .finish(&mut ctx.rec, tx, failure.map(|e| e.to_string()));
@@ -71,7 +80,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     if !matches!(spec.backend, Backend::Null | Backend::S3) {
         for f in &spec.files {
             let file = f
-                .open(writes, spec.direct)
+                .open_with(writes, spec.direct, spec.sync_flags)
                 .map_err(|source| EngineError::Open {
                     path: f.shown(),
                     source,

@@ -168,6 +168,40 @@ impl LoadKind {
     }
 }
 
+/// Synchronous writes from the open flags (fio's `sync`): every write returns once it is
+/// on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// Writes may sit in caches (the default).
+    #[default]
+    None,
+    /// `O_DSYNC`: the data and what is needed to read it back.
+    Dsync,
+    /// `O_SYNC`: the data and all its metadata.
+    Sync,
+}
+
+impl SyncMode {
+    /// The name as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::None => "none",
+            SyncMode::Dsync => "dsync",
+            SyncMode::Sync => "sync",
+        }
+    }
+
+    /// Parses `none`, `dsync` or `sync` (fio's `sync=1` is `sync`, `sync=0` none).
+    pub fn parse(text: &str) -> Option<SyncMode> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "none" | "0" | "false" | "off" => SyncMode::None,
+            "dsync" | "o_dsync" => SyncMode::Dsync,
+            "sync" | "1" | "true" | "on" | "o_sync" => SyncMode::Sync,
+            _ => return None,
+        })
+    }
+}
+
 /// Which I/O engine to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineChoice {

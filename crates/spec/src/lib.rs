@@ -48,6 +48,6 @@ pub use search::{
 };
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
-    canonical_key, BlockSize, Direct, EngineChoice, Job, JobOpts, LoadKind, Rw, Source, Workload,
-    DEFAULT_FILE_SIZE, JOB_KEYS,
+    canonical_key, BlockSize, Direct, EngineChoice, Job, JobOpts, LoadKind, Rw, Source, SyncMode,
+    Workload, DEFAULT_FILE_SIZE, JOB_KEYS,
 };

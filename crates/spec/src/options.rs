@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
+use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
 use crate::s3::{
     parse_obj_size, valid_bucket, valid_prefix, Addressing, ObjSize, OpMix, S3Job, S3Op, SizeDist,
     OP_MIX_FORM,
@@ -50,6 +50,10 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_iops",
     "steady_state",
     "zero_buffers",
+    "sync",
+    "fsync",
+    "fdatasync",
+    "end_fsync",
     "endpoint",
     "bucket",
     "buckets",
@@ -110,6 +114,14 @@ pub struct JobOpts {
     pub invalidate: Option<bool>,
     /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
     pub zero_buffers: Option<bool>,
+    /// Synchronous writes from the open flags (fio's `sync`).
+    pub sync: Option<SyncMode>,
+    /// `fsync` after every N writes (fio's `fsync`).
+    pub fsync: Option<u32>,
+    /// `fdatasync` after every N writes (fio's `fdatasync`).
+    pub fdatasync: Option<u32>,
+    /// `fsync` the files at the end (fio's `end_fsync`).
+    pub end_fsync: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
@@ -323,6 +335,15 @@ impl JobOpts {
             "zero_buffers" => {
                 self.zero_buffers = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
+            "sync" => {
+                self.sync = Some(
+                    SyncMode::parse(value)
+                        .ok_or_else(|| bad("none, dsync or sync (fio's sync=1)"))?,
+                )
+            }
+            "fsync" => self.fsync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
+            "fdatasync" => self.fdatasync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
+            "end_fsync" => self.end_fsync = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
         Ok(())
@@ -353,6 +374,10 @@ impl JobOpts {
             ramp,
             invalidate,
             zero_buffers,
+            sync,
+            fsync,
+            fdatasync,
+            end_fsync,
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,
@@ -434,6 +459,13 @@ impl JobOpts {
                 ));
             }
         }
+        if self.fsync.unwrap_or(0) > 0 && self.fdatasync.unwrap_or(0) > 0 {
+            return Err(SpecError::invalid(
+                "--fdatasync",
+                &self.fdatasync.unwrap_or(0).to_string(),
+                "one of --fsync N and --fdatasync N, not both",
+            ));
+        }
         if self.time == Some(Duration::ZERO) {
             return Err(SpecError::invalid(
                 "--time",
@@ -479,6 +511,10 @@ impl JobOpts {
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
             zero_buffers: self.zero_buffers.unwrap_or(false),
+            sync: self.sync.unwrap_or_default(),
+            fsync: self.fsync.unwrap_or(0),
+            fdatasync: self.fdatasync.unwrap_or(0),
+            end_fsync: self.end_fsync.unwrap_or(false),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
@@ -604,6 +640,14 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         other => other,
     };
     JOB_KEYS.iter().copied().find(|k| *k == alias)
+}
+
+/// The accepted form of `fsync` and `fdatasync`.
+const EVERY_FORM: &str = "a number of writes from 0 (never) to 1000000, such as 32";
+
+/// Every how many writes (0: never).
+fn every(value: &str) -> Option<u32> {
+    value.trim().parse::<u32>().ok().filter(|n| *n <= 1_000_000)
 }
 
 /// The accepted form of a yes/no option.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-pub use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw};
+pub use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
 use crate::search::SteadyState;
@@ -55,6 +55,14 @@ pub struct Job {
     /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
     /// compressing or deduplicating target stores in almost no space.
     pub zero_buffers: bool,
+    /// Synchronous writes from the open flags (fio's `sync`).
+    pub sync: SyncMode,
+    /// `fsync` the file after every this many writes of a worker (fio's `fsync`); 0: never.
+    pub fsync: u32,
+    /// `fdatasync` instead, after every this many writes (fio's `fdatasync`); 0: never.
+    pub fdatasync: u32,
+    /// `fsync` every file written when the job ends, timed (fio's `end_fsync`).
+    pub end_fsync: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
@@ -106,6 +114,18 @@ impl Job {
         }
         if self.zero_buffers {
             pairs.push(("zero_buffers", "true".into()));
+        }
+        if self.sync != SyncMode::None {
+            pairs.push(("sync", self.sync.name().into()));
+        }
+        if self.fsync > 0 {
+            pairs.push(("fsync", self.fsync.to_string()));
+        }
+        if self.fdatasync > 0 {
+            pairs.push(("fdatasync", self.fdatasync.to_string()));
+        }
+        if self.end_fsync {
+            pairs.push(("end_fsync", "true".into()));
         }
         if let Some(s) = self.size {
             pairs.push(("size", format_size(s)));

@@ -40,11 +40,14 @@ pub enum Op {
     Receive,
     /// A request/response round trip of a network latency test.
     Rtt,
+    /// An `fsync` or `fdatasync` of a file (`--fsync`, `--fdatasync`, `--end-fsync`): timed,
+    /// but left out of totals, as fio counts its syncs apart from its writes.
+    Sync,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 11] = [
+    pub const ALL: [Op; 12] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -56,6 +59,7 @@ impl Op {
         Op::Send,
         Op::Receive,
         Op::Rtt,
+        Op::Sync,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -74,13 +78,14 @@ impl Op {
             Op::Send => "send",
             Op::Receive => "receive",
             Op::Rtt => "rtt",
+            Op::Sync => "sync",
         }
     }
 
-    /// Whether it is an operation of the workload (every one but [`Op::Connect`]): what
-    /// totals add up.
+    /// Whether it is an operation of the workload (every one but [`Op::Connect`] and
+    /// [`Op::Sync`]): what totals add up.
     pub fn of_workload(self) -> bool {
-        self != Op::Connect
+        self != Op::Connect && self != Op::Sync
     }
 
     /// The operation named `name` in results, or `None`.

@@ -1,0 +1,214 @@
+//! Issue 21: synchronous writes measured on purpose. That `--fsync N`, `--fdatasync N` and
+//! `--end-fsync` really issue their system calls is counted by strace (not assumed), and
+//! `--sync dsync` is seen on the files' open flags; each sync's own latency is the operation
+//! `sync`, apart from the writes.
+
+use std::process::Command;
+
+use stormark_testkit::{read_json, require_tool, temp_dir, text, Bin};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// `stormark run` under `strace -f -e trace=CALLS -o FILE`: the exit code, the document and
+/// strace's record.
+fn traced(
+    dir: &stormark_testkit::TempDir,
+    calls: &str,
+    args: &[&str],
+) -> (i32, serde_json::Value, String) {
+    let target = dir.path().join("target");
+    let _ = std::fs::create_dir(&target);
+    let json = dir.path().join("r.json");
+    let trace = dir.path().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-e"])
+        .arg(format!("trace={calls}"))
+        .arg("-o")
+        .arg(&trace)
+        .arg(BIN)
+        .args([
+            "run",
+            target.to_str().unwrap(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .args(args)
+        .output()
+        .expect("running strace");
+    let code = out.status.code().unwrap_or(-1);
+    assert_eq!(code, 0, "{}", text(&out));
+    (
+        code,
+        read_json(&json),
+        std::fs::read_to_string(&trace).unwrap(),
+    )
+}
+
+/// Successful calls of `call` in a strace record (a call another thread interrupted is
+/// written in two lines; its `resumed` line says how it ended).
+fn calls(trace: &str, call: &str) -> u64 {
+    let (whole, resumed) = (format!(" {call}("), format!("<... {call} resumed>"));
+    trace
+        .lines()
+        .filter(|l| (l.contains(&whole) || l.contains(&resumed)) && l.trim_end().ends_with("= 0"))
+        .count() as u64
+}
+
+fn run_ops(doc: &serde_json::Value, op: &str) -> u64 {
+    doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"] == "run")
+        .map(|p| p["by_op"][op]["ops"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn fsync_every_n_writes_is_issued_and_timed_on_both_engines() {
+    if !require_tool("fsync_every_n_writes_is_issued_and_timed", "strace") {
+        return;
+    }
+    for engine in ["psync", "io_uring"] {
+        let dir = temp_dir(TMP);
+        let (_, doc, trace) = traced(
+            &dir,
+            "fsync,fdatasync",
+            &[
+                "--rw",
+                "randwrite",
+                "--bs",
+                "4k",
+                "--size",
+                "8m",
+                "--time",
+                "2s",
+            ],
+        );
+        // Without the options: no sync from the load (the run may sync its own files).
+        assert_eq!(run_ops(&doc, "sync"), 0, "{engine}");
+        let baseline = calls(&trace, "fsync");
+        let dir = temp_dir(TMP);
+        let (_, doc, trace) = traced(
+            &dir,
+            "fsync,fdatasync",
+            &[
+                "--rw",
+                "randwrite",
+                "--bs",
+                "4k",
+                "--size",
+                "8m",
+                "--time",
+                "2s",
+                "--engine",
+                engine,
+                "--fsync",
+                "8",
+                "--end-fsync",
+            ],
+        );
+        let writes = run_ops(&doc, "write");
+        let syncs = run_ops(&doc, "sync");
+        // One every 8 writes, and one at the end for the one file.
+        assert_eq!(syncs, writes / 8 + 1, "{engine}: {writes} writes");
+        // The kernel saw them: strace counts at least these (and the run's own, as without).
+        let seen = calls(&trace, "fsync");
+        assert!(
+            seen >= syncs + baseline.saturating_sub(2) && seen <= syncs + baseline + 2,
+            "{engine}: strace saw {seen} fsyncs, the run recorded {syncs}, {baseline} without"
+        );
+        assert_eq!(calls(&trace, "fdatasync"), 0, "{engine}");
+        // Timed apart from the writes, and left out of the totals.
+        let run = doc["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "run")
+            .unwrap();
+        assert!(run["by_op"]["sync"]["latency_ns"]["p50"].as_u64().unwrap() > 0);
+        assert_eq!(run["total"]["ops"].as_u64(), Some(writes), "{engine}");
+    }
+}
+
+#[test]
+fn fdatasync_every_n_writes_is_fdatasync() {
+    if !require_tool("fdatasync_every_n_writes_is_fdatasync", "strace") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let (_, doc, trace) = traced(
+        &dir,
+        "fsync,fdatasync",
+        &[
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--time",
+            "2s",
+            "--engine",
+            "psync",
+            "--fdatasync",
+            "4",
+        ],
+    );
+    let (writes, syncs) = (run_ops(&doc, "write"), run_ops(&doc, "sync"));
+    assert_eq!(syncs, writes / 4, "{writes} writes");
+    assert_eq!(calls(&trace, "fdatasync"), syncs);
+}
+
+#[test]
+fn sync_dsync_opens_the_files_with_o_dsync() {
+    if !require_tool("sync_dsync_opens_the_files_with_o_dsync", "strace") {
+        return;
+    }
+    for (mode, flag) in [("dsync", "O_DSYNC"), ("sync", "O_SYNC")] {
+        let dir = temp_dir(TMP);
+        let (_, _, trace) = traced(
+            &dir,
+            "openat,openat2",
+            &[
+                "--rw",
+                "randwrite",
+                "--bs",
+                "4k",
+                "--size",
+                "4m",
+                "--time",
+                "1s",
+                "--sync",
+                mode,
+            ],
+        );
+        // The worker's open of its file (j0.w0.f0), read-write with the flag.
+        let open = trace
+            .lines()
+            .find(|l| l.contains("\"j0.w0.f0\"") && l.contains("O_RDWR") && !l.contains("O_CREAT"))
+            .unwrap_or_else(|| panic!("no open of the file:\n{trace}"));
+        assert!(open.contains(flag), "{mode}: {open}");
+    }
+}
+
+#[test]
+fn sync_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let d = dir.path().to_str().unwrap();
+    for (args, want) in [
+        (vec!["--fsync", "4", "--fdatasync", "4"], "not both"),
+        (vec!["--sync", "later"], "none, dsync or sync"),
+        (vec!["--fsync", "-1"], "a number of writes"),
+    ] {
+        let mut all = vec!["run", d, "--time", "1s"];
+        all.extend(args.iter());
+        let out = Bin(BIN).run(&all);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(want), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+}
