@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two stormark binaries on the same hot paths, alternating, ROUNDS rounds: the null engine
 # (stormark's own cost per I/O) and 4 KiB random reads from a page-cached file with psync
-# (fio's case a). Prints each round's IOPS and the ratio B/A of the medians.
+# (fio's case a), and 4 KiB random buffered writes (the write path). Prints each round's IOPS
+# and the ratio B/A of the medians.
 # Usage: bench/ab.sh A_BINARY B_BINARY   (env: ROUNDS=5, RUNTIME=4, BENCH_DIR=./bench-data)
 set -euo pipefail
 A=$1; B=$2
@@ -14,13 +15,16 @@ declare -A got
 # One 256 MiB file, read in place and kept in the page cache.
 head -c $((256 << 20)) /dev/urandom > "$dir/file"
 cat "$dir/file" > /dev/null
-for case in null psync-cached; do
+mkdir "$dir/w"
+for case in null psync-cached psync-write; do
   for r in $(seq "$ROUNDS"); do
     for side in A B; do
       bin=${!side}
       case $case in
         null) args=(run "$dir" --engine null --rw randread --time "$RUNTIME" -q) ;;
         psync-cached) args=(run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 --time "$RUNTIME" -q) ;;
+        # Buffered 4 KiB random writes into a 64 MiB file the run makes: the write path.
+        psync-write) args=(run "$dir/w" --engine psync --rw randwrite --bs 4k --size 64m --buffered --time "$RUNTIME" -q) ;;
       esac
       "$bin" "${args[@]}" --json "$dir/r.json" >/dev/null
       got[$case.$side]+="$(iops "$dir/r.json") "
