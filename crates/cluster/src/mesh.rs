@@ -273,7 +273,8 @@ pub fn mesh(
     stop: &AtomicBool,
     on: &mut dyn FnMut(MeshEvent<'_>),
 ) -> Result<MeshReport, AgentError> {
-    let token = random_token();
+    // 128 random bits, made the way session ids are.
+    let token = crate::server::session_id();
     let n = agents.len();
     // ports[j][i]: agent j's port for agent i.
     let mut ports = vec![vec![0u16; n]; n];
@@ -472,16 +473,6 @@ fn pair_of(
         })
         .collect();
     pair
-}
-
-/// 32 hex digits from /dev/urandom: the token of one mesh.
-fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl RemoteAgent {

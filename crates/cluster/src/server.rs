@@ -267,7 +267,8 @@ fn finish(agent: Option<Arc<Mutex<LocalAgent>>>) -> pb::FinishReply {
     }
 }
 
-fn session_id() -> String {
+/// 32 hex digits from /dev/urandom (a session id, a mesh's token).
+pub(crate) fn session_id() -> String {
     let mut bytes = [0u8; 16];
     if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
         use std::io::Read;

@@ -12,11 +12,13 @@
 #![warn(missing_docs)]
 
 mod client;
+mod pmtu;
 mod proto;
 mod server;
 mod tcpinfo;
 
-pub use client::{probe_mtu, run, ClientOptions, Outcome};
+pub use client::{run, ClientOptions, Outcome};
+pub use pmtu::probe_mtu;
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
 pub use tcpinfo::{interface_of, tcp_info, thread_cpu_ns, TcpInfo};

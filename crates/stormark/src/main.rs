@@ -106,10 +106,12 @@ fn exit_status(result: anyhow::Result<Ending>) -> i32 {
 
 mod agent_cmd;
 mod cli;
+mod cli_net;
 mod compare_cmd;
 mod metrics;
 mod net_cmd;
 mod net_mesh;
+mod net_show;
 mod probe_cmd;
 mod report_cmd;
 mod run;
