@@ -59,8 +59,7 @@ fn pair() -> (NetCluster, stormark_testkit::TempDir, String) {
 }
 
 fn free_addr() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
+    stormark_testkit::free_addr()
 }
 
 #[test]

@@ -322,10 +322,7 @@ fn the_metrics_endpoint_moves_during_a_real_run_and_strangers_do_not_block_it() 
     let dir = temp_dir(TMP);
     let target = dir.path().join("target");
     std::fs::create_dir(&target).unwrap();
-    let addr = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
+    let addr = stormark_testkit::free_addr();
     let mut child = std::process::Command::new(BIN)
         .args([
             "run",
@@ -417,11 +414,7 @@ fn an_agents_metrics_count_exactly_what_its_host_did() {
     std::fs::create_dir(&allowed).unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "metrics-test-token-0123456789\n").unwrap();
-    let free = || {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().to_string()
-    };
-    let (listen, metrics) = (free(), free());
+    let (listen, metrics) = (stormark_testkit::free_addr(), stormark_testkit::free_addr());
     let mut agent = std::process::Command::new(BIN)
         .args(["agent", "--listen", &listen, "--token-file"])
         .arg(&token)

@@ -46,6 +46,30 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, layout })
     }
 
+    /// Makes the `len` bytes at `at` unique to this write (fio's `scramble_buffers`, its
+    /// default): the first 16 bytes of every 512-byte sector get the sector's file offset and
+    /// `tag` (the worker's seed and its write's sequence), so that no two blocks of a file, or
+    /// of two writes, are alike and a deduplicating target stores each. The rest of the bytes
+    /// stay the random fill: the data stays incompressible.
+    #[inline]
+    pub fn scramble(&self, at: usize, len: usize, offset: u64, tag: u64) {
+        debug_assert!(at + len <= self.layout.size());
+        let mut sector = 0;
+        while sector + 16 <= len {
+            let stamp = [offset + sector as u64, tag];
+            // SAFETY: at + sector + 16 <= at + len, within the allocation; the region belongs
+            // to an I/O not in flight (its caller is about to submit it).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    stamp.as_ptr().cast::<u8>(),
+                    self.ptr.add(at + sector),
+                    16,
+                );
+            }
+            sector += 512;
+        }
+    }
+
     /// Pointer to byte `offset`.
     pub fn at(&self, offset: usize) -> *mut u8 {
         debug_assert!(offset < self.layout.size());

@@ -282,6 +282,9 @@ pub(crate) struct Ctx<'a> {
     pub schedule: Option<Schedule>,
     /// Writes since the last sync (`--fsync N`, `--fdatasync N`).
     pub writes_since_sync: u32,
+    /// This worker's mark in every written sector (with the bytes issued so far): no two
+    /// workers' or writes' sectors are alike.
+    pub tag: u64,
 }
 
 impl Ctx<'_> {

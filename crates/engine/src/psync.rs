@@ -19,6 +19,10 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             t
         });
         let fd = fds[req.file as usize];
+        if req.op == Op::Write && !ctx.spec.zero_buffers {
+            ctx.buf
+                .scramble(0, req.len as usize, req.offset, ctx.tag ^ ctx.issued);
+        }
         let start = Instant::now();
         // SAFETY: buf holds at least bs_max >= req.len bytes; fd is open for this op.
         let res = unsafe {

@@ -101,6 +101,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 };
                 free.pop();
+                if req.op == Op::Write && !ctx.spec.zero_buffers {
+                    ctx.buf.scramble(
+                        slot as usize * bs_max,
+                        req.len as usize,
+                        req.offset,
+                        ctx.tag ^ ctx.issued,
+                    );
+                }
                 let ptr = ctx.buf.at(slot as usize * bs_max);
                 let fd = fds[req.file as usize];
                 let entry = match req.op {

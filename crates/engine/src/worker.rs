@@ -52,6 +52,7 @@ pub(crate) fn run_worker(
         consecutive_errors: 0,
         schedule: Schedule::new(t0, spec.rate_iops),
         writes_since_sync: 0,
+        tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
     };
     let failure = match spec.backend {
         Backend::Psync => crate::psync::run_psync(&mut ctx),

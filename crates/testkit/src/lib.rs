@@ -13,6 +13,12 @@ mod oneshot;
 mod versitygw;
 pub use delay::DelayRelay;
 pub use minio::{minio_binary, Minio};
+
+/// A free `127.0.0.1:PORT`, never handed out twice in one test process (tests run in parallel
+/// threads; a port just released may be given again by the kernel).
+pub fn free_addr() -> String {
+    format!("127.0.0.1:{}", minio::free_port("127.0.0.1"))
+}
 pub use oneshot::OneRequestProxy;
 pub use versitygw::Versitygw;
 
