@@ -641,6 +641,13 @@ fn help_has_examples() {
         vec!["--help"],
         vec!["run", "--help"],
         vec!["probe", "--help"],
+        vec!["s3", "--help"],
+        vec!["net", "--help"],
+        vec!["net", "mesh", "--help"],
+        vec!["net", "client", "--help"],
+        vec!["report", "--help"],
+        vec!["compare", "--help"],
+        vec!["agent", "--help"],
     ] {
         let out = stormark(&cmd);
         assert!(out.status.success());

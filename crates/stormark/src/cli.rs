@@ -151,6 +151,10 @@ Examples:
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
       the same load on every agent at once (see `stormark agent --help`); --target node2=/dev/sdb
       gives a host its own target
+  stormark run /mnt/db --rw write --bs 8k --engine psync --fdatasync 1 --time 60s
+      a database's commits: each 8 KiB write made durable; the sync row is the commit latency
+  stormark run /mnt/data --time 10m --html r.html --metrics-listen 127.0.0.1:9464
+      the report as one HTML page, and live figures for Prometheus meanwhile
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
