@@ -372,8 +372,9 @@ fn udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry() {
     // The sender kept to its rate: 4 s at 300 Mbit/s.
     let rate = sent * 1400.0 * 8.0 / 4.0;
     assert!((rate / 300e6 - 1.0).abs() < 0.03, "sent at {rate} bit/s");
-    // Over the bridge a datagram may overtake another now and then; never many.
-    assert!(s["out_of_order"].as_f64().unwrap() < 0.001 * got, "{s}");
+    // Over the bridge a datagram may overtake another when the sender moves between CPUs (each
+    // CPU's backlog is drained on its own): now and then on a busy machine, never many.
+    assert!(s["out_of_order"].as_f64().unwrap() < 0.01 * got, "{s}");
 }
 
 #[test]
