@@ -1,5 +1,4 @@
-//! I/O buffers: allocated once per worker, aligned for O_DIRECT, filled with random bytes so
-//! that compressing or deduplicating storage sees incompressible data (fio's default).
+//! I/O buffers: allocated once per worker, aligned for O_DIRECT, filled as `data` asks.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 
@@ -16,16 +15,21 @@ pub struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    /// Allocates `len` bytes (at least one page) and fills them from `seed`. A failed
+    /// Allocates `len` bytes (at least one page) filled from `seed` so that a compressor
+    /// achieves about `ratio` on them: every 512-byte sector starts with `512 / ratio` random
+    /// bytes (at least 16, where the stamps go) and ends with zeros; 1 is all random. A failed
     /// allocation is an error, never an abort.
-    pub fn new(len: usize, seed: u64) -> Result<AlignedBuf, crate::EngineError> {
+    pub fn filled(len: usize, seed: u64, ratio: f64) -> Result<AlignedBuf, crate::EngineError> {
         let mut buf = AlignedBuf::zeroed(len)?;
+        let random = ((512.0 / ratio.max(1.0)).round() as usize).clamp(16, 512) / 8 * 8;
         let mut s = seed | 1;
-        for chunk in buf.as_mut_slice().chunks_exact_mut(8) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            chunk.copy_from_slice(&s.to_le_bytes());
+        for sector in buf.as_mut_slice().chunks_exact_mut(512) {
+            for chunk in sector[..random].chunks_exact_mut(8) {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                chunk.copy_from_slice(&s.to_le_bytes());
+            }
         }
         Ok(buf)
     }
@@ -56,7 +60,7 @@ impl AlignedBuf {
         debug_assert!(at + len <= self.layout.size());
         let mut sector = 0;
         while sector + 16 <= len {
-            let stamp = [offset + sector as u64, tag];
+            let stamp = [offset.wrapping_add(sector as u64), tag];
             // SAFETY: at + sector + 16 <= at + len, within the allocation; the region belongs
             // to an I/O not in flight (its caller is about to submit it).
             unsafe {

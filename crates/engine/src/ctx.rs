@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
 
-use crate::buffer::AlignedBuf;
+use crate::data::Buffers;
 use crate::offsets::{IoReq, OffsetGen};
 use crate::target::WorkerSpec;
 
@@ -269,7 +269,7 @@ impl<'a> Pace<'a> {
 pub(crate) struct Ctx<'a> {
     pub spec: &'a WorkerSpec,
     pub files: Vec<File>,
-    pub buf: AlignedBuf,
+    pub bufs: Buffers,
     pub gen: OffsetGen,
     pub rec: Recorder,
     pub pace: Pace<'a>,

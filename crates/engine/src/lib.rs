@@ -32,6 +32,7 @@
 
 mod buffer;
 mod ctx;
+mod data;
 mod error;
 mod files;
 mod gate;
@@ -45,6 +46,7 @@ mod uring;
 mod worker;
 
 pub use ctx::WorkerMsg;
+pub use data::{buffer_bytes, DataShape, POOL_BYTES};
 pub use error::EngineError;
 pub use files::{open_checked, Dir, Identity};
 pub use offsets::{IoReq, OffsetGen};

@@ -6,11 +6,11 @@ use std::time::Instant;
 use stormark_stats::Op;
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
+use crate::data::Payload;
 use crate::error::EngineError;
 
 /// Runs the loop until the stop rule, the deadline or too many errors in a row.
 pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    let buf = ctx.buf.at(0);
     let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     while let Some(req) = ctx.next_req() {
         let due = ctx.schedule.as_mut().map(|s| {
@@ -19,19 +19,18 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             t
         });
         let fd = fds[req.file as usize];
-        if req.op == Op::Write && !ctx.spec.zero_buffers {
-            ctx.buf
-                .scramble(0, req.len as usize, req.offset, ctx.tag ^ ctx.issued);
-        }
+        let len = req.len as usize;
+        let off = req.offset as libc::off_t;
+        // The offset generator makes only reads and writes.
+        let payload = (req.op != Op::Read).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
         let start = Instant::now();
-        // SAFETY: buf holds at least bs_max >= req.len bytes; fd is open for this op.
+        // SAFETY: the read region and the payload hold at least req.len <= bs_max bytes and
+        // stay untouched until the call returns; fd is open for this op.
         let res = unsafe {
-            match req.op {
-                Op::Read => {
-                    libc::pread(fd, buf.cast(), req.len as usize, req.offset as libc::off_t)
-                }
-                // The offset generator makes only reads and writes.
-                _ => libc::pwrite(fd, buf.cast(), req.len as usize, req.offset as libc::off_t),
+            match payload {
+                None => libc::pread(fd, ctx.bufs.read_at(0).cast(), len, off),
+                Some(Payload::Plain(p)) => libc::pwrite(fd, p.cast(), len, off),
+                Some(Payload::Vectored(iov, n)) => libc::pwritev(fd, iov, n as i32, off),
             }
         };
         let res = if res < 0 {

@@ -138,7 +138,7 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // reference-counted slice, no copy per request). Prepared objects carry their index in
     // their first 16 bytes, so that a GET of the wrong object is told from a right one.
     let body = Bytes::copy_from_slice(
-        &crate::buffer::AlignedBuf::new(len.max(1), work.content_seed)?.as_slice()[..len],
+        &crate::buffer::AlignedBuf::filled(len.max(1), work.content_seed, 1.0)?.as_slice()[..len],
     );
     let mut rng = ctx.spec.seed | 1;
     let mut next = || {

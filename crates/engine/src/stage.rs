@@ -410,7 +410,10 @@ mod tests {
         let spec = WorkerSpec {
             read_pct: 0,
             random_pct: 0,
-            zero_buffers: true,
+            data: crate::DataShape {
+                zero: true,
+                ..crate::DataShape::default()
+            },
             stop: Stop {
                 time: None,
                 io_total: Some(1 << 16),

@@ -158,8 +158,9 @@ pub struct WorkerSpec {
     pub ramp: Duration,
     /// Seed of the offset generator and buffer contents.
     pub seed: u64,
-    /// Write buffers hold zeros rather than bytes drawn from `seed`.
-    pub zero_buffers: bool,
+    /// What writes carry: zeros, or bytes drawn from `seed` that compress and deduplicate as
+    /// asked.
+    pub data: crate::DataShape,
     /// Extra open flags of written files: `O_DSYNC` or `O_SYNC` (fio's `sync`), or 0.
     pub sync_flags: i32,
     /// Sync the file after every this many writes (0: never); `datasync` picks `fdatasync`.
@@ -203,7 +204,7 @@ impl WorkerSpec {
             stop: Stop::default(),
             ramp: Duration::ZERO,
             seed: 1,
-            zero_buffers: false,
+            data: crate::DataShape::default(),
             sync_flags: 0,
             sync_every: 0,
             datasync: false,
@@ -277,7 +278,12 @@ impl WorkerSpec {
             stop,
             ramp,
             seed,
-            zero_buffers: job.zero_buffers,
+            data: crate::DataShape {
+                zero: job.zero_buffers,
+                compress_ratio: job.compress_ratio,
+                dedup_ratio: job.dedup_ratio,
+                dedup_block: job.dedup_block,
+            },
             sync_flags: match job.sync {
                 stormark_spec::SyncMode::None => 0,
                 stormark_spec::SyncMode::Dsync => libc::O_DSYNC,

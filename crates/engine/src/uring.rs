@@ -1,6 +1,7 @@
 //! The io_uring backend: `iodepth` I/Os in flight, new submissions batched into the same
 //! `io_uring_enter` that waits for the next completion.
 
+use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
@@ -11,6 +12,7 @@ const IORING_ENTER_GETEVENTS: u32 = 1;
 use stormark_stats::Op;
 
 use crate::ctx::Ctx;
+use crate::data::Payload;
 use crate::error::EngineError;
 use crate::offsets::IoReq;
 
@@ -62,7 +64,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
     let mut ring = new_ring(depth as u32).map_err(EngineError::RingSetup)?;
     let fds: Vec<types::Fd> = ctx.files.iter().map(|f| types::Fd(f.as_raw_fd())).collect();
-    let bs_max = ctx.spec.bs_max as usize;
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {
         op: Op::Read,
@@ -74,7 +75,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // Open loop: when each slot's I/O was due.
     let mut due: Vec<Instant> =
         vec![Instant::now(); if ctx.schedule.is_some() { depth } else { 0 }];
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    // Slots are taken in turn (first freed, first reused), so that writes cycle through all
+    // of the write pool's regions.
+    let mut free: VecDeque<u32> = (0..depth as u32).collect();
     let mut pending: Vec<u32> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut draining = false;
@@ -89,7 +92,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // refills in one call kept the device less busy (docs/performance.md).
         if !draining {
             sq.sync();
-            while let (Some(&slot), None) = (free.last(), sync_due) {
+            while let (Some(&slot), None) = (free.front(), sync_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
                     if s.peek() > Instant::now() {
@@ -100,25 +103,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     draining = true;
                     break;
                 };
-                free.pop();
-                if req.op == Op::Write && !ctx.spec.zero_buffers {
-                    ctx.buf.scramble(
-                        slot as usize * bs_max,
-                        req.len as usize,
-                        req.offset,
-                        ctx.tag ^ ctx.issued,
-                    );
-                }
-                let ptr = ctx.buf.at(slot as usize * bs_max);
+                free.pop_front();
                 let fd = fds[req.file as usize];
                 let entry = match req.op {
-                    Op::Read => opcode::Read::new(fd, ptr, req.len)
+                    Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
                         .offset(req.offset)
                         .build(),
                     // The offset generator makes only reads and writes.
-                    _ => opcode::Write::new(fd, ptr, req.len)
-                        .offset(req.offset)
-                        .build(),
+                    _ => match ctx.bufs.write(slot as usize, &req, ctx.tag ^ ctx.issued) {
+                        Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
+                            .offset(req.offset)
+                            .build(),
+                        Payload::Vectored(iov, n) => {
+                            opcode::Writev::new(fd, iov, n).offset(req.offset).build()
+                        }
+                    },
                 }
                 .user_data(u64::from(slot));
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
@@ -168,7 +167,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if cq.is_empty() || !pending.is_empty() {
             let wait = usize::from(cq.is_empty());
             match next_due {
-                Some(t) if wait == 1 && free.last().is_some() => {
+                Some(t) if wait == 1 && !free.is_empty() => {
                     submit_until(&submitter, &mut sq, &mut pending, &mut slots, t)?
                 }
                 _ => submit(&submitter, &mut sq, &mut pending, &mut slots, wait)?,
@@ -187,7 +186,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
             let scheduled = due.get(slot as usize).copied();
             ctx.complete_at(&req, i64::from(cqe.result()), now, started, scheduled);
-            free.push(slot);
+            free.push_back(slot);
             inflight -= 1;
         }
         if ctx.pace.expired(now) || ctx.failing().is_some() {

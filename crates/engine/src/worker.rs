@@ -7,8 +7,8 @@ use std::sync::mpsc::Sender;
 
 use stormark_stats::Recorder;
 
-use crate::buffer::AlignedBuf;
 use crate::ctx::{Ctx, Pace, Schedule, WorkerMsg};
+use crate::data::Buffers;
 use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::offsets::OffsetGen;
@@ -26,7 +26,7 @@ pub(crate) fn run_worker(
     // Everyone waits at the gate, even a worker that failed to set up, so that the others
     // are not left waiting.
     let t0 = gate.wait();
-    let (files, buf, gen) = match setup {
+    let (files, bufs, gen) = match setup {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.send(WorkerMsg::Done {
@@ -41,7 +41,7 @@ pub(crate) fn run_worker(
     let mut ctx = Ctx {
         spec,
         files,
-        buf,
+        bufs,
         gen,
         rec: Recorder::new(),
         pace: Pace::new(t0, spec, worker, &gate.steady_start_ns),
@@ -73,7 +73,7 @@ pub(crate) fn run_worker(
         .finish(&mut ctx.rec, tx, failure.map(|e| e.to_string()));
 }
 
-type Setup = (Vec<File>, AlignedBuf, OffsetGen);
+type Setup = (Vec<File>, Buffers, OffsetGen);
 
 fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let writes = spec.read_pct < 100 || spec.write_once;
@@ -106,14 +106,14 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     } else {
         1
     };
-    let len = slots
-        .checked_mul(spec.bs_max as usize)
-        .ok_or(EngineError::Alloc { bytes: usize::MAX })?;
-    let buf = if spec.zero_buffers {
-        AlignedBuf::zeroed(len)?
-    } else {
-        AlignedBuf::new(len, spec.seed)?
-    };
+    let bufs = Buffers::new(
+        slots,
+        spec.bs_max,
+        spec.read_pct > 0 && !spec.write_once,
+        writes,
+        &spec.data,
+        spec.seed,
+    )?;
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)
     } else {
@@ -127,5 +127,5 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             spec.seed,
         )
     };
-    Ok((files, buf, gen))
+    Ok((files, bufs, gen))
 }

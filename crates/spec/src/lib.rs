@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod choices;
+mod data;
 mod error;
 mod expect;
 mod flags;

@@ -4,13 +4,15 @@
 use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
+use crate::data;
 use crate::s3::{
     parse_obj_size, valid_bucket, valid_prefix, Addressing, ObjSize, OpMix, S3Job, S3Op, SizeDist,
     OP_MIX_FORM,
 };
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
-    format_size, parse_duration, parse_percent, parse_size, DURATION_FORM, PERCENT_FORM, SIZE_FORM,
+    every, format_size, parse_bool, parse_duration, parse_percent, parse_size, BOOL_FORM,
+    DURATION_FORM, EVERY_FORM, PERCENT_FORM, SIZE_FORM,
 };
 use crate::workload::Job;
 use crate::SpecError;
@@ -54,6 +56,12 @@ pub const JOB_KEYS: &[&str] = &[
     "fsync",
     "fdatasync",
     "end_fsync",
+    "compress_ratio",
+    "dedup_ratio",
+    "dedup_block",
+    "buffer_compress_percentage",
+    "dedupe_percentage",
+    "refill_buffers",
     "endpoint",
     "bucket",
     "buckets",
@@ -122,6 +130,12 @@ pub struct JobOpts {
     pub fdatasync: Option<u32>,
     /// `fsync` the files at the end (fio's `end_fsync`).
     pub end_fsync: Option<bool>,
+    /// What a compressor achieves on written data (fio's `buffer_compress_percentage`).
+    pub compress_ratio: Option<f64>,
+    /// Written blocks over distinct blocks (fio's `dedupe_percentage`).
+    pub dedup_ratio: Option<f64>,
+    /// The unit of deduplication.
+    pub dedup_block: Option<u64>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
@@ -344,6 +358,38 @@ impl JobOpts {
             "fsync" => self.fsync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
             "fdatasync" => self.fdatasync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
             "end_fsync" => self.end_fsync = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "compress_ratio" => {
+                self.compress_ratio = Some(
+                    data::parse_ratio(value, data::MAX_COMPRESS)
+                        .ok_or_else(|| bad(data::COMPRESS_FORM))?,
+                )
+            }
+            "buffer_compress_percentage" => {
+                self.compress_ratio = Some(
+                    data::percent_ratio(value, data::MAX_COMPRESS)
+                        .ok_or_else(|| bad(data::COMPRESS_PERCENT_FORM))?,
+                )
+            }
+            "dedup_ratio" => {
+                self.dedup_ratio = Some(
+                    data::parse_ratio(value, data::MAX_DEDUP)
+                        .ok_or_else(|| bad(data::DEDUP_FORM))?,
+                )
+            }
+            "dedupe_percentage" => {
+                self.dedup_ratio = Some(
+                    data::percent_ratio(value, data::MAX_DEDUP)
+                        .ok_or_else(|| bad(data::DEDUP_PERCENT_FORM))?,
+                )
+            }
+            "dedup_block" => {
+                self.dedup_block = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
+            }
+            // Every write's bytes already differ (a new region, new stamps): fio's
+            // refill_buffers asks for what stormark always does, at no cost.
+            "refill_buffers" => {
+                parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?;
+            }
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
         Ok(())
@@ -378,6 +424,9 @@ impl JobOpts {
             fsync,
             fdatasync,
             end_fsync,
+            compress_ratio,
+            dedup_ratio,
+            dedup_block,
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,
@@ -480,6 +529,7 @@ impl JobOpts {
                 "a size above zero, such as 1g",
             ));
         }
+        let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
         let kind = self.kind.unwrap_or_default();
         let engine = match kind {
             LoadKind::Null => EngineChoice::Null,
@@ -515,6 +565,9 @@ impl JobOpts {
             fsync: self.fsync.unwrap_or(0),
             fdatasync: self.fdatasync.unwrap_or(0),
             end_fsync: self.end_fsync.unwrap_or(false),
+            compress_ratio,
+            dedup_ratio,
+            dedup_block,
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
@@ -640,26 +693,6 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         other => other,
     };
     JOB_KEYS.iter().copied().find(|k| *k == alias)
-}
-
-/// The accepted form of `fsync` and `fdatasync`.
-const EVERY_FORM: &str = "a number of writes from 0 (never) to 1000000, such as 32";
-
-/// Every how many writes (0: never).
-fn every(value: &str) -> Option<u32> {
-    value.trim().parse::<u32>().ok().filter(|n| *n <= 1_000_000)
-}
-
-/// The accepted form of a yes/no option.
-const BOOL_FORM: &str = "true or false (1 or 0)";
-
-/// A yes/no value as fio and TOML users write it (fio's bare `zero_buffers` arrives as `1`).
-fn parse_bool(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
 }
 
 fn label(key: &str, source: Source<'_>) -> String {

@@ -138,6 +138,26 @@ pub fn format_duration(d: Duration) -> String {
     format!("{ns}ns")
 }
 
+/// The accepted form of `fsync` and `fdatasync`.
+pub(crate) const EVERY_FORM: &str = "a number of writes from 0 (never) to 1000000, such as 32";
+
+/// Every how many writes (0: never).
+pub(crate) fn every(value: &str) -> Option<u32> {
+    value.trim().parse::<u32>().ok().filter(|n| *n <= 1_000_000)
+}
+
+/// The accepted form of a yes/no option.
+pub(crate) const BOOL_FORM: &str = "true or false (1 or 0)";
+
+/// A yes/no value as fio and TOML users write it (fio's bare `zero_buffers` arrives as `1`).
+pub(crate) fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

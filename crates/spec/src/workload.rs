@@ -63,6 +63,12 @@ pub struct Job {
     pub fdatasync: u32,
     /// `fsync` every file written when the job ends, timed (fio's `end_fsync`).
     pub end_fsync: bool,
+    /// What a compressor achieves on the written data (1: incompressible, the default).
+    pub compress_ratio: f64,
+    /// Written blocks over distinct blocks (1: every block unique, the default).
+    pub dedup_ratio: f64,
+    /// The unit of deduplication, bytes (the smallest block size unless given).
+    pub dedup_block: u64,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
@@ -126,6 +132,13 @@ impl Job {
         }
         if self.end_fsync {
             pairs.push(("end_fsync", "true".into()));
+        }
+        if self.compress_ratio > 1.0 {
+            pairs.push(("compress_ratio", self.compress_ratio.to_string()));
+        }
+        if self.dedup_ratio > 1.0 {
+            pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));
+            pairs.push(("dedup_block", format_size(self.dedup_block)));
         }
         if let Some(s) = self.size {
             pairs.push(("size", format_size(s)));

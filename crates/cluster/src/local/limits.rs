@@ -2,7 +2,7 @@
 //! has available, open files against `RLIMIT_NOFILE` (raised as fio does), and the number of
 //! files a run may plan at all.
 
-use stormark_engine::Backend;
+use stormark_engine::{buffer_bytes, Backend, DataShape};
 use stormark_spec::units::format_size;
 use stormark_spec::Job;
 
@@ -22,6 +22,9 @@ pub(super) struct Need {
     pub bs_max: u64,
     pub iodepth: u64,
     pub backend: Backend,
+    pub reads: bool,
+    pub writes: bool,
+    pub data: DataShape,
 }
 
 impl Need {
@@ -37,16 +40,26 @@ impl Need {
             }),
             iodepth: u64::from(job.iodepth),
             backend,
+            reads: job.read_pct() > 0,
+            writes: job.read_pct() < 100,
+            data: DataShape {
+                zero: job.zero_buffers,
+                compress_ratio: job.compress_ratio,
+                dedup_ratio: job.dedup_ratio,
+                dedup_block: job.dedup_block,
+            },
         }
     }
 
     fn buffer_bytes(&self) -> u128 {
         let slots = match self.backend {
             Backend::IoUring => self.iodepth.max(1),
-            Backend::Psync | Backend::S3 => 1,
-            Backend::Null => 0,
+            Backend::Psync => 1,
+            Backend::S3 => return u128::from(self.workers) * u128::from(self.bs_max.max(4096)),
+            Backend::Null => return 0,
         };
-        u128::from(self.workers) * u128::from(slots) * u128::from(self.bs_max.max(4096))
+        let one = buffer_bytes(slots, self.bs_max, self.reads, self.writes, &self.data);
+        u128::from(self.workers) * one
     }
 
     fn open_files(&self, existing: bool) -> u64 {
@@ -69,7 +82,7 @@ pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentErro
                 .max_by_key(|n| n.buffer_bytes())
                 .expect("a stage with buffers has a job");
             return Err(AgentError::job(&worst.name, format!(
-                "I/O buffers need {} (block size × iodepth × jobs), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
+                "I/O buffers need {} (block size × iodepth × jobs, and a 4 MiB pool of write data per job), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
                 format_size(buffers.min(u128::from(u64::MAX)) as u64),
                 format_size(avail)
             )));
@@ -130,6 +143,9 @@ mod tests {
             bs_max: bs,
             iodepth: depth,
             backend: Backend::IoUring,
+            reads: true,
+            writes: false,
+            data: DataShape::default(),
         }
     }
 
@@ -142,5 +158,14 @@ mod tests {
         assert!(check_stage(&[need(4, 2, 4096, 32)], false).is_ok());
         // One file or device: one descriptor per worker, whatever --files says.
         assert!(check_stage(&[need(4, 65536, 4096, 1)], true).is_ok());
+        // Writes cycle through a 4 MiB pool per worker: counted.
+        let writer = Need {
+            writes: true,
+            ..need(1, 1, 4096, 1)
+        };
+        assert_eq!(
+            writer.buffer_bytes(),
+            4096 + stormark_engine::POOL_BYTES as u128
+        );
     }
 }

@@ -1,0 +1,97 @@
+//! The options of what writes carry: `compress_ratio`, `dedup_ratio` and `dedup_block`, with
+//! fio's percentages (`buffer_compress_percentage`, `dedupe_percentage`) turned into ratios.
+
+use crate::choices::BlockSize;
+use crate::options::JobOpts;
+use crate::units::format_size;
+use crate::SpecError;
+
+/// The most compression asked for: every 512-byte sector keeps 16 random bytes.
+pub const MAX_COMPRESS: f64 = 32.0;
+/// The most deduplication asked for: one block in 100 unique.
+pub const MAX_DEDUP: f64 = 100.0;
+
+/// The accepted form of `compress_ratio`.
+pub(crate) const COMPRESS_FORM: &str = "a ratio from 1 (incompressible) to 32, such as 2 or 3.6";
+/// The accepted form of `dedup_ratio`.
+pub(crate) const DEDUP_FORM: &str = "a ratio from 1 (every block unique) to 100, such as 1.5";
+/// The accepted form of fio's percentages.
+pub(crate) const COMPRESS_PERCENT_FORM: &str =
+    "a percentage from 0 to 96 (fio's buffer_compress_percentage: 50 is a ratio of 2)";
+pub(crate) const DEDUP_PERCENT_FORM: &str =
+    "a percentage from 0 to 99 (fio's dedupe_percentage: 50 is a ratio of 2)";
+
+/// A ratio from 1 to `max`.
+pub(crate) fn parse_ratio(value: &str, max: f64) -> Option<f64> {
+    let r: f64 = value.trim().trim_end_matches(['x', 'X']).parse().ok()?;
+    (r.is_finite() && (1.0..=max).contains(&r)).then_some(r)
+}
+
+/// fio's percentage of a buffer that compresses away (or of blocks that are duplicates) as
+/// the ratio it gives: p% gone leaves 100 / (100 - p).
+pub(crate) fn percent_ratio(value: &str, max: f64) -> Option<f64> {
+    let p: f64 = value.trim().trim_end_matches('%').parse().ok()?;
+    if !(0.0..100.0).contains(&p) {
+        return None;
+    }
+    let r = 100.0 / (100.0 - p);
+    (r <= max + 1e-9).then_some(r.min(max))
+}
+
+/// The resolved data options of a job: compression ratio, dedup ratio and dedup block.
+pub(crate) fn resolve(opts: &JobOpts, bs: BlockSize) -> Result<(f64, f64, u64), SpecError> {
+    let compress = opts.compress_ratio.unwrap_or(1.0);
+    let dedup = opts.dedup_ratio.unwrap_or(1.0);
+    if opts.zero_buffers == Some(true) && (compress > 1.0 || dedup > 1.0) {
+        return Err(SpecError::invalid(
+            "--zero-buffers",
+            "true",
+            "zeros, or data with --compress-ratio/--dedup-ratio, not both",
+        ));
+    }
+    let block = opts.dedup_block.unwrap_or(bs.min);
+    if dedup > 1.0 && (block < 512 || !block.is_multiple_of(512) || block > bs.min) {
+        return Err(SpecError::invalid(
+            "--dedup-block",
+            &format_size(block),
+            format!(
+                "a multiple of 512 bytes no larger than the smallest block size ({})",
+                format_size(bs.min)
+            ),
+        ));
+    }
+    Ok((compress, dedup, block))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn fio_percentages_are_ratios() {
+        assert_eq!(percent_ratio("50", MAX_COMPRESS), Some(2.0));
+        assert_eq!(percent_ratio("0", MAX_COMPRESS), Some(1.0));
+        assert_eq!(percent_ratio("75%", MAX_COMPRESS), Some(4.0));
+        assert_eq!(percent_ratio("100", MAX_COMPRESS), None);
+        assert_eq!(percent_ratio("97", MAX_COMPRESS), None);
+        assert_eq!(percent_ratio("99", MAX_DEDUP), Some(100.0));
+        assert_eq!(parse_ratio("3.6", MAX_COMPRESS), Some(3.6));
+        assert_eq!(parse_ratio("2x", MAX_COMPRESS), Some(2.0));
+        assert_eq!(parse_ratio("0.5", MAX_COMPRESS), None);
+        assert_eq!(parse_ratio("NaN", MAX_COMPRESS), None);
+        assert_eq!(parse_ratio("inf", MAX_DEDUP), None);
+    }
+
+    proptest! {
+        #[test]
+        fn ratio_parsers_never_panic_and_stay_in_range(s in "\\PC{0,12}") {
+            if let Some(r) = parse_ratio(&s, MAX_DEDUP) {
+                prop_assert!((1.0..=MAX_DEDUP).contains(&r));
+            }
+            if let Some(r) = percent_ratio(&s, MAX_COMPRESS) {
+                prop_assert!((1.0..=MAX_COMPRESS).contains(&r));
+            }
+        }
+    }
+}
