@@ -393,3 +393,175 @@ fn data_mistakes_are_one_line_and_exit_2() {
         assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
     }
 }
+
+/// `stormark run ARGS --json` in `dir`: exit code, document, what it printed.
+fn run_in(dir: &stormark_testkit::TempDir, args: &[&str]) -> (i32, serde_json::Value, String) {
+    Bin(BIN).run_json(dir, args)
+}
+
+/// Writes a file with `--verify --keep` in `target`, writes it again over `--reuse`, plants
+/// the four faults, and checks that `--verify-only` names each at its offset.
+fn planted_faults_are_found(target: &std::path::Path) {
+    let dir = temp_dir(TMP);
+    let t = target.to_str().unwrap();
+    let write = [
+        "--rw", "write", "--bs", "4k", "--size", "4m", "--verify", "-q",
+    ];
+    let (code, doc, out) = run_in(&dir, &[&[t][..], &write, &["--keep"]].concat());
+    assert_eq!(code, 0, "{out}");
+    let run_dir = doc["target"]["run_dir"].as_str().unwrap().to_string();
+    let file = std::path::Path::new(&run_dir).join("j0.w0.f0");
+    let first = std::fs::read(&file).unwrap();
+    // A second pass over the kept files: every block now holds a newer write.
+    let (code, doc, out) = run_in(&dir, &[&[run_dir.as_str(), "--reuse"][..], &write].concat());
+    assert_eq!(code, 0, "{out}");
+    let verify = &doc["phases"][0]["by_op"]["verify"];
+    assert_eq!(verify["bytes"].as_u64(), Some(4 << 20), "{verify}");
+    let only = [
+        run_dir.as_str(),
+        "--reuse",
+        "--verify-only",
+        "--size",
+        "4m",
+        "-q",
+    ];
+    let (code, _, out) = run_in(&dir, &only);
+    assert_eq!(code, 0, "nothing planted yet: {out}");
+
+    let mut data = std::fs::read(&file).unwrap();
+    assert_eq!(data.len(), 4 << 20);
+    data[8192 + 1000] ^= 0x40; // corrupt: bytes flipped
+    data.copy_within(12288..16384, 40960); // misplaced: offset 12288's block at 40960
+    data[81920..86016].copy_from_slice(&first[81920..86016]); // stale: the first pass's write
+    data[122880..126976].fill(0); // hole
+    std::fs::write(&file, &data).unwrap();
+
+    let (code, doc, out) = run_in(&dir, &only);
+    assert_eq!(code, 1, "{out}");
+    let errors = doc["phases"][0]["errors"].as_array().unwrap();
+    for (kind, offset) in [
+        ("corrupt", 8192),
+        ("misplaced", 40960),
+        ("stale", 81920),
+        ("hole", 122880),
+    ] {
+        let e = errors
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {errors:?}"));
+        assert_eq!(e["count"].as_u64(), Some(1), "{e}");
+        assert_eq!(e["first_offset"].as_u64(), Some(offset), "{e}");
+        assert_eq!(e["op"], "verify");
+        assert!(out.contains(&format!("offset {offset}: {kind}")), "{out}");
+    }
+    assert!(out.contains("holds the block of offset 12288"), "{out}");
+    assert!(out.contains("4 of 1024 blocks bad"), "{out}");
+    // Verifying wrote nothing: the faults are still there.
+    assert_eq!(std::fs::read(&file).unwrap(), data);
+    std::fs::remove_dir_all(&run_dir).unwrap();
+}
+
+#[test]
+fn verify_finds_each_planted_fault_at_its_offset_in_a_file() {
+    let dir = temp_dir(TMP);
+    planted_faults_are_found(dir.path());
+}
+
+#[test]
+fn verify_finds_each_planted_fault_at_its_offset_on_a_loop_device() {
+    if !stormark_testkit::require_root(
+        "verify_finds_each_planted_fault_at_its_offset_on_a_loop_device",
+    ) {
+        return;
+    }
+    let mut dev = stormark_testkit::LoopDevice::new(TMP, 64 << 20).expect("loop device");
+    dev.mkfs_ext4().expect("mkfs.ext4");
+    let mnt = dev.mount().expect("mount");
+    planted_faults_are_found(&mnt);
+}
+
+#[test]
+fn verify_in_one_run_checks_every_written_block_on_both_engines() {
+    for engine in ["io_uring", "psync"] {
+        let dir = temp_dir(TMP);
+        let target = dir.path().join("t");
+        std::fs::create_dir(&target).unwrap();
+        // Random overwrites at depth 16: blocks rewritten while their last write is in
+        // flight are allowed either write, never reported.
+        let (code, doc, out) = run_in(
+            &dir,
+            &[
+                target.to_str().unwrap(),
+                "--rw",
+                "randrw",
+                "--bs",
+                "4k",
+                "--size",
+                "8m",
+                "--io-total",
+                "24m",
+                "--engine",
+                engine,
+                "--iodepth",
+                "16",
+                "--verify",
+                "-q",
+            ],
+        );
+        assert_eq!(code, 0, "{engine}: {out}");
+        let p = stormark_testkit::phase(&doc, "run");
+        assert!(
+            p["by_op"]["verify"]["bytes"].as_u64().unwrap() > 4 << 20,
+            "{p}"
+        );
+        assert_eq!(p["by_op"]["verify"]["errors"].as_u64(), Some(0));
+        // The pass is not part of the workload's figures.
+        let ops = p["by_op"]["read"]["ops"].as_u64().unwrap()
+            + p["by_op"]["write"]["ops"].as_u64().unwrap();
+        assert_eq!(p["total"]["ops"].as_u64(), Some(ops), "{p}");
+        // Nothing left behind: the state beside the file goes with it.
+        assert!(std::fs::read_dir(&target).unwrap().next().is_none());
+    }
+}
+
+#[test]
+fn verify_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    let d = dir.path().to_str().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
+    let f = file.to_str().unwrap();
+    for (args, want) in [
+        (vec![d, "--rw", "read", "--verify"], "a job that writes"),
+        (
+            vec![d, "--rw", "write", "--verify", "--dedup-ratio", "2"],
+            "not both",
+        ),
+        (
+            vec![d, "--rw", "write", "--verify", "--bs", "256", "--buffered"],
+            "multiples of 512",
+        ),
+        (vec![d, "--verify-only"], "--verify --keep run printed"),
+        (
+            vec![
+                f,
+                "--rw",
+                "write",
+                "--verify",
+                "--jobs",
+                "2",
+                "--allow-overwrite",
+            ],
+            "--jobs 1",
+        ),
+    ] {
+        let mut all = vec!["run"];
+        all.extend(args.iter());
+        all.extend(["--time", "1s"]);
+        let out = Bin(BIN).run(&all);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(want), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+}

@@ -6,6 +6,7 @@
 
 use crate::buffer::{AlignedBuf, ALIGN};
 use crate::offsets::IoReq;
+use crate::verify::Verifier;
 use crate::EngineError;
 
 /// Bytes of write regions a worker cycles through: more than the window of the compressors a
@@ -93,6 +94,7 @@ pub(crate) struct Buffers {
     writes: usize,
     stamped: bool,
     dedup: Option<Dedup>,
+    verifier: Option<Verifier>,
 }
 
 /// Duplicate blocks, chosen in an exact share.
@@ -132,6 +134,7 @@ impl Buffers {
         writes: bool,
         shape: &DataShape,
         seed: u64,
+        verifier: Option<Verifier>,
     ) -> Result<Buffers, EngineError> {
         let region = (bs_max.max(1) as usize).next_multiple_of(ALIGN);
         let slots = slots.max(1);
@@ -194,7 +197,21 @@ impl Buffers {
             writes: 0,
             stamped: !shape.zero,
             dedup,
+            verifier,
         })
+    }
+
+    /// The write of `slot` has completed (what `--verify` needs to know of writes racing).
+    #[inline]
+    pub(crate) fn done(&mut self, slot: usize) {
+        if let Some(v) = &mut self.verifier {
+            v.done(slot);
+        }
+    }
+
+    /// The expected state of `--verify`, for the pass after the load.
+    pub(crate) fn take_verifier(&mut self) -> Option<Verifier> {
+        self.verifier.take()
     }
 
     /// Where the read of `slot` lands.
@@ -218,6 +235,9 @@ impl Buffers {
         let len = req.len as usize;
         if self.stamped {
             self.pool.scramble(at, len, req.offset, tag);
+        }
+        if let Some(v) = &mut self.verifier {
+            v.stamp(&self.pool, at, len, slot, req.file, req.offset);
         }
         let base = self.pool.at(at).cast_const();
         match &mut self.dedup {
@@ -292,7 +312,7 @@ mod tests {
     }
 
     fn written(shape: DataShape, bs: u32, writes: u64) -> Vec<u8> {
-        let mut b = Buffers::new(1, u64::from(bs), false, true, &shape, 7).unwrap();
+        let mut b = Buffers::new(1, u64::from(bs), false, true, &shape, 7, None).unwrap();
         let mut out = Vec::new();
         for i in 0..writes {
             let req = IoReq {

@@ -39,6 +39,9 @@ pub enum EngineError {
     /// An S3 worker could not start, or its preparation could not write an object.
     #[error("{0}")]
     S3(String),
+    /// `--verify` could not save or load the expected state.
+    #[error("{0}")]
+    Verify(String),
     /// Every I/O of the last run failed: the target is not usable.
     #[error("stopped after {0} consecutive I/O errors")]
     Failing(u32),

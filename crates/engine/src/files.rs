@@ -235,6 +235,19 @@ impl Dir {
         cvt(unsafe { libc::renameat(fd, f.as_ptr(), fd, t.as_ptr()) }).map(|_| ())
     }
 
+    /// Reads `name` (beneath the descriptor, never through a link), refusing one longer than
+    /// `limit` bytes before reading it all.
+    pub fn read_limited(&self, name: &str, limit: u64) -> io::Result<Vec<u8>> {
+        use std::io::Read;
+        let f = self.open_file(name, libc::O_RDONLY)?;
+        let mut out = Vec::new();
+        f.take(limit + 1).read_to_end(&mut out)?;
+        if out.len() as u64 > limit {
+            return Err(io::Error::other(format!("longer than {limit} bytes")));
+        }
+        Ok(out)
+    }
+
     /// Writes `name` atomically: a temporary file inside, synced, then renamed over `name`.
     pub fn write_atomic(&self, name: &str, data: &[u8]) -> io::Result<()> {
         use std::io::Write;

@@ -43,6 +43,7 @@ mod s3;
 mod stage;
 mod target;
 mod uring;
+mod verify;
 mod worker;
 
 pub use ctx::WorkerMsg;
@@ -54,3 +55,4 @@ pub use s3::S3Work;
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use target::{Backend, FileTarget, JobPlacement, Place, Stop, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};
+pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};

@@ -45,6 +45,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let now = Instant::now();
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_at(&req, res, now, start, due);
+        ctx.bufs.done(0);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);
         }

@@ -161,6 +161,8 @@ pub struct WorkerSpec {
     /// What writes carry: zeros, or bytes drawn from `seed` that compress and deduplicate as
     /// asked.
     pub data: crate::DataShape,
+    /// `--verify`: headers in written blocks, checked after the load (or `--verify-only`).
+    pub verify: Option<crate::VerifySpec>,
     /// Extra open flags of written files: `O_DSYNC` or `O_SYNC` (fio's `sync`), or 0.
     pub sync_flags: i32,
     /// Sync the file after every this many writes (0: never); `datasync` picks `fdatasync`.
@@ -205,6 +207,7 @@ impl WorkerSpec {
             ramp: Duration::ZERO,
             seed: 1,
             data: crate::DataShape::default(),
+            verify: None,
             sync_flags: 0,
             sync_every: 0,
             datasync: false,
@@ -284,6 +287,10 @@ impl WorkerSpec {
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
             },
+            verify: job.verify.then(|| crate::VerifySpec {
+                block: verify_block(bs_min, bs_align),
+                only: job.verify_only,
+            }),
             sync_flags: match job.sync {
                 stormark_spec::SyncMode::None => 0,
                 stormark_spec::SyncMode::Dsync => libc::O_DSYNC,
@@ -302,4 +309,9 @@ impl WorkerSpec {
             stall: None,
         }
     }
+}
+
+/// The unit `--verify` checks: every I/O's offset and length are multiples of it.
+pub fn verify_block(bs_min: u64, bs_align: u64) -> u64 {
+    stormark_spec::units::gcd(bs_min, bs_align)
 }

@@ -186,6 +186,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
             let scheduled = due.get(slot as usize).copied();
             ctx.complete_at(&req, i64::from(cqe.result()), now, started, scheduled);
+            ctx.bufs.done(slot as usize);
             free.push_back(slot);
             inflight -= 1;
         }

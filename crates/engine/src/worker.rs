@@ -13,6 +13,7 @@ use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::offsets::OffsetGen;
 use crate::target::{Backend, WorkerSpec};
+use crate::verify::Verifier;
 
 /// Runs one worker: open, wait at the gate, loop, report. Never panics on I/O errors.
 pub(crate) fn run_worker(
@@ -54,7 +55,9 @@ pub(crate) fn run_worker(
         writes_since_sync: 0,
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
     };
+    let only = spec.verify.is_some_and(|v| v.only);
     let failure = match spec.backend {
+        _ if only => Ok(()),
         Backend::Psync => crate::psync::run_psync(&mut ctx),
         Backend::Null => crate::null::run_null(&mut ctx),
         Backend::IoUring => crate::uring::run(&mut ctx),
@@ -69,14 +72,24 @@ pub(crate) fn run_worker(
         }
     }
     let failure = failure.err().or_else(|| ctx.failing());
-    ctx.pace
-        .finish(&mut ctx.rec, tx, failure.map(|e| e.to_string()));
+    // --verify: every block written read back and checked, once the load is over.
+    let failure = match failure {
+        None if spec.verify.is_some() && spec.backend != Backend::Null => {
+            match crate::verify::verify_pass(&mut ctx) {
+                Ok(bad) => bad,
+                Err(e) => Some(e.to_string()),
+            }
+        }
+        f => f.map(|e| e.to_string()),
+    };
+    ctx.pace.finish(&mut ctx.rec, tx, failure);
 }
 
 type Setup = (Vec<File>, Buffers, OffsetGen);
 
 fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
-    let writes = spec.read_pct < 100 || spec.write_once;
+    let only = spec.verify.is_some_and(|v| v.only);
+    let writes = (spec.read_pct < 100 || spec.write_once) && !only;
     let mut files = Vec::with_capacity(spec.files.len());
     if !matches!(spec.backend, Backend::Null | Backend::S3) {
         for f in &spec.files {
@@ -106,6 +119,14 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     } else {
         1
     };
+    let verifier = spec.verify.filter(|v| !v.only && writes).map(|v| {
+        // A run's mark in every header: a block of another run is a write lost.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let lens: Vec<u64> = spec.files.iter().map(|f| f.len).collect();
+        Verifier::new(now ^ spec.seed.rotate_left(32), v.block, &lens, slots)
+    });
     let bufs = Buffers::new(
         slots,
         spec.bs_max,
@@ -113,6 +134,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
         writes,
         &spec.data,
         spec.seed,
+        verifier,
     )?;
     let gen = if spec.write_once {
         OffsetGen::write_once(lens, spec.bs_max)

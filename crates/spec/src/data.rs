@@ -1,7 +1,7 @@
 //! The options of what writes carry: `compress_ratio`, `dedup_ratio` and `dedup_block`, with
 //! fio's percentages (`buffer_compress_percentage`, `dedupe_percentage`) turned into ratios.
 
-use crate::choices::BlockSize;
+use crate::choices::{BlockSize, LoadKind, Rw};
 use crate::options::JobOpts;
 use crate::units::format_size;
 use crate::SpecError;
@@ -61,6 +61,38 @@ pub(crate) fn resolve(opts: &JobOpts, bs: BlockSize) -> Result<(f64, f64, u64), 
         ));
     }
     Ok((compress, dedup, block))
+}
+
+/// `verify` and `verify_only` of a file job, checked against the rest: whether written
+/// blocks carry headers, and whether the job only checks what a kept run left.
+pub(crate) fn resolve_verify(
+    opts: &JobOpts,
+    rw: Rw,
+    bs: BlockSize,
+    bs_align: u64,
+) -> Result<(bool, bool), SpecError> {
+    let only = opts.verify_only.unwrap_or(false);
+    let verify = only || opts.verify.unwrap_or(false);
+    if !verify || opts.kind.unwrap_or_default() != LoadKind::File {
+        return Ok((verify, only));
+    }
+    let flag = if only { "--verify-only" } else { "--verify" };
+    let refuse = |why: &str| Err(SpecError::invalid(flag, "true", why));
+    if opts.dedup_ratio.unwrap_or(1.0) > 1.0 {
+        return refuse("verified blocks or duplicate blocks, not both (--dedup-ratio)");
+    }
+    if opts.zero_buffers == Some(true) {
+        return refuse("verified blocks carry headers, not zeros: drop --zero-buffers");
+    }
+    if !only && rw.read_pct(opts.rwmixread.unwrap_or(50)) == 100 {
+        return refuse("a job that writes (--rw write, randwrite, rw or randrw); to check the files a --keep run left, --verify-only");
+    }
+    if crate::units::gcd(bs.min, bs_align) < 512 {
+        return refuse(
+            "I/O sizes and offsets in multiples of 512 bytes or more (--bs, --bs-align)",
+        );
+    }
+    Ok((verify, only))
 }
 
 #[cfg(test)]

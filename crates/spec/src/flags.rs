@@ -79,6 +79,18 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("compress_ratio", "R", "Fill writes so that compressors (zstd, lz4, gzip) reach about R, from 1 (incompressible, the default) to 32; fio's buffer_compress_percentage=50 is 2."),
     text("dedup_ratio", "D", "Write that share of blocks as duplicates: written blocks over distinct blocks is about D (1, every block unique, is the default); fio's dedupe_percentage=50 is 2."),
     text("dedup_block", "SIZE", "The unit of --dedup-ratio, a multiple of 512 [default: the block size]."),
+    Flag {
+        key: "verify",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Every written block carries a header (run, offset, write, CRC-32C); after the load each is read back and a bad one named by offset and kind: corrupt, misplaced, stale (a lost write), hole. Exit 1 on any.",
+    },
+    Flag {
+        key: "verify_only",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Write nothing: check the blocks a --verify --keep run left in the run directory TARGET (with --reuse), after a crash, failover or resilver. Exit 1 on any bad block.",
+    },
     text("sync", "MODE", "Synchronous writes from the open flags: none, dsync (O_DSYNC) or sync (O_SYNC), as fio's sync."),
     text("fsync", "N", "fsync the file after every N writes of a worker (fio's fsync); each fsync's latency is the operation sync."),
     text("fdatasync", "N", "fdatasync the file after every N writes of a worker (fio's fdatasync); timed as sync."),

@@ -78,6 +78,7 @@ pub const JOB_KEYS: &[&str] = &[
     "multipart_threshold",
     "part_size",
     "verify",
+    "verify_only",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -168,8 +169,10 @@ pub struct JobOpts {
     pub multipart_threshold: Option<u64>,
     /// S3: the size of each part of a multipart upload.
     pub part_size: Option<u64>,
-    /// S3: GETs check what they read.
+    /// S3: GETs check what they read; files: written blocks carry headers, checked after.
     pub verify: Option<bool>,
+    /// Files: only check what a `--keep` run with `--verify` left.
+    pub verify_only: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
@@ -247,6 +250,9 @@ impl JobOpts {
                     Some(SizeDist::parse(value).ok_or_else(|| bad("uniform or log-uniform"))?)
             }
             "verify" => self.verify = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "verify_only" => {
+                self.verify_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "multipart_threshold" => {
                 self.multipart_threshold = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
             }
@@ -446,7 +452,8 @@ impl JobOpts {
             get_range,
             multipart_threshold,
             part_size,
-            verify
+            verify,
+            verify_only
         )
     }
 
@@ -530,6 +537,7 @@ impl JobOpts {
             ));
         }
         let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
+        let (verify, verify_only) = data::resolve_verify(self, rw, bs, bs_align)?;
         let kind = self.kind.unwrap_or_default();
         let engine = match kind {
             LoadKind::Null => EngineChoice::Null,
@@ -568,6 +576,8 @@ impl JobOpts {
             compress_ratio,
             dedup_ratio,
             dedup_block,
+            verify,
+            verify_only,
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
@@ -598,7 +608,6 @@ impl JobOpts {
                 ("--get-range", self.get_range.is_some()),
                 ("--multipart-threshold", self.multipart_threshold.is_some()),
                 ("--part-size", self.part_size.is_some()),
-                ("--verify", self.verify.is_some()),
             ];
             if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
                 return Err(SpecError::invalid(

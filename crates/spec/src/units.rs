@@ -158,6 +158,14 @@ pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
+/// The greatest common divisor (of 0 and n: n).
+pub fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,10 @@ pub struct Job {
     pub dedup_ratio: f64,
     /// The unit of deduplication, bytes (the smallest block size unless given).
     pub dedup_block: u64,
+    /// Written blocks carry headers, read back and checked after the load (file jobs).
+    pub verify: bool,
+    /// Only check what a `--keep` run with `--verify` left: nothing is written.
+    pub verify_only: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
@@ -135,6 +139,12 @@ impl Job {
         }
         if self.compress_ratio > 1.0 {
             pairs.push(("compress_ratio", self.compress_ratio.to_string()));
+        }
+        if self.verify && self.kind == LoadKind::File {
+            pairs.push(("verify", "true".into()));
+        }
+        if self.verify_only {
+            pairs.push(("verify_only", "true".into()));
         }
         if self.dedup_ratio > 1.0 {
             pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));

@@ -43,11 +43,14 @@ pub enum Op {
     /// An `fsync` or `fdatasync` of a file (`--fsync`, `--fdatasync`, `--end-fsync`): timed,
     /// but left out of totals, as fio counts its syncs apart from its writes.
     Sync,
+    /// A read of `--verify`'s pass over what was written (or of `--verify-only`), every block
+    /// checked: timed, left out of the workload's totals.
+    Verify,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 13] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -60,6 +63,7 @@ impl Op {
         Op::Receive,
         Op::Rtt,
         Op::Sync,
+        Op::Verify,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -79,13 +83,14 @@ impl Op {
             Op::Receive => "receive",
             Op::Rtt => "rtt",
             Op::Sync => "sync",
+            Op::Verify => "verify",
         }
     }
 
-    /// Whether it is an operation of the workload (every one but [`Op::Connect`] and
-    /// [`Op::Sync`]): what totals add up.
+    /// Whether it is an operation of the workload (every one but [`Op::Connect`],
+    /// [`Op::Sync`] and [`Op::Verify`]): what totals add up.
     pub fn of_workload(self) -> bool {
-        self != Op::Connect && self != Op::Sync
+        !matches!(self, Op::Connect | Op::Sync | Op::Verify)
     }
 
     /// The operation named `name` in results, or `None`.
@@ -124,8 +129,14 @@ pub enum ErrorKind {
     Refused,
     /// Another network failure.
     Network,
-    /// The data read is not what was written (`--verify`).
+    /// The data read is not what was written (`--verify`: a bad checksum, bytes changed).
     Corrupt,
+    /// `--verify`: a block holds the data of another offset or file (a misplaced write).
+    Misplaced,
+    /// `--verify`: a block holds an older write than the last one (a lost write).
+    Stale,
+    /// `--verify`: a written block reads back as zeros (a hole).
+    Hole,
 }
 
 impl ErrorKind {
@@ -154,6 +165,9 @@ impl ErrorKind {
             ErrorKind::Refused => "refused".into(),
             ErrorKind::Network => "network".into(),
             ErrorKind::Corrupt => "corrupt".into(),
+            ErrorKind::Misplaced => "misplaced".into(),
+            ErrorKind::Stale => "stale".into(),
+            ErrorKind::Hole => "hole".into(),
         }
     }
 
@@ -171,6 +185,9 @@ impl ErrorKind {
             ErrorKind::Network => -5,
             ErrorKind::Throttled => -6,
             ErrorKind::Corrupt => -7,
+            ErrorKind::Misplaced => -8,
+            ErrorKind::Stale => -9,
+            ErrorKind::Hole => -10,
             ErrorKind::Http(status) => -1000 - i32::from(status),
         }
     }
@@ -185,6 +202,9 @@ impl ErrorKind {
             -5 => ErrorKind::Network,
             -6 => ErrorKind::Throttled,
             -7 => ErrorKind::Corrupt,
+            -8 => ErrorKind::Misplaced,
+            -9 => ErrorKind::Stale,
+            -10 => ErrorKind::Hole,
             c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
             c if c < 0 => ErrorKind::Other(c),
             n => ErrorKind::from_errno(n),
@@ -588,6 +608,9 @@ mod tests {
             ErrorKind::Refused,
             ErrorKind::Network,
             ErrorKind::Corrupt,
+            ErrorKind::Misplaced,
+            ErrorKind::Stale,
+            ErrorKind::Hole,
         ] {
             assert_eq!(ErrorKind::from_code(k.code()), k, "{}", k.name());
         }

@@ -147,6 +147,7 @@ fn remove_run(path: &Path) -> std::io::Result<()> {
     // Only the names the run's manifest lists; a damaged manifest removes nothing more.
     for name in listed_files(&dir).unwrap_or_default() {
         let _ = dir.remove_file(&name);
+        let _ = dir.remove_file(stormark_engine::state_name(&name));
     }
     let _ = dir.remove_file(MANIFEST);
     std::fs::remove_dir(path)

@@ -67,6 +67,12 @@ impl LocalAgent {
         validated: &mut Validated,
     ) -> Result<(), AgentError> {
         let target = self.opts.path.clone();
+        if !self.opts.reuse && stages.iter().flatten().any(|(j, _)| j.verify_only) {
+            return Err(AgentError::option(
+                "--verify-only",
+                "the run directory a --verify --keep run printed, with --reuse: the expected state of its blocks is kept there",
+            ));
+        }
         let mut ws = if self.opts.reuse {
             Workspace::reuse(&target)?
         } else {
@@ -115,7 +121,9 @@ impl LocalAgent {
                         let pf = &mut ws.files[i];
                         if *backend != Backend::Null {
                             pf.size = pf.size.max(len);
-                            pf.needs_data |= job.read_pct() > 0 || workload.prepare;
+                            // --verify-only reads what a kept run left, as it is: never prepared.
+                            pf.needs_data |=
+                                (job.read_pct() > 0 || workload.prepare) && !job.verify_only;
                         }
                         list.push(i);
                     }
@@ -188,6 +196,20 @@ impl LocalAgent {
                 format!("--reuse {shown}"),
                 "expected the run directory a --keep run printed",
             ));
+        }
+        for (job, _) in stages.iter().flatten() {
+            if job.verify_only {
+                return Err(AgentError::option(
+                    "--verify-only",
+                    "the run directory a --verify --keep run printed, with --reuse: the expected state of its blocks is kept there, not beside a file or device",
+                ));
+            }
+            if job.verify && job.jobs > 1 {
+                return Err(AgentError::job(
+                    &job.name,
+                    "--verify on one file or device needs --jobs 1 (workers writing the same blocks cannot say which write should be there); or give a directory, where each worker has its own files",
+                ));
+            }
         }
         let writes = stages
             .iter()

@@ -424,6 +424,12 @@ impl Workspace {
         if !self.created_dir {
             return notes;
         }
+        // Each file made, the --verify state beside it (made only by this run), the manifest.
+        let verify_states: Vec<String> = self
+            .created
+            .iter()
+            .map(|n| stormark_engine::state_name(n))
+            .collect();
         for name in self.created.iter().map(String::as_str).chain([MANIFEST]) {
             if let Err(e) = run.remove_file(name) {
                 if e.kind() != std::io::ErrorKind::NotFound {
@@ -433,6 +439,9 @@ impl Workspace {
                     ));
                 }
             }
+        }
+        for name in &verify_states {
+            let _ = run.remove_file(name);
         }
         let parent = self
             .parent

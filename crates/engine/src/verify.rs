@@ -1,0 +1,377 @@
+//! `--verify`: every written block starts with a header (run, file, offset, write sequence,
+//! CRC-32C of the block), the worker keeps the sequence it last wrote to each block, and after
+//! the load reads every written block back and names each bad one by kind: a bad checksum
+//! (`corrupt`), another offset's or file's block (`misplaced`), an older write (`stale`), zeros
+//! (`hole`). The expected sequences are kept beside a run directory's file, so that
+//! `--verify-only` can check what a `--keep` run left, after a crash, failover or resilver.
+
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use stormark_stats::{ErrorKind, Op};
+
+use crate::buffer::AlignedBuf;
+use crate::ctx::Ctx;
+use crate::target::Place;
+use crate::EngineError;
+
+/// The first 8 bytes of every verified block.
+const MAGIC: u64 = u64::from_le_bytes(*b"STMKVRFY");
+/// Header bytes: magic, run, offset (8 each), sequence, file, CRC-32C (4 each), 4 zero.
+pub const HEADER: usize = 40;
+/// The first bytes of a state file.
+const STATE_MAGIC: &[u8; 8] = b"STMKVST1";
+/// A block written by two writes in flight at once: either may be on disk.
+const EITHER: u32 = u32::MAX;
+/// Bad blocks described in full (all are counted).
+const SHOWN: usize = 8;
+/// Bytes read at a time by the verify pass.
+const CHUNK: usize = 1 << 20;
+
+/// What `--verify` asks of a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifySpec {
+    /// Bytes per verified block (every I/O's offset and length are multiples of it).
+    pub block: u64,
+    /// Only check what a kept run left (no load).
+    pub only: bool,
+}
+
+/// The name of the state file beside a run directory's file `name`.
+pub fn state_name(name: &str) -> String {
+    format!("{name}.verify")
+}
+
+/// A worker's expected state: per file, the sequence last written to each block (0: never).
+pub(crate) struct Verifier {
+    run: u64,
+    block: usize,
+    files: Vec<Vec<u32>>,
+    seq: u32,
+    /// The sequence of the write in flight in each slot (0: none).
+    inflight: Vec<u32>,
+}
+
+impl Verifier {
+    pub(crate) fn new(run: u64, block: u64, lens: &[u64], slots: usize) -> Verifier {
+        Verifier {
+            run,
+            block: block as usize,
+            files: lens.iter().map(|l| vec![0; (l / block) as usize]).collect(),
+            seq: 0,
+            inflight: vec![0; slots.max(1)],
+        }
+    }
+
+    /// Writes the headers of a write of `len` bytes at `at` in `buf` (from `slot`, to `file`
+    /// at `offset`) and notes its sequence as what each of its blocks must hold.
+    pub(crate) fn stamp(
+        &mut self,
+        buf: &AlignedBuf,
+        at: usize,
+        len: usize,
+        slot: usize,
+        file: u32,
+        offset: u64,
+    ) {
+        // 1, 2, ... skipping 0 (never written) and EITHER.
+        self.seq = if self.seq + 1 == EITHER {
+            1
+        } else {
+            self.seq + 1
+        };
+        let seq = self.seq;
+        let first = (offset / self.block as u64) as usize;
+        let state = &mut self.files[file as usize];
+        for (i, pos) in (0..len).step_by(self.block).enumerate() {
+            // SAFETY: the region [at, at + len) is the slot's, not in flight.
+            let blk = unsafe { std::slice::from_raw_parts_mut(buf.at(at + pos), self.block) };
+            let off = offset + pos as u64;
+            blk[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+            blk[8..16].copy_from_slice(&self.run.to_le_bytes());
+            blk[16..24].copy_from_slice(&off.to_le_bytes());
+            blk[24..28].copy_from_slice(&seq.to_le_bytes());
+            blk[28..32].copy_from_slice(&file.to_le_bytes());
+            blk[36..40].fill(0);
+            let crc = checksum(blk);
+            blk[32..36].copy_from_slice(&crc.to_le_bytes());
+            if let Some(s) = state.get_mut(first + i) {
+                // The block's last write still in flight: either may end up on disk.
+                let racing = *s != 0 && self.inflight.contains(s);
+                *s = if racing { EITHER } else { seq };
+            }
+        }
+        self.inflight[slot] = seq;
+    }
+
+    /// The write of `slot` has completed.
+    #[inline]
+    pub(crate) fn done(&mut self, slot: usize) {
+        self.inflight[slot] = 0;
+    }
+
+    /// The state file's bytes for file `i`.
+    fn state_bytes(&self, i: usize) -> Vec<u8> {
+        let blocks = &self.files[i];
+        let mut out = Vec::with_capacity(32 + 4 * blocks.len());
+        out.extend_from_slice(STATE_MAGIC);
+        out.extend_from_slice(&self.run.to_le_bytes());
+        out.extend_from_slice(&(self.block as u64).to_le_bytes());
+        out.extend_from_slice(&(blocks.len() as u64).to_le_bytes());
+        for s in blocks {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads the state files a kept run left for `files`: the run must be one run with this
+    /// block size and these lengths.
+    fn load(targets: &[crate::FileTarget], block: u64, slots: usize) -> Result<Verifier, String> {
+        let mut v = Verifier::new(0, block, &[], slots);
+        for t in targets {
+            let Place::Beneath { dir, name } = &t.place else {
+                return Err(format!(
+                    "{}: --verify-only checks the files of a kept run directory (--reuse), where their expected state is",
+                    t.shown().display()
+                ));
+            };
+            let want = 32 + 4 * (t.len / block) as usize;
+            let fail = |why: &str| format!("{}: {why}", dir.shown(state_name(name)).display());
+            let bytes = dir
+                .read_limited(&state_name(name), want as u64)
+                .map_err(|e| fail(&format!("{e} (was the run made with --verify --keep?)")))?;
+            if bytes.len() != want || &bytes[0..8] != STATE_MAGIC {
+                return Err(fail(
+                    "not the state --verify wrote for this file and block size",
+                ));
+            }
+            let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+            if word(16) != block {
+                return Err(fail(&format!(
+                    "written with {}-byte verify blocks, not {block}",
+                    word(16)
+                )));
+            }
+            let run = word(8);
+            if v.files.is_empty() {
+                v.run = run;
+            } else if run != v.run {
+                return Err(fail("from another run than the other files"));
+            }
+            v.files.push(
+                bytes[32..]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+                    .collect(),
+            );
+        }
+        Ok(v)
+    }
+}
+
+/// CRC-32C of a block with its checksum field taken as zeros.
+fn checksum(blk: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&blk[0..32]);
+    let c = crc32c::crc32c_append(c, &[0; 4]);
+    crc32c::crc32c_append(c, &blk[36..])
+}
+
+/// What is wrong with a block that should hold write `want` of offset `off` of file `file`.
+fn judge(blk: &[u8], run: u64, file: u32, off: u64, want: u32) -> Option<(ErrorKind, String)> {
+    let word = |i: usize| u64::from_le_bytes(blk[i..i + 8].try_into().expect("8 bytes"));
+    let half = |i: usize| u32::from_le_bytes(blk[i..i + 4].try_into().expect("4 bytes"));
+    if word(0) != MAGIC {
+        return Some(if blk.iter().all(|&b| b == 0) {
+            (
+                ErrorKind::Hole,
+                "zeros where write #{want} was".replace("{want}", &want.to_string()),
+            )
+        } else {
+            (
+                ErrorKind::Corrupt,
+                "no verify header: overwritten by something else".into(),
+            )
+        });
+    }
+    let (found, crc) = (half(32), checksum(blk));
+    if found != crc {
+        return Some((
+            ErrorKind::Corrupt,
+            format!("checksum {found:#010x} recorded, {crc:#010x} computed: bytes changed"),
+        ));
+    }
+    if word(16) != off || half(28) != file {
+        return Some((
+            ErrorKind::Misplaced,
+            format!(
+                "holds the block of offset {} of file {}",
+                word(16),
+                half(28)
+            ),
+        ));
+    }
+    if word(8) != run {
+        return Some((
+            ErrorKind::Stale,
+            "a block of another run: a write lost".into(),
+        ));
+    }
+    let seq = half(24);
+    (want != EITHER && seq != want).then(|| {
+        let kind = if seq < want {
+            ErrorKind::Stale
+        } else {
+            ErrorKind::Corrupt
+        };
+        (
+            kind,
+            format!("write #{seq} where write #{want} was: a write lost"),
+        )
+    })
+}
+
+/// The pass after the load (or all of `--verify-only`): reads every block written back, in
+/// 1 MiB reads timed as [`Op::Verify`], and checks it. Returns the bad blocks described (the
+/// first few), or `None` when every block was right. Saves the state beside each file of a
+/// run directory for a later `--verify-only`.
+pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineError> {
+    let spec = ctx.spec.verify.expect("a verify pass is asked for");
+    let v = match ctx.bufs.take_verifier() {
+        Some(v) => v,
+        None => Verifier::load(&ctx.spec.files, spec.block, 1).map_err(EngineError::Verify)?,
+    };
+    if !spec.only {
+        for (i, t) in ctx.spec.files.iter().enumerate() {
+            if let Place::Beneath { dir, name } = &t.place {
+                dir.write_atomic(&state_name(name), &v.state_bytes(i))
+                    .map_err(|e| {
+                        EngineError::Verify(format!("saving {}: {e}", state_name(name)))
+                    })?;
+            }
+        }
+    }
+    let block = v.block;
+    let chunk = (CHUNK / block).max(1) * block;
+    let buf = AlignedBuf::zeroed(chunk)?;
+    let mut shown = Vec::new();
+    let (mut bad, mut checked) = (0u64, 0u64);
+    for (i, blocks) in v.files.iter().enumerate() {
+        let fd = ctx.files[i].as_raw_fd();
+        let per = chunk / block;
+        for (c, want) in blocks.chunks(per).enumerate() {
+            if want.iter().all(|&w| w == 0) {
+                continue;
+            }
+            let off = (c * chunk) as u64;
+            let len = want.len() * block;
+            let start = Instant::now();
+            // SAFETY: buf holds `chunk` >= len bytes; fd is open for reading.
+            let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, off as libc::off_t) };
+            let now = Instant::now();
+            ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+            if n != len as isize {
+                let kind = if n < 0 {
+                    ErrorKind::from_errno(
+                        std::io::Error::last_os_error()
+                            .raw_os_error()
+                            .unwrap_or(libc::EIO),
+                    )
+                } else {
+                    ErrorKind::Short
+                };
+                ctx.rec.record_error(Op::Verify, kind, off, i as u32);
+                continue;
+            }
+            ctx.rec.record(
+                Op::Verify,
+                len as u64,
+                now.saturating_duration_since(start).as_nanos() as u64,
+            );
+            for (b, &w) in want.iter().enumerate() {
+                if w == 0 {
+                    continue;
+                }
+                checked += 1;
+                let blk = &buf.as_slice()[b * block..(b + 1) * block];
+                let at = off + (b * block) as u64;
+                if let Some((kind, why)) = judge(blk, v.run, i as u32, at, w) {
+                    bad += 1;
+                    ctx.rec.record_error(Op::Verify, kind, at, i as u32);
+                    if shown.len() < SHOWN {
+                        shown.push(format!(
+                            "{} offset {at}: {} ({why})",
+                            ctx.spec.files[i].shown().display(),
+                            kind.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok((bad > 0).then(|| {
+        format!(
+            "--verify: {bad} of {checked} blocks bad: {}{}",
+            shown.join("; "),
+            if bad as usize > shown.len() {
+                "; ..."
+            } else {
+                ""
+            }
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block_of(v: &mut Verifier, file: u32, off: u64) -> Vec<u8> {
+        let buf = AlignedBuf::filled(4096, 3, 1.0).unwrap();
+        v.stamp(&buf, 0, 4096, 0, file, off);
+        v.done(0);
+        buf.as_slice()[..4096].to_vec()
+    }
+
+    #[test]
+    fn each_fault_is_named_by_its_kind() {
+        let mut v = Verifier::new(77, 4096, &[1 << 20], 1);
+        let good = block_of(&mut v, 0, 8192);
+        assert_eq!(judge(&good, 77, 0, 8192, 1), None);
+        let mut flipped = good.clone();
+        flipped[1000] ^= 1;
+        assert_eq!(
+            judge(&flipped, 77, 0, 8192, 1).unwrap().0,
+            ErrorKind::Corrupt
+        );
+        assert_eq!(
+            judge(&good, 77, 0, 12288, 1).unwrap().0,
+            ErrorKind::Misplaced
+        );
+        assert_eq!(
+            judge(&good, 77, 1, 8192, 1).unwrap().0,
+            ErrorKind::Misplaced
+        );
+        let newer = block_of(&mut v, 0, 8192);
+        assert_eq!(judge(&good, 77, 0, 8192, 2).unwrap().0, ErrorKind::Stale);
+        assert_eq!(judge(&newer, 77, 0, 8192, 2), None);
+        assert_eq!(judge(&good, 78, 0, 8192, 1).unwrap().0, ErrorKind::Stale);
+        assert_eq!(
+            judge(&[0; 4096], 77, 0, 8192, 1).unwrap().0,
+            ErrorKind::Hole
+        );
+        assert_eq!(v.files[0][2], 2);
+    }
+
+    #[test]
+    fn a_block_rewritten_while_its_last_write_is_in_flight_takes_either() {
+        let mut v = Verifier::new(1, 4096, &[1 << 20], 2);
+        let buf = AlignedBuf::filled(8192, 3, 1.0).unwrap();
+        v.stamp(&buf, 0, 4096, 0, 0, 0);
+        v.stamp(&buf, 4096, 4096, 1, 0, 0);
+        assert_eq!(v.files[0][0], EITHER);
+        v.done(0);
+        v.done(1);
+        v.stamp(&buf, 0, 4096, 0, 0, 0);
+        assert_eq!(v.files[0][0], 3);
+    }
+}
