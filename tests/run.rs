@@ -648,6 +648,7 @@ fn help_has_examples() {
         vec!["report", "--help"],
         vec!["compare", "--help"],
         vec!["agent", "--help"],
+        vec!["meta", "--help"],
     ] {
         let out = stormark(&cmd);
         assert!(out.status.success());

@@ -207,6 +207,43 @@ impl Dir {
         Ok(file)
     }
 
+    /// Creates the directory `name` inside (it must not exist), without opening it.
+    pub fn mkdir(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
+        let name = name.as_ref();
+        check_name(name)?;
+        let c = cstr(name)?;
+        // SAFETY: the descriptor is open and c is a valid C string.
+        cvt(unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o755) }).map(|_| ())
+    }
+
+    /// Opens `name` inside with `flags`, never through a link and never blocking on a FIFO,
+    /// with no further check: for files of a tree this process made (`stormark meta`).
+    pub fn open_own(&self, name: impl AsRef<OsStr>, flags: libc::c_int) -> io::Result<File> {
+        Ok(File::from(self.open_beneath(
+            name.as_ref(),
+            flags | libc::O_NONBLOCK,
+            0o644,
+        )?))
+    }
+
+    /// `fstatat` of `name` inside, a link itself rather than what it points to.
+    pub fn stat(&self, name: impl AsRef<OsStr>) -> io::Result<libc::stat> {
+        let name = name.as_ref();
+        check_name(name)?;
+        let c = cstr(name)?;
+        // SAFETY: zeroed is a valid stat; the descriptor is open; c is a valid C string.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        cvt(unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+        Ok(st)
+    }
+
     /// Removes the file `name` inside (a link is removed, never followed).
     pub fn remove_file(&self, name: impl AsRef<OsStr>) -> io::Result<()> {
         self.unlink(name.as_ref(), 0)

@@ -46,11 +46,23 @@ pub enum Op {
     /// A read of `--verify`'s pass over what was written (or of `--verify-only`), every block
     /// checked: timed, left out of the workload's totals.
     Verify,
+    /// `stormark meta`: a directory made (`mkdir`).
+    Mkdir,
+    /// `stormark meta`: a file created (and written, with a file size) and closed.
+    Create,
+    /// `stormark meta`: a file's attributes read (`stat`).
+    Stat,
+    /// `stormark meta`: a file opened and closed.
+    Open,
+    /// `stormark meta`: a file renamed within its directory.
+    Rename,
+    /// `stormark meta`: an empty directory removed (`rmdir`).
+    Rmdir,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 13] = [
+    pub const ALL: [Op; 19] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -64,6 +76,12 @@ impl Op {
         Op::Rtt,
         Op::Sync,
         Op::Verify,
+        Op::Mkdir,
+        Op::Create,
+        Op::Stat,
+        Op::Open,
+        Op::Rename,
+        Op::Rmdir,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -84,6 +102,12 @@ impl Op {
             Op::Rtt => "rtt",
             Op::Sync => "sync",
             Op::Verify => "verify",
+            Op::Mkdir => "mkdir",
+            Op::Create => "create",
+            Op::Stat => "stat",
+            Op::Open => "open",
+            Op::Rename => "rename",
+            Op::Rmdir => "rmdir",
         }
     }
 

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use stormark_spec::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 
+pub use crate::cli_meta::MetaArgs;
 pub use crate::cli_net::{NetArgs, NetClientArgs, NetMeshArgs, NetSide};
 
 /// Storage benchmark: file and block load with exact latency, from one host.
@@ -36,6 +37,9 @@ pub enum Command {
     /// request/response latency, against a `stormark net server`), or between every pair of
     /// agents (`--agents LIST --mode mesh`).
     Net(Box<NetArgs>),
+    /// Metadata load as mdtest makes it: mkdir, create, stat, open, read, rename, delete and
+    /// rmdir over a tree of many small files, from many workers, each call timed.
+    Meta(MetaArgs),
 }
 
 const S3_EXAMPLES: &str = "\

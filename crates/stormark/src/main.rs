@@ -106,8 +106,10 @@ fn exit_status(result: anyhow::Result<Ending>) -> i32 {
 
 mod agent_cmd;
 mod cli;
+mod cli_meta;
 mod cli_net;
 mod compare_cmd;
+mod meta_cmd;
 mod metrics;
 mod net_cmd;
 mod net_mesh;
@@ -174,6 +176,7 @@ fn main() {
         cli::Command::Report(args) => report_cmd::main(&args),
         cli::Command::S3(args) => s3_cmd::main(*args),
         cli::Command::Net(args) => net_cmd::main(*args),
+        cli::Command::Meta(args) => meta_cmd::main(&args),
     };
     std::process::exit(exit_status(result));
 }
