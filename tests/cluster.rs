@@ -835,3 +835,45 @@ fn the_distributed_quick_start_works_as_written() {
     assert_eq!(r["status"], "ok", "{}", r["failure"]);
     assert_eq!(run_phase(&r)["by_host"].as_object().unwrap().len(), 3);
 }
+
+/// Issue 21: `--verify` over agents: each host writes headers into its own files and checks
+/// them after the load; the pass's failures would come back counted per host.
+#[test]
+fn verify_runs_on_every_agent_against_its_own_files() {
+    let Some(s) = Setup::new("verify_runs_on_every_agent_against_its_own_files", 2) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let out = s.run(
+        &json,
+        &[
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--io-total",
+            "16m",
+            "--iodepth",
+            "8",
+            "--verify",
+            "--compress-ratio",
+            "2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    assert_eq!(p["by_host"].as_object().unwrap().len(), 2, "{p}");
+    for (host, b) in p["by_host"].as_object().unwrap() {
+        assert_eq!(b["total"]["ops"].as_u64(), Some(4096), "{host}: {b}");
+        assert_eq!(b["total"]["errors"].as_u64(), Some(0), "{host}: {b}");
+    }
+    // The options reached the agents as the job's keys.
+    assert_eq!(r["spec"]["jobs"][0]["verify"], "true");
+    assert_eq!(r["spec"]["jobs"][0]["compress_ratio"], "2");
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "nothing left in {}", t.display());
+    }
+}

@@ -301,7 +301,10 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     let mut table = Table::new();
     table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
     // Operations of objects (S3) or of metadata per second are not I/Os.
-    let objects = p.jobs.iter().any(|j| j.engine == "s3" || j.engine == "meta")
+    let objects = p
+        .jobs
+        .iter()
+        .any(|j| j.engine == "s3" || j.engine == "meta")
         || p.by_op
             .keys()
             .any(|k| matches!(k.as_str(), "get" | "put" | "head" | "delete" | "list"));
