@@ -969,7 +969,7 @@ fn a_clients_metrics_show_the_bytes_moving() {
         .args(["net", "client", &server, "--time", "4s", "-q"])
         .args(["--metrics-listen", &metrics])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut seen = Vec::new();
@@ -989,7 +989,9 @@ fn a_clients_metrics_show_the_bytes_moving() {
         }
         std::thread::sleep(Duration::from_millis(600));
     }
-    assert!(child.wait().unwrap().success());
+    // What the client said, if it failed (it says little with -q).
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
     seen.dedup();
     assert!(
         seen.len() >= 2 && seen.windows(2).all(|w| w[0] < w[1]),
