@@ -19,6 +19,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod fio_file;
 mod hosts;
 mod request;
 mod search;

@@ -24,6 +24,8 @@ pub struct Request {
     pub expect: Vec<Expectation>,
     /// The shape of the run.
     pub shape: Shape,
+    /// Notes for the results (a fio job file's options left out with `--lenient`).
+    pub notes: Vec<String>,
 }
 
 /// What the command line gave, as typed: the input of [`request`].
@@ -37,6 +39,8 @@ pub struct RequestOptions {
     pub shape: ShapeOptions,
     /// `--job`: its path as shown and its text (read by the caller).
     pub job_file: Option<(String, String)>,
+    /// `--lenient`: a fio job file's options stormark does not run are left out, not refused.
+    pub lenient: bool,
     /// `--profile`.
     pub profile: Option<String>,
     /// TARGET.
@@ -67,8 +71,20 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         None => Vec::new(),
     };
     let shape = shape(&args.shape)?;
+    let mut notes = Vec::new();
     let file: JobFile = if let Some((shown, text)) = &args.job_file {
-        stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
+        if shown.ends_with(".fio") {
+            let f = crate::fio_file::read(text, shown, args.lenient)?;
+            if !f.ignored.is_empty() {
+                notes.push(format!(
+                    "{shown}: left out (--lenient): {}",
+                    f.ignored.join(", ")
+                ));
+            }
+            f.file
+        } else {
+            stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
+        }
     } else if let Some(name) = &args.profile {
         profile(name).map_err(|e| e.to_string())?
     } else if flags.is_empty() && matches!(shape, Shape::Plain) {
@@ -175,6 +191,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         auto: auto_reasons,
         expect,
         shape,
+        notes,
     })
 }
 

@@ -25,6 +25,7 @@ mod choices;
 mod data;
 mod error;
 mod expect;
+mod fio;
 mod flags;
 mod jobfile;
 mod options;
@@ -36,6 +37,7 @@ mod workload;
 
 pub use error::{shown, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
+pub use fio::{parse_fio_job_file, to_fio, FioJobFile};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
 pub use profiles::{profile, profile_names, PROFILES};

@@ -176,7 +176,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub workload: WorkloadFlags,
 
-    /// TOML job file; flags given too override its values.
+    /// Job file: TOML, or fio's INI (FILE.fio, run as written; also as TARGET); flags given
+    /// too override its values.
     #[arg(
         long,
         value_name = "FILE",
@@ -184,6 +185,13 @@ pub struct RunArgs {
         help_heading = "Jobs"
     )]
     pub job: Option<PathBuf>,
+    /// A fio job file's options stormark does not run are left out (listed in the notes)
+    /// instead of refused.
+    #[arg(long, help_heading = "Jobs")]
+    pub lenient: bool,
+    /// Print the fio job file of this run (what fio would run for the same workload) and exit.
+    #[arg(long, help_heading = "Jobs")]
+    pub print_fio: bool,
     /// Shipped profile (see --list-profiles); flags given too override it.
     #[arg(long, value_name = "NAME", help_heading = "Jobs")]
     pub profile: Option<String>,

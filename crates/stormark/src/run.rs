@@ -34,14 +34,14 @@ pub fn main(args: RunArgs) -> Result<Ending> {
 
 /// The command line as the plan reads it; the job file is read here.
 fn request_options(args: &RunArgs) -> Result<RequestOptions> {
-    let job_file = match &args.job {
+    // `stormark run FILE.fio`: a fio job file given as TARGET is the job file.
+    let fio_target = args
+        .target
+        .as_ref()
+        .filter(|t| t.extension().is_some_and(|e| e == "fio") && t.is_file() && args.job.is_none());
+    let job_file = match args.job.as_ref().or(fio_target) {
         Some(path) => {
             let shown = path.display().to_string();
-            if path.extension().is_some_and(|e| e == "fio") {
-                return Err(usage(format!(
-                    "--job {shown}: fio job files are not read yet; write the job as TOML (docs/job-files.md)"
-                )));
-            }
             let text = crate::read_limited(path, JOB_FILE_LIMIT, "a job file")
                 .map_err(|e| usage(format!("--job {shown}: cannot read it: {e}")))?;
             Some((shown, text))
@@ -61,7 +61,12 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         },
         job_file,
         profile: args.profile.clone(),
-        target: args.target.clone(),
+        target: if fio_target.is_some() {
+            None
+        } else {
+            args.target.clone()
+        },
+        lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,
         distributed: args.distributed.agents.is_some() || args.distributed.agents_file.is_some(),
@@ -214,7 +219,19 @@ fn run(args: RunArgs) -> Result<Ending> {
         auto,
         expect,
         shape,
+        notes,
     } = request(&request_options(&args)?).map_err(usage)?;
+    if args.print_fio {
+        outln!(
+            "{}",
+            stormark_spec::to_fio(
+                &workload.jobs,
+                &target.display().to_string(),
+                target.is_dir() || !target.exists()
+            )
+        );
+        return Ok(Ending::Success);
+    }
     // A workload that touches no path (S3, null) sends each agent a target it ignores.
     let needs_target = workload.jobs.iter().any(|j| j.kind.needs_target());
     let plan = fleet(&args, (target_given || !needs_target).then_some(&target))?;
@@ -309,6 +326,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         }
         let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
         results.notes.extend(args.notes.iter().cloned());
+        results.notes.extend(notes.iter().cloned());
         results
             .notes
             .extend(auto.iter().map(|r| format!("auto: {r}")));

@@ -1,0 +1,542 @@
+//! fio's INI job files, run as they are: `[global]` and job sections, fio's option names and
+//! values mapped to stormark's, `$VAR`/`${VAR}` expansion, `include`, fio's units (`kb_base`),
+//! its bare booleans, and its job ordering (jobs run together until a `stonewall`). An option
+//! stormark does not run is an error naming every such option with its line, unless lenient.
+//! [`to_fio`] writes the fio job file of a stormark workload: the translation both ways.
+
+use crate::jobfile::JobFile;
+use crate::units::{format_duration, format_size};
+use crate::workload::{Job, JobOpts, Source};
+use crate::{LoadKind, SpecError};
+
+/// Options that change only what fio reports: stormark records every latency exactly, per
+/// job and in total, whatever they say.
+const REPORTING: &[&str] = &[
+    "group_reporting",
+    "lat_percentiles",
+    "clat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "gtod_reduce",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "per_job_logs",
+    "description",
+    "thread",
+    "unified_rw_reporting",
+    "norandommap",
+    "randrepeat",
+    "significant_figures",
+];
+
+/// What reading a fio job file gave: the jobs (as a [`JobFile`]), and the options ignored
+/// (with `lenient`) as `line N: key`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FioJobFile {
+    /// The jobs, each with the `[global]` options before it folded in.
+    pub file: JobFile,
+    /// Options left out (lenient only).
+    pub ignored: Vec<String>,
+}
+
+/// One `key[=value]` line, after expansion.
+struct Line {
+    no: usize,
+    key: String,
+    value: Option<String>,
+}
+
+/// Reads a fio job file. `env` gives variables (`$VAR`, `${VAR}`, fio's `$ncpus`...);
+/// `include` reads an included file by the name written. `lenient`: options stormark does not
+/// run are listed in `ignored` instead of refused.
+pub fn parse_fio_job_file(
+    text: &str,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    include: &dyn Fn(&str) -> Result<String, String>,
+    lenient: bool,
+) -> Result<FioJobFile, SpecError> {
+    let fail = |message: String| SpecError::JobFile {
+        path: path.to_string(),
+        message,
+    };
+    // Sections in order: (name, lines).
+    let mut sections: Vec<(String, Vec<Line>)> = Vec::new();
+    read_lines(text, path, env, include, 0, &mut sections).map_err(fail)?;
+    let mut out = FioJobFile::default();
+    let mut unsupported: Vec<String> = Vec::new();
+    let mut global_lines: Vec<(usize, String, Option<String>)> = Vec::new();
+    let mut kb_1000 = false;
+    let mut group = 1;
+    let mut target: Option<String> = None;
+    for (name, lines) in &sections {
+        let is_global = name == "global";
+        if is_global {
+            for l in lines {
+                global_lines.push((l.no, l.key.clone(), l.value.clone()));
+            }
+        }
+        if is_global {
+            // Applied to each job after it, below; kb_base first, as it changes sizes.
+            for l in lines {
+                if l.key == "kb_base" {
+                    kb_1000 = l.value.as_deref() == Some("1000");
+                }
+            }
+            continue;
+        }
+        let mut job = JobOpts {
+            name: Some(name.clone()),
+            ..JobOpts::default()
+        };
+        let mut fio = FioState::default();
+        let all: Vec<(usize, String, Option<String>)> = global_lines
+            .iter()
+            .cloned()
+            .chain(lines.iter().map(|l| (l.no, l.key.clone(), l.value.clone())))
+            .collect();
+        for (no, key, value) in &all {
+            if key == "kb_base" {
+                kb_1000 = value.as_deref() == Some("1000");
+                continue;
+            }
+            let context = format!("line {no} of {path}");
+            match apply(&mut job, &mut fio, key, value.as_deref(), kb_1000, &context) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let item = format!("line {no}: {key}");
+                    if !unsupported.contains(&item) {
+                        unsupported.push(item);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // fio runs a file's jobs together, until a stonewall.
+        if fio.stonewall && !out.file.jobs.is_empty() {
+            group += 1;
+        }
+        job.group = Some(format!("fio-{group}"));
+        fio.finish(&mut job, &context_of(path, name))?;
+        if let Some(t) = fio.target.take() {
+            match &target {
+                Some(prev) if *prev != t => {
+                    return Err(fail(format!(
+                        "job [{name}] uses {t} and another job {prev}: one target per run (stormark run TARGET, or --target per agent)"
+                    )))
+                }
+                _ => target = Some(t),
+            }
+        }
+        out.file.jobs.push(job);
+    }
+    if out.file.jobs.is_empty() {
+        return Err(fail("no job section: add one, such as [randread]".into()));
+    }
+    // One job per group runs as a plain sequence.
+    let groups: std::collections::BTreeSet<_> =
+        out.file.jobs.iter().map(|j| j.group.clone()).collect();
+    if groups.len() == out.file.jobs.len() {
+        for j in &mut out.file.jobs {
+            j.group = None;
+        }
+    }
+    if !unsupported.is_empty() {
+        if lenient {
+            out.ignored = unsupported;
+        } else {
+            return Err(fail(format!(
+                "options stormark does not run: {}; run without them with --lenient",
+                unsupported.join(", ")
+            )));
+        }
+    }
+    out.file.target = target;
+    Ok(out)
+}
+
+fn context_of(path: &str, name: &str) -> String {
+    format!("[{name}] of {path}")
+}
+
+/// What fio options say beyond stormark's keys, settled once a job's lines are read.
+#[derive(Default)]
+struct FioState {
+    time_based: bool,
+    stonewall: bool,
+    target: Option<String>,
+    /// fio's `size`: the job's bytes over all its files.
+    size: Option<u64>,
+    /// fio's `rate_iops`: each job's (each of `numjobs`).
+    rate: Option<u32>,
+}
+
+impl FioState {
+    /// fio's stop rule: without `time_based`, a job ends after one pass (or its `io_size`)
+    /// or its `runtime`, whichever comes first.
+    fn finish(&self, job: &mut JobOpts, context: &str) -> Result<(), SpecError> {
+        if self.time_based && job.time.is_none() {
+            return Err(SpecError::invalid(
+                &format!("time_based in {context}"),
+                "1",
+                "a runtime too, such as runtime=60",
+            ));
+        }
+        let files = u64::from(job.files.unwrap_or(1));
+        // fio's size is the job's over its files (filesize, each file's, wins).
+        if let (Some(total), None) = (self.size, job.size) {
+            job.size = Some((total / files).max(1));
+        }
+        if !self.time_based && job.time.is_some() && job.io_total.is_none() {
+            job.io_total = self.size.or(job.size.map(|s| s.saturating_mul(files)));
+        }
+        if let Some(r) = self.rate {
+            job.rate_iops = Some(r.saturating_mul(job.jobs.unwrap_or(1)));
+        }
+        Ok(())
+    }
+}
+
+/// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
+fn apply(
+    job: &mut JobOpts,
+    fio: &mut FioState,
+    key: &str,
+    value: Option<&str>,
+    kb_1000: bool,
+    context: &str,
+) -> Result<bool, SpecError> {
+    let v = value.unwrap_or("1");
+    let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
+    let yes = crate::units::parse_bool(v) == Some(true);
+    match key {
+        "name" => job.name = Some(v.to_string()),
+        "filename" => {
+            if v.contains(':') {
+                return Ok(false);
+            }
+            fio.target = Some(v.to_string());
+        }
+        "directory" => fio.target = Some(v.to_string()),
+        "time_based" => fio.time_based = yes,
+        "stonewall" | "new_group" | "wait_for" => fio.stonewall = true,
+        "buffered" => set(job, "direct", if yes { "false" } else { "true" })?,
+        "rwmixwrite" => {
+            let w: u8 = crate::units::parse_percent(v).ok_or_else(|| {
+                SpecError::invalid(&format!("rwmixwrite in {context}"), v, "a percentage")
+            })?;
+            set(job, "rwmixread", &(100 - w).to_string())?;
+        }
+        "rw" | "readwrite" => {
+            if v.contains(':') || v == "trim" || v.contains("trim") {
+                return Ok(false);
+            }
+            set(job, "rw", v)?;
+        }
+        "ioengine" => match v {
+            "io_uring" | "libaio" | "posixaio" => set(job, "engine", "io_uring")?,
+            "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => set(job, "engine", "psync")?,
+            "null" => set(job, "kind", "null")?,
+            _ => return Ok(false),
+        },
+        "verify" => {
+            let on = !matches!(v, "0" | "none" | "false");
+            if on
+                && !matches!(
+                    v,
+                    "1" | "crc32c"
+                        | "crc32c-intel"
+                        | "crc32"
+                        | "md5"
+                        | "sha1"
+                        | "sha256"
+                        | "xxhash"
+                        | "meta"
+                        | "crc64"
+                        | "crc16"
+                        | "crc7"
+                        | "sha512"
+                        | "sha3-256"
+                        | "true"
+                )
+            {
+                return Ok(false);
+            }
+            set(job, "verify", if on { "true" } else { "false" })?;
+        }
+        "do_verify" => {}
+        "startdelay" => {
+            if crate::units::parse_duration(v).is_some_and(|d| !d.is_zero()) {
+                return Ok(false);
+            }
+        }
+        "bs" | "blocksize" => {
+            // fio's bs=R,W: one size for both is all stormark runs.
+            let mut parts = v.split(',').filter(|p| !p.is_empty());
+            let first = parts.next().unwrap_or(v);
+            if parts.any(|p| p != first) {
+                return Ok(false);
+            }
+            set(job, "bs", &sizes(first, kb_1000))?;
+        }
+        "size" => {
+            fio.size = Some(crate::units::parse_size(&sizes(v, kb_1000)).ok_or_else(|| {
+                SpecError::invalid(&format!("size in {context}"), v, crate::units::SIZE_FORM)
+            })?)
+        }
+        "rate_iops" => {
+            fio.rate = Some(v.trim().parse().ok().filter(|r| *r > 0).ok_or_else(|| {
+                SpecError::invalid(
+                    &format!("rate_iops in {context}"),
+                    v,
+                    "a whole number above 0",
+                )
+            })?)
+        }
+        // Different forms in fio (iops_slope:0.1%, ss_dur, ss_ramp): not mapped yet.
+        "ss" | "steadystate" => return Ok(false),
+        "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
+        | "blockalign" => set(job, key, &sizes(v, kb_1000))?,
+        k if REPORTING.contains(&k) => {}
+        _ => match crate::options::canonical_key(key) {
+            // Keys fio and stormark share (numjobs, iodepth, runtime, fsync, ...).
+            Some(_) if !matches!(key, "kind" | "group" | "time" | "engine" | "jobs" | "files") => {
+                set(job, key, v)?
+            }
+            _ => return Ok(false),
+        },
+    }
+    Ok(true)
+}
+
+/// A size or range in fio's units: with `kb_base=1000`, k, m, g are powers of 1000 (KiB, MiB,
+/// GiB stay powers of 1024). Returned as bytes, or unchanged.
+fn sizes(text: &str, kb_1000: bool) -> String {
+    if !kb_1000 {
+        return text.to_string();
+    }
+    text.split('-')
+        .map(|part| {
+            let p = part.trim();
+            let lower = p.to_ascii_lowercase();
+            if lower.ends_with("ib") {
+                return p.to_string();
+            }
+            let digits = p.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let unit = &lower[digits.len()..];
+            let mult: u64 = match unit {
+                "k" | "kb" => 1000,
+                "m" | "mb" => 1_000_000,
+                "g" | "gb" => 1_000_000_000,
+                "t" | "tb" => 1_000_000_000_000,
+                _ => return p.to_string(),
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(mult))
+                .map_or_else(|| p.to_string(), |n| n.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Splits the text into sections of `key[=value]` lines, expanding variables and includes.
+fn read_lines(
+    text: &str,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    include: &dyn Fn(&str) -> Result<String, String>,
+    depth: u32,
+    sections: &mut Vec<(String, Vec<Line>)>,
+) -> Result<(), String> {
+    if depth > 8 {
+        return Err("includes nested more than 8 deep (an include of itself?)".into());
+    }
+    for (i, raw) in text.lines().enumerate() {
+        let no = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("include ") {
+            let included = include(rest.trim())
+                .map_err(|e| format!("line {no}: include {}: {e}", rest.trim()))?;
+            read_lines(&included, rest.trim(), env, include, depth + 1, sections)?;
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[') {
+            let name = name
+                .strip_suffix(']')
+                .ok_or_else(|| format!("line {no}: a section is [name]"))?
+                .trim();
+            if name.is_empty() || name.len() > 128 {
+                return Err(format!(
+                    "line {no}: a section needs a name of 1 to 128 characters"
+                ));
+            }
+            sections.push((name.to_string(), Vec::new()));
+            continue;
+        }
+        let line = expand(line, env).map_err(|e| format!("line {no}: {e}"))?;
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim().to_string())),
+            None => (line.trim().to_ascii_lowercase(), None),
+        };
+        let Some((_, lines)) = sections.last_mut() else {
+            return Err(format!(
+                "line {no}: `{key}` before any section: put it under [global]"
+            ));
+        };
+        let _ = path;
+        lines.push(Line { no, key, value });
+    }
+    Ok(())
+}
+
+/// `$VAR` and `${VAR}` replaced from `env`; an unknown variable is an error.
+fn expand(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, tail) = if let Some(inner) = after.strip_prefix('{') {
+            let end = inner.find('}').ok_or("an unclosed ${")?;
+            (&inner[..end], &inner[end + 1..])
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        if name.is_empty() {
+            return Err("a $ without a variable name".into());
+        }
+        let value = env(name).ok_or_else(|| format!("${name} is not set"))?;
+        out.push_str(&value);
+        rest = tail;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The fio job file of `jobs` on `target`: what fio would run for the same workload (jobs of
+/// one group together, a `stonewall` between groups).
+pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
+    let mut out = String::from("; written by stormark run --print-fio\n[global]\n");
+    out.push_str(&format!(
+        "{}={target}\ngroup_reporting=1\n",
+        if is_dir { "directory" } else { "filename" }
+    ));
+    let mut last_group: Option<&Option<String>> = None;
+    for job in jobs {
+        out.push_str(&format!("\n[{}]\n", job.name));
+        let new_group = last_group.is_some_and(|g| job.group.is_none() || *g != job.group);
+        if new_group {
+            out.push_str("stonewall\n");
+        }
+        last_group = Some(&job.group);
+        let engine = match (job.kind, job.engine.name()) {
+            (LoadKind::Null, _) => "null",
+            (_, "psync") => "psync",
+            _ => "io_uring",
+        };
+        out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw.name()));
+        if job.bs.min == job.bs.max {
+            out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
+        } else {
+            out.push_str(&format!(
+                "bsrange={}-{}\n",
+                format_size(job.bs.min),
+                format_size(job.bs.max)
+            ));
+        }
+        if job.read_pct() > 0 && job.read_pct() < 100 {
+            out.push_str(&format!("rwmixread={}\n", job.rwmixread));
+        }
+        let random_default = if job.rw.is_random() { 100 } else { 0 };
+        if job.random_pct != random_default {
+            out.push_str(&format!("percentage_random={}\n", job.random_pct));
+        }
+        out.push_str(&format!(
+            "iodepth={}\nnumjobs={}\nnrfiles={}\n",
+            job.iodepth, job.jobs, job.files
+        ));
+        if job.iodepth_batch > 1 {
+            out.push_str(&format!("iodepth_batch_submit={}\n", job.iodepth_batch));
+        }
+        if job.iodepth_batch_complete > 1 {
+            out.push_str(&format!(
+                "iodepth_batch_complete_max={}\n",
+                job.iodepth_batch_complete
+            ));
+        }
+        if let Some(s) = job.size {
+            out.push_str(&format!("size={}\n", format_size(s)));
+        }
+        if let Some(t) = job.time {
+            out.push_str(&format!("runtime={}\ntime_based=1\n", format_duration(t)));
+        }
+        if let Some(t) = job.io_total {
+            out.push_str(&format!("io_size={}\n", format_size(t)));
+        }
+        if !job.ramp.is_zero() {
+            out.push_str(&format!("ramp_time={}\n", format_duration(job.ramp)));
+        }
+        match job.direct.name() {
+            "true" => out.push_str("direct=1\n"),
+            "false" => out.push_str("direct=0\n"),
+            _ => {}
+        }
+        if !job.invalidate {
+            out.push_str("invalidate=0\n");
+        }
+        if job.fsync > 0 {
+            out.push_str(&format!("fsync={}\n", job.fsync));
+        }
+        if job.fdatasync > 0 {
+            out.push_str(&format!("fdatasync={}\n", job.fdatasync));
+        }
+        match job.sync.name() {
+            "dsync" => out.push_str("sync=dsync\n"),
+            "sync" => out.push_str("sync=sync\n"),
+            _ => {}
+        }
+        if job.end_fsync {
+            out.push_str("end_fsync=1\n");
+        }
+        if let Some(r) = job.rate_iops {
+            // fio's rate_iops is each job's (each of numjobs); stormark's the total.
+            out.push_str(&format!("rate_iops={}\n", (r / job.jobs.max(1)).max(1)));
+        }
+        if job.zero_buffers {
+            out.push_str("zero_buffers=1\n");
+        }
+        if job.compress_ratio > 1.0 {
+            let p = (100.0 - 100.0 / job.compress_ratio).round();
+            out.push_str(&format!("buffer_compress_percentage={p}\n"));
+        }
+        if job.dedup_ratio > 1.0 {
+            let p = (100.0 - 100.0 / job.dedup_ratio).round();
+            out.push_str(&format!("dedupe_percentage={p}\n"));
+        }
+        if job.verify {
+            out.push_str("verify=crc32c\n");
+        }
+        if job.verify_only {
+            out.push_str("verify_only=1\n");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

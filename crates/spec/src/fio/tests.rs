@@ -1,0 +1,190 @@
+use super::*;
+use crate::workload::Workload;
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "SIZE" => Some("64m".into()),
+        "DIR" => Some("/mnt/bench".into()),
+        "ncpus" => Some("2".into()),
+        _ => None,
+    }
+}
+
+fn no_include(_: &str) -> Result<String, String> {
+    Err("no includes here".into())
+}
+
+fn parse(text: &str) -> Result<FioJobFile, SpecError> {
+    parse_fio_job_file(text, "t.fio", &env, &no_include, false)
+}
+
+fn jobs(f: &FioJobFile) -> Vec<Job> {
+    f.file
+        .jobs
+        .iter()
+        .map(|j| f.file.defaults.overlay(j).resolve("job").unwrap())
+        .collect()
+}
+
+const VENDOR: &str = "\
+; a vendor's checklist
+[global]
+ioengine=libaio
+direct=1
+size=${SIZE}
+directory=$DIR
+runtime=30
+time_based
+group_reporting
+norandommap
+randrepeat=0
+
+[seq-write]
+rw=write
+bs=1M
+iodepth=16
+numjobs=$ncpus
+
+[rand-read]
+stonewall
+rw=randread
+bs=4k
+iodepth=32
+rate_iops=500
+
+[mixed]
+rw=randrw
+rwmixwrite=30
+blocksize=8k,8k
+fsync=32
+buffer_compress_percentage=50
+";
+
+#[test]
+fn a_vendor_file_runs_as_written() {
+    let f = parse(VENDOR).unwrap();
+    assert!(f.ignored.is_empty());
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/bench"));
+    let j = jobs(&f);
+    assert_eq!(j.len(), 3);
+    assert_eq!(j[0].name, "seq-write");
+    assert_eq!(j[0].rw.name(), "write");
+    assert_eq!((j[0].bs.min, j[0].iodepth, j[0].jobs), (1 << 20, 16, 2));
+    assert_eq!(j[0].engine.name(), "io_uring");
+    assert_eq!(j[0].direct.name(), "true");
+    assert_eq!(j[0].size, Some(64 << 20));
+    assert_eq!(j[0].time, Some(std::time::Duration::from_secs(30)));
+    // time_based: no pass limit.
+    assert_eq!(j[0].io_total, None);
+    // rate_iops is each job's in fio: the total is the same over 1 job.
+    assert_eq!(j[1].rate_iops, Some(500));
+    assert_eq!(j[2].rwmixread, 70);
+    assert_eq!(j[2].fsync, 32);
+    assert_eq!(j[2].compress_ratio, 2.0);
+    // fio runs jobs together until a stonewall: [seq-write] alone, then the other two.
+    assert_ne!(j[0].group, j[1].group);
+    assert_eq!(j[1].group, j[2].group);
+    Workload::new(j, false).unwrap();
+}
+
+#[test]
+fn without_time_based_a_runtime_stops_at_one_pass_or_the_runtime() {
+    let f = parse("[j]\nrw=read\nsize=4g\nnrfiles=4\nruntime=60\n").unwrap();
+    let j = &jobs(&f)[0];
+    // fio's size is the job's over its files.
+    assert_eq!(j.size, Some(1 << 30));
+    assert_eq!(j.io_total, Some(4 << 30));
+    assert!(parse("[j]\nrw=read\ntime_based\n").is_err());
+}
+
+#[test]
+fn every_option_stormark_does_not_run_is_named_with_its_line() {
+    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=trim\nbs=4k,64k\n[b]\nioengine=rdma\n";
+    let e = parse(text).unwrap_err().to_string();
+    for want in [
+        "line 2: cpus_allowed",
+        "line 4: rw",
+        "line 5: bs",
+        "line 7: ioengine",
+        "--lenient",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let f = parse_fio_job_file(text, "t.fio", &env, &no_include, true).unwrap();
+    assert_eq!(
+        f.ignored,
+        [
+            "line 2: cpus_allowed",
+            "line 4: rw",
+            "line 5: bs",
+            "line 7: ioengine"
+        ]
+    );
+}
+
+#[test]
+fn units_variables_and_includes() {
+    // kb_base=1000: k is 1000.
+    let f = parse("[global]\nkb_base=1000\n[j]\nbs=4k\nsize=1m\n").unwrap();
+    let j = &jobs(&f)[0];
+    assert_eq!((j.bs.min, j.size), (4000, Some(1_000_000)));
+    let e = parse("[j]\nsize=$NOPE\n").unwrap_err().to_string();
+    assert!(e.contains("$NOPE is not set"), "{e}");
+    let inc = |name: &str| -> Result<String, String> {
+        match name {
+            "common.fio" => Ok("[global]\nbs=64k\niodepth=8\n".into()),
+            "loop.fio" => Ok("include loop.fio\n".into()),
+            _ => Err("missing".into()),
+        }
+    };
+    let f = parse_fio_job_file(
+        "include common.fio\n[j]\nrw=read\n",
+        "t.fio",
+        &env,
+        &inc,
+        false,
+    )
+    .unwrap();
+    let j = &jobs(&f)[0];
+    assert_eq!((j.bs.min, j.iodepth), (65536, 8));
+    let e = parse_fio_job_file("include loop.fio\n", "t.fio", &env, &inc, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nested"), "{e}");
+    assert!(parse("bs=4k\n")
+        .unwrap_err()
+        .to_string()
+        .contains("before any section"));
+    assert!(parse("; nothing\n")
+        .unwrap_err()
+        .to_string()
+        .contains("no job section"));
+}
+
+#[test]
+fn print_fio_reads_back_as_the_same_jobs() {
+    let f = parse(VENDOR).unwrap();
+    let before = jobs(&f);
+    let text = to_fio(&before, "/mnt/bench", true);
+    let again = parse(&text).unwrap();
+    assert!(again.ignored.is_empty(), "{text}");
+    let after = jobs(&again);
+    assert_eq!(after.len(), before.len());
+    for (a, b) in before.iter().zip(&after) {
+        let strip = |j: &Job| Job {
+            group: None,
+            ..j.clone()
+        };
+        assert_eq!(strip(a), strip(b), "{text}");
+    }
+    assert_eq!(again.file.target.as_deref(), Some("/mnt/bench"));
+}
+
+proptest::proptest! {
+    #[test]
+    fn fio_files_never_panic(text in "(\\[[a-z]{0,4}\\]\n|[a-z_]{1,10}(=[a-z0-9:,${}-]{0,8})?\n|; x\n){0,12}") {
+        let _ = parse_fio_job_file(&text, "p.fio", &env, &no_include, false);
+        let _ = parse_fio_job_file(&text, "p.fio", &env, &no_include, true);
+    }
+}
