@@ -136,6 +136,9 @@ Examples:
       a shipped profile, with flags overriding it
   stormark run /mnt/data --job mixed.toml
       jobs from a TOML job file (jobs sharing a group run at the same time)
+  stormark run vendor-checklist.fio
+      a fio job file run as written (--lenient leaves out what stormark does not run);
+      --print-fio writes the fio job file of any run
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
