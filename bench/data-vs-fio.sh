@@ -15,20 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-4}
-BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
-FIO=${FIO:-fio}
-command -v "$FIO" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null; }
-if [ -z "${STORMARK:-}" ]; then
-  cargo build --release --locked -q
-  STORMARK=$PWD/target/release/stormark
-fi
-made_dir=no
-[ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
-OUT=$(mktemp -d -p "$BENCH_DIR" data.XXXX)
+. bench/fio-side.sh
+fio_side data
 FILE=$OUT/file
-cleanup() { rm -rf "$OUT"; [ $made_dir = yes ] && rmdir "$BENCH_DIR" 2>/dev/null; true; }
-trap cleanup EXIT
-echo "fio: $("$FIO" --version)  stormark: $("$STORMARK" --version)  cores: $(nproc)"
 head -c $((64 << 20)) /dev/urandom > "$FILE"
 
 # name | fio options | stormark options

@@ -9,19 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 FILES=${FILES:-10000}
-BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
-FIO=${FIO:-fio}
-command -v "$FIO" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null; }
-if [ -z "${STORMARK:-}" ]; then
-  cargo build --release --locked -q
-  STORMARK=$PWD/target/release/stormark
-fi
-made_dir=no
-[ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
-OUT=$(mktemp -d -p "$BENCH_DIR" meta.XXXX)
-cleanup() { rm -rf "$OUT"; [ $made_dir = yes ] && rmdir "$BENCH_DIR" 2>/dev/null; true; }
-trap cleanup EXIT
-echo "fio: $("$FIO" --version)  stormark: $("$STORMARK" --version)  cores: $(nproc)  files: $FILES  fs: $(df -T "$BENCH_DIR" | tail -1 | awk '{print $2}')"
+. bench/fio-side.sh
+fio_side meta
 mkdir "$OUT/fio" "$OUT/sm"
 fio_run() { # engine rw output
   "$FIO" --name=m --ioengine="$1" --directory="$OUT/fio" --nrfiles="$FILES" --filesize=4k \

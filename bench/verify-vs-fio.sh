@@ -13,19 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
-BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
-FIO=${FIO:-fio}
-command -v "$FIO" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null; }
-if [ -z "${STORMARK:-}" ]; then
-  cargo build --release --locked -q
-  STORMARK=$PWD/target/release/stormark
-fi
-made_dir=no
-[ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
-OUT=$(mktemp -d -p "$BENCH_DIR" verify.XXXX)
-cleanup() { rm -rf "$OUT"; [ $made_dir = yes ] && rmdir "$BENCH_DIR" 2>/dev/null; true; }
-trap cleanup EXIT
-echo "fio: $("$FIO" --version)  stormark: $("$STORMARK" --version)  cores: $(nproc)"
+. bench/fio-side.sh
+fio_side verify
 FIOW=(--name=v --filename="$OUT/fio.dat" --size=256m --rw=write --bs=4k --ioengine=psync --verify=crc32c --output-format=json)
 mkdir "$OUT/sm"
 SMW=(--rw write --bs 4k --size 256m --engine psync --verify -q)
