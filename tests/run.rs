@@ -430,7 +430,7 @@ fn bad_input_is_one_line_and_exit_2() {
             "unknown key `blocksiz`",
         ),
         (vec!["--job", "/nonexistent/x.toml"], "cannot read it"),
-        (vec!["--job", "/nonexistent/x.fio"], "fio job files"),
+        (vec!["--job", "/nonexistent/x.fio"], "cannot read it"),
         (
             vec!["--bs", "8k", "--size", "4k"],
             "--size 4k: expected a size of at least the block size",

@@ -88,6 +88,28 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
             return Ok(None);
         }
     };
+    // `dns:NAME:PORT`: every address NAME resolves to (a Kubernetes headless Service's pods).
+    if entries.iter().any(|(a, _)| a.starts_with("dns:")) {
+        let mut expanded = Vec::new();
+        let mut kept = Vec::new();
+        for (i, (addr, target)) in entries.into_iter().enumerate() {
+            let endpoint = endpoints.get(i).cloned().flatten();
+            match addr.strip_prefix("dns:") {
+                Some(name) => {
+                    for a in resolve_all(name)? {
+                        expanded.push((a, target.clone()));
+                        kept.push(endpoint.clone());
+                    }
+                }
+                None => {
+                    expanded.push((addr, target));
+                    kept.push(endpoint);
+                }
+            }
+        }
+        entries = expanded;
+        endpoints = kept;
+    }
     if entries.is_empty() {
         return Err("--agents: expected host:port[,host:port...]".into());
     }
@@ -167,6 +189,35 @@ fn which<'a>(
             "{option} {pair}: {host} names several agents; use host:port"
         )),
     }
+}
+
+/// Every address `NAME:PORT` resolves to, as `ip:port`, IPv4 ones only when there are any
+/// (a name with both would otherwise list each agent twice), sorted.
+fn resolve_all(name_port: &str) -> Result<Vec<String>, String> {
+    use std::net::ToSocketAddrs;
+    let form = "dns:NAME:PORT, such as dns:stormark-agent.bench.svc:7878";
+    let port_ok = name_port
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+    if !port_ok {
+        return Err(format!("--agents dns:{name_port}: expected {form}"));
+    }
+    let found: Vec<std::net::SocketAddr> = name_port
+        .to_socket_addrs()
+        .map_err(|e| format!("--agents dns:{name_port}: cannot resolve it ({e}); expected {form}"))?
+        .collect();
+    let v4 = found.iter().any(|a| a.is_ipv4());
+    let mut out: Vec<String> = found
+        .into_iter()
+        .filter(|a| a.is_ipv4() == v4)
+        .map(|a| a.to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    if out.is_empty() {
+        return Err(format!("--agents dns:{name_port}: resolves to no address"));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -274,5 +325,33 @@ mod tests {
         assert!(hosts(&bad)
             .unwrap_err()
             .starts_with("--agents-file f.toml: "));
+    }
+
+    #[test]
+    fn a_dns_name_stands_for_every_address_it_resolves_to() {
+        let opts = HostsOptions {
+            agents: Some("dns:localhost:7878,10.0.0.9:7878".into()),
+            default_target: Some("/mnt/bench".into()),
+            ..HostsOptions::default()
+        };
+        let found = hosts(&opts).unwrap().unwrap();
+        let addrs: Vec<&str> = found.iter().map(|h| h.address.as_str()).collect();
+        assert_eq!(addrs, ["127.0.0.1:7878", "10.0.0.9:7878"]);
+        for bad in [
+            "dns:localhost",
+            "dns::7878",
+            "dns:no-such-host.invalid:7878",
+        ] {
+            let opts = HostsOptions {
+                agents: Some(bad.into()),
+                default_target: Some("/mnt/bench".into()),
+                ..HostsOptions::default()
+            };
+            let e = hosts(&opts).unwrap_err();
+            assert!(
+                e.contains("dns:NAME:PORT") || e.contains("cannot resolve"),
+                "{bad}: {e}"
+            );
+        }
     }
 }
