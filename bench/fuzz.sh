@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of user input (tests/fuzz.rs) with many cases: arbitrary bytes and
-# near-valid text for sizes, durations, every job option, TOML job files, search options,
+# near-valid text for sizes, durations, every job option, TOML and fio job files, search options,
 # results documents and the agent protocol's messages. Prints the executions and the time;
 # docs/fuzzing.md records a run.
-#   bench/fuzz.sh            2,000,000 cases per parser group (6 groups: 12 million in all)
+#   bench/fuzz.sh            2,000,000 cases per parser group (7 groups: 14 million in all)
 #   CASES=100000 bench/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 //! Every parser of user input, fed arbitrary bytes and near-valid text (issue 16): sizes,
-//! durations, percentages, every job option, TOML job files, expectations and search options,
+//! durations, percentages, every job option, TOML and fio job files, expectations and search options,
 //! results documents, the agent protocol's messages and snapshots. None may panic, abort or
 //! hang. `cargo test` runs a few hundred cases per parser; `bench/fuzz.sh` runs millions
 //! (`STORMARK_FUZZ_CASES`) and docs/fuzzing.md records the count.
@@ -8,8 +8,9 @@ use proptest::prelude::*;
 use prost::Message;
 use stormark_cluster::{decode_snapshot, pb};
 use stormark_spec::{
-    parse_curve, parse_duration, parse_expect, parse_job_file, parse_percent, parse_size,
-    parse_steady_state, parse_sweep, parse_target_latency, JobOpts, Source, Workload, JOB_KEYS,
+    parse_curve, parse_duration, parse_expect, parse_fio_job_file, parse_job_file, parse_percent,
+    parse_size, parse_steady_state, parse_sweep, parse_target_latency, to_fio, JobOpts, Source,
+    Workload, JOB_KEYS,
 };
 
 fn config() -> ProptestConfig {
@@ -96,6 +97,21 @@ proptest! {
         "(\\[\\[job\\]\\]\n)?([a-z_]{1,12} = (\"[0-9a-z:%.,]{0,10}\"|[0-9]{1,20}|true|false)\n){0,8}(\\[\\[job\\]\\]\n[a-z_]{1,12} = \"[0-9a-z]{0,8}\"\n){0,3}",
     ]) {
         let _ = parse_job_file(&text, "fuzz.toml");
+    }
+
+    #[test]
+    fn fio_job_files_never_panic(text in prop_oneof![
+        bytes_text(),
+        "(include [a-z]{0,4}\n|\\[[a-z]{0,6}\\]\n|[a-z_]{1,14}(=[0-9a-z:,.%${}_-]{0,12})?\n|; c\n){0,16}",
+    ], lenient in any::<bool>()) {
+        let env = |name: &str| (name.len() < 4).then(|| "4k".to_string());
+        let include = |name: &str| -> Result<String, String> {
+            if name.is_empty() { Err("none".into()) } else { Ok(format!("include {name}\n[g]\nbs={name}\n")) }
+        };
+        if let Ok(f) = parse_fio_job_file(&text, "fuzz.fio", &env, &include, lenient) {
+            let jobs: Vec<_> = f.file.jobs.iter().filter_map(|j| j.resolve("fuzz").ok()).collect();
+            let _ = to_fio(&jobs, "/fuzz", true);
+        }
     }
 
     #[test]
