@@ -25,9 +25,11 @@ mod request;
 mod search;
 mod shape;
 mod step;
+mod suite;
 
 pub use hosts::{hosts, Host, HostsOptions};
 pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
 pub use step::{stage_steps, Step};
+pub use suite::{suite_steps, SuiteOptions, SuiteStep, SUITES};

@@ -9,6 +9,8 @@
 //! itself does no I/O: it is told what each step measured and says what to run next, so it
 //! can be checked against a model of a device.
 
+use std::collections::BTreeMap;
+
 use stormark_spec::LatencyTarget;
 use stormark_stats::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, Summary, TargetDoc};
 
@@ -116,14 +118,22 @@ impl Search {
     }
 
     /// Takes what the step [`Search::next`] asked for measured, as `phase`.
-    pub fn observe(&mut self, phase: &str, total: &Summary) {
+    /// A target that names an operation (`sync:p99<=5ms`) reads that operation's latency
+    /// from `by_op`.
+    pub fn observe(&mut self, phase: &str, total: &Summary, by_op: &BTreeMap<String, Summary>) {
         let Some(load) = self.next() else {
             return;
         };
         let latency_ns: Vec<Option<f64>> = self
             .targets
             .iter()
-            .map(|t| total.latency_ns.map(|l| latency_stat(&l, t.stat)))
+            .map(|t| {
+                let of = match t.op {
+                    Some(op) => by_op.get(op).and_then(|s| s.latency_ns),
+                    None => total.latency_ns,
+                };
+                of.map(|l| latency_stat(&l, t.stat))
+            })
             .collect();
         let missed = self.missed(&load, total, &latency_ns);
         let met = missed.is_none();
@@ -210,6 +220,9 @@ impl Search {
             }
         }
         for (t, v) in self.targets.iter().zip(latency) {
+            if let (Some(op), None) = (t.op, v) {
+                why.push(format!("no {op} operations were measured"));
+            }
             if let Some(v) = v {
                 if *v > t.limit_ns as f64 {
                     why.push(format!(
@@ -243,7 +256,10 @@ impl Search {
                 .targets
                 .iter()
                 .map(|t| TargetDoc {
-                    stat: t.stat.name().to_string(),
+                    stat: match t.op {
+                        Some(op) => format!("{op}:{}", t.stat.name()),
+                        None => t.stat.name().to_string(),
+                    },
                     limit_ns: t.limit_ns,
                 })
                 .collect(),
@@ -337,6 +353,7 @@ mod tests {
 
     fn p99(limit_ns: u64) -> Vec<LatencyTarget> {
         vec![LatencyTarget {
+            op: None,
             stat: LatencyStat::P99,
             limit_ns,
         }]
@@ -351,7 +368,11 @@ mod tests {
                 n <= limits.max_steps,
                 "the search must end within its budget"
             );
-            s.observe(&format!("search-step-{n}"), &model.run(&load));
+            s.observe(
+                &format!("search-step-{n}"),
+                &model.run(&load),
+                &BTreeMap::new(),
+            );
         }
         s.report()
     }
@@ -461,10 +482,12 @@ mod tests {
         // Mean <= 300 us is the stricter: mean = base / (1 - r/cap) -> r <= cap * (1 - 1/3).
         let targets = vec![
             LatencyTarget {
+                op: None,
                 stat: LatencyStat::P99,
                 limit_ns: 2_000_000,
             },
             LatencyTarget {
+                op: None,
                 stat: LatencyStat::Mean,
                 limit_ns: 300_000,
             },

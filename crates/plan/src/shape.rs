@@ -421,7 +421,7 @@ impl Plan {
                         limits.max_iodepth = 1;
                         *search = Search::new(targets.clone(), *limits);
                     }
-                    search.observe(&phase.name, &phase.total);
+                    search.observe(&phase.name, &phase.total, &phase.by_op);
                 }
                 let Load {
                     jobs,

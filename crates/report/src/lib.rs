@@ -23,6 +23,7 @@ mod live;
 mod markdown;
 mod output;
 mod shapes;
+mod suite;
 mod terminal;
 
 pub use compare::{compare_table, figure_label};
@@ -34,6 +35,7 @@ pub use json::Json;
 pub use live::LiveLine;
 pub use markdown::{compare_markdown, Markdown};
 pub use output::{Output, OutputError};
+pub use suite::{suite_html, suite_markdown, suite_terminal};
 pub use terminal::Terminal;
 
 /// A format a results document can be written in.

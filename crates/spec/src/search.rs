@@ -8,12 +8,22 @@ use crate::units::{parse_duration, parse_size};
 use crate::SpecError;
 
 /// What `--target-latency` accepts, for error messages.
-pub const TARGET_LATENCY_FORM: &str = "STAT<=DURATION such as p99<=2ms, several joined by commas \
-(p99<=2ms,p50<=500us); STAT is mean, p50, p90, p99, p99.9, p99.99 or max";
+pub const TARGET_LATENCY_FORM: &str =
+    "[OP:]STAT<=DURATION such as p99<=2ms, several joined by commas \
+(p99<=2ms,p50<=500us); STAT is mean, p50, p90, p99, p99.9, p99.99 or max; OP (read, write, sync, \
+get, put, head, delete, list) limits one operation's latency, such as sync:p99<=5ms";
+
+/// The operations a latency target may name (`sync:p99<=5ms`): the names of `by_op`.
+pub const TARGET_OPS: &[&str] = &[
+    "read", "write", "sync", "get", "put", "head", "delete", "list",
+];
 
 /// One latency limit the search must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LatencyTarget {
+    /// The operation whose latency is limited (`sync` for a database's commits); `None` for
+    /// every operation together.
+    pub op: Option<&'static str>,
     /// Which statistic.
     pub stat: LatencyStat,
     /// Its limit, ns.
@@ -31,6 +41,20 @@ pub fn parse_target_latency(text: &str) -> Result<Vec<LatencyTarget>, SpecError>
             .or_else(|| part.split_once('='))
             .ok_or_else(|| bad(TARGET_LATENCY_FORM.into()))?;
         let name = name.trim().to_ascii_lowercase();
+        let (op, name) = match name.split_once(':') {
+            Some((op, stat)) => {
+                let op = TARGET_OPS
+                    .iter()
+                    .find(|o| **o == op.trim())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "an operation instead of {op:?}; {TARGET_LATENCY_FORM}"
+                        ))
+                    })?;
+                (Some(*op), stat.trim().to_string())
+            }
+            None => (None, name),
+        };
         let stat = parse_stat(&name)
             .filter(|s| *s != LatencyStat::Min)
             .ok_or_else(|| {
@@ -51,10 +75,11 @@ pub fn parse_target_latency(text: &str) -> Result<Vec<LatencyTarget>, SpecError>
                     "a duration with its unit, such as 2ms or 500us",
                 )
             })?;
-        if out.iter().any(|t| t.stat == stat) {
+        if out.iter().any(|t| t.stat == stat && t.op == op) {
             return Err(bad(format!("each statistic once; {name} is given twice")));
         }
         out.push(LatencyTarget {
+            op,
             stat,
             limit_ns: limit.as_nanos().min(u128::from(u64::MAX)) as u64,
         });
@@ -302,10 +327,16 @@ mod tests {
         assert_eq!(
             t,
             vec![LatencyTarget {
+                op: None,
                 stat: LatencyStat::P99,
                 limit_ns: 2_000_000
             }]
         );
+        let t = parse_target_latency("sync:p99<=5ms,p50<=1ms").unwrap();
+        assert_eq!(t[0].op, Some("sync"));
+        assert_eq!(t[0].limit_ns, 5_000_000);
+        assert_eq!(t[1].op, None);
+        assert!(parse_target_latency("fsync:p99<=5ms").is_err());
         let t = parse_target_latency("p99 < 2ms, mean=500us,p99.9<=10ms").unwrap();
         assert_eq!(t.len(), 3);
         assert_eq!(t[1].stat, LatencyStat::Mean);

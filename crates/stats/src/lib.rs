@@ -32,6 +32,7 @@ mod results;
 mod samples;
 mod search;
 mod significance;
+mod suite;
 mod summary;
 mod sweep;
 mod time;
@@ -59,6 +60,10 @@ pub use samples::{
 pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
+};
+pub use suite::{
+    step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
+    WeakPair, SUITE_SCHEMA,
 };
 pub use summary::{Latency, Summary};
 pub use sweep::{CurvePoint, CurveReport, SweepPoint, SweepReport};

@@ -9,10 +9,11 @@ use stormark_spec::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 
 pub use crate::cli_meta::MetaArgs;
 pub use crate::cli_net::{NetArgs, NetClientArgs, NetMeshArgs, NetSide};
+pub use crate::cli_suite::SuiteArgs;
 
 /// Storage benchmark: file and block load with exact latency, from one host.
 #[derive(Debug, Parser)]
-#[command(name = "stormark", version, about, long_about = None, after_help = "Examples:\n  stormark run                       # quick 20 s look at the current filesystem\n  stormark run /mnt/data --rw randread --bs 4k --iodepth 32 --direct --time 60s\n  stormark probe")]
+#[command(name = "stormark", version, about, long_about = None, after_help = "Examples:\n  stormark run                       # quick 20 s look at the current filesystem\n  stormark run /mnt/data --rw randread --bs 4k --iodepth 32 --direct --time 60s\n  stormark suite acceptance /mnt/bench --smoke\n  stormark probe")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -40,6 +41,9 @@ pub enum Command {
     /// Metadata load as mdtest makes it: mkdir, create, stat, open, read, rename, delete and
     /// rmdir over a tree of many small files, from many workers, each call timed.
     Meta(MetaArgs),
+    /// A standard battery (disks, fileserver, database, latency, network, s3, acceptance):
+    /// each step a stormark command of its own, then one summary with verdicts.
+    Suite(Box<SuiteArgs>),
 }
 
 const S3_EXAMPLES: &str = "\

@@ -108,6 +108,7 @@ mod agent_cmd;
 mod cli;
 mod cli_meta;
 mod cli_net;
+mod cli_suite;
 mod compare_cmd;
 mod meta_cmd;
 mod metrics;
@@ -118,6 +119,7 @@ mod probe_cmd;
 mod report_cmd;
 mod run;
 mod s3_cmd;
+mod suite_cmd;
 
 use clap::Parser;
 
@@ -177,6 +179,7 @@ fn main() {
         cli::Command::S3(args) => s3_cmd::main(*args),
         cli::Command::Net(args) => net_cmd::main(*args),
         cli::Command::Meta(args) => meta_cmd::main(&args),
+        cli::Command::Suite(args) => suite_cmd::main(*args),
     };
     std::process::exit(exit_status(result));
 }

@@ -1,0 +1,581 @@
+//! The suites: standard batteries of runs (each disk alone then all together, the file service
+//! from every client, a database's pattern, single-I/O latency and the latency target, the
+//! network mesh, the object store), each step a stormark command line that the binary runs as
+//! a command of its own and the summary cites, so any step can be run again by hand.
+
+/// The suites, with what each measures (`stormark suite --list`).
+pub const SUITES: &[(&str, &str)] = &[
+    ("disks", "each disk (TARGET) alone, then all together: 4 KiB random write and read, 1 MiB sequential write and read"),
+    ("fileserver", "a shared path from every agent: random and sequential reads and writes and a 70/30 mix, 3 repetitions each"),
+    ("database", "an OLTP database's I/O (8 KiB random 70/30 on data files beside a sequential, fdatasync'd log), then the most commits under a latency target"),
+    ("latency", "ioping-style single-I/O read and write latency, then the most IOPS under a latency target (p99<=2ms)"),
+    ("network", "every pair of agents alone, then all at once (needs --agents, two or more)"),
+    ("s3", "PUT, GET and a mix of small and large objects (needs --endpoint and --bucket)"),
+    ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
+];
+
+/// What the command line gave a suite.
+#[derive(Debug, Clone, Default)]
+pub struct SuiteOptions {
+    /// TARGETS as given: disks, or the directory for the other suites (the first).
+    pub targets: Vec<String>,
+    /// Seconds per step and small files: for trying a suite.
+    pub smoke: bool,
+    /// Each step's measured time instead of the suite's.
+    pub time: Option<String>,
+    /// The agents, one address each (`dns:` names already resolved); empty for this host.
+    pub agents: Vec<String>,
+    /// What every distributed step also takes (`--token-file F`, `--tls-ca F`).
+    pub distributed: Vec<String>,
+    /// The latency suite's (and the database's commit) target instead of the default.
+    pub target_latency: Option<String>,
+    /// What every S3 step takes (`--endpoint URL --bucket B ...`); `None`: no object store.
+    pub s3: Option<Vec<String>>,
+    /// Expectations: (a step name or the part of one, the `--expect` list).
+    pub expect: Vec<(String, String)>,
+}
+
+/// One step of a suite: a stormark command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteStep {
+    /// Unique within the suite, usable in a file name (`disks/sdb/randread-4k`).
+    pub name: String,
+    /// The suite it belongs to (`disks` within `acceptance`).
+    pub part: &'static str,
+    /// The workload, the same for every subject (`randread-4k`): what is compared.
+    pub workload: String,
+    /// What is compared with the others of the same workload: a disk, a host.
+    pub subject: Option<String>,
+    /// Steps sharing this run at the same time (every disk at once).
+    pub together: Option<String>,
+    /// The arguments after the program's name (`run /mnt/a --rw randread ...`); empty when
+    /// skipped.
+    pub args: Vec<String>,
+    /// A file this step reads, written into the suite's directory first: (name, text).
+    pub file: Option<(String, String)>,
+    /// Why the step does not run here.
+    pub skip: Option<String>,
+}
+
+/// The database's job file: data files and a log at once (`DATA_JOBS` workers on the data).
+fn database_job(smoke: bool) -> String {
+    let (size, log_size) = if smoke { ("16m", "8m") } else { ("2g", "1g") };
+    format!(
+        "# An OLTP database's I/O: 8 KiB random reads and writes (70/30) on its data files,\n\
+         # beside the sequential log, each 8 KiB write made durable (fdatasync) before the next.\n\
+         [[job]]\nname = \"data\"\ngroup = \"oltp\"\nrw = \"randrw\"\nrwmixread = 70\nbs = \"8k\"\n\
+         direct = true\niodepth = 8\njobs = 4\nfiles = 4\nsize = \"{size}\"\n\n\
+         [[job]]\nname = \"log\"\ngroup = \"oltp\"\nrw = \"write\"\nbs = \"8k\"\nengine = \"psync\"\n\
+         fdatasync = 1\njobs = 1\nsize = \"{log_size}\"\n"
+    )
+}
+
+/// A short label for a target, usable in a file name: `/dev/sdb` is `sdb`, `/mnt/a/` is `a`.
+fn label(target: &str) -> String {
+    let base = std::path::Path::new(target)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| target.to_string());
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match clean.trim_matches('.') {
+        "" => "target".into(),
+        c => c.to_string(),
+    }
+}
+
+/// Labels of many targets, made unique (`a`, `a-2`).
+fn labels(targets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in targets {
+        let base = label(t);
+        let mut l = base.clone();
+        let mut n = 2;
+        while out.contains(&l) {
+            l = format!("{base}-{n}");
+            n += 1;
+        }
+        out.push(l);
+    }
+    out
+}
+
+/// The steps of suite `name`, or why it cannot run (a user error).
+pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, String> {
+    let parts: &[&'static str] = match name {
+        "disks" => &["disks"],
+        "fileserver" => &["fileserver"],
+        "database" => &["database"],
+        "latency" => &["latency"],
+        "network" => &["network"],
+        "s3" => &["s3"],
+        "acceptance" => &["network", "disks", "fileserver", "latency", "s3"],
+        _ => {
+            let names: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
+            return Err(format!(
+                "suite {name:?}: no such suite; the suites are {} (stormark suite --list)",
+                names.join(", ")
+            ));
+        }
+    };
+    if o.agents.len() == 1 && parts.contains(&"network") && name == "network" {
+        return Err(
+            "--agents: the network suite needs two agents or more, such as node1:7878,node2:7878"
+                .into(),
+        );
+    }
+    for (step, _) in &o.expect {
+        if step.is_empty() {
+            return Err("--expect: give STEP:LIST, such as randread-4k:iops=50k,p99=2ms".into());
+        }
+    }
+    let mut steps = Vec::new();
+    for part in parts {
+        steps.extend(match *part {
+            "disks" => disks(o),
+            "fileserver" => fileserver(o),
+            "database" => database(o),
+            "latency" => latency(o),
+            "network" => network(o),
+            _ => s3(o),
+        });
+    }
+    for (pattern, _) in &o.expect {
+        if !steps.iter().any(|s| s.name.contains(pattern.as_str())) {
+            return Err(format!(
+                "--expect {pattern}: no step of suite {name} is named so; its steps are {}",
+                steps
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    for s in &mut steps {
+        let lists: Vec<&str> = o
+            .expect
+            .iter()
+            .filter(|(p, _)| s.name.contains(p.as_str()))
+            .map(|(_, l)| l.as_str())
+            .collect();
+        if !lists.is_empty() && s.skip.is_none() {
+            s.args.extend(["--expect".to_string(), lists.join(",")]);
+        }
+    }
+    Ok(steps)
+}
+
+/// The four workloads of a disk: (name, flags).
+const DISK_WORKLOADS: &[(&str, &[&str])] = &[
+    ("randwrite-4k", &["--rw", "randwrite", "--bs", "4k"]),
+    ("randread-4k", &["--rw", "randread", "--bs", "4k"]),
+    ("write-1m", &["--rw", "write", "--bs", "1m"]),
+    ("read-1m", &["--rw", "read", "--bs", "1m"]),
+];
+
+/// The file-service workloads.
+const FILESERVER_WORKLOADS: &[(&str, &[&str])] = &[
+    ("randread-4k", &["--rw", "randread", "--bs", "4k"]),
+    ("randwrite-4k", &["--rw", "randwrite", "--bs", "4k"]),
+    ("read-1m", &["--rw", "read", "--bs", "1m"]),
+    ("write-1m", &["--rw", "write", "--bs", "1m"]),
+    (
+        "randrw-70-30",
+        &["--rw", "randrw", "--rwmixread", "70", "--bs", "4k"],
+    ),
+];
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+impl SuiteOptions {
+    /// The directory the file suites use (the first target; the current directory if none).
+    fn dir(&self) -> String {
+        self.targets.first().cloned().unwrap_or_else(|| ".".into())
+    }
+
+    /// `--time` of a step: the suite's, the user's, or a second when smoking.
+    fn time(&self, full: &str) -> Vec<String> {
+        let t = match (&self.time, self.smoke) {
+            (Some(t), _) => t.clone(),
+            (None, true) => "1s".into(),
+            (None, false) => full.into(),
+        };
+        vec!["--time".into(), t]
+    }
+
+    /// Sizing: `--auto`, with small files when smoking (flags win over --auto).
+    fn sizing(&self) -> Vec<String> {
+        let mut v = vec!["--auto".to_string()];
+        if self.smoke {
+            v.extend(strings(&["--size", "16m", "--ramp", "0s"]));
+        }
+        v
+    }
+
+    /// The agents of a step: all of them, or the ones given.
+    fn on(&self, agents: &[String]) -> Vec<String> {
+        if agents.is_empty() {
+            return Vec::new();
+        }
+        let mut v = vec!["--agents".to_string(), agents.join(",")];
+        v.extend(self.distributed.iter().cloned());
+        v
+    }
+
+    fn search(&self, default: &str) -> Vec<String> {
+        let mut v = vec![
+            "--target-latency".to_string(),
+            self.target_latency
+                .clone()
+                .unwrap_or_else(|| default.into()),
+        ];
+        if self.smoke {
+            v.extend(strings(&["--step-time", "1s", "--search-steps", "4"]));
+        } else if let Some(t) = &self.time {
+            v.extend(["--step-time".to_string(), t.clone()]);
+        }
+        v
+    }
+}
+
+fn step(part: &'static str, name: String, workload: &str, args: Vec<String>) -> SuiteStep {
+    SuiteStep {
+        name,
+        part,
+        workload: workload.to_string(),
+        subject: None,
+        together: None,
+        args,
+        file: None,
+        skip: None,
+    }
+}
+
+fn skipped(part: &'static str, why: &str) -> SuiteStep {
+    SuiteStep {
+        skip: Some(why.to_string()),
+        ..step(part, part.to_string(), part, Vec::new())
+    }
+}
+
+/// Each disk alone, then all at once. Locally the disks are TARGETS; over agents each host's
+/// target (the first TARGET) is its disk.
+fn disks(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let mut out = Vec::new();
+    let run = |target: &str, flags: &[&str]| -> Vec<String> {
+        let mut a = vec!["run".to_string(), target.to_string()];
+        a.extend(strings(flags));
+        a.push("--direct".into());
+        a.extend(o.sizing());
+        a.extend(o.time("30s"));
+        a
+    };
+    if !o.agents.is_empty() {
+        let target = o.dir();
+        for host in &o.agents {
+            for (w, flags) in DISK_WORKLOADS {
+                let mut args = run(&target, flags);
+                args.extend(o.on(std::slice::from_ref(host)));
+                out.push(SuiteStep {
+                    subject: Some(host.clone()),
+                    ..step("disks", format!("disks/{}/{w}", label(host)), w, args)
+                });
+            }
+        }
+        if o.agents.len() > 1 {
+            for (w, flags) in DISK_WORKLOADS {
+                let mut args = run(&target, flags);
+                args.extend(o.on(&o.agents));
+                out.push(step("disks", format!("disks/all/{w}"), w, args));
+            }
+        }
+        return out;
+    }
+    let targets = if o.targets.is_empty() {
+        vec![".".to_string()]
+    } else {
+        o.targets.clone()
+    };
+    let names = labels(&targets);
+    for (t, l) in targets.iter().zip(&names) {
+        for (w, flags) in DISK_WORKLOADS {
+            out.push(SuiteStep {
+                subject: Some(l.clone()),
+                ..step("disks", format!("disks/{l}/{w}"), w, run(t, flags))
+            });
+        }
+    }
+    if targets.len() > 1 {
+        for (w, flags) in DISK_WORKLOADS {
+            for (t, l) in targets.iter().zip(&names) {
+                out.push(SuiteStep {
+                    subject: Some(l.clone()),
+                    together: Some(format!("disks/all/{w}")),
+                    ..step("disks", format!("disks/all/{w}/{l}"), w, run(t, flags))
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The file service from every client: each workload three times, compared between hosts.
+fn fileserver(o: &SuiteOptions) -> Vec<SuiteStep> {
+    FILESERVER_WORKLOADS
+        .iter()
+        .map(|(w, flags)| {
+            let mut args = vec!["run".to_string(), o.dir()];
+            args.extend(strings(flags));
+            args.push("--direct".into());
+            args.extend(o.sizing());
+            args.extend(o.time("60s"));
+            args.extend(strings(&["--repeat", "3"]));
+            args.extend(o.on(&o.agents));
+            step("fileserver", format!("fileserver/{w}"), w, args)
+        })
+        .collect()
+}
+
+/// The database's pattern, then the most commits whose latency meets the target.
+fn database(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let mut oltp = vec![
+        "run".to_string(),
+        o.dir(),
+        "--job".into(),
+        "database.toml".into(),
+    ];
+    oltp.extend(o.time("60s"));
+    oltp.extend(o.on(&o.agents));
+    let mut commit = vec!["run".to_string(), o.dir()];
+    commit.extend(strings(&[
+        "--rw",
+        "write",
+        "--bs",
+        "8k",
+        "--engine",
+        "psync",
+        "--fdatasync",
+        "1",
+        "--jobs",
+        "16",
+    ]));
+    commit.extend(strings(&["--size", if o.smoke { "8m" } else { "256m" }]));
+    commit.extend(o.search("sync:p99<=5ms"));
+    commit.extend(o.on(&o.agents));
+    vec![
+        SuiteStep {
+            file: Some(("database.toml".into(), database_job(o.smoke))),
+            ..step("database", "database/oltp".into(), "oltp", oltp)
+        },
+        step(
+            "database",
+            "database/commit-target".into(),
+            "commit-target",
+            commit,
+        ),
+    ]
+}
+
+/// ioping's question (how long does one I/O take?), then the latency target.
+fn latency(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let single = |rw: &str| {
+        let mut a = vec!["run".to_string(), o.dir()];
+        a.extend(strings(&[
+            "--rw",
+            rw,
+            "--bs",
+            "4k",
+            "--iodepth",
+            "1",
+            "--jobs",
+            "1",
+            "--direct",
+        ]));
+        a.extend(o.sizing());
+        a.extend(o.time("30s"));
+        a.extend(o.on(&o.agents));
+        a
+    };
+    let mut search = vec!["run".to_string(), o.dir()];
+    search.extend(strings(&["--rw", "randread", "--bs", "4k", "--direct"]));
+    search.extend(o.sizing());
+    search.extend(o.search("p99<=2ms"));
+    search.extend(o.on(&o.agents));
+    vec![
+        step(
+            "latency",
+            "latency/read-qd1".into(),
+            "read-qd1",
+            single("randread"),
+        ),
+        step(
+            "latency",
+            "latency/write-qd1".into(),
+            "write-qd1",
+            single("randwrite"),
+        ),
+        step("latency", "latency/target".into(), "target", search),
+    ]
+}
+
+/// Every pair of agents alone, then all at once.
+fn network(o: &SuiteOptions) -> Vec<SuiteStep> {
+    if o.agents.len() < 2 {
+        return vec![skipped(
+            "network",
+            "the network is measured between agents: give --agents with two or more",
+        )];
+    }
+    let mut args = strings(&["net", "--mode", "mesh"]);
+    args.extend(o.on(&o.agents));
+    args.extend(o.time("10s"));
+    vec![step("network", "network/mesh".into(), "mesh", args)]
+}
+
+/// Small and large objects: PUT, GET, and a mix.
+fn s3(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let Some(flags) = &o.s3 else {
+        return vec![skipped(
+            "s3",
+            "no object store: give --endpoint URL and --bucket NAME",
+        )];
+    };
+    let large = if o.smoke { "1m" } else { "16m" };
+    let mut out = Vec::new();
+    for (size, mixes) in [
+        ("4k", &["put", "get", "put=30,get=50,head=10,delete=10"][..]),
+        (large, &["put", "get"][..]),
+    ] {
+        for mix in mixes {
+            let w = match *mix {
+                "put" | "get" => format!("{mix}-{size}"),
+                _ => format!("mixed-{size}"),
+            };
+            let mut args = vec!["s3".to_string()];
+            args.extend(flags.iter().cloned());
+            args.extend(["--op-mix".to_string(), mix.to_string()]);
+            args.extend(["--obj-size".to_string(), size.to_string()]);
+            if o.smoke {
+                args.extend(strings(&["--objects", "20"]));
+            }
+            args.extend(o.time("30s"));
+            args.extend(o.on(&o.agents));
+            out.push(step("s3", format!("s3/{w}"), &w, args));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> SuiteOptions {
+        SuiteOptions {
+            smoke: true,
+            ..SuiteOptions::default()
+        }
+    }
+
+    #[test]
+    fn disks_alone_then_together() {
+        let o = SuiteOptions {
+            targets: vec!["/dev/sdb".into(), "/mnt/a/".into(), "/mnt/b/a".into()],
+            ..opts()
+        };
+        let s = suite_steps("disks", &o).unwrap();
+        assert_eq!(s.len(), 3 * 4 + 3 * 4);
+        assert_eq!(s[0].name, "disks/sdb/randwrite-4k");
+        assert_eq!(s[4].subject.as_deref(), Some("a"));
+        assert_eq!(s[8].subject.as_deref(), Some("a-2"));
+        assert!(s[..12].iter().all(|s| s.together.is_none()));
+        assert_eq!(s[12].together.as_deref(), Some("disks/all/randwrite-4k"));
+        assert_eq!(s[12].args[..2], ["run", "/dev/sdb"]);
+        assert!(s[0].args.windows(2).any(|w| w == ["--time", "1s"]));
+        assert!(s[0].args.contains(&"--auto".to_string()));
+        let names: std::collections::BTreeSet<_> = s.iter().map(|s| &s.name).collect();
+        assert_eq!(names.len(), s.len(), "names are unique");
+    }
+
+    #[test]
+    fn over_agents_each_host_alone_then_all() {
+        let o = SuiteOptions {
+            targets: vec!["/mnt/bench".into()],
+            agents: vec!["10.0.0.2:7878".into(), "10.0.0.3:7878".into()],
+            distributed: vec!["--token-file".into(), "t".into()],
+            ..opts()
+        };
+        let s = suite_steps("disks", &o).unwrap();
+        assert_eq!(s.len(), 12);
+        assert!(s[0].args.ends_with(&[
+            "--agents".to_string(),
+            "10.0.0.2:7878".into(),
+            "--token-file".into(),
+            "t".into()
+        ]));
+        assert!(s[8]
+            .args
+            .contains(&"10.0.0.2:7878,10.0.0.3:7878".to_string()));
+        let net = suite_steps("network", &o).unwrap();
+        assert_eq!(net[0].args[..3], ["net", "--mode", "mesh"]);
+    }
+
+    #[test]
+    fn acceptance_runs_the_parts_in_order_and_skips_what_it_cannot() {
+        let s = suite_steps("acceptance", &opts()).unwrap();
+        assert_eq!(s[0].part, "network");
+        assert!(s[0].skip.is_some());
+        let parts: Vec<_> = s.iter().map(|s| s.part).collect();
+        let mut order = parts.clone();
+        order.dedup();
+        assert_eq!(order, ["network", "disks", "fileserver", "latency", "s3"]);
+        assert!(s
+            .last()
+            .unwrap()
+            .skip
+            .as_ref()
+            .unwrap()
+            .contains("--endpoint"));
+    }
+
+    #[test]
+    fn expectations_go_to_the_steps_they_name() {
+        let o = SuiteOptions {
+            expect: vec![("randread-4k".into(), "iops=1k".into())],
+            ..opts()
+        };
+        let s = suite_steps("fileserver", &o).unwrap();
+        assert!(s[0]
+            .args
+            .ends_with(&["--expect".to_string(), "iops=1k".into()]));
+        assert!(!s[1].args.contains(&"--expect".to_string()));
+        let o = SuiteOptions {
+            expect: vec![("nosuch".into(), "iops=1k".into())],
+            ..opts()
+        };
+        assert!(suite_steps("fileserver", &o)
+            .unwrap_err()
+            .contains("nosuch"));
+        assert!(suite_steps("everything", &o)
+            .unwrap_err()
+            .contains("acceptance"));
+    }
+
+    #[test]
+    fn the_database_searches_on_commit_latency() {
+        let s = suite_steps("database", &opts()).unwrap();
+        assert!(s[0].file.as_ref().unwrap().1.contains("fdatasync = 1"));
+        assert!(s[1].args.contains(&"sync:p99<=5ms".to_string()));
+    }
+}

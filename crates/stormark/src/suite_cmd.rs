@@ -1,0 +1,490 @@
+//! `stormark suite NAME [TARGETS...]`: a standard battery of steps, each a stormark command of
+//! its own (this binary, run as a child: its own results document, Ctrl-C handling and
+//! cleanup), then one summary with the suite's table and verdicts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use stormark_plan::{hosts, suite_steps, HostsOptions, SuiteOptions, SuiteStep, SUITES};
+use stormark_report::{suite_html, suite_markdown, suite_terminal, Output};
+use stormark_stats::{
+    format_rfc3339, step_figures, suite_verdicts, Results, RunStatus, StepOutcome, StepResult,
+    SuiteSummary, SUITE_SCHEMA,
+};
+
+use crate::cli_suite::SuiteArgs;
+use crate::{usage, Ending};
+
+/// The largest step results document read back.
+const DOCUMENT_LIMIT: u64 = 1 << 30;
+
+pub fn main(args: SuiteArgs) -> Result<Ending> {
+    if args.list {
+        for (name, about) in SUITES {
+            outln!("{name:<11} {about}");
+        }
+        return Ok(Ending::Success);
+    }
+    let name = args.name.clone().unwrap_or_default();
+    let opts = options(&args)?;
+    let steps = suite_steps(&name, &opts).map_err(usage)?;
+    let dir = suite_dir(&args, &name)?;
+    let keys = keys(&args);
+    let stop = Arc::new(AtomicBool::new(false));
+    let running: Arc<Mutex<Vec<u32>>> = Arc::default();
+    {
+        let (stop, running) = (stop.clone(), running.clone());
+        // The steps see Ctrl-C themselves (one process group); a signal sent to the suite
+        // alone is passed on, and the suite stops after the step, whose cleanup runs.
+        ctrlc::set_handler(move || {
+            stop.store(true, Ordering::Relaxed);
+            for pid in running.lock().map(|p| p.clone()).unwrap_or_default() {
+                // SAFETY: kill(2) with a pid this process started.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+            }
+        })
+        .context("cannot install the Ctrl-C handler")?;
+    }
+    let mut summary = SuiteSummary {
+        schema: SUITE_SCHEMA.into(),
+        suite: name.clone(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: crate::command_line(),
+        started_at: format_rfc3339(std::time::SystemTime::now()),
+        duration_ns: 0,
+        status: RunStatus::Running,
+        steps: Vec::new(),
+        verdicts: Vec::new(),
+        notes: Vec::new(),
+    };
+    let started = Instant::now();
+    let runner = Runner {
+        dir: &dir,
+        quiet: args.quiet,
+        allow_device_write: args.allow_device_write,
+        keys: &keys,
+        running: &running,
+    };
+    let mut stopped: Option<String> = None;
+    let mut refused_first = false;
+    let mut i = 0;
+    while i < steps.len() {
+        // A batch: one step, or the steps that run together.
+        let mut end = i + 1;
+        while end < steps.len()
+            && steps[i].together.is_some()
+            && steps[end].together == steps[i].together
+        {
+            end += 1;
+        }
+        let batch = &steps[i..end];
+        if stop.load(Ordering::Relaxed) && stopped.is_none() {
+            stopped = Some("interrupted".into());
+        }
+        let outcomes = match &stopped {
+            Some(_) => batch.iter().map(|s| not_run(s, i)).collect(),
+            None => runner.run(batch, i, steps.len()),
+        };
+        for o in &outcomes {
+            if o.result == StepResult::Refused && stopped.is_none() {
+                refused_first = !summary.steps.iter().any(|s: &StepOutcome| {
+                    matches!(
+                        s.result,
+                        StepResult::Pass | StepResult::Missed | StepResult::Failed
+                    )
+                });
+                stopped = Some(format!(
+                    "stopped: step {} was refused (its message is above); the steps after it would be too",
+                    o.name
+                ));
+            }
+            if o.part == "network"
+                && name == "acceptance"
+                && matches!(o.result, StepResult::Failed | StepResult::Refused)
+                && stopped.is_none()
+            {
+                stopped = Some(
+                    "stopped early: the network failed; storage measured over a failing network would mislead"
+                        .into(),
+                );
+            }
+        }
+        summary.steps.extend(outcomes);
+        summary.duration_ns = started.elapsed().as_nanos() as u64;
+        write(&dir, "summary.json", &json(&summary));
+        i = end;
+    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    if let Some(why) = stopped.filter(|w| w != "interrupted") {
+        summary.notes.push(why);
+    }
+    summary.verdicts = suite_verdicts(&summary.steps);
+    summary.duration_ns = started.elapsed().as_nanos() as u64;
+    let passed = summary
+        .steps
+        .iter()
+        .all(|s| matches!(s.result, StepResult::Pass | StepResult::Skipped));
+    summary.status = match (interrupted, passed) {
+        (true, _) => RunStatus::Interrupted,
+        (false, true) => RunStatus::Ok,
+        (false, false) => RunStatus::Failed,
+    };
+    let mut failed_write = false;
+    for (file, text) in [
+        ("summary.json", json(&summary)),
+        ("summary.md", suite_markdown(&summary)),
+        ("summary.html", suite_html(&summary)),
+    ] {
+        failed_write |= !write(&dir, file, &text);
+    }
+    out!("{}", suite_terminal(&summary));
+    outln!("summary: {}", dir.join("summary.html").display());
+    if refused_first {
+        return Err(usage(
+            "the suite's first step was refused: see its message above",
+        ));
+    }
+    Ok(if passed && !interrupted && !failed_write {
+        Ending::Success
+    } else {
+        Ending::Failed
+    })
+}
+
+fn json(s: &SuiteSummary) -> String {
+    serde_json::to_string_pretty(s).expect("a summary serializes") + "\n"
+}
+
+/// Writes a file of the suite's directory atomically; says why when it cannot.
+fn write(dir: &Path, file: &str, text: &str) -> bool {
+    let path = dir.join(file);
+    let done = Output::check("--out", &path, &[])
+        .map_err(|e| e.to_string())
+        .and_then(|o| o.write(text.as_bytes()).map_err(|e| e.to_string()));
+    if let Err(e) = &done {
+        eprintln!("error: {}: cannot write it: {e}", path.display());
+    }
+    done.is_ok()
+}
+
+/// The suite's options from the command line; every mistake is exit 2 before any load.
+fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
+    let agents: Vec<String> = match &args.agents {
+        Some(list) => hosts(&HostsOptions {
+            agents: Some(list.clone()),
+            ..HostsOptions::default()
+        })
+        .map_err(usage)?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| h.address)
+        .collect(),
+        None => Vec::new(),
+    };
+    let mut distributed = Vec::new();
+    if !agents.is_empty() {
+        let token = args.token_file.as_ref().ok_or_else(|| {
+            usage("--agents needs --token-file FILE holding the agents' shared token")
+        })?;
+        distributed.extend(["--token-file".to_string(), absolute(token)?]);
+        if let Some(ca) = &args.tls_ca {
+            distributed.extend(["--tls-ca".to_string(), absolute(ca)?]);
+        }
+    } else if args.token_file.is_some() || args.tls_ca.is_some() {
+        return Err(usage(
+            "--token-file and --tls-ca are for agents: give --agents LIST too",
+        ));
+    } else {
+        for t in &args.targets {
+            if std::fs::symlink_metadata(t).is_err() {
+                return Err(usage(format!(
+                    "{}: no such file, directory or device; give the disks, or the directory, to measure",
+                    t.display()
+                )));
+            }
+        }
+    }
+    let s3 = match (&args.endpoint, &args.bucket) {
+        (None, None) => None,
+        (Some(_), None) => return Err(usage("--endpoint needs --bucket NAME")),
+        (None, Some(_)) => return Err(usage("--bucket needs --endpoint URL")),
+        (Some(e), Some(b)) => {
+            let mut v = vec![
+                "--endpoint".to_string(),
+                e.clone(),
+                "--bucket".into(),
+                b.clone(),
+            ];
+            if let Some(r) = &args.region {
+                v.extend(["--region".to_string(), r.clone()]);
+            }
+            if let Some(p) = &args.aws_profile {
+                v.extend(["--aws-profile".to_string(), p.clone()]);
+            }
+            if args.create_bucket {
+                v.push("--create-bucket".into());
+            }
+            if args.insecure {
+                v.push("--insecure".into());
+            }
+            Some(v)
+        }
+    };
+    let expect = args
+        .expect
+        .iter()
+        .map(|e| {
+            e.split_once(':')
+                .filter(|(s, l)| !s.trim().is_empty() && !l.trim().is_empty())
+                .map(|(s, l)| (s.trim().to_string(), l.trim().to_string()))
+                .ok_or_else(|| {
+                    usage(format!(
+                        "--expect {e}: expected STEP:LIST, such as randread-4k:iops=50k,p99=2ms"
+                    ))
+                })
+        })
+        .collect::<Result<_>>()?;
+    if let Some(t) = &args.time {
+        stormark_spec::parse_duration(t)
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| usage(format!("--time {t}: expected a duration such as 30s or 2m")))?;
+    }
+    Ok(SuiteOptions {
+        // Absolute, so that a step's command runs as written from anywhere and `.` has a name.
+        targets: args
+            .targets
+            .iter()
+            .map(|t| absolute(t))
+            .collect::<Result<_>>()?,
+        smoke: args.smoke,
+        time: args.time.clone(),
+        agents,
+        distributed,
+        target_latency: args.target_latency.clone(),
+        s3,
+        expect,
+    })
+}
+
+fn absolute(p: &Path) -> Result<String> {
+    std::path::absolute(p)
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|e| usage(format!("{}: {e}", p.display())))
+}
+
+/// The S3 keys given as flags, for the steps' environment (never their command lines).
+fn keys(args: &SuiteArgs) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    if let Some(k) = &args.access_key {
+        v.push(("AWS_ACCESS_KEY_ID", k.clone()));
+    }
+    if let Some(k) = &args.secret_key {
+        v.push(("AWS_SECRET_ACCESS_KEY", k.clone()));
+    }
+    v
+}
+
+/// Makes the suite's directory: new, never one that exists (whose files it could replace).
+fn suite_dir(args: &SuiteArgs, name: &str) -> Result<PathBuf> {
+    let dir = match &args.out {
+        Some(d) => d.clone(),
+        None => {
+            let stamp: String = format_rfc3339(std::time::SystemTime::now())
+                .chars()
+                .filter(char::is_ascii_digit)
+                .take(14)
+                .collect();
+            PathBuf::from(format!(
+                "stormark-suite-{name}-{}-{}",
+                &stamp[..8.min(stamp.len())],
+                &stamp[8.min(stamp.len())..]
+            ))
+        }
+    };
+    std::fs::create_dir(&dir).map_err(|e| {
+        usage(format!(
+            "--out {}: cannot make the suite's directory: {e}; give a new directory",
+            dir.display()
+        ))
+    })?;
+    std::path::absolute(&dir).map_err(|e| usage(format!("--out {}: {e}", dir.display())))
+}
+
+fn not_run(s: &SuiteStep, _at: usize) -> StepOutcome {
+    StepOutcome {
+        result: StepResult::NotRun,
+        ..outcome(s, Vec::new())
+    }
+}
+
+fn outcome(s: &SuiteStep, command: Vec<String>) -> StepOutcome {
+    StepOutcome {
+        name: s.name.clone(),
+        part: s.part.to_string(),
+        workload: s.workload.clone(),
+        subject: s.subject.clone(),
+        together: s.together.clone(),
+        command,
+        document: None,
+        report: None,
+        result: StepResult::Skipped,
+        exit_code: None,
+        why: s.skip.clone(),
+        figures: None,
+    }
+}
+
+/// Runs steps as children of this binary.
+struct Runner<'a> {
+    dir: &'a Path,
+    quiet: bool,
+    allow_device_write: bool,
+    keys: &'a [(&'static str, String)],
+    running: &'a Mutex<Vec<u32>>,
+}
+
+impl Runner<'_> {
+    /// Runs a batch (steps that run together) and waits for every one.
+    fn run(&self, batch: &[SuiteStep], first: usize, total: usize) -> Vec<StepOutcome> {
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("stormark"));
+        let mut started: Vec<(StepOutcome, Option<Child>)> = Vec::new();
+        for (k, s) in batch.iter().enumerate() {
+            let n = first + k + 1;
+            if s.skip.is_some() {
+                outln!(
+                    "\n== [{n}/{total}] {}: skipped: {}",
+                    s.name,
+                    s.skip.as_deref().unwrap_or("")
+                );
+                started.push((outcome(s, Vec::new()), None));
+                continue;
+            }
+            let slug = format!("{n:02}-{}", s.name.replace('/', "-"));
+            let mut args = s.args.clone();
+            if let Some((file, text)) = &s.file {
+                let path = self.dir.join(file);
+                if !write(self.dir, file, text) {
+                    let mut o = outcome(s, Vec::new());
+                    o.result = StepResult::Failed;
+                    o.why = Some(format!("cannot write {}", path.display()));
+                    started.push((o, None));
+                    continue;
+                }
+                for a in &mut args {
+                    if a == file {
+                        *a = path.to_string_lossy().into_owned();
+                    }
+                }
+            }
+            if self.allow_device_write && args.first().is_some_and(|a| a == "run") {
+                args.push("--allow-device-write".into());
+            }
+            let (doc, report) = (format!("{slug}.json"), format!("{slug}.html"));
+            args.extend([
+                "--json".to_string(),
+                self.dir.join(&doc).to_string_lossy().into_owned(),
+                "--html".to_string(),
+                self.dir.join(&report).to_string_lossy().into_owned(),
+            ]);
+            let together = batch.len() > 1;
+            if self.quiet || together {
+                args.push("--quiet".into());
+            }
+            let mut command = vec!["stormark".to_string()];
+            command.extend(args.iter().cloned());
+            outln!("\n== [{n}/{total}] {}\n   {}", s.name, command.join(" "));
+            let mut o = outcome(s, command);
+            o.document = Some(doc);
+            o.report = Some(report);
+            let mut cmd = Command::new(&exe);
+            cmd.args(&args).envs(self.keys.iter().map(|(k, v)| (*k, v)));
+            if self.quiet {
+                cmd.stdout(Stdio::null());
+            } else if together {
+                cmd.stdout(Stdio::piped());
+            }
+            match cmd.spawn() {
+                Ok(child) => {
+                    if let Ok(mut r) = self.running.lock() {
+                        r.push(child.id());
+                    }
+                    started.push((o, Some(child)));
+                }
+                Err(e) => {
+                    o.result = StepResult::Failed;
+                    o.why = Some(format!("cannot start {}: {e}", exe.display()));
+                    started.push((o, None));
+                }
+            }
+        }
+        started
+            .into_iter()
+            .map(|(mut o, child)| {
+                let Some(child) = child else { return o };
+                let pid = child.id();
+                let done = child.wait_with_output();
+                if let Ok(mut r) = self.running.lock() {
+                    r.retain(|p| *p != pid);
+                }
+                match done {
+                    Ok(out) => {
+                        if !out.stdout.is_empty() {
+                            out!("{}", String::from_utf8_lossy(&out.stdout));
+                        }
+                        o.exit_code = out.status.code();
+                    }
+                    Err(e) => o.why = Some(format!("lost the step: {e}")),
+                }
+                self.read_back(&mut o);
+                o
+            })
+            .collect()
+    }
+
+    /// The step's result from its exit status and its document.
+    fn read_back(&self, o: &mut StepOutcome) {
+        let doc: Option<Results> = o.document.as_ref().and_then(|d| {
+            let text = crate::read_limited(&self.dir.join(d), DOCUMENT_LIMIT, "a results document")
+                .ok()?;
+            serde_json::from_str(&text).ok()
+        });
+        if doc.is_none() {
+            o.document = None;
+        }
+        if !o.report.as_ref().is_some_and(|r| self.dir.join(r).exists()) {
+            o.report = None;
+        }
+        o.figures = doc.as_ref().and_then(step_figures);
+        let missed = doc
+            .as_ref()
+            .is_some_and(|d| d.findings.iter().any(|f| f.code == "expectation-missed"));
+        o.result = match o.exit_code {
+            Some(0) if missed => StepResult::Missed,
+            Some(0) => StepResult::Pass,
+            Some(2) => StepResult::Refused,
+            _ => StepResult::Failed,
+        };
+        if o.why.is_none() && o.result != StepResult::Pass {
+            o.why = doc
+                .as_ref()
+                .and_then(|d| d.failure.clone())
+                .or_else(|| {
+                    let errors = doc.as_ref().map_or(0, Results::total_errors);
+                    (errors > 0).then(|| format!("{errors} errors"))
+                })
+                .or_else(|| {
+                    (o.result == StepResult::Missed).then(|| "an expectation was missed".into())
+                })
+                .or_else(|| {
+                    Some(format!(
+                        "exit status {}",
+                        o.exit_code.map_or("by a signal".into(), |c| c.to_string())
+                    ))
+                });
+        }
+    }
+}
