@@ -2,6 +2,8 @@
 //! option stormark does not run refused with its line (or left out with `--lenient`), and
 //! `--print-fio` writing the fio job file of a run, which reads back as the same workload.
 
+use std::path::Path;
+
 use stormark_testkit::{read_json, temp_dir, text, Bin};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
@@ -148,4 +150,111 @@ fn print_fio_writes_a_file_that_runs_the_same_workload() {
         j
     };
     assert_eq!(strip(&a), strip(&b), "{printed}");
+}
+
+/// The jobs of `tests/fio/NAME`, as stormark maps them (variables from `env`, includes read
+/// beside the file), or the error.
+fn collection(name: &str, env: &[(&str, &str)]) -> Result<Vec<stormark_spec::Job>, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio");
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    let vars = |v: &str| {
+        env.iter()
+            .find(|(k, _)| *k == v)
+            .map(|(_, val)| val.to_string())
+    };
+    let include = |f: &str| std::fs::read_to_string(dir.join(f)).map_err(|e| e.to_string());
+    let f = stormark_spec::parse_fio_job_file(&text, name, &vars, &include, false)
+        .map_err(|e| e.to_string())?;
+    Ok(f.file
+        .jobs
+        .iter()
+        .map(|j| f.file.defaults.overlay(j).resolve("job").unwrap())
+        .collect())
+}
+
+/// Whether two jobs run at the same time (one group).
+fn together(a: &stormark_spec::Job, b: &stormark_spec::Job) -> bool {
+    a.group.is_some() && a.group == b.group
+}
+
+#[test]
+fn real_world_job_files_map_field_by_field() {
+    use std::time::Duration;
+    use stormark_spec::Direct;
+    let j = collection("randread-4k.fio", &[]).unwrap();
+    assert_eq!(j.len(), 1);
+    let r = &j[0];
+    assert_eq!((r.name.as_str(), r.rw.name()), ("randread", "randread"));
+    assert_eq!((r.bs.min, r.bs.max, r.iodepth, r.jobs), (4096, 4096, 64, 4));
+    assert_eq!((r.size, r.files), (Some(1 << 30), 1));
+    assert_eq!((r.time, r.io_total), (Some(Duration::from_secs(60)), None));
+    assert_eq!((r.engine.name(), r.direct), ("io_uring", Direct::Yes));
+
+    let j = collection("randwrite-sync.fio", &[]).unwrap();
+    let w = &j[0];
+    assert_eq!((w.rw.name(), w.bs.min, w.jobs), ("randwrite", 16 << 10, 2));
+    assert_eq!((w.engine.name(), w.direct), ("psync", Direct::No));
+    assert_eq!((w.fsync, w.end_fsync), (64, true));
+    assert_eq!(w.time, Some(Duration::from_secs(120)));
+
+    let j = collection("seq-stonewall.fio", &[]).unwrap();
+    assert_eq!(j.len(), 2);
+    assert_eq!((j[0].rw.name(), j[1].rw.name()), ("write", "read"));
+    assert_eq!((j[0].bs.min, j[0].iodepth), (1 << 20, 16));
+    // Without time_based: one pass of the 4 GiB or 30 s, whichever comes first.
+    assert_eq!((j[1].size, j[1].io_total), (Some(4 << 30), Some(4 << 30)));
+    assert_eq!(j[1].time, Some(Duration::from_secs(30)));
+    assert!(!together(&j[0], &j[1]), "the stonewall separates them");
+
+    let j = collection("nrfiles-mixed.fio", &[]).unwrap();
+    let m = &j[0];
+    assert_eq!((m.rw.name(), m.rwmixread, m.random_pct), ("randrw", 70, 90));
+    assert_eq!(
+        (m.files, m.size, m.jobs, m.iodepth),
+        (16, Some(64 << 20), 2, 8)
+    );
+    assert_eq!(m.ramp, Duration::from_secs(5));
+
+    assert!(collection("database.fio", &[])
+        .unwrap_err()
+        .contains("BENCH_DIR"));
+    let j = collection("database.fio", &[("BENCH_DIR", "/mnt/db")]).unwrap();
+    assert_eq!(j.len(), 3);
+    let (data, log, probe) = (&j[0], &j[1], &j[2]);
+    assert_eq!(
+        (data.rwmixread, data.bs.min, data.jobs, data.iodepth),
+        (70, 8192, 4, 16)
+    );
+    assert_eq!(
+        (log.engine.name(), log.direct, log.fdatasync),
+        ("psync", Direct::No, 1)
+    );
+    assert_eq!(log.size, Some(256 << 20));
+    assert!(together(data, log), "data and log run together");
+    assert!(!together(log, probe), "the probe after a stonewall");
+    // fio's rate_iops is each job's: 200 for each of 2 is stormark's total of 400.
+    assert_eq!(
+        (probe.rate_iops, probe.jobs, probe.iodepth),
+        (Some(400), 2, 1)
+    );
+
+    let env = [("RUNTIME", "45"), ("SIZE", "2g"), ("ncpus", "8")];
+    let j = collection("vendor-include.fio", &env).unwrap();
+    assert_eq!(j.len(), 2);
+    assert_eq!((j[0].bs.min, j[0].jobs), (128_000, 8));
+    // kb_base=1000 from the included file: 2g is 2 * 10^9 bytes, 128k is 128 * 1000.
+    assert_eq!(j[0].size, Some(2_000_000_000));
+    assert_eq!(j[0].time, Some(Duration::from_secs(45)));
+    assert_eq!((j[1].compress_ratio, j[1].rw.name()), (2.0, "randwrite"));
+    assert_eq!(j[1].bs.min, 4096, "KiB stays 1024 under kb_base=1000");
+    assert!(!together(&j[0], &j[1]));
+
+    let e = collection("unsupported.fio", &[]).unwrap_err();
+    for line in [
+        "line 4: cpus_allowed",
+        "line 10: bssplit",
+        "line 11: startdelay",
+    ] {
+        assert!(e.contains(line), "{line}: {e}");
+    }
 }

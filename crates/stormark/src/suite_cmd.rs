@@ -176,6 +176,8 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
     let agents: Vec<String> = match &args.agents {
         Some(list) => hosts(&HostsOptions {
             agents: Some(list.clone()),
+            // Only the addresses are wanted here; each step names its own target.
+            default_target: Some(PathBuf::from("/")),
             ..HostsOptions::default()
         })
         .map_err(usage)?
@@ -247,7 +249,13 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
                     ))
                 })
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<Vec<(String, String)>>>()?;
+    if let Some(t) = &args.target_latency {
+        stormark_spec::parse_target_latency(t).map_err(|e| usage(e.to_string()))?;
+    }
+    for (_, list) in &expect {
+        stormark_spec::parse_expect(list).map_err(|e| usage(format!("--expect: {e}")))?;
+    }
     if let Some(t) = &args.time {
         stormark_spec::parse_duration(t)
             .filter(|d| !d.is_zero())

@@ -1,0 +1,387 @@
+//! `stormark suite` end to end (issue 22): every suite with `--smoke` on temp directories,
+//! locally, against a real MinIO, and over agents in network namespaces, where the
+//! acceptance suite's summary names the slowest disk, the weakest network pair and the host
+//! furthest from the median.
+
+use std::path::Path;
+
+use stormark_testkit::{read_json, require_netns, temp_dir, text, Bin, Minio, NetCluster, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// Runs a suite into `dir/out`; returns the exit status, the summary and what was said.
+fn suite(dir: &TempDir, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out_dir = dir.path().join("out");
+    let mut all: Vec<&str> = vec!["suite"];
+    all.extend(args);
+    let out_arg = out_dir.to_str().unwrap().to_string();
+    all.extend(["--out", &out_arg]);
+    let out = Bin(BIN).run(&all);
+    let said = text(&out);
+    let summary = out_dir.join("summary.json");
+    assert!(summary.exists(), "no summary: {said}");
+    (out.status.code().unwrap_or(-1), read_json(&summary), said)
+}
+
+fn steps(s: &serde_json::Value) -> &Vec<serde_json::Value> {
+    s["steps"].as_array().unwrap()
+}
+
+fn verdict<'a>(s: &'a serde_json::Value, code: &str) -> &'a serde_json::Value {
+    s["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["code"] == code)
+        .unwrap_or_else(|| panic!("no verdict {code}: {s}"))
+}
+
+/// Every step that ran left its own results document and report, with the figures the
+/// summary shows.
+fn check_documents(out: &Path, s: &serde_json::Value) {
+    for step in steps(s).iter().filter(|st| st["result"] != "skipped") {
+        let doc = read_json(&out.join(step["document"].as_str().unwrap()));
+        assert_eq!(doc["status"], "ok", "{}", step["name"]);
+        assert!(out.join(step["report"].as_str().unwrap()).exists());
+        assert_eq!(step["command"][0], "stormark", "{step}");
+        if doc["search"].is_null() && doc["mesh"].is_null() {
+            let phases: Vec<f64> = doc["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["kind"] != "prepare")
+                .map(|p| p["total"]["iops"].as_f64().unwrap())
+                .collect();
+            let mean = phases.iter().sum::<f64>() / phases.len() as f64;
+            let shown = step["figures"]["ops_per_s"].as_f64().unwrap();
+            assert!(
+                (shown - mean).abs() <= 1e-6 * mean,
+                "{step}: {shown} vs {mean}"
+            );
+            assert_eq!(step["figures"]["phases"], phases.len(), "{step}");
+        }
+    }
+    for f in ["summary.md", "summary.html"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn disks_alone_then_together_names_the_slowest() {
+    let dir = temp_dir(TMP);
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let (code, s, said) = suite(
+        &dir,
+        &[
+            "disks",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--smoke",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(s["schema"], "stormark/suite/1");
+    assert_eq!(s["status"], "ok");
+    // 4 workloads on each disk alone, then on both at once.
+    assert_eq!(steps(&s).len(), 16, "{s}");
+    assert!(steps(&s).iter().all(|st| st["result"] == "pass"), "{s}");
+    let together: Vec<_> = steps(&s)
+        .iter()
+        .filter(|st| st["together"] == "disks/all/randread-4k")
+        .collect();
+    assert_eq!(together.len(), 2);
+    check_documents(&dir.path().join("out"), &s);
+    let slow = verdict(&s, "slowest-disk");
+    let disk = slow["evidence"]["disk"].as_str().unwrap();
+    assert!(disk == "a" || disk == "b", "{slow}");
+    assert_eq!(slow["evidence"]["disks"], 2);
+    assert_eq!(
+        s["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["code"] == "disks-together")
+            .count(),
+        4
+    );
+    // Nothing is left in the disks' directories; the terminal showed the summary.
+    assert!(std::fs::read_dir(&a).unwrap().next().is_none());
+    assert!(std::fs::read_dir(&b).unwrap().next().is_none());
+    assert!(said.contains("slowest disk:"), "{said}");
+}
+
+#[test]
+fn fileserver_database_and_latency_run_with_smoke() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let t = target.to_str().unwrap();
+    for (name, n) in [("fileserver", 5), ("database", 2), ("latency", 3)] {
+        let sub = temp_dir(TMP);
+        let (code, s, said) = suite(&sub, &[name, t, "--smoke", "-q"]);
+        assert_eq!(code, 0, "{name}: {said}");
+        assert_eq!(steps(&s).len(), n, "{name}: {s}");
+        check_documents(&sub.path().join("out"), &s);
+        if name == "fileserver" {
+            assert!(
+                steps(&s).iter().all(|st| st["figures"]["phases"] == 3),
+                "{s}"
+            );
+        }
+        if name == "database" {
+            // The OLTP step measured the log's commits beside the data; the search targeted
+            // the commit (sync) latency.
+            assert!(
+                steps(&s)[0]["figures"]["p99_by_op_ns"]["sync"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+            let search = read_json(
+                &sub.path()
+                    .join("out")
+                    .join(steps(&s)[1]["document"].as_str().unwrap()),
+            );
+            assert_eq!(
+                search["search"]["targets"][0]["stat"], "sync:p99",
+                "{search}"
+            );
+        }
+        if name == "latency" {
+            let cmd = steps(&s)[0]["command"].as_array().unwrap();
+            assert!(cmd.windows(2).any(|w| w[0] == "--iodepth" && w[1] == "1"));
+            verdict(&s, "latency-target");
+        }
+        assert!(
+            std::fs::read_dir(&target).unwrap().next().is_none(),
+            "{name} left files"
+        );
+    }
+}
+
+#[test]
+fn a_missed_expectation_fails_the_step_and_mistakes_are_exit_2() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().to_str().unwrap().to_string();
+    let sub = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &sub,
+        &[
+            "latency",
+            &t,
+            "--smoke",
+            "-q",
+            "--expect",
+            "read-qd1:iops=100M",
+        ],
+    );
+    assert_eq!(code, 1, "{said}");
+    assert_eq!(s["status"], "failed");
+    assert_eq!(steps(&s)[0]["result"], "missed", "{s}");
+    assert_eq!(steps(&s)[1]["result"], "pass", "{s}");
+    verdict(&s, "expectations-missed");
+
+    let out = Bin(BIN).run(&["suite", "--list"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out).contains("acceptance"));
+    let taken = dir.path().join("taken");
+    std::fs::create_dir(&taken).unwrap();
+    for (args, says) in [
+        (vec!["suite", "everything"], "no such suite"),
+        (vec!["suite", "disks", "/no/such/dir"], "no such file"),
+        (
+            vec!["suite", "latency", &t, "--expect", "iops=1k"],
+            "expected STEP:LIST",
+        ),
+        (
+            vec!["suite", "latency", &t, "--expect", "nosuch:iops=1k"],
+            "no step of suite latency",
+        ),
+        (vec!["suite", "s3", "--endpoint", "http://x"], "--bucket"),
+        (
+            vec!["suite", "network", "--agents", "127.0.0.1:1"],
+            "--token-file",
+        ),
+        (
+            vec!["suite", "latency", &t, "--out", taken.to_str().unwrap()],
+            "give a new directory",
+        ),
+        (
+            vec!["suite", "latency", &t, "--time", "soon"],
+            "--time soon",
+        ),
+        (
+            vec!["suite", "latency", &t, "--target-latency", "p99<=soon"],
+            "--target-latency",
+        ),
+        (
+            vec!["suite", "latency", &t, "--expect", "qd1:iops=lots"],
+            "--expect",
+        ),
+    ] {
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(says), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+    // A step refused before any load stops the suite with exit 2 and a summary: here an
+    // existing file stormark did not make, which the first step would write.
+    let file = dir.path().join("data.img");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let sub = temp_dir(TMP);
+    let (code, s, said) = suite(&sub, &["disks", file.to_str().unwrap(), "--smoke", "-q"]);
+    assert_eq!(code, 2, "{said}");
+    assert!(said.contains("--allow-overwrite"), "{said}");
+    let results: Vec<_> = steps(&s).iter().map(|st| st["result"].clone()).collect();
+    assert_eq!(results[..2], ["refused", "not-run"], "{s}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        vec![7u8; 1 << 20],
+        "the file was written"
+    );
+}
+
+#[test]
+fn s3_suite_against_minio_removes_every_object() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &dir,
+        &[
+            "s3",
+            "--smoke",
+            "-q",
+            "--endpoint",
+            &m.endpoint,
+            "--bucket",
+            "suite",
+            "--create-bucket",
+            "--access-key",
+            &m.access_key,
+            "--secret-key",
+            &m.secret_key,
+        ],
+    );
+    assert_eq!(code, 0, "{said}");
+    let names: Vec<_> = steps(&s).iter().map(|st| st["name"].clone()).collect();
+    assert_eq!(
+        names,
+        [
+            "s3/put-4k",
+            "s3/get-4k",
+            "s3/mixed-4k",
+            "s3/put-1m",
+            "s3/get-1m"
+        ],
+        "{s}"
+    );
+    check_documents(&dir.path().join("out"), &s);
+    assert!(m.objects("suite", "").is_empty(), "objects left behind");
+    // The secret is on no command line and in no document.
+    let all = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(!all.contains(&m.secret_key), "the secret was written");
+}
+
+#[test]
+fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host() {
+    if !require_netns("acceptance_over_agents") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "suite-test-token-0123456789\n").unwrap();
+    let mut list = Vec::new();
+    for i in 0..3 {
+        let listen = format!("{}:7878", c.addresses[i]);
+        c.spawn(
+            i,
+            BIN,
+            &[
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                shared.to_str().unwrap(),
+                "--state-dir",
+                dir.path().join(format!("state{i}")).to_str().unwrap(),
+            ],
+            &dir.path().join(format!("agent{i}.log")),
+        )
+        .expect("an agent");
+        stormark_testkit::wait_listening(&listen, "agent");
+        list.push(listen);
+    }
+    // What host 0 sends goes through 200 Mbit/s: its pairs are the weakest.
+    c.limit(0, "200mbit").unwrap();
+    // MinIO where every host reaches it: on the bridge.
+    let m2 = Minio::start_on(TMP, &c.gateway);
+    let list = list.join(",");
+    let out = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &out,
+        &[
+            "acceptance",
+            shared.to_str().unwrap(),
+            "--smoke",
+            "-q",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--endpoint",
+            &m2.endpoint,
+            "--bucket",
+            "acceptance",
+            "--create-bucket",
+            "--access-key",
+            &m2.access_key,
+            "--secret-key",
+            &m2.secret_key,
+        ],
+    );
+    assert_eq!(code, 0, "{said}");
+    let parts: Vec<String> = steps(&s)
+        .iter()
+        .map(|st| st["part"].as_str().unwrap().to_string())
+        .collect();
+    let mut order = parts.clone();
+    order.dedup();
+    assert_eq!(order, ["network", "disks", "fileserver", "latency", "s3"]);
+    assert!(steps(&s).iter().all(|st| st["result"] == "pass"), "{s}");
+    check_documents(&out.path().join("out"), &s);
+    let host0 = format!("{}:7878", c.addresses[0]);
+    let weak = verdict(&s, "weakest-pair");
+    assert_eq!(weak["evidence"]["from"], host0.as_str(), "{weak}");
+    let slow = verdict(&s, "slowest-disk");
+    assert_eq!(slow["evidence"]["disks"], 3, "{slow}");
+    let far = verdict(&s, "furthest-host");
+    assert!(far["evidence"]["host"].is_string(), "{far}");
+    for v in [
+        "slowest disk:",
+        "weakest network pair:",
+        "host furthest from the median:",
+    ] {
+        assert!(said.contains(v), "{v}: {said}");
+    }
+    assert!(
+        m2.objects("acceptance", "").is_empty(),
+        "objects left behind"
+    );
+    assert!(
+        std::fs::read_dir(&shared).unwrap().next().is_none(),
+        "files left behind"
+    );
+}
