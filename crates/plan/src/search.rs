@@ -474,6 +474,36 @@ mod tests {
     }
 
     #[test]
+    fn a_target_on_one_operation_reads_that_operation() {
+        let m = Model {
+            cap: 100_000.0,
+            base_ns: 100_000.0,
+        };
+        let sync = vec![LatencyTarget {
+            op: Some("sync"),
+            stat: LatencyStat::P99,
+            limit_ns: 2_000_000,
+        }];
+        // No sync operation measured: the target is missed, never met by default.
+        let mut s = Search::new(sync.clone(), LIMITS);
+        let load = s.next().unwrap();
+        s.observe("search-step-1", &m.run(&load), &BTreeMap::new());
+        let r = s.report();
+        assert!(!r.steps[0].met, "{r:?}");
+        assert!(r.steps[0].missed.as_deref().unwrap().contains("no sync"));
+        assert_eq!(r.targets[0].stat, "sync:p99");
+        // The sync operation's own latency decides, whatever the total says.
+        let mut s = Search::new(sync, LIMITS);
+        let load = s.next().unwrap();
+        let total = m.run(&load);
+        let mut slow = total.clone();
+        slow.latency_ns.as_mut().unwrap().p99 = 3_000_000;
+        let by_op = BTreeMap::from([("sync".to_string(), slow)]);
+        s.observe("search-step-1", &total, &by_op);
+        assert!(!s.report().steps[0].met);
+    }
+
+    #[test]
     fn several_targets_must_all_hold() {
         let m = Model {
             cap: 100_000.0,

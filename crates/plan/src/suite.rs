@@ -59,7 +59,7 @@ pub struct SuiteStep {
 
 /// The database's job file: data files and a log at once (`DATA_JOBS` workers on the data).
 fn database_job(smoke: bool) -> String {
-    let (size, log_size) = if smoke { ("16m", "8m") } else { ("2g", "1g") };
+    let (size, log_size) = if smoke { ("16m", "8m") } else { ("1g", "256m") };
     format!(
         "# An OLTP database's I/O: 8 KiB random reads and writes (70/30) on its data files,\n\
          # beside the sequential log, each 8 KiB write made durable (fdatasync) before the next.\n\
