@@ -352,6 +352,9 @@ fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host(
             &m2.secret_key,
         ],
     );
+    // The summary, for whoever reads the test's log.
+    let tail: Vec<&str> = said.lines().rev().take(40).collect();
+    eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
     assert_eq!(code, 0, "{said}");
     let parts: Vec<String> = steps(&s)
         .iter()

@@ -194,6 +194,11 @@ const FILESERVER_WORKLOADS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The `--bs` of a workload's flags.
+fn bs_of<'a>(flags: &[&'a str]) -> Option<&'a str> {
+    flags.windows(2).find(|w| w[0] == "--bs").map(|w| w[1])
+}
+
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()
 }
@@ -214,9 +219,24 @@ impl SuiteOptions {
         vec!["--time".into(), t]
     }
 
-    /// Sizing: `--auto`, with small files when smoking (flags win over --auto).
-    fn sizing(&self) -> Vec<String> {
-        let mut v = vec!["--auto".to_string()];
+    /// Sizing: `--auto` on this host, with small files when smoking (flags win over
+    /// --auto). Agents are not sized from their own hosts yet (`--auto` is refused with
+    /// `--agents`): there the suite gives fio's usual figures, workers and depth for the
+    /// block size (`None`: the step gives its own) and 4 GiB files.
+    fn sizing(&self, bs: Option<&str>) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.agents.is_empty() {
+            v.push("--auto".to_string());
+        } else {
+            match bs {
+                Some("4k") => v.extend(strings(&["--jobs", "4", "--iodepth", "32"])),
+                Some(_) => v.extend(strings(&["--jobs", "1", "--iodepth", "8"])),
+                None => {}
+            }
+            if !self.smoke {
+                v.extend(strings(&["--size", "4g"]));
+            }
+        }
         if self.smoke {
             v.extend(strings(&["--size", "16m", "--ramp", "0s"]));
         }
@@ -277,7 +297,7 @@ fn disks(o: &SuiteOptions) -> Vec<SuiteStep> {
         let mut a = vec!["run".to_string(), target.to_string()];
         a.extend(strings(flags));
         a.push("--direct".into());
-        a.extend(o.sizing());
+        a.extend(o.sizing(bs_of(flags)));
         a.extend(o.time("30s"));
         a
     };
@@ -338,7 +358,7 @@ fn fileserver(o: &SuiteOptions) -> Vec<SuiteStep> {
             let mut args = vec!["run".to_string(), o.dir()];
             args.extend(strings(flags));
             args.push("--direct".into());
-            args.extend(o.sizing());
+            args.extend(o.sizing(bs_of(flags)));
             args.extend(o.time("60s"));
             args.extend(strings(&["--repeat", "3"]));
             args.extend(o.on(&o.agents));
@@ -402,14 +422,14 @@ fn latency(o: &SuiteOptions) -> Vec<SuiteStep> {
             "1",
             "--direct",
         ]));
-        a.extend(o.sizing());
+        a.extend(o.sizing(None));
         a.extend(o.time("30s"));
         a.extend(o.on(&o.agents));
         a
     };
     let mut search = vec!["run".to_string(), o.dir()];
     search.extend(strings(&["--rw", "randread", "--bs", "4k", "--direct"]));
-    search.extend(o.sizing());
+    search.extend(o.sizing(None));
     search.extend(o.search("p99<=2ms"));
     search.extend(o.on(&o.agents));
     vec![

@@ -476,6 +476,10 @@ impl Runner<'_> {
             Some(2) => StepResult::Refused,
             _ => StepResult::Failed,
         };
+        if o.result == StepResult::Refused {
+            o.why =
+                Some("refused before any load (exit 2): its message is printed above it".into());
+        }
         if o.why.is_none() && o.result != StepResult::Pass {
             o.why = doc
                 .as_ref()
