@@ -5,7 +5,8 @@
 # ${RUNTIME} and ${JOBDIR} that both tools expand from the environment, and given unchanged to
 # `fio FILE` and `stormark run FILE`. Prints each file's IOPS per round (the sum over its
 # groups) and the ratio stormark/fio of the medians; docs/performance.md records a run.
-# Usage: bench/fiofile-vs-fio.sh   (env: BENCH_DIR, ROUNDS=3, SIZE=512m, RUNTIME=10, FIO, STORMARK)
+# Usage: bench/fiofile-vs-fio.sh   (env: BENCH_DIR, ROUNDS=3, SIZE=512m, RUNTIME=10, FIO, STORMARK,
+#        CASES="randread mixed seq")
 # Writes only inside $BENCH_DIR (default ./bench-data) and removes only what it created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,7 +78,7 @@ else:
     print(sum(p["total"]["iops"] for p in d["phases"] if p.get("kind") != "prepare"))
 PY
 }
-for job in randread mixed seq; do
+for job in ${CASES:-randread mixed seq}; do
   : > "$OUT/$job.fio.txt"; : > "$OUT/$job.sm.txt"
   for round in $(seq 1 "$ROUNDS"); do
     order="fio sm"; [ $((round % 2)) = 0 ] && order="sm fio"
