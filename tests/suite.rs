@@ -62,9 +62,20 @@ fn check_documents(out: &Path, s: &serde_json::Value) {
             assert_eq!(step["figures"]["phases"], phases.len(), "{step}");
         }
     }
-    for f in ["summary.md", "summary.html"] {
-        assert!(out.join(f).exists(), "{f}");
+    let page = std::fs::read_to_string(out.join("summary.html")).unwrap();
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "{page}"
+    );
+    for step in steps(s) {
+        assert!(
+            page.contains(step["name"].as_str().unwrap()),
+            "{}",
+            step["name"]
+        );
     }
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.starts_with("## stormark suite"), "{md}");
 }
 
 #[test]
@@ -202,6 +213,8 @@ fn a_missed_expectation_fails_the_step_and_mistakes_are_exit_2() {
             "no step of suite latency",
         ),
         (vec!["suite", "s3", "--endpoint", "http://x"], "--bucket"),
+        (vec!["suite", "s3"], "--endpoint URL and --bucket NAME"),
+        (vec!["suite", "network"], "give --agents with two or more"),
         (
             vec!["suite", "network", "--agents", "127.0.0.1:1"],
             "--token-file",
@@ -382,6 +395,37 @@ fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host(
     assert!(
         m2.objects("acceptance", "").is_empty(),
         "objects left behind"
+    );
+    assert!(
+        std::fs::read_dir(&shared).unwrap().next().is_none(),
+        "files left behind"
+    );
+
+    // The database suite over the same agents: its job file travels to each.
+    let out = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &out,
+        &[
+            "database",
+            shared.to_str().unwrap(),
+            "--smoke",
+            "-q",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(steps(&s).len(), 2);
+    check_documents(&out.path().join("out"), &s);
+    assert_eq!(
+        steps(&s)[0]["figures"]["by_host"]
+            .as_object()
+            .unwrap()
+            .len(),
+        3,
+        "{s}"
     );
     assert!(
         std::fs::read_dir(&shared).unwrap().next().is_none(),
