@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 use prost::Message;
 use stormark_cluster::{decode_snapshot, pb};
+use stormark_plan::{suite_file_steps, SuiteOptions};
 use stormark_spec::{
     parse_curve, parse_duration, parse_expect, parse_fio_job_file, parse_job_file, parse_percent,
     parse_size, parse_steady_state, parse_sweep, parse_target_latency, to_fio, JobOpts, Source,
@@ -95,8 +96,14 @@ proptest! {
     fn job_files_never_panic(text in prop_oneof![
         bytes_text(),
         "(\\[\\[job\\]\\]\n)?([a-z_]{1,12} = (\"[0-9a-z:%.,]{0,10}\"|[0-9]{1,20}|true|false)\n){0,8}(\\[\\[job\\]\\]\n[a-z_]{1,12} = \"[0-9a-z]{0,8}\"\n){0,3}",
+        // Suite files: [[step]] sections with names, commands and expectations.
+        "(name = \"[a-z./]{0,6}\"\n)?(\\[\\[step\\]\\]\n(name = \"[a-z0-9./-]{0,8}\"\n)?(command = \\[(\"(run|s3|net|meta|--time|--json|1s|[a-z/]{0,6})\", ?){0,5}\\]\n)?(expect = \"[a-z0-9=,]{0,10}\"\n)?(together = \"g\"\n)?){0,4}",
     ]) {
         let _ = parse_job_file(&text, "fuzz.toml");
+        let smoke = SuiteOptions { smoke: true, agents: vec!["a:1".into()], ..SuiteOptions::default() };
+        for o in [SuiteOptions::default(), smoke] {
+            let _ = suite_file_steps(&text, "fuzz.toml", &o);
+        }
     }
 
     #[test]

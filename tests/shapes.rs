@@ -299,7 +299,7 @@ fn shaping_mistakes_are_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--target-latency", "p99"],
-            "--target-latency p99: expected STAT<=DURATION",
+            "--target-latency p99: expected [OP:]STAT<=DURATION",
         ),
         (
             vec!["--target-latency", "p99<=2"],

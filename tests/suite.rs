@@ -432,3 +432,53 @@ fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host(
         "files left behind"
     );
 }
+
+#[test]
+fn a_suite_file_runs_its_own_steps() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let t = target.to_str().unwrap();
+    let file = dir.path().join("nightly.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[step]]\nname = \"randread\"\ncommand = [\"run\", \"{t}\", \"--rw\", \"randread\", \"--size\", \"8m\", \"--time\", \"60s\"]\n\
+             expect = \"iops=1\"\n\n[[step]]\nname = \"small-files\"\ncommand = [\"meta\", \"{t}\", \"--files\", \"50\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = temp_dir(TMP);
+    let (code, s, said) = suite(&out, &[file.to_str().unwrap(), "--smoke", "-q"]);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(s["suite"], "nightly");
+    let cmd: Vec<&str> = steps(&s)[0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    // --smoke's second replaced the step's 60 s; its expectation was checked.
+    assert!(cmd.windows(2).any(|w| w == ["--time", "1s"]), "{cmd:?}");
+    assert!(
+        cmd.windows(2).any(|w| w == ["--expect", "iops=1"]),
+        "{cmd:?}"
+    );
+    let doc = read_json(
+        &out.path()
+            .join("out")
+            .join(steps(&s)[0]["document"].as_str().unwrap()),
+    );
+    assert_eq!(doc["expectations"][0]["met"], true, "{doc}");
+    assert_eq!(steps(&s)[1]["result"], "pass", "{s}");
+    assert!(std::fs::read_dir(&target).unwrap().next().is_none());
+    // A command that is not stormark's is refused before anything runs.
+    std::fs::write(
+        &file,
+        "[[step]]\nname = \"x\"\ncommand = [\"sh\", \"-c\", \"true\"]\n",
+    )
+    .unwrap();
+    let o = Bin(BIN).run(&["suite", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("must start with run"), "{}", text(&o));
+}

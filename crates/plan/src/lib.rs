@@ -26,6 +26,7 @@ mod search;
 mod shape;
 mod step;
 mod suite;
+mod suite_file;
 
 pub use hosts::{hosts, Host, HostsOptions};
 pub use request::{request, Request, RequestOptions};
@@ -33,3 +34,4 @@ pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
 pub use step::{stage_steps, Step};
 pub use suite::{suite_steps, SuiteOptions, SuiteStep, SUITES};
+pub use suite_file::{suite_file_steps, SUITE_FILE_STEPS};

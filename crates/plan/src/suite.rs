@@ -135,11 +135,6 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "the s3 suite needs an object store: give --endpoint URL and --bucket NAME".into(),
         );
     }
-    for (step, _) in &o.expect {
-        if step.is_empty() {
-            return Err("--expect: give STEP:LIST, such as randread-4k:iops=50k,p99=2ms".into());
-        }
-    }
     let mut steps = Vec::new();
     for part in parts {
         steps.extend(match *part {
@@ -151,10 +146,24 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             _ => s3(o),
         });
     }
-    for (pattern, _) in &o.expect {
+    apply_expectations(&mut steps, &o.expect, name)?;
+    Ok(steps)
+}
+
+/// `--expect STEP:LIST`: each list joins the `--expect` of the steps whose name contains STEP;
+/// a STEP that names no step is a mistake.
+pub(crate) fn apply_expectations(
+    steps: &mut [SuiteStep],
+    expect: &[(String, String)],
+    suite: &str,
+) -> Result<(), String> {
+    for (pattern, _) in expect {
+        if pattern.is_empty() {
+            return Err("--expect: give STEP:LIST, such as randread-4k:iops=50k,p99=2ms".into());
+        }
         if !steps.iter().any(|s| s.name.contains(pattern.as_str())) {
             return Err(format!(
-                "--expect {pattern}: no step of suite {name} is named so; its steps are {}",
+                "--expect {pattern}: no step of suite {suite} is named so; its steps are {}",
                 steps
                     .iter()
                     .map(|s| s.name.as_str())
@@ -163,9 +172,8 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             ));
         }
     }
-    for s in &mut steps {
-        let lists: Vec<&str> = o
-            .expect
+    for s in steps.iter_mut() {
+        let lists: Vec<&str> = expect
             .iter()
             .filter(|(p, _)| s.name.contains(p.as_str()))
             .map(|(_, l)| l.as_str())
@@ -174,7 +182,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             s.args.extend(["--expect".to_string(), lists.join(",")]);
         }
     }
-    Ok(steps)
+    Ok(())
 }
 
 /// The four workloads of a disk: (name, flags).

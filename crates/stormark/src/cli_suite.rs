@@ -16,6 +16,8 @@ Examples:
       the file service from every agent at once, 3 repetitions of 60 s per workload
   stormark suite database /mnt/db --target-latency 'sync:p99<=2ms'
       an OLTP database's I/O, then the most commits per second whose p99 stays within 2 ms
+  stormark suite nightly.toml --expect 'randread:p99=2ms'
+      a suite of your own: each [[step]] a stormark command, with its name and expectations
   stormark suite acceptance /mnt/bench --agents n1:7878,n2:7878,n3:7878 --token-file token \\
       --endpoint http://rgw:8080 --bucket bench --expect 'randread-4k:iops=50k'
       a cluster's acceptance: network, disks, file service, latency and object store
@@ -30,7 +32,8 @@ any load.";
 #[derive(Debug, Args)]
 #[command(after_help = SUITE_EXAMPLES)]
 pub struct SuiteArgs {
-    /// The suite (see --list).
+    /// The suite (see --list), or a suite file of one's own steps (FILE.toml: [[step]]
+    /// sections with name, command = ["run", ...] and optional expect; see docs/suites.md).
     #[arg(value_name = "NAME", required_unless_present = "list")]
     pub name: Option<String>,
     /// The disks (disks), or the directory every step works in (the first; default the

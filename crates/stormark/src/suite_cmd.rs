@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use stormark_plan::{hosts, suite_steps, HostsOptions, SuiteOptions, SuiteStep, SUITES};
+use stormark_plan::{
+    hosts, suite_file_steps, suite_steps, HostsOptions, SuiteOptions, SuiteStep, SUITES,
+};
 use stormark_report::{suite_html, suite_markdown, suite_terminal, Output};
 use stormark_stats::{
     format_rfc3339, step_figures, suite_verdicts, Results, RunStatus, StepOutcome, StepResult,
@@ -18,6 +20,9 @@ use stormark_stats::{
 
 use crate::cli_suite::SuiteArgs;
 use crate::{usage, Ending};
+
+/// The largest suite file read.
+const SUITE_FILE_LIMIT: u64 = 1 << 20;
 
 /// The largest step results document read back.
 const DOCUMENT_LIMIT: u64 = 1 << 30;
@@ -29,9 +34,17 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
         }
         return Ok(Ending::Success);
     }
-    let name = args.name.clone().unwrap_or_default();
+    let given = args.name.clone().unwrap_or_default();
     let opts = options(&args)?;
-    let steps = suite_steps(&name, &opts).map_err(usage)?;
+    let (name, steps) = if given.ends_with(".toml") {
+        // A suite file of one's own steps.
+        let text = crate::read_limited(Path::new(&given), SUITE_FILE_LIMIT, "a suite file")
+            .map_err(|e| usage(format!("{given}: cannot read it: {e}")))?;
+        suite_file_steps(&text, &given, &opts).map_err(usage)?
+    } else {
+        let steps = suite_steps(&given, &opts).map_err(usage)?;
+        (given, steps)
+    };
     let dir = suite_dir(&args, &name)?;
     let keys = keys(&args);
     let stop = Arc::new(AtomicBool::new(false));
