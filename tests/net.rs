@@ -584,32 +584,12 @@ fn a_server_with_a_token_serves_only_clients_that_give_it() {
 fn agents(c: &mut NetCluster, dir: &stormark_testkit::TempDir) -> String {
     let token = dir.path().join("token");
     std::fs::write(&token, "net-mesh-test-token-0123456789\n").unwrap();
-    let mut list = Vec::new();
     for i in 0..c.addresses.len() {
-        let listen = format!("{}:7878", c.addresses[i]);
-        let allowed = dir.path().join(format!("host{i}"));
-        std::fs::create_dir(&allowed).unwrap();
-        c.spawn(
-            i,
-            BIN,
-            &[
-                "agent",
-                "--listen",
-                &listen,
-                "--token-file",
-                token.to_str().unwrap(),
-                "--allow-path",
-                allowed.to_str().unwrap(),
-                "--state-dir",
-                dir.path().join(format!("state{i}")).to_str().unwrap(),
-            ],
-            &dir.path().join(format!("agent{i}.log")),
-        )
-        .expect("starting an agent");
-        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
-        list.push(listen);
+        std::fs::create_dir(dir.path().join(format!("host{i}"))).unwrap();
     }
-    list.join(",")
+    c.start_agents(BIN, &token, dir.path(), &|i| {
+        dir.path().join(format!("host{i}"))
+    })
 }
 
 /// The pair `from -> to` of a mesh matrix.

@@ -314,57 +314,35 @@ fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host(
     std::fs::create_dir(&shared).unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "suite-test-token-0123456789\n").unwrap();
-    let mut list = Vec::new();
-    for i in 0..3 {
-        let listen = format!("{}:7878", c.addresses[i]);
-        c.spawn(
-            i,
-            BIN,
-            &[
-                "agent",
-                "--listen",
-                &listen,
-                "--token-file",
-                token.to_str().unwrap(),
-                "--allow-path",
-                shared.to_str().unwrap(),
-                "--state-dir",
-                dir.path().join(format!("state{i}")).to_str().unwrap(),
-            ],
-            &dir.path().join(format!("agent{i}.log")),
-        )
-        .expect("an agent");
-        stormark_testkit::wait_listening(&listen, "agent");
-        list.push(listen);
-    }
+    let list = c.start_agents(BIN, &token, dir.path(), &|_| shared.clone());
     // What host 0 sends goes through 200 Mbit/s: its pairs are the weakest.
     c.limit(0, "200mbit").unwrap();
     // MinIO where every host reaches it: on the bridge.
     let m2 = Minio::start_on(TMP, &c.gateway);
-    let list = list.join(",");
+    let on_agents = [
+        shared.to_str().unwrap(),
+        "--smoke",
+        "-q",
+        "--agents",
+        &list,
+        "--token-file",
+        token.to_str().unwrap(),
+    ];
     let out = temp_dir(TMP);
-    let (code, s, said) = suite(
-        &out,
-        &[
-            "acceptance",
-            shared.to_str().unwrap(),
-            "--smoke",
-            "-q",
-            "--agents",
-            &list,
-            "--token-file",
-            token.to_str().unwrap(),
-            "--endpoint",
-            &m2.endpoint,
-            "--bucket",
-            "acceptance",
-            "--create-bucket",
-            "--access-key",
-            &m2.access_key,
-            "--secret-key",
-            &m2.secret_key,
-        ],
-    );
+    let mut args = vec!["acceptance"];
+    args.extend(on_agents);
+    args.extend([
+        "--endpoint",
+        &m2.endpoint,
+        "--bucket",
+        "acceptance",
+        "--create-bucket",
+        "--access-key",
+        &m2.access_key,
+        "--secret-key",
+        &m2.secret_key,
+    ]);
+    let (code, s, said) = suite(&out, &args);
     // The summary, for whoever reads the test's log.
     let tail: Vec<&str> = said.lines().rev().take(40).collect();
     eprintln!("{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
@@ -403,19 +381,9 @@ fn acceptance_over_agents_names_the_slowest_disk_weakest_pair_and_furthest_host(
 
     // The database suite over the same agents: its job file travels to each.
     let out = temp_dir(TMP);
-    let (code, s, said) = suite(
-        &out,
-        &[
-            "database",
-            shared.to_str().unwrap(),
-            "--smoke",
-            "-q",
-            "--agents",
-            &list,
-            "--token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec!["database"];
+    args.extend(on_agents);
+    let (code, s, said) = suite(&out, &args);
     assert_eq!(code, 0, "{said}");
     assert_eq!(steps(&s).len(), 2);
     check_documents(&out.path().join("out"), &s);

@@ -99,7 +99,7 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
             stopped = Some("interrupted".into());
         }
         let outcomes = match &stopped {
-            Some(_) => batch.iter().map(|s| not_run(s, i)).collect(),
+            Some(_) => batch.iter().map(not_run).collect(),
             None => runner.run(batch, i, steps.len()),
         };
         for o in &outcomes {
@@ -335,7 +335,7 @@ fn suite_dir(args: &SuiteArgs, name: &str) -> Result<PathBuf> {
     std::path::absolute(&dir).map_err(|e| usage(format!("--out {}: {e}", dir.display())))
 }
 
-fn not_run(s: &SuiteStep, _at: usize) -> StepOutcome {
+fn not_run(s: &SuiteStep) -> StepOutcome {
     StepOutcome {
         result: StepResult::NotRun,
         ..outcome(s, Vec::new())

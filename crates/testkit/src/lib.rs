@@ -471,6 +471,45 @@ impl NetCluster {
         Ok(pid)
     }
 
+    /// Starts `bin agent` in every host's namespace on port 7878 of its address, with the
+    /// token file `token`, each allowed the path `allowed(i)`, its state and log under `dir`
+    /// (`state{i}`, `agent{i}.log`); waits until each listens. Returns the agents' list
+    /// (`addr:7878,...`).
+    pub fn start_agents(
+        &mut self,
+        bin: &str,
+        token: &Path,
+        dir: &Path,
+        allowed: &dyn Fn(usize) -> PathBuf,
+    ) -> String {
+        let mut list = Vec::new();
+        for i in 0..self.addresses.len() {
+            let listen = format!("{}:7878", self.addresses[i]);
+            let allowed = allowed(i);
+            let state = dir.join(format!("state{i}"));
+            self.spawn(
+                i,
+                bin,
+                &[
+                    "agent",
+                    "--listen",
+                    &listen,
+                    "--token-file",
+                    token.to_str().expect("a UTF-8 path"),
+                    "--allow-path",
+                    allowed.to_str().expect("a UTF-8 path"),
+                    "--state-dir",
+                    state.to_str().expect("a UTF-8 path"),
+                ],
+                &dir.join(format!("agent{i}.log")),
+            )
+            .expect("starting an agent");
+            wait_listening(&listen, &format!("agent {i}"));
+            list.push(listen);
+        }
+        list.join(",")
+    }
+
     /// Cuts host `i` off the network (its link on the bridge goes down): packets are dropped
     /// silently, as when a cable is pulled.
     pub fn cut(&self, i: usize) -> Result<(), String> {
