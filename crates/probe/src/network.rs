@@ -189,8 +189,60 @@ fn mesh_findings(m: &MeshReport, out: &mut Vec<Finding>) {
         .collect();
     cpu_bound(&streams, out);
     mesh_mtu(m, &name, out);
+    pairs_below_link(m, &name, out);
     path_mtu(m, &name, out);
     slow_round_trips(m, &name, out);
+}
+
+/// Pairs (alone) below [`LINK_SHARE`] of the slower end's rated interface speed: what the
+/// median rule misses when every pair is slow alike (a switch, an MTU, a bond).
+fn pairs_below_link(m: &MeshReport, name: &dyn Fn(u32) -> String, out: &mut Vec<Finding>) {
+    let rated = |i: u32| {
+        m.hosts
+            .get(i as usize)
+            .and_then(|h| h.link_mbps)
+            .filter(|s| *s > 0)
+    };
+    let below: Vec<(String, f64, u64)> = m
+        .alone
+        .iter()
+        .filter(|p| p.failure.is_none())
+        .filter_map(|p| {
+            let speed = match (rated(p.from), rated(p.to)) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => return None,
+            };
+            let mbit = p.bits_per_s / 1e6;
+            (mbit < LINK_SHARE * speed as f64)
+                .then(|| (format!("{} -> {}", name(p.from), name(p.to)), mbit, speed))
+        })
+        .collect();
+    if below.is_empty() {
+        return;
+    }
+    let listed: Vec<String> = below
+        .iter()
+        .map(|(pair, mbit, speed)| {
+            format!(
+                "{pair} {mbit:.0} of {speed} Mbit/s ({:.0}%)",
+                100.0 * mbit / *speed as f64
+            )
+        })
+        .collect();
+    out.push(Finding {
+        severity: Severity::Warning,
+        code: "net-pair-below-link".into(),
+        message: format!(
+            "{} of {} pairs (alone) carry less than {:.0}% of their interfaces' rated speed: {}",
+            below.len(),
+            m.alone.len(),
+            100.0 * LINK_SHARE,
+            listed.join(", ")
+        ),
+        evidence: json!({"threshold": LINK_SHARE, "pairs": below.iter().map(|(pair, mbit, speed)| json!({"pair": pair, "mbit_per_s": mbit, "link_mbps": speed})).collect::<Vec<_>>()}),
+        advice: "Try more streams (--streams 4 or 8: one stream is limited by its window and by one CPU per end); if every pair stays low, look at what they share (the switch, its uplinks, a bond's hashing, flow control); if some do, at those hosts' links and ports.".into(),
+    });
 }
 
 /// Pairs whose round trips (p50, alone) take more than [`RTT_FACTOR`] times the median

@@ -524,6 +524,44 @@ fn a_mesh_names_its_slow_row_and_the_hosts_whose_mtus_differ() {
 }
 
 #[test]
+fn mesh_pairs_below_their_links_rated_speed_are_named_even_when_all_are_alike() {
+    use stormark_stats::{MeshHost, MeshPair, MeshReport};
+    let host = |ip: &str, mbps: Option<u64>| MeshHost {
+        ip: ip.into(),
+        link_mbps: mbps,
+        ..Default::default()
+    };
+    let pair = |from: u32, to: u32, gbit: f64| MeshPair {
+        from,
+        to,
+        bits_per_s: gbit * 1e9,
+        ..Default::default()
+    };
+    let mesh = |gbit: f64, mbps: Option<u64>| {
+        let mut r = Results::new(vec!["stormark".into()]);
+        r.mesh = Some(MeshReport {
+            hosts: vec![host("a", Some(25_000)), host("b", mbps)],
+            alone: vec![pair(0, 1, gbit), pair(1, 0, gbit)],
+            ..Default::default()
+        });
+        diagnose(&r)
+    };
+    // Both pairs alike, so no pair is slow against the median; against a 10 Gbit/s link
+    // (the slower end), 6 Gbit/s is below 80%, 8.5 is not.
+    let f = mesh(6.0, Some(10_000));
+    let codes: Vec<&str> = f.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, ["net-pair-below-link"], "{f:?}");
+    assert!(
+        f[0].message.contains("a -> b 6000 of 10000 Mbit/s (60%)"),
+        "{}",
+        f[0].message
+    );
+    assert!(mesh(8.5, Some(10_000)).is_empty());
+    // One end's speed unknown: the other's rates the pair (25 Gbit/s).
+    assert_eq!(mesh(8.5, None).len(), 1);
+}
+
+#[test]
 fn a_mesh_pair_with_slow_round_trips_is_named_and_microseconds_are_not() {
     use stormark_stats::{MeshHost, MeshPair, MeshReport};
     let mesh = |slow_ns: u64| {
