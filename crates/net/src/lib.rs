@@ -16,6 +16,7 @@ mod pmtu;
 mod proto;
 mod server;
 mod tcpinfo;
+mod udp;
 
 pub use client::{run, ClientOptions, Outcome};
 pub use pmtu::probe_mtu;

@@ -1,0 +1,117 @@
+use super::*;
+use proptest::prelude::*;
+
+#[test]
+fn errors_are_tallied_by_kind() {
+    let mut r = Recorder::new();
+    r.record_error(Op::Write, ErrorKind::NoSpace, 8192, 0);
+    r.record_error(Op::Write, ErrorKind::NoSpace, 4096, 1);
+    r.record_error(Op::Read, ErrorKind::from_errno(5), 0, 0);
+    let s = r.take();
+    let e: Vec<_> = s.errors.entries().copied().collect();
+    assert_eq!(e.len(), 2);
+    assert_eq!(
+        (e[0].kind, e[0].count, e[0].first_offset),
+        (ErrorKind::NoSpace, 2, 8192)
+    );
+    assert_eq!(e[1].kind, ErrorKind::Io);
+    assert_eq!(s.op(Op::Write).errors, 2);
+}
+
+#[test]
+fn error_kinds_survive_their_code() {
+    for k in [
+        ErrorKind::Io,
+        ErrorKind::NoSpace,
+        ErrorKind::Invalid,
+        ErrorKind::Short,
+        ErrorKind::Other(95),
+        ErrorKind::Http(404),
+        ErrorKind::Http(500),
+        ErrorKind::Throttled,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Refused,
+        ErrorKind::Network,
+        ErrorKind::Corrupt,
+        ErrorKind::Misplaced,
+        ErrorKind::Stale,
+        ErrorKind::Hole,
+    ] {
+        assert_eq!(ErrorKind::from_code(k.code()), k, "{}", k.name());
+    }
+}
+
+#[test]
+fn tally_overflow_is_counted() {
+    let mut t = ErrorTally::default();
+    for errno in 100..120 {
+        t.record(Op::Read, ErrorKind::Other(errno), 0, 0);
+    }
+    assert_eq!(t.entries().map(|e| e.count).sum::<u64>(), 20);
+}
+
+#[test]
+fn swap_reuses_memory_and_clears() {
+    let mut r = Recorder::new();
+    r.record(Op::Read, 10, 5);
+    let first = r.swap(Snapshot::new());
+    assert_eq!(first.op(Op::Read).ops, 1);
+    let second = r.swap(first);
+    assert_eq!(second.op(Op::Read).ops, 0);
+    r.record(Op::Write, 10, 5);
+    assert_eq!(r.take().op(Op::Write).ops, 1);
+}
+
+fn recorder_of(samples: &[(bool, u64, u64)]) -> Snapshot {
+    let mut r = Recorder::new();
+    for &(read, bytes, lat) in samples {
+        if lat % 7 == 0 {
+            r.record_error(
+                if read { Op::Read } else { Op::Write },
+                ErrorKind::Other((lat % 3) as i32),
+                bytes,
+                0,
+            );
+        } else {
+            r.record(if read { Op::Read } else { Op::Write }, bytes, lat);
+        }
+    }
+    r.take()
+}
+
+proptest! {
+    /// Merged recorders equal one recorder of everything, in any order.
+    #[test]
+    fn merge_is_exact_in_any_order(
+        samples in proptest::collection::vec((any::<bool>(), 0u64..1 << 20, 1u64..HIGHEST_NS), 0..200),
+        cuts in proptest::collection::vec(0usize..200, 0..6),
+        seed in any::<u64>(),
+    ) {
+        let whole = recorder_of(&samples);
+        let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (samples.len() + 1)).collect();
+        bounds.push(0);
+        bounds.push(samples.len());
+        bounds.sort_unstable();
+        let mut parts: Vec<Snapshot> = bounds.windows(2).map(|w| recorder_of(&samples[w[0]..w[1]])).collect();
+        // A deterministic shuffle driven by the seed.
+        let mut s = seed | 1;
+        for i in (1..parts.len()).rev() {
+            s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+            parts.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let mut merged = Snapshot::new();
+        for p in &parts {
+            merged += p;
+        }
+        for op in Op::ALL {
+            prop_assert_eq!(merged.op(op), whole.op(op));
+        }
+        let count = |s: &Snapshot| {
+            let mut v: Vec<_> = s.errors.entries().map(|e| (e.op, e.kind, e.count)).collect();
+            v.sort_by_key(|x| (x.0, x.1.name()));
+            v
+        };
+        prop_assert_eq!(count(&merged), count(&whole));
+    }
+}
