@@ -40,7 +40,13 @@ struct Session {
     last_heard: Instant,
     stop: Arc<AtomicBool>,
     agent: Option<Arc<Mutex<LocalAgent>>>,
+    /// Its coordinator asked to finish: the session ends once its cleanup has run.
+    finishing: bool,
 }
+
+/// How long a new coordinator waits for a finishing session's cleanup (removing a large
+/// working set on a slow disk) before it is told the agent is busy.
+const FINISH_WAIT: Duration = Duration::from_secs(60);
 
 /// The agent service.
 #[derive(Clone)]
@@ -294,6 +300,12 @@ impl AgentRpc for AgentService {
         // A session whose coordinator went silent is ended first.
         self.watchdog_tick();
         let id = session_id();
+        // A session that is finishing (its coordinator is gone or going, its cleanup still
+        // running) is waited for: a run right after another is not refused as busy.
+        let waited = Instant::now();
+        while self.lock().as_ref().is_some_and(|s| s.finishing) && waited.elapsed() < FINISH_WAIT {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         {
             let mut guard = self.lock();
             if let Some(s) = guard.as_ref() {
@@ -310,6 +322,7 @@ impl AgentRpc for AgentService {
                 last_heard: Instant::now(),
                 stop: Arc::new(AtomicBool::new(false)),
                 agent: None,
+                finishing: false,
             });
         }
         let inv = tokio::task::spawn_blocking(Inventory::collect)
@@ -490,6 +503,9 @@ impl AgentRpc for AgentService {
         let id = req.into_inner().session;
         let (stop, agent) = self.session(&id)?;
         stop.store(true, Ordering::Relaxed);
+        if let Some(s) = self.lock().as_mut().filter(|s| s.id == id) {
+            s.finishing = true;
+        }
         let reply = tokio::task::spawn_blocking(move || finish(agent))
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
