@@ -157,12 +157,6 @@ impl Agent for LocalAgent {
             self.open_bucket(workload)?;
             return Ok(v);
         }
-        if workload.jobs.iter().any(|j| j.s3.is_some()) {
-            return Err(AgentError::Limit(
-                "S3 jobs and file jobs in one workload are not supported yet; run them separately"
-                    .into(),
-            ));
-        }
         let kind = classify(&self.opts.path)?;
         let mut stages = Vec::new();
         for stage in workload.stages() {
@@ -181,6 +175,7 @@ impl Agent for LocalAgent {
             planned = planned.saturating_add(
                 stage
                     .iter()
+                    .filter(|(_, b)| *b != Backend::S3)
                     .map(|(j, _)| u64::from(j.jobs) * u64::from(j.files))
                     .sum(),
             );
@@ -195,6 +190,8 @@ impl Agent for LocalAgent {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
         }
+        // S3 jobs beside file jobs: the bucket's preflight once the files are planned.
+        self.open_bucket(workload)?;
         v.stages = (0..self.stages.len())
             .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
             .collect();
@@ -205,9 +202,6 @@ impl Agent for LocalAgent {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
-        if self.bucket.is_some() {
-            return self.prepare_objects(on_event);
-        }
         if let Some(Where::Dir(ws)) = &mut self.place {
             ws.create(&self.stop)?;
         }
@@ -215,7 +209,7 @@ impl Agent for LocalAgent {
         let decided = self.decide_direct(&mut notes);
         self.notes.extend(notes);
         decided?;
-        self.prepare_data(on_event)
+        self.run_preparation(on_event)
     }
 
     fn run_stage(
@@ -262,7 +256,10 @@ impl Agent for LocalAgent {
             let workers = run.workers(load);
             let len = run.len_under(load);
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
-                let targets = self.targets(files, len);
+                let targets = match run.backend {
+                    Backend::S3 => Vec::new(),
+                    _ => self.targets(files, len),
+                };
                 if !run.direct && run.job.invalidate && run.backend != Backend::Null {
                     // Like fio's default invalidate=1: start buffered jobs with a cold cache.
                     for t in &targets {
@@ -318,13 +315,14 @@ impl Agent for LocalAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
-        if let Some(b) = self.bucket.take() {
-            return b.cleanup();
+        let mut problems = match self.bucket.take() {
+            Some(b) => b.cleanup(),
+            None => Vec::new(),
+        };
+        if let Some(Where::Dir(ws)) = &mut self.place {
+            problems.extend(ws.cleanup(self.opts.keep));
         }
-        match &mut self.place {
-            Some(Where::Dir(ws)) => ws.cleanup(self.opts.keep),
-            _ => Vec::new(),
-        }
+        problems
     }
 
     fn take_notes(&mut self) -> Vec<String> {

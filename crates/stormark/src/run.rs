@@ -232,6 +232,18 @@ fn run(args: RunArgs) -> Result<Ending> {
         );
         return Ok(Ending::Success);
     }
+    // S3 jobs in a job file given to `stormark run`: the keys from the environment or a
+    // profile, as `stormark s3` finds them without flags.
+    let s3 = match &args.s3 {
+        Some(access) => Some(access.clone()),
+        None if workload.jobs.iter().any(|j| j.s3.is_some()) => Some(stormark_cluster::S3Access {
+            credentials: crate::s3_cmd::keys(None, None, None)?,
+            create_bucket: false,
+            insecure: false,
+            endpoint: None,
+        }),
+        None => None,
+    };
     // A workload that touches no path (S3, null) sends each agent a target it ignores.
     let needs_target = workload.jobs.iter().any(|j| j.kind.needs_target());
     let plan = fleet(&args, (target_given || !needs_target).then_some(&target))?;
@@ -274,7 +286,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         allow_device_write: args.allow_device_write,
         force: args.force,
         allowed_devices: None,
-        s3: args.s3.clone(),
+        s3,
     };
     let repeat: u32 = match args.shape.repeat.as_deref() {
         None => 1,

@@ -53,7 +53,11 @@ pub fn main(args: S3Args) -> Result<Ending> {
         flags.push(("bucket", bucket));
         server.credentials().clone()
     } else {
-        credentials(&args)?
+        keys(
+            args.access_key.clone(),
+            args.secret_key.clone(),
+            args.aws_profile.clone(),
+        )?
     };
     flags.extend(
         args.workload
@@ -86,13 +90,15 @@ pub fn main(args: S3Args) -> Result<Ending> {
 const EMBEDDED_BUCKET: &str = "stormark";
 
 /// The keys: flags, else the environment, else a profile of the shared credentials file.
-fn credentials(args: &S3Args) -> Result<Credentials> {
+/// `stormark run` with S3 jobs in its job file has no flags: the environment or a profile.
+pub fn keys(
+    access_key: Option<String>,
+    secret_key: Option<String>,
+    aws_profile: Option<String>,
+) -> Result<Credentials> {
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let access = args.access_key.clone().or_else(|| env("AWS_ACCESS_KEY_ID"));
-    let secret = args
-        .secret_key
-        .clone()
-        .or_else(|| env("AWS_SECRET_ACCESS_KEY"));
+    let access = access_key.or_else(|| env("AWS_ACCESS_KEY_ID"));
+    let secret = secret_key.or_else(|| env("AWS_SECRET_ACCESS_KEY"));
     if let (Some(access_key), Some(secret_key)) = (&access, &secret) {
         return Ok(Credentials {
             access_key: access_key.clone(),
@@ -104,9 +110,7 @@ fn credentials(args: &S3Args) -> Result<Credentials> {
             "--access-key and --secret-key go together (or AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY)",
         ));
     }
-    let profile = args
-        .aws_profile
-        .clone()
+    let profile = aws_profile
         .or_else(|| env("AWS_PROFILE"))
         .unwrap_or_else(|| "default".into());
     let file = env("AWS_SHARED_CREDENTIALS_FILE")

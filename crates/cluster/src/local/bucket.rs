@@ -191,11 +191,20 @@ impl Bucket {
             obj_size: load.bs.map_or(s3.obj_size, stormark_spec::ObjSize::fixed),
             range: s3.range,
             multipart: s3.multipart,
-            content_seed: job
-                .name
+            // This run's, host's and job's: objects of other hosts or runs are never alike.
+            content_seed: self
+                .base
                 .bytes()
-                .fold(0x5eed_u64, |h, b| h.rotate_left(5) ^ u64::from(b))
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                .chain(job.name.bytes())
+                .fold(0x5eed_u64, |h, b| {
+                    (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                }),
+            data: stormark_engine::DataShape {
+                zero: job.zero_buffers,
+                compress_ratio: job.compress_ratio,
+                dedup_ratio: job.dedup_ratio,
+                dedup_block: job.dedup_block,
+            },
             verify: s3.verify,
             prepare: None,
             prepare_next: Vec::new(),
@@ -343,34 +352,19 @@ impl super::LocalAgent {
         Ok(())
     }
 
-    /// Writes the objects GET and HEAD read, with up to 16 workers per job, before the
-    /// measured phases (a phase of its own, as a file run's preparation).
-    pub(super) fn prepare_objects(
-        &mut self,
-        on_event: &mut dyn FnMut(crate::agent::AgentEvent<'_>),
-    ) -> Result<Vec<stormark_stats::PhaseJob>, AgentError> {
+    /// The workers that write the objects GET and HEAD read, up to 16 per job, before the
+    /// measured phases (in the preparation phase, beside a file run's).
+    pub(super) fn object_preparation(&self) -> Vec<stormark_engine::WorkerSpec> {
         let Some(bucket) = self.bucket.as_ref() else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        let jobs: Vec<Job> = self
-            .stages
-            .iter()
-            .flatten()
-            .map(|r| r.job.clone())
-            .filter(|j| {
-                j.s3.as_ref()
-                    .is_some_and(|s| s.mix.reads() && s.objects > 0)
-            })
-            .collect();
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
         let mut specs = Vec::new();
-        for job in &jobs {
-            let s3 = job.s3.as_ref().expect("filtered");
+        for job in self.stages.iter().flatten().map(|r| &r.job) {
+            let Some(s3) = job.s3.as_ref().filter(|s| s.mix.reads() && s.objects > 0) else {
+                continue;
+            };
             let workers = (job.jobs as usize).clamp(1, 16).min(s3.objects as usize);
             for w in 0..workers {
-                let work = bucket.prepare_work(job, w, workers);
                 specs.push(stormark_engine::WorkerSpec {
                     backend: stormark_engine::Backend::S3,
                     bs_min: 4096,
@@ -379,22 +373,12 @@ impl super::LocalAgent {
                     read_pct: 0,
                     write_once: true,
                     seed: 0x5eed ^ w as u64,
-                    s3: Some(work),
+                    s3: Some(bucket.prepare_work(job, w, workers)),
                     ..stormark_engine::WorkerSpec::new(Vec::new())
                 });
             }
         }
-        self.prepare_workers = specs.len() as u32;
-        let out = stormark_engine::run_stage(specs, self.stop.clone(), &mut |e| {
-            super::forward(e, &[(0u16, 0u32)], on_event, 0)
-        });
-        if let Some((_, f)) = out.failures.first() {
-            return Err(AgentError::Preparation(f.to_string()));
-        }
-        if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(AgentError::Interrupted("writing the objects to read"));
-        }
-        Ok(Vec::new())
+        specs
     }
 }
 

@@ -55,7 +55,10 @@ impl Need {
         let slots = match self.backend {
             Backend::IoUring => self.iodepth.max(1),
             Backend::Psync => 1,
-            Backend::S3 => return u128::from(self.workers) * u128::from(self.bs_max.max(4096)),
+            Backend::S3 => {
+                let one = stormark_engine::s3_body_bytes(self.bs_max, self.reads, &self.data);
+                return u128::from(self.workers) * one;
+            }
             Backend::Null => return 0,
         };
         let one = buffer_bytes(slots, self.bs_max, self.reads, self.writes, &self.data);

@@ -89,6 +89,11 @@ impl LocalAgent {
         for stage in stages {
             let mut runs = Vec::new();
             for (k, (job, backend)) in stage.iter().enumerate() {
+                if *backend == Backend::S3 {
+                    // Objects, not files: the bucket is opened after planning.
+                    runs.push(JobRun::without_files(job, *backend));
+                    continue;
+                }
                 let align = job.bs_align.max(4096);
                 let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
                 let len = size / align * align;
@@ -214,7 +219,7 @@ impl LocalAgent {
         let writes = stages
             .iter()
             .flatten()
-            .any(|(j, b)| j.read_pct() < 100 && *b != Backend::Null);
+            .any(|(j, b)| j.read_pct() < 100 && !matches!(b, Backend::Null | Backend::S3));
         let (total, block, lbs) = match kind {
             TargetKind::File { len } => (*len, false, 512),
             TargetKind::BlockDevice {
@@ -234,6 +239,10 @@ impl LocalAgent {
         for stage in stages {
             let mut runs = Vec::new();
             for (job, backend) in stage {
+                if *backend == Backend::S3 {
+                    runs.push(JobRun::without_files(job, *backend));
+                    continue;
+                }
                 let align = job.bs_align.max(if block { lbs } else { 512 });
                 if let Some(size) = job.size.filter(|&s| s > total) {
                     push_once(
@@ -302,14 +311,7 @@ impl LocalAgent {
             for job in stage {
                 let backend = self.resolve_backend(job, &mut v.notes)?;
                 needs.push(limits::Need::of(job, backend));
-                let align = job.bs_align.max(1);
-                runs.push(JobRun {
-                    job: job.clone(),
-                    backend,
-                    direct: false,
-                    worker_files: vec![Vec::new(); job.jobs as usize],
-                    len: (job.size.unwrap_or(DEFAULT_FILE_SIZE) / align * align).max(job.bs.max),
-                });
+                runs.push(JobRun::without_files(job, backend));
             }
             limits::check_stage(&needs, true)?;
             self.stages.push(runs);

@@ -11,11 +11,9 @@ use crate::agent::{AgentError, AgentEvent};
 
 impl LocalAgent {
     pub(super) fn decide_direct(&mut self, notes: &mut Vec<String>) -> Result<(), AgentError> {
-        let wants = self
-            .stages
-            .iter()
-            .flatten()
-            .any(|r| r.job.direct != Direct::No && r.backend != Backend::Null);
+        let wants = self.stages.iter().flatten().any(|r| {
+            r.job.direct != Direct::No && !matches!(r.backend, Backend::Null | Backend::S3)
+        });
         if !wants {
             return Ok(());
         }
@@ -39,6 +37,9 @@ impl LocalAgent {
             None => (false, String::new()),
         };
         for run in self.stages.iter_mut().flatten() {
+            if run.backend == Backend::S3 {
+                continue;
+            }
             run.direct = match (run.job.direct, supported) {
                 (Direct::No, _) => false,
                 (_, true) => true,
@@ -54,19 +55,53 @@ impl LocalAgent {
         Ok(())
     }
 
-    /// The preparation pass: writes every file that needs data and has none yet.
-    pub(super) fn prepare_data(
+    /// The preparation pass, one phase: writes every file that needs data and has none yet,
+    /// and the objects that S3 jobs read, side by side when a workload has both.
+    pub(super) fn run_preparation(
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
-        let Some(ws) = self.workspace() else {
+        let files = self.file_preparation()?;
+        let objects = self.object_preparation();
+        let what = match (&files, objects.is_empty()) {
+            (None, _) => "writing the objects to read",
+            (Some(_), true) => "preparing the working set",
+            (Some(_), false) => "preparing the working set and the objects to read",
+        };
+        let (mut specs, todo, jobs) = match files {
+            Some(f) => (f.specs, f.todo, vec![f.job]),
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        specs.extend(objects);
+        if specs.is_empty() {
             return Ok(Vec::new());
+        }
+        self.prepare_workers = specs.len() as u32;
+        let out = run_stage(specs, self.stop.clone(), &mut |e| {
+            forward(e, &[(0u16, 0u32)], on_event, 0)
+        });
+        if let Some((_, f)) = out.failures.first() {
+            return Err(AgentError::Preparation(f.to_string()));
+        }
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(AgentError::Interrupted(what));
+        }
+        if let (Some(Where::Dir(ws)), false) = (&mut self.place, todo.is_empty()) {
+            ws.mark_prepared(&todo)?;
+        }
+        Ok(jobs)
+    }
+
+    /// The workers that write every file that needs data and has none yet, if any.
+    fn file_preparation(&self) -> Result<Option<FilePreparation>, AgentError> {
+        let Some(ws) = self.workspace() else {
+            return Ok(None);
         };
         let todo: Vec<usize> = (0..ws.files.len())
             .filter(|&i| ws.files[i].needs_data && !ws.files[i].prepared && ws.files[i].size > 0)
             .collect();
         if todo.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let direct = ws.odirect_supported().unwrap_or(false);
         let backend = if io_uring_available().is_ok() {
@@ -104,27 +139,26 @@ impl LocalAgent {
             })
             .collect();
         let working_set_bytes = todo.iter().map(|&i| ws.files[i].size).sum();
-        self.prepare_workers = workers as u32;
-        let out = run_stage(specs, self.stop.clone(), &mut |e| {
-            forward(e, &[(0u16, 0u32)], on_event, 0)
-        });
-        if let Some((_, f)) = out.failures.first() {
-            return Err(AgentError::Preparation(f.to_string()));
-        }
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(AgentError::Interrupted("preparing the working set"));
-        }
-        if let Some(Where::Dir(ws)) = &mut self.place {
-            ws.mark_prepared(&todo)?;
-        }
-        Ok(vec![PhaseJob {
-            name: "prepare".into(),
-            engine: backend.name().into(),
-            direct,
-            workers: workers as u32,
-            iodepth: 4,
-            rate_iops: None,
-            working_set_bytes,
-        }])
+        Ok(Some(FilePreparation {
+            specs,
+            todo,
+            job: PhaseJob {
+                name: "prepare".into(),
+                engine: backend.name().into(),
+                direct,
+                workers: workers as u32,
+                iodepth: 4,
+                rate_iops: None,
+                working_set_bytes,
+            },
+        }))
     }
+}
+
+/// The file half of the preparation pass.
+struct FilePreparation {
+    specs: Vec<WorkerSpec>,
+    /// The workspace's files it writes.
+    todo: Vec<usize>,
+    job: PhaseJob,
 }

@@ -24,6 +24,19 @@ pub(super) struct JobRun {
 }
 
 impl JobRun {
+    /// A job that touches no file (null load without a target, S3): workers without files.
+    pub fn without_files(job: &Job, backend: Backend) -> JobRun {
+        let align = job.bs_align.max(1);
+        JobRun {
+            job: job.clone(),
+            backend,
+            direct: false,
+            worker_files: vec![Vec::new(); job.jobs as usize],
+            len: (job.size.unwrap_or(stormark_spec::DEFAULT_FILE_SIZE) / align * align)
+                .max(job.bs.max),
+        }
+    }
+
     /// Workers that run under `load`: the first that many of those validated.
     pub fn workers(&self, load: &StageLoad) -> usize {
         load.jobs
