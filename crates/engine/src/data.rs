@@ -16,11 +16,11 @@ pub const POOL_BYTES: usize = 4 << 20;
 
 /// Distinct source blocks the duplicates are copies of: few enough that they add nothing
 /// measurable to the unique blocks, the same on every worker and host of a run.
-const SOURCES: usize = 8;
+pub(crate) const SOURCES: usize = 8;
 
 /// Seed of the source blocks: one for every worker, host and run, so that duplicates written
 /// anywhere are duplicates of each other.
-const SOURCE_SEED: u64 = 0x5354_4f52_4d41_524b;
+pub(crate) const SOURCE_SEED: u64 = 0x5354_4f52_4d41_524b;
 
 /// How the bytes of writes are made.
 #[derive(Debug, Clone, Copy, PartialEq)]

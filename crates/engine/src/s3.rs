@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
 use stormark_s3::{Client, Config, S3Error};
 use stormark_stats::{ErrorKind, Op};
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
 use crate::error::EngineError;
+use crate::s3_body::Bodies;
 
 /// What an S3 worker does, beside the common parts of its [`crate::WorkerSpec`].
 #[derive(Debug, Clone)]
@@ -37,9 +37,11 @@ pub struct S3Work {
     pub range: Option<u64>,
     /// Objects larger than `.0` are uploaded in parts of `.1` bytes.
     pub multipart: Option<(u64, u64)>,
-    /// The seed of the job's object contents (the same for every worker, so that a reader
-    /// knows what any object must hold).
+    /// The seed of the job's object contents (the same for every worker of this host and
+    /// run, so that a reader knows what any object must hold).
     pub content_seed: u64,
+    /// How the bodies are made: compressible, dedupable or zeros, as file writes.
+    pub data: crate::DataShape,
     /// GETs check what they read (`--verify`).
     pub verify: bool,
     /// The preparation: PUT the objects to read with these indexes, then stop.
@@ -64,49 +66,38 @@ impl S3Work {
     }
 }
 
-/// The first 16 bytes of prepared object `i`: `stormark` and the index.
-fn header(i: u64) -> [u8; 16] {
-    let mut h = [0u8; 16];
-    h[..8].copy_from_slice(b"stormark");
-    h[8..].copy_from_slice(&i.to_le_bytes());
-    h
-}
-
-/// Prepared object `i`, `size` bytes: its header over the job's contents.
-fn with_header(body: &Bytes, i: u64, size: usize) -> Bytes {
-    let mut v = body[..size].to_vec();
-    let h = header(i);
-    let n = size.min(h.len());
-    v[..n].copy_from_slice(&h[..n]);
-    Bytes::from(v)
-}
-
-/// Whether `got`, read from `offset` of prepared object `i`, is what was written there.
-fn matches_object(body: &Bytes, i: u64, offset: u64, got: &[u8]) -> bool {
-    let offset = offset as usize;
-    let Some(expected) = body.get(offset..offset + got.len()) else {
-        return false;
-    };
-    let h = header(i);
-    got.iter().zip(expected).enumerate().all(|(k, (g, e))| {
-        let at = offset + k;
-        *g == if at < h.len() { h[at] } else { *e }
-    })
-}
-
 /// Whether a verified GET of prepared object `object` (or `range` of it) brought every byte
 /// back as written: a short body is corrupt too.
 fn intact(
     work: &S3Work,
-    body: &Bytes,
+    bodies: &mut Bodies,
     object: Option<u64>,
     range: Option<(u64, u64)>,
     fetched: &stormark_s3::Fetched,
-) -> bool {
+) -> Result<bool, EngineError> {
     let i = object.expect("GETs read prepared objects");
-    let (offset, want) = range.unwrap_or((0, work.obj_size.of_object(i)));
+    let size = work.obj_size.of_object(i);
+    let (offset, want) = range.unwrap_or((0, size));
     let got = fetched.body.as_deref().unwrap_or_default();
-    fetched.bytes == want && matches_object(body, i, offset, got)
+    let start = prepared_start(work, i);
+    Ok(fetched.bytes == want && bodies.matches(i, start, size, offset, got)?)
+}
+
+/// Where in the job's pool prepared object `i` starts: objects in index order take the pool's
+/// regions in turn (exactly, for one size; about, for a range).
+fn prepared_start(work: &S3Work, i: u64) -> u64 {
+    let step = work
+        .obj_size
+        .min
+        .midpoint(work.obj_size.max)
+        .next_multiple_of(512);
+    i.wrapping_mul(step)
+}
+
+/// The tag of the `n`th object a worker writes in the measured phase: apart from the
+/// prepared objects' (their index) and from every other worker's.
+fn written_tag(seed: u64, n: u64) -> u64 {
+    (1 << 63) | (seed << 32) ^ n
 }
 
 fn kind_of(e: &S3Error) -> ErrorKind {
@@ -128,18 +119,20 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
-    let len = work
-        .prepare_next
-        .iter()
-        .map(|(_, size)| size.max)
-        .fold(work.obj_size.max, u64::max) as usize;
     let mut prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
-    // The job's contents: one body, of which each PUT sends the first `size` bytes (a
-    // reference-counted slice, no copy per request). Prepared objects carry their index in
-    // their first 16 bytes, so that a GET of the wrong object is told from a right one.
-    let body = Bytes::copy_from_slice(
-        &crate::buffer::AlignedBuf::filled(len.max(1), work.content_seed, 1.0)?.as_slice()[..len],
+    // Each PUT's body is made for its object: one copy of the next region of a pool, stamped.
+    // Prepared objects come from the job's pool (the same on every worker of the host, so
+    // that a verifying reader makes them again), written ones from the worker's own (so that
+    // workers writing at once never send the same bytes).
+    let mut bodies = Bodies::new(
+        &work.data,
+        match work.prepare {
+            Some(_) => work.content_seed,
+            None => work.content_seed ^ ctx.spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        },
     );
+    let mut checker = Bodies::new(&work.data, work.content_seed);
+    let mut cursor = 0u64;
     let mut rng = ctx.spec.seed | 1;
     let mut next = || {
         rng ^= rng << 13;
@@ -240,16 +233,23 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let result = match op {
             Op::Put => {
                 let data = match (&prepare, object) {
-                    (Some(_), Some(i)) => with_header(&body, i, size as usize),
-                    _ => body.slice(..size as usize),
-                };
-                match work.multipart {
-                    Some((threshold, part)) if size > threshold => {
-                        client.put_multipart(bucket, &key, data, part)
+                    (Some(_), Some(i)) => {
+                        bodies.make(i, prepared_start(&work, i), size as usize)?
                     }
-                    _ => client.put(bucket, &key, data),
-                }
-                .map(|f| (f, size))
+                    _ => {
+                        let at = cursor;
+                        cursor += size.next_multiple_of(512);
+                        bodies.make(written_tag(ctx.spec.seed, put_seq), at, size as usize)?
+                    }
+                };
+                let sent = match work.multipart {
+                    Some((threshold, part)) if size > threshold => {
+                        client.put_multipart(bucket, &key, data.clone(), part)
+                    }
+                    _ => client.put(bucket, &key, data.clone()),
+                };
+                bodies.recycle(data);
+                sent.map(|f| (f, size))
             }
             Op::Get if work.verify => client.get_kept(bucket, &key, range).map(|f| {
                 let b = f.bytes;
@@ -282,7 +282,7 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             Ok((fetched, _))
                 if op == Op::Get
                     && work.verify
-                    && !intact(&work, &body, object, range, &fetched) =>
+                    && !intact(&work, &mut checker, object, range, &fetched)? =>
             {
                 ctx.rec.record_error(op, ErrorKind::Corrupt, 0, 0);
                 ctx.consecutive_errors += 1;
@@ -341,22 +341,6 @@ fn push_number(s: &mut String, mut n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn objects_are_told_apart_by_their_header() {
-        let body = Bytes::from((0..64u8).collect::<Vec<u8>>());
-        let seven = with_header(&body, 7, 40);
-        assert!(matches_object(&body, 7, 0, &seven));
-        assert!(matches_object(&body, 7, 10, &seven[10..30]));
-        assert!(
-            !matches_object(&body, 8, 0, &seven),
-            "another object's header"
-        );
-        let mut flipped = seven.to_vec();
-        flipped[33] ^= 1;
-        assert!(!matches_object(&body, 7, 0, &flipped), "one bit");
-        assert!(!matches_object(&body, 7, 60, &seven[..10]), "past the end");
-    }
 
     #[test]
     fn numbers_and_weights() {

@@ -49,8 +49,10 @@ pub(crate) fn resolve(opts: &JobOpts, bs: BlockSize) -> Result<(f64, f64, u64), 
             "zeros, or data with --compress-ratio/--dedup-ratio, not both",
         ));
     }
+    // An object is made of whole dedup blocks and a tail: S3 jobs have no block size.
+    let s3 = opts.kind == Some(LoadKind::S3);
     let block = opts.dedup_block.unwrap_or(bs.min);
-    if dedup > 1.0 && (block < 512 || !block.is_multiple_of(512) || block > bs.min) {
+    if dedup > 1.0 && (block < 512 || !block.is_multiple_of(512) || (block > bs.min && !s3)) {
         return Err(SpecError::invalid(
             "--dedup-block",
             &format_size(block),

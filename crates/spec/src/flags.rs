@@ -132,6 +132,9 @@ pub const S3_FLAGS: &[Flag] = &[
         value: FlagValue::Switch("true"),
         help: "GETs check every byte read against what was written (objects carry their index); a mismatch counts as a `corrupt` failure.",
     },
+    text("compress_ratio", "R", "Fill PUT bodies so that compressors (zstd, lz4, gzip) reach about R, from 1 (incompressible, the default) to 32."),
+    text("dedup_ratio", "D", "Write that share of 4 KiB blocks of PUT bodies as duplicates: written blocks over distinct blocks is about D (1, every block unique, is the default)."),
+    text("dedup_block", "SIZE", "The unit of --dedup-ratio, a multiple of 512 [default: 4k]."),
     text("get_range", "SIZE", "GETs read a range of this many bytes at a random place in the object instead of the whole object."),
     text("objects", "N", "Objects written before the measured phase for GET and HEAD to read [default: 1000]."),
     Flag {

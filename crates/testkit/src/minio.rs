@@ -236,6 +236,18 @@ impl Minio {
             .status();
     }
 
+    /// The bytes of object `key` of `bucket`, read with curl's SigV4 (not stormark's client).
+    pub fn get(&self, bucket: &str, key: &str) -> Vec<u8> {
+        let out = Command::new("curl")
+            .args(["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .arg(format!("{}/{bucket}/{key}", self.endpoint))
+            .output()
+            .expect("running curl");
+        assert!(out.status.success(), "curl could not GET {bucket}/{key}");
+        out.stdout
+    }
+
     /// The objects stored in `bucket` whose key starts with `prefix`, as MinIO's data
     /// directory holds them (one directory per object holding `xl.meta`).
     pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<String> {

@@ -1,0 +1,265 @@
+//! The bodies of S3 PUTs, made from the job's data shape as file writes are: a pool filled
+//! so that compressors reach the asked ratio, taken from a different place for each object,
+//! every 512-byte sector stamped with its offset and the object (so no two objects, and no two
+//! blocks, are alike), and with a dedup ratio an exact share of blocks copied from the same few
+//! source blocks that file writes use. An object's bytes are a function of the job's seed,
+//! the object's tag and its size alone, so a reader makes them again to check a GET.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::buffer::AlignedBuf;
+use crate::data::{DataShape, SOURCES, SOURCE_SEED};
+use crate::EngineError;
+
+/// The pool a worker's objects are taken from: the file path's, larger than compressors'
+/// windows, so that neither one object nor a run of objects stored together repeats bytes a
+/// compressor could find.
+const POOL: usize = crate::data::POOL_BYTES;
+
+/// The bytes an S3 worker's bodies take: the pool, the body being sent, a copy to check GETs
+/// against with `verify`, and the dedup source blocks. Checked before anything is allocated.
+pub fn s3_body_bytes(max: u64, verify: bool, shape: &DataShape) -> u128 {
+    let max = u128::from(max.max(1));
+    let sources = if shape.dedup_ratio > 1.0 {
+        SOURCES as u128 * u128::from(shape.dedup_block.max(512))
+    } else {
+        0
+    };
+    POOL as u128 + max * if verify { 2 } else { 1 } + sources
+}
+
+/// A worker's maker of object bodies. Its pool is filled at the first body made or checked:
+/// a worker that only reads and does not verify allocates nothing.
+pub(crate) struct Bodies {
+    pool: Option<AlignedBuf>,
+    shape: DataShape,
+    seed: u64,
+    dedup: Option<(AlignedBuf, usize, f64)>,
+    /// The buffer of the last body, back from its finished PUT.
+    spare: Option<BytesMut>,
+    /// Bytes a GET is checked against.
+    check: Vec<u8>,
+}
+
+impl Bodies {
+    /// A maker of bodies shaped by `shape`; `seed` makes the contents this job's (and this
+    /// run's and host's).
+    pub fn new(shape: &DataShape, seed: u64) -> Bodies {
+        Bodies {
+            pool: None,
+            shape: *shape,
+            seed,
+            dedup: None,
+            spare: None,
+            check: Vec::new(),
+        }
+    }
+
+    /// Fills the pool and the dedup sources, once.
+    fn ready(&mut self) -> Result<(), EngineError> {
+        if self.pool.is_some() || self.shape.zero {
+            return Ok(());
+        }
+        let shape = self.shape;
+        self.pool = Some(AlignedBuf::filled(POOL, self.seed, shape.compress_ratio)?);
+        self.dedup = if shape.dedup_ratio <= 1.0 {
+            None
+        } else {
+            // The same source blocks as file writes: duplicates of each other anywhere.
+            let block = shape.dedup_block.max(512).next_multiple_of(512) as usize;
+            let sources = AlignedBuf::filled(SOURCES * block, SOURCE_SEED, shape.compress_ratio)?;
+            for j in 0..SOURCES {
+                sources.scramble(
+                    j * block,
+                    block,
+                    (1 << 63) + (j * block) as u64,
+                    SOURCE_SEED,
+                );
+            }
+            Some((sources, block, 1.0 - 1.0 / shape.dedup_ratio))
+        };
+        Ok(())
+    }
+
+    /// The body of object `tag`, `size` bytes from byte `start` of the pool on (wrapping
+    /// around; callers take regions in turn, as file writes do), reusing the last body's
+    /// buffer when its PUT let go of it.
+    pub fn make(&mut self, tag: u64, start: u64, size: usize) -> Result<Bytes, EngineError> {
+        self.ready()?;
+        let mut out = self.spare.take().unwrap_or_default();
+        out.clear();
+        out.reserve(size);
+        // SAFETY: `fill` writes every one of the `size` bytes before they are read.
+        unsafe { out.set_len(size) };
+        self.fill(&mut out, tag, start);
+        Ok(out.freeze())
+    }
+
+    /// Takes back the body of a finished PUT, for the next one.
+    pub fn recycle(&mut self, body: Bytes) {
+        if let Ok(b) = body.try_into_mut() {
+            self.spare = Some(b);
+        }
+    }
+
+    /// Whether `got`, read from `offset` of object `tag` of `size` bytes made from `start`,
+    /// is what was written.
+    pub fn matches(
+        &mut self,
+        tag: u64,
+        start: u64,
+        size: u64,
+        offset: u64,
+        got: &[u8],
+    ) -> Result<bool, EngineError> {
+        self.ready()?;
+        let Some(end) = offset.checked_add(got.len() as u64).filter(|&e| e <= size) else {
+            return Ok(false);
+        };
+        let mut check = std::mem::take(&mut self.check);
+        check.resize(size as usize, 0);
+        self.fill(&mut check, tag, start);
+        let same = check[offset as usize..end as usize] == *got;
+        self.check = check;
+        Ok(same)
+    }
+
+    /// Writes object `tag`'s bytes over all of `out`.
+    fn fill(&self, out: &mut [u8], tag: u64, start: u64) {
+        let Some(pool) = &self.pool else {
+            out.fill(0);
+            return;
+        };
+        let pool = &pool.as_slice()[..POOL];
+        let mut at = (start % POOL as u64) as usize / 512 * 512;
+        let mut done = 0;
+        while done < out.len() {
+            let n = (out.len() - done).min(POOL - at);
+            out[done..done + n].copy_from_slice(&pool[at..at + n]);
+            done += n;
+            at = 0;
+        }
+        let mut stamp = [0u8; 16];
+        stamp[8..].copy_from_slice(&(tag ^ self.seed).to_le_bytes());
+        for (k, sector) in out.chunks_mut(512).enumerate() {
+            stamp[..8].copy_from_slice(&((k * 512) as u64).to_le_bytes());
+            let n = sector.len().min(16);
+            sector[..n].copy_from_slice(&stamp[..n]);
+        }
+        if let Some((sources, block, share)) = &self.dedup {
+            // An exact share of whole blocks. The phase steps evenly with the tag (a Weyl
+            // sequence), so that over objects of one block each the share is exact too.
+            let phase =
+                (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64 / (1u64 << 53) as f64;
+            for (b, chunk) in out.chunks_exact_mut(*block).enumerate() {
+                let before = (b as f64 * share + phase).floor();
+                if ((b + 1) as f64 * share + phase).floor() > before {
+                    let j = (before as usize) % SOURCES;
+                    chunk.copy_from_slice(&sources.as_slice()[j * block..(j + 1) * block]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    fn shape(compress_ratio: f64, dedup_ratio: f64) -> DataShape {
+        DataShape {
+            compress_ratio,
+            dedup_ratio,
+            ..DataShape::default()
+        }
+    }
+
+    #[test]
+    fn objects_differ_and_are_made_again_the_same() {
+        let mut b = Bodies::new(&DataShape::default(), 7);
+        let one = b.make(1, 0, 10_000).unwrap();
+        let two = b.make(2, 16384, 10_000).unwrap();
+        assert_ne!(one, two);
+        assert!(b.matches(1, 0, 10_000, 0, &one).unwrap());
+        assert!(b.matches(1, 0, 10_000, 300, &one[300..5000]).unwrap());
+        assert!(
+            !b.matches(2, 16384, 10_000, 0, &one).unwrap(),
+            "another object"
+        );
+        let mut flipped = one.to_vec();
+        flipped[7777] ^= 1;
+        assert!(!b.matches(1, 0, 10_000, 0, &flipped).unwrap(), "one bit");
+        assert!(
+            !b.matches(1, 0, 10_000, 9_990, &one[..20]).unwrap(),
+            "past the end"
+        );
+        // Another seed (run) makes other objects.
+        let mut c = Bodies::new(&DataShape::default(), 8);
+        assert_ne!(c.make(1, 0, 10_000).unwrap(), one);
+    }
+
+    #[test]
+    fn buffers_come_back_when_the_put_let_go() {
+        let mut b = Bodies::new(&DataShape::default(), 1);
+        let body = b.make(1, 0, 4096).unwrap();
+        let ptr = body.as_ptr();
+        b.recycle(body);
+        let again = b.make(2, 4096, 4096).unwrap();
+        assert_eq!(again.as_ptr(), ptr, "the same buffer, no new allocation");
+        let held = again.clone();
+        b.recycle(again);
+        assert!(b.spare.is_none(), "still held elsewhere: not reused");
+        drop(held);
+    }
+
+    #[test]
+    fn no_block_repeats_across_objects_without_dedup() {
+        let mut b = Bodies::new(&shape(4.0, 1.0), 3);
+        let mut seen = HashSet::new();
+        for tag in 0..64 {
+            for block in b
+                .make(tag, tag * (16 << 10), 16 << 10)
+                .unwrap()
+                .chunks(4096)
+            {
+                assert!(
+                    seen.insert(block.to_vec()),
+                    "object {tag}: a block seen before"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn dedup_share_is_exact_over_small_and_large_objects() {
+        for (ratio, size) in [(2.0, 4096usize), (2.0, 256 << 10), (4.0, 64 << 10)] {
+            let mut b = Bodies::new(&shape(1.0, ratio), 5);
+            let (mut blocks, mut unique) = (0usize, HashSet::new());
+            for tag in 0..(8 << 20) / size as u64 {
+                for block in b.make(tag, tag * size as u64, size).unwrap().chunks(4096) {
+                    blocks += 1;
+                    unique.insert(block.to_vec());
+                }
+            }
+            let got = blocks as f64 / unique.len() as f64;
+            assert!(
+                (got / ratio - 1.0).abs() < 0.05,
+                "dedup {ratio} on {size}-byte objects: {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_buffers_are_zeros() {
+        let mut b = Bodies::new(
+            &DataShape {
+                zero: true,
+                ..DataShape::default()
+            },
+            1,
+        );
+        assert!(b.make(9, 0, 3000).unwrap().iter().all(|&x| x == 0));
+    }
+}

@@ -1,0 +1,236 @@
+//! Issue 18 with issue 21's data: what S3 PUTs carry (unique and incompressible by default,
+//! or as compressible and dedupable as asked, read back with curl and measured with real
+//! compressors), `--verify` over such data, and S3 jobs beside file jobs in one job file run
+//! by `stormark run`. Against a real MinIO started by the test.
+
+use std::process::Command;
+
+use stormark_testkit::{read_json, temp_dir, text, Bin, Minio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// Runs `stormark s3` against `m`'s `bucket`, keeping what it wrote, and reads every object
+/// back with curl, concatenated in key order (each a whole number of 4 KiB blocks).
+fn kept_objects(m: &Minio, bucket: &str, extra: &[&str]) -> Vec<u8> {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let mut args = vec![
+        "s3",
+        "--endpoint",
+        &m.endpoint,
+        "--bucket",
+        bucket,
+        "--access-key",
+        &m.access_key,
+        "--secret-key",
+        &m.secret_key,
+        "--create-bucket",
+        "--op-mix",
+        "put",
+        "--obj-size",
+        "64k",
+        "--ops",
+        "64",
+        "--concurrency",
+        "2",
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = Bin(BIN).run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let keys = m.objects(bucket, "stormark/");
+    assert_eq!(keys.len(), 64, "{keys:?}");
+    keys.iter().flat_map(|k| m.get(bucket, k)).collect()
+}
+
+fn unique_blocks(data: &[u8]) -> usize {
+    data.chunks(4096)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}
+
+/// `compressor -c`'s compressed size over the original.
+fn ratio_of(compressor: &str, data: &[u8]) -> f64 {
+    use std::io::Write;
+    let mut child = Command::new(compressor)
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{compressor}: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let input = data.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(out.status.success(), "{compressor} failed");
+    data.len() as f64 / out.stdout.len() as f64
+}
+
+const COMPRESSORS: [&str; 3] = ["zstd", "lz4", "gzip"];
+
+#[test]
+fn put_bodies_are_unique_and_incompressible_or_shaped_as_asked() {
+    let m = Minio::start(TMP);
+    // By default every 4 KiB block of every object differs (before, every PUT sent the same
+    // bytes: a deduplicating or compressing store stored one object's worth) and no
+    // compressor gains more than the stamps.
+    let plain = kept_objects(&m, "plain", &[]);
+    assert_eq!(plain.len(), 64 << 16);
+    assert_eq!(unique_blocks(&plain), plain.len() / 4096);
+    for c in COMPRESSORS {
+        let ratio = ratio_of(c, &plain);
+        eprintln!("default: {c} {ratio:.3}x");
+        assert!((1.0..1.05).contains(&ratio), "{c} {ratio:.3}x");
+    }
+    // --compress-ratio 4: what real compressors find, within 15%.
+    let squeezable = kept_objects(&m, "squeeze", &["--compress-ratio", "4"]);
+    assert_eq!(unique_blocks(&squeezable), squeezable.len() / 4096);
+    for c in COMPRESSORS {
+        let ratio = ratio_of(c, &squeezable);
+        eprintln!("--compress-ratio 4: {c} {ratio:.3}x");
+        assert!((ratio / 4.0 - 1.0).abs() <= 0.15, "{c} {ratio:.3}x");
+    }
+    // --dedup-ratio 2: written blocks over distinct blocks, within 5%.
+    let dup = kept_objects(&m, "dedup", &["--dedup-ratio", "2"]);
+    let ratio = (dup.len() / 4096) as f64 / unique_blocks(&dup) as f64;
+    eprintln!("--dedup-ratio 2: {ratio:.3}");
+    assert!((ratio / 2.0 - 1.0).abs() <= 0.05, "dedup {ratio:.3}");
+}
+
+#[test]
+fn verify_reads_back_shaped_data_without_a_false_mismatch() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = Bin(BIN).run(&[
+        "s3",
+        "--endpoint",
+        &m.endpoint,
+        "--bucket",
+        "shaped",
+        "--access-key",
+        &m.access_key,
+        "--secret-key",
+        &m.secret_key,
+        "--create-bucket",
+        "--op-mix",
+        "put=30,get=70",
+        "--obj-size",
+        "1k-200k",
+        "--objects",
+        "30",
+        "--get-range",
+        "10k",
+        "--compress-ratio",
+        "2",
+        "--dedup-ratio",
+        "1.5",
+        "--verify",
+        "--ops",
+        "300",
+        "--concurrency",
+        "3",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let run = doc["phases"].as_array().unwrap().last().unwrap();
+    assert!(run["by_op"]["get"]["ops"].as_u64().unwrap() > 100, "{run}");
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+    assert_eq!(m.objects("shaped", "stormark/"), Vec::<String>::new());
+}
+
+#[test]
+fn run_takes_a_job_file_with_file_and_s3_jobs_in_one_stage() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    // The bucket made beforehand: `stormark run` has no --create-bucket.
+    let made = Command::new("curl")
+        .args([
+            "-sf",
+            "-X",
+            "PUT",
+            "--aws-sigv4",
+            "aws:amz:us-east-1:s3",
+            "--user",
+        ])
+        .arg(format!("{}:{}", m.access_key, m.secret_key))
+        .arg(format!("{}/beside", m.endpoint))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let job = dir.path().join("both.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "time = \"2s\"\n\n\
+             [[job]]\nname = \"disk\"\ngroup = \"together\"\nrw = \"randrw\"\nbs = \"4k\"\nsize = \"8m\"\n\n\
+             [[job]]\nname = \"objects\"\ngroup = \"together\"\nkind = \"s3\"\nendpoint = \"{}\"\n\
+             bucket = \"beside\"\nop_mix = \"put=50,get=50\"\nobj_size = \"8k\"\nobjects = 10\njobs = 2\n",
+            m.endpoint
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let run = |env: &[(&str, &str)]| {
+        let mut c = Command::new(BIN);
+        c.args([
+            "run",
+            "--job",
+            job.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ])
+        .args(["-q", "--json", json.to_str().unwrap()])
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY")
+        .env_remove("AWS_PROFILE")
+        .env("HOME", dir.path());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // Without keys: one line naming where they come from, before any load.
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("AWS_ACCESS_KEY_ID"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    // With the keys in the environment, both jobs run at once.
+    let out = run(&[
+        ("AWS_ACCESS_KEY_ID", &m.access_key),
+        ("AWS_SECRET_ACCESS_KEY", &m.secret_key),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let phase = doc["phases"].as_array().unwrap().last().unwrap();
+    let ops = |job: &str, op: &str| {
+        phase["by_job"][job]["by_op"][op]["ops"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    for (job, op) in [
+        ("disk", "read"),
+        ("disk", "write"),
+        ("objects", "put"),
+        ("objects", "get"),
+    ] {
+        assert!(ops(job, op) > 0, "{job} {op}: {phase}");
+    }
+    assert_eq!((ops("disk", "get"), ops("objects", "read")), (0, 0));
+    // Everything it made is gone: the run directory and every object.
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+    assert_eq!(m.objects("beside", "stormark/"), Vec::<String>::new());
+    assert!(!std::fs::read_to_string(&json)
+        .unwrap()
+        .contains(&m.secret_key));
+}
