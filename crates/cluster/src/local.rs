@@ -6,6 +6,7 @@
 mod bucket;
 mod journal;
 mod limits;
+mod netjob;
 mod planning;
 mod prepare;
 mod rules;
@@ -155,6 +156,7 @@ impl Agent for LocalAgent {
             // No job touches a path: nothing to classify, make or remove.
             self.plan_without_target(workload, &mut v)?;
             self.open_bucket(workload)?;
+            self.check_servers(workload)?;
             return Ok(v);
         }
         let kind = classify(&self.opts.path)?;
@@ -175,7 +177,7 @@ impl Agent for LocalAgent {
             planned = planned.saturating_add(
                 stage
                     .iter()
-                    .filter(|(_, b)| *b != Backend::S3)
+                    .filter(|(_, b)| !matches!(b, Backend::S3 | Backend::Net))
                     .map(|(j, _)| u64::from(j.jobs) * u64::from(j.files))
                     .sum(),
             );
@@ -190,8 +192,10 @@ impl Agent for LocalAgent {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
         }
-        // S3 jobs beside file jobs: the bucket's preflight once the files are planned.
+        // S3 and net jobs beside file jobs: the bucket's preflight and the network's servers
+        // once the files are planned.
         self.open_bucket(workload)?;
+        self.check_servers(workload)?;
         v.stages = (0..self.stages.len())
             .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
             .collect();
@@ -250,6 +254,21 @@ impl Agent for LocalAgent {
             Some(_) if ramp.is_zero() => STEADY_MAX_RAMP,
             _ => ramp,
         };
+        // Net jobs: a session each, its streams for the workers, opened just before the load.
+        let net_jobs: Vec<_> = self.stages[index]
+            .iter()
+            .enumerate()
+            .filter_map(|(k, r)| {
+                let net = r.job.net.as_ref()?;
+                Some((k, net, r.job.name.clone(), r.workers(load)))
+            })
+            .collect();
+        let stage_time = self.stages[index]
+            .iter()
+            .filter_map(|r| r.job.time)
+            .max()
+            .unwrap_or(Duration::from_secs(30));
+        let sessions = self.open_sessions(&net_jobs, ramp + stage_time)?;
         let mut specs = Vec::new();
         let mut map = Vec::new();
         for (k, run) in self.stages[index].iter().enumerate() {
@@ -257,10 +276,10 @@ impl Agent for LocalAgent {
             let len = run.len_under(load);
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
                 let targets = match run.backend {
-                    Backend::S3 => Vec::new(),
+                    Backend::S3 | Backend::Net => Vec::new(),
                     _ => self.targets(files, len),
                 };
-                if !run.direct && run.job.invalidate && run.backend != Backend::Null {
+                if !run.direct && run.job.invalidate && run.backend.touches_files() {
                     // Like fio's default invalidate=1: start buffered jobs with a cold cache.
                     for t in &targets {
                         drop_cache(t);
@@ -275,6 +294,12 @@ impl Agent for LocalAgent {
                     spec.bs_max = 4096;
                     spec.bs_align = 4096;
                 }
+                if let Some(session) = sessions.iter().find(|s| s.job == k) {
+                    spec.net = Some(session.work(w));
+                    spec.bs_min = 4096;
+                    spec.bs_max = 4096;
+                    spec.bs_align = 4096;
+                }
                 specs.push(spec);
                 map.push((k as u16, w as u32));
             }
@@ -282,6 +307,11 @@ impl Agent for LocalAgent {
         let out = run_stage_at(specs, self.stop.clone(), start_at, &mut |e| {
             forward(e, &map, on_event, 1)
         });
+        for session in sessions {
+            if let Some(note) = session.finish() {
+                self.notes.push(note);
+            }
+        }
         if let Some((name, rule)) = &steady {
             if !self.stop.load(Ordering::Relaxed) {
                 self.notes.push(match out.steady_after {

@@ -496,6 +496,7 @@ impl Agent for RemoteAgent {
                     LoadKind::File => pb::LoadKind::File,
                     LoadKind::Null => pb::LoadKind::Null,
                     LoadKind::S3 => pb::LoadKind::S3,
+                    LoadKind::Net => pb::LoadKind::Net,
                 } as i32,
             })
             .collect();

@@ -369,6 +369,7 @@ impl AgentRpc for AgentService {
                 Ok(pb::LoadKind::File) => LoadKind::File,
                 Ok(pb::LoadKind::Null) => LoadKind::Null,
                 Ok(pb::LoadKind::S3) => LoadKind::S3,
+                Ok(pb::LoadKind::Net) => LoadKind::Net,
                 Err(_) => {
                     return Err(Status::invalid_argument(format!(
                         "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",

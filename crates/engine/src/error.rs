@@ -39,6 +39,9 @@ pub enum EngineError {
     /// An S3 worker could not start, or its preparation could not write an object.
     #[error("{0}")]
     S3(String),
+    /// A net worker lost its server, or had no stream.
+    #[error("{0}")]
+    Net(String),
     /// `--verify` could not save or load the expected state.
     #[error("{0}")]
     Verify(String),

@@ -22,6 +22,8 @@ pub enum Backend {
     Null,
     /// S3 requests over HTTP, one at a time (the work is in [`WorkerSpec::s3`]).
     S3,
+    /// One TCP stream of a net session (the work is in [`WorkerSpec::net`]).
+    Net,
 }
 
 impl Backend {
@@ -32,7 +34,13 @@ impl Backend {
             Backend::Psync => "psync",
             Backend::Null => "null",
             Backend::S3 => "s3",
+            Backend::Net => "net",
         }
+    }
+
+    /// Whether its workers do I/O on files (or devices).
+    pub fn touches_files(self) -> bool {
+        matches!(self, Backend::IoUring | Backend::Psync)
     }
 }
 
@@ -173,6 +181,8 @@ pub struct WorkerSpec {
     pub end_fsync: bool,
     /// The S3 backend's work (bucket, keys, mix); `None` for every other backend.
     pub s3: Option<crate::s3::S3Work>,
+    /// A net worker's stream and what to do on it.
+    pub net: Option<crate::net::NetWork>,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -213,6 +223,7 @@ impl WorkerSpec {
             datasync: false,
             end_fsync: false,
             s3: None,
+            net: None,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
@@ -300,6 +311,7 @@ impl WorkerSpec {
             datasync: job.fdatasync > 0,
             end_fsync: job.end_fsync,
             s3: None,
+            net: None,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

@@ -62,6 +62,7 @@ pub(crate) fn run_worker(
         Backend::Null => crate::null::run_null(&mut ctx),
         Backend::IoUring => crate::uring::run(&mut ctx),
         Backend::S3 => crate::s3::run_s3(&mut ctx),
+        Backend::Net => crate::net::run_net(&mut ctx),
     };
     // fio's end_fsync: every file written, synced once the load ends, each timed.
     if spec.end_fsync && spec.read_pct < 100 && failure.is_ok() {
@@ -91,7 +92,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let only = spec.verify.is_some_and(|v| v.only);
     let writes = (spec.read_pct < 100 || spec.write_once) && !only;
     let mut files = Vec::with_capacity(spec.files.len());
-    if !matches!(spec.backend, Backend::Null | Backend::S3) {
+    if spec.backend.touches_files() {
         for f in &spec.files {
             let file = f
                 .open_with(writes, spec.direct, spec.sync_flags)

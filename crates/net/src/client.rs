@@ -1,6 +1,6 @@
 //! `stormark net client`: one session against a `stormark net server`.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use stormark_stats::{Op, Recorder, Snapshot};
 
-use crate::proto::{data_line, read_line, Hello, Mode, ServerLine, UdpStats};
+use crate::proto::{Mode, ServerLine, UdpStats};
 use crate::server::payload;
 use crate::{tcp_info, thread_cpu_ns, NetError, TcpInfo};
 
@@ -91,7 +91,7 @@ pub struct Outcome {
     pub receiver_cpu_ns: Vec<u64>,
 }
 
-const CONNECT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT: Duration = Duration::from_secs(5);
 /// The longest the server may stay silent on the control connection mid-test.
 pub(crate) const SILENCE: Duration = Duration::from_secs(10);
 const READ_SIZE: usize = 256 << 10;
@@ -103,102 +103,27 @@ pub fn run(
     opts: &ClientOptions,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
 ) -> Result<Outcome, NetError> {
-    let addr = opts.server;
-    let unreachable = |e: std::io::Error| NetError::Unreachable {
-        addr,
-        why: match e.kind() {
-            std::io::ErrorKind::ConnectionRefused => {
-                "connection refused: is `stormark net server` running there, on this port?".into()
-            }
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                format!(
-                    "no answer within {} s (a firewall, or the wrong address?)",
-                    CONNECT.as_secs()
-                )
-            }
-            _ => e.to_string(),
-        },
-    };
-    let lost = |what: &str, e: std::io::Error| {
-        let e = match e.kind() {
-            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                format!(
-                    "silent for {} s (the host or the path to it went away)",
-                    SILENCE.as_secs()
-                )
-            }
-            _ => e.to_string(),
-        };
-        NetError::Lost(format!("{addr}: {what}: {e}"))
-    };
-    let mut control = connect(addr, opts.bind).map_err(unreachable)?;
-    let _ = control.set_read_timeout(Some(SILENCE));
-    let nonce = nonce();
-    let hello = Hello {
-        version: 1,
-        mode: opts.mode,
-        streams: opts.streams,
-        time_ms: opts.time.as_millis().max(1) as u64,
-        reverse: opts.reverse,
-        msg_size: opts.msg_size,
-        nonce: nonce.clone(),
-        udp: opts.udp,
-        bitrate: opts.bitrate,
-        bidir: opts.bidir,
-        token: opts.token.clone(),
-    };
-    let mut line = serde_json::to_string(&hello).expect("serializing a hello");
-    line.push('\n');
-    control
-        .write_all(line.as_bytes())
-        .map_err(|e| lost("sending the request", e))?;
-    let mut replies = BufReader::new(control.try_clone().map_err(|e| lost("control", e))?);
-    let mut next = |what: &str| -> Result<ServerLine, NetError> {
-        let line = read_line(&mut replies)
-            .map_err(|e| lost(what, e))?
-            .ok_or_else(|| {
-                NetError::Lost(format!("{addr}: the server closed the connection ({what})"))
-            })?;
-        serde_json::from_str(&line)
-            .map_err(|e| NetError::Lost(format!("{addr}: not a stormark net server ({e})")))
-    };
-    match next("waiting for the answer")? {
-        ServerLine::Accepted => {}
-        ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
-        other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
-    }
+    let mut c = crate::session::start(opts)?;
+    let local = c.control.local_addr().ok();
     if opts.udp {
+        let nonce = c.nonce.clone();
+        let mut next = |what: &str| c.next(what);
         match next("waiting for the start")? {
             ServerLine::Started => {}
             ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
-            other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+            other => {
+                return Err(NetError::Lost(format!(
+                    "{}: unexpected {other:?}",
+                    opts.server
+                )))
+            }
         }
-        let local = control.local_addr().ok();
         return crate::udp::udp_send(opts, &nonce, Instant::now(), &mut next, on_second)
             .map(|o| Outcome { local, ..o });
     }
-    let connections = if opts.bidir {
-        2 * opts.streams
-    } else {
-        opts.streams
-    };
-    let mut streams = Vec::with_capacity(connections as usize);
-    for i in 0..connections {
-        let mut s = connect(addr, opts.bind).map_err(unreachable)?;
-        s.write_all(data_line(&nonce, i).as_bytes())
-            .map_err(|e| lost("opening a stream", e))?;
-        let _ = s.set_read_timeout(Some(SILENCE));
-        let _ = s.set_write_timeout(Some(SILENCE));
-        let _ = s.set_nodelay(opts.mode == Mode::Rtt);
-        streams.push(s);
-    }
-    match next("waiting for the streams to join")? {
-        ServerLine::Started => {}
-        ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
-        other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
-    }
+    let streams = crate::session::join(opts, &mut c)?;
+    let mut next = |what: &str| c.next(what);
     let epoch = Instant::now();
-    let local = control.local_addr().ok();
     let outcome = match (opts.mode, opts.reverse) {
         (Mode::Throughput, false) if opts.bidir => {
             bidir(opts, streams, epoch, &mut next, on_second)

@@ -15,6 +15,7 @@ mod client;
 mod pmtu;
 mod proto;
 mod server;
+mod session;
 mod tcpinfo;
 mod udp;
 
@@ -22,6 +23,7 @@ pub use client::{run, ClientOptions, Outcome};
 pub use pmtu::probe_mtu;
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
+pub use session::Session;
 pub use tcpinfo::{interface_of, tcp_info, thread_cpu_ns, TcpInfo};
 
 /// Why a network test could not run or stopped.

@@ -269,12 +269,17 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         .jobs
         .iter()
         .map(|j| {
-            if j.engine == "s3" {
+            if j.engine == "s3" || j.engine == "net" {
+                let (what, n) = if j.engine == "s3" {
+                    ("connection", j.workers)
+                } else {
+                    ("stream", j.workers)
+                };
                 return format!(
-                    "{} (s3, {} connection{})",
+                    "{} ({}, {n} {what}{})",
                     j.name,
-                    j.workers,
-                    if j.workers == 1 { "" } else { "s" }
+                    j.engine,
+                    if n == 1 { "" } else { "s" }
                 );
             }
             format!(
@@ -304,7 +309,7 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     let objects = p
         .jobs
         .iter()
-        .any(|j| j.engine == "s3" || j.engine == "meta")
+        .any(|j| matches!(j.engine.as_str(), "s3" | "meta" | "net"))
         || p.by_op
             .keys()
             .any(|k| matches!(k.as_str(), "get" | "put" | "head" | "delete" | "list"));

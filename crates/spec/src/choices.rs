@@ -140,6 +140,8 @@ pub enum LoadKind {
     Null,
     /// Objects in an S3 bucket, over HTTP.
     S3,
+    /// TCP streams to a `stormark net server`.
+    Net,
 }
 
 impl LoadKind {
@@ -149,6 +151,7 @@ impl LoadKind {
             LoadKind::File => "file",
             LoadKind::Null => "null",
             LoadKind::S3 => "s3",
+            LoadKind::Net => "net",
         }
     }
 
@@ -158,6 +161,7 @@ impl LoadKind {
             "file" | "block" => LoadKind::File,
             "null" => LoadKind::Null,
             "s3" => LoadKind::S3,
+            "net" => LoadKind::Net,
             _ => return None,
         })
     }

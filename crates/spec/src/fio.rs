@@ -438,6 +438,14 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
     ));
     let mut last_group: Option<&Option<String>> = None;
     for job in jobs {
+        if matches!(job.kind, LoadKind::S3 | LoadKind::Net) {
+            out.push_str(&format!(
+                "\n; job {}: a {} job, which fio does not run (left out)\n",
+                job.name,
+                job.kind.name()
+            ));
+            continue;
+        }
         out.push_str(&format!("\n[{}]\n", job.name));
         let new_group = last_group.is_some_and(|g| job.group.is_none() || *g != job.group);
         if new_group {

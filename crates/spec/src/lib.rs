@@ -28,6 +28,7 @@ mod expect;
 mod fio;
 mod flags;
 mod jobfile;
+mod net;
 mod options;
 mod profiles;
 mod s3;
@@ -40,6 +41,8 @@ pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use fio::{parse_fio_job_file, to_fio, FioJobFile};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
+pub use net::{parse_servers, NetJob, NetMode};
+pub use options::NET_DEFAULT_PORT;
 pub use profiles::{profile, profile_names, PROFILES};
 pub use s3::{
     valid_bucket, valid_prefix, Addressing, ObjSize, OpMix, S3Job, S3Op, SizeDist, OP_MIX_FORM,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
 use crate::data;
+use crate::net::{parse_servers, NetMode, NET_MODE_FORM, SERVER_FORM};
 use crate::s3::{
     parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist, OP_MIX_FORM,
 };
@@ -16,7 +17,11 @@ use crate::units::{
 use crate::workload::Job;
 use crate::SpecError;
 
+mod net_job;
 mod s3_job;
+
+/// The port of a `stormark net server` unless a job names one.
+pub const NET_DEFAULT_PORT: u16 = 7879;
 
 /// Where a value came from, so that an error names it as the user wrote it.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +85,9 @@ pub const JOB_KEYS: &[&str] = &[
     "part_size",
     "verify",
     "verify_only",
+    "server",
+    "mode",
+    "msg_size",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -180,6 +188,12 @@ pub struct JobOpts {
     pub prepare_sizes: Option<Vec<u64>>,
     /// S3: operations after which the job stops.
     pub ops: Option<u64>,
+    /// Net: the `stormark net server`s, one `HOST:PORT` per host in turn.
+    pub server: Option<Vec<String>>,
+    /// Net: send, receive or round trips.
+    pub mode: Option<NetMode>,
+    /// Net: bytes per write, or per message each way.
+    pub msg_size: Option<u32>,
 }
 
 impl JobOpts {
@@ -241,6 +255,19 @@ impl JobOpts {
                 self.prefix = Some(value.trim_end_matches('/').to_string())
             }
             "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
+            "server" => {
+                self.server =
+                    Some(parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?)
+            }
+            "mode" => self.mode = Some(NetMode::parse(value).ok_or_else(|| bad(NET_MODE_FORM))?),
+            "msg_size" => {
+                self.msg_size = Some(
+                    parse_size(value)
+                        .filter(|&n| (1..=16 << 20).contains(&n))
+                        .ok_or_else(|| bad("a size from 1 byte to 16m, such as 128k"))?
+                        as u32,
+                )
+            }
             "obj_size" => {
                 self.obj_size = Some(parse_obj_size(value).ok_or_else(|| {
                     bad("a size from 1 byte to 5g such as 4k or 1m, or a range such as 1k-100m")
@@ -454,7 +481,10 @@ impl JobOpts {
             multipart_threshold,
             part_size,
             verify,
-            verify_only
+            verify_only,
+            server,
+            mode,
+            msg_size
         )
     }
 
@@ -543,9 +573,10 @@ impl JobOpts {
         let engine = match kind {
             LoadKind::Null => EngineChoice::Null,
             LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
-            LoadKind::S3 => EngineChoice::Auto,
+            LoadKind::S3 | LoadKind::Net => EngineChoice::Auto,
         };
         let s3 = self.s3(kind)?;
+        let net = self.net(kind)?;
         Ok(Job {
             kind,
             name: self
@@ -583,12 +614,16 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
-            // An S3 job stops by time or by operations: 30 s when neither is given.
-            time: match &s3 {
-                Some(s) if self.time.is_none() && s.ops.is_none() => Some(Duration::from_secs(30)),
+            // An S3 job stops by time or by operations, a net job by time: 30 s when not given.
+            time: match (&s3, &net) {
+                (Some(s), _) if self.time.is_none() && s.ops.is_none() => {
+                    Some(Duration::from_secs(30))
+                }
+                (_, Some(_)) if self.time.is_none() => Some(Duration::from_secs(30)),
                 _ => self.time,
             },
             s3,
+            net,
         })
     }
 }

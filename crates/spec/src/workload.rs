@@ -81,6 +81,8 @@ pub struct Job {
     pub rate_iops: Option<u32>,
     /// The S3 part of a job of kind s3.
     pub s3: Option<S3Job>,
+    /// The network part of a job of kind net.
+    pub net: Option<crate::net::NetJob>,
     /// The ramp ends once this figure is steady (the ramp then bounds how long to wait).
     pub steady_state: Option<SteadyState>,
 }
@@ -121,6 +123,11 @@ impl Job {
         }
         if let Some(s3) = &self.s3 {
             pairs.extend(s3.pairs());
+        }
+        if let Some(net) = &self.net {
+            pairs.push(("server", net.servers.join(",")));
+            pairs.push(("mode", net.mode.name().into()));
+            pairs.push(("msg_size", format_size(u64::from(net.msg_size))));
         }
         if self.zero_buffers {
             pairs.push(("zero_buffers", "true".into()));

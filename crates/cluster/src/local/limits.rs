@@ -34,10 +34,14 @@ impl Need {
             name: job.name.clone(),
             workers: u64::from(job.jobs),
             files: u64::from(job.files),
-            bs_max: job.s3.as_ref().map_or(job.bs.max, |s| {
-                let swept = s.prepare_sizes.iter().copied().max().unwrap_or(0);
-                s.obj_size.max.max(swept)
-            }),
+            bs_max: match (&job.s3, &job.net) {
+                (Some(s), _) => {
+                    let swept = s.prepare_sizes.iter().copied().max().unwrap_or(0);
+                    s.obj_size.max.max(swept)
+                }
+                (_, Some(n)) => u64::from(n.msg_size),
+                _ => job.bs.max,
+            },
             iodepth: u64::from(job.iodepth),
             backend,
             reads: job.read_pct() > 0,
@@ -60,6 +64,8 @@ impl Need {
                 return u128::from(self.workers) * one;
             }
             Backend::Null => return 0,
+            // A message buffer per stream.
+            Backend::Net => return u128::from(self.workers) * u128::from(self.bs_max),
         };
         let one = buffer_bytes(slots, self.bs_max, self.reads, self.writes, &self.data);
         u128::from(self.workers) * one
@@ -67,7 +73,7 @@ impl Need {
 
     fn open_files(&self, existing: bool) -> u64 {
         match self.backend {
-            Backend::Null | Backend::S3 => 0,
+            Backend::Null | Backend::S3 | Backend::Net => 0,
             _ if existing => self.workers,
             _ => self.workers.saturating_mul(self.files),
         }

@@ -20,8 +20,10 @@ impl LocalAgent {
         job: &Job,
         notes: &mut Vec<String>,
     ) -> Result<Backend, AgentError> {
-        if job.kind == LoadKind::S3 {
-            return Ok(Backend::S3);
+        match job.kind {
+            LoadKind::S3 => return Ok(Backend::S3),
+            LoadKind::Net => return Ok(Backend::Net),
+            LoadKind::File | LoadKind::Null => {}
         }
         let backend = match job.engine {
             EngineChoice::Null => Backend::Null,
@@ -89,8 +91,9 @@ impl LocalAgent {
         for stage in stages {
             let mut runs = Vec::new();
             for (k, (job, backend)) in stage.iter().enumerate() {
-                if *backend == Backend::S3 {
-                    // Objects, not files: the bucket is opened after planning.
+                if matches!(backend, Backend::S3 | Backend::Net) {
+                    // Objects or streams, not files: the bucket and the network's servers
+                    // are checked after planning.
                     runs.push(JobRun::without_files(job, *backend));
                     continue;
                 }
@@ -219,7 +222,7 @@ impl LocalAgent {
         let writes = stages
             .iter()
             .flatten()
-            .any(|(j, b)| j.read_pct() < 100 && !matches!(b, Backend::Null | Backend::S3));
+            .any(|(j, b)| j.read_pct() < 100 && b.touches_files());
         let (total, block, lbs) = match kind {
             TargetKind::File { len } => (*len, false, 512),
             TargetKind::BlockDevice {
@@ -239,7 +242,7 @@ impl LocalAgent {
         for stage in stages {
             let mut runs = Vec::new();
             for (job, backend) in stage {
-                if *backend == Backend::S3 {
+                if matches!(backend, Backend::S3 | Backend::Net) {
                     runs.push(JobRun::without_files(job, *backend));
                     continue;
                 }

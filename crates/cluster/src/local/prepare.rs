@@ -11,9 +11,11 @@ use crate::agent::{AgentError, AgentEvent};
 
 impl LocalAgent {
     pub(super) fn decide_direct(&mut self, notes: &mut Vec<String>) -> Result<(), AgentError> {
-        let wants = self.stages.iter().flatten().any(|r| {
-            r.job.direct != Direct::No && !matches!(r.backend, Backend::Null | Backend::S3)
-        });
+        let wants = self
+            .stages
+            .iter()
+            .flatten()
+            .any(|r| r.job.direct != Direct::No && r.backend.touches_files());
         if !wants {
             return Ok(());
         }
@@ -37,7 +39,7 @@ impl LocalAgent {
             None => (false, String::new()),
         };
         for run in self.stages.iter_mut().flatten() {
-            if run.backend == Backend::S3 {
+            if matches!(run.backend, Backend::S3 | Backend::Net) {
                 continue;
             }
             run.direct = match (run.job.direct, supported) {

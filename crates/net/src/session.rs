@@ -1,0 +1,168 @@
+//! A session's handshake, and sessions whose streams the caller drives: the engine's workers
+//! of a `kind = "net"` job write, read or ping-pong on them as I/Os, timed one by one, while
+//! the server counts and this module drains its per-second lines.
+
+use std::io::{BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::thread::JoinHandle;
+
+use crate::client::{connect, nonce, ClientOptions, CONNECT, SILENCE};
+use crate::proto::{data_line, read_line, Hello, Mode, ServerLine};
+use crate::NetError;
+
+/// A session's control connection, accepted by the server.
+pub(crate) struct Control {
+    pub control: TcpStream,
+    replies: BufReader<TcpStream>,
+    pub nonce: String,
+    addr: SocketAddr,
+}
+
+impl Control {
+    /// The server's next line; `what` says what was awaited, for the error.
+    pub fn next(&mut self, what: &str) -> Result<ServerLine, NetError> {
+        let addr = self.addr;
+        let line = read_line(&mut self.replies)
+            .map_err(|e| lost(addr, what, e))?
+            .ok_or_else(|| {
+                NetError::Lost(format!("{addr}: the server closed the connection ({what})"))
+            })?;
+        serde_json::from_str(&line)
+            .map_err(|e| NetError::Lost(format!("{addr}: not a stormark net server ({e})")))
+    }
+}
+
+fn unreachable(addr: SocketAddr, e: std::io::Error) -> NetError {
+    NetError::Unreachable {
+        addr,
+        why: match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                "connection refused: is `stormark net server` running there, on this port?".into()
+            }
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                format!(
+                    "no answer within {} s (a firewall, or the wrong address?)",
+                    CONNECT.as_secs()
+                )
+            }
+            _ => e.to_string(),
+        },
+    }
+}
+
+fn lost(addr: SocketAddr, what: &str, e: std::io::Error) -> NetError {
+    let e = match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            format!(
+                "silent for {} s (the host or the path to it went away)",
+                SILENCE.as_secs()
+            )
+        }
+        _ => e.to_string(),
+    };
+    NetError::Lost(format!("{addr}: {what}: {e}"))
+}
+
+/// Connects the control connection, asks for the session and waits for the answer.
+pub(crate) fn start(opts: &ClientOptions) -> Result<Control, NetError> {
+    let addr = opts.server;
+    let mut control = connect(addr, opts.bind).map_err(|e| unreachable(addr, e))?;
+    let _ = control.set_read_timeout(Some(SILENCE));
+    let nonce = nonce();
+    let hello = Hello {
+        version: 1,
+        mode: opts.mode,
+        streams: opts.streams,
+        time_ms: opts.time.as_millis().max(1) as u64,
+        reverse: opts.reverse,
+        msg_size: opts.msg_size,
+        nonce: nonce.clone(),
+        udp: opts.udp,
+        bitrate: opts.bitrate,
+        bidir: opts.bidir,
+        token: opts.token.clone(),
+    };
+    let mut line = serde_json::to_string(&hello).expect("serializing a hello");
+    line.push('\n');
+    control
+        .write_all(line.as_bytes())
+        .map_err(|e| lost(addr, "sending the request", e))?;
+    let replies = BufReader::new(control.try_clone().map_err(|e| lost(addr, "control", e))?);
+    let mut c = Control {
+        control,
+        replies,
+        nonce,
+        addr,
+    };
+    match c.next("waiting for the answer")? {
+        ServerLine::Accepted => Ok(c),
+        ServerLine::Refused { reason } => Err(NetError::Refused(reason)),
+        other => Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+    }
+}
+
+/// Opens the session's data connections (twice `streams` with `bidir`) and waits until the
+/// server says the test has started.
+pub(crate) fn join(opts: &ClientOptions, c: &mut Control) -> Result<Vec<TcpStream>, NetError> {
+    let addr = opts.server;
+    let connections = if opts.bidir {
+        2 * opts.streams
+    } else {
+        opts.streams
+    };
+    let mut streams = Vec::with_capacity(connections as usize);
+    for i in 0..connections {
+        let mut s = connect(addr, opts.bind).map_err(|e| unreachable(addr, e))?;
+        s.write_all(data_line(&c.nonce, i).as_bytes())
+            .map_err(|e| lost(addr, "opening a stream", e))?;
+        let _ = s.set_read_timeout(Some(SILENCE));
+        let _ = s.set_write_timeout(Some(SILENCE));
+        let _ = s.set_nodelay(opts.mode == Mode::Rtt);
+        streams.push(s);
+    }
+    match c.next("waiting for the streams to join")? {
+        ServerLine::Started => Ok(streams),
+        ServerLine::Refused { reason } => Err(NetError::Refused(reason)),
+        other => Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
+    }
+}
+
+/// A started session whose streams the caller drives.
+pub struct Session {
+    /// The data connections, one per stream: write to them (throughput), read from them
+    /// (reverse) or send a message and read its echo (rtt). Closing them ends the session.
+    pub streams: Vec<TcpStream>,
+    drain: JoinHandle<Option<ServerLine>>,
+}
+
+impl Session {
+    /// Opens a TCP session of `opts.streams` streams (no UDP, no bidir) for at most
+    /// `opts.time`; the server's per-second lines are read and dropped as they come.
+    pub fn open(opts: &ClientOptions) -> Result<Session, NetError> {
+        if opts.udp || opts.bidir || opts.mode == Mode::Pmtu {
+            return Err(NetError::Refused(
+                "a driven session is TCP, one way or round trips".into(),
+            ));
+        }
+        let mut c = start(opts)?;
+        let streams = join(opts, &mut c)?;
+        let drain = std::thread::Builder::new()
+            .name("net-session".into())
+            .spawn(move || loop {
+                match c.next("during the test") {
+                    Ok(end @ ServerLine::End { .. }) => return Some(end),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            })
+            .map_err(|e| NetError::Lost(format!("{}: {e}", opts.server)))?;
+        Ok(Session { streams, drain })
+    }
+
+    /// Waits for the server's end report once the streams are closed (at most the server's
+    /// silence limit): what it counted, or `None` when it said nothing more.
+    pub fn finish(self) -> Option<ServerLine> {
+        drop(self.streams);
+        self.drain.join().ok().flatten()
+    }
+}

@@ -1,0 +1,161 @@
+//! Network load in a job file (`kind = "net"`): streams to a `stormark net server`, beside
+//! file and S3 jobs, so that storage is measured while the network is loaded.
+
+use std::fmt;
+
+/// What a net job's streams do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NetMode {
+    /// This host sends, the server counts (iperf3's default direction).
+    #[default]
+    Send,
+    /// The server sends, this host receives (iperf3's `-R`).
+    Receive,
+    /// Request/response round trips of one message size each way.
+    Rtt,
+}
+
+impl NetMode {
+    /// The name as typed.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetMode::Send => "send",
+            NetMode::Receive => "receive",
+            NetMode::Rtt => "rtt",
+        }
+    }
+
+    /// Parses `send` (or `throughput`), `receive` (or `reverse`) and `rtt`.
+    pub fn parse(s: &str) -> Option<NetMode> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "send" | "throughput" => NetMode::Send,
+            "receive" | "reverse" => NetMode::Receive,
+            "rtt" => NetMode::Rtt,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for NetMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The most streams one net job opens (what a `stormark net server` accepts in a session).
+pub const MAX_STREAMS: u32 = 128;
+
+/// The accepted form of `mode`.
+pub const NET_MODE_FORM: &str = "send (or throughput), receive (or reverse) or rtt";
+
+/// The accepted form of `server`.
+pub const SERVER_FORM: &str =
+    "HOST[:PORT] of a `stormark net server`, or a list HOST1:PORT,HOST2:PORT (host i of the run uses entry i)";
+
+/// The network part of a job of kind net.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetJob {
+    /// `HOST:PORT` of the servers; host `i` of a run streams to `servers[i % len]`.
+    pub servers: Vec<String>,
+    /// Send, receive or round trips.
+    pub mode: NetMode,
+    /// Bytes per write (send, receive) or per message each way (rtt).
+    pub msg_size: u32,
+}
+
+impl NetJob {
+    /// The server host `index` of a run streams to.
+    pub fn server_of(&self, index: u64) -> &str {
+        &self.servers[(index % self.servers.len() as u64) as usize]
+    }
+}
+
+/// Parses a `server` value: one or more `HOST[:PORT]`, comma-separated; the port defaults to
+/// `default_port`. Each host is a name or an address (IPv6 in brackets).
+pub fn parse_servers(value: &str, default_port: u16) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for part in value.split(',') {
+        let part = part.trim();
+        if part.is_empty() || part.len() > 260 || part.chars().any(char::is_whitespace) {
+            return None;
+        }
+        let (host, port) = match part.strip_prefix('[') {
+            Some(rest) => {
+                let (host, after) = rest.split_once(']')?;
+                host.parse::<std::net::Ipv6Addr>().ok()?;
+                match after.strip_prefix(':') {
+                    Some(p) => (format!("[{host}]"), p.parse::<u16>().ok()?),
+                    None if after.is_empty() => (format!("[{host}]"), default_port),
+                    None => return None,
+                }
+            }
+            None => match part.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse::<u16>().ok()?),
+                None => (part.to_string(), default_port),
+            },
+        };
+        let name_ok = host.starts_with('[')
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_');
+        if host.is_empty() || port == 0 || !name_ok {
+            return None;
+        }
+        out.push(format!("{host}:{port}"));
+    }
+    (!out.is_empty() && out.len() <= 1024).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_parse_with_default_ports() {
+        assert_eq!(
+            parse_servers("10.0.0.2", 7879),
+            Some(vec!["10.0.0.2:7879".into()])
+        );
+        assert_eq!(
+            parse_servers("a.example:5000, [fe80::1]:6000,[::1]", 7879),
+            Some(vec![
+                "a.example:5000".into(),
+                "[fe80::1]:6000".into(),
+                "[::1]:7879".into()
+            ])
+        );
+        for bad in [
+            "",
+            ",",
+            "host:0",
+            "host:99999",
+            "ho st",
+            "[nope]:1",
+            "a;b",
+            "h:1:2",
+        ] {
+            assert_eq!(parse_servers(bad, 7879), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn hosts_take_servers_in_turn() {
+        let j = NetJob {
+            servers: vec!["a:1".into(), "b:1".into()],
+            mode: NetMode::Send,
+            msg_size: 1,
+        };
+        assert_eq!(
+            (j.server_of(0), j.server_of(1), j.server_of(2)),
+            ("a:1", "b:1", "a:1")
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn server_parsing_never_panics(s in "\\PC{0,80}") {
+            let _ = parse_servers(&s, 7879);
+            let _ = NetMode::parse(&s);
+        }
+    }
+}

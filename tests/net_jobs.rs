@@ -1,0 +1,258 @@
+//! Issue 19: a `kind = "net"` job beside a file job in one stage of a job file, so that
+//! storage is measured while the network is loaded. Two hosts in network namespaces, the link
+//! limited with tc's token bucket (ground truth), a `stormark net server` on the other end.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use stormark_testkit::{read_json, require_netns, temp_dir, text, NetCluster, TempDir};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// Two hosts, a server on the first at port 7879, and a job file for the second: a disk job
+/// on `dir/target` and a net job of `streams` streams to the server, together.
+fn setup(streams: u32, time: &str) -> (NetCluster, TempDir, String) {
+    let mut c = NetCluster::new(2).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let server = format!("{}:7879", c.addresses[0]);
+    c.spawn(
+        0,
+        BIN,
+        &["net", "server", "--listen", &server],
+        &dir.path().join("server.log"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("target")).unwrap();
+    std::fs::write(
+        dir.path().join("both.toml"),
+        format!(
+            "time = \"{time}\"\n\n\
+             [[job]]\nname = \"disk\"\ngroup = \"together\"\nrw = \"randread\"\nbs = \"4k\"\nsize = \"8m\"\n\n\
+             [[job]]\nname = \"wire\"\ngroup = \"together\"\nkind = \"net\"\nserver = \"{server}\"\njobs = {streams}\n"
+        ),
+    )
+    .unwrap();
+    (c, dir, server)
+}
+
+fn run_args(dir: &TempDir) -> Vec<String> {
+    let p = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    vec![
+        "run".into(),
+        "--job".into(),
+        p("both.toml"),
+        p("target"),
+        "-q".into(),
+        "--json".into(),
+        p("r.json"),
+    ]
+}
+
+#[test]
+fn a_net_job_loads_a_200_mbit_link_while_the_disk_job_is_measured() {
+    if !require_netns("a_net_job_loads_a_200_mbit_link_while_the_disk_job_is_measured") {
+        return;
+    }
+    let (c, dir, server) = setup(2, "6s");
+    c.limit(1, "200mbit").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut args = run_args(&dir);
+    // A second of ramp: the socket buffers fill first, then the sender's count is the link's.
+    args.extend(["--ramp".into(), "1s".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = c.run_in(1, BIN, &args);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&dir.path().join("r.json"));
+    let phase = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap();
+    let job = |name: &str, op: &str| &phase["by_job"][name]["by_op"][op];
+    assert!(job("disk", "read")["ops"].as_u64().unwrap() > 0, "{phase}");
+    let bits = job("wire", "send")["bw_bytes_per_s"].as_f64().unwrap() * 8.0;
+    // tc's rate counts whole frames: 1448 payload bytes of each 1514.
+    let share = bits / (200e6 * 1448.0 / 1514.0);
+    eprintln!(
+        "net job: {:.1} Mbit/s, {share:.3} of the payload rate",
+        bits / 1e6
+    );
+    assert!((0.93..=1.07).contains(&share), "{share:.3}\n{t}");
+    let wire = phase["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "wire")
+        .unwrap();
+    assert_eq!(
+        (wire["engine"].as_str(), wire["workers"].as_u64()),
+        (Some("net"), Some(2))
+    );
+    // What the server counted is noted beside what was sent.
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains(&format!("{server} counted")), "{notes}");
+    // Nothing left of the disk job's files.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("target"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn a_net_job_without_its_server_is_one_line_and_exit_2_before_any_load() {
+    if !require_netns("a_net_job_without_its_server_is_one_line_and_exit_2_before_any_load") {
+        return;
+    }
+    let (c, dir, _server) = setup(1, "2s");
+    // Nothing listens on port 7880.
+    let job = dir.path().join("both.toml");
+    let text_of = std::fs::read_to_string(&job).unwrap();
+    std::fs::write(&job, text_of.replace(":7879", ":7880")).unwrap();
+    let args = run_args(&dir);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = c.run_in(1, BIN, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains(":7880") && said.contains("stormark net server"),
+        "{said}"
+    );
+    // Refused before the preparation: no files were made.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("target"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn a_server_cut_off_mid_stage_is_named_and_the_results_are_written() {
+    if !require_netns("a_server_cut_off_mid_stage_is_named_and_the_results_are_written") {
+        return;
+    }
+    // The disk job goes on to the stage's end (10 s); the net job fails once its writes
+    // have waited 10 s for the vanished server, naming it.
+    let (c, dir, server) = setup(1, "10s");
+    std::thread::sleep(Duration::from_millis(300));
+    let args = run_args(&dir);
+    let run = Command::new("ip")
+        .args(["netns", "exec", &c.namespaces[1], BIN])
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let cut = std::time::Instant::now();
+    c.cut(0).unwrap();
+    let out = run.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains(&server), "{t}");
+    assert!(
+        cut.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        cut.elapsed()
+    );
+    let doc = read_json(&dir.path().join("r.json"));
+    assert_eq!(doc["status"], "failed", "{doc}");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("target"))
+            .unwrap()
+            .count(),
+        0
+    );
+}
+
+#[test]
+fn over_two_agents_each_host_streams_to_its_own_server_beside_its_disk_job() {
+    if !require_netns("over_two_agents_each_host_streams_to_its_own_server_beside_its_disk_job") {
+        return;
+    }
+    // Host 0 serves (two servers: one session each), hosts 1 and 2 are agents.
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let servers: Vec<String> = [7879, 7880]
+        .iter()
+        .map(|p| format!("{}:{p}", c.addresses[0]))
+        .collect();
+    for (k, s) in servers.iter().enumerate() {
+        c.spawn(
+            0,
+            BIN,
+            &["net", "server", "--listen", s],
+            &dir.path().join(format!("server{k}.log")),
+        )
+        .unwrap();
+    }
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "net-jobs-test-token-0123456789\n").unwrap();
+    let list = c.start_agents(BIN, &token, dir.path(), &|_| shared.clone());
+    let agents: Vec<&str> = list.split(',').skip(1).collect();
+    // Host 2 of the run (index 1) sends through 200 Mbit/s.
+    c.limit(2, "200mbit").unwrap();
+    let job = dir.path().join("both.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "time = \"5s\"\nramp = \"1s\"\n\n\
+             [[job]]\nname = \"disk\"\ngroup = \"together\"\nrw = \"randread\"\nbs = \"4k\"\nsize = \"8m\"\n\n\
+             [[job]]\nname = \"wire\"\ngroup = \"together\"\nkind = \"net\"\nserver = \"{}\"\n",
+            servers.join(",")
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let out = stormark_testkit::Bin(BIN).run(&[
+        "run",
+        "--job",
+        job.to_str().unwrap(),
+        shared.to_str().unwrap(),
+        "--agents",
+        &agents.join(","),
+        "--token-file",
+        token.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let phase = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap();
+    let by_host = phase["by_host"].as_object().unwrap();
+    assert_eq!(by_host.len(), 2, "{by_host:?}");
+    let mut rates = Vec::new();
+    for (host, h) in by_host {
+        assert!(
+            h["by_op"]["read"]["ops"].as_u64().unwrap() > 0,
+            "{host}: {h}"
+        );
+        rates.push(h["by_op"]["send"]["bw_bytes_per_s"].as_f64().unwrap() * 8.0);
+    }
+    // The limited host sends at its link's rate, the other far faster; both servers saw a
+    // session (each host its own).
+    rates.sort_by(f64::total_cmp);
+    let share = rates[0] / (200e6 * 1448.0 / 1514.0);
+    eprintln!("hosts: {rates:?} bit/s; the limited one {share:.3} of its link");
+    assert!((0.9..=1.1).contains(&share), "{rates:?}");
+    assert!(rates[1] > 2.0 * rates[0], "{rates:?}");
+    for k in 0..2 {
+        let log = std::fs::read_to_string(dir.path().join(format!("server{k}.log"))).unwrap();
+        assert!(log.contains("session of 1 stream"), "server {k}: {log}");
+    }
+}
