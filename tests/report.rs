@@ -474,3 +474,96 @@ fn an_agents_metrics_count_exactly_what_its_host_did() {
         "{scraped}"
     );
 }
+
+#[test]
+fn the_coordinators_metrics_label_each_host_of_a_run_over_agents() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "metrics-test-token-0123456789\n").unwrap();
+    let mut agents = Vec::new();
+    let mut listens = Vec::new();
+    for i in 0..2 {
+        let listen = stormark_testkit::free_addr();
+        agents.push(
+            std::process::Command::new(BIN)
+                .args(["agent", "--listen", &listen, "--token-file"])
+                .arg(&token)
+                .arg("--allow-path")
+                .arg(&allowed)
+                .arg("--state-dir")
+                .arg(dir.path().join(format!("state{i}")))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        stormark_testkit::wait_listening(&listen, "an agent");
+        listens.push(listen);
+    }
+    let metrics = stormark_testkit::free_addr();
+    let json = dir.path().join("r.json");
+    let mut run = std::process::Command::new(BIN)
+        .args([
+            "run",
+            allowed.to_str().unwrap(),
+            "--agents",
+            &listens.join(","),
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .args([
+            "--rw", "randread", "--bs", "4k", "--size", "8m", "--time", "6s",
+        ])
+        .args(["-q", "--metrics-listen", &metrics, "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While it runs: a counter and a rate per host, labelled with the host's name.
+    let mut per_host = std::collections::BTreeMap::<String, Vec<f64>>::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while run.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        let text = scrape(&metrics, "/metrics").unwrap_or_default();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix("stormark_host_ops_total{host=\"") else {
+                continue;
+            };
+            let (host, rest) = rest.split_once('"').unwrap();
+            if rest.starts_with(",op=\"read\"}") {
+                let v: f64 = rest.rsplit(' ').next().unwrap().parse().unwrap();
+                per_host.entry(host.to_string()).or_default().push(v);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(700));
+    }
+    let out = run.wait_with_output().unwrap();
+    for mut a in agents {
+        let _ = a.kill();
+        let _ = a.wait();
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let names: Vec<&str> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        per_host.keys().map(String::as_str).collect::<Vec<_>>(),
+        {
+            let mut n = names.clone();
+            n.sort();
+            n
+        },
+        "{per_host:?}"
+    );
+    for (host, mut seen) in per_host {
+        seen.dedup();
+        assert!(seen.len() >= 3, "{host}: {seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{host}: {seen:?}");
+    }
+}

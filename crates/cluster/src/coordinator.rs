@@ -1,6 +1,7 @@
 //! The coordinator: drives agents through the phases, all at once, and merges what they
 //! measure.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -8,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{
-    Host, HostFailure, Interval, Phase, PhaseAccumulator, PhaseJob, PhaseKind, Results, RunStatus,
-    WorkerKey,
+    Counts, Host, HostFailure, Interval, Op, Phase, PhaseAccumulator, PhaseJob, PhaseKind, Results,
+    RunStatus, WorkerKey,
 };
 
 use crate::agent::{Agent, AgentError, AgentEvent};
@@ -30,6 +31,8 @@ pub enum Live<'a> {
         phase: &'a str,
         /// The merged second.
         interval: &'a Interval,
+        /// With several hosts: each host's counts in that second, by operation.
+        hosts: &'a [(&'a str, &'a BTreeMap<Op, Counts>)],
     },
     /// A phase ended.
     PhaseDone {
@@ -446,10 +449,12 @@ impl Coordinator {
                         }
                         last_interval[h] =
                             Some(last_interval[h].map_or(interval, |l| l.max(interval)));
-                        for closed in acc.close_ready() {
+                        let closed = acc.close_ready().to_vec();
+                        for interval in &closed {
                             live(Live::Second {
                                 phase: name,
-                                interval: closed,
+                                interval,
+                                hosts: &acc.host_second(interval.t_s),
                             });
                         }
                     }

@@ -102,9 +102,35 @@ fn bounds(
     Some((x0, x1, if y1 > 0.0 { y1 * 1.08 } else { 1.0 }))
 }
 
+/// The smallest positive y of the lines, if any.
+fn lowest(series: &[Series]) -> Option<f64> {
+    series
+        .iter()
+        .flat_map(|s| s.segments.iter().flatten())
+        .map(|p| p.1)
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .min_by(f64::total_cmp)
+}
+
+/// Whether a chart's y axis is logarithmic: when its horizontal line (a latency target) lies
+/// more than ten times above every point, a linear axis would flatten the points against zero
+/// (a 1 ms target over microsecond steps).
+fn log_y(c: &LineChart<'_>) -> Option<f64> {
+    let (target, _) = c.hline.as_ref()?;
+    let top = c
+        .series
+        .iter()
+        .flat_map(|s| s.segments.iter().flatten())
+        .map(|p| p.1)
+        .fold(0f64, f64::max);
+    let low = lowest(&c.series)?;
+    (*target > 10.0 * top).then_some(low / 1.5)
+}
+
 /// The chart as an `<svg>` element; `None` when it has nothing to draw.
 pub fn line_chart(c: &LineChart<'_>) -> Option<String> {
     let (x0, x1, y1) = bounds(&c.series, c.hline.as_ref().map(|h| h.0), &c.whiskers)?;
+    let y_log = log_y(c);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -115,33 +141,45 @@ pub fn line_chart(c: &LineChart<'_>) -> Option<String> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(72);
-        if c.log_x {
-            let chart = builder
-                .build_cartesian_2d((x0.max(1e-9)..x1).log_scale(), 0f64..y1)
-                .ok()?;
-            axes_and_lines(chart, c, x0, x1)?;
-        } else {
-            let chart = builder.build_cartesian_2d(x0..x1, 0f64..y1).ok()?;
-            axes_and_lines(chart, c, x0, x1)?;
+        match (c.log_x, y_log) {
+            (true, None) => {
+                let chart = builder
+                    .build_cartesian_2d((x0.max(1e-9)..x1).log_scale(), 0f64..y1)
+                    .ok()?;
+                axes_and_lines(chart, c, x0, x1)?;
+            }
+            (false, None) => {
+                let chart = builder.build_cartesian_2d(x0..x1, 0f64..y1).ok()?;
+                axes_and_lines(chart, c, x0, x1)?;
+            }
+            (true, Some(y0)) => {
+                let chart = builder
+                    .build_cartesian_2d((x0.max(1e-9)..x1).log_scale(), (y0..y1).log_scale())
+                    .ok()?;
+                axes_and_lines(chart, c, x0, x1)?;
+            }
+            (false, Some(y0)) => {
+                let chart = builder
+                    .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
+                    .ok()?;
+                axes_and_lines(chart, c, x0, x1)?;
+            }
         }
         root.present().ok()?;
     }
     Some(svg)
 }
 
-/// The axes, grid and lines of a chart whose x axis is linear or logarithmic.
-fn axes_and_lines<'a, X>(
-    mut chart: ChartContext<
-        'a,
-        SVGBackend<'a>,
-        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
-    >,
+/// The axes, grid and lines of a chart whose axes are linear or logarithmic.
+fn axes_and_lines<'a, X, Y>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     c: &LineChart<'_>,
     x0: f64,
     x1: f64,
 ) -> Option<()>
 where
     X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
 {
     chart
         .configure_mesh()
@@ -157,18 +195,15 @@ where
     draw_lines(&mut chart, c, x0, x1)
 }
 
-fn draw_lines<'a, X>(
-    chart: &mut ChartContext<
-        'a,
-        SVGBackend<'a>,
-        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
-    >,
+fn draw_lines<'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
     c: &LineChart<'_>,
     x0: f64,
     x1: f64,
 ) -> Option<()>
 where
     X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
 {
     if let Some((y, label)) = &c.hline {
         let red = RGBColor(200, 0, 0);

@@ -153,6 +153,15 @@ impl PhaseAccumulator {
         &self.closed[before..]
     }
 
+    /// With several hosts: what each host did in closed second `t`, by operation (hosts that
+    /// did nothing in it are left out).
+    pub fn host_second(&self, t: u32) -> Vec<(&str, &BTreeMap<Op, Counts>)> {
+        self.host_seconds
+            .range((t, 0)..=(t, u16::MAX))
+            .map(|((_, h), ops)| (self.hosts[*h as usize].as_str(), ops))
+            .collect()
+    }
+
     fn close(&mut self, i: u32, duration_ns: u64) {
         let snap = self.open.remove(&i).unwrap_or_default();
         self.closed.push(interval_of(i, duration_ns, &snap));

@@ -31,6 +31,12 @@ struct OpLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HostLabels {
+    host: String,
+    op: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QuantileLabels {
     op: String,
     quantile: String,
@@ -53,6 +59,11 @@ pub struct LiveMetrics {
     bandwidth: Family<OpLabels, FloatGauge>,
     latency: Family<QuantileLabels, FloatGauge>,
     phase: Family<PhaseLabels, Gauge>,
+    host_ops: Family<HostLabels, Counter>,
+    host_bytes: Family<HostLabels, Counter>,
+    host_errors: Family<HostLabels, Counter>,
+    host_iops: Family<HostLabels, FloatGauge>,
+    host_bandwidth: Family<HostLabels, FloatGauge>,
     current: Mutex<Option<String>>,
 }
 
@@ -89,6 +100,36 @@ impl LiveMetrics {
             latency.clone(),
         );
         registry.register("phase", "1 for the phase running now", phase.clone());
+        let host_ops = Family::<HostLabels, Counter>::default();
+        let host_bytes = Family::<HostLabels, Counter>::default();
+        let host_errors = Family::<HostLabels, Counter>::default();
+        let host_iops = Family::<HostLabels, FloatGauge>::default();
+        let host_bandwidth = Family::<HostLabels, FloatGauge>::default();
+        registry.register(
+            "host_ops",
+            "Operations completed by one host (runs over agents)",
+            host_ops.clone(),
+        );
+        registry.register(
+            "host_bytes",
+            "Bytes moved by one host (runs over agents)",
+            host_bytes.clone(),
+        );
+        registry.register(
+            "host_errors",
+            "Operations failed on one host (runs over agents)",
+            host_errors.clone(),
+        );
+        registry.register(
+            "host_iops",
+            "One host's operations per second in the last closed second (runs over agents)",
+            host_iops.clone(),
+        );
+        registry.register(
+            "host_bandwidth_bytes_per_second",
+            "One host's bytes per second in the last closed second (runs over agents)",
+            host_bandwidth.clone(),
+        );
         LiveMetrics {
             registry,
             ops,
@@ -98,6 +139,11 @@ impl LiveMetrics {
             bandwidth,
             latency,
             phase,
+            host_ops,
+            host_bytes,
+            host_errors,
+            host_iops,
+            host_bandwidth,
             current: Mutex::new(None),
         }
     }
@@ -154,6 +200,34 @@ impl LiveMetrics {
     pub fn second(&self, interval: &Interval) {
         for (op, s) in &interval.by_op {
             self.op_second(op, s);
+        }
+    }
+
+    /// A closed second of a run over agents: each host's counts, labelled with the host.
+    /// Hosts that did nothing in the second keep their counters and show a rate of 0.
+    pub fn hosts(
+        &self,
+        hosts: &[(
+            &str,
+            &std::collections::BTreeMap<stormark_stats::Op, stormark_stats::Counts>,
+        )],
+    ) {
+        // Every host's rates of the last second: a host idle in it reads 0, not its last.
+        for g in [&self.host_iops, &self.host_bandwidth] {
+            g.clear();
+        }
+        for (host, ops) in hosts {
+            for (op, c) in *ops {
+                let l = HostLabels {
+                    host: host.to_string(),
+                    op: op.name().to_string(),
+                };
+                self.host_ops.get_or_create(&l).inc_by(c.ops);
+                self.host_bytes.get_or_create(&l).inc_by(c.bytes);
+                self.host_errors.get_or_create(&l).inc_by(c.errors);
+                self.host_iops.get_or_create(&l).set(c.ops as f64);
+                self.host_bandwidth.get_or_create(&l).set(c.bytes as f64);
+            }
         }
     }
 
@@ -323,7 +397,21 @@ mod tests {
             },
         );
         m.second(&i);
+        let mut ops = std::collections::BTreeMap::new();
+        ops.insert(
+            stormark_stats::Op::Read,
+            stormark_stats::Counts {
+                ops: 5,
+                bytes: 20480,
+                errors: 0,
+            },
+        );
+        m.hosts(&[("host-a", &ops)]);
         let text = m.text();
+        assert!(
+            text.contains("stormark_host_iops{host=\"host-a\",op=\"read\"} 5"),
+            "{text}"
+        );
         let names: std::collections::BTreeSet<&str> = dashboard
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .filter(|w| w.starts_with("stormark_"))

@@ -356,7 +356,12 @@ fn run(args: RunArgs) -> Result<Ending> {
                 if let Some(m) = &metrics {
                     match &event {
                         Live::PhaseStarted { name } => m.phase(name),
-                        Live::Second { interval, .. } => m.second(interval),
+                        Live::Second {
+                            interval, hosts, ..
+                        } => {
+                            m.second(interval);
+                            m.hosts(hosts);
+                        }
                         _ => {}
                     }
                 }
@@ -369,7 +374,9 @@ fn run(args: RunArgs) -> Result<Ending> {
                     return;
                 }
                 let text = match event {
-                    Live::Second { phase, interval } => line.second(phase, interval),
+                    Live::Second {
+                        phase, interval, ..
+                    } => line.second(phase, interval),
                     Live::PhaseDone { .. } => line.clear(),
                     Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
                 };
