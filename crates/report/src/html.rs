@@ -108,10 +108,15 @@ pub(crate) fn status_name(s: RunStatus) -> &'static str {
     }
 }
 
-/// The phase the distribution and per-host charts describe: the last measured phase of the
-/// workload as given, else the last measured one.
+/// The phase the distribution and per-host charts describe: a search's best step, else the
+/// last measured phase of the workload as given, else the last measured one.
 pub(crate) fn main_phase(r: &Results) -> Option<&Phase> {
     let measured = || r.phases.iter().filter(|p| p.measured());
+    // A search's: the most load that met the target, not the step that broke it.
+    let best = r.search.as_ref().and_then(|s| s.best.as_deref());
+    if let Some(p) = best.and_then(|b| measured().find(|p| p.name == b)) {
+        return Some(p);
+    }
     measured()
         .rfind(|p| p.kind() == PhaseKind::Run)
         .or_else(|| measured().next_back())
