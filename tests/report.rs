@@ -246,6 +246,122 @@ fn the_html_of_a_real_run_renders_in_a_browser_with_every_chart_drawn() {
     assert!(bytes.len() > 20_000, "a blank page? {} bytes", bytes.len());
 }
 
+/// The charts of a page as Chromium rendered it: each one's name and the most points of a
+/// line drawn in it (axes and grid lines have two).
+fn rendered_charts(dir: &std::path::Path, page: &std::path::Path) -> Vec<(String, usize)> {
+    let dom = chromium(dir, &["--dump-dom"], page);
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    dom.split("data-chart=\"")
+        .skip(1)
+        .map(|c| {
+            let name = c.split('"').next().unwrap().to_string();
+            let svg = c.split("</figure>").next().unwrap();
+            assert!(svg.contains("<svg"), "{name}: no SVG");
+            let longest = svg
+                .split("points=\"")
+                .skip(1)
+                .map(|p| p.split('"').next().unwrap().split_whitespace().count())
+                .max()
+                .unwrap_or(0);
+            (name, longest)
+        })
+        .collect()
+}
+
+#[test]
+fn the_html_of_a_search_a_comparison_and_a_trend_render_with_every_chart_drawn() {
+    if !stormark_testkit::require_tool("the_html_of_a_search_a_comparison_and_a_trend", "chromium")
+    {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    // A search of a few one-second steps.
+    let search = dir.path().join("search.html");
+    let (code, _, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            target.to_str().unwrap(),
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--target-latency",
+            "p99<=1ms",
+            "--step-time",
+            "1",
+            "-q",
+            "--html",
+            search.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let charts = rendered_charts(dir.path(), &search);
+    let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["throughput", "latency", "distribution", "search"],
+        "{charts:?}"
+    );
+    // The distribution has a line through its data, the search a point per step (the
+    // seconds of one-second steps are drawn as separate two-point steps).
+    for (name, points) in &charts {
+        let least = if name == "search" || name == "distribution" {
+            3
+        } else {
+            2
+        };
+        assert!(*points >= least, "{name}: {points} points");
+    }
+    // A comparison and a trend of two runs with repetitions.
+    let (a, b) = (temp_dir(TMP), temp_dir(TMP));
+    let (ja, jb) = (run(&a), run(&b));
+    let compare = dir.path().join("compare.html");
+    let out = Bin(BIN).run(&[
+        "compare",
+        ja.to_str().unwrap(),
+        jb.to_str().unwrap(),
+        "--html",
+        compare.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let charts = rendered_charts(dir.path(), &compare);
+    assert!(
+        charts
+            .iter()
+            .any(|(n, p)| n == "compare-distribution" && *p >= 4),
+        "{charts:?}"
+    );
+    let trend = dir.path().join("trend.html");
+    let out = Bin(BIN).run(&[
+        "report",
+        ja.to_str().unwrap(),
+        jb.to_str().unwrap(),
+        ja.to_str().unwrap(),
+        "--html",
+        trend.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let charts = rendered_charts(dir.path(), &trend);
+    let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(names, ["trend-throughput", "trend-p99"], "{charts:?}");
+    for (name, points) in &charts {
+        assert!(*points >= 3, "{name}: a point per document, {points}");
+    }
+    // None of the pages fetches anything.
+    for page in [&search, &compare, &trend] {
+        let html = std::fs::read_to_string(page).unwrap();
+        assert!(
+            !html.contains("<script") && !html.contains("src=") && !html.contains("url("),
+            "{}",
+            page.display()
+        );
+    }
+}
+
 #[test]
 fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
     let (a, b) = (temp_dir(TMP), temp_dir(TMP));
