@@ -1,7 +1,8 @@
 //! Issue 18 with issue 21's data: what S3 PUTs carry (unique and incompressible by default,
 //! or as compressible and dedupable as asked, read back with curl and measured with real
 //! compressors), `--verify` over such data, and S3 jobs beside file jobs in one job file run
-//! by `stormark run`. Against a real MinIO started by the test.
+//! by `stormark run`; `--curve`, `--repeat` and `stormark compare` on S3 runs. Against a real
+//! MinIO started by the test.
 
 use std::process::Command;
 
@@ -233,4 +234,94 @@ fn run_takes_a_job_file_with_file_and_s3_jobs_in_one_stage() {
     assert!(!std::fs::read_to_string(&json)
         .unwrap()
         .contains(&m.secret_key));
+}
+
+/// `stormark s3` against `m`'s `bucket` with `extra`, results in `json`: exit code and output.
+fn s3_run(m: &Minio, bucket: &str, json: &std::path::Path, extra: &[&str]) -> (i32, String) {
+    let mut args = vec![
+        "s3",
+        "--endpoint",
+        &m.endpoint,
+        "--bucket",
+        bucket,
+        "--access-key",
+        &m.access_key,
+        "--secret-key",
+        &m.secret_key,
+        "--create-bucket",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = Bin(BIN).run(&args);
+    (out.status.code().unwrap_or(-1), text(&out))
+}
+
+#[test]
+fn curve_repetitions_and_compare_run_s3_workloads_as_file_runs() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let small = [
+        "--op-mix",
+        "get",
+        "--obj-size",
+        "4k",
+        "--objects",
+        "20",
+        "--concurrency",
+        "2",
+    ];
+    // --curve: the closed-loop maximum, then open-loop points at shares of it, every object
+    // removed after.
+    let curve = dir.path().join("curve.json");
+    let mut args = small.to_vec();
+    args.extend(["--time", "2s", "--curve", "25,50"]);
+    let (code, out) = s3_run(&m, "curve", &curve, &args);
+    assert_eq!(code, 0, "{out}");
+    let doc = read_json(&curve);
+    let points = doc["curve"]["points"].as_array().unwrap();
+    let max = doc["curve"]["max_iops"].as_f64().unwrap();
+    assert_eq!(points.len(), 3, "{}", doc["curve"]);
+    for (p, share) in points[1..].iter().zip([0.25, 0.5]) {
+        let asked = p["rate_iops"].as_f64().unwrap();
+        assert!((asked / (max * share) - 1.0).abs() < 0.01, "{p}");
+        // An open loop below the maximum does what it was asked.
+        let got = p["iops"].as_f64().unwrap();
+        assert!((got / asked - 1.0).abs() < 0.1, "asked {asked}, got {got}");
+    }
+    assert_eq!(m.objects("curve", "stormark/"), Vec::<String>::new());
+    // --repeat 3 twice, then compare: one row per figure of the GETs, each with a verdict.
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for j in [&a, &b] {
+        let mut args = small.to_vec();
+        args.extend(["--time", "1s", "--repeat", "3"]);
+        let (code, out) = s3_run(&m, "reps", j, &args);
+        assert_eq!(code, 0, "{out}");
+        let doc = read_json(j);
+        let runs = doc["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["kind"] == "run")
+            .count();
+        assert_eq!(runs, 3, "three repetitions");
+    }
+    let rows = dir.path().join("rows.json");
+    let out = Bin(BIN).run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+        rows.to_str().unwrap(),
+    ]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let rows = read_json(&rows);
+    let rows = rows[0]["rows"].as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["op"] == "get" && r["verdict"].as_str().is_some()),
+        "{rows:?}"
+    );
+    assert_eq!(m.objects("reps", "stormark/"), Vec::<String>::new());
 }
