@@ -1,6 +1,7 @@
-//! Issue 19: a `kind = "net"` job beside a file job in one stage of a job file, so that
-//! storage is measured while the network is loaded. Two hosts in network namespaces, the link
-//! limited with tc's token bucket (ground truth), a `stormark net server` on the other end.
+//! Issue 19: TCP paced at a bitrate, and a `kind = "net"` job beside a file job in one stage
+//! of a job file, so that storage is measured while the network is loaded. Two hosts in
+//! network namespaces, the link limited with tc's token bucket (ground truth), a `stormark net
+//! server` on the other end.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -254,5 +255,52 @@ fn over_two_agents_each_host_streams_to_its_own_server_beside_its_disk_job() {
     for k in 0..2 {
         let log = std::fs::read_to_string(dir.path().join(format!("server{k}.log"))).unwrap();
         assert!(log.contains("session of 1 stream"), "server {k}: {log}");
+    }
+}
+
+#[test]
+fn tcp_at_a_bitrate_sends_that_rate_from_either_end() {
+    if !require_netns("tcp_at_a_bitrate_sends_that_rate_from_either_end") {
+        return;
+    }
+    let (c, dir, server) = setup(1, "1s");
+    std::thread::sleep(Duration::from_millis(300));
+    for reverse in [false, true] {
+        let json = dir.path().join(format!("paced{reverse}.json"));
+        let mut args = vec![
+            "net",
+            "client",
+            &server,
+            "--streams",
+            "2",
+            "--bitrate",
+            "80m",
+            "--time",
+            "4s",
+            "--msg-size",
+            "64k",
+            "-q",
+            "--json",
+        ];
+        let j = json.to_str().unwrap().to_string();
+        args.push(&j);
+        if reverse {
+            args.push("--reverse");
+        }
+        let out = c.run_in(1, BIN, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let doc = read_json(&json);
+        let op = if reverse { "receive" } else { "send" };
+        let bits = doc["phases"][0]["by_op"][op]["bw_bytes_per_s"]
+            .as_f64()
+            .unwrap()
+            * 8.0;
+        eprintln!("reverse {reverse}: {:.1} Mbit/s", bits / 1e6);
+        // Paced at 80 Mbit/s of payload (the link would carry far more).
+        assert!(
+            (bits / 80e6 - 1.0).abs() < 0.05,
+            "reverse {reverse}: {bits}"
+        );
+        assert_eq!(doc["spec"]["bitrate"].as_u64(), Some(80_000_000));
     }
 }

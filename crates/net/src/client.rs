@@ -220,10 +220,15 @@ fn send(
                 scope.spawn(move || {
                     let cpu0 = thread_cpu_ns();
                     let buf = payload(opts.msg_size as usize, i as u64 + 1);
-                    while epoch.elapsed() < opts.time
-                        && !stop.load(Ordering::Relaxed)
-                        && s.write_all(&buf).is_ok()
-                    {}
+                    // --bitrate on TCP: this stream's share, as iperf3's -b.
+                    let mut pace = crate::tcpinfo::Pacer::new(
+                        epoch,
+                        opts.bitrate as f64 / f64::from(opts.streams),
+                    );
+                    while epoch.elapsed() < opts.time && !stop.load(Ordering::Relaxed) && {
+                        pace.wait(buf.len());
+                        s.write_all(&buf).is_ok()
+                    } {}
                     let cpu = thread_cpu_ns().saturating_sub(cpu0);
                     let info = tcp_info(&s);
                     let _ = s.shutdown(Shutdown::Write);

@@ -253,7 +253,7 @@ fn session(
             let back = streams.split_off(hello.streams as usize);
             let size = hello.msg_size as usize;
             std::thread::scope(|scope| {
-                let sending = scope.spawn(move || send(back, epoch, time, size));
+                let sending = scope.spawn(move || send(back, epoch, time, size, hello.bitrate));
                 let received = receive(conn, streams, epoch);
                 let sent = sending.join().ok();
                 received.map(|r| match (r, sent) {
@@ -278,7 +278,9 @@ fn session(
             })?
         }
         (Mode::Throughput, false) => receive(conn, streams, epoch)?,
-        (Mode::Throughput, true) => send(streams, epoch, time, hello.msg_size as usize),
+        (Mode::Throughput, true) => {
+            send(streams, epoch, time, hello.msg_size as usize, hello.bitrate)
+        }
         (Mode::Rtt, _) => echo(streams, epoch, hello.msg_size as usize),
         (Mode::Pmtu, _) => unreachable!("answered before any stream joins"),
     };
@@ -348,7 +350,15 @@ fn receive(
 }
 
 /// Sends on every stream for `time`, then reports what each sent and its kernel's view.
-fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) -> ServerLine {
+fn send(
+    streams: Vec<TcpStream>,
+    epoch: Instant,
+    time: Duration,
+    size: usize,
+    bitrate: u64,
+) -> ServerLine {
+    // --bitrate on TCP (0: unpaced): each stream's share.
+    let per_stream_bits = bitrate as f64 / streams.len().max(1) as f64;
     let results: Vec<(u64, u64, Option<crate::TcpInfo>, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = streams
             .into_iter()
@@ -358,7 +368,11 @@ fn send(streams: Vec<TcpStream>, epoch: Instant, time: Duration, size: usize) ->
                     let cpu0 = thread_cpu_ns();
                     let buf = payload(size, i as u64);
                     let mut sent = 0u64;
-                    while epoch.elapsed() < time && s.write_all(&buf).is_ok() {
+                    let mut pace = crate::tcpinfo::Pacer::new(epoch, per_stream_bits);
+                    while epoch.elapsed() < time && {
+                        pace.wait(buf.len());
+                        s.write_all(&buf).is_ok()
+                    } {
                         sent += buf.len() as u64;
                     }
                     let done = epoch.elapsed().as_nanos() as u64;

@@ -116,3 +116,34 @@ mod tests {
         assert_eq!(super::interface_of("192.0.2.77".parse().unwrap()), None);
     }
 }
+
+/// Paces one stream's writes to `bits_per_s` (0: unpaced), as iperf3's `-b` on TCP: each write
+/// waits until the bytes before it are due.
+pub(crate) struct Pacer {
+    epoch: std::time::Instant,
+    bytes_per_s: f64,
+    sent: u64,
+}
+
+impl Pacer {
+    pub(crate) fn new(epoch: std::time::Instant, bits_per_s: f64) -> Pacer {
+        Pacer {
+            epoch,
+            bytes_per_s: bits_per_s / 8.0,
+            sent: 0,
+        }
+    }
+
+    /// Waits until `n` more bytes may go, and counts them.
+    pub(crate) fn wait(&mut self, n: usize) {
+        if self.bytes_per_s > 0.0 {
+            let due = self.epoch
+                + std::time::Duration::from_secs_f64(self.sent as f64 / self.bytes_per_s);
+            let now = std::time::Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        self.sent += n as u64;
+    }
+}

@@ -131,9 +131,10 @@ pub struct NetClientArgs {
     /// saw them.
     #[arg(long, short = 'u')]
     pub udp: bool,
-    /// UDP: payload bits per second over all streams, such as 100m or 1g (1000-based, as
-    /// iperf3) [default: 1m].
-    #[arg(long, short = 'b', value_name = "RATE", requires = "udp")]
+    /// Payload bits per second over all streams, such as 100m or 1g (1000-based, as iperf3):
+    /// UDP is always paced [default: 1m]; TCP streams are paced when given, as iperf3's -b,
+    /// from whichever end sends [default: as fast as they go].
+    #[arg(long, short = 'b', value_name = "RATE")]
     pub bitrate: Option<String>,
     /// Round trips (--mode rtt): an open loop of N per second over all streams; latency counts
     /// from each one's schedule, so a stall shows [default: closed loop].

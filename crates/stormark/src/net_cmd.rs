@@ -146,8 +146,14 @@ fn options(args: &NetClientArgs) -> Result<ClientOptions> {
     if args.udp && args.reverse {
         return Err(usage("--udp sends from this host only; run the client on the other host for the other direction"));
     }
+    if args.bitrate.is_some() && mode == Mode::Rtt {
+        return Err(usage(
+            "--bitrate paces throughput; round trips are paced by --rate-ops",
+        ));
+    }
     let bitrate = match &args.bitrate {
-        None => 1_000_000,
+        None if args.udp => 1_000_000,
+        None => 0,
         Some(text) => parse_bitrate(text).ok_or_else(|| {
             usage(format!(
                 "--bitrate {text}: expected bits per second from 1k to 400g, such as 100m or 1g"
@@ -285,6 +291,11 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         (Mode::Throughput, false) if opts.bidir => {
             format!("throughput to and from {}", opts.server)
         }
+        (Mode::Throughput, false) if opts.bitrate > 0 => format!(
+            "throughput to {}, paced at {:.3} Gbit/s",
+            opts.server,
+            opts.bitrate as f64 / 1e9
+        ),
         (Mode::Throughput, false) => format!("throughput to {}", opts.server),
         (Mode::Throughput, true) => format!("throughput from {}", opts.server),
         (Mode::Pmtu, _) => format!("the path MTU to {}", opts.server),
@@ -382,7 +393,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
         "bidir": opts.bidir,
         "msg_size": opts.msg_size,
         "protocol": if opts.udp { "udp" } else { "tcp" },
-        "bitrate": opts.udp.then_some(opts.bitrate),
+        "bitrate": (opts.bitrate > 0).then_some(opts.bitrate),
         "rate_ops": opts.rate,
     });
     results.status = if outcome.interrupted {

@@ -176,9 +176,18 @@ pub(crate) fn summary(opts: &ClientOptions, o: &Outcome) -> String {
     }
     for (i, b) in o.bytes.iter().enumerate() {
         let tcp = o.tcp.get(i).copied().flatten();
+        // Each end's thread for this stream, in percent of one core over the test.
+        let pct = |ns: Option<&u64>| {
+            ns.filter(|_| o.duration_ns > 0)
+                .map(|n| format!("{:.0}%", *n as f64 * 100.0 / o.duration_ns as f64))
+        };
+        let cpu = match (pct(o.sender_cpu_ns.get(i)), pct(o.receiver_cpu_ns.get(i))) {
+            (Some(s), Some(r)) => format!("; cpu sender {s}, receiver {r} of a core"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  stream {i}{}: {:.3} Gbit/s{}",
+            "  stream {i}{}: {:.3} Gbit/s{}{cpu}",
             if opts.bidir {
                 if i < opts.streams as usize {
                     " (to)"
