@@ -1,7 +1,7 @@
 //! Issue 19: TCP paced at a bitrate, and a `kind = "net"` job beside a file job in one stage
 //! of a job file, so that storage is measured while the network is loaded. Two hosts in
 //! network namespaces, the link limited with tc's token bucket (ground truth), a `stormark net
-//! server` on the other end.
+//! server` on the other end. And an agent's data ports: open only while its mesh runs.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -302,5 +302,64 @@ fn tcp_at_a_bitrate_sends_that_rate_from_either_end() {
             "reverse {reverse}: {bits}"
         );
         assert_eq!(doc["spec"]["bitrate"].as_u64(), Some(80_000_000));
+    }
+}
+
+/// The TCP ports listening in host `i`'s namespace.
+fn listening(c: &NetCluster, i: usize) -> Vec<u16> {
+    let out = c.run_in(i, "ss", &["-Hltn"]);
+    let mut ports: Vec<u16> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.split_whitespace()
+                .nth(3)?
+                .rsplit(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
+#[test]
+fn a_mesh_opens_its_data_ports_only_while_it_runs() {
+    if !require_netns("a_mesh_opens_its_data_ports_only_while_it_runs") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "net-mesh-test-token-0123456789\n").unwrap();
+    let list = c.start_agents(BIN, &token, dir.path(), &|_| dir.path().to_path_buf());
+    // Before: each agent listens on its own port only.
+    for i in 0..3 {
+        assert_eq!(listening(&c, i), [7878], "host {i} before");
+    }
+    let mut mesh = Command::new(BIN)
+        .args([
+            "net", "--agents", &list, "--mode", "mesh", "--time", "2s", "-q",
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While it runs: one more port per other host on each agent.
+    let mut most = [0usize; 3];
+    while mesh.try_wait().unwrap().is_none() {
+        for (i, m) in most.iter_mut().enumerate() {
+            *m = (*m).max(listening(&c, i).len());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(mesh.wait().unwrap().success());
+    assert_eq!(most, [3, 3, 3], "listeners seen during the mesh");
+    // After: closed again.
+    for i in 0..3 {
+        assert_eq!(listening(&c, i), [7878], "host {i} after");
     }
 }
