@@ -305,6 +305,18 @@ fn tcp_at_a_bitrate_sends_that_rate_from_either_end() {
     }
 }
 
+/// The body of `GET /metrics` on `addr`, if it answers.
+fn scrape(addr: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
 /// The TCP ports listening in host `i`'s namespace.
 fn listening(c: &NetCluster, i: usize) -> Vec<u16> {
     let out = c.run_in(i, "ss", &["-Hltn"]);
@@ -338,24 +350,40 @@ fn a_mesh_opens_its_data_ports_only_while_it_runs() {
     for i in 0..3 {
         assert_eq!(listening(&c, i), [7878], "host {i} before");
     }
+    let metrics = stormark_testkit::free_addr();
     let mut mesh = Command::new(BIN)
         .args([
             "net", "--agents", &list, "--mode", "mesh", "--time", "2s", "-q",
         ])
+        .args(["--metrics-listen", &metrics])
         .arg("--token-file")
         .arg(&token)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // While it runs: one more port per other host on each agent.
+    // While it runs: one more port per other host on each agent; and the coordinator's
+    // metrics fill the matrix pair by pair.
     let mut most = [0usize; 3];
+    let mut pairs_seen = 0;
     while mesh.try_wait().unwrap().is_none() {
         for (i, m) in most.iter_mut().enumerate() {
             *m = (*m).max(listening(&c, i).len());
         }
+        if let Some(text) = scrape(&metrics) {
+            let alone = text
+                .lines()
+                .filter(|l| l.starts_with("stormark_mesh_pair_bits_per_second{matrix=\"alone\""))
+                .filter(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) > Some(1e6))
+                .count();
+            pairs_seen = pairs_seen.max(alone);
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
+    assert_eq!(
+        pairs_seen, 6,
+        "every ordered pair of three hosts, each above 1 Mbit/s"
+    );
     assert!(mesh.wait().unwrap().success());
     assert_eq!(most, [3, 3, 3], "listeners seen during the mesh");
     // After: closed again.

@@ -77,6 +77,10 @@ pub struct NetMeshArgs {
     /// Only the matrices: no line per test.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Serve the matrices as they fill at http://ADDR/metrics (Prometheus): each pair's
+    /// Gbit/s and retransmits once its test ends, and the matrix running now.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// The two ends of `stormark net`.

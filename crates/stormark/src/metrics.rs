@@ -37,6 +37,13 @@ struct HostLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PairLabels {
+    matrix: String,
+    from: String,
+    to: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QuantileLabels {
     op: String,
     quantile: String,
@@ -64,6 +71,8 @@ pub struct LiveMetrics {
     host_errors: Family<HostLabels, Counter>,
     host_iops: Family<HostLabels, FloatGauge>,
     host_bandwidth: Family<HostLabels, FloatGauge>,
+    pair_bits: Family<PairLabels, FloatGauge>,
+    pair_retransmits: Family<PairLabels, Gauge>,
     current: Mutex<Option<String>>,
 }
 
@@ -125,6 +134,18 @@ impl LiveMetrics {
             "One host's operations per second in the last closed second (runs over agents)",
             host_iops.clone(),
         );
+        let pair_bits = Family::<PairLabels, FloatGauge>::default();
+        let pair_retransmits = Family::<PairLabels, Gauge>::default();
+        registry.register(
+            "mesh_pair_bits_per_second",
+            "A mesh pair's throughput as its receiver counted it, once the pair's test ended (matrix alone or loaded)",
+            pair_bits.clone(),
+        );
+        registry.register(
+            "mesh_pair_retransmits",
+            "A mesh pair's retransmitted segments (the sender's TCP_INFO), once its test ended",
+            pair_retransmits.clone(),
+        );
         registry.register(
             "host_bandwidth_bytes_per_second",
             "One host's bytes per second in the last closed second (runs over agents)",
@@ -144,6 +165,8 @@ impl LiveMetrics {
             host_errors,
             host_iops,
             host_bandwidth,
+            pair_bits,
+            pair_retransmits,
             current: Mutex::new(None),
         }
     }
@@ -229,6 +252,20 @@ impl LiveMetrics {
                 self.host_bandwidth.get_or_create(&l).set(c.bytes as f64);
             }
         }
+    }
+
+    /// A mesh pair's test ended: its throughput and retransmits, labelled with the matrix
+    /// (`alone` or `loaded`) and both hosts.
+    pub fn mesh_pair(&self, alone: bool, from: &str, to: &str, bits_per_s: f64, retransmits: u64) {
+        let l = PairLabels {
+            matrix: if alone { "alone" } else { "loaded" }.into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        self.pair_bits.get_or_create(&l).set(bits_per_s);
+        self.pair_retransmits
+            .get_or_create(&l)
+            .set(i64::try_from(retransmits).unwrap_or(i64::MAX));
     }
 
     /// An agent's worker-second: counters only (rates come from Prometheus' `rate()`).

@@ -127,6 +127,10 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
             outln!("{text}");
         }
     };
+    let metrics = args
+        .metrics_listen
+        .map(crate::metrics::LiveMetrics::serve)
+        .transpose()?;
     let stop = crate::net_cmd::ctrl_c()?;
     let mut agents = fleet
         .connect_remote(&TargetOptions::new(PathBuf::new()), &stop)
@@ -151,6 +155,19 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
     }
     let names: Vec<String> = ips.iter().map(IpAddr::to_string).collect();
     let outcome = stormark_cluster::mesh(&agents, &ips, opts, &stop, &mut |event| {
+        if let Some(m) = &metrics {
+            match &event {
+                MeshEvent::Matrix(a) => m.phase(if *a { "alone" } else { "loaded" }),
+                MeshEvent::Pair(a, p) if p.failure.is_none() => m.mesh_pair(
+                    *a,
+                    &names[p.from as usize],
+                    &names[p.to as usize],
+                    p.bits_per_s,
+                    p.retransmits(),
+                ),
+                MeshEvent::Pair(..) => {}
+            }
+        }
         if args.quiet {
             return;
         }
