@@ -100,11 +100,26 @@ fn written_tag(seed: u64, n: u64) -> u64 {
     (1 << 63) | (seed << 32) ^ n
 }
 
+/// S3's `<Code>`s that ask the client to slow down.
+const THROTTLE_CODES: &[&str] = &[
+    "SlowDown",
+    "SlowDownRead",
+    "SlowDownWrite",
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+    "TooManyRequests",
+];
+
 fn kind_of(e: &S3Error) -> ErrorKind {
     match e {
+        // 429, or a 503 whose code says slow down (AWS's SlowDown); a 503 without one (a
+        // gateway with no backend, a HEAD's empty body) is the status it is.
+        S3Error::Status { status: 429, .. } => ErrorKind::Throttled,
         S3Error::Status {
-            status: 503 | 429, ..
-        } => ErrorKind::Throttled,
+            status: 503,
+            code: Some(code),
+        } if THROTTLE_CODES.contains(&code.as_str()) => ErrorKind::Throttled,
         S3Error::Status { status, .. } => ErrorKind::Http(*status),
         S3Error::Timeout => ErrorKind::Timeout,
         S3Error::Reset => ErrorKind::Reset,
@@ -341,6 +356,28 @@ fn push_number(s: &mut String, mut n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_slow_down_is_throttling() {
+        let status = |status, code: Option<&str>| S3Error::Status {
+            status,
+            code: code.map(str::to_string),
+        };
+        assert_eq!(
+            kind_of(&status(503, Some("SlowDown"))),
+            ErrorKind::Throttled
+        );
+        assert_eq!(kind_of(&status(429, None)), ErrorKind::Throttled);
+        assert_eq!(kind_of(&status(503, None)), ErrorKind::Http(503));
+        assert_eq!(
+            kind_of(&status(503, Some("ServiceUnavailable"))),
+            ErrorKind::Http(503)
+        );
+        assert_eq!(
+            kind_of(&status(500, Some("InternalError"))),
+            ErrorKind::Http(500)
+        );
+    }
 
     #[test]
     fn numbers_and_weights() {

@@ -39,10 +39,29 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
             .collect(),
     };
     o.push_str("<section id=\"over-time\"><h2>Over time</h2>");
-    let thr: Vec<Series> = ops
+    let mut thr: Vec<Series> = ops
         .iter()
         .map(|op| series(&|s| Some(rate(s, bytes)), op))
         .collect();
+    // Several operations (a mix, reads beside writes): their sum too.
+    if ops.len() > 1 {
+        thr.push(Series {
+            name: "total".into(),
+            segments: measured
+                .iter()
+                .map(|p| {
+                    p.intervals
+                        .iter()
+                        .flat_map(|i| {
+                            let (t0, v) = (start(p, i.t_s), rate(&i.total, bytes));
+                            [(t0, v), (t0 + i.duration_ns as f64 / 1e9, v)]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .filter(|s| !s.is_empty())
+                .collect(),
+        });
+    }
     figure(
         o,
         "throughput",

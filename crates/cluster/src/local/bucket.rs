@@ -354,6 +354,24 @@ impl super::LocalAgent {
 
     /// The workers that write the objects GET and HEAD read, up to 16 per job, before the
     /// measured phases (in the preparation phase, beside a file run's).
+    /// Bytes of the objects the preparation writes (each at every swept size, counted at
+    /// the job's own sizes).
+    pub(super) fn object_bytes(&self) -> u64 {
+        self.stages
+            .iter()
+            .flatten()
+            .filter_map(|r| r.job.s3.as_ref())
+            .filter(|s| s.mix.reads())
+            .map(|s| {
+                let sizes = s.prepare_sizes.len().max(1) as u64;
+                (0..u64::from(s.objects))
+                    .map(|i| s.obj_size.of_object(i))
+                    .sum::<u64>()
+                    .saturating_mul(sizes)
+            })
+            .sum()
+    }
+
     pub(super) fn object_preparation(&self) -> Vec<stormark_engine::WorkerSpec> {
         let Some(bucket) = self.bucket.as_ref() else {
             return Vec::new();

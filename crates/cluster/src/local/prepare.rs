@@ -70,10 +70,21 @@ impl LocalAgent {
             (Some(_), true) => "preparing the working set",
             (Some(_), false) => "preparing the working set and the objects to read",
         };
-        let (mut specs, todo, jobs) = match files {
+        let (mut specs, todo, mut jobs) = match files {
             Some(f) => (f.specs, f.todo, vec![f.job]),
             None => (Vec::new(), Vec::new(), Vec::new()),
         };
+        if !objects.is_empty() {
+            jobs.push(PhaseJob {
+                name: "prepare objects".into(),
+                engine: Backend::S3.name().into(),
+                direct: false,
+                workers: objects.len() as u32,
+                iodepth: 1,
+                rate_iops: None,
+                working_set_bytes: self.object_bytes(),
+            });
+        }
         specs.extend(objects);
         if specs.is_empty() {
             return Ok(Vec::new());
