@@ -1,8 +1,8 @@
 //! Issue 18 with issue 21's data: what S3 PUTs carry (unique and incompressible by default,
 //! or as compressible and dedupable as asked, read back with curl and measured with real
 //! compressors), `--verify` over such data, and S3 jobs beside file jobs in one job file run
-//! by `stormark run`; `--curve`, `--repeat` and `stormark compare` on S3 runs. Against a real
-//! MinIO started by the test.
+//! by `stormark run`; `--curve`, `--repeat` and `stormark compare` on S3 runs; a client clock
+//! an hour off. Against a real MinIO started by the test.
 
 use std::process::Command;
 
@@ -324,4 +324,31 @@ fn curve_repetitions_and_compare_run_s3_workloads_as_file_runs() {
         "{rows:?}"
     );
     assert_eq!(m.objects("reps", "stormark/"), Vec::<String>::new());
+}
+
+#[test]
+fn a_client_clock_an_hour_off_is_named_before_any_load() {
+    // stormark's clock moved an hour ahead (libfaketime), the real MinIO's not: S3 refuses
+    // such signatures as if the keys were wrong; the preflight says what is wrong instead.
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = Command::new("faketime")
+        .args(["-f", "+1h", BIN, "s3", "--endpoint", &m.endpoint, "--bucket", "skew"])
+        .args(["--access-key", &m.access_key, "--secret-key", &m.secret_key])
+        .args(["--create-bucket", "--op-mix", "put", "--ops", "5", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .expect("faketime (Debian's faketime) runs");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains("clock differs from the service's by 3600 s")
+            || said.contains("clock differs from the service's by 3599 s"),
+        "{said}"
+    );
+    assert!(said.contains("NTP"), "{said}");
+    // Nothing was written: the bucket was never made.
+    assert!(!m.data.path().join("skew").exists());
 }
