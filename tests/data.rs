@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use stormark_testkit::{read_json, require_tool, temp_dir, text, Bin};
+use stormark_testkit::{
+    compression_ratio, read_json, require_tool, temp_dir, text, unique_blocks, Bin,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -246,33 +248,6 @@ fn written(bs: &str, extra: &[&str]) -> Vec<u8> {
     data
 }
 
-fn unique_blocks(data: &[u8]) -> usize {
-    data.chunks(4096)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
-}
-
-/// `compressor -c`'s compressed size over the original: a real compressor, as a target or a
-/// user's archive would use.
-fn ratio_of(compressor: &str, data: &[u8]) -> f64 {
-    use std::io::Write;
-    let mut child = Command::new(compressor)
-        .arg("-c")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{compressor}: {e}"));
-    // Fed from another thread: the compressor writes while it reads, and its output pipe is
-    // finite.
-    let mut stdin = child.stdin.take().unwrap();
-    let input = data.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    assert!(out.status.success(), "{compressor} failed");
-    data.len() as f64 / out.stdout.len() as f64
-}
-
 const COMPRESSORS: [&str; 3] = ["zstd", "lz4", "gzip"];
 
 #[test]
@@ -287,7 +262,7 @@ fn every_written_block_is_unique_and_incompressible_unless_asked_otherwise() {
         // region of a 4 MiB pool, past every compressor's window (before: gzip 76x on 4k
         // writes, which all carried one random fill).
         for c in COMPRESSORS {
-            let ratio = ratio_of(c, &data);
+            let ratio = compression_ratio(c, &data);
             eprintln!("--bs {bs}: {c} {ratio:.3}x");
             assert!((1.0..1.05).contains(&ratio), "--bs {bs}: {c} {ratio:.3}x");
         }
@@ -325,7 +300,7 @@ fn compress_ratio_is_what_real_compressors_achieve_within_15_percent() {
         let data = written(bs, &args);
         let want: f64 = ratio.parse().unwrap();
         for c in COMPRESSORS {
-            let got = ratio_of(c, &data);
+            let got = compression_ratio(c, &data);
             eprintln!("--compress-ratio {ratio} --bs {bs}: {c} {got:.3}x");
             assert!((got / want - 1.0).abs() <= 0.15, "{c}: {got:.3} for {want}");
         }

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use stormark_testkit::{read_json, temp_dir, text, Bin, Minio};
+use stormark_testkit::{compression_ratio, read_json, temp_dir, text, unique_blocks, Bin, Minio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -15,18 +15,7 @@ const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 /// back with curl, concatenated in key order (each a whole number of 4 KiB blocks).
 fn kept_objects(m: &Minio, bucket: &str, extra: &[&str]) -> Vec<u8> {
     let dir = temp_dir(TMP);
-    let json = dir.path().join("r.json");
     let mut args = vec![
-        "s3",
-        "--endpoint",
-        &m.endpoint,
-        "--bucket",
-        bucket,
-        "--access-key",
-        &m.access_key,
-        "--secret-key",
-        &m.secret_key,
-        "--create-bucket",
         "--op-mix",
         "put",
         "--obj-size",
@@ -36,40 +25,13 @@ fn kept_objects(m: &Minio, bucket: &str, extra: &[&str]) -> Vec<u8> {
         "--concurrency",
         "2",
         "--keep",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = Bin(BIN).run(&args);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (code, out) = s3_run(m, bucket, &dir.path().join("r.json"), &args);
+    assert_eq!(code, 0, "{out}");
     let keys = m.objects(bucket, "stormark/");
     assert_eq!(keys.len(), 64, "{keys:?}");
     keys.iter().flat_map(|k| m.get(bucket, k)).collect()
-}
-
-fn unique_blocks(data: &[u8]) -> usize {
-    data.chunks(4096)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
-}
-
-/// `compressor -c`'s compressed size over the original.
-fn ratio_of(compressor: &str, data: &[u8]) -> f64 {
-    use std::io::Write;
-    let mut child = Command::new(compressor)
-        .arg("-c")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{compressor}: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = data.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    assert!(out.status.success(), "{compressor} failed");
-    data.len() as f64 / out.stdout.len() as f64
 }
 
 const COMPRESSORS: [&str; 3] = ["zstd", "lz4", "gzip"];
@@ -84,7 +46,7 @@ fn put_bodies_are_unique_and_incompressible_or_shaped_as_asked() {
     assert_eq!(plain.len(), 64 << 16);
     assert_eq!(unique_blocks(&plain), plain.len() / 4096);
     for c in COMPRESSORS {
-        let ratio = ratio_of(c, &plain);
+        let ratio = compression_ratio(c, &plain);
         eprintln!("default: {c} {ratio:.3}x");
         assert!((1.0..1.05).contains(&ratio), "{c} {ratio:.3}x");
     }
@@ -92,7 +54,7 @@ fn put_bodies_are_unique_and_incompressible_or_shaped_as_asked() {
     let squeezable = kept_objects(&m, "squeeze", &["--compress-ratio", "4"]);
     assert_eq!(unique_blocks(&squeezable), squeezable.len() / 4096);
     for c in COMPRESSORS {
-        let ratio = ratio_of(c, &squeezable);
+        let ratio = compression_ratio(c, &squeezable);
         eprintln!("--compress-ratio 4: {c} {ratio:.3}x");
         assert!((ratio / 4.0 - 1.0).abs() <= 0.15, "{c} {ratio:.3}x");
     }
@@ -108,39 +70,31 @@ fn verify_reads_back_shaped_data_without_a_false_mismatch() {
     let m = Minio::start(TMP);
     let dir = temp_dir(TMP);
     let json = dir.path().join("r.json");
-    let out = Bin(BIN).run(&[
-        "s3",
-        "--endpoint",
-        &m.endpoint,
-        "--bucket",
+    let (code, out) = s3_run(
+        &m,
         "shaped",
-        "--access-key",
-        &m.access_key,
-        "--secret-key",
-        &m.secret_key,
-        "--create-bucket",
-        "--op-mix",
-        "put=30,get=70",
-        "--obj-size",
-        "1k-200k",
-        "--objects",
-        "30",
-        "--get-range",
-        "10k",
-        "--compress-ratio",
-        "2",
-        "--dedup-ratio",
-        "1.5",
-        "--verify",
-        "--ops",
-        "300",
-        "--concurrency",
-        "3",
-        "-q",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        &json,
+        &[
+            "--op-mix",
+            "put=30,get=70",
+            "--obj-size",
+            "1k-200k",
+            "--objects",
+            "30",
+            "--get-range",
+            "10k",
+            "--compress-ratio",
+            "2",
+            "--dedup-ratio",
+            "1.5",
+            "--verify",
+            "--ops",
+            "300",
+            "--concurrency",
+            "3",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
     let doc = read_json(&json);
     let run = doc["phases"].as_array().unwrap().last().unwrap();
     assert!(run["by_op"]["get"]["ops"].as_u64().unwrap() > 100, "{run}");
@@ -334,9 +288,26 @@ fn a_client_clock_an_hour_off_is_named_before_any_load() {
     let dir = temp_dir(TMP);
     let json = dir.path().join("r.json");
     let out = Command::new("faketime")
-        .args(["-f", "+1h", BIN, "s3", "--endpoint", &m.endpoint, "--bucket", "skew"])
+        .args([
+            "-f",
+            "+1h",
+            BIN,
+            "s3",
+            "--endpoint",
+            &m.endpoint,
+            "--bucket",
+            "skew",
+        ])
         .args(["--access-key", &m.access_key, "--secret-key", &m.secret_key])
-        .args(["--create-bucket", "--op-mix", "put", "--ops", "5", "-q", "--json"])
+        .args([
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--ops",
+            "5",
+            "-q",
+            "--json",
+        ])
         .arg(&json)
         .output()
         .expect("faketime (Debian's faketime) runs");

@@ -20,7 +20,7 @@ pub(crate) const SOURCES: usize = 8;
 
 /// Seed of the source blocks: one for every worker, host and run, so that duplicates written
 /// anywhere are duplicates of each other.
-pub(crate) const SOURCE_SEED: u64 = 0x5354_4f52_4d41_524b;
+const SOURCE_SEED: u64 = 0x5354_4f52_4d41_524b;
 
 /// How the bytes of writes are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,6 +66,21 @@ pub fn buffer_bytes(slots: u64, bs_max: u64, reads: bool, writes: bool, shape: &
         slots * region * lanes + sources
     };
     (read + write).max(ALIGN as u128)
+}
+
+/// The [`SOURCES`] blocks of `block` bytes that duplicates are copies of: the same on every
+/// worker, host and run (file writes and S3 bodies alike), each stamped apart from the others.
+pub(crate) fn dedup_sources(block: usize, compress_ratio: f64) -> Result<AlignedBuf, EngineError> {
+    let sources = AlignedBuf::filled(SOURCES * block, SOURCE_SEED, compress_ratio)?;
+    for j in 0..SOURCES {
+        sources.scramble(
+            j * block,
+            block,
+            (1 << 63) + (j * block) as u64,
+            SOURCE_SEED,
+        );
+    }
+    Ok(sources)
 }
 
 /// Regions per slot: enough for [`POOL_BYTES`] in all.
@@ -160,15 +175,7 @@ impl Buffers {
         };
         let dedup = if writes && !shape.zero && shape.dedup_ratio > 1.0 {
             let block = shape.dedup_block.max(512) as usize;
-            let sources = AlignedBuf::filled(SOURCES * block, SOURCE_SEED, shape.compress_ratio)?;
-            for j in 0..SOURCES {
-                sources.scramble(
-                    j * block,
-                    block,
-                    (1 << 63) + (j * block) as u64,
-                    SOURCE_SEED,
-                );
-            }
+            let sources = dedup_sources(block, shape.compress_ratio)?;
             let per_slot = region / block + 2;
             Some(Dedup {
                 sources,

@@ -8,7 +8,7 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::buffer::AlignedBuf;
-use crate::data::{DataShape, SOURCES, SOURCE_SEED};
+use crate::data::{dedup_sources, DataShape, SOURCES};
 use crate::EngineError;
 
 /// The pool a worker's objects are taken from: the file path's, larger than compressors'
@@ -67,15 +67,7 @@ impl Bodies {
         } else {
             // The same source blocks as file writes: duplicates of each other anywhere.
             let block = shape.dedup_block.max(512).next_multiple_of(512) as usize;
-            let sources = AlignedBuf::filled(SOURCES * block, SOURCE_SEED, shape.compress_ratio)?;
-            for j in 0..SOURCES {
-                sources.scramble(
-                    j * block,
-                    block,
-                    (1 << 63) + (j * block) as u64,
-                    SOURCE_SEED,
-                );
-            }
+            let sources = dedup_sources(block, shape.compress_ratio)?;
             Some((sources, block, 1.0 - 1.0 / shape.dedup_ratio))
         };
         Ok(())

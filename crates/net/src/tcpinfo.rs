@@ -105,18 +105,6 @@ pub fn interface_of(ip: std::net::IpAddr) -> Option<String> {
     found
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn loopback_is_lo() {
-        assert_eq!(
-            super::interface_of("127.0.0.1".parse().unwrap()).as_deref(),
-            Some("lo")
-        );
-        assert_eq!(super::interface_of("192.0.2.77".parse().unwrap()), None);
-    }
-}
-
 /// Paces one stream's writes to `bits_per_s` (0: unpaced), as iperf3's `-b` on TCP: each write
 /// waits until the bytes before it are due.
 pub(crate) struct Pacer {
@@ -145,5 +133,17 @@ impl Pacer {
             }
         }
         self.sent += n as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_is_lo() {
+        assert_eq!(
+            super::interface_of("127.0.0.1".parse().unwrap()).as_deref(),
+            Some("lo")
+        );
+        assert_eq!(super::interface_of("192.0.2.77".parse().unwrap()), None);
     }
 }

@@ -139,7 +139,9 @@ Examples:
   stormark run /mnt/data --profile oltp-4k --jobs 4 --size 4g
       a shipped profile, with flags overriding it
   stormark run /mnt/data --job mixed.toml
-      jobs from a TOML job file (jobs sharing a group run at the same time)
+      jobs from a TOML job file (jobs sharing a group run at the same time); kind = \"s3\"
+      and kind = \"net\" jobs load an object store (keys from AWS_*) or the network beside
+      the disks
   stormark run vendor-checklist.fio
       a fio job file run as written (--lenient leaves out what stormark does not run);
       --print-fio writes the fio job file of any run

@@ -63,6 +63,37 @@ pub fn wait_listening(addr: &str, what: &str) {
     }
 }
 
+/// Distinct 4 KiB blocks of `data`: what a deduplicating store keeps.
+pub fn unique_blocks(data: &[u8]) -> usize {
+    data.chunks(4096)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}
+
+/// `compressor -c`'s compressed size over the original: a real compressor (zstd, lz4, gzip),
+/// as a target or a user's archive would use.
+pub fn compression_ratio(compressor: &str, data: &[u8]) -> f64 {
+    use std::io::Write;
+    let mut child = Command::new(compressor)
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{compressor}: {e}"));
+    // Fed from another thread: the compressor writes while it reads, and its output pipe is
+    // finite.
+    let mut stdin = child.stdin.take().expect("a piped stdin");
+    let input = data.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("the compressor ends");
+    feeder
+        .join()
+        .expect("the feeder thread")
+        .expect("feeding the compressor");
+    assert!(out.status.success(), "{compressor} failed");
+    data.len() as f64 / out.stdout.len() as f64
+}
+
 /// Whether `tool` runs; prints why a test skips when not.
 pub fn require_tool(test: &str, tool: &str) -> bool {
     let ok = Command::new(tool).arg("--version").output().is_ok()
