@@ -134,19 +134,25 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
-    let mut prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
-    // Each PUT's body is made for its object: one copy of the next region of a pool, stamped.
+    // Each PUT's body is made for its object: the next region of a pool, stamped (in place).
     // Prepared objects come from the job's pool (the same on every worker of the host, so
     // that a verifying reader makes them again), written ones from the worker's own (so that
     // workers writing at once never send the same bytes).
+    let largest = work
+        .prepare_next
+        .iter()
+        .map(|(_, size)| size.max)
+        .fold(work.obj_size.max, u64::max);
     let mut bodies = Bodies::new(
         &work.data,
         match work.prepare {
             Some(_) => work.content_seed,
             None => work.content_seed ^ ctx.spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15),
         },
+        largest,
     );
-    let mut checker = Bodies::new(&work.data, work.content_seed);
+    let mut checker = Bodies::new(&work.data, work.content_seed, 0);
+    let mut prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
     let mut cursor = 0u64;
     let mut rng = ctx.spec.seed | 1;
     let mut next = || {

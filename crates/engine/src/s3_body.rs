@@ -4,6 +4,12 @@
 //! blocks, are alike), and with a dedup ratio an exact share of blocks copied from the same few
 //! source blocks that file writes use. An object's bytes are a function of the job's seed,
 //! the object's tag and its size alone, so a reader makes them again to check a GET.
+//!
+//! Without dedup, a body is the pool's own region, stamped in place and sent by reference (no
+//! copy, as fio scrambles its buffers in place): the pool holds its first `reach` bytes again
+//! after its end, so every region of up to `reach` bytes is contiguous. With dedup (whose
+//! source blocks would overwrite the pool), or while an earlier request still holds the
+//! pool, the body is a copy.
 
 use bytes::{Bytes, BytesMut};
 
@@ -16,8 +22,9 @@ use crate::EngineError;
 /// compressor could find.
 const POOL: usize = crate::data::POOL_BYTES;
 
-/// The bytes an S3 worker's bodies take: the pool, the body being sent, a copy to check GETs
-/// against with `verify`, and the dedup source blocks. Checked before anything is allocated.
+/// The bytes an S3 worker's bodies take: the pool with its reach, a copied body, with
+/// `verify` a checker's pool and a copy to check GETs against, and the dedup source blocks.
+/// Checked before anything is allocated.
 pub fn s3_body_bytes(max: u64, verify: bool, shape: &DataShape) -> u128 {
     let max = u128::from(max.max(1));
     let sources = if shape.dedup_ratio > 1.0 {
@@ -25,13 +32,31 @@ pub fn s3_body_bytes(max: u64, verify: bool, shape: &DataShape) -> u128 {
     } else {
         0
     };
-    POOL as u128 + max * if verify { 2 } else { 1 } + sources
+    let checking = if verify { POOL as u128 + max } else { 0 };
+    POOL as u128 + 2 * max + checking + sources
+}
+
+/// Stamps every 512-byte sector of `out` (an object's bytes from its start) with its offset
+/// and `tag`: the first 16 bytes of each, fewer in a last sector shorter than that.
+fn stamp(out: &mut [u8], tag: u64) {
+    let mut stamp = [0u8; 16];
+    stamp[8..].copy_from_slice(&tag.to_le_bytes());
+    for (k, sector) in out.chunks_mut(512).enumerate() {
+        stamp[..8].copy_from_slice(&((k * 512) as u64).to_le_bytes());
+        let n = sector.len().min(16);
+        sector[..n].copy_from_slice(&stamp[..n]);
+    }
 }
 
 /// A worker's maker of object bodies. Its pool is filled at the first body made or checked:
 /// a worker that only reads and does not verify allocates nothing.
 pub(crate) struct Bodies {
-    pool: Option<AlignedBuf>,
+    /// [`POOL`] bytes filled for the shape, then its first `reach` bytes again; regions are
+    /// stamped in place for each object sent from it (stamps only ever sit where every
+    /// object's own stamps go, so what is read past them is the fill).
+    pool: Option<Bytes>,
+    /// The largest body sent from the pool in place.
+    reach: usize,
     shape: DataShape,
     seed: u64,
     dedup: Option<(AlignedBuf, usize, f64)>,
@@ -42,11 +67,18 @@ pub(crate) struct Bodies {
 }
 
 impl Bodies {
-    /// A maker of bodies shaped by `shape`; `seed` makes the contents this job's (and this
-    /// run's and host's).
-    pub fn new(shape: &DataShape, seed: u64) -> Bodies {
+    /// A maker of bodies shaped by `shape`, sending bodies of up to `reach` bytes from its pool
+    /// in place (0: a checker, which only copies); `seed` makes the contents this job's (and
+    /// this run's and host's).
+    pub fn new(shape: &DataShape, seed: u64, reach: u64) -> Bodies {
         Bodies {
             pool: None,
+            // Dedup copies every body (its source blocks would overwrite the pool): no reach.
+            reach: if shape.dedup_ratio > 1.0 || shape.zero {
+                0
+            } else {
+                reach.min(usize::MAX as u64) as usize
+            },
             shape: *shape,
             seed,
             dedup: None,
@@ -61,7 +93,18 @@ impl Bodies {
             return Ok(());
         }
         let shape = self.shape;
-        self.pool = Some(AlignedBuf::filled(POOL, self.seed, shape.compress_ratio)?);
+        let fill = AlignedBuf::filled(POOL, self.seed, shape.compress_ratio)?;
+        let fill = &fill.as_slice()[..POOL];
+        let len = POOL.saturating_add(self.reach);
+        let mut pool = Vec::new();
+        pool.try_reserve_exact(len)
+            .map_err(|_| EngineError::Alloc { bytes: len })?;
+        pool.extend_from_slice(fill);
+        while pool.len() < len {
+            let n = (len - pool.len()).min(POOL);
+            pool.extend_from_slice(&fill[..n]);
+        }
+        self.pool = Some(Bytes::from(pool));
         self.dedup = if shape.dedup_ratio <= 1.0 {
             None
         } else {
@@ -78,6 +121,11 @@ impl Bodies {
     /// buffer when its PUT let go of it.
     pub fn make(&mut self, tag: u64, start: u64, size: usize) -> Result<Bytes, EngineError> {
         self.ready()?;
+        if self.dedup.is_none() && !self.shape.zero && size <= self.reach {
+            if let Some(body) = self.in_place(tag, start, size) {
+                return Ok(body);
+            }
+        }
         let mut out = self.spare.take().unwrap_or_default();
         out.clear();
         out.reserve(size);
@@ -85,6 +133,24 @@ impl Bodies {
         unsafe { out.set_len(size) };
         self.fill(&mut out, tag, start);
         Ok(out.freeze())
+    }
+
+    /// Object `tag`'s body as the pool's own region, stamped in place; `None` while an earlier
+    /// body still holds the pool.
+    fn in_place(&mut self, tag: u64, start: u64, size: usize) -> Option<Bytes> {
+        let mut pool = match self.pool.take()?.try_into_mut() {
+            Ok(p) => p,
+            Err(held) => {
+                self.pool = Some(held);
+                return None;
+            }
+        };
+        let at = (start % POOL as u64) as usize / 512 * 512;
+        stamp(&mut pool[at..at + size], tag ^ self.seed);
+        let pool = pool.freeze();
+        let body = pool.slice(at..at + size);
+        self.pool = Some(pool);
+        Some(body)
     }
 
     /// Takes back the body of a finished PUT, for the next one.
@@ -122,7 +188,7 @@ impl Bodies {
             out.fill(0);
             return;
         };
-        let pool = &pool.as_slice()[..POOL];
+        let pool = &pool[..POOL];
         let mut at = (start % POOL as u64) as usize / 512 * 512;
         let mut done = 0;
         while done < out.len() {
@@ -131,13 +197,7 @@ impl Bodies {
             done += n;
             at = 0;
         }
-        let mut stamp = [0u8; 16];
-        stamp[8..].copy_from_slice(&(tag ^ self.seed).to_le_bytes());
-        for (k, sector) in out.chunks_mut(512).enumerate() {
-            stamp[..8].copy_from_slice(&((k * 512) as u64).to_le_bytes());
-            let n = sector.len().min(16);
-            sector[..n].copy_from_slice(&stamp[..n]);
-        }
+        stamp(out, tag ^ self.seed);
         if let Some((sources, block, share)) = &self.dedup {
             // An exact share of whole blocks. The phase steps evenly with the tag (a Weyl
             // sequence), so that over objects of one block each the share is exact too.
@@ -170,7 +230,7 @@ mod tests {
 
     #[test]
     fn objects_differ_and_are_made_again_the_same() {
-        let mut b = Bodies::new(&DataShape::default(), 7);
+        let mut b = Bodies::new(&DataShape::default(), 7, 1 << 20);
         let one = b.make(1, 0, 10_000).unwrap();
         let two = b.make(2, 16384, 10_000).unwrap();
         assert_ne!(one, two);
@@ -188,13 +248,42 @@ mod tests {
             "past the end"
         );
         // Another seed (run) makes other objects.
-        let mut c = Bodies::new(&DataShape::default(), 8);
+        let mut c = Bodies::new(&DataShape::default(), 8, 1 << 20);
         assert_ne!(c.make(1, 0, 10_000).unwrap(), one);
     }
 
     #[test]
+    fn bodies_sent_in_place_are_what_a_reader_makes_again() {
+        let shape = shape(2.0, 1.0);
+        let mut sender = Bodies::new(&shape, 11, 300_000);
+        let mut checker = Bodies::new(&shape, 11, 0);
+        let mut base = None;
+        // Regions in turn, past the pool's end (wrapping into its reach), of odd sizes.
+        let mut start = POOL as u64 - 700_000;
+        for tag in 0..12u64 {
+            let size = 100_000 + 37 * tag as usize;
+            let body = sender.make(tag, start, size).unwrap();
+            let at = (start % POOL as u64) as usize / 512 * 512;
+            // The pool's own bytes, not a copy.
+            let pool = *base.get_or_insert(body.as_ptr() as usize - at);
+            assert_eq!(body.as_ptr() as usize, pool + at, "object {tag} copied");
+            assert!(
+                checker.matches(tag, start, size as u64, 0, &body).unwrap(),
+                "{tag}"
+            );
+            sender.recycle(body);
+            start += (size as u64).next_multiple_of(512);
+        }
+        // A body still held elsewhere while the next is made: that one is a copy, still right.
+        let held = sender.make(100, 0, 5000).unwrap();
+        let next = sender.make(101, 8192, 5000).unwrap();
+        assert!(checker.matches(101, 8192, 5000, 0, &next).unwrap());
+        assert!(checker.matches(100, 0, 5000, 0, &held).unwrap());
+    }
+
+    #[test]
     fn buffers_come_back_when_the_put_let_go() {
-        let mut b = Bodies::new(&DataShape::default(), 1);
+        let mut b = Bodies::new(&DataShape::default(), 1, 0);
         let body = b.make(1, 0, 4096).unwrap();
         let ptr = body.as_ptr();
         b.recycle(body);
@@ -208,7 +297,7 @@ mod tests {
 
     #[test]
     fn no_block_repeats_across_objects_without_dedup() {
-        let mut b = Bodies::new(&shape(4.0, 1.0), 3);
+        let mut b = Bodies::new(&shape(4.0, 1.0), 3, 1 << 20);
         let mut seen = HashSet::new();
         for tag in 0..64 {
             for block in b
@@ -227,7 +316,7 @@ mod tests {
     #[test]
     fn dedup_share_is_exact_over_small_and_large_objects() {
         for (ratio, size) in [(2.0, 4096usize), (2.0, 256 << 10), (4.0, 64 << 10)] {
-            let mut b = Bodies::new(&shape(1.0, ratio), 5);
+            let mut b = Bodies::new(&shape(1.0, ratio), 5, 1 << 20);
             let (mut blocks, mut unique) = (0usize, HashSet::new());
             for tag in 0..(8 << 20) / size as u64 {
                 for block in b.make(tag, tag * size as u64, size).unwrap().chunks(4096) {
@@ -251,6 +340,7 @@ mod tests {
                 ..DataShape::default()
             },
             1,
+            4096,
         );
         assert!(b.make(9, 0, 3000).unwrap().iter().all(|&x| x == 0));
     }
