@@ -55,6 +55,9 @@ Examples:
   stormark s3 --endpoint http://minio:9000 --bucket bench --create-bucket \\
       --op-mix put=30,get=60,delete=5,list=5 --obj-size 1m --concurrency 32 --time 2m --json s3.json
       a warp-style mixed workload; the bucket is made if missing
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix put \\
+      --compress-ratio 2 --dedup-ratio 1.5
+      PUTs of data that compresses 2:1, a third of its 4 KiB blocks duplicates
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --target-latency p99<=20ms
       the most GETs per second whose 99th percentile stays within 20 ms
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --rate-ops 2000 --time 60s

@@ -16,6 +16,8 @@ Examples:
       ping-pong of 64-byte messages: round-trip latency percentiles, as sockperf measures
   stormark net client 10.0.0.2 --streams-sweep 1,2,4,8 --time 10s
       throughput with 1, 2, 4 and 8 streams: the count that fills the link
+  stormark net client 10.0.0.2 --streams 2 --bitrate 500m
+      TCP paced at 500 Mbit/s in all (as iperf3's -b): what the path does below its limit
   stormark net client 10.0.0.2 --udp --bitrate 1g
       UDP at 1 Gbit/s: what arrived, the loss, datagrams out of order, jitter
   stormark net client 10.0.0.2 --bidir --streams 2
@@ -24,6 +26,7 @@ Examples:
       1000 round trips a second on a schedule: latency from each one's due time
   stormark net --agents 10.0.0.1:7878,10.0.0.2:7878,10.0.0.3:7878 --mode mesh --token-file token
       every ordered pair of the agents' hosts alone, then all at once: two matrices of Gbit/s
+      (--metrics-listen ADDR:PORT serves each pair to Prometheus as its test ends)
 
 Throughput is counted where the bytes arrive; retransmits, congestion window and smoothed RTT
 come from the sender's kernel (TCP_INFO). Sizes take k/m (1024-based).";
