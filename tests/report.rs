@@ -211,23 +211,12 @@ fn the_html_of_a_real_run_renders_in_a_browser_with_every_chart_drawn() {
     assert!(dom.contains("stormark results"), "{dom}");
     // Each chart is an SVG in the rendered page, with lines drawn through its data: a line of
     // many points (the axes and grid are lines of two).
-    let charts: Vec<&str> = dom.split("data-chart=\"").skip(1).collect();
-    let names: Vec<&str> = charts
-        .iter()
-        .map(|c| c.split('"').next().unwrap())
-        .collect();
+    let charts = rendered_charts(dir.path(), &page);
+    let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(names, ["throughput", "latency", "distribution"], "{dom}");
-    for (name, chart) in names.iter().zip(&charts) {
-        let svg = chart.split("</figure>").next().unwrap();
-        assert!(svg.contains("<svg"), "{name}: no SVG");
-        let longest = svg
-            .split("points=\"")
-            .skip(1)
-            .map(|p| p.split('"').next().unwrap().split_whitespace().count())
-            .max()
-            .unwrap_or(0);
+    for (name, longest) in &charts {
         assert!(
-            longest >= 4,
+            *longest >= 4,
             "{name}: no line through the data ({longest} points)"
         );
     }

@@ -20,6 +20,14 @@ use crate::SpecError;
 mod net_job;
 mod s3_job;
 
+/// The first of `options` (name, given) that was given, refused as `why`.
+fn refuse_given(options: &[(&str, bool)], why: &str) -> Result<(), SpecError> {
+    match options.iter().find(|(_, given)| *given) {
+        Some((name, _)) => Err(SpecError::invalid(name, "(given)", why)),
+        None => Ok(()),
+    }
+}
+
 /// The port of a `stormark net server` unless a job names one.
 pub const NET_DEFAULT_PORT: u16 = 7879;
 

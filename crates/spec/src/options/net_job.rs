@@ -5,7 +5,7 @@ use crate::choices::LoadKind;
 use crate::net::NetJob;
 use crate::SpecError;
 
-use super::JobOpts;
+use super::{refuse_given, JobOpts};
 
 impl JobOpts {
     /// The net part of a job of kind net; net options on another kind, and options a net job
@@ -17,13 +17,10 @@ impl JobOpts {
                 ("mode", self.mode.is_some()),
                 ("msg_size", self.msg_size.is_some()),
             ];
-            if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
-                return Err(SpecError::invalid(
-                    name,
-                    "(given)",
-                    "an option of net jobs only: kind = \"net\" in a job file",
-                ));
-            }
+            refuse_given(
+                &given,
+                "an option of net jobs only: kind = \"net\" in a job file",
+            )?;
             return Ok(None);
         }
         let servers = self.server.clone().ok_or_else(|| {
@@ -39,13 +36,10 @@ impl JobOpts {
             ("verify", self.verify.is_some()),
             ("steady_state", self.steady_state.is_some()),
         ];
-        if let Some((name, _)) = refused.iter().find(|(_, g)| *g) {
-            return Err(SpecError::invalid(
-                name,
-                "(given)",
-                "not an option of net jobs: they stream for `time` (use `stormark net --rate-ops` for paced round trips)",
-            ));
-        }
+        refuse_given(
+            &refused,
+            "not an option of net jobs: they stream for `time` (use `stormark net --rate-ops` for paced round trips)",
+        )?;
         if self.jobs.is_some_and(|j| j > crate::net::MAX_STREAMS) {
             return Err(SpecError::invalid(
                 "jobs",

@@ -5,7 +5,7 @@ use crate::choices::LoadKind;
 use crate::s3::{valid_bucket, ObjSize, OpMix, S3Job, S3Op};
 use crate::SpecError;
 
-use super::JobOpts;
+use super::{refuse_given, JobOpts};
 
 impl JobOpts {
     /// The S3 part of a job of kind s3; S3 options on another kind are a mistake.
@@ -26,13 +26,10 @@ impl JobOpts {
                 ("--multipart-threshold", self.multipart_threshold.is_some()),
                 ("--part-size", self.part_size.is_some()),
             ];
-            if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
-                return Err(SpecError::invalid(
-                    name,
-                    "(given)",
-                    "an option of S3 jobs only: use `stormark s3`, or kind = \"s3\" in a job file",
-                ));
-            }
+            refuse_given(
+                &given,
+                "an option of S3 jobs only: use `stormark s3`, or kind = \"s3\" in a job file",
+            )?;
             return Ok(None);
         }
         let endpoint = self.endpoint.clone().ok_or_else(|| {
