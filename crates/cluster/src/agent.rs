@@ -33,6 +33,9 @@ pub struct TargetOptions {
     /// The block devices (`st_rdev`) that may be used at all; `None` for any (a local run,
     /// where the user names the device). An agent sets its `--allow-device` list.
     pub allowed_devices: Option<Vec<u64>>,
+    /// The run's id, the same on every host of a run (a shared metadata tree is named after
+    /// it); made by the coordinator.
+    pub run: String,
     /// S3 jobs: the keys to sign with and whether a missing bucket may be made. Never sent
     /// to a remote agent.
     pub s3: Option<S3Access>,
@@ -63,9 +66,23 @@ impl TargetOptions {
             allow_device_write: false,
             force: false,
             allowed_devices: None,
+            run: new_run_id(),
             s3: None,
         }
     }
+}
+
+/// A run id: this moment and this process, unique enough among runs that meet in one
+/// directory (`20261125-211502-4242`).
+pub fn new_run_id() -> String {
+    let t = stormark_stats::format_rfc3339(std::time::SystemTime::now());
+    let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
+    format!(
+        "{}-{}-{}",
+        &digits[..8],
+        &digits[8..14.min(digits.len())],
+        std::process::id()
+    )
 }
 
 /// An agent's clock against the coordinator's, as measured over the fastest of a few round

@@ -35,7 +35,8 @@ mod server;
 mod wire;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions, Validated,
+    new_run_id, Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions,
+    Validated,
 };
 pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
 pub use config::{AgentConfig, ConfigError, Observer};

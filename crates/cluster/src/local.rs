@@ -6,6 +6,7 @@
 mod bucket;
 mod journal;
 mod limits;
+mod metajob;
 mod netjob;
 mod planning;
 mod prepare;
@@ -60,6 +61,8 @@ pub struct LocalAgent {
     bucket: Option<bucket::Bucket>,
     /// This host's place in a distributed run (0 alone).
     index: u64,
+    /// The trees of meta jobs, once made.
+    meta: Vec<metajob::MetaJobTree>,
 }
 
 impl LocalAgent {
@@ -81,6 +84,7 @@ impl LocalAgent {
             journal: None,
             bucket: None,
             index: 0,
+            meta: Vec::new(),
         }
     }
 
@@ -177,7 +181,7 @@ impl Agent for LocalAgent {
             planned = planned.saturating_add(
                 stage
                     .iter()
-                    .filter(|(_, b)| !matches!(b, Backend::S3 | Backend::Net))
+                    .filter(|(_, b)| b.touches_files())
                     .map(|(j, _)| u64::from(j.jobs) * u64::from(j.files))
                     .sum(),
             );
@@ -209,6 +213,7 @@ impl Agent for LocalAgent {
         if let Some(Where::Dir(ws)) = &mut self.place {
             ws.create(&self.stop)?;
         }
+        self.make_meta_trees()?;
         let mut notes = Vec::new();
         let decided = self.decide_direct(&mut notes);
         self.notes.extend(notes);
@@ -276,7 +281,7 @@ impl Agent for LocalAgent {
             let len = run.len_under(load);
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
                 let targets = match run.backend {
-                    Backend::S3 | Backend::Net => Vec::new(),
+                    Backend::S3 | Backend::Net | Backend::Meta => Vec::new(),
                     _ => self.targets(files, len),
                 };
                 if !run.direct && run.job.invalidate && run.backend.touches_files() {
@@ -290,6 +295,12 @@ impl Agent for LocalAgent {
                 if let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) {
                     spec.s3 = Some(b.work(&run.job, w, workers, load, s3.ops));
                     // The S3 backend makes its own body; the worker's buffer stays small.
+                    spec.bs_min = 4096;
+                    spec.bs_max = 4096;
+                    spec.bs_align = 4096;
+                }
+                if let Some(tree) = self.meta.iter().find(|t| t.job == run.job.name) {
+                    spec.meta = Some(tree.work(w, load));
                     spec.bs_min = 4096;
                     spec.bs_max = 4096;
                     spec.bs_align = 4096;
@@ -349,6 +360,7 @@ impl Agent for LocalAgent {
             Some(b) => b.cleanup(),
             None => Vec::new(),
         };
+        problems.extend(self.remove_meta_trees());
         if let Some(Where::Dir(ws)) = &mut self.place {
             problems.extend(ws.cleanup(self.opts.keep));
         }

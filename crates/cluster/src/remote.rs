@@ -497,6 +497,7 @@ impl Agent for RemoteAgent {
                     LoadKind::Null => pb::LoadKind::Null,
                     LoadKind::S3 => pb::LoadKind::S3,
                     LoadKind::Net => pb::LoadKind::Net,
+                    LoadKind::Meta => pb::LoadKind::Meta,
                 } as i32,
             })
             .collect();
@@ -513,6 +514,7 @@ impl Agent for RemoteAgent {
             jobs,
             index: self.index,
             hosts: self.hosts,
+            run: t.run.clone(),
             s3: t.s3.as_ref().map(|a| pb::S3Access {
                 access_key: a.credentials.access_key.clone(),
                 secret_key: a.credentials.secret_key.clone(),
@@ -562,6 +564,7 @@ impl Agent for RemoteAgent {
             rate_iops: load.rate_iops,
             bs: load.bs,
             size: load.size,
+            meta_op: load.meta_op.map(|o| o.index()),
         };
         self.pump(async move { client.run_stage(req).await }, on_event)
     }

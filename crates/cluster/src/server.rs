@@ -370,6 +370,7 @@ impl AgentRpc for AgentService {
                 Ok(pb::LoadKind::Null) => LoadKind::Null,
                 Ok(pb::LoadKind::S3) => LoadKind::S3,
                 Ok(pb::LoadKind::Net) => LoadKind::Net,
+                Ok(pb::LoadKind::Meta) => LoadKind::Meta,
                 Err(_) => {
                     return Err(Status::invalid_argument(format!(
                         "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",
@@ -405,6 +406,7 @@ impl AgentRpc for AgentService {
             allow_device_write: req.allow_device_write,
             force: req.force,
             allowed_devices: Some(self.cfg.devices.clone()),
+            run: req.run.clone(),
             s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
                 credentials: stormark_s3::Credentials {
                     access_key: a.access_key.clone(),
@@ -473,6 +475,9 @@ impl AgentRpc for AgentService {
             rate_iops: req.rate_iops,
             bs: req.bs,
             size: req.size,
+            meta_op: req
+                .meta_op
+                .and_then(|i| stormark_spec::MetaOp::ALL.get(i as usize).copied()),
         };
         self.stream_phase(&req.session, move |agent, sink| {
             agent.run_stage(stage, &load, start_at, sink)

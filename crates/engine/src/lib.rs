@@ -53,7 +53,7 @@ pub use ctx::WorkerMsg;
 pub use data::{buffer_bytes, DataShape, POOL_BYTES};
 pub use error::EngineError;
 pub use files::{open_checked, Dir, Identity};
-pub use meta::{run_meta, tree_name, MetaPhase, MetaSpec, META_OPS};
+pub use meta::{meta_stat_op, MetaTree, MetaWork};
 pub use net::{net_op, NetWork};
 pub use offsets::{IoReq, OffsetGen};
 pub use s3::S3Work;

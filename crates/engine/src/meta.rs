@@ -1,317 +1,487 @@
-//! `stormark meta`: metadata load as mdtest makes it. Workers build a tree of directories and
-//! files beneath a directory of their own inside the target, one operation at a time for all
-//! of them together (mkdir, create, write, stat, open, read, rename, delete, rmdir), each call
-//! timed; then everything the run made is removed, and nothing else.
+//! The meta backend: metadata load as mdtest makes it. Each worker owns its items of a
+//! [`MetaTree`] (a tree of directories beneath a directory of its own, or one tree shared
+//! by every worker of every host) and goes through them with one operation (a phase of a
+//! `stormark meta` run), or with every operation of its job in turn until the stage ends (a
+//! `kind = "meta"` job beside other jobs). Each call is timed and recorded as the I/Os of the
+//! other backends are; what an operation needs and was not asked for (files to stat, say) is
+//! made before the worker's start, untimed.
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
+use stormark_spec::{MetaJob, MetaOp};
+use stormark_stats::{ErrorKind, Op, Recorder};
 
+use crate::ctx::Ctx;
+use crate::error::EngineError;
 use crate::files::Dir;
 
-/// The operations, in the order they run.
-pub const META_OPS: [Op; 9] = [
-    Op::Mkdir,
-    Op::Create,
-    Op::Write,
-    Op::Stat,
-    Op::Open,
-    Op::Read,
-    Op::Rename,
-    Op::Delete,
-    Op::Rmdir,
-];
-
-/// What a metadata run does.
-#[derive(Debug, Clone)]
-pub struct MetaSpec {
-    /// Workers, each a thread.
-    pub workers: u32,
-    /// Directories per worker (unique mode) or in all (shared mode).
-    pub dirs: u32,
-    /// Files per directory, per worker.
-    pub files: u32,
-    /// Bytes each file holds (written by `create`, or by `write`; read by `read`).
-    pub file_size: u64,
-    /// The operations asked for, a subset of [`META_OPS`].
-    pub ops: Vec<Op>,
-    /// Every worker in the same directories (the hard case of a distributed filesystem),
-    /// instead of a directory of its own.
-    pub shared: bool,
+/// The operation a meta operation is recorded as.
+pub fn meta_stat_op(op: MetaOp) -> Op {
+    match op {
+        MetaOp::Mkdir => Op::Mkdir,
+        MetaOp::Dirstat => Op::Dirstat,
+        MetaOp::Create => Op::Create,
+        MetaOp::Write => Op::Write,
+        MetaOp::Stat => Op::Stat,
+        MetaOp::Open => Op::Open,
+        MetaOp::Read => Op::Read,
+        MetaOp::Rename => Op::Rename,
+        MetaOp::Delete => Op::Delete,
+        MetaOp::Rmdir => Op::Rmdir,
+    }
 }
 
-/// What one operation did: each worker's seconds, and how long it took them all.
-pub struct MetaPhase {
-    /// The operation.
-    pub op: Op,
-    /// Per worker, one snapshot per second.
-    pub seconds: Vec<Vec<Snapshot>>,
-    /// From the common start to the last worker's end, ns.
-    pub duration_ns: u64,
-    /// Per worker, the items it went through (all, unless stopped).
-    pub done: Vec<u64>,
+/// What exists of one worker's items.
+#[derive(Debug, Default, Clone, Copy)]
+struct State {
+    /// Its directories were made (a tree of its own only; a shared tree's are the agent's).
+    dirs: bool,
+    /// Items its create went through (files that may exist).
+    files: u64,
+    /// The files carry their second name.
+    renamed: bool,
 }
 
-/// The tree's name inside the target: unique to this process and moment.
-pub fn tree_name() -> String {
-    let ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("stormark-meta-{}-{ns}", std::process::id())
+/// One worker's part of a tree.
+#[derive(Debug)]
+struct Part {
+    /// Its top: a directory of its own, or the shared tree's.
+    top: Arc<Dir>,
+    /// Its index among every worker of the job on every host (in file names).
+    global: u32,
+    state: Mutex<State>,
+    /// The directories it works in, opened before its start.
+    dirs: Mutex<Vec<Option<Dir>>>,
 }
 
-fn dir_name(d: u32) -> String {
-    format!("d{d}")
+/// One meta job's tree on this host: made by the agent before the first stage, used by the
+/// job's workers stage after stage, and removed by [`MetaTree::cleanup`].
+#[derive(Debug)]
+pub struct MetaTree {
+    job: MetaJob,
+    parents: Vec<Option<u32>>,
+    has_children: Vec<bool>,
+    /// Shared tree: the worker (of all) that makes, stats and removes each directory.
+    owner: Vec<u32>,
+    total: u32,
+    parts: Vec<Part>,
 }
 
-fn file_name(worker: u32, f: u32, renamed: bool) -> String {
-    format!("{}{worker}.{f}", if renamed { "r" } else { "f" })
+fn dir_name(out: &mut String, d: usize) -> &str {
+    out.clear();
+    let _ = write!(out, "d{d}");
+    out
 }
 
-/// Runs `spec` in a new tree inside `target`, one phase per operation (with `on_phase` told
-/// of each as it ends), and removes the tree. Errors are counted by kind per operation; a
-/// stop (Ctrl-C) ends the current operation early and skips the rest.
-pub fn run_meta(
-    target: &Dir,
-    spec: &MetaSpec,
-    stop: &Arc<AtomicBool>,
-    on_phase: &mut dyn FnMut(&MetaPhase),
-) -> std::io::Result<(Vec<MetaPhase>, Vec<String>)> {
-    let name = tree_name();
-    let tree = Arc::new(target.create_dir(&name)?);
-    let mut phases = Vec::new();
-    // Worker directories: unique mode only.
-    let tops: Vec<Arc<Dir>> = if spec.shared {
-        vec![tree.clone(); spec.workers as usize]
-    } else {
-        let mut v = Vec::new();
-        for w in 0..spec.workers {
-            v.push(Arc::new(tree.create_dir(format!("w{w}"))?));
-        }
-        v
-    };
-    let mut renamed = false;
-    let mut dirs_made = false;
-    let mut files_made = false;
-    // Per worker, the files its create went through (those are all that may exist).
-    let mut created: Vec<u64> = vec![0; spec.workers as usize];
-    for op in META_OPS {
-        let asked = spec.ops.contains(&op);
-        // What a later operation needs is made untimed when not asked for.
-        let needed = match op {
-            Op::Mkdir => spec.ops.iter().any(|o| *o != Op::Mkdir),
-            Op::Create => spec.ops.iter().any(|o| {
-                matches!(
-                    o,
-                    Op::Write | Op::Stat | Op::Open | Op::Read | Op::Rename | Op::Delete
-                )
-            }),
-            _ => false,
-        };
-        if !(asked || needed) || stop.load(Ordering::Relaxed) {
-            continue;
-        }
-        let phase = run_op(op, spec, &tops, renamed, stop);
-        match op {
-            Op::Mkdir => dirs_made = true,
-            Op::Create => {
-                files_made = true;
-                created.clone_from(&phase.done);
+fn file_name(out: &mut String, global: u32, n: u64, renamed: bool) -> &str {
+    out.clear();
+    let _ = write!(out, "{}{global}.{n}", if renamed { 'r' } else { 'f' });
+    out
+}
+
+impl MetaTree {
+    /// The tree of `job` for workers whose tops are `tops` (one per worker of this host, in
+    /// order), the first of them worker `first` of `total` over every host. With a tree of
+    /// its own per worker (not shared), each top is empty; shared, every top is the same
+    /// directory. Nothing is made yet.
+    pub fn new(job: &MetaJob, tops: Vec<Arc<Dir>>, first: u32, total: u32) -> MetaTree {
+        let parents = job.tree.parents();
+        let mut has_children = vec![false; parents.len()];
+        let mut root = vec![0u32; parents.len()];
+        let mut roots = 0u32;
+        for (d, p) in parents.iter().enumerate() {
+            match p {
+                Some(p) => {
+                    has_children[*p as usize] = true;
+                    root[d] = root[*p as usize];
+                }
+                None => {
+                    root[d] = roots;
+                    roots += 1;
+                }
             }
-            Op::Rename => renamed = true,
-            Op::Delete => files_made = false,
-            Op::Rmdir => dirs_made = false,
+        }
+        let total = total.max(1);
+        MetaTree {
+            owner: root.iter().map(|r| r % total).collect(),
+            job: job.clone(),
+            parents,
+            has_children,
+            total,
+            parts: tops
+                .into_iter()
+                .enumerate()
+                .map(|(w, top)| Part {
+                    top,
+                    global: first + w as u32,
+                    state: Mutex::new(State::default()),
+                    dirs: Mutex::new(Vec::new()),
+                })
+                .collect(),
+        }
+    }
+
+    /// The job.
+    pub fn job(&self) -> &MetaJob {
+        &self.job
+    }
+
+    /// Whether worker `w` makes, stats and removes directory `d`.
+    fn owns(&self, w: usize, d: usize) -> bool {
+        !self.job.shared || self.owner[d] == self.parts[w].global % self.total
+    }
+
+    /// Makes the directories, untimed, when the job does not time `mkdir` itself (before the
+    /// first stage, on every host, so that a shared tree is whole before anyone uses it).
+    pub fn make_dirs(&self) -> std::io::Result<()> {
+        if self.job.ops.contains(&MetaOp::Mkdir) {
+            return Ok(());
+        }
+        for w in 0..self.parts.len() {
+            let mut rec = Recorder::new();
+            let mut left = 0;
+            self.dir_pass(w, MetaOp::Mkdir, &mut rec, &mut left, &mut |_, _, _| true);
+            if let Some(e) = rec.take().errors.entries().next() {
+                return Err(std::io::Error::other(format!(
+                    "{} directories could not be made ({})",
+                    e.count,
+                    e.kind.name()
+                )));
+            }
+            let mut st = self.parts[w].state.lock().expect("a worker's state");
+            st.dirs = true;
+        }
+        Ok(())
+    }
+
+    /// Brings worker `w`'s items to what `op` needs (untimed) and opens its directories.
+    fn ready(&self, w: usize, op: MetaOp) {
+        let part = &self.parts[w];
+        let mut st = *part.state.lock().expect("a worker's state");
+        let mut scratch = Recorder::new();
+        let mut left = 0;
+        let mut always = |_: &mut Recorder, _: Instant, _: u64| true;
+        // A tree of its own: its directories as the operation needs them.
+        if !self.job.shared {
+            if op == MetaOp::Mkdir && st.dirs {
+                if st.files > 0 {
+                    self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                    st.files = 0;
+                }
+                self.dir_pass(w, MetaOp::Rmdir, &mut scratch, &mut left, &mut always);
+                st.dirs = false;
+            } else if op != MetaOp::Mkdir && !st.dirs {
+                self.dir_pass(w, MetaOp::Mkdir, &mut scratch, &mut left, &mut always);
+                st.dirs = true;
+            }
+        }
+        self.open_dirs(w);
+        match op {
+            MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.files > 0 => {
+                self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                st.files = 0;
+                st.renamed = false;
+            }
+            MetaOp::Write
+            | MetaOp::Stat
+            | MetaOp::Open
+            | MetaOp::Read
+            | MetaOp::Rename
+            | MetaOp::Delete
+                if st.files == 0 =>
+            {
+                st.files = self.file_pass(w, MetaOp::Create, st, &mut scratch, &mut always);
+                st.renamed = false;
+            }
             _ => {}
         }
-        if asked {
-            on_phase(&phase);
-            phases.push(phase);
-        }
+        *part.state.lock().expect("a worker's state") = st;
     }
-    let made = Made {
-        renamed,
-        files: files_made.then_some(created),
-        dirs: dirs_made || files_made,
-    };
-    let notes = remove_tree(target, &name, &tree, &tops, spec, &made);
-    Ok((phases, notes))
-}
 
-/// One operation over every worker's items, all workers started together.
-fn run_op(
-    op: Op,
-    spec: &MetaSpec,
-    tops: &[Arc<Dir>],
-    renamed: bool,
-    stop: &Arc<AtomicBool>,
-) -> MetaPhase {
-    let barrier = Arc::new(Barrier::new(spec.workers as usize + 1));
-    let handles: Vec<_> = (0..spec.workers)
-        .map(|w| {
-            let top = tops[w as usize].clone();
-            let barrier = barrier.clone();
-            let stop = stop.clone();
-            let spec = spec.clone();
-            std::thread::spawn(move || worker(op, &spec, w, &top, renamed, &barrier, &stop))
-        })
-        .collect();
-    barrier.wait();
-    // From the first worker's start to the last one's end (this thread may not run at once
-    // when the barrier opens).
-    let mut seconds = Vec::new();
-    let mut done = Vec::new();
-    let (mut start, mut end): (Option<Instant>, Option<Instant>) = (None, None);
-    for h in handles {
-        let now = Instant::now();
-        // A worker that panicked went through an unknown part: every item is cleaned.
-        let (s, n, t0, t1) = h
-            .join()
-            .unwrap_or_else(|_| (Vec::new(), u64::MAX, now, now));
-        seconds.push(s);
-        done.push(n);
-        start = Some(start.map_or(t0, |s| s.min(t0)));
-        end = Some(end.map_or(t1, |e| e.max(t1)));
+    fn open_dirs(&self, w: usize) {
+        let part = &self.parts[w];
+        let mut name = String::new();
+        let mut dirs: Vec<Option<Dir>> = Vec::with_capacity(self.parents.len());
+        for (d, p) in self.parents.iter().enumerate() {
+            let parent = match p {
+                Some(p) => dirs[*p as usize].as_ref(),
+                None => Some(&*part.top),
+            };
+            let opened = parent.and_then(|at| at.open_dir(dir_name(&mut name, d)).ok());
+            dirs.push(opened);
+        }
+        *part.dirs.lock().expect("a worker's directories") = dirs;
     }
-    let duration = match (start, end) {
-        (Some(s), Some(e)) => e.saturating_duration_since(s).as_nanos() as u64,
-        _ => 0,
-    };
-    MetaPhase {
-        op,
-        seconds,
-        duration_ns: duration.max(1),
-        done,
-    }
-}
 
-/// One worker's part of `op`: its snapshots by second, when it started and when it ended.
-fn worker(
-    op: Op,
-    spec: &MetaSpec,
-    w: u32,
-    top: &Dir,
-    renamed: bool,
-    barrier: &Barrier,
-    stop: &AtomicBool,
-) -> (Vec<Snapshot>, u64, Instant, Instant) {
-    let mut rec = Recorder::new();
-    let mut seconds = Vec::new();
-    let buf = vec![0x5a_u8; spec.file_size.min(1 << 20) as usize];
-    let mut rbuf = vec![0_u8; spec.file_size.min(1 << 20) as usize];
-    // Shared mode: worker w makes (and removes) its share of the directories.
-    let my_dirs: Vec<u32> = (0..spec.dirs)
-        .filter(|d| !spec.shared || d % spec.workers == w)
-        .collect();
-    // The directories to work in, opened before the start (untimed).
-    let dirs: Vec<Option<Dir>> = if matches!(op, Op::Mkdir | Op::Rmdir) {
-        Vec::new()
-    } else {
-        (0..spec.dirs)
-            .map(|d| top.open_dir(dir_name(d)).ok())
-            .collect()
-    };
-    barrier.wait();
-    let t0 = Instant::now();
-    let mut items = 0u64;
-    let mut next = t0 + Duration::from_secs(1);
-    let mut tick = |rec: &mut Recorder, now: Instant| {
-        if now >= next {
-            seconds.push(rec.take());
-            next += Duration::from_secs(1);
+    /// Goes through worker `w`'s directories with `op` (mkdir in order, rmdir in reverse),
+    /// recording each call; `each` is told of each (and says whether to go on).
+    fn dir_pass(
+        &self,
+        w: usize,
+        op: MetaOp,
+        rec: &mut Recorder,
+        items: &mut u64,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) {
+        let part = &self.parts[w];
+        let mut dirs = part.dirs.lock().expect("a worker's directories");
+        if dirs.len() != self.parents.len() {
+            dirs.clear();
+            dirs.resize_with(self.parents.len(), || None);
         }
-    };
-    let timed = |rec: &mut Recorder, bytes: u64, f: &mut dyn FnMut() -> std::io::Result<()>| {
-        let start = Instant::now();
-        let r = f();
-        let now = Instant::now();
-        match r {
-            Ok(()) => rec.record(
-                op,
-                bytes,
-                now.saturating_duration_since(start).as_nanos() as u64,
-            ),
-            Err(e) => rec.record_error(
-                op,
-                ErrorKind::from_errno(e.raw_os_error().unwrap_or(libc::EIO)),
-                0,
-                0,
-            ),
-        }
-        now
-    };
-    match op {
-        Op::Mkdir | Op::Rmdir => {
-            for &d in &my_dirs {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let name = dir_name(d);
-                items += 1;
-                let now = timed(&mut rec, 0, &mut || {
-                    if op == Op::Mkdir {
-                        top.mkdir(&name)
-                    } else {
-                        top.remove_dir(&name)
-                    }
-                });
-                tick(&mut rec, now);
+        let stat_op = meta_stat_op(op);
+        let mut name = String::new();
+        let order: Box<dyn Iterator<Item = usize>> = if op == MetaOp::Rmdir {
+            Box::new((0..self.parents.len()).rev())
+        } else {
+            Box::new(0..self.parents.len())
+        };
+        for d in order {
+            if !self.owns(w, d) {
+                continue;
             }
-        }
-        _ => {
-            let size = spec.file_size as usize;
-            'all: for dir in dirs.iter().flatten() {
-                for f in 0..spec.files {
-                    if stop.load(Ordering::Relaxed) {
-                        break 'all;
-                    }
-                    let name = file_name(w, f, renamed);
-                    items += 1;
-                    let bytes = match op {
-                        Op::Create if spec.ops.contains(&Op::Write) => 0,
-                        Op::Create | Op::Write | Op::Read => size as u64,
-                        _ => 0,
-                    };
-                    let now = timed(&mut rec, bytes, &mut || match op {
-                        Op::Create => {
-                            let mut file = dir.create_file(&name, 0)?;
-                            if size > 0 && !spec.ops.contains(&Op::Write) {
-                                write_all(&mut file, &buf, size)?;
-                            }
-                            Ok(())
-                        }
-                        Op::Write => {
-                            let mut file = dir.open_own(&name, libc::O_WRONLY)?;
-                            write_all(&mut file, &buf, size)
-                        }
-                        Op::Stat => dir.stat(&name).map(|_| ()),
-                        Op::Open => dir.open_own(&name, libc::O_RDONLY).map(|_| ()),
-                        Op::Read => {
-                            let mut file = dir.open_own(&name, libc::O_RDONLY)?;
-                            let mut left = size;
-                            while left > 0 {
-                                let cap = left.min(rbuf.len());
-                                let n = file.read(&mut rbuf[..cap])?;
-                                if n == 0 {
-                                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
-                                }
-                                left -= n;
-                            }
-                            Ok(())
-                        }
-                        Op::Rename => dir.rename(&name, file_name(w, f, true)),
-                        _ => dir.remove_file(&name),
-                    });
-                    tick(&mut rec, now);
+            let n = dir_name(&mut name, d);
+            let start = Instant::now();
+            let r = {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                match parent {
+                    None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+                    Some(at) => match op {
+                        MetaOp::Mkdir => at.mkdir(n),
+                        MetaOp::Dirstat => at.stat(n).map(|_| ()),
+                        _ => at.remove_dir(n),
+                    },
                 }
+            };
+            let now = Instant::now();
+            record(rec, stat_op, 0, start, now, &r);
+            *items += 1;
+            // A directory made with children to come is opened for them (after its timing).
+            if op == MetaOp::Mkdir && r.is_ok() && self.has_children[d] {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                dirs[d] = parent.and_then(|at| at.open_dir(n).ok());
+            }
+            if op == MetaOp::Rmdir && r.is_ok() {
+                dirs[d] = None;
+            }
+            if !each(rec, now, 0) {
+                break;
             }
         }
     }
-    let end = Instant::now();
-    seconds.push(rec.take());
-    (seconds, items, t0, end)
+
+    /// Goes through worker `w`'s files with `op`, recording each call; returns the items gone
+    /// through. `st` says which name the files carry.
+    fn file_pass(
+        &self,
+        w: usize,
+        op: MetaOp,
+        st: State,
+        rec: &mut Recorder,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) -> u64 {
+        let part = &self.parts[w];
+        let dirs = part.dirs.lock().expect("a worker's directories");
+        let size = self.job.file_size as usize;
+        // Written by create unless write is a phase of its own (then create leaves it empty);
+        // what is made untimed for other operations always holds its bytes.
+        let create_bytes = if self.job.ops.contains(&MetaOp::Write) && st.files == 0 {
+            0
+        } else {
+            size
+        };
+        let buf = vec![0x5a_u8; size.min(1 << 20)];
+        let mut rbuf = vec![0_u8; size.min(1 << 20)];
+        let stat_op = meta_stat_op(op);
+        let (mut name, mut other) = (String::new(), String::new());
+        let files = u64::from(self.job.files);
+        let limit = match op {
+            MetaOp::Create => u64::MAX,
+            _ => st.files,
+        };
+        let mut n = 0u64;
+        'all: for dir in dirs.iter() {
+            for f in 0..files {
+                if n >= limit {
+                    break 'all;
+                }
+                n += 1;
+                let fname = file_name(&mut name, part.global, f, st.renamed);
+                let start = Instant::now();
+                let (r, bytes) = match dir {
+                    None => (Err(std::io::Error::from_raw_os_error(libc::ENOENT)), 0),
+                    Some(dir) => match op {
+                        MetaOp::Create => (
+                            dir.create_file(fname, 0)
+                                .and_then(|mut file| write_all(&mut file, &buf, create_bytes)),
+                            create_bytes,
+                        ),
+                        MetaOp::Write => (
+                            dir.open_own(fname, libc::O_WRONLY)
+                                .and_then(|mut file| write_all(&mut file, &buf, size)),
+                            size,
+                        ),
+                        MetaOp::Stat => (dir.stat(fname).map(|_| ()), 0),
+                        MetaOp::Open => (dir.open_own(fname, libc::O_RDONLY).map(|_| ()), 0),
+                        MetaOp::Read => (
+                            dir.open_own(fname, libc::O_RDONLY)
+                                .and_then(|mut file| read_all(&mut file, &mut rbuf, size)),
+                            size,
+                        ),
+                        MetaOp::Rename => {
+                            let to = file_name(&mut other, part.global, f, true);
+                            (dir.rename(fname, to), 0)
+                        }
+                        _ => (dir.remove_file(fname), 0),
+                    },
+                };
+                let now = Instant::now();
+                record(rec, stat_op, bytes as u64, start, now, &r);
+                if !each(rec, now, bytes as u64) {
+                    break 'all;
+                }
+            }
+        }
+        n
+    }
+
+    /// Runs `op` over worker `w`'s items, timed; `each` is told after every call and says
+    /// whether to go on. Returns whether it went through them all.
+    fn timed(
+        &self,
+        w: usize,
+        op: MetaOp,
+        rec: &mut Recorder,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) -> bool {
+        let mut st = *self.parts[w].state.lock().expect("a worker's state");
+        let mut whole = true;
+        let mut go = |rec: &mut Recorder, now: Instant, b: u64| {
+            let on = each(rec, now, b);
+            whole &= on;
+            on
+        };
+        if op.on_dirs() {
+            let mut items = 0;
+            self.dir_pass(w, op, rec, &mut items, &mut go);
+            match op {
+                MetaOp::Mkdir => st.dirs = true,
+                MetaOp::Rmdir => st.dirs = false,
+                _ => {}
+            }
+        } else {
+            let n = self.file_pass(w, op, st, rec, &mut go);
+            match op {
+                MetaOp::Create => {
+                    st.files = n;
+                    st.renamed = false;
+                }
+                MetaOp::Rename => st.renamed = true,
+                MetaOp::Delete => {
+                    st.files = 0;
+                    st.renamed = false;
+                }
+                _ => {}
+            }
+        }
+        *self.parts[w].state.lock().expect("a worker's state") = st;
+        whole
+    }
+
+    /// Removes what this host's workers left (their files by the names they made, then, for
+    /// trees of their own, their directories, deepest first; a shared tree's directories are
+    /// tried by every host, the last to finish removing them). Returns a note for each thing
+    /// that could not be removed; a shared directory another host still fills is not one.
+    pub fn cleanup(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let mut name = String::new();
+        for (w, part) in self.parts.iter().enumerate() {
+            let st = *part.state.lock().expect("a worker's state");
+            self.open_dirs(w);
+            let mut dirs = part.dirs.lock().expect("a worker's directories");
+            if st.files > 0 {
+                let mut other = String::new();
+                let mut left = st.files;
+                'all: for dir in dirs.iter() {
+                    for f in 0..u64::from(self.job.files) {
+                        if left == 0 {
+                            break 'all;
+                        }
+                        left -= 1;
+                        let Some(dir) = dir else { continue };
+                        let n = file_name(&mut name, part.global, f, st.renamed);
+                        if let Err(e) = dir.remove_file(n) {
+                            // Stopped halfway through a rename: the other name.
+                            let o = file_name(&mut other, part.global, f, !st.renamed);
+                            if dir.remove_file(o).is_err()
+                                && e.kind() != std::io::ErrorKind::NotFound
+                            {
+                                notes.push(format!(
+                                    "could not remove {}: {e}",
+                                    dir.shown(&name).display()
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            if self.job.shared && w > 0 {
+                continue;
+            }
+            for d in (0..self.parents.len()).rev() {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                let Some(at) = parent else { continue };
+                let n = dir_name(&mut name, d);
+                match at.remove_dir(n) {
+                    Ok(()) => {}
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            || (self.job.shared && e.raw_os_error() == Some(libc::ENOTEMPTY)) => {}
+                    Err(e) => {
+                        notes.push(format!("could not remove {}: {e}", at.shown(n).display()))
+                    }
+                }
+                dirs[d] = None;
+            }
+        }
+        notes
+    }
+}
+
+fn record(
+    rec: &mut Recorder,
+    op: Op,
+    bytes: u64,
+    start: Instant,
+    now: Instant,
+    r: &std::io::Result<()>,
+) {
+    match r {
+        Ok(()) => rec.record(
+            op,
+            bytes,
+            now.saturating_duration_since(start).as_nanos() as u64,
+        ),
+        Err(e) => rec.record_error(
+            op,
+            ErrorKind::from_errno(e.raw_os_error().unwrap_or(libc::EIO)),
+            0,
+            0,
+        ),
+    }
 }
 
 fn write_all(file: &mut std::fs::File, buf: &[u8], mut left: usize) -> std::io::Result<()> {
@@ -323,93 +493,88 @@ fn write_all(file: &mut std::fs::File, buf: &[u8], mut left: usize) -> std::io::
     Ok(())
 }
 
-/// What is left to remove when the operations are over.
-struct Made {
-    /// Files were renamed.
-    renamed: bool,
-    /// Files may be left: per worker, how many its create went through.
-    files: Option<Vec<u64>>,
-    /// Directories may be left.
-    dirs: bool,
+fn read_all(file: &mut std::fs::File, buf: &mut [u8], mut left: usize) -> std::io::Result<()> {
+    while left > 0 {
+        let cap = left.min(buf.len());
+        let n = file.read(&mut buf[..cap])?;
+        if n == 0 {
+            // Shorter than written: what was created is not all there.
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        left -= n;
+    }
+    Ok(())
 }
 
-/// Removes what the run made that its operations did not: only the names it made (each
-/// worker's files up to where its create got), then the directories, then the tree. Returns
-/// a note for each thing that could not be removed.
-fn remove_tree(
-    target: &Dir,
-    name: &str,
-    tree: &Dir,
-    tops: &[Arc<Dir>],
-    spec: &MetaSpec,
-    made: &Made,
-) -> Vec<String> {
-    let mut notes = Vec::new();
-    let mut gone = |r: std::io::Result<()>, what: String| {
-        if let Err(e) = r {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                notes.push(format!("could not remove {what}: {e}"));
+/// What a meta worker does, beside the common parts of its [`crate::WorkerSpec`].
+#[derive(Debug, Clone)]
+pub struct MetaWork {
+    /// The job's tree on this host.
+    pub tree: Arc<MetaTree>,
+    /// This worker's index among the job's workers on this host.
+    pub worker: usize,
+    /// The one operation of this phase; `None`: every operation of the job in turn, again
+    /// until the stage ends (once, without a time).
+    pub op: Option<MetaOp>,
+}
+
+/// Before the start (untimed): a single operation's worker readies its items.
+pub(crate) fn ready(work: &MetaWork) {
+    if let Some(op) = work.op {
+        work.tree.ready(work.worker, op);
+    }
+}
+
+/// Goes through the worker's items until done, the stage's end or a stop.
+pub(crate) fn run_meta(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
+    let work = ctx
+        .spec
+        .meta
+        .clone()
+        .expect("a meta worker is given its work");
+    let stop = ctx.stop;
+    let mut rec = std::mem::take(&mut ctx.rec);
+    {
+        let pace = &mut ctx.pace;
+        let tx = ctx.tx;
+        let mut each = |rec: &mut Recorder, now: Instant, _bytes: u64| {
+            pace.tick(now, rec, tx);
+            !pace.expired(now) && !stop.load(Ordering::Relaxed)
+        };
+        match work.op {
+            Some(op) => {
+                work.tree.timed(work.worker, op, &mut rec, &mut each);
             }
-        }
-    };
-    // Files first: worker w's create went through directories in order, `files` in each.
-    if let Some(created) = &made.files {
-        for (w, top) in tops.iter().enumerate() {
-            let mut left = created[w];
-            for d in 0..spec.dirs {
-                if left == 0 {
-                    break;
-                }
-                let Ok(dir) = top.open_dir(dir_name(d)) else {
-                    left = left.saturating_sub(u64::from(spec.files));
-                    continue;
-                };
-                for f in 0..spec.files {
-                    if left == 0 {
-                        break;
-                    }
-                    left -= 1;
-                    let n = file_name(w as u32, f, made.renamed);
-                    if let Err(e) = dir.remove_file(&n) {
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            // Stopped in the middle of a rename: the other name.
-                            let _ = dir.remove_file(file_name(w as u32, f, !made.renamed));
+            None => {
+                // A storm beside other load: the job's operations in turn, each readied
+                // (untimed, but within the stage) as a phase of its own would be.
+                let timed = ctx.spec.stop.time.is_some();
+                'cycles: loop {
+                    for &op in &work.tree.job.ops {
+                        work.tree.ready(work.worker, op);
+                        if !work.tree.timed(work.worker, op, &mut rec, &mut each) {
+                            break 'cycles;
                         }
                     }
+                    if !timed {
+                        break;
+                    }
                 }
             }
         }
     }
-    for (w, top) in tops.iter().enumerate() {
-        let w = w as u32;
-        if made.dirs {
-            for d in 0..spec.dirs {
-                if !spec.shared || d % spec.workers == w {
-                    let n = dir_name(d);
-                    gone(top.remove_dir(&n), top.shown(&n).display().to_string());
-                }
-            }
-        }
-        if !spec.shared {
-            let n = format!("w{w}");
-            gone(tree.remove_dir(&n), tree.shown(&n).display().to_string());
-        }
-    }
-    gone(
-        target.remove_dir(name),
-        target.shown(name).display().to_string(),
-    );
-    notes
+    ctx.rec = rec;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stormark_spec::Tree;
 
-    fn spec(shared: bool, ops: &[Op]) -> MetaSpec {
-        MetaSpec {
-            workers: 3,
-            dirs: 4,
+    fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
+        MetaJob {
+            tree,
             files: 10,
             file_size: 4096,
             ops: ops.to_vec(),
@@ -417,37 +582,75 @@ mod tests {
         }
     }
 
+    fn count(rec: &mut Recorder, op: MetaOp) -> (u64, u64) {
+        let snap = rec.take();
+        let ok = snap
+            .ops()
+            .find(|(o, _)| *o == meta_stat_op(op))
+            .map_or(0, |(_, r)| r.ops);
+        let errors = snap.errors.entries().map(|e| e.count).sum();
+        (ok, errors)
+    }
+
     #[test]
     fn every_operation_is_counted_and_nothing_is_left() {
-        for shared in [false, true] {
+        for (shared, tree, dirs) in [
+            (false, Tree::Flat { dirs: 4 }, 4 * 3),
+            (true, Tree::Flat { dirs: 4 }, 4),
+            (
+                false,
+                Tree::Deep {
+                    depth: 2,
+                    branch: 3,
+                },
+                13 * 3,
+            ),
+            (
+                true,
+                Tree::Deep {
+                    depth: 2,
+                    branch: 3,
+                },
+                13,
+            ),
+        ] {
             let tmp = tempfile::tempdir().unwrap();
             std::fs::write(tmp.path().join("theirs"), b"x").unwrap();
-            let target = Dir::open(tmp.path()).unwrap();
-            let stop = Arc::new(AtomicBool::new(false));
-            let (phases, notes) =
-                run_meta(&target, &spec(shared, &META_OPS), &stop, &mut |_| {}).unwrap();
-            assert!(notes.is_empty(), "{notes:?}");
-            assert_eq!(phases.len(), 9);
-            for p in &phases {
-                let mut total = Snapshot::new();
-                for s in p.seconds.iter().flatten() {
-                    total += s;
+            let top = Dir::open(tmp.path()).unwrap();
+            let tops: Vec<Arc<Dir>> = if shared {
+                let t = Arc::new(top.create_dir("shared").unwrap());
+                vec![t; 3]
+            } else {
+                (0..3)
+                    .map(|w| Arc::new(top.create_dir(format!("w{w}")).unwrap()))
+                    .collect()
+            };
+            let j = job(shared, tree, &MetaOp::ALL);
+            let t = MetaTree::new(&j, tops, 0, 3);
+            t.make_dirs().unwrap();
+            for op in MetaOp::ALL {
+                let mut rec = Recorder::new();
+                let mut got = (0, 0);
+                for w in 0..3 {
+                    t.ready(w, op);
+                    t.timed(w, op, &mut rec, &mut |_, _, _| true);
+                    let (ok, bad) = count(&mut rec, op);
+                    got = (got.0 + ok, got.1 + bad);
                 }
-                let r = total
-                    .ops()
-                    .find(|(op, _)| *op == p.op)
-                    .map(|(_, r)| r.ops)
-                    .unwrap_or(0);
-                let want = if matches!(p.op, Op::Mkdir | Op::Rmdir) {
-                    if shared {
-                        4
-                    } else {
-                        12
-                    }
+                let want = if op.on_dirs() {
+                    dirs
                 } else {
-                    3 * 4 * 10
+                    3 * tree.dirs() * 10
                 };
-                assert_eq!(r, want, "{} shared={shared}", p.op.name());
+                assert_eq!(got, (want, 0), "{} shared={shared} {tree:?}", op.name());
+            }
+            assert!(t.cleanup().is_empty());
+            if shared {
+                top.remove_dir("shared").unwrap();
+            } else {
+                for w in 0..3 {
+                    top.remove_dir(format!("w{w}")).unwrap();
+                }
             }
             let left: Vec<_> = std::fs::read_dir(tmp.path())
                 .unwrap()
@@ -460,12 +663,21 @@ mod tests {
     #[test]
     fn what_is_not_asked_is_made_untimed_and_removed() {
         let tmp = tempfile::tempdir().unwrap();
-        let target = Dir::open(tmp.path()).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (phases, notes) =
-            run_meta(&target, &spec(false, &[Op::Stat]), &stop, &mut |_| {}).unwrap();
-        assert!(notes.is_empty(), "{notes:?}");
-        assert_eq!(phases.len(), 1);
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+        let top = Arc::new(Dir::open(tmp.path()).unwrap().create_dir("w0").unwrap());
+        let t = MetaTree::new(
+            &job(false, Tree::Flat { dirs: 2 }, &[MetaOp::Stat]),
+            vec![top],
+            0,
+            1,
+        );
+        t.make_dirs().unwrap();
+        for _ in 0..2 {
+            let mut rec = Recorder::new();
+            t.ready(0, MetaOp::Stat);
+            t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
+            assert_eq!(count(&mut rec, MetaOp::Stat), (20, 0));
+        }
+        assert!(t.cleanup().is_empty());
+        assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
     }
 }

@@ -24,6 +24,8 @@ pub enum Backend {
     S3,
     /// One TCP stream of a net session (the work is in [`WorkerSpec::net`]).
     Net,
+    /// Metadata calls on a tree of small files (the work is in [`WorkerSpec::meta`]).
+    Meta,
 }
 
 impl Backend {
@@ -35,6 +37,7 @@ impl Backend {
             Backend::Null => "null",
             Backend::S3 => "s3",
             Backend::Net => "net",
+            Backend::Meta => "meta",
         }
     }
 
@@ -183,6 +186,8 @@ pub struct WorkerSpec {
     pub s3: Option<crate::s3::S3Work>,
     /// A net worker's stream and what to do on it.
     pub net: Option<crate::net::NetWork>,
+    /// A meta worker's tree and operation.
+    pub meta: Option<crate::meta::MetaWork>,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -224,6 +229,7 @@ impl WorkerSpec {
             end_fsync: false,
             s3: None,
             net: None,
+            meta: None,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
@@ -312,6 +318,7 @@ impl WorkerSpec {
             end_fsync: job.end_fsync,
             s3: None,
             net: None,
+            meta: None,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

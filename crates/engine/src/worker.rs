@@ -24,6 +24,10 @@ pub(crate) fn run_worker(
     tx: &Sender<WorkerMsg>,
 ) {
     let setup = setup(spec);
+    // A meta worker readies its items for its operation, untimed, before the start.
+    if let (Ok(_), Some(work)) = (&setup, &spec.meta) {
+        crate::meta::ready(work);
+    }
     // Everyone waits at the gate, even a worker that failed to set up, so that the others
     // are not left waiting.
     let t0 = gate.wait();
@@ -63,6 +67,7 @@ pub(crate) fn run_worker(
         Backend::IoUring => crate::uring::run(&mut ctx),
         Backend::S3 => crate::s3::run_s3(&mut ctx),
         Backend::Net => crate::net::run_net(&mut ctx),
+        Backend::Meta => crate::meta::run_meta(&mut ctx),
     };
     // fio's end_fsync: every file written, synced once the load ends, each timed.
     if spec.end_fsync && spec.read_pct < 100 && failure.is_ok() {

@@ -145,6 +145,8 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
         let default_name = if several {
             format!("job{}", i + 1)
+        } else if opts.kind == Some(stormark_spec::LoadKind::Meta) {
+            "meta".to_string()
         } else if opts.kind == Some(stormark_spec::LoadKind::S3) {
             // s3-get-1m, s3-mixed-64k.
             let mix = opts

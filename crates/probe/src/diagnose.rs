@@ -157,6 +157,11 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
     let Some(shortest) = short.iter().map(|(_, s)| *s).reduce(f64::min) else {
         return;
     };
+    // Metadata phases go through a tree once: more files make them longer, not --time alone.
+    let meta = measured
+        .iter()
+        .filter(|p| (p.duration_ns as f64 / 1e9) < SHORT_RUN_S)
+        .all(|p| !p.jobs.is_empty() && p.jobs.iter().all(|j| j.engine == "meta"));
     out.push(finding(
         Severity::Warning,
         "run-too-short",
@@ -170,7 +175,11 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
             "phases": short.iter().map(|(n, s)| json!({"phase": n, "measured_s": r1(*s)})).collect::<Vec<_>>(),
             "minimum_s": SHORT_RUN_S,
         }),
-        "Measure 60–300 s per point (--time 2m) so caches, write-back and SSD garbage collection reach steady state.",
+        if meta {
+            "Give each operation more files (--files, --dirs or --depth) or --time, so that each phase lasts seconds and its rate is not a handful of calls."
+        } else {
+            "Measure 60–300 s per point (--time 2m) so caches, write-back and SSD garbage collection reach steady state."
+        },
     ));
 }
 

@@ -269,11 +269,11 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         .jobs
         .iter()
         .map(|j| {
-            if j.engine == "s3" || j.engine == "net" {
-                let (what, n) = if j.engine == "s3" {
-                    ("connection", j.workers)
-                } else {
-                    ("stream", j.workers)
+            if matches!(j.engine.as_str(), "s3" | "net" | "meta") {
+                let (what, n) = match j.engine.as_str() {
+                    "s3" => ("connection", j.workers),
+                    "net" => ("stream", j.workers),
+                    _ => ("worker", j.workers),
                 };
                 return format!(
                     "{} ({}, {n} {what}{})",

@@ -142,6 +142,8 @@ pub enum LoadKind {
     S3,
     /// TCP streams to a `stormark net server`.
     Net,
+    /// Metadata operations (mkdir, create, stat, ...) on a tree of small files, as mdtest.
+    Meta,
 }
 
 impl LoadKind {
@@ -152,6 +154,7 @@ impl LoadKind {
             LoadKind::Null => "null",
             LoadKind::S3 => "s3",
             LoadKind::Net => "net",
+            LoadKind::Meta => "meta",
         }
     }
 
@@ -162,13 +165,14 @@ impl LoadKind {
             "null" => LoadKind::Null,
             "s3" => LoadKind::S3,
             "net" => LoadKind::Net,
+            "meta" => LoadKind::Meta,
             _ => return None,
         })
     }
 
     /// Whether jobs of this kind need a target (a path) on each host.
     pub fn needs_target(self) -> bool {
-        self == LoadKind::File
+        matches!(self, LoadKind::File | LoadKind::Meta)
     }
 }
 

@@ -28,6 +28,7 @@ mod expect;
 mod fio;
 mod flags;
 mod jobfile;
+mod meta;
 mod net;
 mod options;
 mod profiles;
@@ -41,6 +42,9 @@ pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use fio::{parse_fio_job_file, to_fio, FioJobFile};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
+pub use meta::{
+    parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,
+};
 pub use net::{parse_servers, NetJob, NetMode};
 pub use options::NET_DEFAULT_PORT;
 pub use profiles::{profile, profile_names, PROFILES};

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
 use crate::data;
+use crate::meta::{parse_meta_ops, MetaOp, META_OPS_FORM};
 use crate::net::{parse_servers, NetMode, NET_MODE_FORM, SERVER_FORM};
 use crate::s3::{
     parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist, OP_MIX_FORM,
@@ -17,6 +18,7 @@ use crate::units::{
 use crate::workload::Job;
 use crate::SpecError;
 
+mod meta_job;
 mod net_job;
 mod s3_job;
 
@@ -96,6 +98,12 @@ pub const JOB_KEYS: &[&str] = &[
     "server",
     "mode",
     "msg_size",
+    "dirs",
+    "file_size",
+    "meta_ops",
+    "shared",
+    "depth",
+    "branch",
 ];
 
 /// One job's options as given: every field optional, so that a profile, a job file's defaults,
@@ -202,6 +210,18 @@ pub struct JobOpts {
     pub mode: Option<NetMode>,
     /// Net: bytes per write, or per message each way.
     pub msg_size: Option<u32>,
+    /// Meta: directories side by side in each worker's tree.
+    pub dirs: Option<u32>,
+    /// Meta: bytes each file holds.
+    pub file_size: Option<u64>,
+    /// Meta: the operations.
+    pub meta_ops: Option<Vec<MetaOp>>,
+    /// Meta: every worker of every host in one tree.
+    pub shared: Option<bool>,
+    /// Meta: levels of the tree below its root (mdtest's `-z`).
+    pub depth: Option<u32>,
+    /// Meta: children of each directory of the tree (mdtest's `-b`).
+    pub branch: Option<u32>,
 }
 
 impl JobOpts {
@@ -224,7 +244,8 @@ impl JobOpts {
         };
         match canonical {
             "kind" => {
-                self.kind = Some(LoadKind::parse(value).ok_or_else(|| bad("file, s3 or null"))?)
+                self.kind =
+                    Some(LoadKind::parse(value).ok_or_else(|| bad("file, s3, net, meta or null"))?)
             }
             "endpoint" => {
                 let v = value.trim();
@@ -371,7 +392,32 @@ impl JobOpts {
                 self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
             }
             "jobs" => self.jobs = Some(count(4096)?),
-            "files" => self.files = Some(count(65536)?),
+            // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
+            // files per directory may be many more.
+            "files" => self.files = Some(count(100_000_000)?),
+            "dirs" => self.dirs = Some(count(1_000_000)?),
+            "depth" => {
+                self.depth = Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|d| *d <= 20)
+                        .ok_or_else(|| bad("a whole number from 0 to 20"))?,
+                )
+            }
+            "branch" => self.branch = Some(count(1_000_000)?),
+            "file_size" => {
+                self.file_size = Some(
+                    parse_size(value)
+                        .filter(|s| *s <= 1 << 30)
+                        .ok_or_else(|| bad("a size from 0 to 1g, such as 0 or 4k"))?,
+                )
+            }
+            "meta_ops" => {
+                self.meta_ops = Some(parse_meta_ops(value).ok_or_else(|| bad(META_OPS_FORM))?)
+            }
+            "shared" => self.shared = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
             "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -492,7 +538,13 @@ impl JobOpts {
             verify_only,
             server,
             mode,
-            msg_size
+            msg_size,
+            dirs,
+            file_size,
+            meta_ops,
+            shared,
+            depth,
+            branch
         )
     }
 
@@ -581,10 +633,18 @@ impl JobOpts {
         let engine = match kind {
             LoadKind::Null => EngineChoice::Null,
             LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
-            LoadKind::S3 | LoadKind::Net => EngineChoice::Auto,
+            LoadKind::S3 | LoadKind::Net | LoadKind::Meta => EngineChoice::Auto,
         };
+        if kind != LoadKind::Meta && self.files.is_some_and(|f| f > 65536) {
+            return Err(SpecError::invalid(
+                "--files",
+                &self.files.unwrap_or(0).to_string(),
+                "a whole number from 1 to 65536",
+            ));
+        }
         let s3 = self.s3(kind)?;
         let net = self.net(kind)?;
+        let meta = self.meta(kind)?;
         Ok(Job {
             kind,
             name: self
@@ -632,6 +692,7 @@ impl JobOpts {
             },
             s3,
             net,
+            meta,
         })
     }
 }

@@ -303,6 +303,9 @@ pub struct StageLoad {
     pub bs: Option<u64>,
     /// Bytes of each file (or of the device) used, from the start.
     pub size: Option<u64>,
+    /// Meta jobs: the one operation of this phase (each operation is a phase of its own, as
+    /// in mdtest); `None`: every operation of the job in turn.
+    pub meta_op: Option<crate::meta::MetaOp>,
 }
 
 impl StageLoad {
@@ -313,6 +316,7 @@ impl StageLoad {
         rate_iops: None,
         bs: None,
         size: None,
+        meta_op: None,
     };
 }
 

@@ -83,6 +83,8 @@ pub struct Job {
     pub s3: Option<S3Job>,
     /// The network part of a job of kind net.
     pub net: Option<crate::net::NetJob>,
+    /// The metadata part of a job of kind meta.
+    pub meta: Option<crate::meta::MetaJob>,
     /// The ramp ends once this figure is steady (the ramp then bounds how long to wait).
     pub steady_state: Option<SteadyState>,
 }
@@ -115,6 +117,10 @@ impl Job {
                 self.iodepth_batch_complete.to_string(),
             ),
         ];
+        if self.kind == LoadKind::Meta {
+            // A meta job refuses the options of data load: only its own travel.
+            pairs.retain(|(k, _)| matches!(*k, "name" | "jobs" | "ramp"));
+        }
         if self.kind != LoadKind::File {
             pairs.push(("kind", self.kind.name().to_string()));
         }
@@ -128,6 +134,9 @@ impl Job {
             pairs.push(("server", net.servers.join(",")));
             pairs.push(("mode", net.mode.name().into()));
             pairs.push(("msg_size", format_size(u64::from(net.msg_size))));
+        }
+        if let Some(meta) = &self.meta {
+            pairs.extend(meta.pairs());
         }
         if self.zero_buffers {
             pairs.push(("zero_buffers", "true".into()));

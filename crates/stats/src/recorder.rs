@@ -58,11 +58,13 @@ pub enum Op {
     Rename,
     /// `stormark meta`: an empty directory removed (`rmdir`).
     Rmdir,
+    /// `stormark meta`: a directory's attributes read (`stat` of a directory).
+    Dirstat,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 19] = [
+    pub const ALL: [Op; 20] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -82,6 +84,7 @@ impl Op {
         Op::Open,
         Op::Rename,
         Op::Rmdir,
+        Op::Dirstat,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -108,6 +111,7 @@ impl Op {
             Op::Open => "open",
             Op::Rename => "rename",
             Op::Rmdir => "rmdir",
+            Op::Dirstat => "dirstat",
         }
     }
 

@@ -40,7 +40,7 @@ pub enum Command {
     Net(Box<NetArgs>),
     /// Metadata load as mdtest makes it: mkdir, create, stat, open, read, rename, delete and
     /// rmdir over a tree of many small files, from many workers, each call timed.
-    Meta(MetaArgs),
+    Meta(Box<MetaArgs>),
     /// A standard battery (disks, fileserver, database, latency, network, s3, acceptance):
     /// each step a stormark command of its own, then one summary with verdicts.
     Suite(Box<SuiteArgs>),

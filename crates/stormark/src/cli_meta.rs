@@ -4,16 +4,27 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::cli::{DistributedArgs, OutputArgs, ShapeArgs};
+
 const META_EXAMPLES: &str = "\
 Examples:
   stormark meta /mnt/nfs --jobs 8 --dirs 10 --files 1000
-      8 workers, each in its own 10 directories of 1000 files: mkdir, create, stat, open, read,
-      rename, delete, rmdir, each timed per call (mdtest's unique-directory mode)
-  stormark meta /mnt/cephfs --jobs 16 --shared --dirs 1 --files 5000 --ops create,stat,delete
+      8 workers, each in its own 10 directories of 1000 files: mkdir, dirstat, create, stat,
+      open, rename, delete, rmdir, each a phase, each call timed (mdtest's unique-directory mode)
+  stormark meta /mnt/cephfs --jobs 4 --depth 2 --branch 3 --files 100
+      mdtest's tree (-z 2 -b 3 -I 100): 13 directories per worker, 100 files in each
+  stormark meta /mnt/cephfs --jobs 16 --shared --files 5000 --ops create,stat,delete
       every worker creating, statting and deleting in one shared directory: the hard case of a
       distributed filesystem
-  stormark meta /mnt/data --file-size 4k --ops create,read --json meta.json
-      small files written and read back; the results document beside";
+  stormark meta /mnt/shared --agents client1:7878,client2:7878 --token-file token --jobs 8 --shared
+      every client's workers in one tree of the shared filesystem, merged exactly
+  stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
+      small files written and read back, three times, with the spread of each figure
+
+Each operation is a phase of its own, every worker of every host starting it together;
+whatever an operation needs and was not asked for (files to stat) is made untimed before it.
+The tree is made inside a run directory (with --shared, in a directory named after the run
+beside it) and removed at the end, and nothing else is touched.";
 
 /// Options of `stormark meta`.
 #[derive(Debug, Args)]
@@ -23,32 +34,59 @@ pub struct MetaArgs {
     /// [default: the current directory].
     #[arg(value_name = "TARGET")]
     pub target: Option<PathBuf>,
-    /// Parallel workers (fio's numjobs, mdtest's tasks).
-    #[arg(long, default_value = "1", value_name = "N", alias = "numjobs")]
-    pub jobs: String,
-    /// Directories per worker (in all, with --shared).
-    #[arg(long, default_value = "1", value_name = "N")]
-    pub dirs: String,
-    /// Files per directory, per worker.
-    #[arg(long, default_value = "1000", value_name = "N", alias = "nrfiles")]
-    pub files: String,
+    /// Parallel workers on each host (fio's numjobs, mdtest's tasks) [default: 1].
+    #[arg(long, value_name = "N", alias = "numjobs")]
+    pub jobs: Option<String>,
+    /// Directories side by side in each worker's tree (in all, with --shared) [default: 1].
+    #[arg(long, value_name = "N")]
+    pub dirs: Option<String>,
+    /// mdtest's tree instead (-z): levels below the root, each directory with --branch
+    /// children.
+    #[arg(long, value_name = "N")]
+    pub depth: Option<String>,
+    /// Children of each directory of the tree (mdtest's -b).
+    #[arg(long, value_name = "N")]
+    pub branch: Option<String>,
+    /// Files in each directory, per worker (mdtest's -I) [default: 1000].
+    #[arg(long, value_name = "N", alias = "nrfiles")]
+    pub files: Option<String>,
     /// Bytes each file holds: written by create (or write), read by read [default: 0, empty].
-    #[arg(long, default_value = "0", value_name = "SIZE", alias = "filesize")]
-    pub file_size: String,
-    /// The operations, run in this order whatever the order given: mkdir, create, write,
-    /// stat, open, read, rename, delete, rmdir [default: all but write; read with a --file-size].
+    #[arg(long, value_name = "SIZE", alias = "filesize")]
+    pub file_size: Option<String>,
+    /// The operations, run in this order whatever the order given: mkdir, dirstat, create,
+    /// write, stat, open, read, rename, delete, rmdir [default: all but write; read with a
+    /// --file-size].
     #[arg(long, value_name = "LIST")]
     pub ops: Option<String>,
-    /// Every worker in the same directories instead of its own.
+    /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,
-    /// Write the results document here (`-`: standard output).
+    /// TOML job file of meta jobs (kind = "meta" is implied); flags given too override its
+    /// values.
     #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write the report as one self-contained HTML page.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Print only the summary.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    pub job: Option<PathBuf>,
+    /// Leave the tree in place.
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Repetitions and expectations.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+
+    /// Where the results go.
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The agents of a distributed run.
+    #[command(flatten)]
+    pub distributed: DistributedArgs,
+    /// Per-agent directory, HOST=PATH (HOST as in --agents); repeat for each agent. TARGET,
+    /// when given, is the default.
+    #[arg(
+        long = "target",
+        id = "target_map",
+        value_name = "HOST=PATH",
+        help_heading = "Distributed"
+    )]
+    pub target_map: Vec<String>,
 }

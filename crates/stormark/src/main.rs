@@ -178,7 +178,7 @@ fn main() {
         cli::Command::Report(args) => report_cmd::main(&args),
         cli::Command::S3(args) => s3_cmd::main(*args),
         cli::Command::Net(args) => net_cmd::main(*args),
-        cli::Command::Meta(args) => meta_cmd::main(&args),
+        cli::Command::Meta(args) => meta_cmd::main(*args),
         cli::Command::Suite(args) => suite_cmd::main(*args),
     };
     std::process::exit(exit_status(result));

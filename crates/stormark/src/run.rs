@@ -286,6 +286,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         allow_device_write: args.allow_device_write,
         force: args.force,
         allowed_devices: None,
+        run: stormark_cluster::new_run_id(),
         s3,
     };
     let repeat: u32 = match args.shape.repeat.as_deref() {

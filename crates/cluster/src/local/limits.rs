@@ -33,8 +33,18 @@ impl Need {
         Need {
             name: job.name.clone(),
             workers: u64::from(job.jobs),
-            files: u64::from(job.files),
+            // A meta worker holds each directory of its tree open.
+            files: job
+                .meta
+                .as_ref()
+                .map_or(u64::from(job.files), |m| m.tree.dirs()),
             bs_max: match (&job.s3, &job.net) {
+                // A meta worker's write and read buffers.
+                _ if job.meta.is_some() => job
+                    .meta
+                    .as_ref()
+                    .map_or(0, |m| m.file_size)
+                    .clamp(1, 1 << 20),
                 (Some(s), _) => {
                     let swept = s.prepare_sizes.iter().copied().max().unwrap_or(0);
                     s.obj_size.max.max(swept)
@@ -66,6 +76,7 @@ impl Need {
             Backend::Null => return 0,
             // A message buffer per stream.
             Backend::Net => return u128::from(self.workers) * u128::from(self.bs_max),
+            Backend::Meta => return 2 * u128::from(self.workers) * u128::from(self.bs_max),
         };
         let one = buffer_bytes(slots, self.bs_max, self.reads, self.writes, &self.data);
         u128::from(self.workers) * one

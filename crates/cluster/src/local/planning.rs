@@ -23,6 +23,7 @@ impl LocalAgent {
         match job.kind {
             LoadKind::S3 => return Ok(Backend::S3),
             LoadKind::Net => return Ok(Backend::Net),
+            LoadKind::Meta => return Ok(Backend::Meta),
             LoadKind::File | LoadKind::Null => {}
         }
         let backend = match job.engine {
@@ -86,12 +87,18 @@ impl LocalAgent {
                 "{dir}: a run directory of an earlier run whose process is gone (kept, or left by a crash); run on it with --reuse, or remove it"
             ));
         }
+        if self.opts.reuse && stages.iter().flatten().any(|(j, _)| j.meta.is_some()) {
+            return Err(AgentError::option(
+                "--reuse",
+                "metadata jobs make their tree afresh each run; run them without --reuse",
+            ));
+        }
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
         for stage in stages {
             let mut runs = Vec::new();
             for (k, (job, backend)) in stage.iter().enumerate() {
-                if matches!(backend, Backend::S3 | Backend::Net) {
+                if matches!(backend, Backend::S3 | Backend::Net | Backend::Meta) {
                     // Objects or streams, not files: the bucket and the network's servers
                     // are checked after planning.
                     runs.push(JobRun::without_files(job, *backend));
@@ -242,6 +249,15 @@ impl LocalAgent {
         for stage in stages {
             let mut runs = Vec::new();
             for (job, backend) in stage {
+                if *backend == Backend::Meta {
+                    return Err(AgentError::target(
+                        path,
+                        format!(
+                            "job {}: metadata jobs make a tree of files: give a directory",
+                            job.name
+                        ),
+                    ));
+                }
                 if matches!(backend, Backend::S3 | Backend::Net) {
                     runs.push(JobRun::without_files(job, *backend));
                     continue;

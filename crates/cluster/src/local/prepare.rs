@@ -39,7 +39,7 @@ impl LocalAgent {
             None => (false, String::new()),
         };
         for run in self.stages.iter_mut().flatten() {
-            if matches!(run.backend, Backend::S3 | Backend::Net) {
+            if !run.backend.touches_files() {
                 continue;
             }
             run.direct = match (run.job.direct, supported) {

@@ -95,7 +95,7 @@ pub(super) struct PlannedFile {
 #[derive(Debug)]
 pub(super) struct Workspace {
     /// The directory the run directory is made in (`None` when reusing one).
-    parent: Option<Dir>,
+    parent: Option<Arc<Dir>>,
     /// The run directory's name in `parent`.
     name: String,
     /// The run directory, once made or reopened.
@@ -122,7 +122,7 @@ impl Workspace {
             ));
         }
         Ok(Workspace {
-            parent: Some(parent),
+            parent: Some(Arc::new(parent)),
             name: format!("stormark-{}-{}", stamp(), std::process::id()),
             run: None,
             reused: false,
@@ -180,6 +180,16 @@ impl Workspace {
         }
         out.sort();
         out
+    }
+
+    /// The run directory, once made.
+    pub fn run_dir(&self) -> Option<Arc<Dir>> {
+        self.run.clone()
+    }
+
+    /// The directory the run directory is made in (`None` when reusing one).
+    pub fn parent_dir(&self) -> Option<Arc<Dir>> {
+        self.parent.clone()
     }
 
     /// Whether this run reuses a kept run directory.
