@@ -176,7 +176,7 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
             "minimum_s": SHORT_RUN_S,
         }),
         if meta {
-            "Give each operation more files (--files, --dirs or --depth) or --time, so that each phase lasts seconds and its rate is not a handful of calls."
+            "Give each operation more files (--files, --dirs or --depth), so that each phase lasts seconds and its rate is not a handful of calls."
         } else {
             "Measure 60–300 s per point (--time 2m) so caches, write-back and SSD garbage collection reach steady state."
         },
