@@ -111,7 +111,7 @@ pub fn parse_fio_job_file(
             match apply(&mut job, &mut fio, key, value.as_deref(), kb_1000, &context) {
                 Ok(true) => {}
                 Ok(false) => {
-                    let item = format!("line {no}: {key}");
+                    let item = format!("line {no}: {}", shown_key(key));
                     if !unsupported.contains(&item) {
                         unsupported.push(item);
                     }
@@ -367,8 +367,8 @@ fn read_lines(
             continue;
         }
         if let Some(rest) = line.strip_prefix("include ") {
-            let included = include(rest.trim())
-                .map_err(|e| format!("line {no}: include {}: {e}", rest.trim()))?;
+            // Said by line only: what was written may be anything (a path to a secret).
+            let included = include(rest.trim()).map_err(|e| format!("line {no}: include: {e}"))?;
             read_lines(&included, rest.trim(), env, include, depth + 1, sections)?;
             continue;
         }
@@ -392,7 +392,8 @@ fn read_lines(
         };
         let Some((_, lines)) = sections.last_mut() else {
             return Err(format!(
-                "line {no}: `{key}` before any section: put it under [global]"
+                "line {no}: {} before any section: put it under [global]",
+                shown_key(&key)
             ));
         };
         let _ = path;
@@ -420,12 +421,46 @@ fn expand(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
         if name.is_empty() {
             return Err("a $ without a variable name".into());
         }
-        let value = env(name).ok_or_else(|| format!("${name} is not set"))?;
+        let value = env(name).ok_or_else(|| format!("{} is not set", shown_var(name)))?;
+        if out.len() + value.len() + rest.len() > MAX_EXPANDED_LINE {
+            return Err(format!(
+                "longer than {MAX_EXPANDED_LINE} bytes once its variables are expanded"
+            ));
+        }
         out.push_str(&value);
         rest = tail;
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The longest a line may grow by expanding its variables: a variable of 100 kB used ten
+/// times in a line of a 1 MB file must not ask for gigabytes.
+pub const MAX_EXPANDED_LINE: usize = 64 << 10;
+
+/// A key as a refusal may name it: an option name (letters, digits, `_`, at most 64), else
+/// a mention that the line is not an option, never its text (an included file may be
+/// anything).
+fn shown_key(key: &str) -> String {
+    if !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        key.to_string()
+    } else {
+        "a line that is no option (its text withheld)".into()
+    }
+}
+
+/// A variable's name as an error may name it (as [`shown_key`]).
+fn shown_var(name: &str) -> String {
+    if name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        format!("${name}")
+    } else {
+        "a variable".into()
+    }
 }
 
 /// The fio job file of `jobs` on `target`: what fio would run for the same workload (jobs of

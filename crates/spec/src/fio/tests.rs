@@ -124,6 +124,21 @@ fn every_option_stormark_does_not_run_is_named_with_its_line() {
 }
 
 #[test]
+fn variables_cannot_grow_a_line_without_bound() {
+    // A 100 kB variable used twenty times in a line: refused, not gigabytes asked for.
+    let big = "x".repeat(100_000);
+    let env = |name: &str| (name == "BIG").then(|| big.clone());
+    let line = format!("[j]\nfilename={}\n", "$BIG".repeat(20));
+    let e = parse_fio_job_file(&line, "t.fio", &env, &no_include, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("once its variables are expanded"), "{e}");
+    // A line of a file that is no job file is refused by number, its text withheld.
+    let e = parse("root:$HOME:x:0\n").unwrap_err().to_string();
+    assert!(e.contains("line 1") && !e.contains("root"), "{e}");
+}
+
+#[test]
 fn units_variables_and_includes() {
     // kb_base=1000: k is 1000.
     let f = parse("[global]\nkb_base=1000\n[j]\nbs=4k\nsize=1m\n").unwrap();
