@@ -978,3 +978,32 @@ fn a_clients_metrics_show_the_bytes_moving() {
         "{seen:?}"
     );
 }
+
+/// Issue 30: a server's refusal is the other end's text: escape sequences (clear the screen,
+/// retitle the window) and a forged `status: ok` line reach the terminal escaped, on one line.
+#[test]
+fn a_refusal_with_escape_sequences_is_printed_escaped() {
+    use std::io::{BufRead, BufReader, Write};
+    let addr = free_addr();
+    let listener = std::net::TcpListener::bind(&addr).unwrap();
+    let fake = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut r = BufReader::new(conn.try_clone().unwrap());
+        let mut hello = String::new();
+        let _ = r.read_line(&mut hello);
+        let reason = "busy\u{1b}[2J\u{1b}]0;owned\u{7}\nstatus: ok";
+        let line = serde_json::json!({"kind": "refused", "reason": reason});
+        let mut w = conn;
+        let _ = writeln!(w, "{line}");
+    });
+    let out = Bin(BIN).run(&["net", "client", &addr, "--time", "1s"]);
+    fake.join().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
+    assert!(said.contains("busy"), "{said}");
+    assert!(!said.lines().any(|l| l.trim() == "status: ok"), "{said}");
+}

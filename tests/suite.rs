@@ -301,6 +301,36 @@ fn s3_suite_against_minio_removes_every_object() {
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
         .collect::<String>();
     assert!(!all.contains(&m.secret_key), "the secret was written");
+
+    // Issue 30: a suite file's step with the secret as a flag: it runs (the secret reaches
+    // the step by its environment), and is printed, recorded and rendered nowhere.
+    let file = dir.path().join("keys.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[step]]\nname = \"puts\"\ncommand = [\"s3\", \"--endpoint\", \"{}\", \"--bucket\", \"suitefile\", \"--create-bucket\", \"--access-key\", \"{}\", \"--secret-key\", \"{}\", \"--op-mix\", \"put\", \"--obj-size\", \"4k\"]\n",
+            m.endpoint, m.access_key, m.secret_key
+        ),
+    )
+    .unwrap();
+    let out = temp_dir(TMP);
+    let (code, s, said) = suite(&out, &[file.to_str().unwrap(), "--smoke"]);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(steps(&s)[0]["result"], "pass", "{s}");
+    assert!(
+        !said.contains(&m.secret_key),
+        "the secret was printed: {said}"
+    );
+    let all = std::fs::read_dir(out.path().join("out"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(!all.contains(&m.secret_key), "the secret was written");
+    assert!(
+        all.contains("<hidden>"),
+        "the step's command is not recorded"
+    );
+    assert!(m.objects("suitefile", "").is_empty(), "objects left behind");
 }
 
 #[test]

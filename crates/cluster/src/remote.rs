@@ -55,7 +55,8 @@ pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
         m if m.contains("deadline has elapsed") || m.contains("Timeout expired") => {
             format!("no answer within {} s", SILENCE.as_secs())
         }
-        m => one_cause(m),
+        // The agent's words: on one line, no escape sequence reaches the terminal.
+        m => stormark_spec::printable(&one_cause(m), 500),
     };
     let (agent, message) = (address.to_string(), text);
     match s.code() {

@@ -110,7 +110,9 @@ pub fn run(
         let mut next = |what: &str| c.next(what);
         match next("waiting for the start")? {
             ServerLine::Started => {}
-            ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
+            ServerLine::Refused { reason } => {
+                return Err(NetError::Refused(crate::session::refusal(&reason)))
+            }
             other => {
                 return Err(NetError::Lost(format!(
                     "{}: unexpected {other:?}",

@@ -96,7 +96,7 @@ pub(crate) fn start(opts: &ClientOptions) -> Result<Control, NetError> {
     };
     match c.next("waiting for the answer")? {
         ServerLine::Accepted => Ok(c),
-        ServerLine::Refused { reason } => Err(NetError::Refused(reason)),
+        ServerLine::Refused { reason } => Err(NetError::Refused(refusal(&reason))),
         other => Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
     }
 }
@@ -122,7 +122,7 @@ pub(crate) fn join(opts: &ClientOptions, c: &mut Control) -> Result<Vec<TcpStrea
     }
     match c.next("waiting for the streams to join")? {
         ServerLine::Started => Ok(streams),
-        ServerLine::Refused { reason } => Err(NetError::Refused(reason)),
+        ServerLine::Refused { reason } => Err(NetError::Refused(refusal(&reason))),
         other => Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
     }
 }
@@ -165,4 +165,11 @@ impl Session {
         drop(self.streams);
         self.drain.join().ok().flatten()
     }
+}
+
+/// A server's reason for refusing, as stormark prints it: the other end's words, on one line
+/// with its control characters escaped (no escape sequence reaches the terminal, no forged
+/// line), at most 300 characters.
+pub(crate) fn refusal(reason: &str) -> String {
+    stormark_spec::printable(reason, 300)
 }

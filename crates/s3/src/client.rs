@@ -202,7 +202,7 @@ impl Client {
                 .body
                 .as_deref()
                 .and_then(|b| std::str::from_utf8(b).ok())
-                .and_then(|t| element(t, "Code"))
+                .and_then(crate::list::error_code)
                 .or_else(|| (head_only && fetched.status == 404).then(|| "NotFound".into()));
             return Err(S3Error::Status {
                 status: fetched.status,
@@ -322,7 +322,7 @@ impl Client {
                         .body
                         .as_deref()
                         .and_then(|b| std::str::from_utf8(b).ok())
-                        .and_then(|t| element(t, "Code")),
+                        .and_then(crate::list::error_code),
                 })
             }
             Ok(f) => Ok(f),

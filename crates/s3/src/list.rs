@@ -30,6 +30,23 @@ pub fn parse_list(xml: &str) -> Listing {
 }
 
 /// The text of the first `<name>` element.
+/// S3's error `<Code>` of an answer: an identifier (`NoSuchBucket`, `SlowDown`), else
+/// `(unprintable code)`: the service's text is printed and recorded, and must carry no
+/// escape sequence or forged line.
+pub(crate) fn error_code(xml: &str) -> Option<String> {
+    let code = element(xml, "Code")?;
+    let plain = !code.is_empty()
+        && code.len() <= 64
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+    Some(if plain {
+        code
+    } else {
+        "(unprintable code)".into()
+    })
+}
+
 pub(crate) fn element(xml: &str, name: &str) -> Option<String> {
     let open = format!("<{name}>");
     let start = xml.find(&open)? + open.len();
@@ -77,6 +94,17 @@ fn unescape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_code_is_an_identifier_or_withheld() {
+        let xml = |c: &str| format!("<Error><Code>{c}</Code><Message>m</Message></Error>");
+        assert_eq!(error_code(&xml("SlowDown")).as_deref(), Some("SlowDown"));
+        assert_eq!(
+            error_code(&xml("Busy\x1b[2J\nstatus: ok")).as_deref(),
+            Some("(unprintable code)")
+        );
+        assert_eq!(error_code("<Error></Error>"), None);
+    }
 
     #[test]
     fn a_page_and_its_token() {

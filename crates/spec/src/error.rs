@@ -49,13 +49,23 @@ const SHOWN_MAX: usize = 80;
 /// [`SHOWN_MAX`] characters, so that a pasted file or a runaway argument cannot flood the
 /// terminal or split the message.
 pub fn shown(value: &str) -> String {
+    printable(value, SHOWN_MAX)
+}
+
+/// Text that came from elsewhere (a server's refusal, an agent's message, a service's
+/// error) as stormark prints or records it: on one line, every control character escaped
+/// (an escape sequence cannot clear the screen, retitle the window or forge a line of
+/// stormark's own), and at most `max` characters.
+pub fn printable(value: &str, max: usize) -> String {
     let mut out = String::new();
     for (n, c) in value.chars().enumerate() {
-        if n == SHOWN_MAX - 1 {
+        if n + 1 == max {
             out.push('…');
             break;
         }
-        if c.is_control() {
+        if c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -67,6 +77,17 @@ pub fn shown(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_from_elsewhere_cannot_drive_the_terminal() {
+        let evil = "busy\x1b[2J\x1b]0;owned\x07\nstatus: ok\u{202e}";
+        let p = printable(evil, 500);
+        assert!(!p.chars().any(|c| c.is_control()), "{p}");
+        assert!(!p.contains('\u{202e}'), "{p}");
+        assert_eq!(p.lines().count(), 1);
+        assert!(p.starts_with("busy\\u{1b}[2J"), "{p}");
+        assert_eq!(printable(&"x".repeat(1000), 10).chars().count(), 10);
+    }
 
     #[test]
     fn values_are_quoted_on_one_short_line() {

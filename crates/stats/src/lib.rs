@@ -49,7 +49,7 @@ pub use recorder::{
 };
 pub use repeat::{combine_repetitions, REPEAT_CV};
 pub use results::{
-    cpu_pct, decode_histogram, encode_histogram, Breakdown, Counts, ErrorSummary,
+    cpu_pct, decode_histogram, encode_histogram, redact_command, Breakdown, Counts, ErrorSummary,
     ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp, MeshHost,
     MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind, RepetitionStat,
     Results, RunStatus, Severity, Target, Tool, SCHEMA,

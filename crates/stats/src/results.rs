@@ -613,3 +613,54 @@ mod tests {
         assert!(decode_histogram("AAAA").is_none());
     }
 }
+
+/// The flags whose value is a secret: never recorded or printed.
+const SECRET_FLAGS: [&str; 4] = [
+    "--secret-key",
+    "--secret_key",
+    "--secret-access-key",
+    "--secret",
+];
+
+/// A command line as it may be recorded or printed (results, suite summaries, a step's
+/// header): the value of every secret flag (`--secret-key X`, `--secret-key=X`) replaced by
+/// `<hidden>`. A results document is shared; a secret never is.
+pub fn redact_command(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut hide_next = false;
+    args.into_iter()
+        .map(|a| {
+            if std::mem::take(&mut hide_next) {
+                return "<hidden>".to_string();
+            }
+            if SECRET_FLAGS.contains(&a.as_str()) {
+                hide_next = true;
+            }
+            match a.split_once('=') {
+                Some((k, _)) if SECRET_FLAGS.contains(&k) => format!("{k}=<hidden>"),
+                _ => a,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact_command;
+
+    #[test]
+    fn secrets_are_hidden_in_every_form() {
+        let cmd = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            redact_command(cmd(
+                "stormark s3 --secret-key abc --access-key AK --bucket b"
+            )),
+            cmd("stormark s3 --secret-key <hidden> --access-key AK --bucket b")
+        );
+        assert_eq!(
+            redact_command(cmd("s3 --secret-key=abc --secret_key xyz")),
+            cmd("s3 --secret-key=<hidden> --secret_key <hidden>")
+        );
+        // A secret-looking value of another flag is the user's business, and kept.
+        assert_eq!(redact_command(cmd("run --name x")), cmd("run --name x"));
+    }
+}

@@ -23,24 +23,7 @@ macro_rules! outln {
 /// The command line as results record it, with the value of `--secret-key` hidden: a
 /// results document is shared, a secret never is.
 fn command_line() -> Vec<String> {
-    let mut hide_next = false;
-    std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .map(|a| {
-            if std::mem::take(&mut hide_next) {
-                return "<hidden>".to_string();
-            }
-            if a == "--secret-key" || a == "--secret_key" {
-                hide_next = true;
-            }
-            match a.split_once('=') {
-                Some((k, _)) if k == "--secret-key" || k == "--secret_key" => {
-                    format!("{k}=<hidden>")
-                }
-                _ => a,
-            }
-        })
-        .collect()
+    stormark_stats::redact_command(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
 }
 
 /// Reads a text file of at most `limit` bytes (a job file, a results document): a path

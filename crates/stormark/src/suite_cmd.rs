@@ -415,14 +415,21 @@ impl Runner<'_> {
             if self.quiet || together {
                 args.push("--quiet".into());
             }
-            let mut command = vec!["stormark".to_string()];
-            command.extend(args.iter().cloned());
+            // Printed and recorded without secrets (a suite file's step may carry a key).
+            let command = stormark_stats::redact_command(
+                std::iter::once("stormark".to_string()).chain(args.iter().cloned()),
+            );
             outln!("\n== [{n}/{total}] {}\n   {}", s.name, command.join(" "));
             let mut o = outcome(s, command);
             o.document = Some(doc);
             o.report = Some(report);
+            // A secret given in a step goes to the child by its environment, not its command
+            // line (which any user of the host sees in ps).
+            let (args, secret) = secret_to_env(args);
             let mut cmd = Command::new(&exe);
-            cmd.args(&args).envs(self.keys.iter().map(|(k, v)| (*k, v)));
+            cmd.args(&args)
+                .envs(self.keys.iter().map(|(k, v)| (*k, v)))
+                .envs(secret.iter().map(|v| ("AWS_SECRET_ACCESS_KEY", v)));
             if self.quiet {
                 cmd.stdout(Stdio::null());
             } else if together {
@@ -511,5 +518,41 @@ impl Runner<'_> {
                     ))
                 });
         }
+    }
+}
+
+/// A step's arguments without `--secret-key X` (or `--secret-key=X`), and that secret.
+fn secret_to_env(args: Vec<String>) -> (Vec<String>, Option<String>) {
+    let mut out = Vec::with_capacity(args.len());
+    let mut secret = None;
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        match a.split_once('=') {
+            _ if a == "--secret-key" || a == "--secret_key" => secret = it.next(),
+            Some((k, v)) if k == "--secret-key" || k == "--secret_key" => {
+                secret = Some(v.to_string())
+            }
+            _ => out.push(a),
+        }
+    }
+    (out, secret)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::secret_to_env;
+
+    #[test]
+    fn a_steps_secret_leaves_its_command_line() {
+        let args = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            secret_to_env(args("s3 --secret-key abc --bucket b")),
+            (args("s3 --bucket b"), Some("abc".to_string()))
+        );
+        assert_eq!(
+            secret_to_env(args("s3 --secret-key=abc")),
+            (args("s3"), Some("abc".to_string()))
+        );
+        assert_eq!(secret_to_env(args("run /x")), (args("run /x"), None));
     }
 }
