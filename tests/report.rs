@@ -672,3 +672,60 @@ fn the_coordinators_metrics_label_each_host_of_a_run_over_agents() {
         assert!(seen.windows(2).all(|w| w[0] < w[1]), "{host}: {seen:?}");
     }
 }
+
+/// Issue 30: documents anyone may have written. A host name with a line break and a script,
+/// CSV cells a spreadsheet would run, a figure of 1.7e308 (it hung the HTML renderer), a
+/// negative rate and /dev/zero: refused in one line or rendered inert, never run or hung.
+#[test]
+fn crafted_documents_are_refused_or_rendered_inert() {
+    let dir = temp_dir(TMP);
+    let json = run(&dir);
+    let mut doc = read_json(&json);
+    let evil_host = "h\n\n<script>alert(1)</script>\u{1b}[2J";
+    doc["hosts"][0]["name"] = serde_json::json!(evil_host);
+    doc["phases"][0]["name"] = serde_json::json!("=HYPERLINK(\"http://x\")");
+    let crafted = dir.path().join("crafted.json");
+    std::fs::write(&crafted, serde_json::to_string(&doc).unwrap()).unwrap();
+    let c = crafted.to_str().unwrap();
+    let out = Bin(BIN).run(&["report", c, "--markdown", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(!md.contains("<script>"), "{md}");
+    assert!(!md.contains('\u{1b}'), "{md:?}");
+    let out = Bin(BIN).run(&["report", c]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains('\u{1b}'));
+    let csv = dir.path().join("csv");
+    let out = Bin(BIN).run(&["report", c, "--csv", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let summary = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+    assert!(summary.contains("\"'=HYPERLINK("), "{summary}");
+    assert!(!summary.lines().any(|l| l.starts_with('=')), "{summary}");
+
+    // Figures no run measures: refused before anything is drawn.
+    for (path, value, want) in [
+        ("iops", serde_json::json!(1.7e308), "beyond any figure"),
+        ("iops", serde_json::json!(-5.0), "never negative"),
+    ] {
+        let mut bad = read_json(&json);
+        bad["phases"][0]["total"][path] = value;
+        let f = dir.path().join("bad.json");
+        std::fs::write(&f, serde_json::to_string(&bad).unwrap()).unwrap();
+        let html = dir.path().join("bad.html");
+        let out = Bin(BIN).run(&[
+            "report",
+            f.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains(want), "{said}");
+        assert_eq!(said.trim().lines().count(), 1, "{said}");
+        assert!(!html.exists());
+    }
+    let out = Bin(BIN).run(&["report", "/dev/zero"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("not a regular file"), "{said}");
+}

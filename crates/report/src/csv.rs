@@ -39,8 +39,17 @@ pub fn csv_files(r: &Results) -> Vec<CsvFile> {
     files
 }
 
-/// A field, quoted when it holds a comma, quote or line break (RFC 4180).
+/// A field, quoted when it holds a comma, quote or line break (RFC 4180); a text that a
+/// spreadsheet would take for a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return) is prefixed with `'`, as OWASP advises against CSV injection.
 fn field(text: &str) -> String {
+    let guarded;
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        guarded = format!("'{text}");
+        guarded.as_str()
+    } else {
+        text
+    };
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
@@ -209,5 +218,8 @@ mod tests {
         assert_eq!(field("sweep:bs=4k,iodepth=8"), "\"sweep:bs=4k,iodepth=8\"");
         assert_eq!(field("a \"b\""), "\"a \"\"b\"\"\"");
         assert_eq!(field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("-2+3"), "'-2+3");
     }
 }

@@ -12,13 +12,32 @@ use crate::{format_bw, format_iops, format_latency, Render};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Markdown;
 
-/// A table cell: `|` escaped, line breaks as spaces.
+/// Text of a results document in Markdown, a table cell or a line of prose: on one line,
+/// control characters escaped, and everything a Markdown viewer would act on escaped (HTML
+/// as entities, emphasis, links, `|`), so that a host name or a message from a document
+/// (which anyone may have written) is shown, never run or formatted.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    let one_line = stormark_spec::printable(&text.replace(['\n', '\r'], " "), 4096);
+    let mut out = String::with_capacity(one_line.len());
+    for c in one_line.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-/// Inline code that survives backticks inside it.
+/// Inline code that survives backticks inside it, on one line (a blank line would end the
+/// code span and let what follows be read as HTML).
 fn code(text: &str) -> String {
+    let text = stormark_spec::printable(&text.replace(['\n', '\r'], " "), 4096);
     let fence = if text.contains('`') { "`` " } else { "`" };
     let close = if text.contains('`') { " ``" } else { "`" };
     format!("{fence}{text}{close}")
@@ -68,24 +87,24 @@ impl Render for Markdown {
         let _ = writeln!(
             out,
             "- started {}, {:.2} s, {} {}",
-            r.started_at,
+            cell(&r.started_at),
             r.duration_ns as f64 / 1e9,
-            r.tool.name,
-            r.tool.version
+            cell(&r.tool.name),
+            cell(&r.tool.version)
         );
         if let Some(t) = &r.target {
-            let mut what = format!("{} ({}", code(&t.path), t.kind);
+            let mut what = format!("{} ({}", code(&t.path), cell(&t.kind));
             if let Some(fs) = &t.fs_type {
-                let _ = write!(what, ", {fs}");
+                let _ = write!(what, ", {}", cell(fs));
             }
             if let Some(dev) = &t.device {
-                let _ = write!(what, " on {dev}");
+                let _ = write!(what, " on {}", cell(dev));
             }
             what.push(')');
             let _ = writeln!(out, "- target: {what}");
         }
         if !r.hosts.is_empty() {
-            let names: Vec<&str> = r.hosts.iter().map(|h| h.name.as_str()).collect();
+            let names: Vec<String> = r.hosts.iter().map(|h| cell(&h.name)).collect();
             let _ = writeln!(out, "- hosts: {}", names.join(", "));
         }
         let measured: Vec<_> = r.phases.iter().filter(|p| p.measured()).collect();
@@ -150,14 +169,14 @@ impl Render for Markdown {
                 out,
                 "- **{severity}** {}: {}  \n  *Advice:* {}",
                 code(&f.code),
-                f.message.replace('\n', " "),
-                f.advice.replace('\n', " ")
+                cell(&f.message),
+                cell(&f.advice)
             );
         }
         if !r.notes.is_empty() {
             out.push_str("\n## Notes\n\n");
             for n in &r.notes {
-                let _ = writeln!(out, "- {}", n.replace('\n', " "));
+                let _ = writeln!(out, "- {}", cell(n));
             }
         }
         out
@@ -190,7 +209,7 @@ pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> S
         let tag = (b'B' + i as u8) as char;
         let _ = writeln!(out, "\n## A against {tag}: {}\n", code(c.label));
         for d in c.differences {
-            let _ = writeln!(out, "- **not alike**: {}", d.replace('\n', " "));
+            let _ = writeln!(out, "- **not alike**: {}", cell(d));
         }
         if !c.differences.is_empty() {
             out.push('\n');
@@ -236,6 +255,14 @@ mod tests {
     #[test]
     fn cells_and_code_survive_what_they_hold() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
+        // A host name from a crafted document: shown, never run.
+        let evil = cell("h\n\n<script>alert(1)</script> [x](javascript:y) **b**");
+        assert!(!evil.contains('<') && !evil.contains('\n'), "{evil}");
+        assert!(
+            evil.contains("&lt;script&gt;") && evil.contains("\\[x\\]"),
+            "{evil}"
+        );
+        assert!(!code("a\n\n<b>").contains('\n'));
         assert_eq!(code("x"), "`x`");
         assert_eq!(code("a`b"), "`` a`b ``");
     }

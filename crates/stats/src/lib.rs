@@ -49,10 +49,10 @@ pub use recorder::{
 };
 pub use repeat::{combine_repetitions, REPEAT_CV};
 pub use results::{
-    cpu_pct, decode_histogram, encode_histogram, redact_command, Breakdown, Counts, ErrorSummary,
-    ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp, MeshHost,
-    MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind, RepetitionStat,
-    Results, RunStatus, Severity, Target, Tool, SCHEMA,
+    check_document, cpu_pct, decode_histogram, encode_histogram, redact_command, Breakdown, Counts,
+    ErrorSummary, ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp,
+    MeshHost, MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind,
+    RepetitionStat, Results, RunStatus, Severity, Target, Tool, SCHEMA,
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,

@@ -46,7 +46,13 @@ pub(crate) fn load(path: &Path) -> Result<Results, String> {
             path.display()
         ));
     }
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    // Checked (and its text made safe to print) before anything renders it: anyone may have
+    // written it.
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    stormark_stats::check_document(&mut doc)
+        .map_err(|e| format!("{}: not a document stormark wrote: {e}", path.display()))?;
+    serde_json::from_value(doc).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn main(args: CompareArgs) -> Result<Ending> {

@@ -30,10 +30,23 @@ fn command_line() -> Vec<String> {
 /// given by mistake (a device, a huge log) is refused, never read whole into memory.
 fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Result<String> {
     use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    // A device, a FIFO or a directory is not a file of ours (`/dev/zero` would be read to
+    // the limit), and a file over the limit is refused before it is read.
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(format!(
+            "not a regular file; not {what}"
+        )));
+    }
+    if meta.len() > limit {
+        return Err(std::io::Error::other(format!(
+            "larger than {}; not {what}",
+            stormark_spec::units::format_size(limit)
+        )));
+    }
     let mut text = String::new();
-    let n = std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
+    let n = file.take(limit + 1).read_to_string(&mut text)?;
     if n as u64 > limit {
         return Err(std::io::Error::other(format!(
             "larger than {}; not {what}",
