@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
 use crate::data;
-use crate::meta::{parse_meta_ops, MetaOp, META_OPS_FORM};
-use crate::net::{parse_servers, NetMode, NET_MODE_FORM, SERVER_FORM};
-use crate::s3::{
-    parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist, OP_MIX_FORM,
-};
+use crate::meta::MetaOp;
+use crate::net::NetMode;
+use crate::s3::{Addressing, OpMix, SizeDist};
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
     every, format_size, parse_bool, parse_duration, parse_percent, parse_size, BOOL_FORM,
@@ -18,6 +16,7 @@ use crate::units::{
 use crate::workload::Job;
 use crate::SpecError;
 
+mod kind_keys;
 mod meta_job;
 mod net_job;
 mod s3_job;
@@ -242,112 +241,13 @@ impl JobOpts {
                 _ => Err(bad(&format!("a whole number from 1 to {max}"))),
             }
         };
+        if self.set_kind_key(canonical, value, &bad, &count)? {
+            return Ok(());
+        }
         match canonical {
             "kind" => {
                 self.kind =
                     Some(LoadKind::parse(value).ok_or_else(|| bad("file, s3, net, meta or null"))?)
-            }
-            "endpoint" => {
-                let v = value.trim();
-                if !(v.starts_with("http://") || v.starts_with("https://")) || v.len() > 300 {
-                    return Err(bad("http://host:port, such as http://127.0.0.1:9000"));
-                }
-                self.endpoint = Some(v.to_string())
-            }
-            "bucket" => {
-                if !valid_bucket(value) {
-                    return Err(bad("a bucket name: 3 to 63 of a-z, 0-9, '-' and '.'"));
-                }
-                self.bucket = Some(value.to_string())
-            }
-            "region" => {
-                let ok = (1..=64).contains(&value.len())
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-                if !ok {
-                    return Err(bad("a region such as us-east-1"));
-                }
-                self.region = Some(value.to_string())
-            }
-            "buckets" => self.buckets = Some(count(1000)?),
-            "addressing" => {
-                self.addressing =
-                    Some(Addressing::parse(value).ok_or_else(|| bad("auto, path or virtual"))?)
-            }
-            "prefix" => {
-                if !valid_prefix(value) {
-                    return Err(bad(
-                        "a key prefix of letters, digits and -_./ (at most 200, no '..', not starting with /)",
-                    ));
-                }
-                self.prefix = Some(value.trim_end_matches('/').to_string())
-            }
-            "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
-            "server" => {
-                self.server =
-                    Some(parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?)
-            }
-            "mode" => self.mode = Some(NetMode::parse(value).ok_or_else(|| bad(NET_MODE_FORM))?),
-            "msg_size" => {
-                self.msg_size = Some(
-                    parse_size(value)
-                        .filter(|&n| (1..=16 << 20).contains(&n))
-                        .ok_or_else(|| bad("a size from 1 byte to 16m, such as 128k"))?
-                        as u32,
-                )
-            }
-            "obj_size" => {
-                self.obj_size = Some(parse_obj_size(value).ok_or_else(|| {
-                    bad("a size from 1 byte to 5g such as 4k or 1m, or a range such as 1k-100m")
-                })?)
-            }
-            "size_dist" => {
-                self.size_dist =
-                    Some(SizeDist::parse(value).ok_or_else(|| bad("uniform or log-uniform"))?)
-            }
-            "verify" => self.verify = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
-            "verify_only" => {
-                self.verify_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
-            }
-            "multipart_threshold" => {
-                self.multipart_threshold = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
-            }
-            "part_size" => {
-                self.part_size = Some(
-                    parse_size(value)
-                        .filter(|s| (5 << 20..=5 << 30).contains(s))
-                        .ok_or_else(|| bad("a size from 5m to 5g (S3's limits for a part)"))?,
-                )
-            }
-            "get_range" => {
-                self.get_range = Some(
-                    parse_size(value)
-                        .filter(|&s| s > 0)
-                        .ok_or_else(|| bad("a size above zero, such as 64k"))?,
-                )
-            }
-            "objects" => self.objects = Some(count(10_000_000)?),
-            "prepare_sizes" => {
-                let sizes: Option<Vec<u64>> = value
-                    .split(',')
-                    .map(|v| parse_size(v.trim()).filter(|s| (1..=5 << 30).contains(s)))
-                    .collect();
-                self.prepare_sizes = Some(
-                    sizes
-                        .filter(|v| (1..=64).contains(&v.len()))
-                        .ok_or_else(|| bad("1 to 64 sizes from 1 byte to 5g, such as 4k,64k,1m"))?,
-                )
-            }
-            "ops" => {
-                self.ops = Some(
-                    value
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|n| (1..=1_000_000_000_000).contains(n))
-                        .ok_or_else(|| bad("a whole number of operations from 1"))?,
-                )
             }
             "name" | "group" => {
                 let ok = !value.is_empty()
@@ -395,29 +295,6 @@ impl JobOpts {
             // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
             // files per directory may be many more.
             "files" => self.files = Some(count(100_000_000)?),
-            "dirs" => self.dirs = Some(count(1_000_000)?),
-            "depth" => {
-                self.depth = Some(
-                    value
-                        .trim()
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|d| *d <= 20)
-                        .ok_or_else(|| bad("a whole number from 0 to 20"))?,
-                )
-            }
-            "branch" => self.branch = Some(count(1_000_000)?),
-            "file_size" => {
-                self.file_size = Some(
-                    parse_size(value)
-                        .filter(|s| *s <= 1 << 30)
-                        .ok_or_else(|| bad("a size from 0 to 1g, such as 0 or 4k"))?,
-                )
-            }
-            "meta_ops" => {
-                self.meta_ops = Some(parse_meta_ops(value).ok_or_else(|| bad(META_OPS_FORM))?)
-            }
-            "shared" => self.shared = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
             "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),

@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod accumulate;
+mod check;
 mod compare;
 mod expect;
 mod recorder;
@@ -38,6 +39,7 @@ mod sweep;
 mod time;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
+pub use check::{check_document, redact_command};
 pub use compare::{
     compare, differences, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA,
     FIGURES,
@@ -49,10 +51,10 @@ pub use recorder::{
 };
 pub use repeat::{combine_repetitions, REPEAT_CV};
 pub use results::{
-    check_document, cpu_pct, decode_histogram, encode_histogram, redact_command, Breakdown, Counts,
-    ErrorSummary, ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp,
-    MeshHost, MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind,
-    RepetitionStat, Results, RunStatus, Severity, Target, Tool, SCHEMA,
+    cpu_pct, decode_histogram, encode_histogram, Breakdown, Counts, ErrorSummary,
+    ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp, MeshHost,
+    MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind, RepetitionStat,
+    Results, RunStatus, Severity, Target, Tool, SCHEMA,
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,

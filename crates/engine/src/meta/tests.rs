@@ -1,0 +1,113 @@
+//! The tree's operations counted, and nothing left behind.
+
+use super::*;
+use stormark_spec::Tree;
+
+fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
+    MetaJob {
+        tree,
+        files: 10,
+        file_size: 4096,
+        ops: ops.to_vec(),
+        shared,
+    }
+}
+
+fn count(rec: &mut Recorder, op: MetaOp) -> (u64, u64) {
+    let snap = rec.take();
+    let ok = snap
+        .ops()
+        .find(|(o, _)| *o == meta_stat_op(op))
+        .map_or(0, |(_, r)| r.ops);
+    let errors = snap.errors.entries().map(|e| e.count).sum();
+    (ok, errors)
+}
+
+#[test]
+fn every_operation_is_counted_and_nothing_is_left() {
+    for (shared, tree, dirs) in [
+        (false, Tree::Flat { dirs: 4 }, 4 * 3),
+        (true, Tree::Flat { dirs: 4 }, 4),
+        (
+            false,
+            Tree::Deep {
+                depth: 2,
+                branch: 3,
+            },
+            13 * 3,
+        ),
+        (
+            true,
+            Tree::Deep {
+                depth: 2,
+                branch: 3,
+            },
+            13,
+        ),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("theirs"), b"x").unwrap();
+        let top = Dir::open(tmp.path()).unwrap();
+        let tops: Vec<Arc<Dir>> = if shared {
+            let t = Arc::new(top.create_dir("shared").unwrap());
+            vec![t; 3]
+        } else {
+            (0..3)
+                .map(|w| Arc::new(top.create_dir(format!("w{w}")).unwrap()))
+                .collect()
+        };
+        let j = job(shared, tree, &MetaOp::ALL);
+        let t = MetaTree::new(&j, tops, 0, 3);
+        t.make_dirs().unwrap();
+        for op in MetaOp::ALL {
+            let mut rec = Recorder::new();
+            let mut got = (0, 0);
+            for w in 0..3 {
+                t.ready(w, op);
+                t.timed(w, op, &mut rec, &mut |_, _, _| true);
+                let (ok, bad) = count(&mut rec, op);
+                got = (got.0 + ok, got.1 + bad);
+            }
+            let want = if op.on_dirs() {
+                dirs
+            } else {
+                3 * tree.dirs() * 10
+            };
+            assert_eq!(got, (want, 0), "{} shared={shared} {tree:?}", op.name());
+        }
+        assert!(t.cleanup().is_empty());
+        if shared {
+            top.remove_dir("shared").unwrap();
+        } else {
+            for w in 0..3 {
+                top.remove_dir(format!("w{w}")).unwrap();
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("theirs")]);
+    }
+}
+
+#[test]
+fn what_is_not_asked_is_made_untimed_and_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Arc::new(Dir::open(tmp.path()).unwrap().create_dir("w0").unwrap());
+    let t = MetaTree::new(
+        &job(false, Tree::Flat { dirs: 2 }, &[MetaOp::Stat]),
+        vec![top],
+        0,
+        1,
+    );
+    t.make_dirs().unwrap();
+    for _ in 0..2 {
+        let mut rec = Recorder::new();
+        t.ready(0, MetaOp::Stat);
+        t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
+        assert_eq!(count(&mut rec, MetaOp::Stat), (20, 0));
+    }
+    assert!(t.cleanup().is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
+}
