@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stormark_engine::{run_stage_at, Backend, FileTarget, Identity, Place, StageEvent};
+use stormark_engine::{run_stage_at, Backend, FileTarget, Identity, Load, Place, StageEvent};
 use stormark_probe::{classify, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
@@ -291,26 +291,29 @@ impl Agent for LocalAgent {
                     }
                 }
                 let seed = seed(index, k, w) ^ self.seed_salt;
-                let mut spec = run.worker_spec(load, targets, ramp, seed, self.hosts);
-                if let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) {
-                    spec.s3 = Some(b.work(&run.job, w, workers, load, s3.ops));
-                    // The S3 backend makes its own body; the worker's buffer stays small.
-                    spec.bs_min = 4096;
-                    spec.bs_max = 4096;
-                    spec.bs_align = 4096;
-                }
-                if let Some(tree) = self.meta.iter().find(|t| t.job == run.job.name) {
-                    spec.meta = Some(tree.work(w, load));
-                    spec.bs_min = 4096;
-                    spec.bs_max = 4096;
-                    spec.bs_align = 4096;
-                }
-                if let Some(session) = sessions.iter().find(|s| s.job == k) {
-                    spec.net = Some(session.work(w));
-                    spec.bs_min = 4096;
-                    spec.bs_max = 4096;
-                    spec.bs_align = 4096;
-                }
+                // What the worker works on: its files, or an S3, net or meta job's work.
+                let work = match run.backend {
+                    Backend::S3 => {
+                        let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) else {
+                            return Err(AgentError::job(&run.job.name, "no bucket was opened"));
+                        };
+                        Load::S3(Box::new(b.work(&run.job, w, workers, load, s3.ops)))
+                    }
+                    Backend::Net => {
+                        let Some(session) = sessions.iter().find(|s| s.job == k) else {
+                            return Err(AgentError::job(&run.job.name, "no session was opened"));
+                        };
+                        Load::Net(session.work(w))
+                    }
+                    Backend::Meta => {
+                        let Some(tree) = self.meta.iter().find(|t| t.job == run.job.name) else {
+                            return Err(AgentError::job(&run.job.name, "no tree was made"));
+                        };
+                        Load::Meta(tree.work(w, load))
+                    }
+                    b => Load::of_files(b).expect("a backend of files or null"),
+                };
+                let spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);
                 specs.push(spec);
                 map.push((k as u16, w as u32));
             }

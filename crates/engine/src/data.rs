@@ -7,6 +7,7 @@
 use crate::buffer::{AlignedBuf, ALIGN};
 use crate::offsets::IoReq;
 use crate::verify::Verifier;
+pub use crate::work::DataShape;
 use crate::EngineError;
 
 /// Bytes of write regions a worker cycles through: more than the window of the compressors a
@@ -21,30 +22,6 @@ pub(crate) const SOURCES: usize = 8;
 /// Seed of the source blocks: one for every worker, host and run, so that duplicates written
 /// anywhere are duplicates of each other.
 const SOURCE_SEED: u64 = 0x5354_4f52_4d41_524b;
-
-/// How the bytes of writes are made.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DataShape {
-    /// Zeros, unstamped (fio's `zero_buffers`).
-    pub zero: bool,
-    /// What a compressor achieves on the written data (1: incompressible).
-    pub compress_ratio: f64,
-    /// Written blocks over distinct blocks (1: every block unique).
-    pub dedup_ratio: f64,
-    /// The unit of deduplication, bytes (a multiple of 512).
-    pub dedup_block: u64,
-}
-
-impl Default for DataShape {
-    fn default() -> DataShape {
-        DataShape {
-            zero: false,
-            compress_ratio: 1.0,
-            dedup_ratio: 1.0,
-            dedup_block: 4096,
-        }
-    }
-}
 
 /// The bytes a worker's buffers take: `slots` I/Os in flight of up to `bs_max` bytes, reads
 /// and writes as given. Checked against the host's memory before anything is allocated.

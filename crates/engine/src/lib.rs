@@ -13,10 +13,10 @@
 //! ```
 //! use std::sync::{atomic::AtomicBool, Arc};
 //! use std::time::Duration;
-//! use stormark_engine::{run_stage, Backend, StageEvent, Stop, WorkerSpec};
+//! use stormark_engine::{run_stage, Load, StageEvent, Stop, WorkerSpec};
 //!
 //! let spec = WorkerSpec {
-//!     backend: Backend::Null,
+//!     load: Load::Null,
 //!     stop: Stop { time: Some(Duration::from_millis(50)), io_total: None },
 //!     ..WorkerSpec::new(vec![])
 //! };
@@ -47,18 +47,19 @@ mod stage;
 mod target;
 mod uring;
 mod verify;
+mod work;
 mod worker;
 
 pub use ctx::WorkerMsg;
 pub use data::{buffer_bytes, DataShape, POOL_BYTES};
 pub use error::EngineError;
 pub use files::{open_checked, Dir, Identity};
-pub use meta::{meta_stat_op, MetaTree, MetaWork};
-pub use net::{net_op, NetWork};
+pub use meta::tree::{meta_stat_op, MetaTree};
+pub use net::net_op;
 pub use offsets::{IoReq, OffsetGen};
-pub use s3::S3Work;
 pub use s3_body::s3_body_bytes;
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use target::{Backend, FileTarget, JobPlacement, Place, Stop, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};
 pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};
+pub use work::{Load, MetaWork, NetWork, S3Work};

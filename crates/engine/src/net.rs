@@ -3,8 +3,7 @@
 //! I/Os are, so that a job file measures storage while the network is loaded in one stage.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::net::Shutdown;
 use std::time::Instant;
 
 use stormark_spec::NetMode;
@@ -12,19 +11,7 @@ use stormark_stats::{ErrorKind, Op};
 
 use crate::ctx::Ctx;
 use crate::error::EngineError;
-
-/// What a net worker does, beside the common parts of its [`crate::WorkerSpec`].
-#[derive(Debug, Clone)]
-pub struct NetWork {
-    /// Its stream of the job's session, taken when the worker starts.
-    pub stream: Arc<Mutex<Option<TcpStream>>>,
-    /// Send, receive or round trips.
-    pub mode: NetMode,
-    /// Bytes per write, or per message each way.
-    pub msg_size: u32,
-    /// The server, as the user named it (for errors).
-    pub server: String,
-}
+use crate::work::NetWork;
 
 /// The operation a net worker's I/Os count as.
 pub fn net_op(mode: NetMode) -> Op {
@@ -36,12 +23,7 @@ pub fn net_op(mode: NetMode) -> Op {
 }
 
 /// Streams until the stage's end, a stop, or the server going away (a failure naming it).
-pub(crate) fn run_net(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    let work = ctx
-        .spec
-        .net
-        .clone()
-        .expect("a net worker is given its work");
+pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineError> {
     let mut stream = work
         .stream
         .lock()

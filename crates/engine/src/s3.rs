@@ -2,69 +2,15 @@
 //! connection, operations drawn from the job's weighted mix. Objects are written under the
 //! worker's own key prefix, so a run only ever deletes what it wrote.
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use stormark_s3::{Client, Config, S3Error};
+use stormark_s3::{Client, S3Error};
 use stormark_stats::{ErrorKind, Op};
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
 use crate::error::EngineError;
 use crate::s3_body::Bodies;
-
-/// What an S3 worker does, beside the common parts of its [`crate::WorkerSpec`].
-#[derive(Debug, Clone)]
-pub struct S3Work {
-    /// The service and the keys to sign with.
-    pub config: Arc<Config>,
-    /// The bucket this worker writes, deletes and lists in.
-    pub bucket: String,
-    /// Every bucket of the run: prepared object `i` lives in `buckets[i % len]`.
-    pub buckets: Vec<String>,
-    /// Objects GET and HEAD read: `<read_prefix><i>` for `i` in `0..objects`.
-    pub read_prefix: String,
-    /// How many objects there are to read.
-    pub objects: u32,
-    /// Keys this worker writes: `<write_prefix><n>`.
-    pub write_prefix: String,
-    /// What LIST lists.
-    pub list_prefix: String,
-    /// The operations with their cumulative weights (the last is the total).
-    pub mix: Vec<(Op, u32)>,
-    /// Sizes of the objects written (and of the prepared ones, by index).
-    pub obj_size: stormark_spec::ObjSize,
-    /// GETs read a range of this many bytes at a random place (whole objects when `None`).
-    pub range: Option<u64>,
-    /// Objects larger than `.0` are uploaded in parts of `.1` bytes.
-    pub multipart: Option<(u64, u64)>,
-    /// The seed of the job's object contents (the same for every worker of this host and
-    /// run, so that a reader knows what any object must hold).
-    pub content_seed: u64,
-    /// How the bodies are made: compressible, dedupable or zeros, as file writes.
-    pub data: crate::DataShape,
-    /// GETs check what they read (`--verify`).
-    pub verify: bool,
-    /// The preparation: PUT the objects to read with these indexes, then stop.
-    pub prepare: Option<std::ops::Range<u32>>,
-    /// The preparation goes on with the same indexes under each of these prefixes, at each
-    /// size (the sizes of a sweep over object sizes).
-    pub prepare_next: Vec<(String, stormark_spec::ObjSize)>,
-    /// Operations after which the worker stops (its share of `--ops`).
-    pub ops: Option<u64>,
-}
-
-impl S3Work {
-    /// Cumulative weights from `(op, weight)` pairs.
-    pub fn cumulative(mix: &[(Op, u32)]) -> Vec<(Op, u32)> {
-        let mut sum = 0;
-        mix.iter()
-            .map(|&(op, w)| {
-                sum += w;
-                (op, sum)
-            })
-            .collect()
-    }
-}
+use crate::work::S3Work;
 
 /// Whether a verified GET of prepared object `object` (or `range` of it) brought every byte
 /// back as written: a short body is corrupt too.
@@ -130,8 +76,8 @@ fn kind_of(e: &S3Error) -> ErrorKind {
 
 /// Runs the worker's requests until its stop rule, the deadline or too many failures in a
 /// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
-pub(crate) fn run_s3(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    let mut work = ctx.spec.s3.clone().expect("an S3 worker is given its work");
+pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError> {
+    let mut work = work.clone();
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
     // Each PUT's body is made for its object: the next region of a pool, stamped (in place).

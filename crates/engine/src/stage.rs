@@ -257,7 +257,7 @@ mod tests {
         }
         for backend in backends {
             let spec = WorkerSpec {
-                backend,
+                load: crate::Load::of_files(backend).expect("a file backend"),
                 iodepth: 8,
                 read_pct: 50,
                 stop: Stop {
@@ -286,7 +286,7 @@ mod tests {
         file: FileTarget,
     ) -> Snapshot {
         let spec = WorkerSpec {
-            backend,
+            load: crate::Load::of_files(backend).expect("a file backend"),
             rate_iops: rate,
             stall,
             iodepth: 4,
@@ -344,7 +344,7 @@ mod tests {
         );
         // A closed loop measures only the one slow I/O: the omission the open loop corrects.
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             stall,
             stop: Stop {
                 time: Some(Duration::from_secs(1)),
@@ -360,7 +360,7 @@ mod tests {
     fn a_named_start_is_kept() {
         let (_dir, file) = temp_file(1 << 16);
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             stop: Stop {
                 time: None,
                 io_total: Some(1 << 16),
@@ -483,7 +483,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             ..WorkerSpec::new(vec![])
         };
         let mut intervals = 0;
@@ -498,7 +498,7 @@ mod tests {
     #[test]
     fn ramp_is_discarded_and_intervals_follow() {
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             ramp: Duration::from_millis(300),
             stop: Stop {
                 time: Some(Duration::from_millis(1200)),
@@ -545,7 +545,7 @@ mod tests {
     #[test]
     fn a_steady_state_ends_the_ramp_once_the_figure_holds() {
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             rate_iops: 20_000.0,
             ramp: Duration::from_secs(30),
             steady: Some(rule(0.05, 2)),
@@ -577,7 +577,7 @@ mod tests {
     #[test]
     fn a_ramp_that_never_holds_ends_when_it_runs_out() {
         let spec = WorkerSpec {
-            backend: Backend::Null,
+            load: crate::Load::Null,
             rate_iops: 1000.0,
             ramp: Duration::from_millis(1500),
             // A window longer than the ramp cannot hold.

@@ -10,42 +10,7 @@ use std::time::Duration;
 use stormark_spec::{Job, StageLoad, SteadyState};
 
 use crate::files::{open_checked, Dir, Identity};
-
-/// The I/O backend of a worker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// io_uring with `iodepth` I/Os in flight.
-    IoUring,
-    /// `pread`/`pwrite`, one at a time.
-    Psync,
-    /// No I/O: each request completes at once (measures the tool itself).
-    Null,
-    /// S3 requests over HTTP, one at a time (the work is in [`WorkerSpec::s3`]).
-    S3,
-    /// One TCP stream of a net session (the work is in [`WorkerSpec::net`]).
-    Net,
-    /// Metadata calls on a tree of small files (the work is in [`WorkerSpec::meta`]).
-    Meta,
-}
-
-impl Backend {
-    /// The name used in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::IoUring => "io_uring",
-            Backend::Psync => "psync",
-            Backend::Null => "null",
-            Backend::S3 => "s3",
-            Backend::Net => "net",
-            Backend::Meta => "meta",
-        }
-    }
-
-    /// Whether its workers do I/O on files (or devices).
-    pub fn touches_files(self) -> bool {
-        matches!(self, Backend::IoUring | Backend::Psync)
-    }
-}
+pub use crate::work::Backend;
 
 /// A file or device a worker does I/O on, from offset 0 to `len`.
 #[derive(Debug, Clone)]
@@ -161,8 +126,8 @@ pub struct WorkerSpec {
     pub iodepth_batch_complete: u32,
     /// Open with `O_DIRECT`.
     pub direct: bool,
-    /// Backend.
-    pub backend: Backend,
+    /// What it loads (its backend), with the work of a backend that needs one.
+    pub load: crate::work::Load,
     /// Stop rule.
     pub stop: Stop,
     /// Warm-up, discarded.
@@ -182,12 +147,6 @@ pub struct WorkerSpec {
     pub datasync: bool,
     /// `fsync` every file written when the loop ends (fio's `end_fsync`).
     pub end_fsync: bool,
-    /// The S3 backend's work (bucket, keys, mix); `None` for every other backend.
-    pub s3: Option<crate::s3::S3Work>,
-    /// A net worker's stream and what to do on it.
-    pub net: Option<crate::net::NetWork>,
-    /// A meta worker's tree and operation.
-    pub meta: Option<crate::meta::MetaWork>,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -217,7 +176,7 @@ impl WorkerSpec {
             iodepth_batch: 1,
             iodepth_batch_complete: 1,
             direct: false,
-            backend: Backend::Psync,
+            load: crate::work::Load::Psync,
             stop: Stop::default(),
             ramp: Duration::ZERO,
             seed: 1,
@@ -227,9 +186,6 @@ impl WorkerSpec {
             sync_every: 0,
             datasync: false,
             end_fsync: false,
-            s3: None,
-            net: None,
-            meta: None,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
@@ -242,8 +198,6 @@ impl WorkerSpec {
 /// target and the kernel: what [`WorkerSpec::for_job`] needs beside the job itself.
 #[derive(Debug, Clone, Copy)]
 pub struct JobPlacement {
-    /// The backend chosen for the job.
-    pub backend: Backend,
     /// Whether O_DIRECT is used.
     pub direct: bool,
     /// Workers of the job running under the load, on this host.
@@ -255,19 +209,23 @@ pub struct JobPlacement {
 }
 
 impl WorkerSpec {
-    /// The spec of one worker of `job` under `load` over `files`: the one place where a job's
-    /// options become what a worker does. A new option of file load is read here.
+    /// The spec of one worker of `job` under `load` over `files`, doing `work` (its backend,
+    /// with what an S3, net or meta worker works on): the one place where a job's options
+    /// become what a worker does. A new option of file load is read here.
     pub fn for_job(
         job: &Job,
         load: &StageLoad,
         at: &JobPlacement,
+        work: crate::work::Load,
         files: Vec<FileTarget>,
         ramp: Duration,
         seed: u64,
     ) -> WorkerSpec {
-        let (bs_min, bs_max, bs_align) = match load.bs {
-            Some(bs) => (bs, bs, bs),
-            None => (job.bs.min, job.bs.max, job.bs_align),
+        let (bs_min, bs_max, bs_align) = match (load.bs, work.backend()) {
+            // S3, net and meta workers make their own bodies: the worker's buffer stays small.
+            (_, Backend::S3 | Backend::Net | Backend::Meta) => (4096, 4096, 4096),
+            (Some(bs), _) => (bs, bs, bs),
+            (None, _) => (job.bs.min, job.bs.max, job.bs_align),
         };
         let rate = load.rate_iops.or(job.rate_iops.map(f64::from));
         // Without files (null load), one pass is the job's size.
@@ -294,7 +252,7 @@ impl WorkerSpec {
             iodepth_batch: job.iodepth_batch,
             iodepth_batch_complete: job.iodepth_batch_complete,
             direct: at.direct,
-            backend: at.backend,
+            load: work,
             stop,
             ramp,
             seed,
@@ -316,9 +274,6 @@ impl WorkerSpec {
             sync_every: job.fsync.max(job.fdatasync),
             datasync: job.fdatasync > 0,
             end_fsync: job.end_fsync,
-            s3: None,
-            net: None,
-            meta: None,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

@@ -12,8 +12,9 @@ use crate::data::Buffers;
 use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::offsets::OffsetGen;
-use crate::target::{Backend, WorkerSpec};
+use crate::target::WorkerSpec;
 use crate::verify::Verifier;
+use crate::work::Load;
 
 /// Runs one worker: open, wait at the gate, loop, report. Never panics on I/O errors.
 pub(crate) fn run_worker(
@@ -25,7 +26,7 @@ pub(crate) fn run_worker(
 ) {
     let setup = setup(spec);
     // A meta worker readies its items for its operation, untimed, before the start.
-    if let (Ok(_), Some(work)) = (&setup, &spec.meta) {
+    if let (Ok(_), Load::Meta(work)) = (&setup, &spec.load) {
         crate::meta::ready(work);
     }
     // Everyone waits at the gate, even a worker that failed to set up, so that the others
@@ -60,14 +61,14 @@ pub(crate) fn run_worker(
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
     };
     let only = spec.verify.is_some_and(|v| v.only);
-    let failure = match spec.backend {
+    let failure = match &spec.load {
         _ if only => Ok(()),
-        Backend::Psync => crate::psync::run_psync(&mut ctx),
-        Backend::Null => crate::null::run_null(&mut ctx),
-        Backend::IoUring => crate::uring::run(&mut ctx),
-        Backend::S3 => crate::s3::run_s3(&mut ctx),
-        Backend::Net => crate::net::run_net(&mut ctx),
-        Backend::Meta => crate::meta::run_meta(&mut ctx),
+        Load::Psync => crate::psync::run_psync(&mut ctx),
+        Load::Null => crate::null::run_null(&mut ctx),
+        Load::IoUring => crate::uring::run(&mut ctx),
+        Load::S3(work) => crate::s3::run_s3(&mut ctx, work),
+        Load::Net(work) => crate::net::run_net(&mut ctx, work),
+        Load::Meta(work) => crate::meta::run_meta(&mut ctx, work),
     };
     // fio's end_fsync: every file written, synced once the load ends, each timed.
     if spec.end_fsync && spec.read_pct < 100 && failure.is_ok() {
@@ -80,8 +81,8 @@ pub(crate) fn run_worker(
     let failure = failure.err().or_else(|| ctx.failing());
     // --verify: every block written read back and checked, once the load is over.
     let failure = match failure {
-        None if spec.verify.is_some() && spec.backend != Backend::Null => {
-            match crate::verify::verify_pass(&mut ctx) {
+        None if spec.verify.is_some() && !matches!(spec.load, Load::Null) => {
+            match crate::verify::pass::verify_pass(&mut ctx) {
                 Ok(bad) => bad,
                 Err(e) => Some(e.to_string()),
             }
@@ -97,7 +98,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     let only = spec.verify.is_some_and(|v| v.only);
     let writes = (spec.read_pct < 100 || spec.write_once) && !only;
     let mut files = Vec::with_capacity(spec.files.len());
-    if spec.backend.touches_files() {
+    if spec.load.backend().touches_files() {
         for f in &spec.files {
             let file = f
                 .open_with(writes, spec.direct, spec.sync_flags)
@@ -120,7 +121,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             bs: spec.bs_max,
         });
     }
-    let slots = if spec.backend == Backend::IoUring {
+    let slots = if matches!(spec.load, Load::IoUring) {
         spec.iodepth as usize
     } else {
         1

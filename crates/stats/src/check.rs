@@ -85,10 +85,8 @@ const MAX_FIGURE: f64 = 1e18;
 pub fn check_document(doc: &mut serde_json::Value) -> Result<(), String> {
     fn walk(v: &mut serde_json::Value, path: &mut String, key: &str) -> Result<(), String> {
         match v {
-            serde_json::Value::String(s) => {
-                if s.chars().any(char::is_control) {
-                    *s = stormark_spec::printable(s, usize::MAX);
-                }
+            serde_json::Value::String(s) if s.chars().any(char::is_control) => {
+                *s = stormark_spec::printable(s, usize::MAX);
             }
             serde_json::Value::Number(n) => {
                 let x = n.as_f64().unwrap_or(f64::NAN);

@@ -384,14 +384,13 @@ impl super::LocalAgent {
             let workers = (job.jobs as usize).clamp(1, 16).min(s3.objects as usize);
             for w in 0..workers {
                 specs.push(stormark_engine::WorkerSpec {
-                    backend: stormark_engine::Backend::S3,
+                    load: stormark_engine::Load::S3(Box::new(bucket.prepare_work(job, w, workers))),
                     bs_min: 4096,
                     bs_max: 4096,
                     bs_align: 1,
                     read_pct: 0,
                     write_once: true,
                     seed: 0x5eed ^ w as u64,
-                    s3: Some(bucket.prepare_work(job, w, workers)),
                     ..stormark_engine::WorkerSpec::new(Vec::new())
                 });
             }

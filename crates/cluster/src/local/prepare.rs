@@ -2,7 +2,9 @@
 
 use std::sync::atomic::Ordering;
 
-use stormark_engine::{io_uring_available, run_stage, Backend, FileTarget, Place, WorkerSpec};
+use stormark_engine::{
+    io_uring_available, run_stage, Backend, FileTarget, Load, Place, WorkerSpec,
+};
 use stormark_spec::Direct;
 use stormark_stats::PhaseJob;
 
@@ -140,7 +142,7 @@ impl LocalAgent {
                 read_pct: 0,
                 iodepth: 4,
                 direct,
-                backend,
+                load: Load::of_files(backend).expect("a file backend prepares"),
                 seed: 0x5eed + w as u64,
                 ..WorkerSpec::new(
                     todo.iter()

@@ -121,19 +121,19 @@ impl JobRun {
     pub fn worker_spec(
         &self,
         load: &StageLoad,
+        work: stormark_engine::Load,
         targets: Vec<FileTarget>,
         ramp: Duration,
         seed: u64,
         hosts: u32,
     ) -> WorkerSpec {
         let at = JobPlacement {
-            backend: self.backend,
             direct: self.direct,
             workers: self.workers(load),
             len: self.len_under(load),
             hosts,
         };
-        WorkerSpec::for_job(&self.job, load, &at, targets, ramp, seed)
+        WorkerSpec::for_job(&self.job, load, &at, work, targets, ramp, seed)
     }
 }
 

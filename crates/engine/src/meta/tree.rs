@@ -1,0 +1,503 @@
+//! A meta job's tree on this host: its layout, each worker's items and what exists of them,
+//! the calls of each operation (timed into a recorder), the untimed readying of what an
+//! operation needs, and the removal of what is left.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use stormark_spec::{MetaJob, MetaOp};
+use stormark_stats::{ErrorKind, Op, Recorder};
+
+use crate::files::Dir;
+
+/// The operation a meta operation is recorded as.
+pub fn meta_stat_op(op: MetaOp) -> Op {
+    match op {
+        MetaOp::Mkdir => Op::Mkdir,
+        MetaOp::Dirstat => Op::Dirstat,
+        MetaOp::Create => Op::Create,
+        MetaOp::Write => Op::Write,
+        MetaOp::Stat => Op::Stat,
+        MetaOp::Open => Op::Open,
+        MetaOp::Read => Op::Read,
+        MetaOp::Rename => Op::Rename,
+        MetaOp::Delete => Op::Delete,
+        MetaOp::Rmdir => Op::Rmdir,
+    }
+}
+
+/// What exists of one worker's items.
+#[derive(Debug, Default, Clone, Copy)]
+struct State {
+    /// Its directories were made (a tree of its own only; a shared tree's are the agent's).
+    dirs: bool,
+    /// Items its create went through (files that may exist).
+    files: u64,
+    /// The files carry their second name.
+    renamed: bool,
+}
+
+/// One worker's part of a tree.
+#[derive(Debug)]
+struct Part {
+    /// Its top: a directory of its own, or the shared tree's.
+    top: Arc<Dir>,
+    /// Its index among every worker of the job on every host (in file names).
+    global: u32,
+    state: Mutex<State>,
+    /// The directories it works in, opened before its start.
+    dirs: Mutex<Vec<Option<Dir>>>,
+}
+
+/// One meta job's tree on this host: made by the agent before the first stage, used by the
+/// job's workers stage after stage, and removed by [`MetaTree::cleanup`].
+#[derive(Debug)]
+pub struct MetaTree {
+    pub(crate) job: MetaJob,
+    parents: Vec<Option<u32>>,
+    has_children: Vec<bool>,
+    /// Shared tree: the worker (of all) that makes, stats and removes each directory.
+    owner: Vec<u32>,
+    total: u32,
+    parts: Vec<Part>,
+}
+
+fn dir_name(out: &mut String, d: usize) -> &str {
+    out.clear();
+    let _ = write!(out, "d{d}");
+    out
+}
+
+fn file_name(out: &mut String, global: u32, n: u64, renamed: bool) -> &str {
+    out.clear();
+    let _ = write!(out, "{}{global}.{n}", if renamed { 'r' } else { 'f' });
+    out
+}
+
+impl MetaTree {
+    /// The tree of `job` for workers whose tops are `tops` (one per worker of this host, in
+    /// order), the first of them worker `first` of `total` over every host. With a tree of
+    /// its own per worker (not shared), each top is empty; shared, every top is the same
+    /// directory. Nothing is made yet.
+    pub fn new(job: &MetaJob, tops: Vec<Arc<Dir>>, first: u32, total: u32) -> MetaTree {
+        let parents = job.tree.parents();
+        let mut has_children = vec![false; parents.len()];
+        let mut root = vec![0u32; parents.len()];
+        let mut roots = 0u32;
+        for (d, p) in parents.iter().enumerate() {
+            match p {
+                Some(p) => {
+                    has_children[*p as usize] = true;
+                    root[d] = root[*p as usize];
+                }
+                None => {
+                    root[d] = roots;
+                    roots += 1;
+                }
+            }
+        }
+        let total = total.max(1);
+        MetaTree {
+            owner: root.iter().map(|r| r % total).collect(),
+            job: job.clone(),
+            parents,
+            has_children,
+            total,
+            parts: tops
+                .into_iter()
+                .enumerate()
+                .map(|(w, top)| Part {
+                    top,
+                    global: first + w as u32,
+                    state: Mutex::new(State::default()),
+                    dirs: Mutex::new(Vec::new()),
+                })
+                .collect(),
+        }
+    }
+
+    /// The job.
+    pub fn job(&self) -> &MetaJob {
+        &self.job
+    }
+
+    /// Whether worker `w` makes, stats and removes directory `d`.
+    fn owns(&self, w: usize, d: usize) -> bool {
+        !self.job.shared || self.owner[d] == self.parts[w].global % self.total
+    }
+
+    /// Makes the directories, untimed, when the job does not time `mkdir` itself (before the
+    /// first stage, on every host, so that a shared tree is whole before anyone uses it).
+    pub fn make_dirs(&self) -> std::io::Result<()> {
+        if self.job.ops.contains(&MetaOp::Mkdir) {
+            return Ok(());
+        }
+        for w in 0..self.parts.len() {
+            let mut rec = Recorder::new();
+            let mut left = 0;
+            self.dir_pass(w, MetaOp::Mkdir, &mut rec, &mut left, &mut |_, _, _| true);
+            if let Some(e) = rec.take().errors.entries().next() {
+                return Err(std::io::Error::other(format!(
+                    "{} directories could not be made ({})",
+                    e.count,
+                    e.kind.name()
+                )));
+            }
+            let mut st = self.parts[w].state.lock().expect("a worker's state");
+            st.dirs = true;
+        }
+        Ok(())
+    }
+
+    /// Brings worker `w`'s items to what `op` needs (untimed) and opens its directories.
+    pub(crate) fn ready(&self, w: usize, op: MetaOp) {
+        let part = &self.parts[w];
+        let mut st = *part.state.lock().expect("a worker's state");
+        let mut scratch = Recorder::new();
+        let mut left = 0;
+        let mut always = |_: &mut Recorder, _: Instant, _: u64| true;
+        // A tree of its own: its directories as the operation needs them.
+        if !self.job.shared {
+            if op == MetaOp::Mkdir && st.dirs {
+                if st.files > 0 {
+                    self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                    st.files = 0;
+                }
+                self.dir_pass(w, MetaOp::Rmdir, &mut scratch, &mut left, &mut always);
+                st.dirs = false;
+            } else if op != MetaOp::Mkdir && !st.dirs {
+                self.dir_pass(w, MetaOp::Mkdir, &mut scratch, &mut left, &mut always);
+                st.dirs = true;
+            }
+        }
+        self.open_dirs(w);
+        match op {
+            MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.files > 0 => {
+                self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                st.files = 0;
+                st.renamed = false;
+            }
+            MetaOp::Write
+            | MetaOp::Stat
+            | MetaOp::Open
+            | MetaOp::Read
+            | MetaOp::Rename
+            | MetaOp::Delete
+                if st.files == 0 =>
+            {
+                st.files = self.file_pass(w, MetaOp::Create, st, &mut scratch, &mut always);
+                st.renamed = false;
+            }
+            _ => {}
+        }
+        *part.state.lock().expect("a worker's state") = st;
+    }
+
+    fn open_dirs(&self, w: usize) {
+        let part = &self.parts[w];
+        let mut name = String::new();
+        let mut dirs: Vec<Option<Dir>> = Vec::with_capacity(self.parents.len());
+        for (d, p) in self.parents.iter().enumerate() {
+            let parent = match p {
+                Some(p) => dirs[*p as usize].as_ref(),
+                None => Some(&*part.top),
+            };
+            let opened = parent.and_then(|at| at.open_dir(dir_name(&mut name, d)).ok());
+            dirs.push(opened);
+        }
+        *part.dirs.lock().expect("a worker's directories") = dirs;
+    }
+
+    /// Goes through worker `w`'s directories with `op` (mkdir in order, rmdir in reverse),
+    /// recording each call; `each` is told of each (and says whether to go on).
+    fn dir_pass(
+        &self,
+        w: usize,
+        op: MetaOp,
+        rec: &mut Recorder,
+        items: &mut u64,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) {
+        let part = &self.parts[w];
+        let mut dirs = part.dirs.lock().expect("a worker's directories");
+        if dirs.len() != self.parents.len() {
+            dirs.clear();
+            dirs.resize_with(self.parents.len(), || None);
+        }
+        let stat_op = meta_stat_op(op);
+        let mut name = String::new();
+        let order: Box<dyn Iterator<Item = usize>> = if op == MetaOp::Rmdir {
+            Box::new((0..self.parents.len()).rev())
+        } else {
+            Box::new(0..self.parents.len())
+        };
+        for d in order {
+            if !self.owns(w, d) {
+                continue;
+            }
+            let n = dir_name(&mut name, d);
+            let start = Instant::now();
+            let r = {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                match parent {
+                    None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+                    Some(at) => match op {
+                        MetaOp::Mkdir => at.mkdir(n),
+                        MetaOp::Dirstat => at.stat(n).map(|_| ()),
+                        _ => at.remove_dir(n),
+                    },
+                }
+            };
+            let now = Instant::now();
+            record(rec, stat_op, 0, start, now, &r);
+            *items += 1;
+            // A directory made with children to come is opened for them (after its timing).
+            if op == MetaOp::Mkdir && r.is_ok() && self.has_children[d] {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                dirs[d] = parent.and_then(|at| at.open_dir(n).ok());
+            }
+            if op == MetaOp::Rmdir && r.is_ok() {
+                dirs[d] = None;
+            }
+            if !each(rec, now, 0) {
+                break;
+            }
+        }
+    }
+
+    /// Goes through worker `w`'s files with `op`, recording each call; returns the items gone
+    /// through. `st` says which name the files carry.
+    fn file_pass(
+        &self,
+        w: usize,
+        op: MetaOp,
+        st: State,
+        rec: &mut Recorder,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) -> u64 {
+        let part = &self.parts[w];
+        let dirs = part.dirs.lock().expect("a worker's directories");
+        let size = self.job.file_size as usize;
+        // Written by create unless write is a phase of its own (then create leaves it empty);
+        // what is made untimed for other operations always holds its bytes.
+        let create_bytes = if self.job.ops.contains(&MetaOp::Write) && st.files == 0 {
+            0
+        } else {
+            size
+        };
+        let buf = vec![0x5a_u8; size.min(1 << 20)];
+        let mut rbuf = vec![0_u8; size.min(1 << 20)];
+        let stat_op = meta_stat_op(op);
+        let (mut name, mut other) = (String::new(), String::new());
+        let files = u64::from(self.job.files);
+        let limit = match op {
+            MetaOp::Create => u64::MAX,
+            _ => st.files,
+        };
+        let mut n = 0u64;
+        'all: for dir in dirs.iter() {
+            for f in 0..files {
+                if n >= limit {
+                    break 'all;
+                }
+                n += 1;
+                let fname = file_name(&mut name, part.global, f, st.renamed);
+                let start = Instant::now();
+                let (r, bytes) = match dir {
+                    None => (Err(std::io::Error::from_raw_os_error(libc::ENOENT)), 0),
+                    Some(dir) => match op {
+                        MetaOp::Create => (
+                            dir.create_file(fname, 0)
+                                .and_then(|mut file| write_all(&mut file, &buf, create_bytes)),
+                            create_bytes,
+                        ),
+                        MetaOp::Write => (
+                            dir.open_own(fname, libc::O_WRONLY)
+                                .and_then(|mut file| write_all(&mut file, &buf, size)),
+                            size,
+                        ),
+                        MetaOp::Stat => (dir.stat(fname).map(|_| ()), 0),
+                        MetaOp::Open => (dir.open_own(fname, libc::O_RDONLY).map(|_| ()), 0),
+                        MetaOp::Read => (
+                            dir.open_own(fname, libc::O_RDONLY)
+                                .and_then(|mut file| read_all(&mut file, &mut rbuf, size)),
+                            size,
+                        ),
+                        MetaOp::Rename => {
+                            let to = file_name(&mut other, part.global, f, true);
+                            (dir.rename(fname, to), 0)
+                        }
+                        _ => (dir.remove_file(fname), 0),
+                    },
+                };
+                let now = Instant::now();
+                record(rec, stat_op, bytes as u64, start, now, &r);
+                if !each(rec, now, bytes as u64) {
+                    break 'all;
+                }
+            }
+        }
+        n
+    }
+
+    /// Runs `op` over worker `w`'s items, timed; `each` is told after every call and says
+    /// whether to go on. Returns whether it went through them all.
+    pub(crate) fn timed(
+        &self,
+        w: usize,
+        op: MetaOp,
+        rec: &mut Recorder,
+        each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
+    ) -> bool {
+        let mut st = *self.parts[w].state.lock().expect("a worker's state");
+        let mut whole = true;
+        let mut go = |rec: &mut Recorder, now: Instant, b: u64| {
+            let on = each(rec, now, b);
+            whole &= on;
+            on
+        };
+        if op.on_dirs() {
+            let mut items = 0;
+            self.dir_pass(w, op, rec, &mut items, &mut go);
+            match op {
+                MetaOp::Mkdir => st.dirs = true,
+                MetaOp::Rmdir => st.dirs = false,
+                _ => {}
+            }
+        } else {
+            let n = self.file_pass(w, op, st, rec, &mut go);
+            match op {
+                MetaOp::Create => {
+                    st.files = n;
+                    st.renamed = false;
+                }
+                MetaOp::Rename => st.renamed = true,
+                MetaOp::Delete => {
+                    st.files = 0;
+                    st.renamed = false;
+                }
+                _ => {}
+            }
+        }
+        *self.parts[w].state.lock().expect("a worker's state") = st;
+        whole
+    }
+
+    /// Removes what this host's workers left (their files by the names they made, then, for
+    /// trees of their own, their directories, deepest first; a shared tree's directories are
+    /// tried by every host, the last to finish removing them). Returns a note for each thing
+    /// that could not be removed; a shared directory another host still fills is not one.
+    pub fn cleanup(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let mut name = String::new();
+        for (w, part) in self.parts.iter().enumerate() {
+            let st = *part.state.lock().expect("a worker's state");
+            self.open_dirs(w);
+            let mut dirs = part.dirs.lock().expect("a worker's directories");
+            if st.files > 0 {
+                let mut other = String::new();
+                let mut left = st.files;
+                'all: for dir in dirs.iter() {
+                    for f in 0..u64::from(self.job.files) {
+                        if left == 0 {
+                            break 'all;
+                        }
+                        left -= 1;
+                        let Some(dir) = dir else { continue };
+                        let n = file_name(&mut name, part.global, f, st.renamed);
+                        if let Err(e) = dir.remove_file(n) {
+                            // Stopped halfway through a rename: the other name.
+                            let o = file_name(&mut other, part.global, f, !st.renamed);
+                            if dir.remove_file(o).is_err()
+                                && e.kind() != std::io::ErrorKind::NotFound
+                            {
+                                notes.push(format!(
+                                    "could not remove {}: {e}",
+                                    dir.shown(&name).display()
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            if self.job.shared && w > 0 {
+                continue;
+            }
+            for d in (0..self.parents.len()).rev() {
+                let parent = match self.parents[d] {
+                    Some(p) => dirs[p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                let Some(at) = parent else { continue };
+                let n = dir_name(&mut name, d);
+                match at.remove_dir(n) {
+                    Ok(()) => {}
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            || (self.job.shared && e.raw_os_error() == Some(libc::ENOTEMPTY)) => {}
+                    Err(e) => {
+                        notes.push(format!("could not remove {}: {e}", at.shown(n).display()))
+                    }
+                }
+                dirs[d] = None;
+            }
+        }
+        notes
+    }
+}
+
+fn record(
+    rec: &mut Recorder,
+    op: Op,
+    bytes: u64,
+    start: Instant,
+    now: Instant,
+    r: &std::io::Result<()>,
+) {
+    match r {
+        Ok(()) => rec.record(
+            op,
+            bytes,
+            now.saturating_duration_since(start).as_nanos() as u64,
+        ),
+        Err(e) => rec.record_error(
+            op,
+            ErrorKind::from_errno(e.raw_os_error().unwrap_or(libc::EIO)),
+            0,
+            0,
+        ),
+    }
+}
+
+fn write_all(file: &mut std::fs::File, buf: &[u8], mut left: usize) -> std::io::Result<()> {
+    while left > 0 {
+        let n = left.min(buf.len());
+        file.write_all(&buf[..n])?;
+        left -= n;
+    }
+    Ok(())
+}
+
+fn read_all(file: &mut std::fs::File, buf: &mut [u8], mut left: usize) -> std::io::Result<()> {
+    while left > 0 {
+        let cap = left.min(buf.len());
+        let n = file.read(&mut buf[..cap])?;
+        if n == 0 {
+            // Shorter than written: what was created is not all there.
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        left -= n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! The pass after the load: every written block read back and judged.
+
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use stormark_stats::{ErrorKind, Op};
+
+use super::{judge, state_name, Verifier, CHUNK, SHOWN};
+use crate::buffer::AlignedBuf;
+use crate::ctx::Ctx;
+use crate::target::Place;
+use crate::EngineError;
+
+/// The pass after the load (or all of `--verify-only`): reads every block written back, in
+/// 4 MiB reads (timed as [`Op::Verify`] with `--verify-only`), and checks it; a bad block is a
+/// failure of [`Op::Verify`] of its kind. Returns the bad blocks described (the
+/// first few), or `None` when every block was right. Saves the state beside each file of a
+/// run directory for a later `--verify-only`.
+pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineError> {
+    let spec = ctx.spec.verify.expect("a verify pass is asked for");
+    let v = match ctx.bufs.take_verifier() {
+        Some(v) => v,
+        None => Verifier::load(&ctx.spec.files, spec.block, 1).map_err(EngineError::Verify)?,
+    };
+    if !spec.only {
+        for (i, t) in ctx.spec.files.iter().enumerate() {
+            if let Place::Beneath { dir, name } = &t.place {
+                dir.write_atomic(&state_name(name), &v.state_bytes(i))
+                    .map_err(|e| {
+                        EngineError::Verify(format!("saving {}: {e}", state_name(name)))
+                    })?;
+            }
+        }
+    }
+    let block = v.block;
+    let chunk = (CHUNK / block).max(1) * block;
+    let buf = AlignedBuf::zeroed(chunk)?;
+    let mut shown = Vec::new();
+    let (mut bad, mut checked) = (0u64, 0u64);
+    for (i, blocks) in v.files.iter().enumerate() {
+        let fd = ctx.files[i].as_raw_fd();
+        let per = chunk / block;
+        for (c, want) in blocks.chunks(per).enumerate() {
+            if want.iter().all(|&w| w == 0) {
+                continue;
+            }
+            let off = (c * chunk) as u64;
+            let len = want.len() * block;
+            // The next two chunks read ahead while this one is checked (buffered; a hint).
+            // SAFETY: fd is open; the range is within the file.
+            unsafe {
+                libc::posix_fadvise(
+                    fd,
+                    (off + len as u64) as libc::off_t,
+                    2 * chunk as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                )
+            };
+            let start = Instant::now();
+            // SAFETY: buf holds `chunk` >= len bytes; fd is open for reading.
+            let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, off as libc::off_t) };
+            let now = Instant::now();
+            if spec.only {
+                ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+            }
+            if n != len as isize {
+                let kind = if n < 0 {
+                    ErrorKind::from_errno(
+                        std::io::Error::last_os_error()
+                            .raw_os_error()
+                            .unwrap_or(libc::EIO),
+                    )
+                } else {
+                    ErrorKind::Short
+                };
+                ctx.rec.record_error(Op::Verify, kind, off, i as u32);
+                continue;
+            }
+            // Timed only when it is the whole phase (--verify-only): after a load, the pass
+            // is past the measured time, and a rate over it would mean nothing.
+            if spec.only {
+                ctx.rec.record(
+                    Op::Verify,
+                    len as u64,
+                    now.saturating_duration_since(start).as_nanos() as u64,
+                );
+            }
+            for (b, &w) in want.iter().enumerate() {
+                if w == 0 {
+                    continue;
+                }
+                checked += 1;
+                let blk = &buf.as_slice()[b * block..(b + 1) * block];
+                let at = off + (b * block) as u64;
+                if let Some((kind, why)) = judge(blk, v.run, i as u32, at, w) {
+                    bad += 1;
+                    ctx.rec.record_error(Op::Verify, kind, at, i as u32);
+                    if shown.len() < SHOWN {
+                        shown.push(format!(
+                            "{} offset {at}: {} ({why})",
+                            ctx.spec.files[i].shown().display(),
+                            kind.name()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok((bad > 0).then(|| {
+        format!(
+            "--verify: {bad} of {checked} blocks bad: {}{}",
+            shown.join("; "),
+            if bad as usize > shown.len() {
+                "; ..."
+            } else {
+                ""
+            }
+        )
+    }))
+}

@@ -1,0 +1,193 @@
+//! What a worker of each kind of load works on, beside the common parts of its
+//! [`crate::WorkerSpec`]: one [`Load`], so that a spec for a backend without its work cannot be
+//! made. Data only: the loops that use it are in `uring.rs`, `psync.rs`, `null.rs`, `s3.rs`,
+//! `net.rs` and `meta.rs`.
+
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+
+use stormark_s3::Config;
+use stormark_spec::{MetaOp, NetMode};
+use stormark_stats::Op;
+
+use crate::meta::tree::MetaTree;
+
+/// What a worker loads, and with what.
+#[derive(Debug, Clone)]
+pub enum Load {
+    /// Files or a device, io_uring with `iodepth` I/Os in flight.
+    IoUring,
+    /// Files or a device, `pread`/`pwrite` one at a time.
+    Psync,
+    /// No I/O: each request completes at once.
+    Null,
+    /// S3 requests over HTTP.
+    S3(Box<S3Work>),
+    /// One TCP stream of a net session.
+    Net(NetWork),
+    /// Metadata calls on a tree of small files.
+    Meta(MetaWork),
+}
+
+impl Load {
+    /// The load of a backend that needs no work of its own (files, or null).
+    pub fn of_files(backend: Backend) -> Option<Load> {
+        match backend {
+            Backend::IoUring => Some(Load::IoUring),
+            Backend::Psync => Some(Load::Psync),
+            Backend::Null => Some(Load::Null),
+            Backend::S3 | Backend::Net | Backend::Meta => None,
+        }
+    }
+
+    /// Its backend.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Load::IoUring => Backend::IoUring,
+            Load::Psync => Backend::Psync,
+            Load::Null => Backend::Null,
+            Load::S3(_) => Backend::S3,
+            Load::Net(_) => Backend::Net,
+            Load::Meta(_) => Backend::Meta,
+        }
+    }
+}
+
+/// What an S3 worker does, beside the common parts of its [`crate::WorkerSpec`].
+#[derive(Debug, Clone)]
+pub struct S3Work {
+    /// The service and the keys to sign with.
+    pub config: Arc<Config>,
+    /// The bucket this worker writes, deletes and lists in.
+    pub bucket: String,
+    /// Every bucket of the run: prepared object `i` lives in `buckets[i % len]`.
+    pub buckets: Vec<String>,
+    /// Objects GET and HEAD read: `<read_prefix><i>` for `i` in `0..objects`.
+    pub read_prefix: String,
+    /// How many objects there are to read.
+    pub objects: u32,
+    /// Keys this worker writes: `<write_prefix><n>`.
+    pub write_prefix: String,
+    /// What LIST lists.
+    pub list_prefix: String,
+    /// The operations with their cumulative weights (the last is the total).
+    pub mix: Vec<(Op, u32)>,
+    /// Sizes of the objects written (and of the prepared ones, by index).
+    pub obj_size: stormark_spec::ObjSize,
+    /// GETs read a range of this many bytes at a random place (whole objects when `None`).
+    pub range: Option<u64>,
+    /// Objects larger than `.0` are uploaded in parts of `.1` bytes.
+    pub multipart: Option<(u64, u64)>,
+    /// The seed of the job's object contents (the same for every worker of this host and
+    /// run, so that a reader knows what any object must hold).
+    pub content_seed: u64,
+    /// How the bodies are made: compressible, dedupable or zeros, as file writes.
+    pub data: DataShape,
+    /// GETs check what they read (`--verify`).
+    pub verify: bool,
+    /// The preparation: PUT the objects to read with these indexes, then stop.
+    pub prepare: Option<std::ops::Range<u32>>,
+    /// The preparation goes on with the same indexes under each of these prefixes, at each
+    /// size (the sizes of a sweep over object sizes).
+    pub prepare_next: Vec<(String, stormark_spec::ObjSize)>,
+    /// Operations after which the worker stops (its share of `--ops`).
+    pub ops: Option<u64>,
+}
+
+impl S3Work {
+    /// Cumulative weights from `(op, weight)` pairs.
+    pub fn cumulative(mix: &[(Op, u32)]) -> Vec<(Op, u32)> {
+        let mut sum = 0;
+        mix.iter()
+            .map(|&(op, w)| {
+                sum += w;
+                (op, sum)
+            })
+            .collect()
+    }
+}
+
+/// What a net worker does, beside the common parts of its [`crate::WorkerSpec`].
+#[derive(Debug, Clone)]
+pub struct NetWork {
+    /// Its stream of the job's session, taken when the worker starts.
+    pub stream: Arc<Mutex<Option<TcpStream>>>,
+    /// Send, receive or round trips.
+    pub mode: NetMode,
+    /// Bytes per write, or per message each way.
+    pub msg_size: u32,
+    /// The server, as the user named it (for errors).
+    pub server: String,
+}
+
+/// What a meta worker does, beside the common parts of its [`crate::WorkerSpec`].
+#[derive(Debug, Clone)]
+pub struct MetaWork {
+    /// The job's tree on this host.
+    pub tree: Arc<MetaTree>,
+    /// This worker's index among the job's workers on this host.
+    pub worker: usize,
+    /// The one operation of this phase; `None`: every operation of the job in turn, again
+    /// until the stage ends (once, without a time).
+    pub op: Option<MetaOp>,
+}
+
+/// How the bytes of writes are made.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DataShape {
+    /// Zeros, unstamped (fio's `zero_buffers`).
+    pub zero: bool,
+    /// What a compressor achieves on the written data (1: incompressible).
+    pub compress_ratio: f64,
+    /// Written blocks over distinct blocks (1: every block unique).
+    pub dedup_ratio: f64,
+    /// The unit of deduplication, bytes (a multiple of 512).
+    pub dedup_block: u64,
+}
+
+impl Default for DataShape {
+    fn default() -> DataShape {
+        DataShape {
+            zero: false,
+            compress_ratio: 1.0,
+            dedup_ratio: 1.0,
+            dedup_block: 4096,
+        }
+    }
+}
+
+/// The I/O backend of a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// io_uring with `iodepth` I/Os in flight.
+    IoUring,
+    /// `pread`/`pwrite`, one at a time.
+    Psync,
+    /// No I/O: each request completes at once (measures the tool itself).
+    Null,
+    /// S3 requests over HTTP, one at a time (the work in [`crate::Load::S3`]).
+    S3,
+    /// One TCP stream of a net session (the work in [`crate::Load::Net`]).
+    Net,
+    /// Metadata calls on a tree of small files (the work in [`crate::Load::Meta`]).
+    Meta,
+}
+
+impl Backend {
+    /// The name used in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::IoUring => "io_uring",
+            Backend::Psync => "psync",
+            Backend::Null => "null",
+            Backend::S3 => "s3",
+            Backend::Net => "net",
+            Backend::Meta => "meta",
+        }
+    }
+
+    /// Whether its workers do I/O on files (or devices).
+    pub fn touches_files(self) -> bool {
+        matches!(self, Backend::IoUring | Backend::Psync)
+    }
+}
