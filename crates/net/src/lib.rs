@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod common;
 mod pmtu;
 mod proto;
 mod server;

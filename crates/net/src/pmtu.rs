@@ -5,7 +5,7 @@ use std::io::{BufReader, Write};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::client::{connect, nonce, ClientOptions, SILENCE};
+use crate::common::{connect, nonce, ClientOptions, SILENCE};
 use crate::proto::{read_line, token, Hello, Mode, ServerLine};
 use crate::NetError;
 

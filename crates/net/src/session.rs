@@ -6,7 +6,7 @@ use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::thread::JoinHandle;
 
-use crate::client::{connect, nonce, ClientOptions, CONNECT, SILENCE};
+use crate::common::{connect, nonce, ClientOptions, CONNECT, SILENCE};
 use crate::proto::{data_line, read_line, Hello, Mode, ServerLine};
 use crate::NetError;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use stormark_stats::{Op, Snapshot};
 
-use crate::client::{last_part, server_seconds, ClientOptions, Next, Outcome};
+use crate::common::{last_part, server_seconds, ClientOptions, Next, Outcome};
 use crate::proto::{token, ServerLine, UdpStats};
 use crate::server::payload;
 use crate::NetError;
