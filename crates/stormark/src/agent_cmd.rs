@@ -18,7 +18,7 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
         });
     let mut cfg = cfg.map_err(|e| usage(e.to_string()))?;
     if let Some(addr) = args.metrics_listen {
-        let metrics = crate::metrics::LiveMetrics::serve(addr)?;
+        let metrics = stormark_report::LiveMetrics::serve(addr).map_err(usage)?;
         cfg.observer = Some(std::sync::Arc::new(move |counts| metrics.counts(counts)));
     }
     match Journal::open(&args.state_dir) {

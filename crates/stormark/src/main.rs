@@ -107,7 +107,6 @@ mod cli_net;
 mod cli_suite;
 mod compare_cmd;
 mod meta_cmd;
-mod metrics;
 mod net_cmd;
 mod net_mesh;
 mod net_show;

@@ -265,7 +265,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     opts.stop = ctrl_c()?;
     let metrics = args
         .metrics_listen
-        .map(crate::metrics::LiveMetrics::serve)
+        .map(|a| stormark_report::LiveMetrics::serve(a).map_err(crate::usage))
         .transpose()?;
     // With `--json -` the document alone goes to standard output; what people read, to
     // standard error.

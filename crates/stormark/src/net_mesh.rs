@@ -129,7 +129,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
     };
     let metrics = args
         .metrics_listen
-        .map(crate::metrics::LiveMetrics::serve)
+        .map(|a| stormark_report::LiveMetrics::serve(a).map_err(crate::usage))
         .transpose()?;
     let stop = crate::net_cmd::ctrl_c()?;
     let mut agents = fleet

@@ -258,7 +258,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     let metrics = args
         .output
         .metrics_listen
-        .map(crate::metrics::LiveMetrics::serve)
+        .map(|a| stormark_report::LiveMetrics::serve(a).map_err(crate::usage))
         .transpose()?;
     if !auto.is_empty() {
         let mut text = String::from("auto sizing:\n");

@@ -10,15 +10,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use stormark_stats::{Interval, Summary};
-
-use crate::usage;
 
 /// Connections served at once; more are closed unanswered.
 const MAX_CONNECTIONS: usize = 16;
@@ -171,12 +168,13 @@ impl LiveMetrics {
         }
     }
 
-    /// Binds `addr` (a user error, exit 2, when it cannot) and serves `/metrics` from now on.
-    pub fn serve(addr: SocketAddr) -> Result<Arc<LiveMetrics>> {
+    /// Binds `addr` and serves `/metrics` from now on; the error is one line for the user
+    /// (a mistake, found before any load).
+    pub fn serve(addr: SocketAddr) -> Result<Arc<LiveMetrics>, String> {
         let listener = TcpListener::bind(addr).map_err(|e| {
-            usage(format!(
+            format!(
                 "--metrics-listen {addr}: cannot listen there ({e}); give a free ADDR:PORT, such as 127.0.0.1:9464"
-            ))
+            )
         })?;
         let metrics = Arc::new(LiveMetrics::new());
         let served = metrics.clone();
@@ -201,7 +199,8 @@ impl LiveMetrics {
                         open.fetch_sub(1, Ordering::AcqRel);
                     }
                 }
-            })?;
+            })
+            .map_err(|e| format!("--metrics-listen {addr}: cannot start its thread ({e})"))?;
         Ok(metrics)
     }
 
