@@ -38,7 +38,7 @@ pub use markdown::{compare_markdown, Markdown};
 pub use metrics::LiveMetrics;
 pub use output::{Output, OutputError};
 pub use suite::{suite_html, suite_markdown, suite_terminal};
-pub use terminal::Terminal;
+pub use terminal::{findings_text, Terminal};
 
 /// A format a results document can be written in.
 pub trait Render {

@@ -137,42 +137,7 @@ impl Render for Terminal {
         }
         if !r.findings.is_empty() {
             out.push_str("findings:\n");
-            let mut sorted: Vec<_> = r.findings.iter().collect();
-            // Most severe first; one code's findings together, in the order codes first came.
-            let first = |code: &str| r.findings.iter().position(|f| f.code == code);
-            sorted.sort_by_key(|f| (std::cmp::Reverse(f.severity), first(&f.code)));
-            // The same finding in several phases: the advice is said once, and past a few
-            // phases (a search, a sweep) the rest are counted, not listed.
-            const SHOWN_PER_CODE: usize = 3;
-            let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
-            for f in &sorted {
-                *seen.entry(f.code.as_str()).or_default() += 1;
-            }
-            let mut said: std::collections::BTreeMap<&str, usize> = Default::default();
-            for f in sorted {
-                let n = said.entry(f.code.as_str()).or_default();
-                *n += 1;
-                let total = seen[f.code.as_str()];
-                if *n > SHOWN_PER_CODE {
-                    continue;
-                }
-                let severity = match f.severity {
-                    Severity::Info => "info",
-                    Severity::Warning => "warning",
-                    Severity::Critical => "CRITICAL",
-                };
-                let _ = writeln!(out, "  {severity} [{}] {}", f.code, f.message);
-                if *n == 1 {
-                    let _ = writeln!(out, "    advice: {}", f.advice);
-                }
-                if *n == SHOWN_PER_CODE && total > SHOWN_PER_CODE {
-                    let _ = writeln!(
-                        out,
-                        "    (and in {} more phases; every one is in --json)",
-                        total - SHOWN_PER_CODE
-                    );
-                }
-            }
+            out.push_str(&findings_text(&r.findings));
         }
         let status = match r.status {
             RunStatus::Ok => "ok",
@@ -261,6 +226,50 @@ fn natural(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     pa.len().cmp(&pb.len()).then_with(|| a.cmp(b))
+}
+
+/// Findings as the terminal says them, one per line with its advice once per code, most
+/// severe first (past three phases of one code, the rest counted): the one printer of
+/// findings, for every command.
+pub fn findings_text(findings: &[stormark_stats::Finding]) -> String {
+    let mut out = String::new();
+    let mut sorted: Vec<_> = findings.iter().collect();
+    // Most severe first; one code's findings together, in the order codes first came.
+    let first = |code: &str| findings.iter().position(|f| f.code == code);
+    sorted.sort_by_key(|f| (std::cmp::Reverse(f.severity), first(&f.code)));
+    // The same finding in several phases: the advice is said once, and past a few
+    // phases (a search, a sweep) the rest are counted, not listed.
+    const SHOWN_PER_CODE: usize = 3;
+    let mut seen: std::collections::BTreeMap<&str, usize> = Default::default();
+    for f in &sorted {
+        *seen.entry(f.code.as_str()).or_default() += 1;
+    }
+    let mut said: std::collections::BTreeMap<&str, usize> = Default::default();
+    for f in sorted {
+        let n = said.entry(f.code.as_str()).or_default();
+        *n += 1;
+        let total = seen[f.code.as_str()];
+        if *n > SHOWN_PER_CODE {
+            continue;
+        }
+        let severity = match f.severity {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "CRITICAL",
+        };
+        let _ = writeln!(out, "  {severity} [{}] {}", f.code, f.message);
+        if *n == 1 {
+            let _ = writeln!(out, "    advice: {}", f.advice);
+        }
+        if *n == SHOWN_PER_CODE && total > SHOWN_PER_CODE {
+            let _ = writeln!(
+                out,
+                "    (and in {} more phases; every one is in --json)",
+                total - SHOWN_PER_CODE
+            );
+        }
+    }
+    out
 }
 
 fn phase_text(p: &Phase, failed: &[&str]) -> String {

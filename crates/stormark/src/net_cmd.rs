@@ -410,16 +410,8 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
     if !sweeping {
         say(&summary(&opts, &outcome));
     }
-    for f in &results.findings {
-        let severity = match f.severity {
-            stormark_stats::Severity::Info => "info",
-            stormark_stats::Severity::Warning => "warning",
-            stormark_stats::Severity::Critical => "CRITICAL",
-        };
-        say(&format!(
-            "{severity} [{}] {}\n    advice: {}",
-            f.code, f.message, f.advice
-        ));
+    if !results.findings.is_empty() {
+        say(stormark_report::findings_text(&results.findings).trim_end());
     }
     if let Some(out) = &json {
         out.write(Json.render(&results).as_bytes())

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use stormark_cluster::{Agent, Fleet, MeshEvent, MeshOptions, TargetOptions};
 use stormark_plan::{hosts, HostsOptions};
 use stormark_report::{format_latency, Json, Output, Render};
-use stormark_stats::{MeshPair, MeshReport, Results, RunStatus, Severity};
+use stormark_stats::{MeshPair, MeshReport, Results, RunStatus};
 
 use crate::cli::NetMeshArgs;
 use crate::{usage, Ending};
@@ -236,16 +236,8 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
         .into_iter()
         .filter(|f| f.code.starts_with("net-"))
         .collect();
-    for f in &results.findings {
-        let severity = match f.severity {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Critical => "CRITICAL",
-        };
-        say(&format!(
-            "{severity} [{}] {}\n    advice: {}",
-            f.code, f.message, f.advice
-        ));
+    if !results.findings.is_empty() {
+        say(stormark_report::findings_text(&results.findings).trim_end());
     }
     for why in &failures {
         say(&format!("failed: {why}"));
