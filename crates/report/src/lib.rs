@@ -14,7 +14,6 @@
 mod charts;
 mod compare;
 mod csv;
-mod format;
 mod html;
 mod html_pages;
 mod html_views;
@@ -29,7 +28,6 @@ mod terminal;
 
 pub use compare::{compare_table, figure_label};
 pub use csv::{csv_files, CsvFile};
-pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use html::Html;
 pub use html_pages::{compare_page, trend_page, Comparison};
 pub use json::Json;
@@ -37,6 +35,7 @@ pub use live::LiveLine;
 pub use markdown::{compare_markdown, Markdown};
 pub use metrics::LiveMetrics;
 pub use output::{Output, OutputError};
+pub use stormark_stats::{format_bw, format_figure, format_iops, format_latency};
 pub use suite::{suite_html, suite_markdown, suite_terminal};
 pub use terminal::{findings_text, Terminal};
 

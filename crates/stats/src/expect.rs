@@ -2,7 +2,7 @@
 
 use stormark_spec::{Expectation, Figure};
 
-use crate::{ExpectationResult, Phase, Summary};
+use crate::{format_figure, ExpectationResult, Finding, Phase, Results, Severity, Summary};
 
 /// The figure of a summary; latency figures are `None` when nothing completed.
 pub fn figure_of(s: &Summary, figure: Figure) -> Option<f64> {
@@ -35,4 +35,31 @@ pub fn check_expectations(phase: &Phase, expected: &[Expectation]) -> Vec<Expect
             })
         })
         .collect()
+}
+/// `--expect`: every measured phase of `results` against the expected figures, each result
+/// recorded, and a miss a finding (`expectation-missed`).
+pub fn expectation_findings(results: &mut Results, expect: &[Expectation]) {
+    let mut checked = Vec::new();
+    for phase in results.phases.iter().filter(|p| p.measured()) {
+        checked.extend(check_expectations(phase, expect));
+    }
+    for e in checked {
+        if !e.met {
+            results.findings.push(Finding {
+                severity: Severity::Warning,
+                code: "expectation-missed".into(),
+                message: format!(
+                    "phase {}: {} measured {} against {} expected ({:.2}×)",
+                    e.phase,
+                    e.figure,
+                    format_figure(&e.figure, e.measured),
+                    format_figure(&e.figure, e.expected),
+                    e.ratio
+                ),
+                evidence: serde_json::to_value(&e).expect("an expectation serializes"),
+                advice: "Check the findings above for what held the run back; compare like with like (block size, queue depth, read/write mix, direct I/O) with where the expected figure came from.".into(),
+            });
+        }
+        results.expectations.push(e);
+    }
 }

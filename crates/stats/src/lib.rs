@@ -27,6 +27,7 @@ mod accumulate;
 mod check;
 mod compare;
 mod expect;
+mod format;
 mod recorder;
 mod repeat;
 mod results;
@@ -44,7 +45,8 @@ pub use compare::{
     compare, differences, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA,
     FIGURES,
 };
-pub use expect::{check_expectations, figure_of};
+pub use expect::{check_expectations, expectation_findings, figure_of};
+pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,

@@ -9,11 +9,9 @@ use anyhow::{bail, Context, Result};
 use stormark_cluster::{
     read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome, TargetOptions,
 };
-use stormark_report::{format_figure, Html, Json, LiveLine, Output, Render, Terminal};
-use stormark_spec::{Expectation, PROFILES};
-use stormark_stats::{
-    check_expectations, combine_repetitions, Finding, Results, RunStatus, Severity,
-};
+use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
+use stormark_spec::PROFILES;
+use stormark_stats::{combine_repetitions, Results, RunStatus};
 
 use stormark_plan::{
     check_agents, hosts, request, HostsOptions, Plan, Request, RequestOptions, ShapeOptions,
@@ -136,31 +134,6 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
         tls_ca,
         hosts,
     }))
-}
-
-/// `--expect`: every measured phase against the expected figures; a miss is a finding.
-fn compare_expected(results: &mut Results, expect: &[Expectation]) {
-    for phase in results.phases.iter().filter(|p| p.measured()) {
-        for e in check_expectations(phase, expect) {
-            if !e.met {
-                results.findings.push(Finding {
-                    severity: Severity::Warning,
-                    code: "expectation-missed".into(),
-                    message: format!(
-                        "phase {}: {} measured {} against {} expected ({:.2}×)",
-                        e.phase,
-                        e.figure,
-                        format_figure(&e.figure, e.measured),
-                        format_figure(&e.figure, e.expected),
-                        e.ratio
-                    ),
-                    evidence: serde_json::to_value(&e).expect("an expectation serializes"),
-                    advice: "Check the findings above for what held the run back; compare like with like (block size, queue depth, read/write mix, direct I/O) with where the expected figure came from.".into(),
-                });
-            }
-            results.expectations.push(e);
-        }
-    }
 }
 
 /// The results document's output, checked before any load: never the target, a run
@@ -395,7 +368,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     let mut results = combine_repetitions(reps);
 
     if !expect.is_empty() {
-        compare_expected(&mut results, &expect);
+        stormark_stats::expectation_findings(&mut results, &expect);
     }
     // The results file is written whatever happened.
     let mut write_failed = None;
