@@ -62,21 +62,9 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         None => None,
     };
     let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
-    let out = match &args.json {
-        Some(p) => Some(Output::check("--json", p, &inputs).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
-    let html = match &args.html {
-        Some(p) if p.as_os_str() == "-" => {
-            return Err(usage("--html -: give a file, such as compare.html"))
-        }
-        Some(p) => Some(Output::check("--html", p, &inputs).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
-    let markdown = match &args.markdown {
-        Some(p) => Some(Output::check("--markdown", p, &inputs).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
+    let out = crate::output("--json", args.json.as_deref(), &inputs, true)?;
+    let html = crate::output("--html", args.html.as_deref(), &inputs, false)?;
+    let markdown = crate::output("--markdown", args.markdown.as_deref(), &inputs, true)?;
     if out.as_ref().is_some_and(Output::is_stdout)
         && markdown.as_ref().is_some_and(Output::is_stdout)
     {

@@ -26,6 +26,30 @@ fn command_line() -> Vec<String> {
     stormark_stats::redact_command(std::env::args_os().map(|a| a.to_string_lossy().into_owned()))
 }
 
+/// An output of a command (`--json`, `--html`, `--markdown`), checked before any load: never
+/// one of `inputs`, written atomically later; `-` is standard output where `stdout` allows
+/// it (a results document), else a mistake (a page goes to a file).
+fn output(
+    flag: &str,
+    path: Option<&std::path::Path>,
+    inputs: &[&std::path::Path],
+    stdout: bool,
+) -> anyhow::Result<Option<stormark_report::Output>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    if !stdout && path.as_os_str() == "-" {
+        let example = match flag {
+            "--markdown" => "report.md",
+            _ => "report.html",
+        };
+        return Err(usage(format!("{flag} -: give a file, such as {example}")));
+    }
+    stormark_report::Output::check(flag, path, inputs)
+        .map(Some)
+        .map_err(|e| usage(e.to_string()))
+}
+
 /// Reads a text file of at most `limit` bytes (a job file, a results document): a path
 /// given by mistake (a device, a huge log) is refused, never read whole into memory.
 fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Result<String> {

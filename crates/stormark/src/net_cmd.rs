@@ -70,17 +70,6 @@ fn server(listen: SocketAddr, once: bool, token_file: Option<&std::path::Path>) 
     Ok(Ending::Success)
 }
 
-/// `--html FILE`, checked before anything connects (a file: standard output is the JSON's).
-pub(crate) fn html_output(path: Option<&std::path::Path>) -> Result<Option<Output>> {
-    match path {
-        None => Ok(None),
-        Some(p) if p.as_os_str() == "-" => Err(usage("--html -: give a file, such as net.html")),
-        Some(p) => Output::check("--html", p, &[])
-            .map(Some)
-            .map_err(|e| usage(e.to_string())),
-    }
-}
-
 /// `--streams`: 1 to the protocol's limit.
 pub(crate) fn parse_streams(text: &str) -> Result<u32> {
     let (max, _, _) = LIMITS;
@@ -253,12 +242,8 @@ fn resolve(text: &str) -> Result<SocketAddr> {
 
 fn client(args: &NetClientArgs) -> Result<Ending> {
     let mut opts = options(args)?;
-    let json = match &args.json {
-        Some(p) if p.as_os_str() == "-" => Some(Output::Stdout),
-        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
-    let html = crate::net_cmd::html_output(args.html.as_deref())?;
+    let json = crate::output("--json", args.json.as_deref(), &[], true)?;
+    let html = crate::output("--html", args.html.as_deref(), &[], false)?;
     if opts.mode == Mode::Pmtu {
         return path_mtu(&opts, json.as_ref());
     }

@@ -113,12 +113,8 @@ fn fleet(args: &NetMeshArgs) -> Result<(Fleet, Vec<IpAddr>)> {
 pub fn main(args: &NetMeshArgs) -> Result<Ending> {
     let opts = options(args)?;
     let (fleet, ips) = fleet(args)?;
-    let json = match &args.json {
-        Some(p) if p.as_os_str() == "-" => Some(Output::Stdout),
-        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
-    let html = crate::net_cmd::html_output(args.html.as_deref())?;
+    let json = crate::output("--json", args.json.as_deref(), &[], true)?;
+    let html = crate::output("--html", args.html.as_deref(), &[], false)?;
     let to_stdout = matches!(json, Some(Output::Stdout));
     let say = |text: &str| {
         if to_stdout {

@@ -119,10 +119,7 @@ pub fn text(inv: &Inventory) -> String {
 }
 
 pub fn main(args: ProbeArgs) -> anyhow::Result<Ending> {
-    let out = match &args.json {
-        Some(p) => Some(Output::check("--json", p, &[]).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
+    let out = crate::output("--json", args.json.as_deref(), &[], true)?;
     let inv = Inventory::collect();
     // With --json -, the inventory owns standard output and the text goes to stderr.
     let json_out = out.as_ref().is_some_and(Output::is_stdout);

@@ -17,16 +17,8 @@ pub fn main(args: &ReportArgs) -> Result<Ending> {
     }
     let input: &Path = &args.files[0];
     // Every output checked before anything is written: never the input itself.
-    let html = match &args.html {
-        Some(p) => Some(Output::check("--html", p, &[input]).map_err(|e| usage(e.to_string()))?),
-        None => None,
-    };
-    let markdown = match &args.markdown {
-        Some(p) => {
-            Some(Output::check("--markdown", p, &[input]).map_err(|e| usage(e.to_string()))?)
-        }
-        None => None,
-    };
+    let html = crate::output("--html", args.html.as_deref(), &[input], true)?;
+    let markdown = crate::output("--markdown", args.markdown.as_deref(), &[input], true)?;
     let csv = match &args.csv {
         Some(dir) => Some(csv_outputs(dir, input)?),
         None => None,

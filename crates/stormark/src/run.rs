@@ -164,11 +164,7 @@ fn output(
             )));
         }
     }
-    let out = Output::check(flag, path, &avoid).map_err(|e| usage(e.to_string()))?;
-    if flag != "--json" && out.is_stdout() {
-        return Err(usage(format!("{flag} -: give a file, such as report.html")));
-    }
-    Ok(Some(out))
+    crate::output(flag, Some(path), &avoid, flag == "--json")
 }
 
 /// Writes the document so far (after a phase), so that a crash loses at most the phase that
