@@ -272,6 +272,17 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
                 }
                 ctx.consecutive_errors = 0;
             }
+            // A request that timed out waited that long: its latency counts.
+            Err(S3Error::Timeout) => {
+                let waited = due.map_or(service, |t| {
+                    now.saturating_duration_since(t).as_nanos() as u64
+                });
+                ctx.rec.record_timeout(op, waited);
+                ctx.consecutive_errors += 1;
+                if op == Op::Put && prepare.is_some() {
+                    return Err(EngineError::S3(format!("PUT {key}: timed out")));
+                }
+            }
             Err(e) => {
                 ctx.rec.record_error(op, kind_of(&e), 0, 0);
                 ctx.consecutive_errors += 1;

@@ -570,6 +570,18 @@ impl Recorder {
         self.current.errors.record(op, kind, offset, file);
     }
 
+    /// Counts one request that got no answer in time, and records how long it waited in the
+    /// latency histogram: leaving it out would hide the worst latencies of a stalled service
+    /// (coordinated omission by another name). It adds no completed operation.
+    #[cold]
+    pub fn record_timeout(&mut self, op: Op, waited_ns: u64) {
+        self.current
+            .op_mut(op)
+            .hist
+            .saturating_record(waited_ns.max(1));
+        self.record_error(op, ErrorKind::Timeout, 0, 0);
+    }
+
     /// Swaps the current snapshot for `spare` (which is cleared first) and returns what was
     /// recorded since the last swap. No allocation when a spare is handed back.
     pub fn swap(&mut self, mut spare: Snapshot) -> Snapshot {

@@ -115,3 +115,17 @@ proptest! {
         prop_assert_eq!(count(&merged), count(&whole));
     }
 }
+
+#[test]
+fn a_timed_out_request_counts_in_latency_not_in_operations() {
+    let mut r = Recorder::new();
+    r.record(Op::Put, 4096, 15_000_000);
+    r.record_timeout(Op::Put, 30_000_000_000);
+    let s = r.take();
+    let put = s.op(Op::Put);
+    assert_eq!((put.ops, put.errors, put.bytes), (1, 1, 4096));
+    // The 30 s wait is the maximum latency, not left out.
+    assert!(put.hist.max() >= 29_000_000_000, "{}", put.hist.max());
+    let e = s.errors.entries().next().unwrap();
+    assert_eq!((e.kind, e.count), (ErrorKind::Timeout, 1));
+}
