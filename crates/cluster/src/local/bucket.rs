@@ -257,15 +257,11 @@ impl Bucket {
         let (mut removed, mut failed) = (0u64, 0u64);
         let mut first_error = None;
         for bucket in &self.buckets {
-            let mut token: Option<String> = None;
-            loop {
-                let page = match client.list(bucket, &self.base, token.as_deref(), 1000) {
-                    Ok((_, page)) => page,
-                    Err(e) => {
-                        first_error.get_or_insert(e.to_string());
-                        break;
-                    }
-                };
+            // Each page listed, then its keys removed; the next page's token back.
+            let stopped = each_page(|token| {
+                let (_, page) = client
+                    .list(bucket, &self.base, token, 1000)
+                    .map_err(|e| e.to_string())?;
                 for key in &page.keys {
                     // Only keys under the run's own prefix, whatever the service listed.
                     if !key.starts_with(&self.base) {
@@ -279,10 +275,10 @@ impl Bucket {
                         }
                     }
                 }
-                match page.next {
-                    Some(t) => token = Some(t),
-                    None => break,
-                }
+                Ok(page.next)
+            });
+            if let Some(why) = stopped {
+                first_error.get_or_insert(why);
             }
         }
         match first_error {
@@ -293,6 +289,37 @@ impl Bucket {
             )],
         }
     }
+}
+
+/// The most pages one listing of the run's objects reads (a thousand keys each: far more
+/// objects than a run writes).
+const MAX_LIST_PAGES: u32 = 100_000;
+
+/// Goes through a listing page by page: `page` reads the page at a continuation token (and
+/// deals with its keys) and answers the next token. Stops, saying why, when a page fails,
+/// when the service repeats a continuation token (a broken or hostile service would keep a
+/// cleanup listing forever) or after [`MAX_LIST_PAGES`] pages.
+fn each_page(
+    mut page: impl FnMut(Option<&str>) -> Result<Option<String>, String>,
+) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut token: Option<String> = None;
+    for _ in 0..MAX_LIST_PAGES {
+        match page(token.as_deref()) {
+            Err(e) => return Some(e),
+            Ok(None) => return None,
+            Ok(Some(t)) if !seen.insert(t.clone()) => {
+                return Some(format!(
+                    "the service gave the same continuation token twice ({}); listing stopped",
+                    stormark_spec::printable(&t, 64)
+                ))
+            }
+            Ok(Some(t)) => token = Some(t),
+        }
+    }
+    Some(format!(
+        "listing stopped after {MAX_LIST_PAGES} pages; more objects may be left"
+    ))
 }
 
 /// Worker `w`'s share of `n` operations over `workers`.
@@ -409,5 +436,40 @@ mod tests {
             let total: u64 = (0..workers).map(|w| share(n, w, workers)).sum();
             assert_eq!(total, n);
         }
+    }
+}
+
+#[cfg(test)]
+mod listing_tests {
+    use super::each_page;
+
+    #[test]
+    fn a_listing_ends_on_a_repeated_token_or_a_page_limit() {
+        // A service that answers every page with the same token: stopped at the second.
+        let mut calls = 0;
+        let why = each_page(|_| {
+            calls += 1;
+            Ok(Some("again".into()))
+        })
+        .unwrap();
+        assert_eq!(calls, 2);
+        assert!(why.contains("same continuation token"), "{why}");
+        // Tokens that never repeat: stopped at the limit, said.
+        let mut n = 0u64;
+        let why = each_page(|_| {
+            n += 1;
+            Ok(Some(n.to_string()))
+        })
+        .unwrap();
+        assert!(why.contains("pages"), "{why}");
+        // A listing that ends, ends.
+        let mut left = 3;
+        assert_eq!(
+            each_page(|_| {
+                left -= 1;
+                Ok((left > 0).then(|| left.to_string()))
+            }),
+            None
+        );
     }
 }
