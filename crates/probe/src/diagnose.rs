@@ -48,6 +48,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
         .filter(|p| p.measured() && p.duration_ns > 0)
         .collect();
     short_runs(&measured, &mut out);
+    clock_offsets(results, &mut out);
     crate::network::network_findings(results, &mut out);
     let client: Option<Inventory> = results
         .hosts
@@ -146,6 +147,36 @@ fn r1(x: f64) -> f64 {
 
 fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// A host's clock this far from the coordinator's is said: NTP is gone or wrong.
+const CLOCK_OFFSET_WARN_NS: u64 = 1_000_000_000;
+
+/// Hosts whose clock is off the coordinator's by more than [`CLOCK_OFFSET_WARN_NS`].
+/// stormark corrects its own start times for the offset it measured, but the host's logs,
+/// its samples as other tools see them, and any service that checks signatures' times (S3
+/// refuses 15 minutes) see the wrong time.
+fn clock_offsets(results: &Results, out: &mut Vec<Finding>) {
+    for h in &results.hosts {
+        let Some(offset) = h.clock_offset_ns else {
+            continue;
+        };
+        if offset.unsigned_abs() <= CLOCK_OFFSET_WARN_NS {
+            continue;
+        }
+        out.push(finding(
+            Severity::Warning,
+            "clock-offset",
+            format!(
+                "host {}'s clock is {:.1} s {} the coordinator's",
+                h.name,
+                offset.unsigned_abs() as f64 / 1e9,
+                if offset > 0 { "ahead of" } else { "behind" }
+            ),
+            json!({"host": h.name, "clock_offset_ns": offset, "clock_rtt_ns": h.clock_rtt_ns, "warn_above_ns": CLOCK_OFFSET_WARN_NS}),
+            "stormark starts every host at one instant whatever the offset it measured, but the host's own logs and any service that checks a request's time (S3 refuses 15 minutes) see the wrong time: check NTP (chronyc tracking, timedatectl) on that host.",
+        ));
+    }
 }
 
 fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {

@@ -604,3 +604,19 @@ fn a_mesh_pair_with_slow_round_trips_is_named_and_microseconds_are_not() {
     // Twice the median but only tens of microseconds more: nothing to say.
     assert!(mesh(180_000).is_empty());
 }
+
+#[test]
+fn a_host_clock_far_off_is_said() {
+    let mut r = run(10, |_| {});
+    r.hosts[0].clock_offset_ns = Some(30_000_000_000);
+    r.hosts[0].clock_rtt_ns = Some(200_000);
+    let f = diagnose(&r);
+    let c = f
+        .iter()
+        .find(|f| f.code == "clock-offset")
+        .expect("a clock finding");
+    assert!(c.message.contains("30.0 s ahead"), "{}", c.message);
+    // Within a second: nothing to say.
+    r.hosts[0].clock_offset_ns = Some(-200_000_000);
+    assert!(!codes(&r).contains(&"clock-offset".to_string()));
+}
