@@ -120,6 +120,10 @@ fn retransmits(net: &NetReport, out: &mut Vec<Finding>) {
 }
 
 fn mtu(net: &NetReport, out: &mut Vec<Finding>) {
+    // Loopback has no wire and no second MTU: its segments are whatever the kernel chose.
+    if net.interface.as_deref() == Some("lo") {
+        return;
+    }
     // The sender's route allows `pmtu`; its segments are capped by the MSS the receiver
     // announced. Far apart: the receiver's MTU (or a hop's, clamping MSS) is smaller.
     let Some((pmtu, frame)) = net
