@@ -6,7 +6,7 @@
 # histogram of every GET).
 # Usage: bench/s3-four-clients.sh   env: TARGET='p99<=20ms' STEP=5s CONC=16 MINIO= STORMARK=
 # Needs root (ip netns). Builds nothing but stormark (release); MinIO:
-# ../shared/tools/build-s3-peers.sh minio.
+# .ci/build-s3-servers.sh minio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${TARGET:-p99<=20ms}
@@ -14,7 +14,7 @@ STEP=${STEP:-5s}
 CONC=${CONC:-16}
 gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
 MINIO=${MINIO:-$gobin/minio}
-[ -x "$MINIO" ] || { echo "$MINIO missing: run ../shared/tools/build-s3-peers.sh minio" >&2; exit 1; }
+[ -x "$MINIO" ] || { echo "$MINIO missing: run .ci/build-s3-servers.sh minio" >&2; exit 1; }
 if [ -z "${STORMARK:-}" ]; then
   cargo build --release --locked -q
   STORMARK=target/release/stormark

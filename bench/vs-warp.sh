@@ -8,7 +8,7 @@
 # Targets (issue 18): >= 2x warp's operations per client CPU-second on 4 KiB objects, and at
 # least warp's throughput on 1 MiB objects.
 # Usage: bench/vs-warp.sh   env: ROUNDS=2 RUNTIME=12 ONLY=<case prefix> MINIO= WARP= STORMARK=
-# Builds nothing but stormark (release); MinIO and warp: ../shared/tools/build-s3-peers.sh.
+# Builds nothing but stormark (release); MinIO and warp: .ci/build-s3-servers.sh minio warp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2}
@@ -17,7 +17,7 @@ gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
 MINIO=${MINIO:-$gobin/minio}
 WARP=${WARP:-$gobin/warp}
 for b in "$MINIO" "$WARP"; do
-  [ -x "$b" ] || { echo "$b missing: run ../shared/tools/build-s3-peers.sh minio warp" >&2; exit 1; }
+  [ -x "$b" ] || { echo "$b missing: run .ci/build-s3-servers.sh minio warp" >&2; exit 1; }
 done
 if [ -z "${STORMARK:-}" ]; then
   cargo build --release --locked -q

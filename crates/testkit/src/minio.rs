@@ -1,6 +1,6 @@
 //! A real MinIO server for S3 tests: started on 127.0.0.1 with a temporary data directory,
 //! killed when dropped. The binary is `$MINIO`, else `minio` in Go's bin directory (where
-//! `../shared/tools/build-s3-peers.sh minio` and `.ci/run` put it), else on PATH.
+//! `.ci/build-s3-servers.sh` and `.ci/run` put it), else on PATH.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -42,7 +42,7 @@ pub fn minio_binary() -> Option<PathBuf> {
 }
 
 /// A Go-built server: `$ENV`, else `name` in Go's bin directory (where
-/// `../shared/tools/build-s3-peers.sh` and `.ci/run` put it), else on PATH.
+/// `.ci/build-s3-servers.sh` and `.ci/run` put it), else on PATH.
 pub(crate) fn go_binary(env: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(env) {
         return Some(PathBuf::from(p));
@@ -148,7 +148,7 @@ impl Minio {
         domain: Option<&str>,
     ) -> Minio {
         let bin = minio_binary().expect(
-            "MinIO is not built: run ../shared/tools/build-s3-peers.sh minio (as .ci/run does), or set MINIO to its binary",
+            "MinIO is not built: run .ci/build-s3-servers.sh minio (as .ci/run does), or set MINIO to its binary",
         );
         let data = temp_dir(base);
         if let Some(mib) = tmpfs_mib {

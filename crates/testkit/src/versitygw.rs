@@ -29,7 +29,7 @@ impl Versitygw {
     /// binary is missing: S3 tests never skip.
     pub fn start(base: &str) -> Versitygw {
         let bin = go_binary("VERSITYGW", "versitygw").expect(
-            "versitygw is not built: run ../shared/tools/build-s3-peers.sh versitygw (as .ci/run does), or set VERSITYGW to its binary",
+            "versitygw is not built: run .ci/build-s3-servers.sh versitygw (as .ci/run does), or set VERSITYGW to its binary",
         );
         let data = temp_dir(base);
         let port = free_port("127.0.0.1");
