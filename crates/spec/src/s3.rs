@@ -318,7 +318,16 @@ impl Addressing {
 /// Whether `name` is a bucket name S3 accepts (3-63 of a-z, 0-9, '-', '.', starting and
 /// ending with a letter or digit).
 pub fn valid_bucket(name: &str) -> bool {
-    (3..=63).contains(&name.len())
+    // S3's rules: no two periods together, no period beside a hyphen, not an IP address.
+    let looks_like_ip = name.split('.').count() == 4
+        && name
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    !looks_like_ip
+        && !name.contains("..")
+        && !name.contains(".-")
+        && !name.contains("-.")
+        && (3..=63).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
@@ -327,6 +336,57 @@ pub fn valid_bucket(name: &str) -> bool {
             .next()
             .zip(name.bytes().last())
             .is_some_and(|(a, z)| a.is_ascii_alphanumeric() && z.is_ascii_alphanumeric())
+}
+
+/// The accepted form of an S3 endpoint.
+pub const ENDPOINT_FORM: &str =
+    "http://host:port or https://host:port (no query or fragment), such as http://127.0.0.1:9000";
+
+/// An S3 endpoint as stormark connects to it: `http` or `https` (in any case), a host, a port
+/// from 1 to 65535 when given, a path when given, no query or fragment; `None` otherwise.
+pub fn parse_endpoint(text: &str) -> Option<String> {
+    let t = text.trim();
+    if t.len() > 300 || t.contains(['?', '#', ' ', '@']) {
+        return None;
+    }
+    let (scheme, rest) = t.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        let (inside, after) = v6.split_once(']')?;
+        if inside.is_empty() {
+            return None;
+        }
+        match after.strip_prefix(':') {
+            Some(port) => port.parse::<u16>().ok().filter(|p| *p > 0).map(|_| ())?,
+            None if after.is_empty() => {}
+            None => return None,
+        }
+        inside
+    } else {
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        if let Some(p) = port {
+            p.parse::<u16>().ok().filter(|p| *p > 0)?;
+        }
+        host
+    };
+    if host.is_empty()
+        || !host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:_".contains(&b))
+    {
+        return None;
+    }
+    Some(format!("{scheme}://{authority}{path}"))
 }
 
 /// Whether `prefix` is a key prefix stormark writes under: 1-200 of letters, digits and
@@ -432,6 +492,45 @@ mod tests {
             let _ = OpMix::parse(&s);
             let _ = valid_bucket(&s);
             let _ = valid_prefix(&s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::{parse_endpoint, valid_bucket};
+
+    #[test]
+    fn endpoints_and_buckets_as_s3_takes_them() {
+        assert_eq!(
+            parse_endpoint("HTTP://127.0.0.1:9000").as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(
+            parse_endpoint("https://s3.example.com").as_deref(),
+            Some("https://s3.example.com")
+        );
+        assert_eq!(
+            parse_endpoint("http://[::1]:9000/").as_deref(),
+            Some("http://[::1]:9000/")
+        );
+        for bad in [
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "http://127.0.0.1:9000?x=1",
+            "http://127.0.0.1:9000/#f",
+            "ftp://host",
+            "http://",
+            "http://user@host",
+            "127.0.0.1:9000",
+        ] {
+            assert_eq!(parse_endpoint(bad), None, "{bad}");
+        }
+        for bad in ["a..b", "192.168.0.1", "a.-b", "a-.b", "ab", "Ab-c", "-abc"] {
+            assert!(!valid_bucket(bad), "{bad}");
+        }
+        for good in ["bench", "my.bucket-1", "192.168.0.1x"] {
+            assert!(valid_bucket(good), "{good}");
         }
     }
 }

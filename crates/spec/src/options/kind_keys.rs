@@ -4,7 +4,8 @@
 use crate::meta::{parse_meta_ops, META_OPS_FORM};
 use crate::net::{parse_servers, NetMode, NET_MODE_FORM, SERVER_FORM};
 use crate::s3::{
-    parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist, OP_MIX_FORM,
+    parse_endpoint, parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist,
+    ENDPOINT_FORM, OP_MIX_FORM,
 };
 use crate::units::{parse_bool, parse_size, BOOL_FORM, SIZE_FORM};
 use crate::SpecError;
@@ -22,15 +23,11 @@ impl JobOpts {
     ) -> Result<bool, SpecError> {
         match canonical {
             "endpoint" => {
-                let v = value.trim();
-                if !(v.starts_with("http://") || v.starts_with("https://")) || v.len() > 300 {
-                    return Err(bad("http://host:port, such as http://127.0.0.1:9000"));
-                }
-                self.endpoint = Some(v.to_string())
+                self.endpoint = Some(parse_endpoint(value).ok_or_else(|| bad(ENDPOINT_FORM))?)
             }
             "bucket" => {
                 if !valid_bucket(value) {
-                    return Err(bad("a bucket name: 3 to 63 of a-z, 0-9, '-' and '.'"));
+                    return Err(bad("a bucket name: 3 to 63 of a-z, 0-9, '-' and '.', starting and ending with a letter or digit, no '..', not an IP address"));
                 }
                 self.bucket = Some(value.to_string())
             }
