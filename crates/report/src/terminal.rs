@@ -343,10 +343,11 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         let mut hosts: Vec<_> = p.by_host.iter().collect();
         hosts.sort_by(|a, b| natural(a.0, b.0));
         for (host, b) in hosts {
-            let mark = if failed.contains(&host.as_str()) {
-                " (FAILED)"
-            } else {
-                ""
+            let mark = match (failed.contains(&host.as_str()), b.ran_ns) {
+                // Its rates are over the time it ran, and the line says so.
+                (true, Some(ran)) => format!(" (FAILED after {:.1} s)", ran as f64 / 1e9),
+                (true, None) => " (FAILED)".to_string(),
+                (false, _) => String::new(),
             };
             for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{host}{mark} {op}"), s));

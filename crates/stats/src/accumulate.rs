@@ -41,6 +41,8 @@ pub struct PhaseAccumulator {
     end_ns: u64,
     /// With several hosts: each host's counts per second, by interval, host and operation.
     host_seconds: BTreeMap<(u32, u16), BTreeMap<Op, Counts>>,
+    /// Hosts that failed or were cut off during the phase.
+    failed: std::collections::BTreeSet<u16>,
 }
 
 impl PhaseAccumulator {
@@ -61,6 +63,7 @@ impl PhaseAccumulator {
             next_to_close: 0,
             end_ns: 0,
             host_seconds: BTreeMap::new(),
+            failed: Default::default(),
         }
     }
 
@@ -129,6 +132,7 @@ impl PhaseAccumulator {
     /// Marks every worker of `host` finished: the host failed or was cut off, so the phase
     /// must not wait for its seconds.
     pub fn host_failed(&mut self, host: u16) {
+        self.failed.insert(host);
         for (k, w) in self.workers.iter_mut() {
             if k.host == host {
                 w.done = true;
@@ -301,10 +305,27 @@ impl PhaseAccumulator {
                 t.errors += c.errors;
             }
         }
-        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>| Breakdown {
-            total: Summary::of(&s.total(), duration_ns),
-            by_op: by_op(s, duration_ns),
+        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>, ran: u64| Breakdown {
+            ran_ns: (ran < duration_ns).then_some(ran),
+            total: Summary::of(&s.total(), ran),
+            by_op: by_op(s, ran),
             seconds,
+        };
+        // A failed host's rates are over the time it ran: to the end of the last second it
+        // sent (what it did after that never arrived), not the whole phase.
+        let ran = |h: u16| -> u64 {
+            if !self.failed.contains(&h) {
+                return duration_ns;
+            }
+            let last = self
+                .workers
+                .iter()
+                .filter(|(k, _)| k.host == h)
+                .filter_map(|(_, w)| w.last_interval)
+                .max();
+            last.map_or(duration_ns, |l| {
+                ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
+            })
         };
         Phase {
             name: self.name,
@@ -317,7 +338,7 @@ impl PhaseAccumulator {
                 .iter()
                 .map(|(h, s)| {
                     let mine = seconds.remove(h).unwrap_or_default();
-                    (self.hosts[*h as usize].clone(), breakdown(s, mine))
+                    (self.hosts[*h as usize].clone(), breakdown(s, mine, ran(*h)))
                 })
                 .collect(),
             by_job: by_job
@@ -327,7 +348,7 @@ impl PhaseAccumulator {
                         self.jobs
                             .get(*j as usize)
                             .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
-                        breakdown(s, Vec::new()),
+                        breakdown(s, Vec::new(), duration_ns),
                     )
                 })
                 .collect(),
@@ -573,5 +594,58 @@ mod tests {
         assert!(one.finish(0, 1_000_000_000).by_host["h0"]
             .seconds
             .is_empty());
+    }
+
+    #[test]
+    fn a_failed_hosts_rate_is_over_the_time_it_ran() {
+        let a = WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        };
+        let b = WorkerKey {
+            host: 1,
+            job: 0,
+            worker: 0,
+        };
+        let job = PhaseJob {
+            name: "j".into(),
+            engine: "null".into(),
+            direct: false,
+            workers: 1,
+            iodepth: 1,
+            working_set_bytes: 0,
+            rate_iops: None,
+        };
+        let mut acc =
+            PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job], &[a, b]);
+        let mut second = |n: u64| {
+            let mut r = Recorder::new();
+            for _ in 0..n {
+                r.record(Op::Read, 4096, 1000);
+            }
+            r.take()
+        };
+        // Both do 1000 I/Os a second; b is cut off after 3 s of an 8 s phase.
+        for t in 0..8 {
+            acc.add(a, t, &second(1000));
+            if t < 3 {
+                acc.add(b, t, &second(1000));
+            }
+        }
+        acc.host_failed(1);
+        acc.worker_done(a, 8_000_000_000);
+        let p = acc.finish(0, 8_000_000_000);
+        let (ha, hb) = (&p.by_host["a"], &p.by_host["b"]);
+        assert_eq!(ha.ran_ns, None);
+        assert!((ha.total.iops - 1000.0).abs() < 1.0, "{}", ha.total.iops);
+        assert_eq!(hb.ran_ns, Some(3_000_000_000));
+        assert!((hb.total.iops - 1000.0).abs() < 1.0, "{}", hb.total.iops);
+        // The phase's total stays over the phase: what was done in it, all hosts together.
+        assert!(
+            (p.total.iops - 11_000.0 / 8.0).abs() < 1.0,
+            "{}",
+            p.total.iops
+        );
     }
 }

@@ -457,6 +457,10 @@ pub struct PhaseJob {
 /// Total and per-operation figures of one host or job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
+    /// How long this host ran, ns, when less than the phase (it failed or was cut off): its
+    /// rates are over this time, not the phase's. Absent when it ran the whole phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_ns: Option<u64>,
     /// Every operation together.
     pub total: Summary,
     /// Per operation.
