@@ -619,7 +619,7 @@ mod tests {
         };
         let mut acc =
             PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job], &[a, b]);
-        let mut second = |n: u64| {
+        let second = |n: u64| {
             let mut r = Recorder::new();
             for _ in 0..n {
                 r.record(Op::Read, 4096, 1000);
