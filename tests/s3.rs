@@ -1266,3 +1266,102 @@ fn a_second_server_versitygw_gets_the_same_workload() {
         doc["findings"]
     );
 }
+
+/// Issue 30: kill -9 of one of three agents mid-run left its objects in the bucket. The
+/// coordinator (which holds the keys) removes what a failed host left under its prefix, and
+/// says so; the bucket is empty afterwards.
+#[test]
+fn a_killed_agents_objects_are_removed_by_the_coordinator() {
+    if !stormark_testkit::require_netns("a_killed_agents_objects_are_removed_by_the_coordinator") {
+        return;
+    }
+    let mut net = stormark_testkit::NetCluster::new(3).expect("creating the namespaces");
+    let m = Minio::start_on(TMP, &net.gateway.clone());
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3-orphan-test-token-0123456789\n").unwrap();
+    let list = net.start_agents(BIN, &token, dir.path(), &|_| dir.path().to_path_buf());
+    let args = s3_args(
+        &m,
+        "orphans",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "4k",
+            "--concurrency",
+            "2",
+            "--time",
+            "6s",
+            "--on-agent-failure",
+            "continue",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    measuring(&mut child, &dir);
+    // The second agent writes for a moment, then dies without cleaning up.
+    std::thread::sleep(Duration::from_secs(2));
+    let victim = format!("{}:7878", net.addresses[1]);
+    let pid = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                args.contains(&&b"agent"[..]) && args.contains(&victim.as_bytes())
+            })
+        })
+        .unwrap_or_else(|| panic!("no agent process listens on {victim}"));
+    // SAFETY: a pid just read from /proc; SIGKILL, as a crash would.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    let doc = read_json(&dir.path().join("r.json"));
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("removed the"), "{notes}\n{said}");
+    assert!(doc["hosts"][1]["failure"].is_object(), "{}", doc["hosts"]);
+    // The dead host's objects are gone at once, removed by the coordinator.
+    let prefix = |h: u32| {
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.as_str())
+            .find_map(|n| {
+                n.split("s3://orphans/")
+                    .nth(1)
+                    .filter(|p| p.trim_end_matches('/').ends_with(&format!("-h{h}")))
+                    .map(|p| p.trim_end_matches('/').to_string())
+            })
+    };
+    let dead = prefix(1).unwrap_or_else(|| panic!("no prefix of host 1 in {notes}"));
+    assert!(
+        m.objects("orphans", &dead).is_empty(),
+        "host 1's objects left"
+    );
+    // The living hosts' by their own cleanup, which may outlast the coordinator's wait.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let left = m.objects("orphans", "").len();
+        if left == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} objects left after 120 s\n{said}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

@@ -26,6 +26,7 @@ use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
+pub use bucket::remove_host_objects;
 pub use journal::Journal;
 use specs::{seed, JobRun};
 use workspace::Workspace;

@@ -136,6 +136,34 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     }))
 }
 
+/// The objects of an S3 run that a failed host left (its own cleanup never ran): removed
+/// under that host's prefix with the coordinator's keys, and said in the notes.
+fn remove_failed_hosts_objects(
+    workload: &stormark_spec::Workload,
+    opts: &TargetOptions,
+    endpoints: &[Option<String>],
+    results: &mut Results,
+) {
+    let Some(access) = &opts.s3 else {
+        return;
+    };
+    if opts.keep {
+        return;
+    }
+    for (i, host) in results.hosts.iter().enumerate() {
+        if host.failure.is_none() {
+            continue;
+        }
+        let mut access = access.clone();
+        access.create_bucket = false;
+        if let Some(Some(url)) = endpoints.get(i) {
+            access.endpoint = Some(url.clone());
+        }
+        let notes = stormark_cluster::remove_host_objects(workload, &access, &opts.run, i as u32);
+        results.notes.extend(notes);
+    }
+}
+
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
 fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
@@ -278,6 +306,11 @@ fn run(args: RunArgs) -> Result<Ending> {
             .map_err(|e: stormark_cluster::AgentError| usage(e.to_string()))?,
     };
     let show_live = !args.output.quiet && std::io::stderr().is_terminal();
+    // Each agent's own S3 endpoint (--host-endpoint), for removing what a failed host left.
+    let host_endpoints: Vec<Option<String>> = plan
+        .as_ref()
+        .map(|f| f.hosts.iter().map(|h| h.endpoint.clone()).collect())
+        .unwrap_or_default();
     let mut reps = Vec::new();
     let mut outcome = Outcome::Completed;
     for rep in 1..=repeat {
@@ -356,6 +389,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             &mut next,
         );
         plan.finish(&mut results, outcome == Outcome::Completed);
+        remove_failed_hosts_objects(&workload, &opts, &host_endpoints, &mut results);
         reps.push(results);
         if outcome != Outcome::Completed {
             break;

@@ -53,6 +53,7 @@ impl Bucket {
         job: &S3Job,
         access: &S3Access,
         keep: bool,
+        run: &str,
         host: u32,
     ) -> Result<Bucket, AgentError> {
         let url = access.endpoint.as_deref().unwrap_or(&job.endpoint);
@@ -126,11 +127,9 @@ impl Bucket {
                 Err(e) => return Err(map_err(bucket_opt, e)),
             }
         }
-        let run = format!(
-            "{}-{}-h{host}",
-            super::workspace::stamp(),
-            std::process::id()
-        );
+        // The run's id (the same on every host, made by the coordinator) and the host's
+        // place: the coordinator can name, and empty, a failed host's prefix.
+        let run = format!("{run}-h{host}");
         Ok(Bucket {
             config,
             buckets,
@@ -242,16 +241,27 @@ impl Bucket {
 
     /// Deletes every key under the run's prefix (unless kept). Returns notes for results.
     pub fn cleanup(&self) -> Vec<String> {
+        self.cleanup_counted().1
+    }
+
+    /// [`Bucket::cleanup`], with the number of objects it removed.
+    fn cleanup_counted(&self) -> (u64, Vec<String>) {
         if self.keep {
-            return vec![format!("kept the objects under {} (--keep)", self.shown())];
+            return (
+                0,
+                vec![format!("kept the objects under {} (--keep)", self.shown())],
+            );
         }
         let mut client = match Client::new(self.config.clone()) {
             Ok(c) => c,
             Err(e) => {
-                return vec![format!(
-                    "could not remove the objects under {}: {e}",
-                    self.shown()
-                )]
+                return (
+                    0,
+                    vec![format!(
+                        "could not remove the objects under {}: {e}",
+                        self.shown()
+                    )],
+                )
             }
         };
         let (mut removed, mut failed) = (0u64, 0u64);
@@ -281,13 +291,45 @@ impl Bucket {
                 first_error.get_or_insert(why);
             }
         }
-        match first_error {
+        let notes = match first_error {
             None => Vec::new(),
             Some(e) => vec![format!(
                 "removed {removed} objects under {}, {failed} could not be removed: {e}",
                 self.shown()
             )],
+        };
+        (removed, notes)
+    }
+}
+
+/// Removes the objects host `host` of run `run` left under its prefix: what the coordinator
+/// (which holds the keys) does for a host that failed or was cut off, whose own cleanup
+/// never ran. Only keys under `<prefix>/<run>-h<host>/` are listed and deleted. Returns notes
+/// for the results: how many were removed, or why some are left (with their prefix).
+pub fn remove_host_objects(
+    workload: &stormark_spec::Workload,
+    access: &S3Access,
+    run: &str,
+    host: u32,
+) -> Vec<String> {
+    let Some(job) = workload.jobs.iter().find_map(|j| j.s3.as_ref()) else {
+        return Vec::new();
+    };
+    match Bucket::open(job, access, false, run, host) {
+        Ok(b) => {
+            let (removed, mut notes) = b.cleanup_counted();
+            if notes.is_empty() {
+                notes.push(format!(
+                    "host {host} failed: removed the {removed} objects it left under {}",
+                    b.shown()
+                ));
+            }
+            notes
         }
+        Err(e) => vec![format!(
+            "host {host} failed, and the objects it left under {}/{run}-h{host}/ could not be removed: {e}",
+            job.prefix
+        )],
     }
 }
 
@@ -372,7 +414,7 @@ impl super::LocalAgent {
             )
         })?;
         let host = u32::try_from(self.index).unwrap_or(u32::MAX);
-        let bucket = Bucket::open(first, &access, self.opts.keep, host)?;
+        let bucket = Bucket::open(first, &access, self.opts.keep, &self.opts.run, host)?;
         self.notes
             .push(format!("objects of this run go under {}", bucket.shown()));
         self.bucket = Some(bucket);
