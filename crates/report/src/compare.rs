@@ -21,7 +21,7 @@ fn verdict(v: Verdict) -> &'static str {
     match v {
         Verdict::Same => "same",
         Verdict::Noise => "noise",
-        Verdict::NotSignificant => "not significant",
+        Verdict::Inconclusive => "inconclusive",
         Verdict::Better => "better",
         Verdict::Worse => "WORSE",
     }

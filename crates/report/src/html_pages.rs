@@ -80,10 +80,10 @@ pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>])
         let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
         let _ = write!(
             o,
-            "<p>{} worse, {} better, {} within noise or not significant, {} the same.</p>",
+            "<p>{} worse, {} better, {} within noise or inconclusive, {} the same.</p>",
             count(Verdict::Worse),
             count(Verdict::Better),
-            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Noise) + count(Verdict::Inconclusive),
             count(Verdict::Same)
         );
         o.push_str(
@@ -95,7 +95,7 @@ pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>])
             let (class, word) = match r.verdict {
                 Verdict::Same => ("", "same"),
                 Verdict::Noise => ("", "noise"),
-                Verdict::NotSignificant => ("", "not significant"),
+                Verdict::Inconclusive => ("", "inconclusive"),
                 Verdict::Better => ("better", "better"),
                 Verdict::Worse => ("worse", "worse"),
             };

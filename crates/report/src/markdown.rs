@@ -217,10 +217,10 @@ pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> S
         let count = |v: Verdict| c.rows.iter().filter(|r| r.verdict == v).count();
         let _ = writeln!(
             out,
-            "{} worse, {} better, {} within noise or not significant, {} the same.\n",
+            "{} worse, {} better, {} within noise or inconclusive, {} the same.\n",
             count(Verdict::Worse),
             count(Verdict::Better),
-            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Noise) + count(Verdict::Inconclusive),
             count(Verdict::Same)
         );
         out.push_str("| phase | op | figure | A | B | delta | p | verdict |\n|---|---|---|--:|--:|--:|--:|---|\n");
@@ -228,7 +228,7 @@ pub fn compare_markdown(base_label: &str, others: &[crate::Comparison<'_>]) -> S
             let verdict = match r.verdict {
                 Verdict::Same => "same",
                 Verdict::Noise => "noise",
-                Verdict::NotSignificant => "not significant",
+                Verdict::Inconclusive => "inconclusive",
                 Verdict::Better => "**better**",
                 Verdict::Worse => "**worse**",
             };

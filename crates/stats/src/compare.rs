@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::significance::{effective_n, welch_p};
+use crate::significance::{effective_n, t_quantile_95, welch_p, welch_se_df};
 use crate::{describe, Phase, Results, Summary};
 
 /// The figures compared, as named in the results document.
@@ -31,8 +31,10 @@ pub enum Verdict {
     Same,
     /// Smaller than the noise threshold.
     Noise,
-    /// Larger, but not significant (p ≥ 0.05).
-    NotSignificant,
+    /// Larger than the noise threshold, but the data cannot tell (p ≥ 0.05): inconclusive,
+    /// not "no difference".
+    #[serde(alias = "not-significant")]
+    Inconclusive,
     /// Significantly better.
     Better,
     /// Significantly worse.
@@ -58,6 +60,16 @@ pub struct CompareRow {
     pub p_value: Option<f64>,
     /// `repetitions` or `intervals`: what the p-value was computed over.
     pub basis: String,
+    /// The standard error of `delta_pct`, in percentage points, and its degrees of freedom:
+    /// what a regression gate bounds the difference with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub se_pct: Option<f64>,
+    /// The degrees of freedom of `se_pct` (Welch–Satterthwaite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// How many values (repetitions, or effective intervals) each side had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<f64>,
     /// The call.
     pub verdict: Verdict,
 }
@@ -155,9 +167,11 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
                 }
                 let (da, db) = (describe(&va), describe(&vb));
                 let repetitions = va.len() > 1 && vb.len() > 1;
-                let (p_value, basis) = if repetitions {
+                // Each side as (mean, sd, n): the repetitions, else the 1-second intervals
+                // with their autocorrelation counted (an effective n).
+                let (sides, basis) = if repetitions {
                     (
-                        welch_p((da.mean, da.sd, da.n as f64), (db.mean, db.sd, db.n as f64)),
+                        ((da.mean, da.sd, da.n as f64), (db.mean, db.sd, db.n as f64)),
                         "repetitions",
                     )
                 } else {
@@ -167,13 +181,15 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
                     );
                     let (sa, sb) = (describe(&ia), describe(&ib));
                     (
-                        welch_p(
+                        (
                             (sa.mean, sa.sd, effective_n(&ia)),
                             (sb.mean, sb.sd, effective_n(&ib)),
                         ),
                         "intervals",
                     )
                 };
+                let p_value = welch_p(sides.0, sides.1);
+                let spread = welch_se_df(sides.0, sides.1);
                 let (a_val, b_val) = (da.mean, db.mean);
                 let delta_pct = if a_val != 0.0 {
                     100.0 * (b_val - a_val) / a_val
@@ -188,7 +204,7 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
                 } else if delta_pct.abs() < noise_pct {
                     Verdict::Noise
                 } else if p_value.is_nan() || p_value >= ALPHA {
-                    Verdict::NotSignificant
+                    Verdict::Inconclusive
                 } else if better {
                     Verdict::Better
                 } else {
@@ -203,6 +219,11 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
                     delta_pct,
                     p_value: p_value.is_finite().then_some(p_value),
                     basis: basis.into(),
+                    se_pct: spread
+                        .filter(|_| a_val != 0.0)
+                        .map(|(se, _)| 100.0 * se / a_val.abs()),
+                    df: spread.map(|(_, df)| df),
+                    n: Some(sides.0 .2.min(sides.1 .2)),
                     verdict,
                 });
             }
@@ -213,9 +234,73 @@ pub fn compare(a: &Results, b: &Results, noise_pct: f64) -> Vec<CompareRow> {
 
 /// The rows that fail a regression gate: significantly worse by more than `limit_pct`.
 pub fn regressions(rows: &[CompareRow], limit_pct: f64) -> Vec<&CompareRow> {
-    rows.iter()
-        .filter(|r| r.verdict == Verdict::Worse && r.delta_pct.abs() > limit_pct)
+    gate(rows, limit_pct)
+        .into_iter()
+        .filter(|(_, call)| *call == GateCall::Regression)
+        .map(|(r, _)| r)
         .collect()
+}
+
+/// What a regression gate says of one figure: "is B worse than A by more than the limit?"
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GateCall {
+    /// The data rule it out: B is not worse by more than the limit (at 95%).
+    Pass,
+    /// B is worse by more than the limit (at 95%).
+    Regression,
+    /// The data can rule out neither: the gate fails, since it cannot vouch for B. `runs` is
+    /// about how many values each side would need (repetitions, or seconds of a run) to
+    /// decide at the difference seen, when that can be said.
+    Inconclusive {
+        /// Values per side that would decide it.
+        runs: Option<u32>,
+    },
+}
+
+/// A regression gate over `rows` as a non-inferiority test: each figure's difference, with a
+/// one-sided 95% bound from its standard error, against `limit_pct` in the worse direction.
+/// A figure passes only when its bound rules out being worse by more than the limit; one
+/// whose whole interval lies beyond the limit is a regression; the rest are inconclusive
+/// (and fail the gate, saying how much more data would decide them). Figures that did not
+/// change pass. Returns the rows that do not pass, with their call.
+pub fn gate(rows: &[CompareRow], limit_pct: f64) -> Vec<(&CompareRow, GateCall)> {
+    let mut out = Vec::new();
+    for r in rows {
+        if r.verdict == Verdict::Same {
+            continue;
+        }
+        // How much worse B is, percent (negative: better).
+        let worse = if higher_is_better(&r.figure) {
+            -r.delta_pct
+        } else {
+            r.delta_pct
+        };
+        let call = match (r.se_pct, r.df) {
+            (Some(se), Some(df)) if se.is_finite() => {
+                let t = t_quantile_95(df);
+                if worse + t * se <= limit_pct {
+                    GateCall::Pass
+                } else if worse - t * se > limit_pct {
+                    GateCall::Regression
+                } else {
+                    // The standard error shrinks as 1/sqrt(n): the n whose bound would clear
+                    // the limit on the side the difference lies.
+                    let margin = (worse - limit_pct).abs();
+                    let runs =
+                        r.n.filter(|_| margin > 0.0 && se > 0.0)
+                            .map(|n| (n * (t * se / margin).powi(2)).ceil().min(1e6) as u32);
+                    GateCall::Inconclusive { runs }
+                }
+            }
+            // Nothing to bound the difference with: only a better or equal figure passes.
+            _ if worse <= 0.0 => GateCall::Pass,
+            _ => GateCall::Inconclusive { runs: None },
+        };
+        if call != GateCall::Pass {
+            out.push((r, call));
+        }
+    }
+    out
 }
 
 /// Why two documents may not measure the same thing: a different workload, stormark version
@@ -353,6 +438,7 @@ mod tests {
             Verdict::Same
         );
         assert_eq!(regressions(&rows, 5.0).len(), 2, "iops and bandwidth");
+        // 20% worse cannot be ruled out against 25%, nor shown: whatever it is, no pass.
         assert!(regressions(&rows, 25.0).is_empty());
         // The other way round it is better.
         let rows = compare(&doc(0.8), &doc(1.0), 3.0);
@@ -385,7 +471,25 @@ mod tests {
         }
         let rows = compare(&a, &b, 3.0);
         let iops = rows.iter().find(|r| r.figure == "iops").unwrap();
-        assert_eq!(iops.verdict, Verdict::NotSignificant, "{iops:?}");
+        assert_eq!(iops.verdict, Verdict::Inconclusive, "{iops:?}");
+        // A gate at 5% cannot rule out that B is 5% worse over three seconds this noisy,
+        // whichever way it moved: inconclusive, never a pass, saying how much more data
+        // would decide it.
+        for rows in [rows.clone(), compare(&b, &a, 3.0)] {
+            let calls = gate(&rows, 5.0);
+            let call = calls
+                .iter()
+                .find(|(r, _)| r.figure == "iops")
+                .map(|(_, c)| *c);
+            assert!(
+                matches!(call, Some(GateCall::Inconclusive { runs: Some(n) }) if n > 3),
+                "{calls:?}"
+            );
+        }
+        // Precise seconds: 1% worse is ruled out against 5%, and passes.
+        let steady = compare(&doc(1.0), &doc(0.99), 0.5);
+        let calls = gate(&steady, 5.0);
+        assert!(calls.iter().all(|(r, _)| r.figure != "iops"), "{calls:?}");
     }
 
     #[test]

@@ -42,8 +42,8 @@ mod time;
 pub use accumulate::{PhaseAccumulator, WorkerKey};
 pub use check::{check_document, redact_command};
 pub use compare::{
-    compare, differences, figure, higher_is_better, regressions, CompareRow, Verdict, ALPHA,
-    FIGURES,
+    compare, differences, figure, gate, higher_is_better, regressions, CompareRow, GateCall,
+    Verdict, ALPHA, FIGURES,
 };
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};

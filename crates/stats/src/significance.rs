@@ -107,6 +107,40 @@ pub fn welch_p(a: (f64, f64, f64), b: (f64, f64, f64)) -> f64 {
     t_two_sided_p(t, df)
 }
 
+/// The standard error of the difference of two means, each summarised as (mean, sd, n), and
+/// its Welch–Satterthwaite degrees of freedom; `None` with fewer than two values a side.
+pub fn welch_se_df(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64)> {
+    let ((_, sa, na), (_, sb, nb)) = (a, b);
+    if na < 2.0 || nb < 2.0 {
+        return None;
+    }
+    let va = sa * sa / na;
+    let vb = sb * sb / nb;
+    let se = (va + vb).sqrt();
+    if se == 0.0 {
+        return Some((0.0, f64::INFINITY));
+    }
+    let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    Some((se, df))
+}
+
+/// The 95% quantile of Student's t (a one-sided 95% bound), by bisection; exact to 1e-9.
+pub fn t_quantile_95(df: f64) -> f64 {
+    if !df.is_finite() {
+        return 1.644_853_626_951_472_2;
+    }
+    let (mut lo, mut hi) = (0.0f64, 1000.0f64);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if t_two_sided_p(mid, df) > 0.10 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    (lo + hi) / 2.0
+}
+
 /// Two-sided p-value of Student's t with `df` degrees of freedom:
 /// I_{df/(df+t²)}(df/2, 1/2).
 pub fn t_two_sided_p(t: f64, df: f64) -> f64 {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use stormark_report::{
     compare_markdown, compare_page, compare_table, figure_label, Comparison, Output,
 };
-use stormark_stats::{compare, differences, regressions, Results, Verdict, SCHEMA};
+use stormark_stats::{compare, differences, GateCall, Results, Verdict, SCHEMA};
 
 use crate::cli::CompareArgs;
 use crate::{usage, Ending};
@@ -117,24 +117,37 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         say(compare_table(&rows));
         let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
         say(format!(
-            "  {} worse, {} better, {} within noise ({noise}%) or not significant, {} the same",
+            "  {} worse, {} better, {} within noise ({noise}%) or inconclusive, {} the same",
             count(Verdict::Worse),
             count(Verdict::Better),
-            count(Verdict::Noise) + count(Verdict::NotSignificant),
+            count(Verdict::Noise) + count(Verdict::Inconclusive),
             count(Verdict::Same)
         ));
         if let Some(limit) = gate {
-            let bad = regressions(&rows, limit);
-            for r in &bad {
-                say(format!(
-                    "  regression: {} {} {} {:+.1}% (limit {limit}%)",
+            // Passes only what the data rule out (a non-inferiority test at 95%).
+            let calls = stormark_stats::gate(&rows, limit);
+            for (r, call) in &calls {
+                let what = format!(
+                    "{} {} {} {:+.1}% (limit {limit}%)",
                     r.phase,
                     r.op,
                     figure_label(&r.figure),
                     r.delta_pct
-                ));
+                );
+                say(match call {
+                    GateCall::Regression => format!("  regression: {what}"),
+                    GateCall::Inconclusive { runs } => format!(
+                        "  inconclusive: {what}: the data cannot rule out worse than {limit}%{}",
+                        match (runs, r.basis.as_str()) {
+                            (Some(n), "repetitions") => format!("; about {n} repetitions a side (--repeat {n}) would decide it"),
+                            (Some(n), _) => format!("; about {n} s of measured time a side (--time, or --repeat) would decide it"),
+                            (None, _) => "; repeat both runs (--repeat 5) to decide it".to_string(),
+                        }
+                    ),
+                    GateCall::Pass => continue,
+                });
             }
-            failed |= !bad.is_empty();
+            failed |= !calls.is_empty();
         }
         all.push(serde_json::json!({
             "baseline": args.files[0].display().to_string(),
