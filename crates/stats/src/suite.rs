@@ -127,6 +127,14 @@ pub struct StepFigures {
     /// Operations per second of each host, when more than one ran.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_host: BTreeMap<String, f64>,
+    /// The relative standard error of the step's throughput (ops/s and bytes/s alike), from
+    /// its repetitions or its seconds (autocorrelation discounted); `None` when one value is
+    /// all there is (a one-second step): how far apart two steps must be to differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<f64>,
+    /// The same of each host's operations per second, when more than one ran.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub host_spread: BTreeMap<String, f64>,
     /// The measured phases the figures are the mean of (repetitions).
     pub phases: u32,
     /// A latency-target search: the load that met the target with the most throughput, or
@@ -294,7 +302,47 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
     } else {
         BTreeMap::new()
     };
+    // The spread: over repetitions when there are several, else over the seconds.
+    let spread = if phases.len() > 1 {
+        relative_se(
+            &phases.iter().map(|p| p.total.iops).collect::<Vec<_>>(),
+            phases.len() as f64,
+        )
+    } else {
+        let v: Vec<f64> = phases[0]
+            .intervals
+            .iter()
+            .filter(|i| i.duration_ns >= 500_000_000)
+            .map(|i| i.total.iops)
+            .collect();
+        relative_se(&v, crate::significance::effective_n(&v))
+    };
+    let host_spread = if by_host.len() > 1 && phases.len() == 1 {
+        phases[0]
+            .by_host
+            .iter()
+            .filter_map(|(h, b)| {
+                let v: Vec<f64> = b
+                    .seconds
+                    .iter()
+                    .filter(|s| s.duration_ns >= 500_000_000)
+                    .map(|s| {
+                        let ops: u64 = s.by_op.values().map(|c| c.ops).sum();
+                        ops as f64 * 1e9 / s.duration_ns as f64
+                    })
+                    .collect();
+                Some((
+                    h.clone(),
+                    relative_se(&v, crate::significance::effective_n(&v))?,
+                ))
+            })
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
     Some(StepFigures {
+        spread,
+        host_spread,
         ops_per_s: mean(phases.iter().map(|p| p.total.iops)),
         bw_bytes_per_s: mean(phases.iter().map(|p| p.total.bw_bytes_per_s)),
         p50_ns: lat(|l| l.p50),
@@ -305,6 +353,30 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
         best,
         weakest_pair: None,
     })
+}
+
+/// The standard error of the mean of `v` over `n` (effective) values, relative to the mean;
+/// `None` with fewer than two values or a mean of zero.
+fn relative_se(v: &[f64], n: f64) -> Option<f64> {
+    if v.len() < 2 || n < 2.0 {
+        return None;
+    }
+    let d = crate::describe(v);
+    (d.mean > 0.0).then(|| d.sd / d.mean / n.sqrt())
+}
+
+/// Whether ratio `r` of one figure to another lies beyond what their relative standard
+/// errors `a` and `b` allow (about two standard errors of the log-ratio, 95%); `None` when a
+/// spread is unknown.
+fn beyond_spread(r: f64, a: Option<f64>, b: Option<f64>) -> Option<bool> {
+    let se = (a?.powi(2) + b?.powi(2)).sqrt();
+    Some(r > 0.0 && r.ln().abs() > 2.0 * se.max(1e-9))
+}
+
+/// The median of some known spreads, `None` when none is.
+fn median_spread(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let known: Vec<f64> = v.flatten().collect();
+    (!known.is_empty()).then(|| median(known))
 }
 
 /// A latency in µs or ms, for a sentence.
@@ -435,6 +507,17 @@ fn slowest_disk(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
             .push(figure(s)?);
     }
     let medians: BTreeMap<&str, f64> = medians.into_iter().map(|(w, v)| (w, median(v))).collect();
+    // Per workload, the typical spread of its steps.
+    let spreads: BTreeMap<&str, Option<f64>> = medians
+        .keys()
+        .map(|w| {
+            let of_w = alone
+                .iter()
+                .filter(|s| s.workload == *w)
+                .map(|s| s.figures.as_ref().and_then(|f| f.spread));
+            (*w, median_spread(of_w))
+        })
+        .collect();
     // Per disk: the geometric mean of its ratios to the median, and its worst workload.
     let mut per: BTreeMap<&str, (f64, u32, f64, &str)> = BTreeMap::new();
     for s in &alone {
@@ -453,23 +536,44 @@ fn slowest_disk(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
         .iter()
         .min_by(|a, b| (a.1 .0 / f64::from(a.1 .1)).total_cmp(&(b.1 .0 / f64::from(b.1 .1))))?;
     let overall = (ln_sum / f64::from(*n)).exp();
-    let message = if per.len() == 1 {
-        format!("slowest disk: {disk}, the only one measured (nothing to compare it with)")
-    } else {
-        format!(
-            "slowest disk: {disk}, {overall:.2}x the median of {} disks over {n} workloads (worst: {workload} at {worst:.2}x)",
+    // Beyond the spread? Each workload's log-ratio in standard errors (the disk's step and
+    // the workload's typical one), combined over the workloads (Stouffer); unknown when a
+    // step has one value only (a one-second step).
+    let z: Option<Vec<f64>> = alone
+        .iter()
+        .filter(|s| s.subject.as_deref() == Some(*disk))
+        .map(|s| {
+            let own = s.figures.as_ref()?.spread?;
+            let typical = spreads.get(s.workload.as_str()).copied().flatten()?;
+            let se = (own * own + typical * typical).sqrt().max(1e-9);
+            Some((figure(s)? / medians[s.workload.as_str()]).ln() / se)
+        })
+        .collect();
+    let beyond = z.map(|z| z.iter().sum::<f64>() / (z.len() as f64).sqrt() < -2.0);
+    let message = match (per.len(), beyond) {
+        (1, _) => format!("slowest disk: {disk}, the only one measured (nothing to compare it with)"),
+        (_, Some(false)) => format!(
+            "slowest disk: none beyond the measured spread: the {} disks agree within it ({disk} lowest, {overall:.2}x the median)",
             per.len()
-        )
+        ),
+        (_, None) => format!(
+            "slowest disk: {disk} lowest, {overall:.2}x the median of {} disks, but the steps are too short to tell a difference from noise (one value each; run without --smoke or with --repeat)",
+            per.len()
+        ),
+        (_, Some(true)) => format!(
+            "slowest disk: {disk}, {overall:.2}x the median of {} disks over {n} workloads (worst: {workload} at {worst:.2}x), beyond the measured spread",
+            per.len()
+        ),
     };
     Some(verdict(
-        if per.len() > 1 && overall < 0.8 {
+        if per.len() > 1 && overall < 0.8 && beyond == Some(true) {
             Severity::Warning
         } else {
             Severity::Info
         },
         "slowest-disk",
         message,
-        serde_json::json!({"disk": disk, "ratio_to_median": overall, "worst_workload": workload, "worst_ratio": worst, "disks": per.len()}),
+        serde_json::json!({"disk": disk, "ratio_to_median": overall, "worst_workload": workload, "worst_ratio": worst, "disks": per.len(), "beyond_spread": beyond}),
     ))
 }
 
@@ -506,7 +610,11 @@ fn disks_together(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
 /// The host whose throughput is furthest from the median of the hosts, over every step that
 /// ran on more than one.
 fn furthest_host(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
-    let mut worst: Option<(f64, &str, &str, f64, f64)> = None;
+    // The furthest in standard errors where the spreads are known (a host beyond the noise
+    // of its seconds), else in ratio.
+    /// (rank, host, step, its ops/s, the median's, beyond the spread).
+    type Far<'a> = (f64, &'a str, &'a str, f64, f64, Option<bool>);
+    let mut worst: Option<Far<'_>> = None;
     for s in steps {
         let Some(f) = &s.figures else { continue };
         if f.by_host.len() < 2 {
@@ -516,14 +624,19 @@ fn furthest_host(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
         if mid <= 0.0 {
             continue;
         }
+        let typical = median_spread(f.by_host.keys().map(|h| f.host_spread.get(h).copied()));
         for (h, v) in &f.by_host {
-            let off = (v.max(1e-9) / mid).ln().abs();
-            if worst.is_none_or(|w| off > w.0) {
-                worst = Some((off, h, &s.name, *v, mid));
+            let ratio = v.max(1e-9) / mid;
+            let beyond = beyond_spread(ratio, f.host_spread.get(h).copied(), typical);
+            let off = ratio.ln().abs();
+            // A host beyond the spread outranks any within it.
+            let rank = off + if beyond == Some(true) { 1e6 } else { 0.0 };
+            if worst.is_none_or(|w| rank > w.0) {
+                worst = Some((rank, h, &s.name, *v, mid, beyond));
             }
         }
     }
-    let Some((_, host, step, v, mid)) = worst else {
+    let Some((_, host, step, v, mid, beyond)) = worst else {
         let ran = steps.iter().any(|s| s.figures.is_some());
         return ran.then(|| {
             verdict(
@@ -535,11 +648,20 @@ fn furthest_host(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
         });
     };
     let ratio = v / mid;
+    let message = match beyond {
+        Some(true) => format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s), beyond the measured spread"),
+        Some(false) => format!("host furthest from the median: none beyond the measured spread: the hosts agree within it ({host} furthest, {ratio:.2}x the median in {step})"),
+        None => format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s), but the steps are too short to tell a difference from noise"),
+    };
     Some(verdict(
-        if !(0.8..=1.25).contains(&ratio) { Severity::Warning } else { Severity::Info },
+        if !(0.8..=1.25).contains(&ratio) && beyond == Some(true) {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
         "furthest-host",
-        format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s)"),
-        serde_json::json!({"host": host, "step": step, "ops_per_s": v, "median_ops_per_s": mid, "ratio": ratio}),
+        message,
+        serde_json::json!({"host": host, "step": step, "ops_per_s": v, "median_ops_per_s": mid, "ratio": ratio, "beyond_spread": beyond}),
     ))
 }
 
@@ -575,26 +697,62 @@ mod tests {
         }
     }
 
+    fn with_spread(mut o: StepOutcome, spread: Option<f64>) -> StepOutcome {
+        o.figures.as_mut().unwrap().spread = spread;
+        o
+    }
+
     #[test]
     fn the_slowest_disk_is_named_and_together_is_against_the_sum() {
-        let steps = vec![
-            outcome("a/r", "randread-4k", Some("a"), false, 1000.0),
-            outcome("b/r", "randread-4k", Some("b"), false, 1100.0),
-            outcome("c/r", "randread-4k", Some("c"), false, 500.0),
-            outcome("all/r/a", "randread-4k", Some("a"), true, 800.0),
-            outcome("all/r/b", "randread-4k", Some("b"), true, 800.0),
-            outcome("all/r/c", "randread-4k", Some("c"), true, 400.0),
-        ];
-        let v = suite_verdicts(&steps);
+        let steps = |spread: Option<f64>| {
+            vec![
+                with_spread(
+                    outcome("a/r", "randread-4k", Some("a"), false, 1000.0),
+                    spread,
+                ),
+                with_spread(
+                    outcome("b/r", "randread-4k", Some("b"), false, 1100.0),
+                    spread,
+                ),
+                with_spread(
+                    outcome("c/r", "randread-4k", Some("c"), false, 500.0),
+                    spread,
+                ),
+                outcome("all/r/a", "randread-4k", Some("a"), true, 800.0),
+                outcome("all/r/b", "randread-4k", Some("b"), true, 800.0),
+                outcome("all/r/c", "randread-4k", Some("c"), true, 400.0),
+            ]
+        };
+        // Steady steps (2% standard error): half the median is far beyond the noise.
+        let v = suite_verdicts(&steps(Some(0.02)));
         let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
         assert!(
-            slow.message.contains("slowest disk: c, 0.50x"),
+            slow.message.contains("slowest disk: c, 0.50x") && slow.message.contains("beyond"),
             "{}",
             slow.message
         );
         assert_eq!(slow.severity, Severity::Warning);
         let together = v.iter().find(|v| v.code == "disks-together").unwrap();
         assert!((together.evidence["ratio"].as_f64().unwrap() - 2000.0 / 2600.0).abs() < 1e-9);
+        // Steps this noisy (40%): the disks agree within it, nobody is named.
+        let v = suite_verdicts(&steps(Some(0.4)));
+        let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+        assert!(
+            slow.message.contains("none beyond the measured spread"),
+            "{}",
+            slow.message
+        );
+        assert_eq!(slow.severity, Severity::Info);
+        assert_eq!(slow.evidence["beyond_spread"], false);
+        // One value per step (--smoke): said as too short to tell, not a verdict.
+        let v = suite_verdicts(&steps(None));
+        let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+        assert!(
+            slow.message.contains("too short to tell"),
+            "{}",
+            slow.message
+        );
+        assert_eq!(slow.severity, Severity::Info);
     }
 
     #[test]
@@ -607,9 +765,20 @@ mod tests {
             ("h3".into(), 400.0),
         ]
         .into();
-        let v = suite_verdicts(&[s]);
+        let spread = |v: f64| -> BTreeMap<String, f64> {
+            [("h1".to_string(), v), ("h2".into(), v), ("h3".into(), v)].into()
+        };
+        s.figures.as_mut().unwrap().host_spread = spread(0.03);
+        let v = suite_verdicts(&[s.clone()]);
         let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
         assert!(far.message.contains("h3, 0.40x"), "{}", far.message);
+        assert_eq!(far.severity, Severity::Warning);
+        // Three identical hosts whose seconds vary ±60%: within the spread, nobody named.
+        s.figures.as_mut().unwrap().host_spread = spread(0.6);
+        let v = suite_verdicts(&[s]);
+        let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
+        assert!(far.message.contains("none beyond"), "{}", far.message);
+        assert_eq!(far.severity, Severity::Info);
     }
 
     #[test]
