@@ -1,7 +1,8 @@
 //! Every parser of user input, fed arbitrary bytes and near-valid text (issue 16): sizes,
-//! durations, percentages, every job option, TOML and fio job files, expectations and search options,
-//! results documents, the agent protocol's messages and snapshots. None may panic, abort or
-//! hang. `cargo test` runs a few hundred cases per parser; `bench/fuzz.sh` runs millions
+//! durations, percentages, every job option, TOML and fio job files (their includes and
+//! variables too), expectations and search options, results documents (and what every
+//! renderer makes of a crafted one), the agent protocol's messages and snapshots, the net
+//! server's handshake. None may panic, abort or hang. `cargo test` runs a few hundred cases per parser; `bench/fuzz.sh` runs millions
 //! (`STORMARK_FUZZ_CASES`) and docs/fuzzing.md records the count.
 
 use proptest::prelude::*;
@@ -72,6 +73,67 @@ fn mutated_document() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// The sample document (two hosts, intervals, findings) with some of its numbers replaced by
+/// figures no run measures, and some of its text by text from elsewhere.
+fn crafted_document() -> impl Strategy<Value = String> {
+    let doc =
+        serde_json::to_string(&stormark_testkit::sample_results()).expect("a document serializes");
+    let numbers: Vec<(usize, usize)> = {
+        let b = doc.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i].is_ascii_digit() && i > 0 && matches!(b[i - 1], b':' | b'[' | b',') {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_digit() || b".eE+-".contains(&b[i])) {
+                    i += 1;
+                }
+                out.push((start, i));
+            }
+            i += 1;
+        }
+        out
+    };
+    let values = prop_oneof![
+        Just("1.7e308".to_string()),
+        Just("-1.7e308".to_string()),
+        Just("-5".to_string()),
+        Just("0".to_string()),
+        Just("1e18".to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("4.9e-324".to_string()),
+        "[0-9]{1,25}".prop_map(|s| s),
+    ];
+    (
+        Just((doc, numbers)),
+        proptest::collection::vec((any::<prop::sample::Index>(), values), 1..6),
+        proptest::option::of("[a-z<>\\[\\]()|*_`#=+@\n\r\t\u{1b}\u{202e}-]{0,24}"),
+    )
+        .prop_map(|((doc, numbers), edits, name)| {
+            let mut picks: Vec<(usize, usize, String)> = edits
+                .into_iter()
+                .map(|(at, v)| {
+                    let (a, b) = numbers[at.index(numbers.len())];
+                    (a, b, v)
+                })
+                .collect();
+            picks.sort_by_key(|p| std::cmp::Reverse(p.0));
+            picks.dedup_by_key(|p| p.0);
+            let mut doc = doc;
+            for (a, b, v) in picks {
+                doc.replace_range(a..b, &v);
+            }
+            // Text from elsewhere in a host's name.
+            match (name, serde_json::from_str::<serde_json::Value>(&doc)) {
+                (Some(n), Ok(mut v)) => {
+                    v["hosts"][0]["name"] = serde_json::json!(n);
+                    v.to_string()
+                }
+                _ => doc,
+            }
+        })
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -111,7 +173,12 @@ proptest! {
         bytes_text(),
         "(include [a-z]{0,4}\n|\\[[a-z]{0,6}\\]\n|[a-z_]{1,14}(=[0-9a-z:,.%${}_-]{0,12})?\n|; c\n){0,16}",
     ], lenient in any::<bool>()) {
-        let env = |name: &str| (name.len() < 4).then(|| "4k".to_string());
+        // Short names are values; a one-letter one is 70 kB (the expansion cap).
+        let env = |name: &str| match name.len() {
+            1 => Some("4".repeat(70_000)),
+            2..=3 => Some("4k".to_string()),
+            _ => None,
+        };
         let include = |name: &str| -> Result<String, String> {
             if name.is_empty() { Err("none".into()) } else { Ok(format!("include {name}\n[g]\nbs={name}\n")) }
         };
@@ -139,6 +206,35 @@ proptest! {
             let _ = stormark_stats::compare(&r, &r, 3.0);
             let _ = stormark_stats::differences(&r, &r);
         }
+    }
+
+    #[test]
+    fn crafted_documents_into_every_renderer_never_panic_or_hang(doc in crafted_document()) {
+        use stormark_report::Render;
+        let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&doc) else { return Ok(()); };
+        if stormark_stats::check_document(&mut v).is_err() {
+            return Ok(());
+        }
+        let Ok(r) = serde_json::from_value::<stormark_stats::Results>(v) else { return Ok(()); };
+        let started = std::time::Instant::now();
+        let _ = stormark_report::Terminal.render(&r);
+        let md = stormark_report::Markdown.render(&r);
+        prop_assert!(!md.contains('\u{1b}'), "an escape sequence in Markdown");
+        let _ = stormark_report::csv_files(&r);
+        let _ = stormark_report::Html.render(&r);
+        // A figure that once hung the chart's axis: every renderer ends promptly.
+        prop_assert!(started.elapsed() < std::time::Duration::from_secs(20), "rendering hung");
+    }
+
+    #[test]
+    fn net_handshake_lines_never_panic(line in prop_oneof![
+        bytes_text(),
+        "\\{\"(version|mode|streams|time_ms|msg_size|nonce|reverse|udp|bidir|token|bitrate|rate)\":(\"[a-z0-9]{0,40}\"|[0-9]{1,20}|true|null)(,\"[a-z_]{1,10}\":[0-9]{1,12}){0,4}\\}",
+    ]) {
+        if let Ok(h) = serde_json::from_str::<stormark_net::Hello>(&line) {
+            let _ = h.check();
+        }
+        let _ = serde_json::from_str::<stormark_net::ServerLine>(&line);
     }
 
     #[test]
