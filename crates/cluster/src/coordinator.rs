@@ -175,6 +175,7 @@ impl Coordinator {
             .zip(&self.names)
             .map(|(a, name)| Host {
                 name: name.clone(),
+                target: None,
                 inventory: a.inventory(),
                 samples: Vec::new(),
                 sampler_cpu_ns: None,
@@ -189,9 +190,13 @@ impl Coordinator {
             "jobs": workload.jobs.iter().map(|j| j.to_pairs().into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
         });
         let mut stages = Vec::new();
+        let several = self.agents.len() > 1;
         for (i, agent) in self.agents.iter_mut().enumerate() {
             match agent.validate(workload) {
                 Ok(v) => {
+                    if several {
+                        results.hosts[i].target = v.target.clone();
+                    }
                     results.target = results.target.take().or(v.target);
                     results.notes.extend(v.notes);
                     results.findings.extend(v.findings);

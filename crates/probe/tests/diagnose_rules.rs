@@ -135,6 +135,7 @@ fn run_with(iops: &[f64], direct: bool, tweak: impl Fn(&mut HostSample)) -> Resu
         ..Inventory::default()
     };
     r.hosts.push(Host {
+        target: None,
         name: "node1".into(),
         inventory: serde_json::to_value(inv).unwrap(),
         samples,

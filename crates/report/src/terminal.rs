@@ -35,6 +35,13 @@ fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
         .collect();
     disks.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
     disks.dedup_by(|a, b| a.0 == b.0);
+    // The host's own target device first (hosts sharing a kernel see every disk: each names
+    // its own), else the busiest.
+    let own = host.target.as_ref().and_then(|t| t.device.as_deref());
+    if let Some(i) = own.and_then(|d| disks.iter().position(|(n, _)| n.as_str() == d)) {
+        let mine = disks.remove(i);
+        disks.insert(0, mine);
+    }
     if let Some((name, util)) = disks.first() {
         let d = |f: fn(&stormark_stats::DiskSample) -> Option<f64>| {
             mean_over(&w, |s| s.disks.get(*name).and_then(f))
@@ -448,6 +455,60 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_host_line_names_its_own_device() {
+        // Two agents sharing one kernel see both loop devices; loop0 is the busier.
+        let mut r = stormark_testkit::sample_results();
+        let p = r.phases[0].clone();
+        for (i, h) in r.hosts.iter_mut().enumerate() {
+            h.target = Some(stormark_stats::Target {
+                path: format!("/mnt/{i}"),
+                kind: "directory".into(),
+                run_dir: None,
+                kept: false,
+                device: Some(format!("loop{i}")),
+                fs_type: Some("ext4".into()),
+            });
+            h.samples = (0..3)
+                .map(|t| stormark_stats::HostSample {
+                    t_ns: p.start_offset_ns + t * 1_000_000_000,
+                    duration_ns: 1_000_000_000,
+                    cpu: Some(stormark_stats::CpuSample {
+                        idle_pct: 50.0,
+                        ..Default::default()
+                    }),
+                    disks: [
+                        (
+                            "loop0".to_string(),
+                            stormark_stats::DiskSample {
+                                util_pct: 90.0,
+                                read_iops: 9000.0,
+                                ..Default::default()
+                            },
+                        ),
+                        (
+                            "loop1".to_string(),
+                            stormark_stats::DiskSample {
+                                util_pct: 40.0,
+                                read_iops: 4000.0,
+                                ..Default::default()
+                            },
+                        ),
+                    ]
+                    .into(),
+                    ..Default::default()
+                })
+                .collect();
+        }
+        let lines: Vec<String> = r
+            .hosts
+            .iter()
+            .map(|h| host_line(&p, h, true).unwrap())
+            .collect();
+        assert!(lines[0].contains("loop0: util 90%"), "{}", lines[0]);
+        assert!(lines[1].contains("loop1: util 40%"), "{}", lines[1]);
+    }
 
     #[test]
     fn hosts_sort_naturally() {

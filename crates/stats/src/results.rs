@@ -354,6 +354,10 @@ impl Phase {
 pub struct Host {
     /// Host name.
     pub name: String,
+    /// This host's own target (its path, run directory, device and filesystem), with several
+    /// hosts; the document's `target` is the first host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
     /// What the host is (see `stormark probe`).
     pub inventory: serde_json::Value,
     /// The host's own counters, one sample a second for the whole run.

@@ -176,6 +176,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
     results.hosts = agents
         .iter()
         .map(|a| stormark_stats::Host {
+            target: None,
             name: a.host().to_string(),
             inventory: a.inventory(),
             samples: Vec::new(),

@@ -75,6 +75,7 @@ pub fn sample_results() -> stormark_stats::Results {
     r.hosts = hosts
         .iter()
         .map(|h| Host {
+            target: None,
             name: h.to_string(),
             inventory: serde_json::json!({ "hostname": h, "cpus": 16 }),
             samples: Vec::new(),
