@@ -24,7 +24,8 @@ fn cell(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' | '~' => {
+            // `_` is left: inside a word (O_DIRECT) it is no emphasis in CommonMark.
+            '\\' | '`' | '*' | '[' | ']' | '|' | '#' | '!' | '~' => {
                 out.push('\\');
                 out.push(c);
             }
