@@ -877,3 +877,32 @@ fn verify_runs_on_every_agent_against_its_own_files() {
         assert!(entries(t).is_empty(), "nothing left in {}", t.display());
     }
 }
+
+/// Issue 30: an agent whose port is taken says so in one line (exit 2), never "listening on"
+/// first.
+#[test]
+fn an_agent_on_a_taken_port_says_so_before_claiming_it_listens() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "taken-port-test-token-0123456789\n").unwrap();
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let out = Command::new(BIN)
+        .args([
+            "agent",
+            "--listen",
+            &addr,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--allow-path",
+            dir.path().to_str().unwrap(),
+            "--state-dir",
+            dir.path().join("state").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("cannot listen there"), "{said}");
+    assert!(!said.contains("listening on"), "{said}");
+}

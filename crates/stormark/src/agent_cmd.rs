@@ -56,6 +56,13 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
         }
     })
     .context("cannot install the signal handler")?;
+    // The port is tried before "listening" is said (the server binds it again at once): an
+    // address in use is one line, exit 2, never a claim followed by an error.
+    drop(std::net::TcpListener::bind(addr).map_err(|e| {
+        usage(format!(
+            "--listen {addr}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:7878"
+        ))
+    })?);
     for w in cfg.warnings(&addr, &args.token_file) {
         eprintln!("warning: {w}");
     }
