@@ -84,7 +84,7 @@ pub fn suite_file_steps(
         let at = format!("{path}: [[step]] {} ({:?})", i + 1, s.name);
         if !good_name(&s.name) {
             return Err(format!(
-                "{at}: a name of letters, digits, '.', '_', '-' and '/', at most 64"
+                "{at}: a name of letters, digits, '.', '_', '-' and '/', at most 64, not starting with '.' or '/' (it names the step's files)"
             ));
         }
         if steps.iter().any(|p| p.name == s.name) {
@@ -108,6 +108,24 @@ pub fn suite_file_steps(
         }
         if let Some(t) = time.as_ref().filter(|_| cmd != "meta") {
             set_flag(&mut args, "--time", t);
+        }
+        // An S3 step takes the suite's object store (--endpoint, --bucket, keys' options)
+        // where it names none of its own.
+        if let (Some(flags), "s3") = (&o.s3, cmd.as_str()) {
+            let named = |flag: &str| {
+                args.iter()
+                    .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+            };
+            let mut extra = Vec::new();
+            let mut it = flags.iter().peekable();
+            while let Some(flag) = it.next() {
+                let value = it.next_if(|v| !v.starts_with("--"));
+                if flag.starts_with("--") && !named(flag) {
+                    extra.push(flag.clone());
+                    extra.extend(value.cloned());
+                }
+            }
+            args.extend(extra);
         }
         let named_agents = args.iter().any(|a| a.starts_with("--agents"));
         if !o.agents.is_empty() && !named_agents && (cmd == "run" || cmd == "s3") {
@@ -187,6 +205,59 @@ command = ["meta", "/mnt/bench", "--files", "100"]
         assert!(!s[0].args.contains(&"60s".to_string()));
         assert!(s[0].args.windows(2).any(|w| w == ["--agents", "a:1,b:1"]));
         assert_eq!(s[1].args, ["meta", "/mnt/bench", "--files", "100"]);
+    }
+
+    #[test]
+    fn s3_steps_take_the_suites_object_store() {
+        let o = SuiteOptions {
+            s3: Some(
+                [
+                    "--endpoint",
+                    "http://m:9000",
+                    "--bucket",
+                    "b",
+                    "--create-bucket",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            ),
+            ..SuiteOptions::default()
+        };
+        let text = "[[step]]\nname = \"puts\"\ncommand = [\"s3\", \"--op-mix\", \"put\"]\n\n[[step]]\nname = \"mine\"\ncommand = [\"s3\", \"--bucket\", \"other\"]\n";
+        let (_, steps) = suite_file_steps(text, "s.toml", &o).unwrap();
+        assert_eq!(
+            steps[0].args,
+            [
+                "s3",
+                "--op-mix",
+                "put",
+                "--endpoint",
+                "http://m:9000",
+                "--bucket",
+                "b",
+                "--create-bucket"
+            ]
+        );
+        // Its own bucket stays; the rest is the suite's.
+        assert_eq!(
+            steps[1].args,
+            [
+                "s3",
+                "--bucket",
+                "other",
+                "--endpoint",
+                "http://m:9000",
+                "--create-bucket"
+            ]
+        );
+        let e = suite_file_steps(
+            "[[step]]\nname = \"...\"\ncommand = [\"run\"]\n",
+            "s.toml",
+            &o,
+        )
+        .unwrap_err();
+        assert!(e.contains("not starting with '.'"), "{e}");
     }
 
     #[test]
