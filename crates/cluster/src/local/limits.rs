@@ -3,7 +3,6 @@
 //! files a run may plan at all.
 
 use stormark_engine::{buffer_bytes, Backend, DataShape};
-use stormark_spec::units::format_size;
 use stormark_spec::Job;
 
 use crate::agent::AgentError;
@@ -101,11 +100,23 @@ pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentErro
                 .iter()
                 .max_by_key(|n| n.buffer_bytes())
                 .expect("a stage with buffers has a job");
-            return Err(AgentError::job(&worst.name, format!(
-                "I/O buffers need {} (block size × iodepth × jobs, and a 4 MiB pool of write data per job), more than half of the {} this host has available; lower --bs, --iodepth or --jobs",
-                format_size(buffers.min(u128::from(u64::MAX)) as u64),
-                format_size(avail)
-            )));
+            let need = super::human(buffers.min(u128::from(u64::MAX)) as u64);
+            let have = super::human(avail);
+            return Err(AgentError::job(&worst.name, match worst.backend {
+                Backend::S3 => format!(
+                    "object buffers need {need} (the largest object, {}, for each of {} connections), more than half of the {have} this host has available; lower --obj-size or --concurrency",
+                    super::human(worst.bs_max),
+                    worst.workers
+                ),
+                Backend::Net => format!(
+                    "message buffers need {need} ({} per stream × {} streams), more than half of the {have} this host has available; lower msg_size or jobs",
+                    super::human(worst.bs_max),
+                    worst.workers
+                ),
+                _ => format!(
+                    "I/O buffers need {need} (block size × iodepth × jobs, and a 4 MiB pool of write data per job), more than half of the {have} this host has available; lower --bs, --iodepth or --jobs"
+                ),
+            }));
         }
     }
     let files: u64 = jobs.iter().map(|n| n.open_files(existing)).sum();
@@ -173,6 +184,18 @@ mod tests {
     fn huge_buffers_and_file_counts_are_refused() {
         let e = check_stage(&[need(4096, 1, 1 << 30, 4096)], false).unwrap_err();
         assert!(e.to_string().contains("I/O buffers need"), "{e}");
+        // An S3 job's refusal names its own options and readable sizes.
+        let s3 = Need {
+            backend: Backend::S3,
+            ..need(4096, 1, 5 << 30, 1)
+        };
+        let e = check_stage(&[s3], false).unwrap_err().to_string();
+        assert!(
+            e.contains("--obj-size or --concurrency")
+                && e.contains("5.0 GiB")
+                && !e.contains("--bs"),
+            "{e}"
+        );
         let e = check_stage(&[need(4096, 65536, 4096, 1)], false).unwrap_err();
         assert!(e.to_string().contains("ulimit -n"), "{e}");
         assert!(check_stage(&[need(4, 2, 4096, 32)], false).is_ok());
