@@ -401,7 +401,11 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         table.add_row(row("total", &p.total));
     }
     if let Some(c) = p.by_op.get("connect") {
-        table.add_row(row("connections made", c));
+        // A count, not a rate of the workload: the latency columns are the connect times.
+        let mut cells = row(&format!("connections made: {}", c.ops), c);
+        cells[1] = Cell::new("-");
+        cells[2] = Cell::new("-");
+        table.add_row(cells);
     }
     for (i, col) in table.column_iter_mut().enumerate() {
         if i > 0 {
