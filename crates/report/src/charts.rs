@@ -127,6 +127,17 @@ fn log_y(c: &LineChart<'_>) -> Option<f64> {
     (*target > 10.0 * top).then_some(low / 1.5)
 }
 
+/// A tick label of an axis of whole numbers (seconds, a sweep's values): whole ones as such, a
+/// tick between them with its tenth (rounding every tick to a whole one repeated labels:
+/// "0 1 2 2 3 4 4").
+pub fn tick_label(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-6 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 /// The chart as an `<svg>` element; `None` when it has nothing to draw.
 pub fn line_chart(c: &LineChart<'_>) -> Option<String> {
     let (x0, x1, y1) = bounds(&c.series, c.hline.as_ref().map(|h| h.0), &c.whiskers)?;
@@ -355,7 +366,7 @@ mod tests {
                 segments: vec![vec![(0.0, 1.0), (1.0, 2.0), (2.0, 1.5)]],
             }],
             y_fmt: &|v| format!("{v:.0}"),
-            x_fmt: &|v| format!("{v:.0}"),
+            x_fmt: &crate::charts::tick_label,
             log_x: false,
             hline: None,
             dots: false,
@@ -371,7 +382,7 @@ mod tests {
             y_desc: "IOPS",
             series: Vec::new(),
             y_fmt: &|v| format!("{v:.0}"),
-            x_fmt: &|v| format!("{v:.0}"),
+            x_fmt: &crate::charts::tick_label,
             log_x: false,
             hline: None,
             dots: false,
@@ -379,5 +390,20 @@ mod tests {
             whiskers: Vec::new(),
         });
         assert!(empty.is_none());
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    #[test]
+    fn ticks_between_whole_seconds_keep_their_tenth() {
+        let labels: Vec<String> = [0.0, 0.6, 1.2, 1.8, 2.4, 3.0]
+            .into_iter()
+            .map(super::tick_label)
+            .collect();
+        assert_eq!(labels, ["0", "0.6", "1.2", "1.8", "2.4", "3"]);
+        let mut unique = labels.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), labels.len());
     }
 }
