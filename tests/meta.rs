@@ -164,6 +164,15 @@ fn meta_mistakes_are_one_line_and_exit_2() {
             "at most",
         ),
         (vec![missing.to_str().unwrap()], "existing directory"),
+        (
+            vec![d, "--target-latency", "p99<=1ms"],
+            "a metadata run goes through its tree",
+        ),
+        (vec![d, "--depth", "2"], "--branch"),
+        (
+            vec![d, "--depth", "2", "--branch", "2", "--dirs", "3"],
+            "not both",
+        ),
     ] {
         let mut all = vec!["meta"];
         all.extend(args.iter());

@@ -1,0 +1,267 @@
+//! Tests of accumulate.rs.
+
+use super::*;
+use crate::{decode_histogram, Recorder};
+
+fn job(name: &str) -> PhaseJob {
+    PhaseJob {
+        name: name.into(),
+        engine: "null".into(),
+        direct: false,
+        workers: 1,
+        iodepth: 1,
+        working_set_bytes: 0,
+        rate_iops: None,
+    }
+}
+
+fn snap(n: u64, lat: u64) -> Snapshot {
+    let mut r = Recorder::new();
+    for _ in 0..n {
+        r.record(Op::Read, 4096, lat);
+    }
+    r.take()
+}
+
+#[test]
+fn intervals_close_when_every_worker_moved_on() {
+    let a = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let b = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 1,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a, b]);
+    acc.add(a, 0, &snap(10, 100));
+    assert!(acc.close_ready().is_empty());
+    acc.add(a, 1, &snap(10, 100));
+    acc.add(b, 0, &snap(5, 100));
+    assert!(acc.close_ready().is_empty(), "b has not moved past 0");
+    acc.add(b, 2, &snap(5, 100)); // b stalled through second 1
+    let closed = acc.close_ready();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0].total.ops, 15);
+    acc.add(a, 2, &snap(1, 100));
+    acc.add(a, 3, &snap(1, 100));
+    assert_eq!(
+        acc.close_ready().len(),
+        1,
+        "second 1 closes: a is at 3, b at 2"
+    );
+    acc.worker_done(a, 3_500_000_000);
+    acc.worker_done(b, 3_400_000_000);
+    let phase = acc.finish(0, 3_500_000_000);
+    let ops: Vec<u64> = phase.intervals.iter().map(|i| i.total.ops).collect();
+    // The last half second is folded into the whole second before it.
+    assert_eq!(ops, vec![15, 10, 7]);
+    assert_eq!(phase.intervals[2].duration_ns, 1_500_000_000);
+    assert_eq!(phase.intervals[2].total.iops, 7.0 / 1.5);
+    assert_eq!(phase.total.ops, 32);
+    assert_eq!(phase.total.iops, 32.0 / 3.5);
+}
+
+/// Issue 16: a phase ending 120 ns past a whole second has no 8-million-IOPS sliver.
+#[test]
+fn issue16_no_sliver_interval() {
+    let a = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+    for s in 0..5 {
+        acc.add(a, s, &snap(1000, 100));
+    }
+    acc.add(a, 5, &snap(1, 100));
+    acc.worker_done(a, 5_000_000_120);
+    let phase = acc.finish(0, 5_000_000_120);
+    assert_eq!(phase.intervals.len(), 5);
+    let last = phase.intervals.last().unwrap();
+    assert_eq!(last.total.ops, 1001);
+    assert!(last.total.iops < 1002.0, "{}", last.total.iops);
+    assert!(phase
+        .intervals
+        .iter()
+        .all(|i| i.duration_ns >= 1_000_000_000));
+}
+
+/// A phase shorter than a second keeps its one partial interval.
+#[test]
+fn short_phase_keeps_its_partial_interval() {
+    let a = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+    acc.add(a, 0, &snap(10, 100));
+    acc.worker_done(a, 300_000_000);
+    let phase = acc.finish(0, 300_000_000);
+    assert_eq!(phase.intervals.len(), 1);
+    assert_eq!(phase.intervals[0].duration_ns, 300_000_000);
+}
+
+#[test]
+fn empty_seconds_are_reported_as_zero() {
+    let a = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["h".into()], vec![job("j")], &[a]);
+    acc.add(a, 0, &snap(3, 100));
+    acc.add(a, 2, &snap(3, 100));
+    acc.worker_done(a, 3_000_000_000);
+    let phase = acc.finish(0, 3_000_000_000);
+    let ops: Vec<u64> = phase.intervals.iter().map(|i| i.total.ops).collect();
+    assert_eq!(ops, vec![3, 0, 3]);
+}
+
+#[test]
+fn hosts_and_jobs_sum_to_total_and_histograms_decode() {
+    let keys = [
+        WorkerKey {
+            host: 0,
+            job: 0,
+            worker: 0,
+        },
+        WorkerKey {
+            host: 1,
+            job: 0,
+            worker: 0,
+        },
+        WorkerKey {
+            host: 1,
+            job: 1,
+            worker: 0,
+        },
+    ];
+    let mut acc = PhaseAccumulator::new(
+        "run:g",
+        vec!["h0".into(), "h1".into()],
+        vec![job("a"), job("b")],
+        &keys,
+    );
+    for (i, k) in keys.iter().enumerate() {
+        acc.add(*k, 0, &snap(10 * (i as u64 + 1), 1000 * (i as u64 + 1)));
+        acc.worker_done(*k, 1_000_000_000);
+    }
+    let phase = acc.finish(5, 1_000_000_000);
+    assert_eq!(phase.total.ops, 60);
+    assert_eq!(
+        phase.by_host["h0"].total.ops + phase.by_host["h1"].total.ops,
+        60
+    );
+    assert_eq!(phase.by_job["a"].total.ops, 30);
+    assert_eq!(phase.by_job["b"].total.ops, 30);
+    let mut merged = crate::new_histogram();
+    for text in phase.histograms.values() {
+        merged.add(decode_histogram(text).unwrap()).unwrap();
+    }
+    assert_eq!(merged.len(), 60);
+    assert_eq!(merged.max(), phase.total.latency_ns.unwrap().max);
+}
+
+#[test]
+fn each_hosts_seconds_follow_the_phase_intervals_and_add_up_to_the_host() {
+    let keys = [0u16, 1].map(|host| WorkerKey {
+        host,
+        job: 0,
+        worker: 0,
+    });
+    let mut acc =
+        PhaseAccumulator::new("run", vec!["h0".into(), "h1".into()], vec![job("a")], &keys);
+    // Seconds 0, 1 and a remainder 2 (0.4 s), folded into second 1.
+    for i in 0..3u32 {
+        acc.add(keys[0], i, &snap(10 + u64::from(i), 1000));
+        acc.add(keys[1], i, &snap(100, 1000));
+    }
+    for k in &keys {
+        acc.worker_done(*k, 2_400_000_000);
+    }
+    let phase = acc.finish(0, 2_400_000_000);
+    assert_eq!(phase.intervals.len(), 2);
+    let h0 = &phase.by_host["h0"].seconds;
+    let t: Vec<(u32, u64)> = h0.iter().map(|s| (s.t_s, s.duration_ns)).collect();
+    let phase_t: Vec<(u32, u64)> = phase
+        .intervals
+        .iter()
+        .map(|i| (i.t_s, i.duration_ns))
+        .collect();
+    assert_eq!(t, phase_t);
+    let ops: Vec<u64> = h0
+        .iter()
+        .map(|s| s.by_op.values().map(|c| c.ops).sum())
+        .collect();
+    assert_eq!(ops, [10, 11 + 12]);
+    let total: u64 = phase.by_host["h1"]
+        .seconds
+        .iter()
+        .flat_map(|s| s.by_op.values())
+        .map(|c| c.ops)
+        .sum();
+    assert_eq!(total, phase.by_host["h1"].total.ops);
+    // One host: no per-host seconds (the phase's intervals are its).
+    let mut one = PhaseAccumulator::new("run", vec!["h0".into()], vec![job("a")], &keys[..1]);
+    one.add(keys[0], 0, &snap(5, 1000));
+    one.worker_done(keys[0], 1_000_000_000);
+    assert!(one.finish(0, 1_000_000_000).by_host["h0"]
+        .seconds
+        .is_empty());
+}
+
+#[test]
+fn a_failed_hosts_rate_is_over_the_time_it_ran() {
+    let a = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let b = WorkerKey {
+        host: 1,
+        job: 0,
+        worker: 0,
+    };
+    let job = PhaseJob {
+        name: "j".into(),
+        engine: "null".into(),
+        direct: false,
+        workers: 1,
+        iodepth: 1,
+        working_set_bytes: 0,
+        rate_iops: None,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job], &[a, b]);
+    let second = |n: u64| {
+        let mut r = Recorder::new();
+        for _ in 0..n {
+            r.record(Op::Read, 4096, 1000);
+        }
+        r.take()
+    };
+    // Both do 1000 I/Os a second; b is cut off after 3 s of an 8 s phase.
+    for t in 0..8 {
+        acc.add(a, t, &second(1000));
+        if t < 3 {
+            acc.add(b, t, &second(1000));
+        }
+    }
+    acc.host_failed(1);
+    acc.worker_done(a, 8_000_000_000);
+    let p = acc.finish(0, 8_000_000_000);
+    let (ha, hb) = (&p.by_host["a"], &p.by_host["b"]);
+    assert_eq!(ha.ran_ns, None);
+    assert!((ha.total.iops - 1000.0).abs() < 1.0, "{}", ha.total.iops);
+    assert_eq!(hb.ran_ns, Some(3_000_000_000));
+    assert!((hb.total.iops - 1000.0).abs() < 1.0, "{}", hb.total.iops);
+    // The phase's total stays over the phase: what was done in it, all hosts together.
+    assert!(
+        (p.total.iops - 11_000.0 / 8.0).abs() < 1.0,
+        "{}",
+        p.total.iops
+    );
+}

@@ -1,0 +1,126 @@
+//! Tests of suite.rs.
+
+use super::*;
+
+fn outcome(
+    name: &str,
+    workload: &str,
+    subject: Option<&str>,
+    together: bool,
+    ops: f64,
+) -> StepOutcome {
+    StepOutcome {
+        name: name.into(),
+        part: "disks".into(),
+        workload: workload.into(),
+        subject: subject.map(String::from),
+        together: together.then(|| format!("all/{workload}")),
+        command: vec![],
+        document: None,
+        report: None,
+        result: StepResult::Pass,
+        exit_code: Some(0),
+        why: None,
+        figures: Some(StepFigures {
+            ops_per_s: ops,
+            bw_bytes_per_s: ops * 4096.0,
+            phases: 1,
+            ..StepFigures::default()
+        }),
+    }
+}
+
+fn with_spread(mut o: StepOutcome, spread: Option<f64>) -> StepOutcome {
+    o.figures.as_mut().unwrap().spread = spread;
+    o
+}
+
+#[test]
+fn the_slowest_disk_is_named_and_together_is_against_the_sum() {
+    let steps = |spread: Option<f64>| {
+        vec![
+            with_spread(
+                outcome("a/r", "randread-4k", Some("a"), false, 1000.0),
+                spread,
+            ),
+            with_spread(
+                outcome("b/r", "randread-4k", Some("b"), false, 1100.0),
+                spread,
+            ),
+            with_spread(
+                outcome("c/r", "randread-4k", Some("c"), false, 500.0),
+                spread,
+            ),
+            outcome("all/r/a", "randread-4k", Some("a"), true, 800.0),
+            outcome("all/r/b", "randread-4k", Some("b"), true, 800.0),
+            outcome("all/r/c", "randread-4k", Some("c"), true, 400.0),
+        ]
+    };
+    // Steady steps (2% standard error): half the median is far beyond the noise.
+    let v = suite_verdicts(&steps(Some(0.02)));
+    let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+    assert!(
+        slow.message.contains("slowest disk: c, 0.50x") && slow.message.contains("beyond"),
+        "{}",
+        slow.message
+    );
+    assert_eq!(slow.severity, Severity::Warning);
+    let together = v.iter().find(|v| v.code == "disks-together").unwrap();
+    assert!((together.evidence["ratio"].as_f64().unwrap() - 2000.0 / 2600.0).abs() < 1e-9);
+    // Steps this noisy (40%): the disks agree within it, nobody is named.
+    let v = suite_verdicts(&steps(Some(0.4)));
+    let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+    assert!(
+        slow.message.contains("none beyond the measured spread"),
+        "{}",
+        slow.message
+    );
+    assert_eq!(slow.severity, Severity::Info);
+    assert_eq!(slow.evidence["beyond_spread"], false);
+    // One value per step (--smoke): said as too short to tell, not a verdict.
+    let v = suite_verdicts(&steps(None));
+    let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+    assert!(
+        slow.message.contains("too short to tell"),
+        "{}",
+        slow.message
+    );
+    assert_eq!(slow.severity, Severity::Info);
+}
+
+#[test]
+fn the_host_furthest_from_the_median_is_named() {
+    let mut s = outcome("fileserver/randread-4k", "randread-4k", None, false, 3000.0);
+    s.part = "fileserver".into();
+    s.figures.as_mut().unwrap().by_host = [
+        ("h1".to_string(), 1000.0),
+        ("h2".into(), 1100.0),
+        ("h3".into(), 400.0),
+    ]
+    .into();
+    let spread = |v: f64| -> BTreeMap<String, f64> {
+        [("h1".to_string(), v), ("h2".into(), v), ("h3".into(), v)].into()
+    };
+    s.figures.as_mut().unwrap().host_spread = spread(0.03);
+    let v = suite_verdicts(&[s.clone()]);
+    let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
+    assert!(far.message.contains("h3, 0.40x"), "{}", far.message);
+    assert_eq!(far.severity, Severity::Warning);
+    // Three identical hosts whose seconds vary ±60%: within the spread, nobody named.
+    s.figures.as_mut().unwrap().host_spread = spread(0.6);
+    let v = suite_verdicts(&[s]);
+    let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
+    assert!(far.message.contains("none beyond"), "{}", far.message);
+    assert_eq!(far.severity, Severity::Info);
+}
+
+#[test]
+fn failures_and_misses_are_verdicts() {
+    let mut a = outcome("x", "w", None, false, 1.0);
+    a.result = StepResult::Failed;
+    let mut b = outcome("y", "w", None, false, 1.0);
+    b.result = StepResult::Missed;
+    let v = suite_verdicts(&[a, b]);
+    assert_eq!(v[0].code, "steps-failed");
+    assert_eq!(v[1].code, "expectations-missed");
+}
