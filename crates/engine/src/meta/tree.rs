@@ -33,10 +33,27 @@ pub fn meta_stat_op(op: MetaOp) -> Op {
 struct State {
     /// Its directories were made (a tree of its own only; a shared tree's are the agent's).
     dirs: bool,
-    /// Items its create went through (files that may exist).
+    /// Items before this one are gone (a delete went through them): files that may exist
+    /// are the items `first..files`.
+    first: u64,
+    /// Items its create went through.
     files: u64,
     /// The files carry their second name.
     renamed: bool,
+}
+
+impl State {
+    /// Whether some of its files may exist.
+    fn has_files(&self) -> bool {
+        self.files > self.first
+    }
+
+    /// None of its files exists any more.
+    fn no_files(&mut self) {
+        self.first = 0;
+        self.files = 0;
+        self.renamed = false;
+    }
 }
 
 /// One worker's part of a tree.
@@ -161,9 +178,9 @@ impl MetaTree {
         // A tree of its own: its directories as the operation needs them.
         if !self.job.shared {
             if op == MetaOp::Mkdir && st.dirs {
-                if st.files > 0 {
+                if st.has_files() {
                     self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
-                    st.files = 0;
+                    st.no_files();
                 }
                 self.dir_pass(w, MetaOp::Rmdir, &mut scratch, &mut left, &mut always);
                 st.dirs = false;
@@ -174,10 +191,9 @@ impl MetaTree {
         }
         self.open_dirs(w);
         match op {
-            MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.files > 0 => {
+            MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.has_files() => {
                 self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
-                st.files = 0;
-                st.renamed = false;
+                st.no_files();
             }
             MetaOp::Write
             | MetaOp::Stat
@@ -185,10 +201,10 @@ impl MetaTree {
             | MetaOp::Read
             | MetaOp::Rename
             | MetaOp::Delete
-                if st.files == 0 =>
+                if !st.has_files() =>
             {
+                st.no_files();
                 st.files = self.file_pass(w, MetaOp::Create, st, &mut scratch, &mut always);
-                st.renamed = false;
             }
             _ => {}
         }
@@ -288,7 +304,7 @@ impl MetaTree {
         let size = self.job.file_size as usize;
         // Written by create unless write is a phase of its own (then create leaves it empty);
         // what is made untimed for other operations always holds its bytes.
-        let create_bytes = if self.job.ops.contains(&MetaOp::Write) && st.files == 0 {
+        let create_bytes = if self.job.ops.contains(&MetaOp::Write) && !st.has_files() {
             0
         } else {
             size
@@ -298,9 +314,10 @@ impl MetaTree {
         let stat_op = meta_stat_op(op);
         let (mut name, mut other) = (String::new(), String::new());
         let files = u64::from(self.job.files);
-        let limit = match op {
-            MetaOp::Create => u64::MAX,
-            _ => st.files,
+        // The items it goes through: every one for create, those that may exist for the rest.
+        let (first, limit) = match op {
+            MetaOp::Create => (0, u64::MAX),
+            _ => (st.first, st.files),
         };
         let mut n = 0u64;
         'all: for dir in dirs.iter() {
@@ -309,6 +326,9 @@ impl MetaTree {
                     break 'all;
                 }
                 n += 1;
+                if n <= first {
+                    continue;
+                }
                 let fname = file_name(&mut name, part.global, f, st.renamed);
                 let start = Instant::now();
                 let (r, bytes) = match dir {
@@ -376,14 +396,15 @@ impl MetaTree {
             let n = self.file_pass(w, op, st, rec, &mut go);
             match op {
                 MetaOp::Create => {
+                    st.first = 0;
                     st.files = n;
                     st.renamed = false;
                 }
                 MetaOp::Rename => st.renamed = true,
-                MetaOp::Delete => {
-                    st.files = 0;
-                    st.renamed = false;
-                }
+                // Stopped halfway (the stage's end, a stop), the items from where it got to
+                // are still there.
+                MetaOp::Delete if n < st.files => st.first = n,
+                MetaOp::Delete => st.no_files(),
                 _ => {}
             }
         }
@@ -402,15 +423,18 @@ impl MetaTree {
             let st = *part.state.lock().expect("a worker's state");
             self.open_dirs(w);
             let mut dirs = part.dirs.lock().expect("a worker's directories");
-            if st.files > 0 {
+            if st.has_files() {
                 let mut other = String::new();
-                let mut left = st.files;
+                let mut n = 0u64;
                 'all: for dir in dirs.iter() {
                     for f in 0..u64::from(self.job.files) {
-                        if left == 0 {
+                        if n >= st.files {
                             break 'all;
                         }
-                        left -= 1;
+                        n += 1;
+                        if n <= st.first {
+                            continue;
+                        }
                         let Some(dir) = dir else { continue };
                         let n = file_name(&mut name, part.global, f, st.renamed);
                         if let Err(e) = dir.remove_file(n) {

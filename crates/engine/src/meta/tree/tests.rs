@@ -111,3 +111,50 @@ fn what_is_not_asked_is_made_untimed_and_removed() {
     assert!(t.cleanup().is_empty());
     assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
 }
+
+#[test]
+fn a_delete_stopped_halfway_leaves_nothing_after_cleanup() {
+    // The stage's end falls in the middle of a delete pass (a meta job beside other load):
+    // the files it had not reached yet are still removed at the end.
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Arc::new(Dir::open(tmp.path()).unwrap().create_dir("w0").unwrap());
+    let t = MetaTree::new(
+        &job(
+            false,
+            Tree::Flat { dirs: 2 },
+            &[MetaOp::Create, MetaOp::Delete],
+        ),
+        vec![top],
+        0,
+        1,
+    );
+    t.make_dirs().unwrap();
+    let mut rec = Recorder::new();
+    t.ready(0, MetaOp::Create);
+    assert!(t.timed(0, MetaOp::Create, &mut rec, &mut |_, _, _| true));
+    let mut calls = 0;
+    t.ready(0, MetaOp::Delete);
+    let whole = t.timed(0, MetaOp::Delete, &mut rec, &mut |_, _, _| {
+        calls += 1;
+        calls < 7
+    });
+    assert!(!whole);
+    let left = |d: &str| {
+        std::fs::read_dir(tmp.path().join("w0").join(d))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(left("d0") + left("d1"), 20 - 7);
+    // The next cycle's create first removes what is left (untimed), then makes them all.
+    t.ready(0, MetaOp::Create);
+    assert_eq!(left("d0") + left("d1"), 0);
+    assert!(t.timed(0, MetaOp::Create, &mut rec, &mut |_, _, _| true));
+    t.ready(0, MetaOp::Delete);
+    let mut calls = 0;
+    t.timed(0, MetaOp::Delete, &mut rec, &mut |_, _, _| {
+        calls += 1;
+        calls < 12
+    });
+    assert!(t.cleanup().is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
+}
