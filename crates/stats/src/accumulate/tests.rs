@@ -226,28 +226,13 @@ fn a_failed_hosts_rate_is_over_the_time_it_ran() {
         job: 0,
         worker: 0,
     };
-    let job = PhaseJob {
-        name: "j".into(),
-        engine: "null".into(),
-        direct: false,
-        workers: 1,
-        iodepth: 1,
-        working_set_bytes: 0,
-        rate_iops: None,
-    };
-    let mut acc = PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job], &[a, b]);
-    let second = |n: u64| {
-        let mut r = Recorder::new();
-        for _ in 0..n {
-            r.record(Op::Read, 4096, 1000);
-        }
-        r.take()
-    };
+    let mut acc =
+        PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job("j")], &[a, b]);
     // Both do 1000 I/Os a second; b is cut off after 3 s of an 8 s phase.
     for t in 0..8 {
-        acc.add(a, t, &second(1000));
+        acc.add(a, t, &snap(1000, 1000));
         if t < 3 {
-            acc.add(b, t, &second(1000));
+            acc.add(b, t, &snap(1000, 1000));
         }
     }
     acc.host_failed(1);
