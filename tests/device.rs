@@ -19,7 +19,7 @@ fn device(test: &str) -> Option<LoopDevice> {
     match LoopDevice::new(TMP, 64 << 20) {
         Ok(d) => Some(d),
         Err(e) => {
-            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            stormark_testkit::skip(test, &format!("cannot create a loop device: {e}"));
             None
         }
     }

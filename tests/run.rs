@@ -114,7 +114,10 @@ fn io_uring_direct_randread_with_prepare() {
         ],
     );
     if out.contains("does not support O_DIRECT") {
-        eprintln!("SKIP io_uring_direct_randread_with_prepare: no O_DIRECT on {TMP}");
+        stormark_testkit::skip(
+            "io_uring_direct_randread_with_prepare",
+            &format!("no O_DIRECT on {TMP}"),
+        );
         return;
     }
     assert_eq!(code, 0, "{out}");

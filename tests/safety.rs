@@ -270,7 +270,7 @@ fn issue16_device_node_under_an_allowed_path_is_refused_by_the_agent() {
     let dev = match LoopDevice::new(TMP, 8 << 20) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            stormark_testkit::skip(test, &format!("cannot create a loop device: {e}"));
             return;
         }
     };
@@ -344,7 +344,7 @@ fn issue16_devices_and_images_in_use_through_loop_devices_are_refused() {
     let mut dev = match LoopDevice::new(TMP, 32 << 20) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("SKIP {test}: cannot create a loop device: {e}");
+            stormark_testkit::skip(test, &format!("cannot create a loop device: {e}"));
             return;
         }
     };
@@ -501,7 +501,7 @@ fn issue16_full_disk_keeps_the_previous_results_whole() {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIP {test}: cannot mount a tmpfs");
+        stormark_testkit::skip(test, "cannot mount a tmpfs");
         return;
     }
     struct Unmount(PathBuf);

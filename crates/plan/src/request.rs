@@ -26,6 +26,9 @@ pub struct Request {
     pub shape: Shape,
     /// Notes for the results (a fio job file's options left out with `--lenient`).
     pub notes: Vec<String>,
+    /// The quick profile runs (no flags, or `--profile quick`): a first look, not a
+    /// measurement to quote.
+    pub first_look: bool,
 }
 
 /// What the command line gave, as typed: the input of [`request`].
@@ -72,6 +75,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     };
     let shape = shape(&args.shape)?;
     let mut notes = Vec::new();
+    let mut first_look = false;
     let file: JobFile = if let Some((shown, text)) = &args.job_file {
         if shown.ends_with(".fio") {
             let f = crate::fio_file::read(text, shown, args.lenient)?;
@@ -86,10 +90,13 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
             stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
         }
     } else if let Some(name) = &args.profile {
+        // With flags it is the user's own measurement, no longer the first look.
+        first_look = name == "quick" && flags.is_empty();
         profile(name).map_err(|e| e.to_string())?
     } else if flags.is_empty() && matches!(shape, Shape::Plain) {
         // (A search, curve or sweep with no workload flags shapes the default job instead:
         // they run one job.)
+        first_look = true;
         profile("quick").expect("the quick profile ships with the binary")
     } else {
         JobFile::default()
@@ -190,6 +197,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         workload,
         target,
         target_given,
+        first_look,
         auto: auto_reasons,
         expect,
         shape,
@@ -219,4 +227,28 @@ fn explain_auto(sizing: &Sizing, cli: &JobOpts) -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_look(flags: &[(&'static str, &str)], profile: Option<&str>) -> bool {
+        let args = RequestOptions {
+            flags: flags.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+            profile: profile.map(str::to_string),
+            current_dir: std::env::temp_dir(),
+            ..RequestOptions::default()
+        };
+        request(&args).expect("a valid request").first_look
+    }
+
+    #[test]
+    fn only_the_quick_profile_as_shipped_is_a_first_look() {
+        assert!(first_look(&[], None));
+        assert!(first_look(&[], Some("quick")));
+        assert!(!first_look(&[("time", "2m")], Some("quick")));
+        assert!(!first_look(&[("bs", "4k")], None));
+        assert!(!first_look(&[], Some("oltp-4k")));
+    }
 }

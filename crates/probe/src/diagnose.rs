@@ -179,6 +179,35 @@ fn clock_offsets(results: &Results, out: &mut Vec<Finding>) {
     }
 }
 
+/// A run of the quick profile is a first look: its phases are short by design, so instead of
+/// warning about its own length it says what it is and what to run next (the document keeps
+/// `spec.profile = "quick"`).
+pub fn first_look(results: &mut Results) {
+    results.findings.retain(|f| f.code != "run-too-short");
+    if let Some(spec) = results.spec.as_object_mut() {
+        spec.insert("profile".into(), json!("quick"));
+    }
+    let target = match results.target.as_ref().map(|t| t.path.as_str()) {
+        Some(p)
+            if p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@".contains(c)) =>
+        {
+            p.to_string()
+        }
+        Some(p) if !p.contains('\'') => format!("'{p}'"),
+        _ => "DIR".to_string(),
+    };
+    results.findings.push(finding(
+        Severity::Info,
+        "first-look",
+        "the quick profile: a first look in about 20 s (phases of 5 to 8 s), not figures to quote".into(),
+        json!({"profile": "quick", "minimum_s": SHORT_RUN_S}),
+        &format!(
+            "Next, measure what matters for 2 minutes, such as `stormark run {target} --rw randread --bs 4k --iodepth 32 --time 2m` (or `--profile oltp-4k --time 2m`; `stormark run --list-profiles` lists them)."
+        ),
+    ));
+}
+
 fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
     let short: Vec<(&str, f64)> = measured
         .iter()

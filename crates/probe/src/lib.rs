@@ -32,7 +32,7 @@ pub use counters::{
     parse_diskstats, parse_meminfo, parse_net_dev, parse_own_ticks, parse_stat, parse_tcp_retrans,
     parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
-pub use diagnose::diagnose;
+pub use diagnose::{diagnose, first_look};
 pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
 pub use safety::{
     classify, device_in_use, file_in_use, fs_signature, space, ProbeError, Space, TargetKind,

@@ -251,6 +251,34 @@ fn short_run() {
 }
 
 #[test]
+fn the_quick_profile_says_what_it_is_instead_of_warning_about_its_length() {
+    let mut r = run(5, |_| {});
+    r.target = Some(stormark_stats::Target {
+        path: "/mnt/my data".into(),
+        kind: "directory".into(),
+        run_dir: None,
+        kept: false,
+        device: None,
+        fs_type: None,
+    });
+    r.spec = serde_json::json!({"jobs": []});
+    r.findings = diagnose(&r);
+    assert!(codes(&r).contains(&"run-too-short".to_string()));
+    stormark_probe::first_look(&mut r);
+    let codes: Vec<&str> = r.findings.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes, ["first-look"]);
+    assert_eq!(r.spec["profile"], "quick");
+    // The next command names the target, quoted for the shell.
+    assert!(
+        r.findings[0]
+            .advice
+            .contains("stormark run '/mnt/my data' --rw randread"),
+        "{}",
+        r.findings[0].advice
+    );
+}
+
+#[test]
 fn prepare_phases_and_runs_without_samples_are_not_judged() {
     let mut r = run(120, |s| s.disks.get_mut("sdb").unwrap().util_pct = 100.0);
     r.phases[0].name = "prepare".into();

@@ -217,6 +217,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         expect,
         shape,
         notes,
+        first_look,
     } = request(&request_options(&args)?).map_err(usage)?;
     if args.print_fio {
         outln!(
@@ -396,6 +397,9 @@ fn run(args: RunArgs) -> Result<Ending> {
         }
     }
     let mut results = combine_repetitions(reps);
+    if first_look {
+        stormark_probe::first_look(&mut results);
+    }
 
     if !expect.is_empty() {
         stormark_stats::expectation_findings(&mut results, &expect);

@@ -42,12 +42,37 @@ pub fn temp_dir(base: &str) -> TempDir {
         .expect("creating a temp dir")
 }
 
-/// Whether the tests run as root; prints why a test skips when not.
+/// Records that `test` cannot run here and why: printed, appended to the file named by
+/// `STORMARK_TEST_SKIPS` (where `./test.sh` counts skips for its closing line), and with
+/// `CI=true` a failure, so that a skipped test never passes unseen in CI.
+pub fn skip(test: &str, why: &str) {
+    let line = format!("SKIP {test}: {why}");
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{line} (with CI=true a test that cannot run fails: CI must run every test)");
+    }
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("STORMARK_TEST_SKIPS") {
+        use std::io::Write;
+        // One short write per line with O_APPEND: lines of tests running at once stay whole.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
+/// Whether the tests run as root; records why a test skips when not.
 pub fn require_root(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc_geteuid() } == 0;
     if !root {
-        eprintln!("SKIP {test}: needs root (loop devices, mounts)");
+        skip(
+            test,
+            "needs root (loop devices, mounts, network namespaces)",
+        );
     }
     root
 }
@@ -104,12 +129,12 @@ pub fn compression_ratio(compressor: &str, data: &[u8]) -> f64 {
     data.len() as f64 / out.stdout.len() as f64
 }
 
-/// Whether `tool` runs; prints why a test skips when not.
+/// Whether `tool` runs; records why a test skips when not.
 pub fn require_tool(test: &str, tool: &str) -> bool {
     let ok = Command::new(tool).arg("--version").output().is_ok()
         || Command::new(tool).arg("-V").output().is_ok();
     if !ok {
-        eprintln!("SKIP {test}: `{tool}` is not installed");
+        skip(test, &format!("`{tool}` is not installed"));
     }
     ok
 }

@@ -224,7 +224,7 @@ fn tbf<'a>(dev: &'a str, rate: &'a str) -> [&'a str; 12] {
     ]
 }
 
-/// Whether a small cluster of namespaces can be made here; prints why a test skips when not.
+/// Whether a small cluster of namespaces can be made here; records why a test skips when not.
 pub fn require_netns(test: &str) -> bool {
     if !require_root(test) {
         return false;
@@ -232,7 +232,7 @@ pub fn require_netns(test: &str) -> bool {
     match NetCluster::new(1) {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("SKIP {test}: cannot create network namespaces: {e}");
+            crate::skip(test, &format!("cannot create network namespaces: {e}"));
             false
         }
     }

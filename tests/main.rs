@@ -1,0 +1,20 @@
+//! stormark's integration tests: each module is one concern, run against the real binary
+//! (`CARGO_BIN_EXE_stormark`) and real components (MinIO, network namespaces, loop devices,
+//! a browser). `cargo test --test integration net::` runs one module.
+
+mod cluster;
+mod data;
+mod device;
+mod fiofile;
+mod fuzz;
+mod meta;
+mod net;
+mod net_jobs;
+mod package;
+mod report;
+mod run;
+mod s3;
+mod s3_data;
+mod safety;
+mod shapes;
+mod suite;
