@@ -352,6 +352,133 @@ fn a_paused_server_shows_in_response_time_not_service_time() {
     );
 }
 
+/// Issue 30: a service that stops answering mid-run no longer stretches the phase to the
+/// request timeout (it lasted 34 s of a 10 s run): a request still waiting past the stage's
+/// end and its grace (2 s, or twice the longest answer seen) counts as a timeout of its age.
+#[test]
+fn a_stalled_server_ends_the_phase_at_its_time_and_counts_what_was_in_flight() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let args = s3_args(
+        &m,
+        "stalled",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "get",
+            "--obj-size",
+            "1k",
+            "--objects",
+            "10",
+            "--concurrency",
+            "2",
+            "--time",
+            "4s",
+        ],
+    );
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
+    std::thread::sleep(Duration::from_millis(1000));
+    m.signal("STOP");
+    // Resumed well after the phase's end and grace (4 s + 2 s), so that cleanup can run.
+    std::thread::sleep(Duration::from_secs(8));
+    m.signal("CONT");
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "timeouts are errors: {said}");
+    let doc = read_json(&dir.path().join("r.json"));
+    let run = measured(&doc);
+    let secs = run["duration_ns"].as_f64().unwrap() / 1e9;
+    assert!(
+        (4.0..7.5).contains(&secs),
+        "the phase lasted {secs:.1} s: its 4 s and the 2 s grace, not the 30 s request timeout"
+    );
+    // Each worker's one request outstanding when the service stopped: a timeout each, whose
+    // latency is at least its age (about 5 s).
+    let timeouts: u64 = run["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "timeout")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(timeouts, 2, "{}", run["errors"]);
+    let max = run["by_op"]["get"]["latency_ns"]["max"].as_f64().unwrap();
+    assert!(max > 4e9, "the stalled requests' age counts: max {max} ns");
+    assert!(
+        m.objects("stalled", "stormark/").is_empty(),
+        "objects left behind"
+    );
+}
+
+/// Issue 30: after Ctrl-C, a stalled service held the run for a 30 s request and a 30 s
+/// listing in silence. Now the first Ctrl-C abandons the requests in flight and says what
+/// the cleanup waits for; a second leaves the objects, and the results say where.
+#[test]
+fn a_second_ctrl_c_leaves_a_stalled_servers_objects_and_says_where() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let args = s3_args(
+        &m,
+        "abandoned",
+        &dir,
+        &[
+            "--create-bucket",
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k",
+            "--concurrency",
+            "2",
+            "--time",
+            "60s",
+        ],
+    );
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
+    std::thread::sleep(Duration::from_millis(1000));
+    m.signal("STOP");
+    std::thread::sleep(Duration::from_millis(500));
+    let interrupt = || {
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+    };
+    interrupt();
+    // The cleanup's listing now waits on the stopped service.
+    std::thread::sleep(Duration::from_secs(2));
+    interrupt();
+    // Well inside one request timeout (30 s): the second Ctrl-C did not wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            m.signal("CONT");
+            panic!("still running 20 s after the second Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    m.signal("CONT");
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("Ctrl-C again to leave them in place"),
+        "{said}"
+    );
+    let doc = read_json(&dir.path().join("r.json"));
+    assert_eq!(doc["status"], "interrupted", "{}", doc["status"]);
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("left the run's objects under s3://abandoned/stormark/")
+            && notes.contains("aws s3 rm --recursive s3://abandoned/stormark/"),
+        "{notes}"
+    );
+    // They are where the note says.
+    assert!(!m.objects("abandoned", "stormark/").is_empty());
+}
+
 #[test]
 fn ctrl_c_still_deletes_every_object_written() {
     let m = Minio::start(TMP);

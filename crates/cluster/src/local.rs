@@ -64,6 +64,9 @@ pub struct LocalAgent {
     index: u64,
     /// The trees of meta jobs, once made.
     meta: Vec<metajob::MetaJobTree>,
+    /// Set by a second Ctrl-C: the cleanup of S3 objects stops waiting on the service and
+    /// says what it left.
+    abandon: Option<Arc<AtomicBool>>,
 }
 
 impl LocalAgent {
@@ -86,6 +89,7 @@ impl LocalAgent {
             bucket: None,
             index: 0,
             meta: Vec::new(),
+            abandon: None,
         }
     }
 
@@ -99,6 +103,13 @@ impl LocalAgent {
     /// Shares the stop flag that Ctrl-C sets.
     pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> LocalAgent {
         self.stop = stop;
+        self
+    }
+
+    /// Shares the flag a second Ctrl-C sets: the removal of the run's S3 objects stops
+    /// waiting on the service, and the results say what is left and where.
+    pub fn with_abandon(mut self, abandon: Arc<AtomicBool>) -> LocalAgent {
+        self.abandon = Some(abandon);
         self
     }
 
@@ -361,7 +372,7 @@ impl Agent for LocalAgent {
 
     fn cleanup(&mut self) -> Vec<String> {
         let mut problems = match self.bucket.take() {
-            Some(b) => b.cleanup(),
+            Some(b) => b.cleanup(self.abandon.as_ref()),
             None => Vec::new(),
         };
         problems.extend(self.remove_meta_trees());

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use stormark_stats::{ErrorKind, Op, Recorder, Snapshot};
@@ -232,6 +233,11 @@ impl<'a> Pace<'a> {
             self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
     }
 
+    /// When the measured time ends, if it is timed.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// Whether the measured time is over.
     #[inline]
     pub fn expired(&self, now: Instant) -> bool {
@@ -273,7 +279,7 @@ pub(crate) struct Ctx<'a> {
     pub gen: OffsetGen,
     pub rec: Recorder,
     pub pace: Pace<'a>,
-    pub stop: &'a AtomicBool,
+    pub stop: &'a Arc<AtomicBool>,
     pub tx: &'a Sender<WorkerMsg>,
     pub issued: u64,
     pub io_total: u64,

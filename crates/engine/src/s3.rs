@@ -2,7 +2,7 @@
 //! connection, operations drawn from the job's weighted mix. Objects are written under the
 //! worker's own key prefix, so a run only ever deletes what it wrote.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use stormark_s3::{Client, S3Error};
 use stormark_stats::{ErrorKind, Op};
@@ -11,6 +11,9 @@ use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
 use crate::error::EngineError;
 use crate::s3_body::Bodies;
 use crate::work::S3Work;
+
+/// The least a request in flight at the stage's end may still take (see `longest`).
+const END_GRACE: Duration = Duration::from_secs(2);
 
 /// Whether a verified GET of prepared object `object` (or `range` of it) brought every byte
 /// back as written: a short body is corrupt too.
@@ -71,6 +74,8 @@ fn kind_of(e: &S3Error) -> ErrorKind {
         S3Error::Reset => ErrorKind::Reset,
         S3Error::Refused => ErrorKind::Refused,
         S3Error::Network(_) | S3Error::Config(_) | S3Error::Tls(_) => ErrorKind::Network,
+        // Not the service's failure: the run was stopped (never recorded, see run_s3).
+        S3Error::Stopped => ErrorKind::Network,
     }
 }
 
@@ -80,6 +85,12 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
     let mut work = work.clone();
     let mut client =
         Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
+    // Ctrl-C abandons a request waiting on a stalled service at once.
+    client.stop_on(ctx.stop.clone());
+    // The longest request this worker has seen answered: one still in flight at the stage's
+    // end may take twice that (at least END_GRACE) before it counts as a timeout of its age,
+    // so that a stalled service does not stretch the phase to the request timeout.
+    let mut longest = Duration::ZERO;
     // Each PUT's body is made for its object: the next region of a pool, stamped (in place).
     // Prepared objects come from the job's pool (the same on every worker of the host, so
     // that a verifying reader makes them again), written ones from the worker's own (so that
@@ -196,6 +207,11 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
             }
             _ => &work.bucket,
         };
+        client.set_deadline(
+            ctx.pace
+                .deadline()
+                .map(|d| d + (2 * longest).max(END_GRACE)),
+        );
         let start = Instant::now();
         let result = match op {
             Op::Put => {
@@ -245,7 +261,12 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
         }
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         let service = now.saturating_duration_since(start).as_nanos() as u64;
+        if result.is_ok() {
+            longest = longest.max(now.saturating_duration_since(start));
+        }
         match result {
+            // Ctrl-C: the run ends; the request had no answer to record.
+            Err(S3Error::Stopped) => break,
             Ok((fetched, _))
                 if op == Op::Get
                     && work.verify

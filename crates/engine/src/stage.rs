@@ -140,7 +140,7 @@ pub fn run_stage_at(
     let mut t0 = Instant::now();
     std::thread::scope(|scope| {
         for (i, spec) in specs.iter().enumerate() {
-            let (gate, stop, tx) = (&gate, &*stop, tx.clone());
+            let (gate, stop, tx) = (&gate, &stop, tx.clone());
             std::thread::Builder::new()
                 .name(format!("stormark-w{i}"))
                 .spawn_scoped(scope, move || run_worker(i, spec, gate, stop, &tx))

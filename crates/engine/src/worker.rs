@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use stormark_stats::Recorder;
 
@@ -21,7 +22,7 @@ pub(crate) fn run_worker(
     worker: usize,
     spec: &WorkerSpec,
     gate: &Gate,
-    stop: &AtomicBool,
+    stop: &Arc<AtomicBool>,
     tx: &Sender<WorkerMsg>,
 ) {
     let setup = setup(spec);

@@ -1,7 +1,9 @@
 //! One worker's connection to the service, and the requests it makes.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, PercentEncodingMode, SignableBody, SignableRequest, SigningSettings,
@@ -42,6 +44,11 @@ pub struct Client {
     connections: u64,
     /// How long the last connection took to make, until taken.
     connect_time: Option<std::time::Duration>,
+    /// No request runs past this instant (the stage's end and its grace): one outstanding
+    /// then is a timeout of its age, and the phase is not stretched to the request timeout.
+    deadline: Option<Instant>,
+    /// Set (Ctrl-C): a request waiting for its answer is abandoned at once.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Client {
@@ -67,6 +74,41 @@ impl Client {
             identity,
             connections: 0,
             connect_time: None,
+            deadline: None,
+            stop: None,
+        })
+    }
+
+    /// No request runs past `at` (`None`: only the configured timeout bounds them).
+    pub fn set_deadline(&mut self, at: Option<Instant>) {
+        self.deadline = at;
+    }
+
+    /// A request waiting when `stop` is set is abandoned at once ([`S3Error::Stopped`]).
+    pub fn stop_on(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = Some(stop);
+    }
+
+    /// How long the next request may take: the configured timeout, or less to the deadline.
+    fn timeout(&self) -> Duration {
+        match self.deadline {
+            None => self.cfg.timeout,
+            Some(d) => self
+                .cfg
+                .timeout
+                .min(d.saturating_duration_since(Instant::now()))
+                .max(Duration::from_millis(1)),
+        }
+    }
+
+    /// Runs `fut` on this client's runtime, ended early by the stop flag.
+    fn block<T>(&self, fut: impl Future<Output = Result<T, S3Error>>) -> Result<T, S3Error> {
+        let stop = self.stop.clone();
+        self.rt.block_on(async move {
+            tokio::select! {
+                r = fut => r,
+                () = stopped(stop) => Err(S3Error::Stopped),
+            }
         })
     }
 
@@ -136,7 +178,7 @@ impl Client {
             .body(Full::new(body))
             .map_err(|e| S3Error::Config(format!("{target}: {e}")))?;
         self.sign(&mut req, &host, &target)?;
-        let timeout = self.cfg.timeout;
+        let timeout = self.timeout();
         let head_only = method == Method::HEAD;
         // A kept connection the service has closed since (an answer with `Connection:
         // close`, an idle timeout) is replaced before the request is sent: nothing is sent
@@ -151,12 +193,12 @@ impl Client {
             None => {
                 self.connections += 1;
                 let started = Instant::now();
-                let s = self.rt.block_on(connect(&self.cfg, &self.rt, &host))?;
+                let s = self.block(connect(&self.cfg, &self.rt, &host, timeout))?;
                 self.connect_time = Some(started.elapsed());
                 s
             }
         };
-        let result = self.rt.block_on(async {
+        let result = self.block(async {
             tokio::time::timeout(timeout, async {
                 sender.ready().await.map_err(classify_hyper)?;
                 let resp = sender.send_request(req).await.map_err(classify_hyper)?;
@@ -457,11 +499,11 @@ impl Client {
     /// The service's clock, from the `Date` header of an unsigned request's answer (a signed
     /// request fails outright when the clocks differ by more than 15 minutes).
     pub fn server_date(&mut self) -> Result<Option<SystemTime>, S3Error> {
-        let timeout = self.cfg.timeout;
+        let timeout = self.timeout();
         let authority = self.cfg.endpoint.authority.clone();
         self.connections += 1;
-        let mut sender = self.rt.block_on(connect(&self.cfg, &self.rt, &authority))?;
-        self.rt.block_on(async {
+        let mut sender = self.block(connect(&self.cfg, &self.rt, &authority, timeout))?;
+        self.block(async {
             tokio::time::timeout(timeout, async {
                 let req = Request::builder()
                     .method(Method::HEAD)
@@ -498,14 +540,12 @@ async fn connect(
     cfg: &Config,
     rt: &tokio::runtime::Runtime,
     authority: &str,
+    timeout: Duration,
 ) -> Result<SendRequest<Full<Bytes>>, S3Error> {
-    let stream = tokio::time::timeout(
-        cfg.timeout,
-        tokio::net::TcpStream::connect(cfg.endpoint.addr),
-    )
-    .await
-    .map_err(|_| S3Error::Timeout)?
-    .map_err(|e| classify_io(&e))?;
+    let stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(cfg.endpoint.addr))
+        .await
+        .map_err(|_| S3Error::Timeout)?
+        .map_err(|e| classify_io(&e))?;
     let _ = stream.set_nodelay(true);
     let Some(tls) = &cfg.tls else {
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -518,7 +558,7 @@ async fn connect(
     };
     let name = crate::tls::server_name(authority)?;
     let stream = tokio::time::timeout(
-        cfg.timeout,
+        timeout,
         tokio_rustls::TlsConnector::from(tls.clone()).connect(name, stream),
     )
     .await
@@ -536,6 +576,16 @@ async fn connect(
         let _ = conn.await;
     });
     Ok(sender)
+}
+
+/// Resolves once `stop` is set (checked every 20 ms); never without one.
+async fn stopped(stop: Option<Arc<AtomicBool>>) {
+    let Some(stop) = stop else {
+        return std::future::pending().await;
+    };
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 fn classify_io(e: &std::io::Error) -> S3Error {

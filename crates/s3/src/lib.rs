@@ -138,6 +138,9 @@ pub enum S3Error {
     /// The set-up is wrong (an endpoint or a key that cannot be used).
     #[error("{0}")]
     Config(String),
+    /// Abandoned before its answer: the run was stopped (Ctrl-C).
+    #[error("stopped before the answer came")]
+    Stopped,
 }
 
 impl S3Error {
@@ -155,6 +158,7 @@ impl S3Error {
             S3Error::Tls(_) => "tls".into(),
             S3Error::Network(_) => "network".into(),
             S3Error::Config(_) => "config".into(),
+            S3Error::Stopped => "stopped".into(),
         }
     }
 }

@@ -270,11 +270,23 @@ fn run(args: RunArgs) -> Result<Ending> {
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let abandon = Arc::new(AtomicBool::new(false));
     {
-        let stop = stop.clone();
-        // A second Ctrl-C while stopping does nothing more: cleanup must finish.
-        ctrlc::set_handler(move || stop.store(true, Ordering::Relaxed))
-            .context("cannot install the Ctrl-C handler")?;
+        let (stop, abandon) = (stop.clone(), abandon.clone());
+        let objects = workload.jobs.iter().any(|j| j.s3.is_some());
+        // The first Ctrl-C ends the load and keeps its figures; what the run made is removed
+        // next. Files go at once; objects wait on the service, so a second Ctrl-C leaves
+        // them and the results say where (a file run's cleanup always finishes).
+        ctrlc::set_handler(move || {
+            if !stop.swap(true, Ordering::Relaxed) {
+                if objects {
+                    eprintln!("\nstopping: the figures so far are kept; then the run's objects are removed, waiting on the object store (up to 30 s a request): Ctrl-C again to leave them in place");
+                }
+            } else if objects && !abandon.swap(true, Ordering::Relaxed) {
+                eprintln!("\nleaving the run's objects in place: the results' notes say where");
+            }
+        })
+        .context("cannot install the Ctrl-C handler")?;
     }
     let opts = TargetOptions {
         path: target,
@@ -318,7 +330,9 @@ fn run(args: RunArgs) -> Result<Ending> {
         let mut results = Results::new(crate::command_line());
         let agents: Vec<Box<dyn Agent>> = match &plan {
             None => vec![Box::new(
-                LocalAgent::new(opts.clone()).with_stop(stop.clone()),
+                LocalAgent::new(opts.clone())
+                    .with_stop(stop.clone())
+                    .with_abandon(abandon.clone()),
             )],
             Some(plan) => match plan.connect(&opts, &stop) {
                 Ok(a) => a,

@@ -3,6 +3,7 @@
 //! uses, the objects GET and HEAD read, and at the end the removal of every key under that
 //! prefix, which are exactly the keys this run wrote.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -239,13 +240,14 @@ impl Bucket {
         first
     }
 
-    /// Deletes every key under the run's prefix (unless kept). Returns notes for results.
-    pub fn cleanup(&self) -> Vec<String> {
-        self.cleanup_counted().1
+    /// Deletes every key under the run's prefix (unless kept), until `abandon` is set.
+    /// Returns notes for results.
+    pub fn cleanup(&self, abandon: Option<&Arc<AtomicBool>>) -> Vec<String> {
+        self.cleanup_counted(abandon).1
     }
 
     /// [`Bucket::cleanup`], with the number of objects it removed.
-    fn cleanup_counted(&self) -> (u64, Vec<String>) {
+    fn cleanup_counted(&self, abandon: Option<&Arc<AtomicBool>>) -> (u64, Vec<String>) {
         if self.keep {
             return (
                 0,
@@ -264,11 +266,18 @@ impl Bucket {
                 )
             }
         };
+        if let Some(flag) = abandon {
+            client.stop_on(flag.clone());
+        }
+        let abandoned = || abandon.is_some_and(|f| f.load(Ordering::Relaxed));
         let (mut removed, mut failed) = (0u64, 0u64);
         let mut first_error = None;
         for bucket in &self.buckets {
             // Each page listed, then its keys removed; the next page's token back.
             let stopped = each_page(|token| {
+                if abandoned() {
+                    return Err(ABANDONED.into());
+                }
                 let (_, page) = client
                     .list(bucket, &self.base, token, 1000)
                     .map_err(|e| e.to_string())?;
@@ -276,6 +285,9 @@ impl Bucket {
                     // Only keys under the run's own prefix, whatever the service listed.
                     if !key.starts_with(&self.base) {
                         continue;
+                    }
+                    if abandoned() {
+                        return Err(ABANDONED.into());
                     }
                     match client.delete(bucket, key) {
                         Ok(_) => removed += 1,
@@ -293,6 +305,12 @@ impl Bucket {
         }
         let notes = match first_error {
             None => Vec::new(),
+            Some(e) if abandoned() => vec![format!(
+                "left the run's objects under {} in place ({e}, after removing {removed}); delete that prefix with any S3 client, such as `aws s3 rm --recursive s3://{}/{}`",
+                self.shown(),
+                self.buckets.first().map_or("BUCKET", String::as_str),
+                self.base
+            )],
             Some(e) => vec![format!(
                 "removed {removed} objects under {}, {failed} could not be removed: {e}",
                 self.shown()
@@ -301,6 +319,9 @@ impl Bucket {
         (removed, notes)
     }
 }
+
+/// Why a cleanup ended early when a second Ctrl-C asked it to.
+const ABANDONED: &str = "a second Ctrl-C stopped their removal";
 
 /// Removes the objects host `host` of run `run` left under its prefix: what the coordinator
 /// (which holds the keys) does for a host that failed or was cut off, whose own cleanup
@@ -317,7 +338,7 @@ pub fn remove_host_objects(
     };
     match Bucket::open(job, access, false, run, host) {
         Ok(b) => {
-            let (removed, mut notes) = b.cleanup_counted();
+            let (removed, mut notes) = b.cleanup_counted(None);
             if notes.is_empty() {
                 notes.push(format!(
                     "host {host} failed: removed the {removed} objects it left under {}",
