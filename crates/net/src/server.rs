@@ -28,8 +28,8 @@ pub struct ServerOptions {
 const HANDSHAKE: Duration = Duration::from_secs(5);
 /// A data connection silent this long is taken for gone.
 const SILENCE: Duration = Duration::from_secs(30);
-/// Connections still saying what they are, at most; more are closed at once (a flood of idle
-/// connections cannot take the server's threads).
+/// Connections still saying what they are, at most; more wait in the listen backlog until
+/// one ends (a flood of idle connections cannot take the server's threads).
 const MAX_HANDSHAKES: usize = 64;
 /// Bytes per read on a receiving stream.
 const READ_SIZE: usize = 256 << 10;
@@ -62,6 +62,13 @@ pub fn serve(
     let shared = Arc::new(Shared::default());
     std::thread::scope(|scope| {
         while !opts.stop.load(Ordering::Relaxed) {
+            // At the cap, new connections wait in the kernel's backlog until a handshake ends
+            // (each within HANDSHAKE), rather than being closed: a client's 128 streams come
+            // faster than 64 handshake threads start, and none of them may be lost.
+            if shared.handshakes.load(Ordering::Relaxed) >= MAX_HANDSHAKES {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
             let (conn, peer) = match listener.accept() {
                 Ok(c) => c,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -74,10 +81,7 @@ pub fn serve(
                 log(&format!("{peer}: refused: not a host of this run"));
                 continue;
             }
-            if shared.handshakes.fetch_add(1, Ordering::Relaxed) >= MAX_HANDSHAKES {
-                shared.handshakes.fetch_sub(1, Ordering::Relaxed);
-                continue;
-            }
+            shared.handshakes.fetch_add(1, Ordering::Relaxed);
             let shared = shared.clone();
             scope.spawn(move || {
                 let _ = conn.set_nonblocking(false);
