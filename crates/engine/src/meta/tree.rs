@@ -492,12 +492,17 @@ fn record(
             bytes,
             now.saturating_duration_since(start).as_nanos() as u64,
         ),
-        Err(e) => rec.record_error(
-            op,
-            ErrorKind::from_errno(e.raw_os_error().unwrap_or(libc::EIO)),
-            0,
-            0,
-        ),
+        Err(e) => rec.record_error(op, kind_of(e), 0, 0),
+    }
+}
+
+/// A failed call's kind: its errno, or `short` for a file that ended before its size (a
+/// create that ran out of space left it so; the device reported no error).
+fn kind_of(e: &std::io::Error) -> ErrorKind {
+    match e.raw_os_error() {
+        Some(errno) => ErrorKind::from_errno(errno),
+        None if e.kind() == std::io::ErrorKind::UnexpectedEof => ErrorKind::Short,
+        None => ErrorKind::Io,
     }
 }
 
@@ -516,7 +521,7 @@ fn read_all(file: &mut std::fs::File, buf: &mut [u8], mut left: usize) -> std::i
         let n = file.read(&mut buf[..cap])?;
         if n == 0 {
             // Shorter than written: what was created is not all there.
-            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         left -= n;
     }

@@ -158,3 +158,18 @@ fn a_delete_stopped_halfway_leaves_nothing_after_cleanup() {
     assert!(t.cleanup().is_empty());
     assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
 }
+
+#[test]
+fn a_file_shorter_than_its_size_reads_as_short_not_as_a_device_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut f = std::fs::File::create(tmp.path().join("f")).unwrap();
+    f.write_all(&[1u8; 100]).unwrap();
+    let mut f = std::fs::File::open(tmp.path().join("f")).unwrap();
+    let e = read_all(&mut f, &mut [0u8; 64], 4096).unwrap_err();
+    assert_eq!(kind_of(&e), ErrorKind::Short);
+    // An errno is what it says.
+    assert_eq!(
+        kind_of(&std::io::Error::from_raw_os_error(libc::ENOSPC)),
+        ErrorKind::NoSpace
+    );
+}
