@@ -1392,6 +1392,49 @@ fn a_second_server_versitygw_gets_the_same_workload() {
         "{}",
         doc["findings"]
     );
+    // Its doing, not stormark's: keep-alive is off unless versitygw is started with
+    // `--keep-alive`. So started, each worker keeps its one connection for the whole run.
+    drop(v);
+    let v = stormark_testkit::Versitygw::start_with(TMP, true);
+    let out = Bin(BIN).run(&[
+        "s3",
+        "--endpoint",
+        &v.endpoint,
+        "--bucket",
+        "vgwkept",
+        "--create-bucket",
+        "--access-key",
+        &v.access_key,
+        "--secret-key",
+        &v.secret_key,
+        "--op-mix",
+        "put=50,get=50",
+        "--obj-size",
+        "4k",
+        "--objects",
+        "20",
+        "--concurrency",
+        "2",
+        "--time",
+        "2s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let run = measured(&doc);
+    assert!(
+        run["by_op"]["get"]["ops"].as_u64().unwrap_or(0) > 100,
+        "{run}"
+    );
+    let made = run["by_op"]["connect"]["ops"].as_u64().unwrap_or(0);
+    assert!(made <= 2, "{made} connections made by 2 workers: {run}");
+    assert!(
+        !doc["findings"].to_string().contains("s3-reconnects"),
+        "{}",
+        doc["findings"]
+    );
 }
 
 /// Issue 30: kill -9 of one of three agents mid-run left its objects in the bucket. The

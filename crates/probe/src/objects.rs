@@ -44,9 +44,10 @@ fn reconnects(p: &Phase, out: &mut Vec<Finding>) {
         severity: Severity::Warning,
         code: "s3-reconnects".into(),
         message: format!(
-            "phase {}: {} connections made for {ops} operations over {workers} connections: the service does not keep connections alive{}",
+            "phase {}: {} connections made for {ops} operations by {workers} worker{}: the service does not keep connections alive{}",
             p.name,
             connects.ops,
+            if workers == 1 { "" } else { "s" },
             p50.map(|ns| format!(" (each new one took {:.2} ms, median)", ns as f64 / 1e6))
                 .unwrap_or_default()
         ),

@@ -25,9 +25,15 @@ pub struct Versitygw {
 }
 
 impl Versitygw {
-    /// Starts versitygw over a directory under `base`. Panics, naming how to build it, when the
-    /// binary is missing: S3 tests never skip.
+    /// Starts versitygw over a directory under `base`, as it runs by default: without
+    /// keep-alive (it answers every request with `Connection: close`). Panics, naming how to
+    /// build it, when the binary is missing: S3 tests never skip.
     pub fn start(base: &str) -> Versitygw {
+        Versitygw::start_with(base, false)
+    }
+
+    /// [`Versitygw::start`], with its `--keep-alive` on or off.
+    pub fn start_with(base: &str, keep_alive: bool) -> Versitygw {
         let bin = go_binary("VERSITYGW", "versitygw").expect(
             "versitygw is not built: run .ci/build-s3-servers.sh versitygw (as .ci/run does), or set VERSITYGW to its binary",
         );
@@ -40,6 +46,7 @@ impl Versitygw {
         let child = Command::new(&bin)
             .args(["--access", &access_key, "--secret", &secret_key, "--port"])
             .arg(format!("127.0.0.1:{port}"))
+            .args(keep_alive.then_some("--keep-alive"))
             .arg("posix")
             .arg(data.path())
             .stdout(Stdio::null())
