@@ -205,6 +205,70 @@ fn keep_leaves_the_objects_and_nothing_else_is_touched() {
         theirs,
         "only the run's own keys are removed"
     );
+    // Issue 30: the kept run's objects are removed by its id, as its notes name it; a
+    // second kept run under the same prefix is not touched.
+    let (code, doc, out) = s3(
+        &m,
+        "kept",
+        &dir,
+        &[
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k",
+            "--ops",
+            "5",
+            "--keep",
+            "--prefix",
+            "other",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let notes = doc["notes"].to_string();
+    // The run id: what follows `marker` up to the host's `-h`.
+    let id = |text: &str, marker: &str| {
+        let at = text.find(marker).expect("the run's prefix") + marker.len();
+        text[at..at + text[at..].find("-h").unwrap()].to_string()
+    };
+    let second = id(&notes, "s3://kept/other/");
+    let first = id(&theirs[0], "other/");
+    assert_ne!(first, second);
+    let remove = |run: &str| {
+        Bin(BIN).run(&[
+            "s3",
+            "--endpoint",
+            &m.endpoint,
+            "--bucket",
+            "kept",
+            "--prefix",
+            "other",
+            "--access-key",
+            &m.access_key,
+            "--secret-key",
+            &m.secret_key,
+            "--remove-run",
+            run,
+        ])
+    };
+    let out = remove(&first);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "removed 20 objects under s3://kept/other/{first}-h*/"
+        )),
+        "{}",
+        text(&out)
+    );
+    let left = m.objects("kept", "other/");
+    assert_eq!(left.len(), 5, "only the second run's are left: {left:?}");
+    assert!(left.iter().all(|k| k.contains(&second)), "{left:?}");
+    // Anything but a run id is refused before a request is made.
+    for bad in ["", "other", "../x", "20261126-001739-1-h0", "2026*"] {
+        let out = remove(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out));
+        assert!(text(&out).contains("--remove-run"), "{}", text(&out));
+    }
+    assert_eq!(m.objects("kept", "other/").len(), 5);
 }
 
 #[test]
@@ -472,11 +536,28 @@ fn a_second_ctrl_c_leaves_a_stalled_servers_objects_and_says_where() {
     let notes = doc["notes"].to_string();
     assert!(
         notes.contains("left the run's objects under s3://abandoned/stormark/")
-            && notes.contains("aws s3 rm --recursive s3://abandoned/stormark/"),
+            && notes.contains("stormark s3 --remove-run "),
         "{notes}"
     );
-    // They are where the note says.
+    // They are where the note says, and go with the command it gives.
     assert!(!m.objects("abandoned", "stormark/").is_empty());
+    let at = notes.find("--remove-run ").unwrap() + 13;
+    let run = &notes[at..at + notes[at..].find('`').unwrap()];
+    let out = Bin(BIN).run(&[
+        "s3",
+        "--endpoint",
+        &m.endpoint,
+        "--bucket",
+        "abandoned",
+        "--access-key",
+        &m.access_key,
+        "--secret-key",
+        &m.secret_key,
+        "--remove-run",
+        run,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(m.objects("abandoned", "stormark/"), Vec::<String>::new());
 }
 
 #[test]

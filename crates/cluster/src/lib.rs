@@ -42,7 +42,9 @@ pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
-pub use local::{remove_host_objects, Journal, LocalAgent, MANIFEST};
+pub use local::{
+    is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
+};
 pub use mesh::{mesh, MeshEvent, MeshOptions};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{serve, AgentService};

@@ -26,7 +26,7 @@ use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
-pub use bucket::remove_host_objects;
+pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
 use specs::{seed, JobRun};
 use workspace::Workspace;
@@ -372,7 +372,13 @@ impl Agent for LocalAgent {
 
     fn cleanup(&mut self) -> Vec<String> {
         let mut problems = match self.bucket.take() {
-            Some(b) => b.cleanup(self.abandon.as_ref()),
+            Some(b) => {
+                let notes = b.cleanup(self.abandon.as_ref());
+                if let (Some(j), true) = (&self.journal, notes.is_empty()) {
+                    j.remove_objects(&self.opts.run, &b.shown());
+                }
+                notes
+            }
             None => Vec::new(),
         };
         problems.extend(self.remove_meta_trees());

@@ -65,6 +65,8 @@ Examples:
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --concurrency 16 \\
       --agents client1:7878,client2:7878 --token-file token --tls-ca ca.pem
       every agent runs 16 connections at once; per-host rows and the exact merge
+  stormark s3 --endpoint http://minio:9000 --bucket bench --remove-run 20261126-001739-11450
+      removes what that run left (kept with --keep, or its cleanup cut short), every host's
 
 Keys come from --access-key/--secret-key, else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else
 the profile --aws-profile (or AWS_PROFILE, or default) of ~/.aws/credentials. They are never
@@ -101,6 +103,10 @@ pub struct S3Args {
     /// Leave the objects the run wrote in the bucket.
     #[arg(long, help_heading = "Keys")]
     pub keep: bool,
+    /// Run no load: remove the objects run ID left under PREFIX/ID-h*/ (every host's), as the
+    /// results' notes name it, and nothing else.
+    #[arg(long, value_name = "ID", help_heading = "Keys", conflicts_with_all = ["keep", "embedded", "job"])]
+    pub remove_run: Option<String>,
     /// Start an S3 server inside stormark (s3s with its filesystem backend) on a fresh
     /// directory under TMPDIR, and measure it: for trying the command with nothing installed.
     /// Its endpoint, bucket and keys are made for the run; the directory is removed at the end.

@@ -66,6 +66,15 @@ pub fn main(args: S3Args) -> Result<Ending> {
             .filter(|(k, _)| !(args.embedded && *k == "bucket"))
             .cloned(),
     );
+    let access = S3Access {
+        credentials,
+        create_bucket: args.create_bucket,
+        insecure: args.insecure,
+        endpoint: None,
+    };
+    if let Some(id) = &args.remove_run {
+        return remove_run(flags, &access, id);
+    }
     let run = RunArgs {
         workload: WorkloadFlags::from_pairs(flags),
         keep: args.keep,
@@ -75,15 +84,32 @@ pub fn main(args: S3Args) -> Result<Ending> {
         distributed: args.distributed,
         host_endpoints: args.host_endpoint,
         notes,
-        s3: Some(S3Access {
-            credentials,
-            create_bucket: args.create_bucket,
-            insecure: args.insecure,
-            endpoint: None,
-        }),
+        s3: Some(access),
         ..RunArgs::default()
     };
     crate::run::main(run)
+}
+
+/// `--remove-run ID`: the objects of run ID, every host's, removed; no load.
+fn remove_run(flags: Vec<(&'static str, String)>, access: &S3Access, id: &str) -> Result<Ending> {
+    let request = stormark_plan::request(&stormark_plan::RequestOptions {
+        flags,
+        current_dir: std::env::current_dir()?,
+        ..Default::default()
+    })
+    .map_err(usage)?;
+    let (removed, shown, notes) =
+        stormark_cluster::remove_run_objects(&request.workload, access, id)
+            .map_err(|e| usage(e.to_string()))?;
+    outln!("removed {removed} objects under {shown}");
+    for note in &notes {
+        eprintln!("{note}");
+    }
+    Ok(if notes.is_empty() {
+        Ending::Success
+    } else {
+        Ending::Failed
+    })
 }
 
 /// The bucket of `--embedded` unless `--bucket` names one.

@@ -29,6 +29,8 @@ pub(super) struct Bucket {
     /// `<prefix>/<run id>/`: every key of this run starts with it.
     base: String,
     keep: bool,
+    /// The run's id, common to its hosts (what `--remove-run` takes).
+    run: String,
 }
 
 fn map_err(option: String, e: S3Error) -> AgentError {
@@ -130,12 +132,12 @@ impl Bucket {
         }
         // The run's id (the same on every host, made by the coordinator) and the host's
         // place: the coordinator can name, and empty, a failed host's prefix.
-        let run = format!("{run}-h{host}");
         Ok(Bucket {
             config,
             buckets,
-            base: format!("{}/{run}/", job.prefix),
+            base: format!("{}/{run}-h{host}/", job.prefix),
             keep,
+            run: run.to_string(),
         })
     }
 
@@ -306,10 +308,9 @@ impl Bucket {
         let notes = match first_error {
             None => Vec::new(),
             Some(e) if abandoned() => vec![format!(
-                "left the run's objects under {} in place ({e}, after removing {removed}); delete that prefix with any S3 client, such as `aws s3 rm --recursive s3://{}/{}`",
+                "left the run's objects under {} in place ({e}, after removing {removed}); remove them with `stormark s3 --remove-run {}` and the run's --endpoint, --bucket and --prefix",
                 self.shown(),
-                self.buckets.first().map_or("BUCKET", String::as_str),
-                self.base
+                self.run
             )],
             Some(e) => vec![format!(
                 "removed {removed} objects under {}, {failed} could not be removed: {e}",
@@ -348,10 +349,49 @@ pub fn remove_host_objects(
             notes
         }
         Err(e) => vec![format!(
-            "host {host} failed, and the objects it left under {}/{run}-h{host}/ could not be removed: {e}",
+            "host {host} failed, and the objects it left under {}/{run}-h{host}/ could not be removed: {e}; remove them with `stormark s3 --remove-run {run}` and the run's --endpoint, --bucket and --prefix",
             job.prefix
         )],
     }
+}
+
+/// Whether `run` has the form of a run id ([`crate::new_run_id`]: `YYYYMMDD-HHMMSS-PID`), so
+/// that removing its objects can never name a prefix wider than one run's.
+pub fn is_run_id(run: &str) -> bool {
+    let parts: Vec<&str> = run.split('-').collect();
+    matches!(parts.as_slice(), [d, t, p]
+        if d.len() == 8 && t.len() == 6 && (1..=10).contains(&p.len())
+            && parts.iter().all(|x| x.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// Removes every object run `run` left under the job's prefix, of every host
+/// (`<prefix>/<run>-h<N>/`): a run kept with `--keep`, or one whose cleanup could not finish
+/// (an agent killed, a second Ctrl-C). Returns how many were removed, where, and notes for
+/// what could not be.
+pub fn remove_run_objects(
+    workload: &stormark_spec::Workload,
+    access: &S3Access,
+    run: &str,
+) -> Result<(u64, String, Vec<String>), AgentError> {
+    let Some(job) = workload.jobs.iter().find_map(|j| j.s3.as_ref()) else {
+        return Err(AgentError::option(
+            "--remove-run",
+            "needs the S3 job's --endpoint and --bucket",
+        ));
+    };
+    if !is_run_id(run) {
+        return Err(AgentError::option(
+            format!("--remove-run {}", stormark_spec::printable(run, 40)),
+            "expected a run id as the results' notes show it, such as 20261126-001739-11450",
+        ));
+    }
+    let mut b = Bucket::open(job, access, false, run, 0)?;
+    // Every host's prefix: the keys under `<prefix>/<run>-h` are this run's alone (the id
+    // ends in its digits, then `-h`).
+    b.base = format!("{}/{run}-h", job.prefix);
+    let (removed, notes) = b.cleanup_counted(None);
+    let shown = format!("{}*/", b.shown());
+    Ok((removed, shown, notes))
 }
 
 /// The most pages one listing of the run's objects reads (a thousand keys each: far more
@@ -438,6 +478,11 @@ impl super::LocalAgent {
         let bucket = Bucket::open(first, &access, self.opts.keep, &self.opts.run, host)?;
         self.notes
             .push(format!("objects of this run go under {}", bucket.shown()));
+        // Journaled until removed: an agent killed before its cleanup names them when it
+        // starts again (it holds no keys to remove them itself).
+        if let (Some(j), false) = (&self.journal, self.opts.keep) {
+            j.add_objects(&self.opts.run, &bucket.shown());
+        }
         self.bucket = Some(bucket);
         Ok(())
     }
@@ -492,6 +537,25 @@ impl super::LocalAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_run_id_names_objects_to_remove() {
+        assert!(is_run_id("20261126-001739-11450"));
+        assert!(is_run_id(&crate::new_run_id()));
+        for bad in [
+            "",
+            "2026",
+            "20261126-001739",
+            "20261126-001739-",
+            "20261126-001739-1145x",
+            "20261126-001739-11450-h0",
+            "../20261126-001739-1",
+            "2026112a-001739-1",
+            "20261126-001739-12345678901",
+        ] {
+            assert!(!is_run_id(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn shares_add_up() {

@@ -1,5 +1,6 @@
 //! An agent's journal of the run directories it created and has not yet removed, so that
-//! after a crash or SIGKILL its next start removes them (or reports those kept on purpose).
+//! after a crash or SIGKILL its next start removes them (or reports those kept on purpose),
+//! and of the S3 prefixes its runs wrote under, which it names (the keys went with the run).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -105,6 +106,18 @@ impl Journal {
         self.update(|e| e.retain(|l| l.split_once(' ').map(|(_, p)| p) != Some(shown.as_str())));
     }
 
+    /// Records that run `run` writes objects under `shown` (`s3://B/PREFIX/RUN-hN/`).
+    pub fn add_objects(&self, run: &str, shown: &str) {
+        let line = format!("s3 {run} {shown}");
+        self.update(|e| e.push(line));
+    }
+
+    /// Forgets the objects of [`Journal::add_objects`], removed.
+    pub fn remove_objects(&self, run: &str, shown: &str) {
+        let line = format!("s3 {run} {shown}");
+        self.update(|e| e.retain(|l| *l != line));
+    }
+
     /// The journal's file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -122,6 +135,13 @@ fn recover(entries: &[String]) -> Vec<String> {
         if how == "keep" {
             notes.push(format!(
                 "{path}: kept (--keep) by a run that did not finish; reuse it with --reuse or remove it"
+            ));
+            continue;
+        }
+        if how == "s3" {
+            let (run, shown) = path.split_once(' ').unwrap_or((path, "?"));
+            notes.push(format!(
+                "run {run}, which did not finish here, wrote objects under {shown}: its coordinator removes a failed host's objects when it can; if they are still there, `stormark s3 --remove-run {run}` with the run's --endpoint, --bucket and --prefix removes them"
             ));
             continue;
         }
@@ -176,6 +196,9 @@ mod tests {
         std::fs::create_dir(&kept).unwrap();
         j.add(&run, false);
         j.add(&kept, true);
+        j.add_objects("20261126-001739-1", "s3://b/stormark/20261126-001739-1-h2/");
+        j.add_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
+        j.remove_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
         let dead = j.path().with_file_name("runs-0.journal");
         std::fs::copy(j.path(), &dead).unwrap();
         // The dead agent's journal is recovered; this live one's (locked) is skipped.
@@ -184,6 +207,14 @@ mod tests {
         assert!(kept.exists());
         assert!(tmp.path().join("not-ours").exists());
         assert!(notes.iter().any(|n| n.contains("kept")), "{notes:?}");
+        // The objects still journaled are named, with the command that removes them.
+        let s3: Vec<&String> = notes.iter().filter(|n| n.contains("s3://")).collect();
+        assert_eq!(s3.len(), 1, "{notes:?}");
+        assert!(
+            s3[0].contains("s3://b/stormark/20261126-001739-1-h2/")
+                && s3[0].contains("--remove-run 20261126-001739-1"),
+            "{s3:?}"
+        );
         assert!(!dead.exists());
     }
 }
