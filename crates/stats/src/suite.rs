@@ -157,6 +157,10 @@ pub struct WeakPair {
     pub bits_per_s: f64,
     /// The median pair's bits per second.
     pub median_bits_per_s: f64,
+    /// Whether its difference from the median lies beyond the spread of the pairs' seconds
+    /// (its own, and the pairs' typical one); `None` with too few seconds to tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beyond_spread: Option<bool>,
 }
 
 /// One conclusion of a suite.
@@ -205,6 +209,16 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
         };
         let ran: Vec<_> = mesh.alone.iter().filter(|p| p.failure.is_none()).collect();
         let mid = median(ran.iter().map(|p| p.bits_per_s).collect());
+        // A pair's spread: the relative standard error of its whole seconds (the first,
+        // TCP's slow start, left out).
+        let spread = |p: &crate::MeshPair| {
+            let secs: Vec<f64> = p.seconds.iter().skip(1).map(|&b| b as f64).collect();
+            verdicts::relative_se(&secs, secs.len() as f64)
+        };
+        let typical = {
+            let known: Vec<f64> = ran.iter().filter_map(|p| spread(p)).collect();
+            (!known.is_empty()).then(|| median(known))
+        };
         let weakest = ran
             .iter()
             .min_by(|a, b| a.bits_per_s.total_cmp(&b.bits_per_s))
@@ -213,6 +227,7 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
                 to: name(p.to),
                 bits_per_s: p.bits_per_s,
                 median_bits_per_s: mid,
+                beyond_spread: verdicts::beyond_spread(p.bits_per_s / mid, spread(p), typical),
             });
         return Some(StepFigures {
             bw_bytes_per_s: mid / 8.0,
@@ -425,16 +440,30 @@ pub fn suite_verdicts(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
             } else {
                 0.0
             };
+            let (from, to, gbit, mid) = (
+                &p.from,
+                &p.to,
+                p.bits_per_s / 1e9,
+                p.median_bits_per_s / 1e9,
+            );
             out.push(verdict(
-                if ratio < 0.8 { Severity::Warning } else { Severity::Info },
+                if ratio < 0.8 && p.beyond_spread == Some(true) {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
                 "weakest-pair",
-                format!(
-                    "weakest network pair: {} -> {} at {:.2} Gbit/s, {ratio:.2}x the median pair ({:.2} Gbit/s)",
-                    p.from,
-                    p.to,
-                    p.bits_per_s / 1e9,
-                    p.median_bits_per_s / 1e9
-                ),
+                match p.beyond_spread {
+                    Some(true) => format!(
+                        "weakest network pair: {from} -> {to} at {gbit:.2} Gbit/s, {ratio:.2}x the median pair ({mid:.2} Gbit/s), beyond the measured spread"
+                    ),
+                    Some(false) => format!(
+                        "weakest network pair: none beyond the measured spread: the pairs agree within it ({from} -> {to} lowest, {ratio:.2}x the median pair's {mid:.2} Gbit/s)"
+                    ),
+                    None => format!(
+                        "weakest network pair: {from} -> {to} lowest at {gbit:.2} Gbit/s, {ratio:.2}x the median pair ({mid:.2} Gbit/s), but the tests are too short to tell a difference from noise (run without --smoke)"
+                    ),
+                },
                 serde_json::to_value(p).unwrap_or_default(),
             ));
         }

@@ -124,3 +124,69 @@ fn failures_and_misses_are_verdicts() {
     assert_eq!(v[0].code, "steps-failed");
     assert_eq!(v[1].code, "expectations-missed");
 }
+
+/// A mesh of three hosts whose pairs carry `rate[i]` bytes a second with relative noise
+/// `noise` over 10 seconds.
+fn mesh(rates: [f64; 6], noise: f64) -> Results {
+    let mut r = Results::new(vec![]);
+    let pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)];
+    r.mesh = Some(crate::MeshReport {
+        hosts: (0..3)
+            .map(|i| crate::MeshHost {
+                agent: format!("h{i}:7878"),
+                ..Default::default()
+            })
+            .collect(),
+        alone: pairs
+            .iter()
+            .zip(rates)
+            .map(|(&(from, to), rate)| {
+                let seconds: Vec<u64> = (0..10)
+                    .map(|t| (rate * (1.0 + noise * if t % 2 == 0 { 1.0 } else { -1.0 })) as u64)
+                    .collect();
+                crate::MeshPair {
+                    from,
+                    to,
+                    bits_per_s: rate * 8.0,
+                    seconds,
+                    ..Default::default()
+                }
+            })
+            .collect(),
+        ..Default::default()
+    });
+    r
+}
+
+#[test]
+fn the_weakest_pair_is_named_only_beyond_the_spread_of_the_pairs_seconds() {
+    let weak = |r: &Results| {
+        let f = step_figures(r).unwrap();
+        let mut o = outcome("net", "mesh", None, false, 0.0);
+        o.part = "network".into();
+        o.figures = Some(f);
+        let v = suite_verdicts(&[o]);
+        v.into_iter().find(|v| v.code == "weakest-pair").unwrap()
+    };
+    // Six pairs alike but for noise of ±30% a second; the lowest is 0.9x: not named.
+    let noisy = weak(&mesh([1e8, 1e8, 1e8, 1e8, 1e8, 0.9e8], 0.3));
+    assert_eq!(noisy.severity, Severity::Info, "{}", noisy.message);
+    assert!(
+        noisy.message.contains("none beyond the measured spread"),
+        "{}",
+        noisy.message
+    );
+    // One pair at a fifth of the others, each steady to 1%: named, a warning.
+    let slow = weak(&mesh([1e8, 0.2e8, 1e8, 1e8, 1e8, 1e8], 0.01));
+    assert_eq!(slow.severity, Severity::Warning, "{}", slow.message);
+    assert!(
+        slow.message.contains("h0:7878 -> h2:7878"),
+        "{}",
+        slow.message
+    );
+    assert!(
+        slow.message.contains("beyond the measured spread"),
+        "{}",
+        slow.message
+    );
+}

@@ -19,7 +19,7 @@ pub(super) fn relative_se(v: &[f64], n: f64) -> Option<f64> {
 /// Whether ratio `r` of one figure to another lies beyond what their relative standard
 /// errors `a` and `b` allow (about two standard errors of the log-ratio, 95%); `None` when a
 /// spread is unknown.
-fn beyond_spread(r: f64, a: Option<f64>, b: Option<f64>) -> Option<bool> {
+pub(super) fn beyond_spread(r: f64, a: Option<f64>, b: Option<f64>) -> Option<bool> {
     let se = (a?.powi(2) + b?.powi(2)).sqrt();
     Some(r > 0.0 && r.ln().abs() > 2.0 * se.max(1e-9))
 }
