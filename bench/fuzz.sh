@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${CASES:-2000000}
 start=$(date +%s)
-STORMARK_FUZZ_CASES=$cases cargo test --release --locked --test fuzz -- --test-threads 2 2>&1 | tail -n 12
+STORMARK_FUZZ_CASES=$cases cargo test --release --locked --test integration fuzz:: -- --test-threads 2 2>&1 | tail -n 12
 end=$(date +%s)
 groups=$(grep -c '^    fn .*never_panic' tests/fuzz.rs)
 echo "fuzz: $groups parser groups x $cases cases = $((groups * cases)) executions in $((end - start)) s, no panic"

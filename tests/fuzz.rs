@@ -261,3 +261,75 @@ proptest! {
         let _ = stormark_stats::decode_histogram(&String::from_utf8_lossy(&bytes));
     }
 }
+
+/// Issue 30: the net server's handshake fuzzed through a real socket: arbitrary bytes and
+/// near-valid lines (a hello, a stream's join line), each on a connection of its own, cut
+/// off at any point. The server stays up and serves a real session afterwards. (A few
+/// hundred connections per run: each costs a connection, so `bench/fuzz.sh`'s millions go
+/// to the line parser above.)
+#[test]
+fn the_net_server_survives_any_handshake_through_a_socket() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let opts = stormark_net::ServerOptions {
+        once: false,
+        stop: stop.clone(),
+        token: None,
+        allow: Vec::new(),
+    };
+    let server = std::thread::spawn(move || stormark_net::serve(listener, &opts, &|_| {}));
+    let line = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..600),
+        "\\{\"(version|mode|streams|time_ms|msg_size|nonce|reverse|udp|bidir|token)\":(\"[a-z0-9]{0,40}\"|[0-9]{1,20}|true|null)(,\"[a-z_]{1,10}\":[0-9]{1,12}){0,4}\\}\n?"
+            .prop_map(String::into_bytes),
+        "DATA [0-9a-f]{0,40} [0-9]{0,12}\n?".prop_map(String::into_bytes),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 200,
+        ..config()
+    });
+    runner
+        .run(&line, |bytes| {
+            let mut s = std::net::TcpStream::connect(addr).expect("the server accepts");
+            let _ = s.write_all(&bytes);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(50)));
+            let _ = s.read(&mut [0u8; 4096]);
+            Ok(())
+        })
+        .unwrap();
+    // Still serving: a real session (once any hello the fuzz made valid has timed out).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let client = stormark_net::ClientOptions {
+            server: addr,
+            mode: stormark_net::Mode::Throughput,
+            streams: 2,
+            time: Duration::from_millis(500),
+            reverse: false,
+            msg_size: 64 << 10,
+            stop: Arc::new(AtomicBool::new(false)),
+            udp: false,
+            bitrate: 0,
+            bidir: false,
+            token: None,
+            rate: None,
+            bind: None,
+        };
+        match stormark_net::run(&client, &mut |_, _| {}) {
+            Ok(o) => {
+                assert!(o.bytes.iter().sum::<u64>() > 0);
+                break;
+            }
+            Err(e) => assert!(Instant::now() < deadline, "no session after the fuzz: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap().unwrap();
+}
