@@ -29,6 +29,8 @@ pub struct Request {
     /// The quick profile runs (no flags, or `--profile quick`): a first look, not a
     /// measurement to quote.
     pub first_look: bool,
+    /// The target is a file, perhaps still to be made: a fio job file's `filename=`.
+    pub target_is_file: bool,
 }
 
 /// What the command line gave, as typed: the input of [`request`].
@@ -76,9 +78,18 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     let shape = shape(&args.shape)?;
     let mut notes = Vec::new();
     let mut first_look = false;
+    let mut target_is_file = false;
     let file: JobFile = if let Some((shown, text)) = &args.job_file {
         if shown.ends_with(".fio") {
             let f = crate::fio_file::read(text, shown, args.lenient)?;
+            // time_based without runtime: fio runs until its --runtime; so does stormark,
+            // given --time.
+            if let (Some(job), None) = (f.untimed.first(), cli.time) {
+                return Err(format!(
+                    "time_based in {job} has no runtime: give one with --time, such as --time 60s (as fio's --runtime)"
+                ));
+            }
+            target_is_file = f.target_is_file;
             if !f.ignored.is_empty() {
                 notes.push(format!(
                     "{shown}: left out (--lenient): {}",
@@ -198,6 +209,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         target,
         target_given,
         first_look,
+        target_is_file,
         auto: auto_reasons,
         expect,
         shape,
@@ -241,6 +253,29 @@ mod tests {
             ..RequestOptions::default()
         };
         request(&args).expect("a valid request").first_look
+    }
+
+    #[test]
+    fn a_time_based_fio_file_without_runtime_takes_the_command_lines_time() {
+        let text = "[j]\nrw=randread\nsize=8m\ntime_based\n";
+        let args = |flags: Vec<(&'static str, String)>| RequestOptions {
+            flags,
+            job_file: Some(("t.fio".into(), text.into())),
+            current_dir: std::env::temp_dir(),
+            ..RequestOptions::default()
+        };
+        let Err(e) = request(&args(vec![])) else {
+            panic!("time_based without --time ran")
+        };
+        assert!(
+            e.contains("time_based in [j] of t.fio") && e.contains("--time"),
+            "{e}"
+        );
+        let r = request(&args(vec![("time", "2s".into())])).unwrap();
+        assert_eq!(
+            r.workload.jobs[0].time,
+            Some(std::time::Duration::from_secs(2))
+        );
     }
 
     #[test]

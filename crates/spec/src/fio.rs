@@ -44,6 +44,12 @@ pub struct FioJobFile {
     pub file: JobFile,
     /// Options left out (lenient only).
     pub ignored: Vec<String>,
+    /// Jobs with `time_based` and no `runtime` (`[name] of FILE`): they need a time from the
+    /// command line.
+    pub untimed: Vec<String>,
+    /// The target came from `filename=` (a file, perhaps still to be made), not
+    /// `directory=`.
+    pub target_is_file: bool,
 }
 
 /// One `key[=value]` line, after expansion.
@@ -124,8 +130,9 @@ pub fn parse_fio_job_file(
             group += 1;
         }
         job.group = Some(format!("fio-{group}"));
-        fio.finish(&mut job, &context_of(path, name))?;
+        fio.finish(&mut job, &context_of(path, name), &mut out.untimed);
         if let Some(t) = fio.target.take() {
+            out.target_is_file = fio.target_is_file;
             match &target {
                 Some(prev) if *prev != t => {
                     return Err(fail(format!(
@@ -139,6 +146,20 @@ pub fn parse_fio_job_file(
     }
     if out.file.jobs.is_empty() {
         return Err(fail("no job section: add one, such as [randread]".into()));
+    }
+    // fio lets jobs share a name (`name=` in [global]); stormark's results key by it, so the
+    // second and later get -2, -3, ...
+    let mut seen: Vec<String> = Vec::new();
+    for j in &mut out.file.jobs {
+        let base = j.name.clone().unwrap_or_default();
+        let mut name = base.clone();
+        let mut n = 1;
+        while seen.contains(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        seen.push(name.clone());
+        j.name = Some(name);
     }
     // One job per group runs as a plain sequence.
     let groups: std::collections::BTreeSet<_> =
@@ -172,6 +193,8 @@ struct FioState {
     time_based: bool,
     stonewall: bool,
     target: Option<String>,
+    /// `target` came from `filename=`.
+    target_is_file: bool,
     /// fio's `size`: the job's bytes over all its files.
     size: Option<u64>,
     /// fio's `rate_iops`: each job's (each of `numjobs`).
@@ -181,13 +204,11 @@ struct FioState {
 impl FioState {
     /// fio's stop rule: without `time_based`, a job ends after one pass (or its `io_size`)
     /// or its `runtime`, whichever comes first.
-    fn finish(&self, job: &mut JobOpts, context: &str) -> Result<(), SpecError> {
+    fn finish(&self, job: &mut JobOpts, context: &str, untimed: &mut Vec<String>) {
+        // A runtime given on the command line (fio --runtime, stormark --time) is the usual
+        // companion of such a file: the request checks that one was.
         if self.time_based && job.time.is_none() {
-            return Err(SpecError::invalid(
-                &format!("time_based in {context}"),
-                "1",
-                "a runtime too, such as runtime=60",
-            ));
+            untimed.push(context.to_string());
         }
         let files = u64::from(job.files.unwrap_or(1));
         // fio's size is the job's over its files (filesize, each file's, wins).
@@ -200,7 +221,6 @@ impl FioState {
         if let Some(r) = self.rate {
             job.rate_iops = Some(r.saturating_mul(job.jobs.unwrap_or(1)));
         }
-        Ok(())
     }
 }
 
@@ -223,8 +243,12 @@ fn apply(
                 return Ok(false);
             }
             fio.target = Some(v.to_string());
+            fio.target_is_file = true;
         }
-        "directory" => fio.target = Some(v.to_string()),
+        "directory" => {
+            fio.target = Some(v.to_string());
+            fio.target_is_file = false;
+        }
         "time_based" => fio.time_based = yes,
         "stonewall" | "new_group" | "wait_for" => fio.stonewall = true,
         "buffered" => set(job, "direct", if yes { "false" } else { "true" })?,
@@ -362,7 +386,7 @@ fn read_lines(
     }
     for (i, raw) in text.lines().enumerate() {
         let no = i + 1;
-        let line = raw.trim();
+        let line = strip_comment(raw).trim();
         if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
             continue;
         }
@@ -390,6 +414,7 @@ fn read_lines(
             Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim().to_string())),
             None => (line.trim().to_ascii_lowercase(), None),
         };
+        let key = alias(&key).map_or(key, str::to_string);
         let Some((_, lines)) = sections.last_mut() else {
             return Err(format!(
                 "line {no}: {} before any section: put it under [global]",
@@ -400,6 +425,25 @@ fn read_lines(
         lines.push(Line { no, key, value });
     }
     Ok(())
+}
+
+/// A line without its comment: fio ends a line at `;` or `#` after a space or tab
+/// (`bs=4k ; the block size`, `numjobs=4\t# one per core`); a `;` or `#` inside a value
+/// (`filename=/dev/disk#1`) stays.
+fn strip_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    (1..b.len())
+        .find(|&i| matches!(b[i], b';' | b'#') && matches!(b[i - 1], b' ' | b'\t'))
+        .map_or(line, |i| &line[..i])
+}
+
+/// fio's other names of options stormark knows by one name.
+fn alias(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "nr_files" => "nrfiles",
+        "threads" => "thread",
+        _ => return None,
+    })
 }
 
 /// `$VAR` and `${VAR}` replaced from `env`; an unknown variable is an error.
@@ -502,7 +546,8 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 format_size(job.bs.max)
             ));
         }
-        if job.read_pct() > 0 && job.read_pct() < 100 {
+        // A mixed pattern always says its share: fio's default is 50, stormark's 70.
+        if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
             out.push_str(&format!("rwmixread={}\n", job.rwmixread));
         }
         let random_default = if job.rw.is_random() { 100 } else { 0 };
@@ -522,8 +567,15 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 job.iodepth_batch_complete
             ));
         }
-        if let Some(s) = job.size {
-            out.push_str(&format!("size={}\n", format_size(s)));
+        // The size stormark uses: the job's, or for files it makes its default (fio needs
+        // one); a whole file or device (`filename=`) is fio's default too.
+        match job.size {
+            Some(s) => out.push_str(&format!("size={}\n", format_size(s))),
+            None if is_dir => out.push_str(&format!(
+                "size={}\n",
+                format_size(crate::workload::DEFAULT_FILE_SIZE)
+            )),
+            None => {}
         }
         if let Some(t) = job.time {
             out.push_str(&format!("runtime={}\ntime_based=1\n", format_duration(t)));

@@ -218,6 +218,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         shape,
         notes,
         first_look,
+        target_is_file,
     } = request(&request_options(&args)?).map_err(usage)?;
     if args.print_fio {
         outln!(
@@ -225,7 +226,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             stormark_spec::to_fio(
                 &workload.jobs,
                 &target.display().to_string(),
-                target.is_dir() || !target.exists()
+                target.is_dir() || (!target.exists() && !target_is_file)
             )
         );
         return Ok(Ending::Success);

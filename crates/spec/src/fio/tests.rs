@@ -94,7 +94,52 @@ fn without_time_based_a_runtime_stops_at_one_pass_or_the_runtime() {
     // fio's size is the job's over its files.
     assert_eq!(j.size, Some(1 << 30));
     assert_eq!(j.io_total, Some(4 << 30));
-    assert!(parse("[j]\nrw=read\ntime_based\n").is_err());
+    // time_based without a runtime waits for one from the command line (the request
+    // refuses it without --time).
+    let f = parse("[j]\nrw=read\ntime_based\n").unwrap();
+    assert_eq!(f.untimed, ["[j] of t.fio"]);
+    assert!(parse("[j]\nrw=read\ntime_based\nruntime=5\n")
+        .unwrap()
+        .untimed
+        .is_empty());
+}
+
+#[test]
+fn comments_aliases_and_shared_names_as_fio_reads_them() {
+    let f = parse(
+        "[global]\nname=bench\nbs=4k ; the block size\nnumjobs=2\t# one per core\nnr_files=3\nthreads=1\n\
+         [a]\nrw=read\nfilename=/tmp/x#1\n[b]\nrw=write\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    assert_eq!(j[0].bs.min, 4096);
+    assert_eq!(j[0].jobs, 2);
+    assert_eq!(j[0].files, 3);
+    // name= in [global] names both jobs; the second is told apart.
+    assert_eq!(
+        (j[0].name.as_str(), j[1].name.as_str()),
+        ("bench", "bench-2")
+    );
+    // A # inside a value is the value's.
+    assert_eq!(f.file.target.as_deref(), Some("/tmp/x#1"));
+    assert!(f.target_is_file);
+    Workload::new(j, false).unwrap();
+}
+
+#[test]
+fn print_fio_says_every_mix_and_the_size_used() {
+    let f = parse("[m]\nrw=randrw\nrwmixread=100\n[w]\nrw=randrw\nrwmixwrite=100\n").unwrap();
+    let text = to_fio(&jobs(&f), "/mnt/d", true);
+    assert!(text.contains("rwmixread=100\n"), "{text}");
+    assert!(text.contains("rwmixread=0\n"), "{text}");
+    // No size given: the default stormark uses for files it makes, said (fio needs one).
+    assert_eq!(text.matches("size=1g\n").count(), 2, "{text}");
+    // A file target stays a file.
+    let text = to_fio(&jobs(&f), "/mnt/d/file", false);
+    assert!(
+        text.contains("filename=/mnt/d/file\n") && !text.contains("size="),
+        "{text}"
+    );
 }
 
 #[test]
