@@ -268,7 +268,26 @@ fn apply(
             "io_uring" | "libaio" | "posixaio" => set(job, "engine", "io_uring")?,
             "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => set(job, "engine", "psync")?,
             "null" => set(job, "kind", "null")?,
-            _ => return Ok(false),
+            // Other ways to read and write the same files or devices: left out with
+            // --lenient, the load stays I/O on them.
+            "mmap" | "splice" | "sg" | "solarisaio" | "windowsaio" | "dev-dax" | "libpmem"
+            | "pmemblk" | "io_uring_cmd" | "falloc" | "ftruncate" => return Ok(false),
+            // Engines whose load is not I/O on the job's files: leaving them out would measure
+            // something else, so not even --lenient runs the job.
+            other => {
+                let instead = match other {
+                    "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                    | "dirdelete" => "stormark meta runs metadata operations",
+                    "net" | "netsplice" => "stormark net measures the network",
+                    "http" => "stormark s3 measures object stores",
+                    _ => "stormark does not run it",
+                };
+                return Err(SpecError::invalid(
+                    &format!("ioengine in {context}"),
+                    &crate::printable(other, 40),
+                    &format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
+                ));
+            }
         },
         "verify" => {
             let on = !matches!(v, "0" | "none" | "false");

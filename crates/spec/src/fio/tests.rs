@@ -144,7 +144,7 @@ fn print_fio_says_every_mix_and_the_size_used() {
 
 #[test]
 fn every_option_stormark_does_not_run_is_named_with_its_line() {
-    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=trim\nbs=4k,64k\n[b]\nioengine=rdma\n";
+    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=trim\nbs=4k,64k\n[b]\nioengine=mmap\n";
     let e = parse(text).unwrap_err().to_string();
     for want in [
         "line 2: cpus_allowed",
@@ -247,4 +247,29 @@ proptest::proptest! {
         let _ = parse_fio_job_file(&text, "p.fio", &env, &no_include, false);
         let _ = parse_fio_job_file(&text, "p.fio", &env, &no_include, true);
     }
+}
+
+#[test]
+fn lenient_never_changes_the_kind_of_load() {
+    let lenient = |text: &str| parse_fio_job_file(text, "t.fio", &env, &no_include, true);
+    for engine in [
+        "cpuio",
+        "net",
+        "filestat",
+        "filecreate",
+        "http",
+        "rbd",
+        "exec",
+    ] {
+        let text = format!("[j]\nrw=read\nioengine={engine}\n");
+        let e = lenient(&text).unwrap_err().to_string();
+        assert!(
+            e.contains("ioengine in line 3 of t.fio") && e.contains("not even --lenient"),
+            "{engine}: {e}"
+        );
+    }
+    // Another way to do I/O on the same file is left out with --lenient, named.
+    let f = lenient("[j]\nrw=read\nioengine=mmap\n").unwrap();
+    assert_eq!(f.ignored, ["line 3: ioengine"]);
+    assert!(parse("[j]\nrw=read\nioengine=mmap\n").is_err());
 }
