@@ -131,6 +131,9 @@ pub fn parse_fio_job_file(
         }
         job.group = Some(format!("fio-{group}"));
         fio.finish(&mut job, &context_of(path, name), &mut out.untimed);
+        if fio.overwrite {
+            out.file.prepare = Some(true);
+        }
         if let Some(t) = fio.target.take() {
             out.target_is_file = fio.target_is_file;
             match &target {
@@ -199,6 +202,12 @@ struct FioState {
     size: Option<u64>,
     /// fio's `rate_iops`: each job's (each of `numjobs`).
     rate: Option<u32>,
+    /// fio's `loops`: passes over the job's size.
+    loops: Option<u64>,
+    /// fio's `number_ios`: I/Os each job does at most.
+    number_ios: Option<u64>,
+    /// fio's `overwrite`: the file is laid out before it is written.
+    overwrite: bool,
 }
 
 impl FioState {
@@ -215,8 +224,20 @@ impl FioState {
         if let (Some(total), None) = (self.size, job.size) {
             job.size = Some((total / files).max(1));
         }
+        let pass = self.size.or(job.size.map(|s| s.saturating_mul(files)));
+        if let (false, Some(n), None, Some(pass)) =
+            (self.time_based, self.loops, job.io_total, pass)
+        {
+            job.io_total = Some(pass.saturating_mul(n.max(1)));
+        }
         if !self.time_based && job.time.is_some() && job.io_total.is_none() {
-            job.io_total = self.size.or(job.size.map(|s| s.saturating_mul(files)));
+            job.io_total = pass;
+        }
+        // number_ios counts I/Os: as bytes at the block size (the mean of a range).
+        if let Some(n) = self.number_ios {
+            let bs = job.bs.map_or(4096, |b| b.min.midpoint(b.max));
+            let bytes = n.saturating_mul(bs);
+            job.io_total = Some(job.io_total.map_or(bytes, |t| t.min(bytes)));
         }
         if let Some(r) = self.rate {
             job.rate_iops = Some(r.saturating_mul(job.jobs.unwrap_or(1)));
@@ -343,6 +364,21 @@ fn apply(
                 )
             })?)
         }
+        "loops" | "number_ios" => {
+            let n: u64 = v.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                SpecError::invalid(&format!("{key} in {context}"), v, "a whole number above 0")
+            })?;
+            if key == "loops" {
+                fio.loops = Some(n);
+            } else {
+                fio.number_ios = Some(n);
+            }
+        }
+        // How fio allocates a file it lays out: stormark writes its files in full before
+        // reading them whatever the method (the first writes' cost may differ).
+        "fallocate" => {}
+        // Lay the file out before writing it: stormark's --prepare.
+        "overwrite" => fio.overwrite |= yes,
         // Different forms in fio (iops_slope:0.1%, ss_dur, ss_ramp): not mapped yet.
         "ss" | "steadystate" => return Ok(false),
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"

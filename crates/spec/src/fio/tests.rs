@@ -273,3 +273,17 @@ fn lenient_never_changes_the_kind_of_load() {
     assert_eq!(f.ignored, ["line 3: ioengine"]);
     assert!(parse("[j]\nrw=read\nioengine=mmap\n").is_err());
 }
+
+#[test]
+fn loops_number_ios_overwrite_and_fallocate() {
+    // Two passes over 64 MiB; at most 1000 I/Os of 4 KiB; laid out first.
+    let f = parse(
+        "[a]\nrw=read\nsize=64m\nloops=2\n[b]\nrw=randwrite\nbs=4k\nsize=64m\nnumber_ios=1000\noverwrite=1\nfallocate=none\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    assert_eq!(j[0].io_total, Some(128 << 20));
+    assert_eq!(j[1].io_total, Some(1000 * 4096));
+    assert_eq!(f.file.prepare, Some(true));
+    assert!(parse("[a]\nloops=0\n").is_err());
+}
