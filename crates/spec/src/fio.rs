@@ -306,7 +306,7 @@ fn apply(
                 return Err(SpecError::invalid(
                     &format!("ioengine in {context}"),
                     &crate::printable(other, 40),
-                    &format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
+                    format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
                 ));
             }
         },
