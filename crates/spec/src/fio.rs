@@ -259,8 +259,11 @@ fn apply(
     let yes = crate::units::parse_bool(v) == Some(true);
     match key {
         "name" => job.name = Some(v.to_string()),
+        // stormark names the files it makes itself.
+        "filename_format" => {}
         "filename" => {
-            if v.contains(':') {
+            // Several files, or a file per job or file number: one target per run.
+            if v.contains(':') || v.contains('$') {
                 return Ok(false);
             }
             fio.target = Some(v.to_string());
@@ -470,6 +473,21 @@ fn read_lines(
             None => (line.trim().to_ascii_lowercase(), None),
         };
         let key = alias(&key).map_or(key, str::to_string);
+        // fio's arithmetic: `size=(4*1024)`, `size=5*1024*1024*8/8`.
+        let value = match value {
+            Some(v) if is_arithmetic(&v) => Some(
+                eval(&v)
+                    .filter(|n| *n >= 0)
+                    .map(|n| n.to_string())
+                    .ok_or_else(|| {
+                        format!(
+                            "line {no}: {}: an expression that is not a whole number of 0 or more",
+                            shown_key(&key)
+                        )
+                    })?,
+            ),
+            v => v,
+        };
         let Some((_, lines)) = sections.last_mut() else {
             return Err(format!(
                 "line {no}: {} before any section: put it under [global]",
@@ -490,6 +508,99 @@ fn strip_comment(line: &str) -> &str {
     (1..b.len())
         .find(|&i| matches!(b[i], b';' | b'#') && matches!(b[i - 1], b' ' | b'\t'))
         .map_or(line, |i| &line[..i])
+}
+
+/// Whether `v` is an arithmetic expression fio evaluates: made of digits, spaces, operators
+/// and parentheses only, and either in parentheses or with an operator that no range or list
+/// has (`*`, `/`, `%`, `^`): `4096-65536` stays a range.
+fn is_arithmetic(v: &str) -> bool {
+    let v = v.trim();
+    v.bytes()
+        .all(|b| b.is_ascii_digit() || b" +-*/%^()".contains(&b))
+        && v.bytes().any(|b| b.is_ascii_digit())
+        && ((v.starts_with('(') && v.ends_with(')')) || v.bytes().any(|b| b"*/%^".contains(&b)))
+}
+
+/// Evaluates an integer expression (`+ - * / % ^`, parentheses, unary minus); `None` on a
+/// malformed one, a division by zero or an overflow.
+fn eval(text: &str) -> Option<i64> {
+    struct P<'a>(&'a [u8], usize);
+    impl P<'_> {
+        fn peek(&mut self) -> Option<u8> {
+            while self.0.get(self.1) == Some(&b' ') {
+                self.1 += 1;
+            }
+            self.0.get(self.1).copied()
+        }
+        fn sum(&mut self, depth: u32) -> Option<i64> {
+            let mut v = self.product(depth)?;
+            while let Some(op @ (b'+' | b'-')) = self.peek() {
+                self.1 += 1;
+                let r = self.product(depth)?;
+                v = if op == b'+' {
+                    v.checked_add(r)?
+                } else {
+                    v.checked_sub(r)?
+                };
+            }
+            Some(v)
+        }
+        fn product(&mut self, depth: u32) -> Option<i64> {
+            let mut v = self.power(depth)?;
+            while let Some(op @ (b'*' | b'/' | b'%')) = self.peek() {
+                self.1 += 1;
+                let r = self.power(depth)?;
+                v = match op {
+                    b'*' => v.checked_mul(r)?,
+                    b'/' => v.checked_div(r)?,
+                    _ => v.checked_rem(r)?,
+                };
+            }
+            Some(v)
+        }
+        fn power(&mut self, depth: u32) -> Option<i64> {
+            if depth > 32 {
+                return None;
+            }
+            let base = self.atom(depth)?;
+            if self.peek() == Some(b'^') {
+                self.1 += 1;
+                let e = u32::try_from(self.power(depth + 1)?).ok()?;
+                return base.checked_pow(e);
+            }
+            Some(base)
+        }
+        fn atom(&mut self, depth: u32) -> Option<i64> {
+            if depth > 32 {
+                return None;
+            }
+            match self.peek()? {
+                b'(' => {
+                    self.1 += 1;
+                    let v = self.sum(depth + 1)?;
+                    (self.peek()? == b')').then(|| self.1 += 1)?;
+                    Some(v)
+                }
+                b'-' => {
+                    self.1 += 1;
+                    self.atom(depth + 1)?.checked_neg()
+                }
+                _ => {
+                    let start = self.1;
+                    while self.0.get(self.1).is_some_and(u8::is_ascii_digit) {
+                        self.1 += 1;
+                    }
+                    std::str::from_utf8(&self.0[start..self.1])
+                        .ok()?
+                        .parse()
+                        .ok()
+                }
+            }
+        }
+    }
+    let mut p = P(text.as_bytes(), 0);
+    let v = p.sum(0)?;
+    (p.peek().is_none()).then_some(v)
 }
 
 /// fio's other names of options stormark knows by one name.
@@ -519,6 +630,13 @@ fn expand(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
         };
         if name.is_empty() {
             return Err("a $ without a variable name".into());
+        }
+        // fio's own, expanded per job or file (in filename_format): left for it.
+        if matches!(name, "jobnum" | "filenum" | "jobname" | "clientuid") {
+            out.push('$');
+            out.push_str(name);
+            rest = tail;
+            continue;
         }
         let value = env(name).ok_or_else(|| format!("{} is not set", shown_var(name)))?;
         if out.len() + value.len() + rest.len() > MAX_EXPANDED_LINE {

@@ -287,3 +287,31 @@ fn loops_number_ios_overwrite_and_fallocate() {
     assert_eq!(f.file.prepare, Some(true));
     assert!(parse("[a]\nloops=0\n").is_err());
 }
+
+#[test]
+fn fios_own_variables_and_arithmetic() {
+    let f = parse(
+        "[a]\nrw=read\nfilename_format=f.$jobnum.$filenum\nsize=(4*1024*1024)\nbs=2*2048\n\
+         filesize=5*1024*1024*$ncpus/8\nbsrange=4096-65536\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    assert_eq!(j[0].bs.min, 4096);
+    assert_eq!(j[0].size, Some(5 * 1024 * 1024 * 2 / 8));
+    // A per-job file name is more than one target: named, not run.
+    let e = parse("[a]\nrw=read\nfilename=/dev/sd$jobnum\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 3: filename"), "{e}");
+    assert!(parse("[a]\nsize=(1/0)\n").is_err());
+    assert!(parse("[a]\nsize=(2-5)\n").is_err());
+    assert_eq!(eval("2^10 % 1000 + (3 - -2) * 2"), Some(34));
+    assert_eq!(eval("((((1))))"), Some(1));
+    assert_eq!(eval("9223372036854775807*2"), None);
+    assert_eq!(eval("(1"), None);
+    assert_eq!(eval("1 2"), None);
+    assert!(eval(&"(".repeat(100)).is_none());
+    // However long, an expression never runs the stack out.
+    assert!(eval(&"2^".repeat(100_000)).is_none());
+    assert!(eval(&"-".repeat(100_000)).is_none());
+}
