@@ -906,3 +906,50 @@ fn an_agent_on_a_taken_port_says_so_before_claiming_it_listens() {
     assert!(said.contains("cannot listen there"), "{said}");
     assert!(!said.contains("listening on"), "{said}");
 }
+
+/// Issue 31: a fio job file's `filename=` that does not exist is made by the agent too,
+/// beneath a directory it is allowed (never outside one), and removed at the end.
+#[test]
+fn an_agent_makes_a_fio_files_missing_filename_only_where_it_is_allowed() {
+    let Some(s) = Setup::new("an_agent_makes_a_fio_files_missing_filename", 1) else {
+        return;
+    };
+    let file = s.targets[0].join("made-by-fio-file");
+    let fio = s.dir.path().join("f.fio");
+    let json = s.dir.path().join("r.json");
+    let run = |target: &Path| {
+        std::fs::write(
+            &fio,
+            format!(
+                "[w]\nfilename={}\nrw=randwrite\nbs=4k\nsize=4m\nruntime=1\ntime_based\n",
+                target.display()
+            ),
+        )
+        .unwrap();
+        Command::new(BIN)
+            .args([
+                "run",
+                fio.to_str().unwrap(),
+                "--agents",
+                &s.agents(),
+                "--token-file",
+                s.token.to_str().unwrap(),
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    assert!(run_phase(&r)["by_op"]["write"]["ops"].as_u64().unwrap() > 0);
+    assert!(r["notes"].to_string().contains("made "), "{}", r["notes"]);
+    assert!(!file.exists(), "removed at the end");
+    // Outside the agent's allowed directory: refused, nothing made.
+    let outside = s.dir.path().join("outside-file");
+    let out = run(&outside);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!outside.exists());
+}

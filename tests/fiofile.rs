@@ -258,3 +258,83 @@ fn real_world_job_files_map_field_by_field() {
         assert!(e.contains(line), "{line}: {e}");
     }
 }
+
+/// Issue 31: a `filename=` that does not exist yet is made, as fio makes it (fio's own
+/// `fio-rand-read`, `ssd-test` and others are written so): laid out in full before the load,
+/// written without --allow-overwrite (it is the run's), removed at the end unless kept. A file
+/// that exists is still the user's.
+#[test]
+fn a_filename_that_does_not_exist_is_made_laid_out_and_removed() {
+    let dir = temp_dir(TMP);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let file = data.join("fio-rand-RW");
+    let fio = dir.path().join("rand-rw.fio");
+    std::fs::write(
+        &fio,
+        format!(
+            "; fio's examples/fio-rand-RW.fio, scaled down\n[global]\nname=fio-rand-RW\nfilename={}\nrw=randrw\nrwmixread=60\nrwmixwrite=40\nbs=4K\ndirect=0\nnumjobs=2\ntime_based\nruntime=1\n\n[file1]\nsize=8M\nioengine=libaio\niodepth=4\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let json = dir.path().join("r.json");
+        let mut args = vec![
+            "run",
+            fio.to_str().unwrap(),
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = Bin(BIN).run(&args);
+        (out.status.code(), text(&out), read_json(&json))
+    };
+    let (code, said, r) = run(&[]);
+    assert_eq!(code, Some(0), "{said}");
+    let ran = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap();
+    assert!(ran["by_op"]["read"]["ops"].as_u64().unwrap() > 0);
+    assert!(ran["by_op"]["write"]["ops"].as_u64().unwrap() > 0);
+    assert!(
+        r["notes"].to_string().contains("made ")
+            && r["notes"].to_string().contains("8.0 MiB written"),
+        "{}",
+        r["notes"]
+    );
+    assert!(!file.exists(), "the made file is removed");
+    assert_eq!(r["target"]["kind"], "file", "{}", r["target"]);
+    // Kept: the file stays, laid out in full.
+    let (code, said, _) = run(&["--keep"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 8 << 20);
+    // Now it exists: the user's file, written only with --allow-overwrite.
+    let (code, said, _) = run(&[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("--allow-overwrite"), "{said}");
+    assert!(file.exists());
+    // --print-fio keeps it a file.
+    let out = Bin(BIN).run(&["run", fio.to_str().unwrap(), "--print-fio"]);
+    assert!(
+        text(&out).contains(&format!("filename={}", file.display())),
+        "{}",
+        text(&out)
+    );
+    // In a directory that is not there: one line, exit 2, nothing made.
+    std::fs::write(
+        &fio,
+        format!(
+            "[j]\nfilename={}\nrw=read\nsize=1m\n",
+            data.join("no/such/f").display()
+        ),
+    )
+    .unwrap();
+    let (code, said, _) = run(&[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+}

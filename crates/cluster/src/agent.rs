@@ -39,6 +39,9 @@ pub struct TargetOptions {
     /// S3 jobs: the keys to sign with and whether a missing bucket may be made. Never sent
     /// to a remote agent.
     pub s3: Option<S3Access>,
+    /// A file target that does not exist yet is made (a fio job file's `filename=`, as fio
+    /// makes it), laid out before the load, and removed at the end unless kept.
+    pub create_file: bool,
 }
 
 /// What an S3 run needs beside its jobs: kept out of the workload, so it never reaches a
@@ -68,6 +71,7 @@ impl TargetOptions {
             allowed_devices: None,
             run: new_run_id(),
             s3: None,
+            create_file: false,
         }
     }
 }

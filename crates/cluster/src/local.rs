@@ -6,6 +6,7 @@
 mod bucket;
 mod journal;
 mod limits;
+mod madefile;
 mod metajob;
 mod netjob;
 mod planning;
@@ -67,6 +68,8 @@ pub struct LocalAgent {
     /// Set by a second Ctrl-C: the cleanup of S3 objects stops waiting on the service and
     /// says what it left.
     abandon: Option<Arc<AtomicBool>>,
+    /// The file target this run made (`create_file`), removed at the end unless kept.
+    made: Option<madefile::MadeFile>,
 }
 
 impl LocalAgent {
@@ -90,6 +93,7 @@ impl LocalAgent {
             index: 0,
             meta: Vec::new(),
             abandon: None,
+            made: None,
         }
     }
 
@@ -98,6 +102,48 @@ impl LocalAgent {
     pub fn with_journal(mut self, journal: Option<Journal>) -> LocalAgent {
         self.journal = journal;
         self
+    }
+
+    /// Makes the missing file target (a fio job file's `filename=`), laid out in full, and
+    /// lets the run write it: it is this run's.
+    fn make_file(
+        &mut self,
+        workload: &Workload,
+        notes: &mut Vec<String>,
+    ) -> Result<(), AgentError> {
+        let size = madefile::size_for(workload);
+        let made = madefile::MadeFile::make(&self.opts.path, size, &self.stop)?;
+        if let Some(j) = &self.journal {
+            j.add_file(made.path(), made.id(), self.opts.keep);
+        }
+        notes.push(format!(
+            "made {} ({} written before the load, as fio lays out a file it creates); {}",
+            made.path().display(),
+            human(size),
+            if self.opts.keep {
+                "kept (--keep)"
+            } else {
+                "removed at the end"
+            }
+        ));
+        self.opts.allow_overwrite = true;
+        self.made = Some(made);
+        Ok(())
+    }
+
+    /// Removes the file this run made, unless kept.
+    fn remove_made_file(&mut self) -> Vec<String> {
+        let Some(made) = self.made.take() else {
+            return Vec::new();
+        };
+        if self.opts.keep {
+            return Vec::new();
+        }
+        let note = made.remove();
+        if let (Some(j), None) = (&self.journal, &note) {
+            j.remove(made.path());
+        }
+        note.into_iter().collect()
     }
 
     /// Shares the stop flag that Ctrl-C sets.
@@ -174,6 +220,12 @@ impl Agent for LocalAgent {
             self.open_bucket(workload)?;
             self.check_servers(workload)?;
             return Ok(v);
+        }
+        if self.opts.create_file
+            && self.made.is_none()
+            && std::fs::symlink_metadata(&self.opts.path).is_err()
+        {
+            self.make_file(workload, &mut v.notes)?;
         }
         let kind = classify(&self.opts.path)?;
         let mut stages = Vec::new();
@@ -385,6 +437,7 @@ impl Agent for LocalAgent {
         if let Some(Where::Dir(ws)) = &mut self.place {
             problems.extend(ws.cleanup(self.opts.keep));
         }
+        problems.extend(self.remove_made_file());
         problems
     }
 

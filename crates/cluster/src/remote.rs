@@ -516,6 +516,7 @@ impl Agent for RemoteAgent {
             index: self.index,
             hosts: self.hosts,
             run: t.run.clone(),
+            create_file: t.create_file,
             s3: t.s3.as_ref().map(|a| pb::S3Access {
                 access_key: a.credentials.access_key.clone(),
                 secret_key: a.credentials.secret_key.clone(),

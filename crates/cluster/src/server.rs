@@ -390,9 +390,23 @@ impl AgentRpc for AgentService {
         }
         // Only file load touches a path: then it must lie under an --allow-path.
         let target = if jobs.iter().any(|j| j.kind.needs_target()) {
-            self.cfg
-                .allowed(Path::new(&req.target))
-                .map_err(|e| Status::permission_denied(e.to_string()))?
+            let asked = Path::new(&req.target);
+            match (req.create_file, asked.parent(), asked.file_name()) {
+                // A file to make: its directory must be allowed (the name is made beneath it).
+                (true, Some(parent), Some(name))
+                    if std::fs::symlink_metadata(asked).is_err()
+                        && !parent.as_os_str().is_empty() =>
+                {
+                    self.cfg
+                        .allowed(parent)
+                        .map_err(|e| Status::permission_denied(e.to_string()))?
+                        .join(name)
+                }
+                _ => self
+                    .cfg
+                    .allowed(asked)
+                    .map_err(|e| Status::permission_denied(e.to_string()))?,
+            }
         } else {
             PathBuf::new()
         };
@@ -407,6 +421,7 @@ impl AgentRpc for AgentService {
             force: req.force,
             allowed_devices: Some(self.cfg.devices.clone()),
             run: req.run.clone(),
+            create_file: req.create_file,
             s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
                 credentials: stormark_s3::Credentials {
                     access_key: a.access_key.clone(),

@@ -89,7 +89,8 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
                     "time_based in {job} has no runtime: give one with --time, such as --time 60s (as fio's --runtime)"
                 ));
             }
-            target_is_file = f.target_is_file;
+            // Only the file's own target is made when missing, never a TARGET typed.
+            target_is_file = f.target_is_file && args.target.is_none();
             if !f.ignored.is_empty() {
                 notes.push(format!(
                     "{shown}: left out (--lenient): {}",

@@ -299,6 +299,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         allowed_devices: None,
         run: stormark_cluster::new_run_id(),
         s3,
+        create_file: target_is_file,
     };
     let repeat: u32 = match args.shape.repeat.as_deref() {
         None => 1,

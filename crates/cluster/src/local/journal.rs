@@ -100,10 +100,28 @@ impl Journal {
         self.update(|e| e.push(line));
     }
 
-    /// Forgets a run directory removed (or kept on purpose).
-    pub fn remove(&self, run_dir: &Path) {
-        let shown = run_dir.display().to_string();
-        self.update(|e| e.retain(|l| l.split_once(' ').map(|(_, p)| p) != Some(shown.as_str())));
+    /// Forgets a run directory or made file removed (or kept on purpose).
+    pub fn remove(&self, path: &Path) {
+        let shown = path.display().to_string();
+        self.update(|e| {
+            e.retain(|l| {
+                let p = l.split_once(' ').map(|(_, p)| p);
+                // A made file's line names it after its identity.
+                let file = p.and_then(|p| p.splitn(4, ':').nth(3));
+                p != Some(shown.as_str()) && file != Some(shown.as_str())
+            })
+        });
+    }
+
+    /// Records a file target the run made (`keep`: the coordinator asked to keep it), by its
+    /// identity, so that only that file is ever removed for it.
+    pub(super) fn add_file(&self, path: &Path, id: super::madefile::FileId, keep: bool) {
+        let line = if keep {
+            format!("keep {}", path.display())
+        } else {
+            format!("file {}:{}", id.shown(), path.display())
+        };
+        self.update(|e| e.push(line));
     }
 
     /// Records that run `run` writes objects under `shown` (`s3://B/PREFIX/RUN-hN/`).
@@ -138,6 +156,10 @@ fn recover(entries: &[String]) -> Vec<String> {
             ));
             continue;
         }
+        if how == "file" {
+            notes.push(remove_made_file(path));
+            continue;
+        }
         if how == "s3" {
             let (run, shown) = path.split_once(' ').unwrap_or((path, "?"));
             notes.push(format!(
@@ -155,6 +177,39 @@ fn recover(entries: &[String]) -> Vec<String> {
         }
     }
     notes
+}
+
+/// Removes a file a run made (`DEV:INO:BORN:PATH`) if what is at its path is still that file.
+fn remove_made_file(entry: &str) -> String {
+    let Some((at, _)) = entry.match_indices(':').nth(2) else {
+        return "a damaged journal line was skipped".into();
+    };
+    let (id, path) = (&entry[..at], Path::new(&entry[at + 1..]));
+    let (Some(name), Some(parent)) = (path.file_name(), path.parent()) else {
+        return format!("{}: not a file's path; left", path.display());
+    };
+    let removed = Dir::open(parent).and_then(|d| {
+        if super::madefile::FileId::now(&d, name)?.shown() != id {
+            return Err(std::io::Error::other(
+                "it is no longer the file that run made",
+            ));
+        }
+        d.remove_file(name)
+    });
+    match removed {
+        Ok(()) => format!(
+            "removed {}, made by an earlier run that did not finish",
+            path.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!(
+            "{}, made by an earlier run that did not finish, is gone already",
+            path.display()
+        ),
+        Err(e) => format!(
+            "left {}, made by an earlier run that did not finish: {e}",
+            path.display()
+        ),
+    }
 }
 
 /// Removes what a run directory's manifest names, beneath the directory's descriptor.
@@ -196,6 +251,17 @@ mod tests {
         std::fs::create_dir(&kept).unwrap();
         j.add(&run, false);
         j.add(&kept, true);
+        // A file a run made, and one made then replaced by someone else's.
+        let made = tmp.path().join("made");
+        std::fs::write(&made, b"x").unwrap();
+        let id = |p: &Path| super::super::madefile::FileId::of(&std::fs::metadata(p).unwrap());
+        j.add_file(&made, id(&made), false);
+        let replaced = tmp.path().join("replaced");
+        std::fs::write(&replaced, b"x").unwrap();
+        j.add_file(&replaced, id(&replaced), false);
+        std::fs::remove_file(&replaced).unwrap();
+        std::fs::write(tmp.path().join("other"), b"yyyy").unwrap();
+        std::fs::rename(tmp.path().join("other"), &replaced).unwrap();
         j.add_objects("20261126-001739-1", "s3://b/stormark/20261126-001739-1-h2/");
         j.add_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
         j.remove_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
@@ -215,6 +281,8 @@ mod tests {
                 && s3[0].contains("--remove-run 20261126-001739-1"),
             "{s3:?}"
         );
+        assert!(!made.exists(), "{notes:?}");
+        assert_eq!(std::fs::read(&replaced).unwrap(), b"yyyy", "{notes:?}");
         assert!(!dead.exists());
     }
 }
