@@ -338,3 +338,82 @@ fn a_filename_that_does_not_exist_is_made_laid_out_and_removed() {
     assert_eq!(code, Some(2), "{said}");
     assert_eq!(said.trim().lines().count(), 1, "{said}");
 }
+
+/// Issue 31: fio's own `examples/` (tests/fio/examples, unchanged) as a user hands them to
+/// stormark: each verdict is the recorded one (tests/fio/examples/VERDICTS); those that run
+/// run for a second on a scratch directory; the refused ones stop before any load with one
+/// line naming what (never a panic).
+#[test]
+fn fios_own_examples_keep_their_verdicts() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio/examples");
+    let recorded: std::collections::BTreeMap<String, String> =
+        std::fs::read_to_string(examples.join("VERDICTS"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.split_once(' '))
+            .map(|(f, v)| (f.to_string(), v.to_string()))
+            .collect();
+    let dir = temp_dir(TMP);
+    let mut files: Vec<String> = std::fs::read_dir(&examples)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".fio"))
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        recorded.keys().cloned().collect::<Vec<_>>(),
+        "every example has a verdict"
+    );
+    let mut differ = Vec::new();
+    for name in &files {
+        let job = examples.join(name);
+        let args = |extra: &[&str]| {
+            let mut a = vec![
+                "run".to_string(),
+                dir.path().display().to_string(),
+                "--job".into(),
+                job.display().to_string(),
+                "--size".into(),
+                "64m".into(),
+                "--time".into(),
+                "1s".into(),
+            ];
+            a.extend(extra.iter().map(|s| s.to_string()));
+            a
+        };
+        let out = Bin(BIN).run(
+            &args(&["--print-fio"])
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        let verdict = match out.status.code() {
+            Some(0) => "runs",
+            Some(2) => {
+                let said = text(&out);
+                assert_eq!(said.trim().lines().count(), 1, "{name}: {said}");
+                "refused"
+            }
+            other => panic!("{name}: exit {other:?}: {}", text(&out)),
+        };
+        if verdict != recorded[name] {
+            differ.push(format!("{name}: {verdict}, recorded {}", recorded[name]));
+            continue;
+        }
+        if verdict == "runs" {
+            let out = Bin(BIN).run(&args(&["-q"]).iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                0,
+                "{name} left files behind"
+            );
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "verdicts changed (update VERDICTS if for the better): {differ:#?}"
+    );
+}

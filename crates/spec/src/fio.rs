@@ -515,8 +515,10 @@ fn strip_comment(line: &str) -> &str {
 /// has (`*`, `/`, `%`, `^`): `4096-65536` stays a range.
 fn is_arithmetic(v: &str) -> bool {
     let v = v.trim();
-    v.bytes()
-        .all(|b| b.is_ascii_digit() || b" +-*/%^()".contains(&b))
+    // `30%` is a share (of a device, of a job), not a remainder.
+    !v.ends_with('%')
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || b" +-*/%^()".contains(&b))
         && v.bytes().any(|b| b.is_ascii_digit())
         && ((v.starts_with('(') && v.ends_with(')')) || v.bytes().any(|b| b"*/%^".contains(&b)))
 }

@@ -304,6 +304,8 @@ fn fios_own_variables_and_arithmetic() {
         .to_string();
     assert!(e.contains("line 3: filename"), "{e}");
     assert!(parse("[a]\nsize=(1/0)\n").is_err());
+    // A share is no remainder.
+    assert!(!is_arithmetic("0%") && !is_arithmetic("30%") && is_arithmetic("7%3"));
     assert!(parse("[a]\nsize=(2-5)\n").is_err());
     assert_eq!(eval("2^10 % 1000 + (3 - -2) * 2"), Some(34));
     assert_eq!(eval("((((1))))"), Some(1));
