@@ -609,6 +609,8 @@ fn eval(text: &str) -> Option<i64> {
 fn alias(key: &str) -> Option<&'static str> {
     Some(match key {
         "nr_files" => "nrfiles",
+        // fio's older name of runtime.
+        "timeout" => "runtime",
         "threads" => "thread",
         _ => return None,
     })
