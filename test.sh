@@ -14,9 +14,9 @@ cd "$(dirname "$0")"
 
 cat >&2 <<'EOF'
 stormark tests: what this installs, if missing, and how long it takes
-  Debian packages: mount e2fsprogs iproute2 openssl curl strace zstd lz4 faketime chromium
+  Debian packages: mount e2fsprogs iproute2 openssl curl strace zstd lz4 faketime chromium fio
     (loop devices, namespaces, TLS certificates, syscall counts, compressors, a clock moved
-    an hour, a real browser for the HTML report)
+    an hour, a real browser for the HTML report, fio's fio-genzipf for skewed offsets)
   MinIO and versitygw, pinned versions built with Go into Go's bin directory, outside the
     repository (about 6 minutes the first time on 2 cores, then kept)
   then: cargo fmt --check, cargo clippy -D warnings, cargo test (build about 5 minutes cold,
@@ -36,6 +36,7 @@ need zstd zstd
 need lz4 lz4
 need faketime faketime
 need chromium chromium
+need fio-genzipf fio
 root=$([ "$(id -u)" = 0 ] && echo yes || echo no)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$root" = yes ]; then

@@ -112,6 +112,8 @@ pub struct WorkerSpec {
     pub read_pct: u8,
     /// Share of random offsets, percent.
     pub random_pct: u8,
+    /// How random offsets fall over a file.
+    pub distribution: stormark_spec::Distribution,
     /// Smallest I/O.
     pub bs_min: u64,
     /// Largest I/O.
@@ -169,6 +171,7 @@ impl WorkerSpec {
             files,
             read_pct: 100,
             random_pct: 100,
+            distribution: stormark_spec::Distribution::Random,
             bs_min: 4096,
             bs_max: 4096,
             bs_align: 4096,
@@ -245,6 +248,7 @@ impl WorkerSpec {
             files,
             read_pct: job.read_pct(),
             random_pct: job.random_pct,
+            distribution: job.distribution,
             bs_min,
             bs_max,
             bs_align,

@@ -149,11 +149,14 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
     } else {
         OffsetGen::new(
             lens,
-            spec.read_pct,
-            spec.random_pct,
-            spec.bs_min,
-            spec.bs_max,
-            spec.bs_align,
+            crate::offsets::Pattern {
+                read_pct: spec.read_pct,
+                random_pct: spec.random_pct,
+                bs_min: spec.bs_min,
+                bs_max: spec.bs_max,
+                bs_align: spec.bs_align,
+                dist: spec.distribution,
+            },
             spec.seed,
         )
     };

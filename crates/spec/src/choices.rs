@@ -67,6 +67,107 @@ impl fmt::Display for Rw {
     }
 }
 
+/// How random offsets fall over a file: uniformly, or skewed as real data is accessed
+/// (fio's `random_distribution`, with fio's forms and algorithms, so that its
+/// `fio-genzipf` describes stormark's too).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Distribution {
+    /// Every block alike.
+    #[default]
+    Random,
+    /// Zipf with exponent theta (`zipf:1.2`): a few blocks take most accesses.
+    Zipf(f64),
+    /// Pareto with power h in (0, 1) (`pareto:0.2`).
+    Pareto(f64),
+    /// A normal distribution around the file's middle, its standard deviation this share of
+    /// the file, percent (`normal:10`), fio's sum of twelve uniform draws.
+    Normal(f64),
+    /// Zones of the file, each taking a share of the accesses, uniform within it
+    /// (`zoned:50/5:30/15:20/`: half the accesses to the first 5%, 30% to the next 15%, the
+    /// rest to the rest): `(access %, range %)` in order, `count` of them.
+    Zoned {
+        /// The zones; those past `count` are unused.
+        zones: [(u8, u8); MAX_ZONES],
+        /// How many.
+        count: u8,
+    },
+}
+
+/// The most zones a `zoned:` distribution has.
+pub const MAX_ZONES: usize = 16;
+
+impl Distribution {
+    /// The accepted forms, for messages.
+    pub const FORM: &'static str =
+        "random, zipf:THETA (not 1, such as zipf:1.2), pareto:H (0 < H < 1, such as pareto:0.2), normal:PCT (such as normal:10) or zoned:ACCESS/RANGE:... in percent, adding up to 100 (such as zoned:50/5:30/15:20/)";
+
+    /// Parses fio's form: `random`, `zipf:1.2`, `pareto:0.2`, `normal:10` (`gauss:10`).
+    pub fn parse(text: &str) -> Option<Distribution> {
+        let t = text.trim().to_ascii_lowercase();
+        if t == "random" {
+            return Some(Distribution::Random);
+        }
+        let (kind, arg) = t.split_once(':')?;
+        if kind == "zoned" {
+            return Distribution::zoned(arg);
+        }
+        let v: f64 = arg.trim().trim_end_matches('%').parse().ok()?;
+        if !v.is_finite() {
+            return None;
+        }
+        Some(match kind {
+            "zipf" if v > 0.0 && (v - 1.0).abs() > 1e-9 && v <= 100.0 => Distribution::Zipf(v),
+            "pareto" if v > 0.0 && v < 1.0 => Distribution::Pareto(v),
+            "normal" | "gauss" if v > 0.0 && v <= 100.0 => Distribution::Normal(v),
+            _ => return None,
+        })
+    }
+
+    /// fio's `zoned:A/R:A/R:...` (one set for reads and writes; a last range left empty is
+    /// the rest): the accesses add up to 100, the ranges to at most 100.
+    fn zoned(arg: &str) -> Option<Distribution> {
+        let mut zones = [(0u8, 0u8); MAX_ZONES];
+        let parts: Vec<&str> = arg.split(':').collect();
+        if parts.is_empty() || parts.len() > MAX_ZONES {
+            return None;
+        }
+        let (mut access, mut range) = (0u32, 0u32);
+        for (i, p) in parts.iter().enumerate() {
+            let (a, r) = p.split_once('/')?;
+            let a: u8 = a.trim().parse().ok().filter(|a| (1..=100).contains(a))?;
+            let r: u8 = match r.trim() {
+                "" if i + 1 == parts.len() => u8::try_from(100u32.checked_sub(range)?).ok()?,
+                r => r.parse().ok().filter(|r| (1..=100).contains(r))?,
+            };
+            access += u32::from(a);
+            range += u32::from(r);
+            zones[i] = (a, r);
+        }
+        (access == 100 && range <= 100 && range > 0).then_some(Distribution::Zoned {
+            zones,
+            count: parts.len() as u8,
+        })
+    }
+
+    /// fio's form.
+    pub fn name(self) -> String {
+        match self {
+            Distribution::Random => "random".into(),
+            Distribution::Zipf(t) => format!("zipf:{t}"),
+            Distribution::Pareto(h) => format!("pareto:{h}"),
+            Distribution::Normal(p) => format!("normal:{p}"),
+            Distribution::Zoned { zones, count } => format!(
+                "zoned:{}",
+                zones[..usize::from(count)]
+                    .iter()
+                    .map(|(a, r)| format!("{a}/{r}"))
+                    .collect::<Vec<_>>()
+                    .join(":")
+            ),
+        }
+    }
+}
+
 /// Block size: fixed (`min == max`) or a range from which each I/O draws, aligned to `bs_align`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockSize {

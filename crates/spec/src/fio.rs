@@ -727,6 +727,12 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
             out.push_str(&format!("rwmixread={}\n", job.rwmixread));
         }
+        if job.distribution != crate::Distribution::Random {
+            out.push_str(&format!(
+                "random_distribution={}\n",
+                job.distribution.name()
+            ));
+        }
         let random_default = if job.rw.is_random() { 100 } else { 0 };
         if job.random_pct != random_default {
             out.push_str(&format!("percentage_random={}\n", job.random_pct));

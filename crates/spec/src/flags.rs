@@ -48,6 +48,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw."),
     text("rwmixread", "PCT", "Share of reads in mixed patterns, percent [default: 50]."),
     text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),
+    text("random_distribution", "DIST", "How random offsets fall, as fio's: random, zipf:1.2, pareto:0.2 or normal:10 [default: random]."),
     text("bs", "SIZE", "Block size, or a range such as 4k-64k [default: 4k]."),
     text("bs_align", "SIZE", "Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs]."),
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),

@@ -50,6 +50,7 @@ pub const JOB_KEYS: &[&str] = &[
     "rw",
     "rwmixread",
     "random_pct",
+    "random_distribution",
     "bs",
     "bs_align",
     "iodepth",
@@ -121,6 +122,8 @@ pub struct JobOpts {
     pub rwmixread: Option<u8>,
     /// Share of random I/O in one stream, percent (fio's `percentage_random`).
     pub random_pct: Option<u8>,
+    /// How random offsets fall (fio's `random_distribution`).
+    pub distribution: Option<crate::Distribution>,
     /// Block size or range.
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
@@ -278,6 +281,12 @@ impl JobOpts {
             "random_pct" => {
                 self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
             }
+            "random_distribution" => {
+                self.distribution = Some(
+                    crate::Distribution::parse(value)
+                        .ok_or_else(|| bad(crate::Distribution::FORM))?,
+                )
+            }
             "bs" => {
                 self.bs = Some(BlockSize::parse(value).ok_or_else(|| {
                     bad("a size such as 4k, 64KiB or 1m, or a range such as 4k-64k")
@@ -372,6 +381,7 @@ impl JobOpts {
             rw,
             rwmixread,
             random_pct,
+            distribution,
             bs,
             bs_align,
             iodepth,
@@ -534,6 +544,7 @@ impl JobOpts {
             random_pct: self
                 .random_pct
                 .unwrap_or(if rw.is_random() { 100 } else { 0 }),
+            distribution: self.distribution.unwrap_or_default(),
             bs,
             bs_align,
             iodepth: self.iodepth.unwrap_or(1),

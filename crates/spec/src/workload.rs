@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-pub use crate::choices::{BlockSize, Direct, EngineChoice, LoadKind, Rw, SyncMode};
+pub use crate::choices::{
+    BlockSize, Direct, Distribution, EngineChoice, LoadKind, Rw, SyncMode, MAX_ZONES,
+};
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
 use crate::search::SteadyState;
@@ -28,6 +30,8 @@ pub struct Job {
     pub rwmixread: u8,
     /// Share of random offsets, percent.
     pub random_pct: u8,
+    /// How random offsets fall over a file.
+    pub distribution: crate::Distribution,
     /// Block size or range.
     pub bs: BlockSize,
     /// Offset and size alignment, bytes.
@@ -102,6 +106,7 @@ impl Job {
             ("rw", self.rw.name().to_string()),
             ("rwmixread", self.rwmixread.to_string()),
             ("random_pct", self.random_pct.to_string()),
+            ("random_distribution", self.distribution.name()),
             ("bs", self.bs.to_string()),
             ("bs_align", format_size(self.bs_align)),
             ("iodepth", self.iodepth.to_string()),

@@ -317,3 +317,41 @@ fn fios_own_variables_and_arithmetic() {
     assert!(eval(&"2^".repeat(100_000)).is_none());
     assert!(eval(&"-".repeat(100_000)).is_none());
 }
+
+#[test]
+fn random_distribution_as_fio_writes_it() {
+    let f = parse("[z]\nrw=randread\nrandom_distribution=zipf:1.2\n[p]\nrw=randread\nrandom_distribution=pareto:0.2\n[n]\nrw=randread\nrandom_distribution=normal:10\n").unwrap();
+    let j = jobs(&f);
+    assert_eq!(
+        j.iter().map(|j| j.distribution).collect::<Vec<_>>(),
+        [
+            crate::Distribution::Zipf(1.2),
+            crate::Distribution::Pareto(0.2),
+            crate::Distribution::Normal(10.0)
+        ]
+    );
+    let text = to_fio(&j, "/mnt/d", true);
+    assert!(text.contains("random_distribution=zipf:1.2\n"), "{text}");
+    // fio's own limits: theta not 1, h strictly between 0 and 1.
+    for bad in [
+        "zipf:1",
+        "zipf:0",
+        "pareto:1",
+        "pareto:0",
+        "normal:0",
+        "zipf",
+        "zoned:50/50",
+        "zipf:nan",
+    ] {
+        let e = parse(&format!("[z]\nrandom_distribution={bad}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("zipf:THETA"), "{bad}: {e}");
+    }
+    // The pairs a job travels as to an agent carry it.
+    let pairs = j[0].to_pairs();
+    assert!(
+        pairs.contains(&("random_distribution", "zipf:1.2".to_string())),
+        "{pairs:?}"
+    );
+}
