@@ -407,3 +407,95 @@ mod tick_tests {
         assert_eq!(unique.len(), labels.len());
     }
 }
+
+#[cfg(test)]
+mod axis_tests {
+    use super::*;
+
+    /// Issue 30: an over-time chart drew its first second left of the axis' 0. The line
+    /// starts where 0 is labelled, and no tick is left of it.
+    #[test]
+    fn the_first_second_starts_at_zero() {
+        let svg = line_chart(&LineChart {
+            title: "IOPS per second",
+            x_desc: "seconds since the start",
+            y_desc: "IOPS",
+            series: vec![Series {
+                name: "read".into(),
+                segments: vec![vec![
+                    (0.0, 5.0),
+                    (1.0, 5.0),
+                    (1.0, 7.0),
+                    (2.0, 7.0),
+                    (2.0, 6.0),
+                    (3.0, 6.0),
+                ]],
+            }],
+            y_fmt: &|v| format!("{v:.0}"),
+            x_fmt: &crate::charts::tick_label,
+            log_x: false,
+            hline: None,
+            dots: false,
+            marks: Vec::new(),
+            whiskers: Vec::new(),
+        })
+        .unwrap();
+        let attr = |tag: &str, name: &str| -> Vec<String> {
+            svg.split(&format!("<{tag}"))
+                .skip(1)
+                .filter_map(|t| {
+                    let at = t.find(&format!("{name}=\""))? + name.len() + 2;
+                    Some(t[at..at + t[at..].find('"')?].to_string())
+                })
+                .collect()
+        };
+        // The data's line: the polyline through more than two x positions (the axes' ticks
+        // are short lines).
+        let line_x: Vec<f64> = attr("polyline", "points")
+            .iter()
+            .map(|p| {
+                p.split_whitespace()
+                    .map(|xy| xy.split(',').next().unwrap().parse::<f64>().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|xs| {
+                let mut d = xs.clone();
+                d.sort_by(f64::total_cmp);
+                d.dedup();
+                d.len() > 2
+            })
+            .flatten()
+            .collect();
+        // The x tick labels: texts whose content is a number, below the plot.
+        let labels: Vec<(f64, String)> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let at = t.find("x=\"")? + 3;
+                let x: f64 = t[at..at + t[at..].find('"')?].parse().ok()?;
+                let body = t[t.find('>')? + 1..t.find("</text>")?].trim().to_string();
+                body.parse::<f64>().is_ok().then_some((x, body))
+            })
+            .collect();
+        // The x axis' labels stand at x positions of their own (the y axis' share one).
+        let labels: Vec<(f64, String)> = labels
+            .iter()
+            .filter(|(x, _)| labels.iter().filter(|(y, _)| y == x).count() == 1)
+            .cloned()
+            .collect();
+        let zero = labels.iter().find(|(_, b)| b == "0").map(|(x, _)| *x);
+        let min_x = line_x.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            labels.iter().all(|(_, b)| !b.starts_with('-')),
+            "{labels:?}"
+        );
+        let zero = zero.unwrap_or_else(|| panic!("no 0 on the x axis: {labels:?}"));
+        assert!(
+            (min_x - zero).abs() < 3.0,
+            "the line starts at {min_x}, 0 is labelled at {zero}"
+        );
+        // Every x label once (no "0 1 2 2 3"), in order.
+        let xs: Vec<f64> = labels.iter().map(|(_, b)| b.parse().unwrap()).collect();
+        assert!(xs.windows(2).all(|w| w[0] < w[1]), "{labels:?}");
+    }
+}
