@@ -66,6 +66,13 @@ set +e
   cargo test --workspace --locked --no-fail-fast "$@") 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
+# The slowest tests, as the test runner names them (those still running after 60 s).
+slow=$(sed -n 's/^test \(.*\) has been running for over 60 seconds$/\1/p' "$log" | sort -u)
+if [ -n "$slow" ]; then
+  echo
+  echo "tests that ran over 60 s:"
+  echo "$slow" | sed 's/^/  /'
+fi
 skipped=$(grep -c '^SKIP ' "$skips" || true)
 if [ "$skipped" -gt 0 ]; then
   echo
