@@ -62,8 +62,11 @@ skips=$(mktemp)
 trap 'rm -f "$log" "$skips"' EXIT
 export STORMARK_TEST_SKIPS="$skips"
 set +e
+# Clippy on the default build (what users get) and with every feature (what the tests run:
+# the embedded S3 server too).
 (cargo fmt --check && cargo clippy --workspace --all-targets --locked -- -D warnings &&
-  cargo test --workspace --locked --no-fail-fast "$@") 2>&1 | tee "$log"
+  cargo clippy --workspace --all-targets --all-features --locked -- -D warnings &&
+  cargo test --workspace --all-features --locked --no-fail-fast "$@") 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 # The slowest tests, as the test runner names them (those still running after 60 s).

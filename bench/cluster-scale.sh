@@ -19,7 +19,7 @@ RUNTIME=${RUNTIME:-30}
 KIND=${KIND:-file}
 BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
 if [ -z "${STORMARK:-}" ]; then
-  cargo build --release --locked -q
+  cargo build --release --locked -q --features embedded-s3
   STORMARK=$PWD/target/release/stormark
 fi
 if [ ! -x /usr/bin/time ] && command -v apt-get >/dev/null; then

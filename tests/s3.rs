@@ -1022,6 +1022,9 @@ fn a_latency_target_search_climbs_connections() {
     assert_eq!(m.objects("search", "stormark/"), Vec::<String>::new());
 }
 
+/// The embedded server is built only with `--features embedded-s3` (./test.sh builds every
+/// feature).
+#[cfg(feature = "embedded-s3")]
 #[test]
 fn embedded_server_needs_nothing_installed_and_leaves_nothing_behind() {
     let dir = temp_dir(TMP);

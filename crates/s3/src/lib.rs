@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod client;
+#[cfg(feature = "embedded")]
 mod embedded;
 mod list;
 mod tls;
@@ -19,6 +20,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 pub use client::{Client, Fetched};
+#[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedError, EmbeddedServer};
 pub use list::{parse_list, Listing};
 pub use tls::tls_config;

@@ -3,55 +3,21 @@
 
 use anyhow::Result;
 use stormark_cluster::S3Access;
-use stormark_s3::{profile_credentials, Credentials, EmbeddedServer};
+use stormark_s3::{profile_credentials, Credentials};
 
 use crate::cli::{RunArgs, S3Args, WorkloadFlags};
 use crate::{usage, Ending};
 
 pub fn main(args: S3Args) -> Result<Ending> {
-    let given = |key: &str| args.workload.0.iter().find(|(k, _)| *k == key);
     let mut flags = vec![("kind", "s3".to_string())];
     let mut notes = Vec::new();
     // Declared before the run so that it outlives it: dropping it stops the server and
     // removes its directory.
-    let server;
+    let _server;
     let credentials = if args.embedded {
-        if given("endpoint").is_some() || !args.host_endpoint.is_empty() {
-            return Err(usage(
-                "--embedded serves its own endpoint: leave out --endpoint and --host-endpoint",
-            ));
-        }
-        if args.access_key.is_some() || args.secret_key.is_some() || args.aws_profile.is_some() {
-            return Err(usage(
-                "--embedded makes its own keys: leave out --access-key, --secret-key and --aws-profile",
-            ));
-        }
-        let bucket =
-            given("bucket").map_or_else(|| EMBEDDED_BUCKET.to_string(), |(_, b)| b.clone());
-        let listen = args
-            .embedded_listen
-            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        if listen.ip().is_unspecified() {
-            return Err(usage(format!(
-                "--embedded-listen {listen}: give an address the clients can connect to, such as 127.0.0.1:9000 or this host's address"
-            )));
-        }
-        server = EmbeddedServer::start(listen, &std::env::temp_dir(), &bucket)
-            .map_err(|e| usage(e.to_string()))?;
-        if !args.output.quiet {
-            eprintln!(
-                "embedded S3 server at {} on {}",
-                server.endpoint(),
-                server.dir().display()
-            );
-        }
-        notes.push(format!(
-            "the figures are of stormark's embedded S3 server (s3s-fs on {}, in the client's own process and CPUs), not of a storage service",
-            server.dir().display()
-        ));
-        flags.push(("endpoint", server.endpoint().to_string()));
-        flags.push(("bucket", bucket));
-        server.credentials().clone()
+        let (server, credentials) = embedded(&args, &mut flags, &mut notes)?;
+        _server = server;
+        credentials
     } else {
         keys(
             args.access_key.clone(),
@@ -112,7 +78,66 @@ fn remove_run(flags: Vec<(&'static str, String)>, access: &S3Access, id: &str) -
     })
 }
 
+/// `--embedded`: the server started, its endpoint and bucket among the flags, its keys.
+#[cfg(feature = "embedded-s3")]
+fn embedded(
+    args: &S3Args,
+    flags: &mut Vec<(&'static str, String)>,
+    notes: &mut Vec<String>,
+) -> Result<(stormark_s3::EmbeddedServer, Credentials)> {
+    let given = |key: &str| args.workload.0.iter().find(|(k, _)| *k == key);
+    if given("endpoint").is_some() || !args.host_endpoint.is_empty() {
+        return Err(usage(
+            "--embedded serves its own endpoint: leave out --endpoint and --host-endpoint",
+        ));
+    }
+    if args.access_key.is_some() || args.secret_key.is_some() || args.aws_profile.is_some() {
+        return Err(usage(
+            "--embedded makes its own keys: leave out --access-key, --secret-key and --aws-profile",
+        ));
+    }
+    let bucket = given("bucket").map_or_else(|| EMBEDDED_BUCKET.to_string(), |(_, b)| b.clone());
+    let listen = args
+        .embedded_listen
+        .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    if listen.ip().is_unspecified() {
+        return Err(usage(format!(
+            "--embedded-listen {listen}: give an address the clients can connect to, such as 127.0.0.1:9000 or this host's address"
+        )));
+    }
+    let server = stormark_s3::EmbeddedServer::start(listen, &std::env::temp_dir(), &bucket)
+        .map_err(|e| usage(e.to_string()))?;
+    if !args.output.quiet {
+        eprintln!(
+            "embedded S3 server at {} on {}",
+            server.endpoint(),
+            server.dir().display()
+        );
+    }
+    notes.push(format!(
+        "the figures are of stormark's embedded S3 server (s3s-fs on {}, in the client's own process and CPUs), not of a storage service",
+        server.dir().display()
+    ));
+    flags.push(("endpoint", server.endpoint().to_string()));
+    flags.push(("bucket", bucket));
+    let credentials = server.credentials().clone();
+    Ok((server, credentials))
+}
+
+/// `--embedded` in a stormark built without the server.
+#[cfg(not(feature = "embedded-s3"))]
+fn embedded(
+    _: &S3Args,
+    _: &mut Vec<(&'static str, String)>,
+    _: &mut Vec<String>,
+) -> Result<((), Credentials)> {
+    Err(usage(
+        "--embedded: this stormark was built without its embedded S3 server; build it with `cargo build --release --locked --features embedded-s3`, or give --endpoint of a service",
+    ))
+}
+
 /// The bucket of `--embedded` unless `--bucket` names one.
+#[cfg(feature = "embedded-s3")]
 const EMBEDDED_BUCKET: &str = "stormark";
 
 /// The keys: flags, else the environment, else a profile of the shared credentials file.
