@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod conn;
 #[cfg(feature = "embedded")]
 mod embedded;
 mod list;
