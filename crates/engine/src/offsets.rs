@@ -32,6 +32,8 @@ pub struct Pattern {
     pub bs_align: u64,
     /// How random offsets fall.
     pub dist: Distribution,
+    /// Block sizes by share (fio's `bssplit`) instead of drawn evenly from the range.
+    pub split: Option<stormark_spec::BsSplit>,
 }
 
 impl Pattern {
@@ -44,6 +46,7 @@ impl Pattern {
             bs_max: bs,
             bs_align: bs,
             dist: Distribution::Random,
+            split: None,
         }
     }
 }
@@ -66,6 +69,8 @@ pub struct OffsetGen {
     once: bool,
     /// Per file, how its random offsets are skewed (empty: uniform, the common case).
     skew: Vec<Skew>,
+    /// fio's `bssplit`, cumulative (empty: sizes drawn evenly from the range).
+    split: Box<[(u8, u64)]>,
 }
 
 /// wyrand (Wang Yi): one multiply per draw, passes BigCrush; plenty for offsets.
@@ -210,7 +215,21 @@ impl OffsetGen {
             bs_max,
             bs_align,
             dist,
+            split,
         } = pattern;
+        // A bssplit as cumulative shares: (share up to here, size).
+        let split: Box<[(u8, u64)]> = split
+            .map(|s| {
+                let mut acc = 0u8;
+                s.entries()
+                    .iter()
+                    .map(|&(size, pct)| {
+                        acc += pct;
+                        (acc, size)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let bs_slots = (bs_max - bs_min) / bs_align + 1;
         let n = file_lens.len();
         // A file's positions are where the largest block still fits; files of one length
@@ -240,6 +259,7 @@ impl OffsetGen {
             next_file: 0,
             once: false,
             skew,
+            split,
         }
     }
 
@@ -282,6 +302,12 @@ impl OffsetGen {
         };
         let len = if self.bs_slots == 1 {
             self.bs_min
+        } else if !self.split.is_empty() {
+            let pick = self.below(100) as u8;
+            self.split
+                .iter()
+                .find(|s| pick < s.0)
+                .map_or(self.bs_min, |s| s.1)
         } else {
             self.bs_min + self.below(self.bs_slots) * self.bs_align
         };
@@ -484,6 +510,34 @@ mod tests {
         for (got, want) in per.iter().zip([50_000.0, 30_000.0, 20_000.0]) {
             assert!((f64::from(*got) - want).abs() < 1000.0, "{per:?}");
         }
+    }
+
+    /// Issue 31: fio's `bssplit`, each size for its share of the I/Os, offsets aligned.
+    #[test]
+    fn a_bssplit_draws_each_size_for_its_share() {
+        let split = stormark_spec::BsSplit::parse("4k/50:64k/30:16k/").unwrap();
+        let mut g = OffsetGen::new(
+            vec![64 << 20],
+            Pattern {
+                bs_max: 65536,
+                split: Some(split),
+                ..Pattern::fixed(100, 100, 4096)
+            },
+            9,
+        );
+        let n = 100_000;
+        let mut by = std::collections::BTreeMap::new();
+        for _ in 0..n {
+            let r = g.next_io().unwrap();
+            assert_eq!(r.offset % 4096, 0);
+            assert!(r.offset + u64::from(r.len) <= 64 << 20);
+            *by.entry(r.len).or_insert(0u32) += 1;
+        }
+        for (len, want) in [(4096, 0.5), (65536, 0.3), (16384, 0.2)] {
+            let got = f64::from(by[&len]) / f64::from(n);
+            assert!((got - want).abs() < 0.01, "{len}: {got} of {by:?}");
+        }
+        assert_eq!(by.len(), 3, "{by:?}");
     }
 
     #[test]

@@ -114,6 +114,8 @@ pub struct WorkerSpec {
     pub random_pct: u8,
     /// How random offsets fall over a file.
     pub distribution: stormark_spec::Distribution,
+    /// Block sizes by share (fio's `bssplit`).
+    pub bs_split: Option<stormark_spec::BsSplit>,
     /// Smallest I/O.
     pub bs_min: u64,
     /// Largest I/O.
@@ -172,6 +174,7 @@ impl WorkerSpec {
             read_pct: 100,
             random_pct: 100,
             distribution: stormark_spec::Distribution::Random,
+            bs_split: None,
             bs_min: 4096,
             bs_max: 4096,
             bs_align: 4096,
@@ -249,6 +252,7 @@ impl WorkerSpec {
             read_pct: job.read_pct(),
             random_pct: job.random_pct,
             distribution: job.distribution,
+            bs_split: job.bs_split,
             bs_min,
             bs_max,
             bs_align,

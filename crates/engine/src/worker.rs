@@ -156,6 +156,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 bs_max: spec.bs_max,
                 bs_align: spec.bs_align,
                 dist: spec.distribution,
+                split: spec.bs_split,
             },
             spec.seed,
         )

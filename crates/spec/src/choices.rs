@@ -168,6 +168,74 @@ impl Distribution {
     }
 }
 
+/// fio's `bssplit`: block sizes each drawn for a share of the I/Os (`4k/50:64k/50`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BsSplit {
+    /// `(bytes, percent)` in the order given; those past `count` unused.
+    pub sizes: [(u64, u8); MAX_SPLIT],
+    /// How many.
+    pub count: u8,
+}
+
+/// The most sizes a `bssplit` has.
+pub const MAX_SPLIT: usize = 16;
+
+impl BsSplit {
+    /// The accepted form, for messages.
+    pub const FORM: &'static str = "SIZE/PCT:SIZE/PCT:..., the shares adding up to 100 (a last share left empty takes the rest), such as 4k/50:64k/50";
+
+    /// Parses fio's form. fio's separate lists for reads and writes (`...,...`) are taken
+    /// when they are the same list.
+    pub fn parse(text: &str) -> Option<BsSplit> {
+        let mut lists = text.split(',').map(str::trim).filter(|l| !l.is_empty());
+        let first = BsSplit::parse_list(lists.next()?)?;
+        for other in lists {
+            if BsSplit::parse_list(other)? != first {
+                return None;
+            }
+        }
+        Some(first)
+    }
+
+    /// One list: `SIZE/PCT:...`.
+    fn parse_list(list: &str) -> Option<BsSplit> {
+        let parts: Vec<&str> = list.split(':').collect();
+        if parts.is_empty() || parts.len() > MAX_SPLIT {
+            return None;
+        }
+        let mut sizes = [(0u64, 0u8); MAX_SPLIT];
+        let mut total = 0u32;
+        for (i, p) in parts.iter().enumerate() {
+            let (size, pct) = p.split_once('/')?;
+            let size = crate::units::parse_size(size.trim()).filter(|s| *s > 0)?;
+            let pct: u8 = match pct.trim() {
+                "" if i + 1 == parts.len() => u8::try_from(100u32.checked_sub(total)?).ok()?,
+                p => p.parse().ok().filter(|p| *p <= 100)?,
+            };
+            total += u32::from(pct);
+            sizes[i] = (size, pct);
+        }
+        (total == 100).then_some(BsSplit {
+            sizes,
+            count: parts.len() as u8,
+        })
+    }
+
+    /// The sizes and shares given.
+    pub fn entries(&self) -> &[(u64, u8)] {
+        &self.sizes[..usize::from(self.count)]
+    }
+
+    /// fio's form.
+    pub fn name(&self) -> String {
+        self.entries()
+            .iter()
+            .map(|(s, p)| format!("{}/{p}", crate::units::format_size(*s)))
+            .collect::<Vec<_>>()
+            .join(":")
+    }
+}
+
 /// Block size: fixed (`min == max`) or a range from which each I/O draws, aligned to `bs_align`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockSize {

@@ -714,7 +714,9 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             _ => "io_uring",
         };
         out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw.name()));
-        if job.bs.min == job.bs.max {
+        if let Some(split) = &job.bs_split {
+            out.push_str(&format!("bssplit={}\n", split.name()));
+        } else if job.bs.min == job.bs.max {
             out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
         } else {
             out.push_str(&format!(

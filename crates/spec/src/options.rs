@@ -52,6 +52,7 @@ pub const JOB_KEYS: &[&str] = &[
     "random_pct",
     "random_distribution",
     "bs",
+    "bssplit",
     "bs_align",
     "iodepth",
     "jobs",
@@ -128,6 +129,8 @@ pub struct JobOpts {
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
     pub bs_align: Option<u64>,
+    /// Block sizes by share (fio's `bssplit`); it sets the block size's range.
+    pub bs_split: Option<crate::BsSplit>,
     /// I/Os in flight per job.
     pub iodepth: Option<u32>,
     /// Parallel workers (fio's `numjobs`).
@@ -293,6 +296,10 @@ impl JobOpts {
                 })?)
             }
             "bs_align" => self.bs_align = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "bssplit" => {
+                self.bs_split =
+                    Some(crate::BsSplit::parse(value).ok_or_else(|| bad(crate::BsSplit::FORM))?)
+            }
             "iodepth" => self.iodepth = Some(count(4096)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
@@ -384,6 +391,7 @@ impl JobOpts {
             distribution,
             bs,
             bs_align,
+            bs_split,
             iodepth,
             jobs,
             files,
@@ -439,10 +447,17 @@ impl JobOpts {
     /// that has no `name`.
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let rw = self.rw.unwrap_or(Rw::Read);
-        let bs = self.bs.unwrap_or(BlockSize {
-            min: 4096,
-            max: 4096,
-        });
+        // A bssplit's sizes make the block size's range.
+        let bs = match self.bs_split {
+            Some(split) => BlockSize {
+                min: split.entries().iter().map(|e| e.0).min().unwrap_or(4096),
+                max: split.entries().iter().map(|e| e.0).max().unwrap_or(4096),
+            },
+            None => self.bs.unwrap_or(BlockSize {
+                min: 4096,
+                max: 4096,
+            }),
+        };
         let shown_bs = bs.to_string();
         if bs.min == 0 || bs.min > bs.max {
             return Err(SpecError::invalid(
@@ -468,6 +483,22 @@ impl JobOpts {
                     format_size(bs.min)
                 ),
             ));
+        }
+        if let Some(split) = self.bs_split {
+            if split
+                .entries()
+                .iter()
+                .any(|(s, _)| !s.is_multiple_of(bs_align))
+            {
+                return Err(SpecError::invalid(
+                    "--bssplit",
+                    &split.name(),
+                    format!(
+                        "sizes that are multiples of --bs-align ({})",
+                        format_size(bs_align)
+                    ),
+                ));
+            }
         }
         let direct = self.direct.unwrap_or(Direct::No);
         if direct != Direct::No
@@ -547,6 +578,7 @@ impl JobOpts {
             distribution: self.distribution.unwrap_or_default(),
             bs,
             bs_align,
+            bs_split: self.bs_split,
             iodepth: self.iodepth.unwrap_or(1),
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 pub use crate::choices::{
-    BlockSize, Direct, Distribution, EngineChoice, LoadKind, Rw, SyncMode, MAX_ZONES,
+    BlockSize, BsSplit, Direct, Distribution, EngineChoice, LoadKind, Rw, SyncMode, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
@@ -32,6 +32,8 @@ pub struct Job {
     pub random_pct: u8,
     /// How random offsets fall over a file.
     pub distribution: crate::Distribution,
+    /// Block sizes by share (fio's `bssplit`), within `bs`'s range.
+    pub bs_split: Option<crate::BsSplit>,
     /// Block size or range.
     pub bs: BlockSize,
     /// Offset and size alignment, bytes.
@@ -128,6 +130,9 @@ impl Job {
         }
         if self.kind != LoadKind::File {
             pairs.push(("kind", self.kind.name().to_string()));
+        }
+        if let Some(split) = &self.bs_split {
+            pairs.push(("bssplit", split.name()));
         }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));

@@ -355,3 +355,35 @@ fn random_distribution_as_fio_writes_it() {
         "{pairs:?}"
     );
 }
+
+#[test]
+fn bssplit_as_fio_writes_it() {
+    let f =
+        parse("[b]\nrw=randrw\nbssplit=512/10:4k/60:64k/,512/10:4k/60:64k/30\ndirect=1\n").unwrap();
+    let j = &jobs(&f)[0];
+    let split = j.bs_split.unwrap();
+    assert_eq!(split.entries(), [(512, 10), (4096, 60), (65536, 30)]);
+    assert_eq!((j.bs.min, j.bs.max, j.bs_align), (512, 65536, 512));
+    let text = to_fio(&jobs(&f), "/mnt/d", true);
+    assert!(
+        text.contains("bssplit=512/10:4k/60:64k/30\n") && !text.contains("\nbs="),
+        "{text}"
+    );
+    // Different lists for reads and writes, shares not adding up to 100, a size not a
+    // multiple of the alignment: refused with the accepted form.
+    for bad in [
+        "4k/50:8k/50,16k/100",
+        "4k/50:8k/40",
+        "4k/50:6000/50",
+        "4k",
+        "0/100",
+    ] {
+        let refused = parse(&format!("[b]\nbssplit={bad}\n")).map_or(true, |f| {
+            f.file
+                .jobs
+                .iter()
+                .any(|j| f.file.defaults.overlay(j).resolve("b").is_err())
+        });
+        assert!(refused, "{bad}");
+    }
+}
