@@ -139,7 +139,11 @@ impl<'a> Pace<'a> {
             } else {
                 measured_start + Duration::from_secs(1)
             },
-            deadline: spec.stop.time.map(|t| measured_start + t),
+            // A job that starts late (fio's startdelay) runs its whole time from then.
+            deadline: spec
+                .stop
+                .time
+                .map(|t| measured_start + spec.start_delay + t),
             worker,
             last_completion: None,
             steady,

@@ -136,6 +136,8 @@ pub struct WorkerSpec {
     pub stop: Stop,
     /// Warm-up, discarded.
     pub ramp: Duration,
+    /// The wait after the stage's start before the first I/O (fio's `startdelay`).
+    pub start_delay: Duration,
     /// Seed of the offset generator and buffer contents.
     pub seed: u64,
     /// What writes carry: zeros, or bytes drawn from `seed` that compress and deduplicate as
@@ -185,6 +187,7 @@ impl WorkerSpec {
             load: crate::work::Load::Psync,
             stop: Stop::default(),
             ramp: Duration::ZERO,
+            start_delay: Duration::ZERO,
             seed: 1,
             data: crate::DataShape::default(),
             verify: None,
@@ -263,6 +266,7 @@ impl WorkerSpec {
             load: work,
             stop,
             ramp,
+            start_delay: job.start_delay,
             seed,
             data: crate::DataShape {
                 zero: job.zero_buffers,

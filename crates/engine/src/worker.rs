@@ -44,6 +44,10 @@ pub(crate) fn run_worker(
             return;
         }
     };
+    // fio's startdelay: idle from the stage's start, its seconds counted with the others'.
+    if !spec.start_delay.is_zero() {
+        crate::ctx::wait_until(t0 + spec.start_delay, stop);
+    }
     let io_total = spec.stop.io_total.unwrap_or(u64::MAX);
     let mut ctx = Ctx {
         spec,
@@ -57,7 +61,7 @@ pub(crate) fn run_worker(
         issued: 0,
         io_total,
         consecutive_errors: 0,
-        schedule: Schedule::new(t0, spec.rate_iops),
+        schedule: Schedule::new(t0 + spec.start_delay, spec.rate_iops),
         writes_since_sync: 0,
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
     };
@@ -162,4 +166,55 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
         )
     };
     Ok((files, bufs, gen))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::stage::{run_stage, StageEvent};
+    use crate::target::{FileTarget, Stop, WorkerSpec};
+
+    /// Issue 31: fio's startdelay. The delayed worker does nothing for its delay, then runs
+    /// its whole time; its seconds are numbered with the stage's (the first it reports is
+    /// past the delay).
+    #[test]
+    fn a_start_delay_idles_then_runs_the_whole_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
+        let spec = |delay: u64| WorkerSpec {
+            load: crate::Load::Null,
+            stop: Stop {
+                time: Some(Duration::from_secs(1)),
+                io_total: None,
+            },
+            start_delay: Duration::from_millis(delay),
+            ..WorkerSpec::new(vec![FileTarget::path(path.clone(), 1 << 16)])
+        };
+        let mut first_busy = [None; 2];
+        let mut end = [0u64; 2];
+        run_stage(
+            vec![spec(0), spec(2000)],
+            Arc::new(AtomicBool::new(false)),
+            &mut |e| match e {
+                StageEvent::Interval {
+                    worker,
+                    interval,
+                    snap,
+                } if snap.total().ops > 0 => {
+                    first_busy[worker].get_or_insert(interval);
+                }
+                StageEvent::Done { worker, end_ns, .. } => end[worker] = end_ns,
+                _ => {}
+            },
+        );
+        assert_eq!(first_busy[0], Some(0));
+        assert_eq!(first_busy[1], Some(2), "{first_busy:?}");
+        assert!(end[0] < end[1], "{end:?}");
+        // Its second of load starts at 2 s: it cannot end before 3 s.
+        assert!(end[1] >= 2_999_000_000, "{end:?}");
+    }
 }

@@ -339,11 +339,9 @@ fn apply(
             set(job, "verify", if on { "true" } else { "false" })?;
         }
         "do_verify" => {}
-        "startdelay" => {
-            if crate::units::parse_duration(v).is_some_and(|d| !d.is_zero()) {
-                return Ok(false);
-            }
-        }
+        // fio's random range form (`startdelay=1-5`): not run.
+        "startdelay" if v.contains('-') => return Ok(false),
+        "startdelay" => set(job, "startdelay", v)?,
         "bs" | "blocksize" => {
             // fio's bs=R,W: one size for both is all stormark runs.
             let mut parts = v.split(',').filter(|p| !p.is_empty());
@@ -770,6 +768,12 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         }
         if !job.ramp.is_zero() {
             out.push_str(&format!("ramp_time={}\n", format_duration(job.ramp)));
+        }
+        if !job.start_delay.is_zero() {
+            out.push_str(&format!(
+                "startdelay={}\n",
+                format_duration(job.start_delay)
+            ));
         }
         match job.direct.name() {
             "true" => out.push_str("direct=1\n"),

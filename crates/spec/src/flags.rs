@@ -50,6 +50,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),
     text("random_distribution", "DIST", "How random offsets fall, as fio's: random, zipf:1.2, pareto:0.2 or normal:10 [default: random]."),
     text("bs", "SIZE", "Block size, or a range such as 4k-64k [default: 4k]."),
+    text("startdelay", "DURATION", "Wait this long after the group starts before the job's first I/O, then run its whole --time (fio's startdelay)."),
     text("bssplit", "SPLIT", "Block sizes by share of the I/Os, as fio's bssplit: 4k/50:64k/50 (a last share left empty takes the rest)."),
     text("bs_align", "SIZE", "Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs]."),
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),

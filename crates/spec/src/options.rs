@@ -63,6 +63,7 @@ pub const JOB_KEYS: &[&str] = &[
     "direct",
     "engine",
     "ramp",
+    "startdelay",
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
@@ -149,6 +150,9 @@ pub struct JobOpts {
     pub engine: Option<EngineChoice>,
     /// Warm-up excluded from results.
     pub ramp: Option<Duration>,
+    /// How long the job waits after the stage starts before its first I/O (fio's
+    /// `startdelay`).
+    pub start_delay: Option<Duration>,
     /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
     pub invalidate: Option<bool>,
     /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
@@ -324,6 +328,13 @@ impl JobOpts {
                 )
             }
             "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "startdelay" => {
+                self.start_delay = Some(
+                    parse_duration(value)
+                        .filter(|d| d.as_secs() <= 86_400)
+                        .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
+                )
+            }
             "invalidate" => {
                 self.invalidate = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
@@ -401,6 +412,7 @@ impl JobOpts {
             direct,
             engine,
             ramp,
+            start_delay,
             invalidate,
             zero_buffers,
             sync,
@@ -587,6 +599,7 @@ impl JobOpts {
             direct,
             engine,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
+            start_delay: self.start_delay.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or(true),
             zero_buffers: self.zero_buffers.unwrap_or(false),
             sync: self.sync.unwrap_or_default(),

@@ -56,6 +56,9 @@ pub struct Job {
     pub engine: EngineChoice,
     /// Warm-up before measuring.
     pub ramp: Duration,
+    /// The wait after the stage starts before the job's first I/O (fio's `startdelay`); its
+    /// time is counted from then.
+    pub start_delay: Duration,
     /// Drop cached pages of the files before a buffered job (fio's `invalidate=1`, the default).
     pub invalidate: bool,
     /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
@@ -133,6 +136,9 @@ impl Job {
         }
         if let Some(split) = &self.bs_split {
             pairs.push(("bssplit", split.name()));
+        }
+        if !self.start_delay.is_zero() {
+            pairs.push(("startdelay", format_duration(self.start_delay)));
         }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));

@@ -387,3 +387,21 @@ fn bssplit_as_fio_writes_it() {
         assert!(refused, "{bad}");
     }
 }
+
+#[test]
+fn startdelay_as_fio_writes_it() {
+    let f = parse(
+        "[a]\nrw=read\nruntime=2\ntime_based\n[b]\nrw=write\nstartdelay=1\nruntime=2\ntime_based\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    assert_eq!(
+        (j[0].start_delay, j[1].start_delay),
+        (std::time::Duration::ZERO, std::time::Duration::from_secs(1))
+    );
+    assert!(to_fio(&j, "/mnt/d", true).contains("startdelay=1s\n"));
+    assert!(j[1].to_pairs().contains(&("startdelay", "1s".to_string())));
+    // fio's random range form is not run: named with its line.
+    let e = parse("[a]\nstartdelay=1-5\n").unwrap_err().to_string();
+    assert!(e.contains("line 2: startdelay"), "{e}");
+}
