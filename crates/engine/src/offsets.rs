@@ -34,6 +34,9 @@ pub struct Pattern {
     pub dist: Distribution,
     /// Block sizes by share (fio's `bssplit`) instead of drawn evenly from the range.
     pub split: Option<stormark_spec::BsSplit>,
+    /// Bytes a sequential stream moves on (or back) after each I/O beyond it (fio's
+    /// `rw=read:-8k`).
+    pub seq_add: i64,
 }
 
 impl Pattern {
@@ -47,6 +50,7 @@ impl Pattern {
             bs_align: bs,
             dist: Distribution::Random,
             split: None,
+            seq_add: 0,
         }
     }
 }
@@ -71,6 +75,8 @@ pub struct OffsetGen {
     skew: Vec<Skew>,
     /// fio's `bssplit`, cumulative (empty: sizes drawn evenly from the range).
     split: Box<[(u8, u64)]>,
+    /// What a sequential stream adds after each I/O beyond it.
+    seq_add: i64,
 }
 
 /// wyrand (Wang Yi): one multiply per draw, passes BigCrush; plenty for offsets.
@@ -216,6 +222,7 @@ impl OffsetGen {
             bs_align,
             dist,
             split,
+            seq_add,
         } = pattern;
         // A bssplit as cumulative shares: (share up to here, size).
         let split: Box<[(u8, u64)]> = split
@@ -260,6 +267,7 @@ impl OffsetGen {
             once: false,
             skew,
             split,
+            seq_add,
         }
     }
 
@@ -329,10 +337,20 @@ impl OffsetGen {
         } else {
             let pos = &mut self.seq_pos[file][op.index()];
             if *pos + len > file_len {
-                *pos = 0;
+                // Past the end: from the start, or going backwards from the last block.
+                *pos = if self.seq_add < 0 {
+                    (file_len - len) / self.bs_align * self.bs_align
+                } else {
+                    0
+                };
             }
             let at = *pos;
-            *pos += len;
+            *pos = if self.seq_add == 0 {
+                at + len
+            } else {
+                // Before the start wraps as past the end does (to the last block).
+                u64::try_from(at as i64 + len as i64 + self.seq_add).unwrap_or(u64::MAX / 2)
+            };
             at
         };
         Some(IoReq {
@@ -538,6 +556,32 @@ mod tests {
             assert!((got - want).abs() < 0.01, "{len}: {got} of {by:?}");
         }
         assert_eq!(by.len(), 3, "{by:?}");
+    }
+
+    /// Issue 31: fio's `rw=read:-8k` (fio's backwards-read.fio): 4 KiB reads going back a
+    /// block each time, from the last block, wrapping; `write:4k` leaves a hole after each.
+    #[test]
+    fn a_sequential_step_moves_on_or_back() {
+        let mut back = OffsetGen::new(
+            vec![16384],
+            Pattern {
+                seq_add: -8192,
+                ..Pattern::fixed(100, 0, 4096)
+            },
+            1,
+        );
+        let got: Vec<u64> = (0..6).map(|_| back.next_io().unwrap().offset).collect();
+        assert_eq!(got, [0, 12288, 8192, 4096, 0, 12288]);
+        let mut holes = OffsetGen::new(
+            vec![16384],
+            Pattern {
+                seq_add: 4096,
+                ..Pattern::fixed(0, 0, 4096)
+            },
+            1,
+        );
+        let got: Vec<u64> = (0..4).map(|_| holes.next_io().unwrap().offset).collect();
+        assert_eq!(got, [0, 8192, 0, 8192]);
     }
 
     #[test]

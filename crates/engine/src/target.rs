@@ -116,6 +116,8 @@ pub struct WorkerSpec {
     pub distribution: stormark_spec::Distribution,
     /// Block sizes by share (fio's `bssplit`).
     pub bs_split: Option<stormark_spec::BsSplit>,
+    /// What a sequential stream moves on (or back) after each I/O beyond it.
+    pub seq_add: i64,
     /// Smallest I/O.
     pub bs_min: u64,
     /// Largest I/O.
@@ -177,6 +179,7 @@ impl WorkerSpec {
             random_pct: 100,
             distribution: stormark_spec::Distribution::Random,
             bs_split: None,
+            seq_add: 0,
             bs_min: 4096,
             bs_max: 4096,
             bs_align: 4096,
@@ -256,6 +259,7 @@ impl WorkerSpec {
             random_pct: job.random_pct,
             distribution: job.distribution,
             bs_split: job.bs_split,
+            seq_add: job.seq_add,
             bs_min,
             bs_max,
             bs_align,

@@ -161,6 +161,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 bs_align: spec.bs_align,
                 dist: spec.distribution,
                 split: spec.bs_split,
+                seq_add: spec.seq_add,
             },
             spec.seed,
         )

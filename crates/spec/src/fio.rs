@@ -283,7 +283,11 @@ fn apply(
             set(job, "rwmixread", &(100 - w).to_string())?;
         }
         "rw" | "readwrite" => {
-            if v.contains(':') || v == "trim" || v.contains("trim") {
+            // trim, and a random pattern's `:N` (a new offset every N I/Os): not run.
+            let random_n = v
+                .split_once(':')
+                .is_some_and(|(p, _)| p.trim().starts_with("rand"));
+            if v.contains("trim") || random_n {
                 return Ok(false);
             }
             set(job, "rw", v)?;
@@ -711,7 +715,7 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             (_, "psync") => "psync",
             _ => "io_uring",
         };
-        out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw.name()));
+        out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
         if let Some(split) = &job.bs_split {
             out.push_str(&format!("bssplit={}\n", split.name()));
         } else if job.bs.min == job.bs.max {

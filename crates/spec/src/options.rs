@@ -132,6 +132,9 @@ pub struct JobOpts {
     pub bs_align: Option<u64>,
     /// Block sizes by share (fio's `bssplit`); it sets the block size's range.
     pub bs_split: Option<crate::BsSplit>,
+    /// Bytes a sequential pattern moves on (or back, negative) after each I/O beyond the
+    /// I/O itself (fio's `rw=read:-8k`).
+    pub seq_add: Option<i64>,
     /// I/Os in flight per job.
     pub iodepth: Option<u32>,
     /// Parallel workers (fio's `numjobs`).
@@ -277,10 +280,33 @@ impl JobOpts {
                 }
             }
             "rw" => {
-                self.rw =
-                    Some(Rw::parse(value).ok_or_else(|| {
-                        bad("one of read, write, randread, randwrite, rw, randrw")
-                    })?)
+                // fio's `read:-8k`: a sequential pattern that moves on by that much more (or
+                // back) after each I/O.
+                let (pattern, add) = match value.split_once(':') {
+                    Some((p, add)) => (p, Some(add)),
+                    None => (value, None),
+                };
+                let rw = Rw::parse(pattern).ok_or_else(|| {
+                    bad("one of read, write, randread, randwrite, rw, randrw, a sequential one with :SIZE after it (read:-8k)")
+                })?;
+                self.seq_add = match add {
+                    None => None,
+                    Some(_) if rw.is_random() => {
+                        return Err(bad("a sequential pattern for :SIZE (randread:N, a new offset every N I/Os, is not run)"))
+                    }
+                    Some(a) => {
+                        let (neg, size) = match a.trim().strip_prefix('-') {
+                            Some(s) => (true, s),
+                            None => (false, a.trim().trim_start_matches('+')),
+                        };
+                        let n = parse_size(size)
+                            .and_then(|n| i64::try_from(n).ok())
+                            .filter(|n| *n <= 1 << 40)
+                            .ok_or_else(|| bad("a sequential pattern, then :SIZE or :-SIZE, such as read:-8k"))?;
+                        Some(if neg { -n } else { n })
+                    }
+                };
+                self.rw = Some(rw);
             }
             "rwmixread" => {
                 self.rwmixread = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
@@ -403,6 +429,7 @@ impl JobOpts {
             bs,
             bs_align,
             bs_split,
+            seq_add,
             iodepth,
             jobs,
             files,
@@ -591,6 +618,7 @@ impl JobOpts {
             bs,
             bs_align,
             bs_split: self.bs_split,
+            seq_add: self.seq_add.unwrap_or(0),
             iodepth: self.iodepth.unwrap_or(1),
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),

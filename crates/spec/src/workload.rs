@@ -34,6 +34,8 @@ pub struct Job {
     pub distribution: crate::Distribution,
     /// Block sizes by share (fio's `bssplit`), within `bs`'s range.
     pub bs_split: Option<crate::BsSplit>,
+    /// Bytes a sequential pattern moves on (or back, negative) after each I/O beyond it.
+    pub seq_add: i64,
     /// Block size or range.
     pub bs: BlockSize,
     /// Offset and size alignment, bytes.
@@ -104,11 +106,20 @@ impl Job {
         self.rw.read_pct(self.rwmixread)
     }
 
+    /// The pattern as fio writes it: `read`, or `read:-8k` with a sequential step.
+    pub fn rw_text(&self) -> String {
+        match self.seq_add {
+            0 => self.rw.name().to_string(),
+            n if n < 0 => format!("{}:-{}", self.rw.name(), format_size(n.unsigned_abs())),
+            n => format!("{}:{}", self.rw.name(), format_size(n as u64)),
+        }
+    }
+
     /// The job as `key = value` pairs in job-file form, enough to run it again.
     pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
         let mut pairs = vec![
             ("name", self.name.clone()),
-            ("rw", self.rw.name().to_string()),
+            ("rw", self.rw_text()),
             ("rwmixread", self.rwmixread.to_string()),
             ("random_pct", self.random_pct.to_string()),
             ("random_distribution", self.distribution.name()),
@@ -351,7 +362,7 @@ mod tests {
             (
                 "rw",
                 "randomread",
-                "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw",
+                "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw, a sequential one with :SIZE after it (read:-8k)",
             ),
             (
                 "iodepth",

@@ -405,3 +405,23 @@ fn startdelay_as_fio_writes_it() {
     let e = parse("[a]\nstartdelay=1-5\n").unwrap_err().to_string();
     assert!(e.contains("line 2: startdelay"), "{e}");
 }
+
+#[test]
+fn a_sequential_step_as_fio_writes_it() {
+    let f = parse("[b]\nbs=4k\nrw=read:-8k\n[h]\nrw=write:112k\n").unwrap();
+    let j = jobs(&f);
+    assert_eq!((j[0].seq_add, j[1].seq_add), (-8192, 112 << 10));
+    assert_eq!(j[0].rw_text(), "read:-8k");
+    let text = to_fio(&j, "/mnt/d", true);
+    assert!(
+        text.contains("rw=read:-8k\n") && text.contains("rw=write:112k\n"),
+        "{text}"
+    );
+    assert!(j[0].to_pairs().contains(&("rw", "read:-8k".to_string())));
+    // A random pattern's :N (a new offset every N I/Os) is named, not run.
+    let e = parse("[r]\nrw=randread:8\n").unwrap_err().to_string();
+    assert!(e.contains("line 2: rw"), "{e}");
+    assert!(JobOpts::default()
+        .set("rw", "randread:8", Source::Flag)
+        .is_err());
+}
