@@ -417,3 +417,76 @@ fn fios_own_examples_keep_their_verdicts() {
         "verdicts changed (update VERDICTS if for the better): {differ:#?}"
     );
 }
+
+/// Issue 31: `--print-fio` writes what fio reads back as the same jobs: for every example
+/// stormark runs and every job file of tests/fio, the printed file passes `fio --parse-only`
+/// and fio's own `--showcmd` holds every option as printed (rw, bs or bssplit, iodepth,
+/// numjobs, size, rwmixread, runtime, direct, ...), none dropped or read otherwise.
+#[test]
+fn print_fio_round_trips_through_fio() {
+    let test = "print_fio_round_trips_through_fio";
+    if !stormark_testkit::require_tool(test, "fio") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio");
+    let runs: Vec<String> = std::fs::read_to_string(root.join("examples/VERDICTS"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_suffix(" runs"))
+        .map(|f| format!("examples/{f}"))
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".fio"))
+        .collect();
+    files.sort();
+    files.extend(runs);
+    let mut checked = 0;
+    for name in &files {
+        let printed = dir.path().join("printed.fio");
+        let out = std::process::Command::new(BIN)
+            .args(["run", dir.path().to_str().unwrap(), "--job"])
+            .arg(root.join(name))
+            .args(["--size", "64m", "--time", "1s", "--print-fio"])
+            .env("BS", "8k")
+            .output()
+            .unwrap();
+        if out.status.code() != Some(0) {
+            // A file of tests/fio made to be refused (unsupported.fio, ...).
+            continue;
+        }
+        std::fs::write(&printed, &out.stdout).unwrap();
+        let parse = std::process::Command::new("fio")
+            .arg("--parse-only")
+            .arg(&printed)
+            .output()
+            .unwrap();
+        assert!(
+            parse.status.success(),
+            "{name}: fio refused what was printed:\n{}\n{}",
+            text(&parse),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let show = std::process::Command::new("fio")
+            .arg("--showcmd")
+            .arg(&printed)
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&show.stdout).to_string();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with(';') || line.starts_with('[') {
+                continue;
+            }
+            let option = format!("--{line}");
+            assert!(
+                shown.contains(&format!("{option} ")) || shown.trim_end().ends_with(&option),
+                "{name}: fio does not read `{line}` back:\n{shown}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} files printed");
+}
