@@ -79,6 +79,13 @@ pub struct OffsetGen {
     seq_add: i64,
 }
 
+/// Where a sequential stream goes after an I/O of `len` at `at` with a step `add`; before the
+/// start wraps as past the end does (to the last block).
+#[inline(never)]
+fn stepped(at: u64, len: u64, add: i64) -> u64 {
+    u64::try_from(at as i64 + len as i64 + add).unwrap_or(u64::MAX / 2)
+}
+
 /// wyrand (Wang Yi): one multiply per draw, passes BigCrush; plenty for offsets.
 #[inline]
 fn wyrand(state: &mut u64) -> u64 {
@@ -311,11 +318,7 @@ impl OffsetGen {
         let len = if self.bs_slots == 1 {
             self.bs_min
         } else if !self.split.is_empty() {
-            let pick = self.below(100) as u8;
-            self.split
-                .iter()
-                .find(|s| pick < s.0)
-                .map_or(self.bs_min, |s| s.1)
+            self.split_len()
         } else {
             self.bs_min + self.below(self.bs_slots) * self.bs_align
         };
@@ -331,7 +334,7 @@ impl OffsetGen {
             p => self.below(100) < u64::from(p),
         };
         let offset = if random && !self.skew.is_empty() {
-            self.skew[file].draw(&mut self.rng) * self.bs_align
+            self.skewed_offset(file)
         } else if random {
             self.below((file_len - len) / self.bs_align + 1) * self.bs_align
         } else {
@@ -348,8 +351,7 @@ impl OffsetGen {
             *pos = if self.seq_add == 0 {
                 at + len
             } else {
-                // Before the start wraps as past the end does (to the last block).
-                u64::try_from(at as i64 + len as i64 + self.seq_add).unwrap_or(u64::MAX / 2)
+                stepped(at, len, self.seq_add)
             };
             at
         };
@@ -359,6 +361,22 @@ impl OffsetGen {
             offset,
             len: len as u32,
         })
+    }
+
+    /// A block size of a bssplit (kept out of the common path's code).
+    #[inline(never)]
+    fn split_len(&mut self) -> u64 {
+        let pick = self.below(100) as u8;
+        self.split
+            .iter()
+            .find(|s| pick < s.0)
+            .map_or(self.bs_min, |s| s.1)
+    }
+
+    /// A random offset of a skewed distribution (kept out of the common path's code).
+    #[inline(never)]
+    fn skewed_offset(&mut self, file: usize) -> u64 {
+        self.skew[file].draw(&mut self.rng) * self.bs_align
     }
 
     fn next_once(&mut self) -> Option<IoReq> {
