@@ -252,8 +252,8 @@ fn real_world_job_files_map_field_by_field() {
     let e = collection("unsupported.fio", &[]).unwrap_err();
     for line in [
         "line 4: cpus_allowed",
-        "line 10: bssplit",
-        "line 11: startdelay",
+        "line 10: thinktime",
+        "line 11: flow",
     ] {
         assert!(e.contains(line), "{line}: {e}");
     }
