@@ -5,9 +5,8 @@
 //! [`to_fio`] writes the fio job file of a stormark workload: the translation both ways.
 
 use crate::jobfile::JobFile;
-use crate::units::{format_duration, format_size};
-use crate::workload::{Job, JobOpts, Source};
-use crate::{LoadKind, SpecError};
+use crate::workload::{JobOpts, Source};
+use crate::SpecError;
 
 /// Options that change only what fio reports: stormark records every latency exactly, per
 /// job and in total, whatever they say.
@@ -512,101 +511,6 @@ fn strip_comment(line: &str) -> &str {
         .map_or(line, |i| &line[..i])
 }
 
-/// Whether `v` is an arithmetic expression fio evaluates: made of digits, spaces, operators
-/// and parentheses only, and either in parentheses or with an operator that no range or list
-/// has (`*`, `/`, `%`, `^`): `4096-65536` stays a range.
-fn is_arithmetic(v: &str) -> bool {
-    let v = v.trim();
-    // `30%` is a share (of a device, of a job), not a remainder.
-    !v.ends_with('%')
-        && v.bytes()
-            .all(|b| b.is_ascii_digit() || b" +-*/%^()".contains(&b))
-        && v.bytes().any(|b| b.is_ascii_digit())
-        && ((v.starts_with('(') && v.ends_with(')')) || v.bytes().any(|b| b"*/%^".contains(&b)))
-}
-
-/// Evaluates an integer expression (`+ - * / % ^`, parentheses, unary minus); `None` on a
-/// malformed one, a division by zero or an overflow.
-fn eval(text: &str) -> Option<i64> {
-    struct P<'a>(&'a [u8], usize);
-    impl P<'_> {
-        fn peek(&mut self) -> Option<u8> {
-            while self.0.get(self.1) == Some(&b' ') {
-                self.1 += 1;
-            }
-            self.0.get(self.1).copied()
-        }
-        fn sum(&mut self, depth: u32) -> Option<i64> {
-            let mut v = self.product(depth)?;
-            while let Some(op @ (b'+' | b'-')) = self.peek() {
-                self.1 += 1;
-                let r = self.product(depth)?;
-                v = if op == b'+' {
-                    v.checked_add(r)?
-                } else {
-                    v.checked_sub(r)?
-                };
-            }
-            Some(v)
-        }
-        fn product(&mut self, depth: u32) -> Option<i64> {
-            let mut v = self.power(depth)?;
-            while let Some(op @ (b'*' | b'/' | b'%')) = self.peek() {
-                self.1 += 1;
-                let r = self.power(depth)?;
-                v = match op {
-                    b'*' => v.checked_mul(r)?,
-                    b'/' => v.checked_div(r)?,
-                    _ => v.checked_rem(r)?,
-                };
-            }
-            Some(v)
-        }
-        fn power(&mut self, depth: u32) -> Option<i64> {
-            if depth > 32 {
-                return None;
-            }
-            let base = self.atom(depth)?;
-            if self.peek() == Some(b'^') {
-                self.1 += 1;
-                let e = u32::try_from(self.power(depth + 1)?).ok()?;
-                return base.checked_pow(e);
-            }
-            Some(base)
-        }
-        fn atom(&mut self, depth: u32) -> Option<i64> {
-            if depth > 32 {
-                return None;
-            }
-            match self.peek()? {
-                b'(' => {
-                    self.1 += 1;
-                    let v = self.sum(depth + 1)?;
-                    (self.peek()? == b')').then(|| self.1 += 1)?;
-                    Some(v)
-                }
-                b'-' => {
-                    self.1 += 1;
-                    self.atom(depth + 1)?.checked_neg()
-                }
-                _ => {
-                    let start = self.1;
-                    while self.0.get(self.1).is_some_and(u8::is_ascii_digit) {
-                        self.1 += 1;
-                    }
-                    std::str::from_utf8(&self.0[start..self.1])
-                        .ok()?
-                        .parse()
-                        .ok()
-                }
-            }
-        }
-    }
-    let mut p = P(text.as_bytes(), 0);
-    let v = p.sum(0)?;
-    (p.peek().is_none()).then_some(v)
-}
-
 /// fio's other names of options stormark knows by one name.
 fn alias(key: &str) -> Option<&'static str> {
     Some(match key {
@@ -686,145 +590,10 @@ fn shown_var(name: &str) -> String {
     }
 }
 
-/// The fio job file of `jobs` on `target`: what fio would run for the same workload (jobs of
-/// one group together, a `stonewall` between groups).
-pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
-    let mut out = String::from("; written by stormark run --print-fio\n[global]\n");
-    out.push_str(&format!(
-        "{}={target}\ngroup_reporting=1\n",
-        if is_dir { "directory" } else { "filename" }
-    ));
-    let mut last_group: Option<&Option<String>> = None;
-    for job in jobs {
-        if matches!(job.kind, LoadKind::S3 | LoadKind::Net) {
-            out.push_str(&format!(
-                "\n; job {}: a {} job, which fio does not run (left out)\n",
-                job.name,
-                job.kind.name()
-            ));
-            continue;
-        }
-        out.push_str(&format!("\n[{}]\n", job.name));
-        let new_group = last_group.is_some_and(|g| job.group.is_none() || *g != job.group);
-        if new_group {
-            out.push_str("stonewall\n");
-        }
-        last_group = Some(&job.group);
-        let engine = match (job.kind, job.engine.name()) {
-            (LoadKind::Null, _) => "null",
-            (_, "psync") => "psync",
-            _ => "io_uring",
-        };
-        out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
-        if let Some(split) = &job.bs_split {
-            out.push_str(&format!("bssplit={}\n", split.name()));
-        } else if job.bs.min == job.bs.max {
-            out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
-        } else {
-            out.push_str(&format!(
-                "bsrange={}-{}\n",
-                format_size(job.bs.min),
-                format_size(job.bs.max)
-            ));
-        }
-        // A mixed pattern always says its share: fio's default is 50, stormark's 70.
-        if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
-            out.push_str(&format!("rwmixread={}\n", job.rwmixread));
-        }
-        if job.distribution != crate::Distribution::Random {
-            out.push_str(&format!(
-                "random_distribution={}\n",
-                job.distribution.name()
-            ));
-        }
-        let random_default = if job.rw.is_random() { 100 } else { 0 };
-        if job.random_pct != random_default {
-            out.push_str(&format!("percentage_random={}\n", job.random_pct));
-        }
-        out.push_str(&format!(
-            "iodepth={}\nnumjobs={}\nnrfiles={}\n",
-            job.iodepth, job.jobs, job.files
-        ));
-        if job.iodepth_batch > 1 {
-            out.push_str(&format!("iodepth_batch_submit={}\n", job.iodepth_batch));
-        }
-        if job.iodepth_batch_complete > 1 {
-            out.push_str(&format!(
-                "iodepth_batch_complete_max={}\n",
-                job.iodepth_batch_complete
-            ));
-        }
-        // The size stormark uses: the job's, or for files it makes its default (fio needs
-        // one); a whole file or device (`filename=`) is fio's default too.
-        match job.size {
-            Some(s) => out.push_str(&format!("size={}\n", format_size(s))),
-            None if is_dir => out.push_str(&format!(
-                "size={}\n",
-                format_size(crate::workload::DEFAULT_FILE_SIZE)
-            )),
-            None => {}
-        }
-        if let Some(t) = job.time {
-            out.push_str(&format!("runtime={}\ntime_based=1\n", format_duration(t)));
-        }
-        if let Some(t) = job.io_total {
-            out.push_str(&format!("io_size={}\n", format_size(t)));
-        }
-        if !job.ramp.is_zero() {
-            out.push_str(&format!("ramp_time={}\n", format_duration(job.ramp)));
-        }
-        if !job.start_delay.is_zero() {
-            out.push_str(&format!(
-                "startdelay={}\n",
-                format_duration(job.start_delay)
-            ));
-        }
-        match job.direct.name() {
-            "true" => out.push_str("direct=1\n"),
-            "false" => out.push_str("direct=0\n"),
-            _ => {}
-        }
-        if !job.invalidate {
-            out.push_str("invalidate=0\n");
-        }
-        if job.fsync > 0 {
-            out.push_str(&format!("fsync={}\n", job.fsync));
-        }
-        if job.fdatasync > 0 {
-            out.push_str(&format!("fdatasync={}\n", job.fdatasync));
-        }
-        match job.sync.name() {
-            "dsync" => out.push_str("sync=dsync\n"),
-            "sync" => out.push_str("sync=sync\n"),
-            _ => {}
-        }
-        if job.end_fsync {
-            out.push_str("end_fsync=1\n");
-        }
-        if let Some(r) = job.rate_iops {
-            // fio's rate_iops is each job's (each of numjobs); stormark's the total.
-            out.push_str(&format!("rate_iops={}\n", (r / job.jobs.max(1)).max(1)));
-        }
-        if job.zero_buffers {
-            out.push_str("zero_buffers=1\n");
-        }
-        if job.compress_ratio > 1.0 {
-            let p = (100.0 - 100.0 / job.compress_ratio).round();
-            out.push_str(&format!("buffer_compress_percentage={p}\n"));
-        }
-        if job.dedup_ratio > 1.0 {
-            let p = (100.0 - 100.0 / job.dedup_ratio).round();
-            out.push_str(&format!("dedupe_percentage={p}\n"));
-        }
-        if job.verify {
-            out.push_str("verify=crc32c\n");
-        }
-        if job.verify_only {
-            out.push_str("verify_only=1\n");
-        }
-    }
-    out
-}
+mod expr;
+mod print;
+use expr::{eval, is_arithmetic};
+pub use print::to_fio;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::workload::Workload;
+use crate::workload::{Job, Workload};
 
 fn env(name: &str) -> Option<String> {
     match name {

@@ -1,0 +1,211 @@
+//! Tests of offsets.rs: patterns, sizes and distributions, some against fio's own tools.
+use super::*;
+
+#[test]
+fn random_offsets_are_aligned_in_range_and_spread() {
+    let mut g = OffsetGen::new(vec![1 << 20], Pattern::fixed(100, 100, 4096), 7);
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..10_000 {
+        let r = g.next_io().unwrap();
+        assert_eq!(r.offset % 4096, 0);
+        assert!(r.offset + 4096 <= 1 << 20);
+        assert_eq!(r.op, Op::Read);
+        seen.insert(r.offset);
+    }
+    assert_eq!(seen.len(), 256, "every block of a 1 MiB file is reached");
+}
+
+#[test]
+fn sequential_wraps_and_round_robins() {
+    let mut g = OffsetGen::new(vec![8192, 8192], Pattern::fixed(0, 0, 4096), 1);
+    let got: Vec<(u32, u64)> = (0..6)
+        .map(|_| g.next_io().unwrap())
+        .map(|r| (r.file, r.offset))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0, 0), (1, 0), (0, 4096), (1, 4096), (0, 0), (1, 0)]
+    );
+}
+
+#[test]
+fn mix_and_ranges_follow_the_percentages() {
+    let mut g = OffsetGen::new(
+        vec![64 << 20],
+        Pattern {
+            bs_max: 65536,
+            ..Pattern::fixed(70, 80, 4096)
+        },
+        3,
+    );
+    let n = 100_000;
+    let (mut reads, mut sizes) = (0, std::collections::HashSet::new());
+    for _ in 0..n {
+        let r = g.next_io().unwrap();
+        reads += usize::from(r.op == Op::Read);
+        assert_eq!(r.len % 4096, 0);
+        assert!((4096..=65536).contains(&r.len));
+        assert!(r.offset + u64::from(r.len) <= 64 << 20);
+        sizes.insert(r.len);
+    }
+    let share = reads as f64 / n as f64;
+    assert!((share - 0.70).abs() < 0.01, "{share}");
+    assert_eq!(sizes.len(), 16);
+}
+
+/// The share of `draws` that the most-hit tenth of the positions hit took, percent (as
+/// fio-genzipf's first row: the hit blocks sorted by hits, in ten rows).
+fn top_tenth(dist: Distribution, n: u64, draws: usize) -> f64 {
+    let mut g = OffsetGen::new(
+        vec![n * 4096],
+        Pattern {
+            dist,
+            ..Pattern::fixed(100, 100, 4096)
+        },
+        11,
+    );
+    let mut hits = vec![0u32; n as usize];
+    for _ in 0..draws {
+        let r = g.next_io().unwrap();
+        assert_eq!(r.offset % 4096, 0);
+        hits[(r.offset / 4096) as usize] += 1;
+    }
+    hits.retain(|&h| h > 0);
+    hits.sort_unstable_by(|a, b| b.cmp(a));
+    let step = (hits.len() - 1) / 10 + 1;
+    let top: u64 = hits[..step].iter().map(|&h| u64::from(h)).sum();
+    top as f64 * 100.0 / draws as f64
+}
+
+/// Issue 31: fio's `random_distribution`, against fio's own `fio-genzipf` over the same
+/// 1 GiB of 4 KiB blocks (as many draws as blocks, as it makes): the share of accesses
+/// the hottest tenth of the blocks takes.
+#[test]
+fn skewed_offsets_match_fios_genzipf() {
+    let test = "skewed_offsets_match_fios_genzipf";
+    if !stormark_testkit::require_tool(test, "fio-genzipf") {
+        return;
+    }
+    let n: u64 = 262_144;
+    for (kind, arg, dist) in [
+        ("zipf", "1.2", Distribution::Zipf(1.2)),
+        ("zipf", "0.8", Distribution::Zipf(0.8)),
+        ("pareto", "0.2", Distribution::Pareto(0.2)),
+        ("normal", "10", Distribution::Normal(10.0)),
+    ] {
+        let out = std::process::Command::new("fio-genzipf")
+            .args(["-t", kind, "-i", arg, "-b", "4096", "-g", "1", "-o", "10"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let fio: f64 = text
+            .lines()
+            .find(|l| l.starts_with("Top"))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .and_then(|p| p.trim_end_matches('%').parse().ok())
+            .unwrap_or_else(|| panic!("fio-genzipf said: {text}"));
+        let ours = top_tenth(dist, n, n as usize);
+        eprintln!("{kind}:{arg}: the hottest tenth takes {ours:.2}% here, {fio:.2}% in fio");
+        assert!(
+            (ours - fio).abs() < 1.5,
+            "{kind}:{arg}: {ours:.2}% against fio's {fio:.2}%"
+        );
+    }
+    // Uniform: the hottest tenth of the blocks hit takes little more than a tenth.
+    let flat = top_tenth(Distribution::Random, n, n as usize);
+    assert!(flat < 25.0, "{flat}");
+}
+
+#[test]
+fn zoned_offsets_fall_in_their_zones_in_their_shares() {
+    // Zoned, fio's rand-zones.fio: half the accesses to the first 5%, 30% to the next 15%,
+    // the rest to the rest; each zone within its range.
+    let dist = Distribution::parse("zoned:50/5:30/15:20/").unwrap();
+    let mut g = OffsetGen::new(
+        vec![1000 * 4096],
+        Pattern {
+            dist,
+            ..Pattern::fixed(100, 100, 4096)
+        },
+        5,
+    );
+    let mut per = [0u32; 3];
+    for _ in 0..100_000 {
+        let b = g.next_io().unwrap().offset / 4096;
+        assert!(b < 1000);
+        per[match b {
+            0..50 => 0,
+            50..200 => 1,
+            _ => 2,
+        }] += 1;
+    }
+    for (got, want) in per.iter().zip([50_000.0, 30_000.0, 20_000.0]) {
+        assert!((f64::from(*got) - want).abs() < 1000.0, "{per:?}");
+    }
+}
+
+/// Issue 31: fio's `bssplit`, each size for its share of the I/Os, offsets aligned.
+#[test]
+fn a_bssplit_draws_each_size_for_its_share() {
+    let split = stormark_spec::BsSplit::parse("4k/50:64k/30:16k/").unwrap();
+    let mut g = OffsetGen::new(
+        vec![64 << 20],
+        Pattern {
+            bs_max: 65536,
+            split: Some(split),
+            ..Pattern::fixed(100, 100, 4096)
+        },
+        9,
+    );
+    let n = 100_000;
+    let mut by = std::collections::BTreeMap::new();
+    for _ in 0..n {
+        let r = g.next_io().unwrap();
+        assert_eq!(r.offset % 4096, 0);
+        assert!(r.offset + u64::from(r.len) <= 64 << 20);
+        *by.entry(r.len).or_insert(0u32) += 1;
+    }
+    for (len, want) in [(4096, 0.5), (65536, 0.3), (16384, 0.2)] {
+        let got = f64::from(by[&len]) / f64::from(n);
+        assert!((got - want).abs() < 0.01, "{len}: {got} of {by:?}");
+    }
+    assert_eq!(by.len(), 3, "{by:?}");
+}
+
+/// Issue 31: fio's `rw=read:-8k` (fio's backwards-read.fio): 4 KiB reads going back a
+/// block each time, from the last block, wrapping; `write:4k` leaves a hole after each.
+#[test]
+fn a_sequential_step_moves_on_or_back() {
+    let mut back = OffsetGen::new(
+        vec![16384],
+        Pattern {
+            seq_add: -8192,
+            ..Pattern::fixed(100, 0, 4096)
+        },
+        1,
+    );
+    let got: Vec<u64> = (0..6).map(|_| back.next_io().unwrap().offset).collect();
+    assert_eq!(got, [0, 12288, 8192, 4096, 0, 12288]);
+    let mut holes = OffsetGen::new(
+        vec![16384],
+        Pattern {
+            seq_add: 4096,
+            ..Pattern::fixed(0, 0, 4096)
+        },
+        1,
+    );
+    let got: Vec<u64> = (0..4).map(|_| holes.next_io().unwrap().offset).collect();
+    assert_eq!(got, [0, 8192, 0, 8192]);
+}
+
+#[test]
+fn write_once_covers_each_file_exactly() {
+    let mut g = OffsetGen::write_once(vec![10_000, 4096], 4096);
+    let got: Vec<(u32, u64, u32)> = std::iter::from_fn(|| g.next_io())
+        .map(|r| (r.file, r.offset, r.len))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(0, 0, 4096), (0, 4096, 4096), (0, 8192, 1808), (1, 0, 4096)]
+    );
+}

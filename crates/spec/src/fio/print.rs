@@ -1,0 +1,146 @@
+//! `--print-fio`: the fio job file of a stormark workload, which fio reads back as the same
+//! jobs (tests/fiofile.rs checks it with fio itself).
+
+use crate::units::{format_duration, format_size};
+use crate::workload::Job;
+use crate::LoadKind;
+
+/// The fio job file of `jobs` on `target`: what fio would run for the same workload (jobs of
+/// one group together, a `stonewall` between groups).
+pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
+    let mut out = String::from("; written by stormark run --print-fio\n[global]\n");
+    out.push_str(&format!(
+        "{}={target}\ngroup_reporting=1\n",
+        if is_dir { "directory" } else { "filename" }
+    ));
+    let mut last_group: Option<&Option<String>> = None;
+    for job in jobs {
+        if matches!(job.kind, LoadKind::S3 | LoadKind::Net) {
+            out.push_str(&format!(
+                "\n; job {}: a {} job, which fio does not run (left out)\n",
+                job.name,
+                job.kind.name()
+            ));
+            continue;
+        }
+        out.push_str(&format!("\n[{}]\n", job.name));
+        let new_group = last_group.is_some_and(|g| job.group.is_none() || *g != job.group);
+        if new_group {
+            out.push_str("stonewall\n");
+        }
+        last_group = Some(&job.group);
+        let engine = match (job.kind, job.engine.name()) {
+            (LoadKind::Null, _) => "null",
+            (_, "psync") => "psync",
+            _ => "io_uring",
+        };
+        out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
+        if let Some(split) = &job.bs_split {
+            out.push_str(&format!("bssplit={}\n", split.name()));
+        } else if job.bs.min == job.bs.max {
+            out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
+        } else {
+            out.push_str(&format!(
+                "bsrange={}-{}\n",
+                format_size(job.bs.min),
+                format_size(job.bs.max)
+            ));
+        }
+        // A mixed pattern always says its share: fio's default is 50, stormark's 70.
+        if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
+            out.push_str(&format!("rwmixread={}\n", job.rwmixread));
+        }
+        if job.distribution != crate::Distribution::Random {
+            out.push_str(&format!(
+                "random_distribution={}\n",
+                job.distribution.name()
+            ));
+        }
+        let random_default = if job.rw.is_random() { 100 } else { 0 };
+        if job.random_pct != random_default {
+            out.push_str(&format!("percentage_random={}\n", job.random_pct));
+        }
+        out.push_str(&format!(
+            "iodepth={}\nnumjobs={}\nnrfiles={}\n",
+            job.iodepth, job.jobs, job.files
+        ));
+        if job.iodepth_batch > 1 {
+            out.push_str(&format!("iodepth_batch_submit={}\n", job.iodepth_batch));
+        }
+        if job.iodepth_batch_complete > 1 {
+            out.push_str(&format!(
+                "iodepth_batch_complete_max={}\n",
+                job.iodepth_batch_complete
+            ));
+        }
+        // The size stormark uses: the job's, or for files it makes its default (fio needs
+        // one); a whole file or device (`filename=`) is fio's default too.
+        match job.size {
+            Some(s) => out.push_str(&format!("size={}\n", format_size(s))),
+            None if is_dir => out.push_str(&format!(
+                "size={}\n",
+                format_size(crate::workload::DEFAULT_FILE_SIZE)
+            )),
+            None => {}
+        }
+        if let Some(t) = job.time {
+            out.push_str(&format!("runtime={}\ntime_based=1\n", format_duration(t)));
+        }
+        if let Some(t) = job.io_total {
+            out.push_str(&format!("io_size={}\n", format_size(t)));
+        }
+        if !job.ramp.is_zero() {
+            out.push_str(&format!("ramp_time={}\n", format_duration(job.ramp)));
+        }
+        if !job.start_delay.is_zero() {
+            out.push_str(&format!(
+                "startdelay={}\n",
+                format_duration(job.start_delay)
+            ));
+        }
+        match job.direct.name() {
+            "true" => out.push_str("direct=1\n"),
+            "false" => out.push_str("direct=0\n"),
+            _ => {}
+        }
+        if !job.invalidate {
+            out.push_str("invalidate=0\n");
+        }
+        if job.fsync > 0 {
+            out.push_str(&format!("fsync={}\n", job.fsync));
+        }
+        if job.fdatasync > 0 {
+            out.push_str(&format!("fdatasync={}\n", job.fdatasync));
+        }
+        match job.sync.name() {
+            "dsync" => out.push_str("sync=dsync\n"),
+            "sync" => out.push_str("sync=sync\n"),
+            _ => {}
+        }
+        if job.end_fsync {
+            out.push_str("end_fsync=1\n");
+        }
+        if let Some(r) = job.rate_iops {
+            // fio's rate_iops is each job's (each of numjobs); stormark's the total.
+            out.push_str(&format!("rate_iops={}\n", (r / job.jobs.max(1)).max(1)));
+        }
+        if job.zero_buffers {
+            out.push_str("zero_buffers=1\n");
+        }
+        if job.compress_ratio > 1.0 {
+            let p = (100.0 - 100.0 / job.compress_ratio).round();
+            out.push_str(&format!("buffer_compress_percentage={p}\n"));
+        }
+        if job.dedup_ratio > 1.0 {
+            let p = (100.0 - 100.0 / job.dedup_ratio).round();
+            out.push_str(&format!("dedupe_percentage={p}\n"));
+        }
+        if job.verify {
+            out.push_str("verify=crc32c\n");
+        }
+        if job.verify_only {
+            out.push_str("verify_only=1\n");
+        }
+    }
+    out
+}

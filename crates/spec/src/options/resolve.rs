@@ -1,0 +1,182 @@
+//! A job's options resolved: defaults filled and the options checked against each other.
+
+use std::time::Duration;
+
+use super::*;
+
+impl JobOpts {
+    /// Fills defaults and checks the options against each other. `default_name` names a job
+    /// that has no `name`.
+    pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
+        let rw = self.rw.unwrap_or(Rw::Read);
+        // A bssplit's sizes make the block size's range.
+        let bs = match self.bs_split {
+            Some(split) => BlockSize {
+                min: split.entries().iter().map(|e| e.0).min().unwrap_or(4096),
+                max: split.entries().iter().map(|e| e.0).max().unwrap_or(4096),
+            },
+            None => self.bs.unwrap_or(BlockSize {
+                min: 4096,
+                max: 4096,
+            }),
+        };
+        let shown_bs = bs.to_string();
+        if bs.min == 0 || bs.min > bs.max {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a size above zero, or a range low-high with low <= high",
+            ));
+        }
+        if bs.max > 1 << 30 {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a block size of at most 1g",
+            ));
+        }
+        let bs_align = self.bs_align.unwrap_or(bs.min);
+        if bs_align == 0 || bs_align > bs.min {
+            return Err(SpecError::invalid(
+                "--bs-align",
+                &format_size(bs_align),
+                format!(
+                    "a size above zero and at most the smallest block size ({})",
+                    format_size(bs.min)
+                ),
+            ));
+        }
+        if let Some(split) = self.bs_split {
+            if split
+                .entries()
+                .iter()
+                .any(|(s, _)| !s.is_multiple_of(bs_align))
+            {
+                return Err(SpecError::invalid(
+                    "--bssplit",
+                    &split.name(),
+                    format!(
+                        "sizes that are multiples of --bs-align ({})",
+                        format_size(bs_align)
+                    ),
+                ));
+            }
+        }
+        let direct = self.direct.unwrap_or(Direct::No);
+        if direct != Direct::No
+            && (!bs.min.is_multiple_of(512)
+                || !bs_align.is_multiple_of(512)
+                || !(bs.max - bs.min).is_multiple_of(512))
+        {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "multiples of 512 bytes (and --bs-align a multiple of 512) with --direct; or use --buffered",
+            ));
+        }
+        if let Some(size) = self.size {
+            if size < bs.max {
+                return Err(SpecError::invalid(
+                    "--size",
+                    &format_size(size),
+                    format!(
+                        "a size of at least the block size ({})",
+                        format_size(bs.max)
+                    ),
+                ));
+            }
+        }
+        if self.fsync.unwrap_or(0) > 0 && self.fdatasync.unwrap_or(0) > 0 {
+            return Err(SpecError::invalid(
+                "--fdatasync",
+                &self.fdatasync.unwrap_or(0).to_string(),
+                "one of --fsync N and --fdatasync N, not both",
+            ));
+        }
+        if self.time == Some(Duration::ZERO) {
+            return Err(SpecError::invalid(
+                "--time",
+                "0",
+                "a duration above zero, such as 30s",
+            ));
+        }
+        if self.io_total == Some(0) {
+            return Err(SpecError::invalid(
+                "--io-total",
+                "0",
+                "a size above zero, such as 1g",
+            ));
+        }
+        let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
+        let (verify, verify_only) = data::resolve_verify(self, rw, bs, bs_align)?;
+        let kind = self.kind.unwrap_or_default();
+        let engine = match kind {
+            LoadKind::Null => EngineChoice::Null,
+            LoadKind::File => self.engine.unwrap_or(EngineChoice::Auto),
+            LoadKind::S3 | LoadKind::Net | LoadKind::Meta => EngineChoice::Auto,
+        };
+        if kind != LoadKind::Meta && self.files.is_some_and(|f| f > 65536) {
+            return Err(SpecError::invalid(
+                "--files",
+                &self.files.unwrap_or(0).to_string(),
+                "a whole number from 1 to 65536",
+            ));
+        }
+        let s3 = self.s3(kind)?;
+        let net = self.net(kind)?;
+        let meta = self.meta(kind)?;
+        Ok(Job {
+            kind,
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| default_name.to_string()),
+            group: self.group.clone(),
+            rw,
+            rwmixread: self.rwmixread.unwrap_or(50),
+            random_pct: self
+                .random_pct
+                .unwrap_or(if rw.is_random() { 100 } else { 0 }),
+            distribution: self.distribution.unwrap_or_default(),
+            bs,
+            bs_align,
+            bs_split: self.bs_split,
+            seq_add: self.seq_add.unwrap_or(0),
+            iodepth: self.iodepth.unwrap_or(1),
+            jobs: self.jobs.unwrap_or(1),
+            files: self.files.unwrap_or(1),
+            size: self.size,
+            io_total: self.io_total,
+            direct,
+            engine,
+            ramp: self.ramp.unwrap_or(Duration::ZERO),
+            start_delay: self.start_delay.unwrap_or(Duration::ZERO),
+            invalidate: self.invalidate.unwrap_or(true),
+            zero_buffers: self.zero_buffers.unwrap_or(false),
+            sync: self.sync.unwrap_or_default(),
+            fsync: self.fsync.unwrap_or(0),
+            fdatasync: self.fdatasync.unwrap_or(0),
+            end_fsync: self.end_fsync.unwrap_or(false),
+            compress_ratio,
+            dedup_ratio,
+            dedup_block,
+            verify,
+            verify_only,
+            iodepth_batch: self.iodepth_batch.unwrap_or(1),
+            iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            rate_iops: self.rate_iops,
+            steady_state: self.steady_state,
+            // An S3 job stops by time or by operations, a net job by time: 30 s when not given.
+            time: match (&s3, &net) {
+                (Some(s), _) if self.time.is_none() && s.ops.is_none() => {
+                    Some(Duration::from_secs(30))
+                }
+                (_, Some(_)) if self.time.is_none() => Some(Duration::from_secs(30)),
+                _ => self.time,
+            },
+            s3,
+            net,
+            meta,
+        })
+    }
+}
