@@ -400,6 +400,22 @@ fn bad_input_is_one_line_and_exit_2() {
             "--random-pct x: expected a percentage",
         ),
         (
+            vec!["--random-distribution", "zipf:1"],
+            "--random-distribution zipf:1: expected random, zipf:THETA",
+        ),
+        (
+            vec!["--bssplit", "4k/50:8k/40"],
+            "--bssplit 4k/50:8k/40: expected SIZE/PCT",
+        ),
+        (
+            vec!["--startdelay", "soon"],
+            "--startdelay soon: expected a duration",
+        ),
+        (
+            vec!["--rw", "randread:8"],
+            "--rw randread:8: expected a sequential pattern",
+        ),
+        (
             vec!["--iodepth", "many"],
             "--iodepth many: expected a whole number",
         ),

@@ -158,6 +158,8 @@ Examples:
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
+  stormark run /mnt/data --rw randrw --direct --bssplit 4k/60:64k/40 --random-distribution zipf:1.2
+      fio's skew: a few blocks take most accesses, in two block sizes (as real data is read)
   stormark run /mnt/data --rw randread --direct --iodepth 32 --rate-iops 20000 --time 2m
       open loop: 20000 I/Os per second on a schedule; latency counts from the schedule
   stormark run /mnt/data --rw randread --bs 4k --direct --target-latency p99<=2ms
