@@ -188,14 +188,8 @@ fn remove_made_file(entry: &str) -> String {
     let (Some(name), Some(parent)) = (path.file_name(), path.parent()) else {
         return format!("{}: not a file's path; left", path.display());
     };
-    let removed = Dir::open(parent).and_then(|d| {
-        if super::madefile::FileId::now(&d, name)?.shown() != id {
-            return Err(std::io::Error::other(
-                "it is no longer the file that run made",
-            ));
-        }
-        d.remove_file(name)
-    });
+    let removed = Dir::open(parent)
+        .and_then(|d| super::madefile::remove_if(&d, name, |now| now.shown() == id));
     match removed {
         Ok(()) => format!(
             "removed {}, made by an earlier run that did not finish",

@@ -143,17 +143,8 @@ impl MadeFile {
 
     /// Removes it, if what is under its name is still the file made; a note otherwise.
     pub fn remove(&self) -> Option<String> {
-        match FileId::now(&self.dir, &self.name) {
-            Ok(id) if id == self.id => self.dir.remove_file(&self.name).err().map(|e| {
-                format!(
-                    "could not remove {} (made by this run): {e}",
-                    self.path.display()
-                )
-            }),
-            Ok(_) => Some(format!(
-                "{} is no longer the file this run made: left in place",
-                self.path.display()
-            )),
+        match remove_if(&self.dir, &self.name, |id| *id == self.id) {
+            Ok(()) => None,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => Some(format!(
                 "could not remove {} (made by this run): {e}",
@@ -161,6 +152,21 @@ impl MadeFile {
             )),
         }
     }
+}
+
+/// Removes `name` in `dir` if what carries the name now is the file `same` says it is;
+/// otherwise an error saying it is no longer that file (and it stays).
+pub(super) fn remove_if(
+    dir: &Dir,
+    name: &std::ffi::OsStr,
+    same: impl FnOnce(&FileId) -> bool,
+) -> std::io::Result<()> {
+    if !same(&FileId::now(dir, name)?) {
+        return Err(std::io::Error::other(
+            "it is no longer the file that run made: left in place",
+        ));
+    }
+    dir.remove_file(name)
 }
 
 #[cfg(test)]
