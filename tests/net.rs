@@ -534,7 +534,7 @@ fn a_streams_sweep_is_a_phase_per_count_and_a_table() {
             .all(|p| p["bw_bytes_per_s"].as_f64().unwrap() > 0.0),
         "{points:?}"
     );
-    assert!(t.contains("throughput by stream count"), "{t}");
+    assert!(t.contains("sweep over streams"), "{t}");
     assert_eq!(doc["net"]["streams"].as_array().unwrap().len(), 3);
 }
 

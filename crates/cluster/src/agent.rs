@@ -42,6 +42,8 @@ pub struct TargetOptions {
     /// A file target that does not exist yet is made (a fio job file's `filename=`, as fio
     /// makes it), laid out before the load, and removed at the end unless kept.
     pub create_file: bool,
+    /// Net jobs: the token their servers ask for (`--token-file`; never in the results).
+    pub net_token: Option<String>,
 }
 
 /// What an S3 run needs beside its jobs: kept out of the workload, so it never reaches a
@@ -72,6 +74,7 @@ impl TargetOptions {
             run: new_run_id(),
             s3: None,
             create_file: false,
+            net_token: None,
         }
     }
 }
@@ -347,6 +350,11 @@ pub trait Agent: Send {
     fn cleanup(&mut self) -> Vec<String>;
     /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.
     fn take_notes(&mut self) -> Vec<String>;
+    /// The reports of the net jobs' sessions since the last call (each stream as its ends
+    /// saw it), in the order they ran.
+    fn take_net(&mut self) -> Vec<stormark_stats::NetReport> {
+        Vec::new()
+    }
     /// The workers of each job in `stage`, for merging.
     fn workers(&self, stage: Stage) -> Vec<u32>;
     /// Starts sampling the host's counters once a second (after validation, before load).

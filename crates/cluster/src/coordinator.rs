@@ -556,8 +556,16 @@ impl Coordinator {
     }
 
     fn collect_notes(&mut self, results: &mut Results) {
+        let mut taken = false;
         for agent in &mut self.agents {
             results.notes.extend(agent.take_notes());
+            // The run's network report: of the last phase with net jobs, the first host's.
+            if let Some(r) = agent.take_net().into_iter().next() {
+                if !taken {
+                    results.net = Some(r);
+                    taken = true;
+                }
+            }
         }
     }
 

@@ -70,6 +70,8 @@ pub struct LocalAgent {
     abandon: Option<Arc<AtomicBool>>,
     /// The file target this run made (`create_file`), removed at the end unless kept.
     made: Option<madefile::MadeFile>,
+    /// The net jobs' session reports since the coordinator last took them.
+    net_reports: Vec<stormark_stats::NetReport>,
 }
 
 impl LocalAgent {
@@ -94,6 +96,7 @@ impl LocalAgent {
             meta: Vec::new(),
             abandon: None,
             made: None,
+            net_reports: Vec::new(),
         }
     }
 
@@ -386,9 +389,9 @@ impl Agent for LocalAgent {
             forward(e, &map, on_event, 1)
         });
         for session in sessions {
-            if let Some(note) = session.finish() {
-                self.notes.push(note);
-            }
+            let (note, report) = session.finish(&self.inventory);
+            self.notes.extend(note);
+            self.net_reports.push(report);
         }
         if let Some((name, rule)) = &steady {
             if !self.stop.load(Ordering::Relaxed) {
@@ -443,6 +446,10 @@ impl Agent for LocalAgent {
 
     fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
+    }
+
+    fn take_net(&mut self) -> Vec<stormark_stats::NetReport> {
+        std::mem::take(&mut self.net_reports)
     }
 
     fn workers(&self, stage: Stage) -> Vec<u32> {

@@ -44,6 +44,8 @@ pub struct RemoteAgent {
     stop: Arc<AtomicBool>,
     workers: Vec<Vec<u32>>,
     notes: Vec<String>,
+    /// The net jobs' session reports of the stages since they were last taken.
+    net_reports: Vec<stormark_stats::NetReport>,
     finished: Option<pb::FinishReply>,
     heartbeat: Option<tokio::task::JoinHandle<()>>,
 }
@@ -276,6 +278,7 @@ impl RemoteAgent {
             stop,
             workers: Vec::new(),
             notes: Vec::new(),
+            net_reports: Vec::new(),
             finished: None,
             heartbeat: Some(heartbeat),
         })
@@ -329,6 +332,7 @@ impl RemoteAgent {
         let stopper = self.client.clone();
         let session = self.session_req();
         let mut notes = Vec::new();
+        let mut net = Vec::new();
         let result = self.rt.block_on(async {
             let mut stream = stream
                 .await
@@ -392,6 +396,7 @@ impl RemoteAgent {
                     Some(event::Kind::Tick(_)) | None => on_event(AgentEvent::Tick),
                     Some(event::Kind::Finished(f)) => {
                         notes = f.notes;
+                        net = f.net.into_iter().map(crate::wire::decode_net).collect();
                         let jobs: Vec<PhaseJob> =
                             f.jobs.into_iter().map(crate::wire::decode_job).collect();
                         return Ok(jobs);
@@ -401,6 +406,7 @@ impl RemoteAgent {
         });
         self.notes
             .extend(notes.into_iter().map(|n| format!("{}: {n}", self.address)));
+        self.net_reports.extend(net);
         result
     }
 
@@ -517,6 +523,7 @@ impl Agent for RemoteAgent {
             hosts: self.hosts,
             run: t.run.clone(),
             create_file: t.create_file,
+            net_token: t.net_token.clone(),
             s3: t.s3.as_ref().map(|a| pb::S3Access {
                 access_key: a.credentials.access_key.clone(),
                 secret_key: a.credentials.secret_key.clone(),
@@ -585,6 +592,10 @@ impl Agent for RemoteAgent {
 
     fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
+    }
+
+    fn take_net(&mut self) -> Vec<stormark_stats::NetReport> {
+        std::mem::take(&mut self.net_reports)
     }
 
     fn workers(&self, stage: crate::agent::Stage) -> Vec<u32> {

@@ -246,6 +246,11 @@ impl AgentService {
                     kind: Some(event::Kind::Finished(pb::Finished {
                         jobs: jobs.iter().map(crate::wire::encode_job).collect(),
                         notes: agent.take_notes(),
+                        net: agent
+                            .take_net()
+                            .iter()
+                            .map(crate::wire::encode_net)
+                            .collect(),
                     })),
                 }),
                 Err(e) => Err(status_of(&e)),
@@ -422,6 +427,7 @@ impl AgentRpc for AgentService {
             allowed_devices: Some(self.cfg.devices.clone()),
             run: req.run.clone(),
             create_file: req.create_file,
+            net_token: req.net_token.clone(),
             s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
                 credentials: stormark_s3::Credentials {
                     access_key: a.access_key.clone(),

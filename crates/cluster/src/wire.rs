@@ -163,6 +163,75 @@ pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
     }
 }
 
+/// A net job's session report, for the wire.
+pub(crate) fn encode_net(r: &stormark_stats::NetReport) -> pb::NetReport {
+    pb::NetReport {
+        server: r.server.clone(),
+        protocol: r.protocol.clone(),
+        mode: r.mode.clone(),
+        reverse: r.reverse,
+        bidir: r.bidir,
+        interface: r.interface.clone(),
+        link_mbps: r.link_mbps,
+        mtu: r.mtu,
+        path_mtu: r.path_mtu,
+        streams: r
+            .streams
+            .iter()
+            .map(|s| pb::NetStreamReport {
+                bytes: s.bytes,
+                retransmits: s.retransmits,
+                srtt_us: s.srtt_us,
+                cwnd: s.cwnd,
+                pmtu: s.pmtu,
+                mss: s.mss,
+                datagrams_sent: s.datagrams_sent,
+                datagrams_received: s.datagrams_received,
+                out_of_order: s.out_of_order,
+                jitter_ns: s.jitter_ns,
+                sender_cpu_pct: s.sender_cpu_pct,
+                receiver_cpu_pct: s.receiver_cpu_pct,
+            })
+            .collect(),
+    }
+}
+
+/// A net job's session report, from the wire (at most 1,024 streams kept: a session has at
+/// most 2 × 128).
+pub(crate) fn decode_net(p: pb::NetReport) -> stormark_stats::NetReport {
+    let text = |t: String| stormark_spec::printable(&t, 300);
+    stormark_stats::NetReport {
+        server: text(p.server),
+        protocol: text(p.protocol),
+        mode: text(p.mode),
+        reverse: p.reverse,
+        bidir: p.bidir,
+        interface: p.interface.map(text),
+        link_mbps: p.link_mbps,
+        mtu: p.mtu,
+        path_mtu: p.path_mtu,
+        streams: p
+            .streams
+            .into_iter()
+            .take(1024)
+            .map(|s| stormark_stats::NetStream {
+                bytes: s.bytes,
+                retransmits: s.retransmits,
+                srtt_us: s.srtt_us,
+                cwnd: s.cwnd,
+                pmtu: s.pmtu,
+                mss: s.mss,
+                datagrams_sent: s.datagrams_sent,
+                datagrams_received: s.datagrams_received,
+                out_of_order: s.out_of_order,
+                jitter_ns: s.jitter_ns,
+                sender_cpu_pct: s.sender_cpu_pct.filter(|v| v.is_finite()),
+                receiver_cpu_pct: s.receiver_cpu_pct.filter(|v| v.is_finite()),
+            })
+            .collect(),
+    }
+}
+
 /// What validation found, for the wire (the workers of each stage travel beside it).
 pub(crate) fn encode_validated(v: &Validated, stages: Vec<pb::StageWorkers>) -> pb::ValidateReply {
     pb::ValidateReply {

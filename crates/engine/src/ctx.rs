@@ -237,6 +237,13 @@ impl<'a> Pace<'a> {
             self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
     }
 
+    /// Whether a completion at `now` closes the current second (or the ramp): the moment to
+    /// bring a count kept elsewhere up to date before [`Pace::tick`].
+    #[inline]
+    pub fn rolls(&self, now: Instant) -> bool {
+        now >= self.next_boundary
+    }
+
     /// When the measured time ends, if it is timed.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline

@@ -62,4 +62,4 @@ pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use target::{Backend, FileTarget, JobPlacement, Place, Stop, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};
 pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};
-pub use work::{Load, MetaWork, NetWork, S3Work};
+pub use work::{Load, MetaWork, NetConn, NetWork, S3Work, StreamTally};

@@ -1,22 +1,25 @@
-//! The net backend: one stream of a `kind = "net"` job's session per worker. Each write
-//! (send), read (receive) or message and its echo (rtt) is one I/O, timed and counted as file
-//! I/Os are, so that a job file measures storage while the network is loaded in one stage.
+//! The net backend: one stream of a `kind = "net"` job's session per worker, as iperf3 and
+//! sockperf load a path. Each write (send), read (receive), datagram (UDP) or message and its
+//! echo (rtt) is one I/O, timed as file I/Os are. What a sending stream moved is counted
+//! where it arrives: the server's running count, credited as it comes, final once the
+//! server's end report is in.
 
 use std::io::{Read, Write};
-use std::net::Shutdown;
-use std::time::Instant;
+use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use stormark_spec::NetMode;
 use stormark_stats::{ErrorKind, Op};
 
-use crate::ctx::Ctx;
+use crate::ctx::{wait_until, Ctx};
 use crate::error::EngineError;
-use crate::work::NetWork;
+use crate::work::{NetConn, NetWork};
 
 /// The operation a net worker's I/Os count as.
 pub fn net_op(mode: NetMode) -> Op {
     match mode {
-        NetMode::Send => Op::Send,
+        NetMode::Send | NetMode::Bidir => Op::Send,
         NetMode::Receive => Op::Receive,
         NetMode::Rtt => Op::Rtt,
     }
@@ -24,24 +27,128 @@ pub fn net_op(mode: NetMode) -> Op {
 
 /// Streams until the stage's end, a stop, or the server going away (a failure naming it).
 pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineError> {
-    let mut stream = work
-        .stream
+    let conn = work
+        .conn
         .lock()
         .ok()
         .and_then(|mut s| s.take())
         .ok_or_else(|| EngineError::Net(format!("{}: no stream for this worker", work.server)))?;
-    // Bytes that compress to nothing less, made once (a link that compresses is not measured
-    // by zeros).
-    let mut rng = ctx.spec.seed | 1;
-    let mut buf: Vec<u8> = (0..work.msg_size.div_ceil(8))
+    let cpu0 = thread_cpu_ns();
+    let mut credit = Credit {
+        work,
+        // What was acknowledged before the load (the line that opened the stream).
+        credited: match &conn {
+            NetConn::Tcp(s) => bytes_acked(s).unwrap_or(0),
+            NetConn::Udp(..) => 0,
+        },
+    };
+    let result = match conn {
+        NetConn::Tcp(stream) => tcp(ctx, work, stream, &mut credit),
+        NetConn::Udp(socket, mark) => udp(ctx, work, &socket, mark, &mut credit),
+    };
+    work.tally
+        .cpu_ns
+        .store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
+    result
+}
+
+/// What arrived of a sending stream, credited to its snapshots: for TCP what the receiver's
+/// kernel acknowledged (`TCP_INFO`'s `bytes_acked`, read as each second closes, so that each
+/// second and the ramp's end are exact), for UDP the server's running count (its lines come
+/// once a second, so a second's bytes may land in the next).
+struct Credit<'w> {
+    work: &'w NetWork,
+    credited: u64,
+}
+
+impl Credit<'_> {
+    /// Adds what the server counted since the last call to the current second (UDP).
+    #[inline]
+    fn counted(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some((counts, i, _)) = &self.work.counted {
+            let now = counts[*i].load(Ordering::Acquire);
+            self.add(ctx, now);
+        }
+    }
+
+    /// Adds what `stream`'s receiver acknowledged since the last call (TCP).
+    #[inline]
+    fn acked(&mut self, ctx: &mut Ctx<'_>, stream: &TcpStream) {
+        if let Some(now) = bytes_acked(stream) {
+            self.add(ctx, now);
+        }
+    }
+
+    fn add(&mut self, ctx: &mut Ctx<'_>, now: u64) {
+        if now > self.credited {
+            ctx.rec.add_bytes(Op::Send, now - self.credited);
+            self.credited = now;
+        }
+    }
+
+    /// After the last datagram: waits (at most `FINAL`) for the server's final count, which
+    /// comes once the session has ended, and credits it.
+    fn last_counted(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some((_, _, ended)) = &self.work.counted {
+            let until = Instant::now() + FINAL;
+            while !ended.load(Ordering::Acquire) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        self.counted(ctx);
+    }
+
+    /// After the last write: waits (at most `FINAL`) until the receiver acknowledged
+    /// everything up to `written`, and credits it.
+    fn last_acked(&mut self, ctx: &mut Ctx<'_>, stream: &TcpStream, written: u64) {
+        let until = Instant::now() + FINAL;
+        while bytes_acked(stream).is_some_and(|a| a < written) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.acked(ctx, stream);
+    }
+}
+
+/// Bytes of `stream` its receiver acknowledged (Linux 4.1's `tcpi_bytes_acked`).
+fn bytes_acked(stream: &TcpStream) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed tcp_info is a valid value of a plain C struct.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the pointer and length describe `info`, which outlives the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(info.tcpi_bytes_acked)
+}
+
+/// Bytes that compress to nothing less (a link that compresses is not measured by zeros).
+fn payload(seed: u64, len: usize) -> Vec<u8> {
+    let mut rng = seed | 1;
+    (0..len.div_ceil(8))
         .flat_map(|_| {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
             rng.to_le_bytes()
         })
-        .take(work.msg_size as usize)
-        .collect();
+        .take(len)
+        .collect()
+}
+
+fn tcp(
+    ctx: &mut Ctx<'_>,
+    work: &NetWork,
+    mut stream: TcpStream,
+    credit: &mut Credit<'_>,
+) -> Result<(), EngineError> {
+    let mut buf = payload(ctx.spec.seed, work.msg_size as usize);
     let op = net_op(work.mode);
     // Streams wait at most a second at a time, so that a stalled stream still ends with the
     // stage (and its figures keep the stage's length); ten seconds without progress is a
@@ -50,12 +157,29 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
         let _ = stream.set_write_timeout(Some(STALL));
         let _ = stream.set_read_timeout(Some(STALL));
     }
+    // `bitrate`: this stream's bytes are due at `sent × 8 / bitrate` after its start.
+    let paced = (work.bitrate > 0.0).then(|| (Instant::now(), 8.0 / work.bitrate));
+    let mut sent = 0u64;
+    // Bytes handed to the stream since it opened (the line that opened it included).
+    let mut written = credit.credited;
     let mut stalls = 0u32;
     let mut failure = None;
-    while !ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let due = match (work.mode, &mut ctx.schedule) {
+            (NetMode::Rtt, Some(s)) => Some(s.take()),
+            _ => paced.map(|(t0, secs_per_byte)| {
+                t0 + Duration::from_secs_f64(sent as f64 * secs_per_byte)
+            }),
+        };
+        if let Some(due) = due {
+            if ctx.pace.deadline().is_some_and(|d| due >= d) {
+                break;
+            }
+            wait_until(due, ctx.stop);
+        }
         let start = Instant::now();
         let moved = match work.mode {
-            NetMode::Send => stream.write_all(&buf).map(|()| buf.len()),
+            NetMode::Send | NetMode::Bidir => stream.write_all(&buf).map(|()| buf.len()),
             NetMode::Receive => stream.read(&mut buf),
             NetMode::Rtt => stream
                 .write_all(&buf)
@@ -63,6 +187,9 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
                 .map(|()| 2 * buf.len()),
         };
         let now = Instant::now();
+        if op == Op::Send && ctx.pace.rolls(now) {
+            credit.acked(ctx, &stream);
+        }
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         match moved {
             // The server ended the stream: it went away (its own time outlasts the stage).
@@ -74,8 +201,23 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
             }
             Ok(n) => {
                 stalls = 0;
+                sent += n as u64;
+                written += n as u64;
                 let took = now.saturating_duration_since(start).as_nanos() as u64;
-                ctx.rec.record(op, n as u64, took);
+                match (op, due) {
+                    // Counted where it arrives.
+                    (Op::Send, _) => ctx.rec.record(op, 0, took),
+                    (Op::Rtt, Some(due)) => ctx.rec.record_scheduled(
+                        op,
+                        n as u64,
+                        now.saturating_duration_since(due).as_nanos() as u64,
+                        took,
+                    ),
+                    _ => ctx.rec.record(op, n as u64, took),
+                }
+                if op != Op::Send {
+                    work.tally.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                }
             }
             Err(e)
                 if work.mode != NetMode::Rtt
@@ -91,7 +233,7 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
                     if stalls >= 3 {
                         ctx.rec.record_error(op, ErrorKind::Timeout, 0, 0);
                         failure = Some(format!(
-                            "{}: no progress for the last {stalls} s of the stage (the server or the path to it went away)",
+                            "{}: silent for the last {stalls} s of the stage (the server or the path to it went away)",
                             work.server
                         ));
                     }
@@ -113,7 +255,7 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
                 ctx.rec.record_error(op, kind, 0, 0);
                 failure = Some(match kind {
                     ErrorKind::Timeout => format!(
-                        "{}: no progress for {} s (the server or the path to it went away)",
+                        "{}: silent for {} s (the server or the path to it went away)",
                         work.server,
                         MAX_STALLS * STALL.as_secs() as u32
                     ),
@@ -126,11 +268,76 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
             break;
         }
     }
+    if failure.is_none() && op == Op::Send {
+        // The end of what this stream sends; the server reports once every stream ended.
+        let _ = stream.shutdown(Shutdown::Write);
+        credit.last_acked(ctx, &stream, written);
+    }
     let _ = stream.shutdown(Shutdown::Both);
     failure.map_or(Ok(()), |f| Err(EngineError::Net(f)))
 }
 
+/// Datagrams at the stream's bitrate, each numbered and stamped with its send time (the
+/// server counts loss, reordering and jitter from them). A datagram the kernel drops (a full
+/// queue) is lost like any other: the receiver's count says so.
+fn udp(
+    ctx: &mut Ctx<'_>,
+    work: &NetWork,
+    socket: &UdpSocket,
+    mark: [u8; 16],
+    credit: &mut Credit<'_>,
+) -> Result<(), EngineError> {
+    let mut buf = payload(ctx.spec.seed, work.msg_size as usize);
+    buf[..16].copy_from_slice(&mark);
+    let per_sec = work.bitrate / 8.0 / f64::from(work.msg_size);
+    let epoch = Instant::now();
+    let mut sent = 0u64;
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        credit.counted(ctx);
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        if ctx.pace.expired(now) {
+            break;
+        }
+        let due = (now.duration_since(epoch).as_secs_f64() * per_sec) as u64 + 1;
+        while sent < due {
+            let start = Instant::now();
+            buf[16..24].copy_from_slice(&sent.to_le_bytes());
+            let at = start.duration_since(epoch).as_nanos() as u64;
+            buf[24..32].copy_from_slice(&at.to_le_bytes());
+            if socket.send(&buf).is_ok() {
+                let took = start.elapsed().as_nanos() as u64;
+                ctx.rec.record(Op::Send, 0, took);
+            }
+            sent += 1;
+        }
+        let next = epoch + Duration::from_secs_f64(sent as f64 / per_sec);
+        let wait = next.saturating_duration_since(Instant::now());
+        if wait > Duration::from_micros(50) {
+            std::thread::sleep(wait.min(Duration::from_millis(1)));
+        }
+    }
+    work.tally.datagrams.store(sent, Ordering::Relaxed);
+    credit.last_counted(ctx);
+    Ok(())
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The longest a stream's write or read waits before the worker looks at the clock again.
-const STALL: std::time::Duration = std::time::Duration::from_secs(1);
+const STALL: Duration = Duration::from_secs(1);
 /// Waits without progress after which the server is taken for gone.
 const MAX_STALLS: u32 = 10;
+/// The longest a sending stream waits for the server's final count after its last write.
+const FINAL: Duration = Duration::from_secs(10);

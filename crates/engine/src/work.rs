@@ -3,7 +3,8 @@
 //! made. Data only: the loops that use it are in `uring.rs`, `psync.rs`, `null.rs`, `s3.rs`,
 //! `net.rs` and `meta.rs`.
 
-use std::net::TcpStream;
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use stormark_s3::Config;
@@ -23,7 +24,7 @@ pub enum Load {
     Null,
     /// S3 requests over HTTP.
     S3(Box<S3Work>),
-    /// One TCP stream of a net session.
+    /// One stream (TCP) or socket (UDP) of a net session.
     Net(NetWork),
     /// Metadata calls on a tree of small files.
     Meta(MetaWork),
@@ -110,14 +111,44 @@ impl S3Work {
 /// What a net worker does, beside the common parts of its [`crate::WorkerSpec`].
 #[derive(Debug, Clone)]
 pub struct NetWork {
-    /// Its stream of the job's session, taken when the worker starts.
-    pub stream: Arc<Mutex<Option<TcpStream>>>,
-    /// Send, receive or round trips.
+    /// Its connection of the job's session, taken when the worker starts.
+    pub conn: Arc<Mutex<Option<NetConn>>>,
+    /// Send, receive or round trips (each worker of a `bidir` job one of the first two).
     pub mode: NetMode,
-    /// Bytes per write, or per message each way.
+    /// Bytes per write, per datagram, or per message each way.
     pub msg_size: u32,
     /// The server, as the user named it (for errors).
     pub server: String,
+    /// This stream's payload bits per second when it sends (0: as fast as it goes).
+    pub bitrate: f64,
+    /// A sending stream: the server's running count of what arrived from it (entry `.1` of
+    /// the session's counts), and whether that count is final. What a sending stream moved
+    /// is counted where it arrives, as iperf3 counts it; its writes are timed here.
+    pub counted: Option<(Arc<Vec<AtomicU64>>, usize, Arc<AtomicBool>)>,
+    /// What the stream did, for the session's report.
+    pub tally: Arc<StreamTally>,
+}
+
+/// A net worker's connection.
+#[derive(Debug)]
+pub enum NetConn {
+    /// A TCP data connection of the session.
+    Tcp(TcpStream),
+    /// A UDP socket connected to the server, with the first 16 bytes of every datagram (the
+    /// session's mark, the stream's number; the server's `UDP_HEADER` layout: sequence at
+    /// 16..24 and send time at 24..32 follow, written by the worker).
+    Udp(UdpSocket, [u8; 16]),
+}
+
+/// What one stream of a net job did, beside its snapshots: for the session's report.
+#[derive(Debug, Default)]
+pub struct StreamTally {
+    /// Bytes this end received (receive) or moved both ways (rtt).
+    pub bytes: AtomicU64,
+    /// UDP datagrams sent.
+    pub datagrams: AtomicU64,
+    /// CPU time of the worker's thread, ns.
+    pub cpu_ns: AtomicU64,
 }
 
 /// What a meta worker does, beside the common parts of its [`crate::WorkerSpec`].

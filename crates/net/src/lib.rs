@@ -24,7 +24,7 @@ pub use client::{run, ClientOptions, Outcome};
 pub use pmtu::probe_mtu;
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};
-pub use session::Session;
+pub use session::{check, Session};
 pub use tcpinfo::{interface_of, tcp_info, thread_cpu_ns, TcpInfo};
 
 /// Why a network test could not run or stopped.

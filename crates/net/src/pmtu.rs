@@ -38,6 +38,7 @@ pub fn probe_mtu(opts: &ClientOptions, max: u32) -> Result<Option<u32>, NetError
         bitrate: 0,
         bidir: false,
         token: opts.token.clone(),
+        check_only: false,
     };
     let mut line = serde_json::to_string(&hello).expect("serializing a hello");
     line.push('\n');
@@ -55,7 +56,9 @@ pub fn probe_mtu(opts: &ClientOptions, max: u32) -> Result<Option<u32>, NetError
     for what in ["waiting for the answer", "waiting for the start"] {
         match next(what)? {
             ServerLine::Accepted | ServerLine::Started => {}
-            ServerLine::Refused { reason } => return Err(NetError::Refused(reason)),
+            ServerLine::Refused { reason } => {
+                return Err(NetError::Refused(crate::session::refusal(&reason)))
+            }
             other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
         }
     }

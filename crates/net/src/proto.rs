@@ -61,6 +61,11 @@ pub struct Hello {
     /// The server's token, when it asks for one (`--token-file` on both ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Only ask whether the server would run this session now (the token, the limits, not
+    /// busy): `accepted` or `refused`, then the connection closes and nothing starts. An
+    /// agent asks before any load, so that a wrong token is the user's mistake, said at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check_only: bool,
 }
 
 impl std::fmt::Debug for Hello {
@@ -74,6 +79,7 @@ impl std::fmt::Debug for Hello {
             .field("udp", &self.udp)
             .field("msg_size", &self.msg_size)
             .field("token", &self.token.as_ref().map(|_| "<hidden>"))
+            .field("check_only", &self.check_only)
             .finish()
     }
 }
@@ -223,6 +229,7 @@ mod tests {
             bitrate: 0,
             bidir: false,
             token: None,
+            check_only: false,
         }
     }
 

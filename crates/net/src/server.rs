@@ -177,6 +177,17 @@ fn control(
     if let Err(why) = hello.check() {
         return refuse(&mut conn, &why).unwrap_or_else(|e| format!("failed: {e}"));
     }
+    if hello.check_only {
+        let answer = if shared.busy.load(Ordering::Acquire) {
+            refuse(
+                &mut conn,
+                "busy with another client's test; try again when it ends",
+            )
+        } else {
+            say(&mut conn, &ServerLine::Accepted).map(|()| "checked".to_string())
+        };
+        return answer.unwrap_or_else(|e| format!("failed: {e}"));
+    }
     if shared.busy.swap(true, Ordering::AcqRel) {
         return refuse(
             &mut conn,

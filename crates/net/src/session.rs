@@ -3,11 +3,13 @@
 //! the server counts and this module drains its per-second lines.
 
 use std::io::{BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::common::{connect, nonce, ClientOptions, CONNECT, SILENCE};
-use crate::proto::{data_line, read_line, Hello, Mode, ServerLine};
+use crate::proto::{data_line, read_line, token, Hello, Mode, ServerLine};
 use crate::NetError;
 
 /// A session's control connection, accepted by the server.
@@ -65,6 +67,16 @@ fn lost(addr: SocketAddr, what: &str, e: std::io::Error) -> NetError {
 
 /// Connects the control connection, asks for the session and waits for the answer.
 pub(crate) fn start(opts: &ClientOptions) -> Result<Control, NetError> {
+    ask(opts, false)
+}
+
+/// Asks the server whether it would run a session of `opts` now (its token, its limits, not
+/// busy), starting nothing: before any load, so that a refusal is said at once.
+pub fn check(opts: &ClientOptions) -> Result<(), NetError> {
+    ask(opts, true).map(drop)
+}
+
+fn ask(opts: &ClientOptions, check_only: bool) -> Result<Control, NetError> {
     let addr = opts.server;
     let mut control = connect(addr, opts.bind).map_err(|e| unreachable(addr, e))?;
     let _ = control.set_read_timeout(Some(SILENCE));
@@ -81,6 +93,7 @@ pub(crate) fn start(opts: &ClientOptions) -> Result<Control, NetError> {
         bitrate: opts.bitrate,
         bidir: opts.bidir,
         token: opts.token.clone(),
+        check_only,
     };
     let mut line = serde_json::to_string(&hello).expect("serializing a hello");
     line.push('\n');
@@ -129,42 +142,115 @@ pub(crate) fn join(opts: &ClientOptions, c: &mut Control) -> Result<Vec<TcpStrea
 
 /// A started session whose streams the caller drives.
 pub struct Session {
-    /// The data connections, one per stream: write to them (throughput), read from them
-    /// (reverse) or send a message and read its echo (rtt). Closing them ends the session.
+    /// The data connections, one per stream (both halves with `bidir`: the first sends, the
+    /// second receives): write to them, read from them, or send a message and read its echo
+    /// (rtt). Closing them ends the session. Empty for UDP.
     pub streams: Vec<TcpStream>,
+    /// UDP: a socket per stream, connected to the server.
+    pub udp: Vec<UdpSocket>,
+    /// UDP: the session's mark, the first 8 bytes of every datagram.
+    pub udp_token: u64,
+    /// Per stream, what the server counted so far where it receives (its per-second lines,
+    /// then its end report): the receiver's count of what this end sent.
+    pub counted: Arc<Vec<AtomicU64>>,
+    /// Set once the server's end report is in (`counted` final) or the server is gone.
+    pub ended: Arc<AtomicBool>,
     drain: JoinHandle<Option<ServerLine>>,
 }
 
 impl Session {
-    /// Opens a TCP session of `opts.streams` streams (no UDP, no bidir) for at most
-    /// `opts.time`; the server's per-second lines are read and dropped as they come.
+    /// Opens a session of `opts.streams` streams (each way with `bidir`; UDP sockets with
+    /// `udp`) for at most `opts.time`; the server's lines are read as they come into
+    /// [`Session::counted`].
     pub fn open(opts: &ClientOptions) -> Result<Session, NetError> {
-        if opts.udp || opts.bidir || opts.mode == Mode::Pmtu {
+        if opts.mode == Mode::Pmtu {
             return Err(NetError::Refused(
-                "a driven session is TCP, one way or round trips".into(),
+                "a path MTU probe is run by probe_mtu".into(),
             ));
         }
         let mut c = start(opts)?;
-        let streams = join(opts, &mut c)?;
+        let (streams, udp) = if opts.udp {
+            match c.next("waiting for the start")? {
+                ServerLine::Started => {}
+                ServerLine::Refused { reason } => return Err(NetError::Refused(refusal(&reason))),
+                other => {
+                    return Err(NetError::Lost(format!(
+                        "{}: unexpected {other:?}",
+                        opts.server
+                    )))
+                }
+            }
+            (Vec::new(), udp_sockets(opts)?)
+        } else {
+            (join(opts, &mut c)?, Vec::new())
+        };
+        let n = streams.len().max(udp.len());
+        let counted: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+        let ended = Arc::new(AtomicBool::new(false));
+        let udp_token = token(&c.nonce);
+        let (counts, done) = (counted.clone(), ended.clone());
         let drain = std::thread::Builder::new()
             .name("net-session".into())
-            .spawn(move || loop {
-                match c.next("during the test") {
-                    Ok(end @ ServerLine::End { .. }) => return Some(end),
-                    Ok(_) => {}
-                    Err(_) => return None,
-                }
+            .spawn(move || {
+                let store = |bytes: &[u64]| {
+                    for (c, &b) in counts.iter().zip(bytes) {
+                        c.fetch_max(b, Ordering::Release);
+                    }
+                };
+                let end = loop {
+                    match c.next("during the test") {
+                        Ok(ServerLine::Second { bytes, .. }) => store(&bytes),
+                        Ok(end @ ServerLine::End { .. }) => {
+                            if let ServerLine::End { bytes, .. } = &end {
+                                store(bytes);
+                            }
+                            break Some(end);
+                        }
+                        Ok(_) => {}
+                        Err(_) => break None,
+                    }
+                };
+                done.store(true, Ordering::Release);
+                end
             })
             .map_err(|e| NetError::Lost(format!("{}: {e}", opts.server)))?;
-        Ok(Session { streams, drain })
+        Ok(Session {
+            streams,
+            udp,
+            udp_token,
+            counted,
+            ended,
+            drain,
+        })
     }
 
     /// Waits for the server's end report once the streams are closed (at most the server's
     /// silence limit): what it counted, or `None` when it said nothing more.
     pub fn finish(self) -> Option<ServerLine> {
         drop(self.streams);
+        drop(self.udp);
         self.drain.join().ok().flatten()
     }
+}
+
+/// A UDP socket per stream, connected to the server.
+fn udp_sockets(opts: &ClientOptions) -> Result<Vec<UdpSocket>, NetError> {
+    let addr = opts.server;
+    let local: SocketAddr = match (opts.bind, addr.is_ipv4()) {
+        (Some(ip), _) => (ip, 0).into(),
+        (None, true) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        (None, false) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    (0..opts.streams)
+        .map(|_| {
+            UdpSocket::bind(local)
+                .and_then(|s| s.connect(addr).map(|()| s))
+                .map_err(|e| NetError::Unreachable {
+                    addr,
+                    why: e.to_string(),
+                })
+        })
+        .collect()
 }
 
 /// A server's reason for refusing, as stormark prints it: the other end's words, on one line

@@ -241,7 +241,13 @@ impl Shape {
                             job.bs_align = most;
                         }
                         SweepKey::Size => job.size = Some(most),
-                        SweepKey::Jobs => job.jobs = most as u32,
+                        SweepKey::Streams if job.net.is_none() => {
+                            return Err(
+                                "--sweep streams is for net runs; a file or S3 run sweeps jobs"
+                                    .into(),
+                            );
+                        }
+                        SweepKey::Jobs | SweepKey::Streams => job.jobs = most as u32,
                         SweepKey::Iodepth => job.iodepth = most as u32,
                         SweepKey::Agents => {
                             if job.rate_iops.is_some() {
@@ -297,7 +303,7 @@ pub enum Plan {
 fn show(key: SweepKey, v: u64) -> String {
     match key {
         SweepKey::Bs | SweepKey::Size | SweepKey::ObjSize => format_size(v),
-        SweepKey::Jobs | SweepKey::Iodepth | SweepKey::Agents => v.to_string(),
+        SweepKey::Jobs | SweepKey::Streams | SweepKey::Iodepth | SweepKey::Agents => v.to_string(),
     }
 }
 
@@ -360,7 +366,7 @@ impl Plan {
                             SweepKey::Agents => hosts = Some(*v as usize),
                             SweepKey::Bs | SweepKey::ObjSize => load.bs = Some(*v),
                             SweepKey::Size => load.size = Some(*v),
-                            SweepKey::Jobs => load.jobs = Some(*v as u32),
+                            SweepKey::Jobs | SweepKey::Streams => load.jobs = Some(*v as u32),
                             SweepKey::Iodepth => load.iodepth = Some(*v as u32),
                         }
                     }

@@ -209,8 +209,11 @@ pub fn first_look(results: &mut Results) {
 }
 
 fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
+    // A network test holds its rate within seconds (iperf3's default is 10 s): no cache,
+    // write-back or garbage collection to outlast.
     let short: Vec<(&str, f64)> = measured
         .iter()
+        .filter(|p| p.jobs.is_empty() || !p.jobs.iter().all(|j| j.engine == "net"))
         .map(|p| (p.name.as_str(), p.duration_ns as f64 / 1e9))
         .filter(|(_, s)| *s < SHORT_RUN_S)
         .collect();
@@ -352,6 +355,7 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     let cpus = c.inventory.map_or(0, |i| i.cpus);
     // An S3 client: its connections, not an engine or a queue depth.
     let objects = c.phase.jobs.iter().any(|j| j.engine == "s3");
+    let network = !c.phase.jobs.is_empty() && c.phase.jobs.iter().all(|j| j.engine == "net");
     let own = c.mean(|s| s.cpu.and_then(|x| x.own_pct));
     if idle + iowait < CPU_BOUND_IDLE_PCT {
         match own {
@@ -376,9 +380,10 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 Severity::Warning,
                 "cpu-bound",
                 format!(
-                    "{}: the CPUs were {busy:.0}% busy{}: the host, not the storage, may be the limit",
+                    "{}: the CPUs were {busy:.0}% busy{}: the host, not the {}, may be the limit",
                     c.place(),
-                    own.map(|o| format!(" (stormark {o:.0}%)")).unwrap_or_default()
+                    own.map(|o| format!(" (stormark {o:.0}%)")).unwrap_or_default(),
+                    if network { "network" } else { "storage" }
                 ),
                 {
                     let mut e = json!({"host": c.host, "phase": c.phase.name, "busy_pct": r1(busy), "idle_pct": r1(idle), "iowait_pct": r1(iowait), "cpus": cpus});
@@ -389,6 +394,8 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 },
                 if objects {
                     "Other work on this client takes its CPUs: stop it, or run the load from other hosts (--agents)."
+                } else if network {
+                    "Larger writes (--msg-size) cost fewer system calls per byte; more streams spread the work over more cores; stop other work on this host, or test between hosts with CPU to spare."
                 } else {
                     "Use a more efficient engine (--engine io_uring), larger blocks, fewer jobs than CPUs, or more hosts; stop other work on this host."
                 },

@@ -118,6 +118,7 @@ impl Render for Terminal {
         if let Some(s) = &r.sweep {
             out.push_str(&crate::shapes::sweep_text(r, s));
         }
+        out.push_str(&crate::net::net_text(r));
         if !r.repetitions.is_empty() {
             out.push_str(&repetitions_text(r));
         }

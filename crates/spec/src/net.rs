@@ -11,6 +11,9 @@ pub enum NetMode {
     Send,
     /// The server sends, this host receives (iperf3's `-R`).
     Receive,
+    /// Both ways at once (iperf3's `--bidir`): the first half of the job's streams send, the
+    /// second half receive.
+    Bidir,
     /// Request/response round trips of one message size each way.
     Rtt,
 }
@@ -21,15 +24,17 @@ impl NetMode {
         match self {
             NetMode::Send => "send",
             NetMode::Receive => "receive",
+            NetMode::Bidir => "bidir",
             NetMode::Rtt => "rtt",
         }
     }
 
-    /// Parses `send` (or `throughput`), `receive` (or `reverse`) and `rtt`.
+    /// Parses `send` (or `throughput`), `receive` (or `reverse`), `bidir` and `rtt`.
     pub fn parse(s: &str) -> Option<NetMode> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "send" | "throughput" => NetMode::Send,
             "receive" | "reverse" => NetMode::Receive,
+            "bidir" => NetMode::Bidir,
             "rtt" => NetMode::Rtt,
             _ => return None,
         })
@@ -46,7 +51,14 @@ impl fmt::Display for NetMode {
 pub const MAX_STREAMS: u32 = 128;
 
 /// The accepted form of `mode`.
-pub const NET_MODE_FORM: &str = "send (or throughput), receive (or reverse) or rtt";
+pub const NET_MODE_FORM: &str = "send (or throughput), receive (or reverse), bidir or rtt";
+
+/// The accepted form of `bitrate`.
+pub const BITRATE_FORM: &str =
+    "bits per second from 1k to 400g, such as 100m or 1g (1000-based, as iperf3)";
+
+/// The accepted form of `protocol`.
+pub const PROTOCOL_FORM: &str = "tcp or udp";
 
 /// The accepted form of `server`.
 pub const SERVER_FORM: &str =
@@ -59,8 +71,13 @@ pub struct NetJob {
     pub servers: Vec<String>,
     /// Send, receive or round trips.
     pub mode: NetMode,
-    /// Bytes per write (send, receive) or per message each way (rtt).
+    /// Bytes per write (send, receive), per datagram (udp) or per message each way (rtt).
     pub msg_size: u32,
+    /// Payload bits per second over all the job's streams on each host (0: as fast as they
+    /// go; UDP is always paced).
+    pub bitrate: u64,
+    /// UDP datagrams instead of TCP streams (mode send only).
+    pub udp: bool,
 }
 
 impl NetJob {
@@ -68,6 +85,24 @@ impl NetJob {
     pub fn server_of(&self, index: u64) -> &str {
         &self.servers[(index % self.servers.len() as u64) as usize]
     }
+}
+
+/// Bits per second: a number with k, m or g (1000-based, as iperf3 and link speeds), from 1k
+/// to 400g.
+pub fn parse_bitrate(text: &str) -> Option<u64> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t
+        .strip_suffix("bit")
+        .or_else(|| t.strip_suffix("bps"))
+        .unwrap_or(&t);
+    let (num, mult) = match t.as_bytes().last()? {
+        b'k' => (&t[..t.len() - 1], 1e3),
+        b'm' => (&t[..t.len() - 1], 1e6),
+        b'g' => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v = num.parse::<f64>().ok()? * mult;
+    (v.is_finite() && (1e3..=4e11).contains(&v)).then_some(v as u64)
 }
 
 /// Parses a `server` value: one or more `HOST[:PORT]`, comma-separated; the port defaults to
@@ -111,6 +146,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bitrates_are_1000_based() {
+        assert_eq!(parse_bitrate("100m"), Some(100_000_000));
+        assert_eq!(parse_bitrate("1.5G"), Some(1_500_000_000));
+        assert_eq!(parse_bitrate("300mbit"), Some(300_000_000));
+        assert_eq!(parse_bitrate("2000"), Some(2000));
+        for bad in ["", "fast", "1", "999", "500g", "-1m", "nanm"] {
+            assert_eq!(parse_bitrate(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
     fn servers_parse_with_default_ports() {
         assert_eq!(
             parse_servers("10.0.0.2", 7879),
@@ -144,6 +190,8 @@ mod tests {
             servers: vec!["a:1".into(), "b:1".into()],
             mode: NetMode::Send,
             msg_size: 1,
+            bitrate: 0,
+            udp: false,
         };
         assert_eq!(
             (j.server_of(0), j.server_of(1), j.server_of(2)),

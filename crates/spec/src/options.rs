@@ -101,6 +101,8 @@ pub const JOB_KEYS: &[&str] = &[
     "server",
     "mode",
     "msg_size",
+    "bitrate",
+    "protocol",
     "dirs",
     "file_size",
     "meta_ops",
@@ -223,6 +225,10 @@ pub struct JobOpts {
     pub mode: Option<NetMode>,
     /// Net: bytes per write, or per message each way.
     pub msg_size: Option<u32>,
+    /// Net: payload bits per second over the job's streams.
+    pub bitrate: Option<u64>,
+    /// Net: UDP instead of TCP.
+    pub udp: Option<bool>,
     /// Meta: directories side by side in each worker's tree.
     pub dirs: Option<u32>,
     /// Meta: bytes each file holds.
@@ -474,6 +480,8 @@ impl JobOpts {
             server,
             mode,
             msg_size,
+            bitrate,
+            udp,
             dirs,
             file_size,
             meta_ops,

@@ -131,6 +131,8 @@ pub enum SweepKey {
     Size,
     /// Workers (fio's numjobs).
     Jobs,
+    /// A net job's streams (its workers, named as iperf3's users name them).
+    Streams,
     /// I/Os in flight per worker.
     Iodepth,
     /// Agents of a distributed run (the first N given).
@@ -146,6 +148,7 @@ impl SweepKey {
             SweepKey::Bs => "bs",
             SweepKey::Size => "size",
             SweepKey::Jobs => "jobs",
+            SweepKey::Streams => "streams",
             SweepKey::Iodepth => "iodepth",
             SweepKey::Agents => "agents",
             SweepKey::ObjSize => "obj-size",
@@ -164,7 +167,7 @@ pub struct Sweep {
 
 /// What `--sweep` accepts, for error messages.
 pub const SWEEP_FORM: &str = "KEY=V1,V2,... with KEY bs, size, jobs, iodepth, agents, or for S3 \
-obj-size and concurrency, such as bs=4k,64k,1m or jobs=1,2,4,8";
+obj-size and concurrency, for net streams, such as bs=4k,64k,1m or jobs=1,2,4,8";
 
 /// Parses one `--sweep`.
 pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
@@ -174,6 +177,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
         "bs" | "blocksize" => SweepKey::Bs,
         "size" => SweepKey::Size,
         "jobs" | "numjobs" | "concurrency" => SweepKey::Jobs,
+        "streams" => SweepKey::Streams,
         "iodepth" => SweepKey::Iodepth,
         "agents" | "hosts" => SweepKey::Agents,
         "obj-size" | "obj_size" | "objsize" | "object-size" => SweepKey::ObjSize,
@@ -191,6 +195,10 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
             SweepKey::Jobs | SweepKey::Agents => {
                 v.parse::<u64>().ok().filter(|n| (1..=4096).contains(n))
             }
+            SweepKey::Streams => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=u64::from(crate::net::MAX_STREAMS)).contains(n)),
             SweepKey::Iodepth => v.parse::<u64>().ok().filter(|n| (1..=65536).contains(n)),
         };
         let parsed = parsed.ok_or_else(|| {
@@ -198,6 +206,7 @@ pub fn parse_sweep(text: &str) -> Result<Sweep, SpecError> {
                 SweepKey::Bs | SweepKey::Size => "sizes such as 4k, 64k, 1m",
                 SweepKey::ObjSize => "sizes from 1 byte to 5g, such as 4k, 64k, 1m",
                 SweepKey::Jobs | SweepKey::Agents => "whole numbers from 1 to 4096",
+                SweepKey::Streams => "whole numbers from 1 to 128",
                 SweepKey::Iodepth => "whole numbers from 1 to 65536",
             };
             SpecError::invalid("--sweep", text, format!("{} values as {form}", key.name()))

@@ -161,6 +161,12 @@ impl Job {
             pairs.push(("server", net.servers.join(",")));
             pairs.push(("mode", net.mode.name().into()));
             pairs.push(("msg_size", format_size(u64::from(net.msg_size))));
+            if net.bitrate > 0 {
+                pairs.push(("bitrate", net.bitrate.to_string()));
+            }
+            if net.udp {
+                pairs.push(("protocol", "udp".into()));
+            }
         }
         if let Some(meta) = &self.meta {
             pairs.extend(meta.pairs());

@@ -539,6 +539,12 @@ impl Recorder {
         r.bytes += bytes;
     }
 
+    /// Adds bytes to `op` without an I/O: what a receiver counted of a sending stream whose
+    /// writes were recorded with no bytes (counted where they arrive, as iperf3 counts).
+    pub fn add_bytes(&mut self, op: Op, bytes: u64) {
+        self.current.op_mut(op).bytes += bytes;
+    }
+
     /// Records one completed I/O of an open-loop run: its response time (from the moment it
     /// was scheduled) and its service time (from its submission).
     #[inline]

@@ -97,7 +97,7 @@ impl SweepReport {
     /// Fills in scaling efficiency over `agents` or else `jobs`, when swept: each point
     /// against the point with the fewest and every other value the same.
     pub fn compute_efficiency(&mut self) {
-        let Some(key) = ["agents", "jobs"]
+        let Some(key) = ["agents", "jobs", "streams"]
             .into_iter()
             .find(|k| self.keys.iter().any(|x| x == k))
         else {

@@ -272,10 +272,13 @@ pub struct RunArgs {
     /// Notes for the results, from the command that made this run (`s3 --embedded`).
     #[arg(skip)]
     pub notes: Vec<String>,
+    /// The token of the net jobs' servers (set by `stormark net client --token-file`).
+    #[arg(skip)]
+    pub net_token: Option<String>,
 }
 
-/// Repetitions, expectations and the shapes of a run (`run` and `s3`).
-#[derive(Debug, Default, Args)]
+/// Repetitions, expectations and the shapes of a run (`run`, `s3`, `meta`, `net client`).
+#[derive(Debug, Default, Clone, Args)]
 pub struct ShapeArgs {
     /// Run the whole workload N times; per figure the mean, spread and 95% confidence
     /// interval over the repetitions.

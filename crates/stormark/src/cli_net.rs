@@ -1,8 +1,14 @@
 //! The command line of `stormark net`: the pair test's two ends and the mesh over agents.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
+use anyhow::Result;
 use clap::{Args, Subcommand};
+use stormark_net::{DEFAULT_PORT, LIMITS};
+use stormark_spec::{parse_duration, parse_size};
+
+use crate::usage;
 
 const NET_EXAMPLES: &str = "\
 Examples:
@@ -167,7 +173,108 @@ pub struct NetClientArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// One test per stream count, such as 1,2,4,8: throughput against streams, to find the
-    /// count that fills the link (each a phase of the results; --streams is ignored).
-    #[arg(long, value_name = "LIST", conflicts_with = "streams")]
+    /// count that fills the link (each a phase of the results; the same as --sweep
+    /// streams=LIST).
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["streams", "sweep"])]
     pub streams_sweep: Option<String>,
+    /// Repetitions, expectations, sweeps and the search, as for storage runs.
+    #[command(flatten)]
+    pub shape: crate::cli::ShapeArgs,
+}
+
+// What the flags accept, checked before anything connects.
+
+pub(crate) fn token(file: Option<&std::path::Path>) -> Result<Option<String>> {
+    file.map(|f| stormark_cluster::read_token(f).map_err(|e| usage(e.to_string())))
+        .transpose()
+}
+
+/// `--streams`: 1 to the protocol's limit.
+pub(crate) fn parse_streams(text: &str) -> Result<u32> {
+    let (max, _, _) = LIMITS;
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            usage(format!(
+                "--streams {text}: expected a whole number from 1 to {max}"
+            ))
+        })
+}
+
+/// `--time`: 1 ms to the protocol's limit.
+pub(crate) fn parse_time(text: &str) -> Result<std::time::Duration> {
+    let (_, _, max_secs) = LIMITS;
+    parse_duration(text)
+        .filter(|t| !t.is_zero() && t.as_secs() <= max_secs)
+        .ok_or_else(|| {
+            usage(format!(
+                "--time {text}: expected a duration from 1ms to 24h, such as 10s or 2m"
+            ))
+        })
+}
+
+/// `--msg-size` of TCP: 1 byte to the protocol's limit.
+pub(crate) fn parse_msg_size(text: &str) -> Result<u32> {
+    let (_, max, _) = LIMITS;
+    parse_size(text)
+        .filter(|s| (1..=u64::from(max)).contains(s))
+        .map(|s| s as u32)
+        .ok_or_else(|| {
+            usage(format!(
+                "--msg-size {text}: expected a size from 1 byte to 16m, such as 64 or 128k"
+            ))
+        })
+}
+
+/// `HOST`, `HOST:PORT`, `[V6]:PORT` or a bare IPv6 address.
+pub(crate) fn resolve(text: &str) -> Result<SocketAddr> {
+    let bad = |why: String| {
+        usage(format!(
+            "{text}: {why}; expected HOST or HOST:PORT, such as 10.0.0.2 or server1:{DEFAULT_PORT}"
+        ))
+    };
+    let with_port = if let Ok(ip) = text.parse::<std::net::IpAddr>() {
+        SocketAddr::new(ip, DEFAULT_PORT).to_string()
+    } else if text
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        text.to_string()
+    } else {
+        format!("{text}:{DEFAULT_PORT}")
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("cannot resolve it ({e})")))?
+        .next()
+        .ok_or_else(|| bad("the name resolves to no address".into()))
+}
+
+/// `1,2,4,8`: stream counts, each once, at most 16 of them.
+pub(crate) fn parse_counts(text: &str) -> Result<Vec<String>> {
+    let (max, _, _) = LIMITS;
+    let bad = || {
+        usage(format!(
+            "--streams-sweep {text}: expected up to 16 different stream counts from 1 to {max}, such as 1,2,4,8"
+        ))
+    };
+    let mut counts = Vec::new();
+    for v in text.split(',') {
+        let n = v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(bad)?;
+        if counts.contains(&n) {
+            return Err(bad());
+        }
+        counts.push(n);
+    }
+    let counts: Vec<String> = counts.iter().map(u32::to_string).collect();
+    if counts.is_empty() || counts.len() > 16 {
+        return Err(bad());
+    }
+    Ok(counts)
 }

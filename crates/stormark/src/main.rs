@@ -133,7 +133,6 @@ mod compare_cmd;
 mod meta_cmd;
 mod net_cmd;
 mod net_mesh;
-mod net_show;
 mod probe_cmd;
 mod report_cmd;
 mod run;
@@ -201,4 +200,13 @@ fn main() {
         cli::Command::Suite(args) => suite_cmd::main(*args),
     };
     std::process::exit(exit_status(result));
+}
+
+/// A stop flag that Ctrl-C sets (the commands outside `run`: a net server, a mesh).
+pub(crate) fn ctrl_c() -> anyhow::Result<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))
+        .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))?;
+    Ok(stop)
 }

@@ -26,11 +26,11 @@ fn options(args: &NetMeshArgs) -> Result<MeshOptions> {
             args.mode
         )));
     }
-    let streams = crate::net_cmd::parse_streams(&args.streams)?;
-    let time = crate::net_cmd::parse_time(&args.time)?;
+    let streams = crate::cli_net::parse_streams(&args.streams)?;
+    let time = crate::cli_net::parse_time(&args.time)?;
     let msg_size = match &args.msg_size {
         None => 1 << 20,
-        Some(text) => crate::net_cmd::parse_msg_size(text)?,
+        Some(text) => crate::cli_net::parse_msg_size(text)?,
     };
     Ok(MeshOptions {
         streams,
@@ -127,7 +127,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
         .metrics_listen
         .map(|a| stormark_report::LiveMetrics::serve(a).map_err(crate::usage))
         .transpose()?;
-    let stop = crate::net_cmd::ctrl_c()?;
+    let stop = crate::ctrl_c()?;
     let mut agents = fleet
         .connect_remote(&TargetOptions::new(PathBuf::new()), &stop)
         .map_err(|e| {

@@ -300,6 +300,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         run: stormark_cluster::new_run_id(),
         s3,
         create_file: target_is_file,
+        net_token: args.net_token.clone(),
     };
     let repeat: u32 = match args.shape.repeat.as_deref() {
         None => 1,

@@ -4,17 +4,15 @@
 
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use stormark_engine::NetWork;
-use stormark_net::{ClientOptions, Mode, ServerLine, Session};
+use stormark_engine::{NetConn, NetWork, StreamTally};
+use stormark_net::{ClientOptions, Mode, NetError, ServerLine, Session, TcpInfo, UdpStats};
 use stormark_spec::{NetJob, NetMode, Workload};
+use stormark_stats::{NetReport, NetStream};
 
 use super::LocalAgent;
 use crate::agent::AgentError;
-
-/// How long a server has to answer a connection before the load.
-const CONNECT: Duration = Duration::from_secs(5);
 
 /// The address of `server` (`HOST:PORT`), looked up now.
 fn resolve(job: &str, server: &str) -> Result<SocketAddr, AgentError> {
@@ -33,25 +31,57 @@ fn resolve(job: &str, server: &str) -> Result<SocketAddr, AgentError> {
 }
 
 impl LocalAgent {
+    /// The session a net job asks of its server from this host, for `workers` streams of a
+    /// stage lasting `time` (`None`: only asked whether it would be served).
+    fn client_options(
+        &self,
+        net: &NetJob,
+        addr: SocketAddr,
+        workers: usize,
+        time: Option<Duration>,
+    ) -> ClientOptions {
+        let bidir = net.mode == NetMode::Bidir;
+        ClientOptions {
+            server: addr,
+            mode: match net.mode {
+                NetMode::Rtt => Mode::Rtt,
+                _ => Mode::Throughput,
+            },
+            streams: (if bidir { workers / 2 } else { workers }).max(1) as u32,
+            // The server's side outlasts the stage: the workers end the session. UDP's
+            // receiver listens for exactly its time (and a second more).
+            time: match time {
+                Some(t) if net.udp => t,
+                Some(t) => t + Duration::from_secs(10),
+                None => Duration::from_secs(1),
+            },
+            reverse: net.mode == NetMode::Receive,
+            msg_size: net.msg_size,
+            stop: self.stop.clone(),
+            udp: net.udp,
+            // The server paces what it sends (receive, the second half of bidir).
+            bitrate: net.bitrate,
+            bidir,
+            token: self.opts.net_token.clone(),
+            rate: None,
+            bind: None,
+        }
+    }
+
     /// The server each net job of `workload` streams to from this host (entry `index` of
-    /// its list): it must answer a connection now.
+    /// its list): it must accept such a session now (its token, its limits, not busy).
     pub(super) fn check_servers(&self, workload: &Workload) -> Result<(), AgentError> {
         for job in &workload.jobs {
             let Some(net) = &job.net else { continue };
             let server = net.server_of(self.index);
             let addr = resolve(&job.name, server)?;
-            TcpStream::connect_timeout(&addr, CONNECT).map_err(|e| {
-                let why = match e.kind() {
-                    std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-                        format!("no answer within {} s", CONNECT.as_secs())
-                    }
-                    _ => e.to_string(),
+            let opts = self.client_options(net, addr, job.jobs as usize, None);
+            stormark_net::check(&opts).map_err(|e| {
+                let why = match e {
+                    NetError::Unreachable { why, .. } => why,
+                    e => e.to_string(),
                 };
-                AgentError::job(
-                    &job.name,
-                    format!("server {server}: {why}; start `stormark net server` there (or name the right port)"),
-                )
+                AgentError::job(&job.name, format!("server {server}: {why}"))
             })?;
         }
         Ok(())
@@ -68,43 +98,55 @@ impl LocalAgent {
         for (k, net, name, workers) in jobs {
             let server = net.server_of(self.index).to_string();
             let addr = resolve(name, &server)?;
-            let opts = ClientOptions {
-                server: addr,
-                mode: match net.mode {
-                    NetMode::Rtt => Mode::Rtt,
-                    _ => Mode::Throughput,
-                },
-                streams: *workers as u32,
-                // The server's side outlasts the stage: the workers end the session.
-                time: time + Duration::from_secs(10),
-                reverse: net.mode == NetMode::Receive,
-                msg_size: net.msg_size,
-                stop: self.stop.clone(),
-                udp: false,
-                bitrate: 0,
-                bidir: false,
-                token: None,
-                rate: None,
-                bind: None,
-            };
+            let opts = self.client_options(net, addr, *workers, Some(time));
             let mut session = Session::open(&opts)
                 .map_err(|e| AgentError::job(name, format!("server {server}: {e}")))?;
-            let streams = std::mem::take(&mut session.streams)
+            let local = session
+                .streams
+                .first()
+                .and_then(|s| s.local_addr().ok())
+                .or_else(|| session.udp.first().and_then(|s| s.local_addr().ok()));
+            // Kept to read each sending stream's TCP_INFO at the end.
+            let handles = session.streams.iter().map(|s| s.try_clone().ok()).collect();
+            let conns: Vec<_> = std::mem::take(&mut session.streams)
                 .into_iter()
-                .map(|s| Arc::new(Mutex::new(Some(s))))
+                .map(NetConn::Tcp)
+                .chain(
+                    std::mem::take(&mut session.udp)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, s)| NetConn::Udp(s, udp_mark(session.udp_token, i))),
+                )
+                .map(|c| Arc::new(Mutex::new(Some(c))))
+                .collect();
+            let tallies = (0..conns.len())
+                .map(|_| Arc::new(StreamTally::default()))
                 .collect();
             out.push(NetSession {
                 job: *k,
                 name: name.clone(),
                 server,
-                mode: net.mode,
-                msg_size: net.msg_size,
-                streams,
+                net: (*net).clone(),
+                sending: opts.streams as usize,
+                conns,
+                handles,
+                tallies,
+                local,
+                started: Instant::now(),
                 session: Some(session),
             });
         }
         Ok(out)
     }
+}
+
+/// The first 16 bytes of every datagram of stream `i`: the session's mark and the stream's
+/// number (the server's `UDP_HEADER`, whose sequence and send time the worker writes).
+fn udp_mark(token: u64, i: usize) -> [u8; 16] {
+    let mut mark = [0u8; 16];
+    mark[..8].copy_from_slice(&token.to_le_bytes());
+    mark[8..12].copy_from_slice(&(i as u32).to_le_bytes());
+    mark
 }
 
 /// A net job's session during a stage.
@@ -113,39 +155,91 @@ pub(super) struct NetSession {
     pub job: usize,
     name: String,
     server: String,
-    mode: NetMode,
-    msg_size: u32,
-    streams: Vec<Arc<Mutex<Option<TcpStream>>>>,
+    net: NetJob,
+    /// Streams that send from this host (all of send and UDP, the first half of bidir).
+    sending: usize,
+    conns: Vec<Arc<Mutex<Option<NetConn>>>>,
+    handles: Vec<Option<TcpStream>>,
+    tallies: Vec<Arc<StreamTally>>,
+    local: Option<SocketAddr>,
+    started: Instant,
     session: Option<Session>,
 }
 
 impl NetSession {
-    /// The work of worker `w`: its stream.
-    pub fn work(&self, w: usize) -> NetWork {
-        NetWork {
-            stream: self.streams[w].clone(),
-            mode: self.mode,
-            msg_size: self.msg_size,
-            server: self.server.clone(),
+    /// What this stream does from this host.
+    fn mode_of(&self, w: usize) -> NetMode {
+        match self.net.mode {
+            NetMode::Bidir if w < self.sending => NetMode::Send,
+            NetMode::Bidir => NetMode::Receive,
+            m => m,
         }
     }
 
-    /// Ends the session (every stream closed) and says what the server counted.
-    pub fn finish(self) -> Option<String> {
-        for s in &self.streams {
-            if let Some(s) = s.lock().ok().and_then(|mut s| s.take()) {
+    /// The work of worker `w`: its stream.
+    pub fn work(&self, w: usize) -> NetWork {
+        let mode = self.mode_of(w);
+        let session = self.session.as_ref().expect("open until finished");
+        NetWork {
+            conn: self.conns[w].clone(),
+            mode,
+            msg_size: self.net.msg_size,
+            server: self.server.clone(),
+            bitrate: if mode == NetMode::Send {
+                self.net.bitrate as f64 / self.sending as f64
+            } else {
+                0.0
+            },
+            counted: (mode == NetMode::Send)
+                .then(|| (session.counted.clone(), w, session.ended.clone())),
+            tally: self.tallies[w].clone(),
+        }
+    }
+
+    /// Ends the session (every stream closed): a note of what the server counted, and the
+    /// report of each stream as its ends saw it.
+    pub fn finish(mut self, inventory: &stormark_probe::Inventory) -> (Option<String>, NetReport) {
+        for c in &self.conns {
+            if let Some(NetConn::Tcp(s)) = c.lock().ok().and_then(|mut s| s.take()) {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
         }
-        let end = self.session?.finish()?;
-        let ServerLine::End {
-            bytes, duration_ns, ..
-        } = end
-        else {
-            return None;
+        let tcp: Vec<Option<TcpInfo>> = self
+            .handles
+            .iter()
+            .map(|h| h.as_ref().and_then(stormark_net::tcp_info))
+            .collect();
+        let session = self.session.take().expect("finished once");
+        let counted: Vec<u64> = session
+            .counted
+            .iter()
+            .map(|c| c.load(std::sync::atomic::Ordering::Acquire))
+            .collect();
+        let end = session.finish();
+        let (duration_ns, server_tcp, udp, server_cpu) = match &end {
+            Some(ServerLine::End {
+                duration_ns,
+                tcp,
+                udp,
+                cpu_ns,
+                ..
+            }) => (*duration_ns, tcp.clone(), udp.clone(), cpu_ns.clone()),
+            _ => (0, Vec::new(), Vec::new(), Vec::new()),
         };
-        let total: u64 = bytes.iter().sum();
-        (self.mode == NetMode::Send && duration_ns > 0).then(|| {
+        let duration_ns = duration_ns.max(self.started.elapsed().as_nanos() as u64);
+        let mut report = self.report(&counted, &tcp, &server_tcp, &udp, &server_cpu, duration_ns);
+        // The interface the test left by, with its rated speed and MTU.
+        report.interface = self.local.and_then(|a| stormark_net::interface_of(a.ip()));
+        if let Some(link) = report
+            .interface
+            .as_ref()
+            .and_then(|name| inventory.net_interfaces.iter().find(|i| &i.name == name))
+        {
+            report.link_mbps = link.speed_mbps;
+            report.mtu = link.mtu;
+        }
+        let total: u64 = counted.iter().take(self.sending).sum();
+        let note = (self.net.mode == NetMode::Send && end.is_some() && duration_ns > 0).then(|| {
             format!(
                 "net job {}: {} counted {} received over {:.1} s ({:.2} Gbit/s, ramp included), what this host sent as the receiver saw it",
                 self.name,
@@ -154,6 +248,88 @@ impl NetSession {
                 duration_ns as f64 / 1e9,
                 total as f64 * 8.0 / duration_ns as f64
             )
-        })
+        });
+        (note, report)
+    }
+
+    /// Each stream as its ends saw it: TCP_INFO of whichever end sent, each end's thread CPU,
+    /// UDP's loss, order and jitter.
+    fn report(
+        &self,
+        counted: &[u64],
+        tcp: &[Option<TcpInfo>],
+        server_tcp: &[Option<TcpInfo>],
+        udp: &[UdpStats],
+        server_cpu: &[u64],
+        duration_ns: u64,
+    ) -> NetReport {
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let both_ways = self.net.mode == NetMode::Bidir;
+        let streams = self
+            .tallies
+            .iter()
+            .enumerate()
+            .map(|(w, tally)| {
+                let mode = self.mode_of(w);
+                let mine = Some(load(&tally.cpu_ns));
+                let theirs = server_cpu.get(w).copied();
+                let (info, sender_cpu, receiver_cpu) = match mode {
+                    NetMode::Send => (tcp.get(w).copied().flatten(), mine, theirs),
+                    NetMode::Receive => (
+                        server_tcp
+                            .get(if both_ways { w - self.sending } else { w })
+                            .copied()
+                            .flatten(),
+                        theirs,
+                        mine,
+                    ),
+                    _ => (None, None, None),
+                };
+                let udp_stats = udp.get(w).filter(|_| self.net.udp);
+                // The server does not say its threads' CPU per stream both ways at once.
+                let cpu = |c: Option<u64>| {
+                    if both_ways || self.net.udp {
+                        None
+                    } else {
+                        stormark_stats::cpu_pct(c, duration_ns)
+                    }
+                };
+                NetStream {
+                    bytes: if mode == NetMode::Send {
+                        counted.get(w).copied().unwrap_or(0)
+                    } else {
+                        load(&tally.bytes)
+                    },
+                    retransmits: info.map(|t| t.retransmits),
+                    srtt_us: info.map(|t| t.rtt_us),
+                    cwnd: info.map(|t| t.snd_cwnd),
+                    pmtu: info.map(|t| t.pmtu),
+                    mss: info.map(|t| t.snd_mss),
+                    datagrams_sent: self.net.udp.then(|| load(&tally.datagrams)),
+                    datagrams_received: udp_stats.map(|u| u.datagrams),
+                    out_of_order: udp_stats.map(|u| u.out_of_order),
+                    jitter_ns: udp_stats.map(|u| u.jitter_ns),
+                    sender_cpu_pct: cpu(sender_cpu),
+                    receiver_cpu_pct: cpu(receiver_cpu),
+                }
+            })
+            .collect();
+        NetReport {
+            interface: None,
+            link_mbps: None,
+            mtu: None,
+            path_mtu: None,
+            server: self.server.clone(),
+            protocol: if self.net.udp { "udp" } else { "tcp" }.into(),
+            mode: if self.net.mode == NetMode::Rtt {
+                "rtt"
+            } else {
+                "throughput"
+            }
+            .into(),
+            reverse: self.net.mode == NetMode::Receive,
+            bidir: both_ways,
+            streams,
+        }
     }
 }

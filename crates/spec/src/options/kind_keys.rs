@@ -2,7 +2,9 @@
 //! the error.
 
 use crate::meta::{parse_meta_ops, META_OPS_FORM};
-use crate::net::{parse_servers, NetMode, NET_MODE_FORM, SERVER_FORM};
+use crate::net::{
+    parse_bitrate, parse_servers, NetMode, BITRATE_FORM, NET_MODE_FORM, PROTOCOL_FORM, SERVER_FORM,
+};
 use crate::s3::{
     parse_endpoint, parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist,
     ENDPOINT_FORM, OP_MIX_FORM,
@@ -67,6 +69,16 @@ impl JobOpts {
                         .ok_or_else(|| bad("a size from 1 byte to 16m, such as 128k"))?
                         as u32,
                 )
+            }
+            "bitrate" => {
+                self.bitrate = Some(parse_bitrate(value).ok_or_else(|| bad(BITRATE_FORM))?)
+            }
+            "protocol" => {
+                self.udp = Some(match value.trim().to_ascii_lowercase().as_str() {
+                    "tcp" => false,
+                    "udp" => true,
+                    _ => return Err(bad(PROTOCOL_FORM)),
+                })
             }
             "obj_size" => {
                 self.obj_size = Some(parse_obj_size(value).ok_or_else(|| {

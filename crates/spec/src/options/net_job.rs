@@ -2,7 +2,7 @@
 //! kind refused.
 
 use crate::choices::LoadKind;
-use crate::net::NetJob;
+use crate::net::{NetJob, NetMode};
 use crate::SpecError;
 
 use super::{refuse_given, JobOpts};
@@ -16,6 +16,8 @@ impl JobOpts {
                 ("server", self.server.is_some()),
                 ("mode", self.mode.is_some()),
                 ("msg_size", self.msg_size.is_some()),
+                ("bitrate", self.bitrate.is_some()),
+                ("protocol", self.udp.is_some()),
             ];
             refuse_given(
                 &given,
@@ -30,16 +32,56 @@ impl JobOpts {
                 "the HOST[:PORT] of a `stormark net server`, such as server = \"10.0.0.2:7879\"",
             )
         })?;
+        let mode = self.mode.unwrap_or_default();
+        let udp = self.udp.unwrap_or(false);
         let refused = [
-            ("rate_iops", self.rate_iops.is_some()),
+            (
+                "rate_iops",
+                self.rate_iops.is_some() && mode != NetMode::Rtt,
+            ),
             ("io_total", self.io_total.is_some()),
             ("verify", self.verify.is_some()),
             ("steady_state", self.steady_state.is_some()),
         ];
         refuse_given(
             &refused,
-            "not an option of net jobs: they stream for `time` (use `stormark net --rate-ops` for paced round trips)",
+            "not an option of net jobs: they stream for `time` (rate_iops paces round trips, mode = \"rtt\"; bitrate paces streams)",
         )?;
+        let bad = |key: &str, value: String, why: &str| Err(SpecError::invalid(key, &value, why));
+        if udp && mode != NetMode::Send {
+            return bad(
+                "protocol",
+                "udp".into(),
+                "UDP is sent from this host only: mode = \"send\" (run the client on the other host for the other direction)",
+            );
+        }
+        if mode == NetMode::Rtt && self.bitrate.is_some() {
+            return bad(
+                "bitrate",
+                self.bitrate.unwrap_or(0).to_string(),
+                "bitrate paces streams; round trips are paced by rate_iops",
+            );
+        }
+        if mode == NetMode::Bidir && self.jobs.is_some_and(|j| j % 2 == 1) {
+            return bad(
+                "jobs",
+                self.jobs.unwrap_or(0).to_string(),
+                "an even number of streams with mode = \"bidir\": the first half send, the second half receive",
+            );
+        }
+        let msg_size = match self.msg_size {
+            Some(s) if udp && !(32..=65_000).contains(&s) => {
+                return bad(
+                    "msg_size",
+                    s.to_string(),
+                    "a datagram from 32 to 65000 bytes, such as 1400",
+                )
+            }
+            Some(s) => s,
+            None if udp => 1400,
+            None if mode == NetMode::Rtt => 64,
+            None => 128 << 10,
+        };
         if self.jobs.is_some_and(|j| j > crate::net::MAX_STREAMS) {
             return Err(SpecError::invalid(
                 "jobs",
@@ -52,8 +94,11 @@ impl JobOpts {
         }
         Ok(Some(NetJob {
             servers,
-            mode: self.mode.unwrap_or_default(),
-            msg_size: self.msg_size.unwrap_or(128 << 10),
+            mode,
+            msg_size,
+            // UDP is always paced: 1 Mbit/s unless told (iperf3's default).
+            bitrate: self.bitrate.unwrap_or(if udp { 1_000_000 } else { 0 }),
+            udp,
         }))
     }
 }

@@ -1,0 +1,125 @@
+//! The network section of the terminal report: each stream of the run's net session as its
+//! ends saw it (the receiver's count, the sender's `TCP_INFO`, each end's thread CPU, UDP's
+//! loss, order and jitter).
+
+use std::fmt::Write;
+
+use stormark_stats::{NetReport, Results};
+
+use crate::format_latency;
+
+/// Gbit/s of `bytes` over `ns`.
+fn gbits(bytes: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        bytes as f64 * 8.0 / ns as f64
+    }
+}
+
+/// The section, or nothing for a run without a net session (or only a path MTU probe, which
+/// says its own line).
+pub(crate) fn net_text(r: &Results) -> String {
+    let Some(net) = &r.net else {
+        return String::new();
+    };
+    if net.mode != "throughput" || net.streams.is_empty() {
+        return String::new();
+    }
+    // The measured time of the last phase, the session's.
+    let ns = r.phases.last().map_or(0, |p| p.duration_ns);
+    let mut out = format!(
+        "\nnet: {} {} {}, {} stream{} (counted by the receiver):\n",
+        net.protocol,
+        if net.bidir {
+            "to and from"
+        } else if net.reverse {
+            "from"
+        } else {
+            "to"
+        },
+        net.server,
+        net.streams.len(),
+        if net.streams.len() == 1 { "" } else { "s" }
+    );
+    if net.protocol == "udp" {
+        udp(&mut out, net, ns);
+        return out;
+    }
+    let half = net.streams.len() / 2;
+    for (i, s) in net.streams.iter().enumerate() {
+        let way = match (net.bidir, i < half) {
+            (false, _) => "",
+            (true, true) => " (to)",
+            (true, false) => " (from)",
+        };
+        let cpu = match (s.sender_cpu_pct, s.receiver_cpu_pct) {
+            (Some(a), Some(b)) => format!("; cpu sender {a:.0}%, receiver {b:.0}% of a core"),
+            _ => String::new(),
+        };
+        let tcp = match (s.retransmits, s.cwnd, s.srtt_us) {
+            (Some(re), Some(cwnd), Some(srtt)) => format!(
+                ", retransmits {re}, cwnd {cwnd} segments, srtt {} (sender's TCP_INFO)",
+                format_latency(u64::from(srtt) * 1000)
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  stream {i}{way}: {:.3} Gbit/s{tcp}{cpu}",
+            gbits(s.bytes, ns)
+        );
+    }
+    out
+}
+
+fn udp(out: &mut String, net: &NetReport, ns: u64) {
+    let sent: u64 = net.streams.iter().filter_map(|s| s.datagrams_sent).sum();
+    let got: u64 = net
+        .streams
+        .iter()
+        .filter_map(|s| s.datagrams_received)
+        .sum();
+    let bytes: u64 = net.streams.iter().map(|s| s.bytes).sum();
+    let lost = sent.saturating_sub(got);
+    let _ = writeln!(
+        out,
+        "  {:.3} Gbit/s received ({got} of {sent} datagrams; lost {lost}, {:.2}%)",
+        gbits(bytes, ns),
+        if sent > 0 {
+            100.0 * lost as f64 / sent as f64
+        } else {
+            0.0
+        }
+    );
+    for (i, s) in net.streams.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  stream {i}: sent {}, received {}, out of order {}, jitter {}",
+            s.datagrams_sent.unwrap_or(0),
+            s.datagrams_received.unwrap_or(0),
+            s.out_of_order.unwrap_or(0),
+            format_latency(s.jitter_ns.unwrap_or(0))
+        );
+    }
+}
+
+/// What `stormark net client --mode pmtu` says: the path MTU found, against the interface's.
+pub fn path_mtu_line(net: &NetReport) -> String {
+    let name = net.interface.as_deref().unwrap_or("?");
+    match (net.path_mtu, net.mtu) {
+        (None, _) => format!(
+            "path MTU to {}: not even 576-byte UDP datagrams came back (UDP blocked on the way?)",
+            net.server
+        ),
+        (Some(p), Some(m)) if p < m => format!(
+            "path MTU to {}: {p} bytes, less than {name}'s MTU of {m}: larger packets are dropped on the way (probed with DF set)",
+            net.server
+        ),
+        (Some(p), m) => format!(
+            "path MTU to {}: {p} bytes ({name}'s MTU {}; probed with DF set)",
+            net.server,
+            m.map_or("unknown".to_string(), |m| m.to_string())
+        ),
+    }
+}
