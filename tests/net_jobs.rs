@@ -391,3 +391,179 @@ fn a_mesh_opens_its_data_ports_only_while_it_runs() {
         assert_eq!(listening(&c, i), [7878], "host {i} after");
     }
 }
+
+/// `stormark net server` processes on free loopback ports, killed when dropped.
+struct Servers(Vec<std::process::Child>, Vec<String>);
+
+impl Servers {
+    fn start(n: usize) -> Servers {
+        let addrs: Vec<String> = (0..n).map(|_| stormark_testkit::free_addr()).collect();
+        let children = addrs
+            .iter()
+            .map(|a| {
+                Command::new(BIN)
+                    .args(["net", "server", "--listen", a])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for a in &addrs {
+            for _ in 0..100 {
+                if std::net::TcpStream::connect(a).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Servers(children, addrs)
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Issue 29: what `stormark net client` does, as keys of job-file jobs on the one road: both
+/// ways at once, UDP at a bitrate, round trips on a schedule, in one stage.
+#[test]
+fn bidir_udp_and_paced_round_trips_are_job_file_jobs() {
+    let s = Servers::start(3);
+    let dir = temp_dir(TMP);
+    let job = dir.path().join("net.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "time = \"3s\"\n\n\
+             [[job]]\nname = \"both\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nmode = \"bidir\"\njobs = 2\n\n\
+             [[job]]\nname = \"dgrams\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nprotocol = \"udp\"\nbitrate = \"20m\"\nmsg_size = 1000\n\n\
+             [[job]]\nname = \"pings\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nmode = \"rtt\"\nrate_iops = 100\n",
+            s.1[0], s.1[1], s.1[2]
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let out = stormark_testkit::Bin(BIN).run(&[
+        "run",
+        "--job",
+        job.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let phase = &doc["phases"][0];
+    let job = |name: &str, op: &str| &phase["by_job"][name]["by_op"][op];
+    // Both ways at once: one stream each way, each counted where it arrived.
+    for op in ["send", "receive"] {
+        assert!(
+            job("both", op)["bytes"].as_u64().unwrap() > 1 << 20,
+            "{op}: {phase}"
+        );
+    }
+    // 20 Mbit/s of 1000-byte datagrams for 3 s: loopback drops none of them.
+    let bytes = job("dgrams", "send")["bytes"].as_f64().unwrap();
+    let expected = 20e6 / 8.0 * 3.0;
+    assert!(
+        (bytes / expected - 1.0).abs() < 0.1,
+        "{bytes} of {expected}\n{t}"
+    );
+    // 100 round trips a second for 3 s, each timed from its schedule and from its sending.
+    let pings = job("pings", "rtt");
+    let n = pings["ops"].as_u64().unwrap();
+    assert!((280..=310).contains(&n), "{n} round trips\n{pings}");
+    assert!(
+        pings["service_latency_ns"]["p50"].as_f64().unwrap() > 0.0,
+        "{pings}"
+    );
+    // The run's network report: the first net job's session, each stream as its ends saw it.
+    let streams = doc["net"]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 2, "{}", doc["net"]);
+    assert_eq!(doc["net"]["bidir"], true);
+    // Mistakes in the new keys: one line, exit 2, before any load.
+    for (key_line, expect) in [
+        ("protocol = \"udp\"\nmode = \"rtt\"", "protocol"),
+        ("mode = \"bidir\"\njobs = 3", "jobs"),
+        ("bitrate = \"fast\"", "bitrate"),
+        ("mode = \"send\"\nrate_iops = 10", "rate_iops"),
+    ] {
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad,
+            format!(
+                "time = \"1s\"\n[[job]]\nname = \"x\"\nkind = \"net\"\nserver = \"{}\"\n{key_line}\n",
+                s.1[0]
+            ),
+        )
+        .unwrap();
+        let out = stormark_testkit::Bin(BIN).run(&["run", "--job", bad.to_str().unwrap()]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{key_line}: {said}");
+        let line = said
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_default();
+        assert!(line.contains(expect), "{key_line}: {said}");
+    }
+}
+
+/// Issue 29: the client is a run like any other: repetitions and expectations come with it.
+#[test]
+fn a_net_client_repeats_and_checks_its_expectation() {
+    let s = Servers::start(1);
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = stormark_testkit::Bin(BIN).run(&[
+        "net",
+        "client",
+        &s.1[0],
+        "--time",
+        "1s",
+        "--repeat",
+        "2",
+        "--expect",
+        "bw=1k",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let doc = read_json(&json);
+    let runs: Vec<(&str, u64)> = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["repetition"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(runs, [("run", 1), ("run", 2)], "{t}");
+    // Each figure over the two tests: mean, spread, confidence interval.
+    assert!(
+        doc["repetitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["figure"] == "bw_bytes_per_s"),
+        "{}",
+        doc["repetitions"]
+    );
+    let expectations = doc["expectations"].as_array().unwrap();
+    assert!(!expectations.is_empty(), "{t}");
+    assert!(
+        expectations.iter().all(|e| e["met"] == true),
+        "{expectations:?}"
+    );
+}

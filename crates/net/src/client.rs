@@ -1,20 +1,22 @@
-//! `stormark net client`: one session against a `stormark net server`.
+//! The mesh's client: one session against an agent's `stormark net` port, TCP one way or
+//! closed-loop round trips, a thread per stream. Every other test (`stormark net client`, net
+//! jobs) is the engine's net workers on a [`crate::Session`]; this one goes when the mesh is
+//! a plan shape over net jobs.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use stormark_stats::{Op, Recorder, Snapshot};
 
-use crate::common::{bytes_second, last_part, server_seconds, Next};
+use crate::common::{last_part, server_seconds, Next};
 pub use crate::common::{ClientOptions, Outcome};
 use crate::proto::{Mode, ServerLine};
 use crate::server::payload;
 use crate::{tcp_info, thread_cpu_ns, NetError, TcpInfo};
 
-const READ_SIZE: usize = 256 << 10;
 /// The last stretch before a scheduled round trip, waited awake.
 const SPIN: Duration = Duration::from_micros(200);
 
@@ -25,51 +27,32 @@ pub fn run(
 ) -> Result<Outcome, NetError> {
     let mut c = crate::session::start(opts)?;
     let local = c.control.local_addr().ok();
-    if opts.udp {
-        let nonce = c.nonce.clone();
-        let mut next = |what: &str| c.next(what);
-        match next("waiting for the start")? {
-            ServerLine::Started => {}
-            ServerLine::Refused { reason } => {
-                return Err(NetError::Refused(crate::session::refusal(&reason)))
-            }
-            other => {
-                return Err(NetError::Lost(format!(
-                    "{}: unexpected {other:?}",
-                    opts.server
-                )))
-            }
-        }
-        return crate::udp::udp_send(opts, &nonce, Instant::now(), &mut next, on_second)
-            .map(|o| Outcome { local, ..o });
+    if opts.udp || opts.bidir || opts.reverse || opts.rate.is_some() || opts.bitrate > 0 {
+        return Err(NetError::Refused(
+            "the mesh's client runs TCP one way and closed-loop round trips; every other test is a net job's".into(),
+        ));
     }
     let streams = crate::session::join(opts, &mut c)?;
     let mut next = |what: &str| c.next(what);
     let epoch = Instant::now();
-    let outcome = match (opts.mode, opts.reverse) {
-        (Mode::Throughput, false) if opts.bidir => {
-            bidir(opts, streams, epoch, &mut next, on_second)
-        }
-        (Mode::Throughput, false) => send(opts, streams, epoch, &mut next, on_second).map(|o| o.0),
-        (Mode::Throughput, true) => receive(opts, streams, epoch, &mut next, on_second),
-        (Mode::Rtt, _) => round_trips(opts, streams, epoch, &mut next, on_second),
-        (Mode::Pmtu, _) => Err(NetError::Refused(
+    let outcome = match opts.mode {
+        Mode::Throughput => send(opts, streams, epoch, &mut next, on_second),
+        Mode::Rtt => round_trips(opts, streams, epoch, &mut next, on_second),
+        Mode::Pmtu => Err(NetError::Refused(
             "a path MTU probe is run by probe_mtu".into(),
         )),
     };
     outcome.map(|o| Outcome { local, ..o })
 }
 
-/// Client to server: the client writes, the server counts and says so every second. With
-/// the outcome, what the server's end report says of the streams it sent on (`--bidir`).
-#[allow(clippy::type_complexity)]
+/// Client to server: the client writes, the server counts and says so every second.
 fn send(
     opts: &ClientOptions,
     streams: Vec<TcpStream>,
     epoch: Instant,
     next: &mut Next<'_>,
     on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> Result<(Outcome, Vec<Option<TcpInfo>>), NetError> {
+) -> Result<Outcome, NetError> {
     let stop = &opts.stop;
     // Handles to break off blocked writes when the server is lost.
     let handles: Vec<TcpStream> = streams.iter().filter_map(|s| s.try_clone().ok()).collect();
@@ -81,15 +64,10 @@ fn send(
                 scope.spawn(move || {
                     let cpu0 = thread_cpu_ns();
                     let buf = payload(opts.msg_size as usize, i as u64 + 1);
-                    // --bitrate on TCP: this stream's share, as iperf3's -b.
-                    let mut pace = crate::tcpinfo::Pacer::new(
-                        epoch,
-                        opts.bitrate as f64 / f64::from(opts.streams),
-                    );
-                    while epoch.elapsed() < opts.time && !stop.load(Ordering::Relaxed) && {
-                        pace.wait(buf.len());
-                        s.write_all(&buf).is_ok()
-                    } {}
+                    while epoch.elapsed() < opts.time
+                        && !stop.load(Ordering::Relaxed)
+                        && s.write_all(&buf).is_ok()
+                    {}
                     let cpu = thread_cpu_ns().saturating_sub(cpu0);
                     let info = tcp_info(&s);
                     let _ = s.shutdown(Shutdown::Write);
@@ -114,7 +92,6 @@ fn send(
         let ServerLine::End {
             bytes,
             duration_ns,
-            tcp: server_tcp,
             cpu_ns: receiver_cpu_ns,
             ..
         } = end
@@ -122,155 +99,18 @@ fn send(
             unreachable!()
         };
         last_part(Op::Send, &mut seconds, &bytes, &before);
-        Ok((
-            Outcome {
-                op: Op::Send,
-                seconds,
-                duration_ns,
-                bytes,
-                tcp,
-                interrupted: stop.load(Ordering::Relaxed),
-                udp: Vec::new(),
-                local: None,
-                sender_cpu_ns,
-                receiver_cpu_ns,
-            },
-            server_tcp,
-        ))
-    })
-}
-
-/// Server to client: the server writes, the client counts every second.
-fn receive(
-    opts: &ClientOptions,
-    streams: Vec<TcpStream>,
-    epoch: Instant,
-    next: &mut Next<'_>,
-    on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> Result<Outcome, NetError> {
-    let (seconds, bytes, last_ns, receiver_cpu_ns) =
-        receive_streams(opts, streams, epoch, on_second);
-    let (tcp, sender_cpu_ns) = match next("at the end")? {
-        ServerLine::End { tcp, cpu_ns, .. } => (tcp, cpu_ns),
-        other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
-    };
-    Ok(Outcome {
-        op: Op::Receive,
-        seconds,
-        duration_ns: last_ns,
-        bytes,
-        tcp,
-        interrupted: opts.stop.load(Ordering::Relaxed),
-        udp: Vec::new(),
-        local: None,
-        sender_cpu_ns,
-        receiver_cpu_ns,
-    })
-}
-
-/// Counts what arrives on `streams` every second until each ends: the seconds, the bytes per
-/// stream, the time of the last byte, and the CPU time of each stream's thread.
-fn receive_streams(
-    opts: &ClientOptions,
-    streams: Vec<TcpStream>,
-    epoch: Instant,
-    on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> (Vec<Vec<Snapshot>>, Vec<u64>, u64, Vec<u64>) {
-    let n = streams.len();
-    let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    let cpu: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    let last_ns = AtomicU64::new(0);
-    let finished = AtomicUsize::new(0);
-    let stop = &opts.stop;
-    let seconds = std::thread::scope(|scope| {
-        for (i, mut s) in streams.into_iter().enumerate() {
-            let (counts, cpu, last_ns, finished) = (&counts, &cpu, &last_ns, &finished);
-            scope.spawn(move || {
-                let cpu0 = thread_cpu_ns();
-                let mut buf = vec![0u8; READ_SIZE];
-                while !stop.load(Ordering::Relaxed) {
-                    match s.read(&mut buf) {
-                        Ok(got @ 1..) => {
-                            counts[i].fetch_add(got as u64, Ordering::Relaxed);
-                            last_ns.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                        }
-                        _ => break,
-                    }
-                }
-                cpu[i].store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
-                let _ = s.shutdown(Shutdown::Both);
-                finished.fetch_add(1, Ordering::Release);
-            });
-        }
-        let mut seconds = Vec::new();
-        let mut before: Vec<u64> = Vec::new();
-        let mut t = 0u32;
-        while finished.load(Ordering::Acquire) < n {
-            let at = epoch + Duration::from_secs(u64::from(t) + 1);
-            while Instant::now() < at && finished.load(Ordering::Acquire) < n {
-                std::thread::sleep(
-                    Duration::from_millis(5).min(at.saturating_duration_since(Instant::now())),
-                );
-            }
-            if Instant::now() >= at {
-                let now: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-                let snaps = bytes_second(Op::Receive, &now, &before);
-                on_second(t, &snaps);
-                seconds.push(snaps);
-                before = now;
-                t += 1;
-            }
-        }
-        let now: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        last_part(Op::Receive, &mut seconds, &now, &before);
-        seconds
-    });
-    let bytes = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    let cpu = cpu.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    (seconds, bytes, last_ns.load(Ordering::Relaxed), cpu)
-}
-
-/// Both ways at once: the first half of `streams` sends (the server counts), the second
-/// receives (this end counts). Streams of the result: the sending ones, then the receiving.
-fn bidir(
-    opts: &ClientOptions,
-    mut streams: Vec<TcpStream>,
-    epoch: Instant,
-    next: &mut Next<'_>,
-    on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> Result<Outcome, NetError> {
-    let back = streams.split_off(opts.streams as usize);
-    std::thread::scope(|scope| {
-        let reverse = scope.spawn(|| receive_streams(opts, back, epoch, &mut |_, _| {}));
-        let forward = send(opts, streams, epoch, next, on_second);
-        let (rev_seconds, rev_bytes, rev_last, _) = reverse
-            .join()
-            .map_err(|_| NetError::Lost("a receiving stream failed".into()))?;
-        let (mut out, server_tcp) = forward?;
-        let n = rev_bytes.len();
-        let len = out.seconds.len().max(rev_seconds.len());
-        let width = out.bytes.len();
-        let mut fwd = std::mem::take(&mut out.seconds).into_iter();
-        let mut rev = rev_seconds.into_iter();
-        out.seconds = (0..len)
-            .map(|_| {
-                let mut sec = fwd
-                    .next()
-                    .unwrap_or_else(|| (0..width).map(|_| Snapshot::new()).collect());
-                sec.extend(
-                    rev.next()
-                        .unwrap_or_else(|| (0..n).map(|_| Snapshot::new()).collect()),
-                );
-                sec
-            })
-            .collect();
-        out.bytes.extend(rev_bytes);
-        out.tcp.extend(server_tcp);
-        out.duration_ns = out.duration_ns.max(rev_last);
-        // Per stream both ways: the server does not say its threads' CPU here.
-        out.sender_cpu_ns.clear();
-        out.receiver_cpu_ns.clear();
-        Ok(out)
+        Ok(Outcome {
+            op: Op::Send,
+            seconds,
+            duration_ns,
+            bytes,
+            tcp,
+            interrupted: stop.load(Ordering::Relaxed),
+            udp: Vec::new(),
+            local: None,
+            sender_cpu_ns,
+            receiver_cpu_ns,
+        })
     })
 }
 

@@ -18,7 +18,6 @@ mod proto;
 mod server;
 mod session;
 mod tcpinfo;
-mod udp;
 
 pub use client::{run, ClientOptions, Outcome};
 pub use pmtu::probe_mtu;
