@@ -3,19 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::Workload;
 use stormark_stats::{
-    Counts, Host, HostFailure, Interval, Op, Phase, PhaseAccumulator, PhaseJob, PhaseKind, Results,
-    RunStatus, WorkerKey,
+    Counts, Host, HostFailure, Interval, Op, Phase, PhaseJob, PhaseKind, Results, RunStatus,
 };
 
-use crate::agent::{Agent, AgentError, AgentEvent};
-use crate::agent::{Second, Stage};
+use crate::agent::{Agent, AgentError, Stage};
 use stormark_plan::{stage_steps, Step};
+
+mod phase;
 
 /// What the live display is told.
 #[derive(Debug)]
@@ -104,21 +103,7 @@ pub struct Coordinator {
     aborted: Option<String>,
 }
 
-/// An agent's event, owned, on its way from the agent's thread to the coordinator's.
-enum Msg {
-    Started(usize, SystemTime),
-    Interval(usize, u16, u32, u32, Second),
-    Done(usize, u16, u32, u64),
-    Finished(usize, Result<Vec<PhaseJob>, AgentError>),
-}
-
-type PhaseCall<'c> = dyn Fn(
-        &mut dyn Agent,
-        Option<SystemTime>,
-        &mut dyn FnMut(AgentEvent<'_>),
-    ) -> Result<Vec<PhaseJob>, AgentError>
-    + Sync
-    + 'c;
+use phase::PhaseCall;
 
 impl Coordinator {
     /// A coordinator of `agents`; setting `stop` ends the run early.
@@ -333,226 +318,6 @@ impl Coordinator {
             }
         }
         Outcome::Completed
-    }
-
-    /// Runs one phase on every live agent at once, each on a thread of its own, and merges
-    /// what they send as it arrives. The phase is `None` when no agent ran anything (a
-    /// preparation with nothing to write).
-    #[allow(clippy::too_many_arguments)]
-    fn phase(
-        &mut self,
-        name: &str,
-        stage: Stage,
-        (jobs_cap, hosts_cap, known_jobs): (Option<u32>, Option<usize>, &[PhaseJob]),
-        start: Instant,
-        start_wall: SystemTime,
-        live: &mut dyn FnMut(Live<'_>),
-        call: &PhaseCall<'_>,
-    ) -> (Result<(), AgentError>, Option<Phase>) {
-        // The agents that run this phase: alive, and among the first `hosts_cap`.
-        let alive: Vec<bool> = self
-            .alive
-            .iter()
-            .enumerate()
-            .map(|(h, a)| *a && hosts_cap.is_none_or(|n| h < n))
-            .collect();
-        let mut keys = Vec::new();
-        for (h, agent) in self.agents.iter().enumerate() {
-            if !alive[h] {
-                continue;
-            }
-            for (j, n) in agent.workers(stage).iter().enumerate() {
-                let n = jobs_cap.map_or(*n, |c| c.min(*n));
-                keys.extend((0..n).map(|w| WorkerKey {
-                    host: h as u16,
-                    job: j as u16,
-                    worker: w,
-                }));
-            }
-        }
-        let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
-        let running = alive.iter().filter(|a| **a).count();
-        // Clocks re-measured before each stage, so that the named start means the same
-        // instant on every host, and how well that is known goes on record.
-        if stage != Stage::Prepare {
-            for (h, agent) in self.agents.iter_mut().enumerate() {
-                if alive[h] {
-                    if let Some(c) = agent.measure_clock() {
-                        self.clocks[h] = Some(c);
-                    }
-                }
-            }
-        }
-        let uncertainty = (0..self.agents.len())
-            .filter(|h| alive[*h])
-            .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
-            .max();
-        // Hosts of a distributed stage start together, at a time named now.
-        let start_at =
-            (stage != Stage::Prepare && running > 1).then(|| SystemTime::now() + START_LEAD);
-        let mut host_starts: Vec<Option<SystemTime>> = vec![None; self.agents.len()];
-        let mut last_interval: Vec<Option<u32>> = vec![None; self.agents.len()];
-        let mut jobs: Option<Vec<PhaseJob>> = None;
-        let mut result = Ok(());
-        let (tx, rx) = channel::<Msg>();
-        let distributed = self.is_distributed();
-        let mut newly_failed: Vec<(usize, String, u64)> = Vec::new();
-        std::thread::scope(|scope| {
-            for (h, agent) in self.agents.iter_mut().enumerate() {
-                if !alive[h] {
-                    continue;
-                }
-                let tx: Sender<Msg> = tx.clone();
-                std::thread::Builder::new()
-                    .name(format!("stormark-agent{h}"))
-                    .spawn_scoped(scope, move || {
-                        let mut sink = |e: AgentEvent<'_>| {
-                            let msg = match e {
-                                AgentEvent::Started { at } => Msg::Started(h, at),
-                                AgentEvent::Interval {
-                                    job,
-                                    worker,
-                                    interval,
-                                    second,
-                                } => Msg::Interval(h, job, worker, interval, second),
-                                AgentEvent::Done {
-                                    job,
-                                    worker,
-                                    end_ns,
-                                    ..
-                                } => Msg::Done(h, job, worker, end_ns),
-                                AgentEvent::Tick => return,
-                            };
-                            let _ = tx.send(msg);
-                        };
-                        let r = call(agent.as_mut(), start_at, &mut sink);
-                        let _ = tx.send(Msg::Finished(h, r));
-                    })
-                    .expect("spawning an agent thread");
-            }
-            drop(tx);
-            let mut finished = 0;
-            while finished < running {
-                let msg = match rx.recv_timeout(Duration::from_millis(250)) {
-                    Ok(m) => m,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                };
-                match msg {
-                    Msg::Started(h, at) => host_starts[h] = Some(at),
-                    Msg::Interval(h, job, worker, interval, snap) => {
-                        let key = WorkerKey {
-                            host: h as u16,
-                            job,
-                            worker,
-                        };
-                        match snap {
-                            Second::Whole(snap) => acc.add(key, interval, &snap),
-                            Second::Parts(ops, errors) => {
-                                acc.add_parts(key, interval, &ops, &errors)
-                            }
-                        }
-                        last_interval[h] =
-                            Some(last_interval[h].map_or(interval, |l| l.max(interval)));
-                        let closed = acc.close_ready().to_vec();
-                        for interval in &closed {
-                            live(Live::Second {
-                                phase: name,
-                                interval,
-                                hosts: &acc.host_second(interval.t_s),
-                            });
-                        }
-                    }
-                    Msg::Done(h, job, worker, end_ns) => acc.worker_done(
-                        WorkerKey {
-                            host: h as u16,
-                            job,
-                            worker,
-                        },
-                        end_ns,
-                    ),
-                    Msg::Finished(h, r) => {
-                        finished += 1;
-                        match r {
-                            Ok(j) => {
-                                jobs.get_or_insert(j);
-                            }
-                            Err(e) if e.is_refusal() => {
-                                self.stop.store(true, Ordering::Relaxed);
-                                result = Err(e);
-                            }
-                            Err(e) if self.stop.load(Ordering::Relaxed) => {
-                                // Stopping anyway (Ctrl-C, or another agent failed).
-                                if result.is_ok() && self.aborted.is_none() {
-                                    result = Err(e);
-                                }
-                            }
-                            Err(e) => {
-                                let m = e.to_string();
-                                acc.host_failed(h as u16);
-                                newly_failed.push((
-                                    h,
-                                    m.clone(),
-                                    start.elapsed().as_nanos() as u64,
-                                ));
-                                if distributed {
-                                    live(Live::HostFailed {
-                                        host: &self.names[h],
-                                        message: &m,
-                                    });
-                                }
-                                // A host that cannot make its working set stops the run
-                                // whatever the policy: nothing is measured on a half-made set.
-                                if self.on_failure == OnAgentFailure::Abort
-                                    || running == 1
-                                    || stage == Stage::Prepare
-                                {
-                                    self.stop.store(true, Ordering::Relaxed);
-                                    let msg = if distributed {
-                                        format!("{}: {m}", self.names[h])
-                                    } else {
-                                        m
-                                    };
-                                    self.aborted = Some(msg);
-                                    result = Err(e);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        });
-        for (h, m, at_ns) in newly_failed {
-            self.alive[h] = false;
-            if distributed {
-                self.failures[h] = Some(HostFailure {
-                    message: m,
-                    phase: name.to_string(),
-                    at_ns,
-                    last_interval: last_interval[h],
-                });
-            }
-        }
-        let since = |t: SystemTime| {
-            t.duration_since(start_wall)
-                .map_or(0, |d| d.as_nanos() as u64)
-        };
-        let measured_start = host_starts.iter().flatten().min().copied();
-        let phase = measured_start.map(|first| {
-            // The jobs as an agent ran them; as validated when none finished (every host
-            // failed), so that errors still name their job.
-            acc.set_jobs(jobs.unwrap_or_else(|| known_jobs.to_vec()));
-            let duration = acc.end_ns();
-            let mut p = acc.finish(since(first), duration);
-            p.host_starts_ns = host_starts
-                .iter()
-                .enumerate()
-                .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
-                .collect();
-            p.start_uncertainty_ns = uncertainty.filter(|_| p.host_starts_ns.len() > 1);
-            p
-        });
-        (result, phase)
     }
 
     fn collect_notes(&mut self, results: &mut Results) {

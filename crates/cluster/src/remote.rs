@@ -3,14 +3,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use stormark_spec::{LoadKind, StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 use tokio::runtime::Runtime;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::agent::TargetOptions;
@@ -19,6 +19,9 @@ use crate::auth::Bearer;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
 use crate::wire::{decode_parts, from_unix_ns, unix_ns};
+
+mod link;
+use link::{measure, one_cause};
 
 /// Silence after which an agent is taken for hung or cut off. Agents send something at least
 /// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
@@ -72,83 +75,6 @@ pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
     }
 }
 
-/// Whether the agent at `address` answers the HTTP/2 preface in clear (a plaintext agent sends
-/// its SETTINGS frame) rather than as a TLS server (an alert, or nothing). No token is sent.
-fn speaks_plain_http2(address: &str) -> std::io::Result<bool> {
-    use std::io::{Read, Write};
-    use std::net::ToSocketAddrs;
-    let addr = address
-        .to_socket_addrs()
-        .map_err(|e| std::io::Error::other(one_cause(&e.to_string())))?
-        .next()
-        .ok_or_else(|| std::io::Error::other("the name resolves to no address"))?;
-    let mut s = std::net::TcpStream::connect_timeout(&addr, SILENCE).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::TimedOut {
-            std::io::Error::other(format!("no answer within {} s", SILENCE.as_secs()))
-        } else {
-            e
-        }
-    })?;
-    let _ = s.set_read_timeout(Some(SILENCE));
-    let _ = s.set_write_timeout(Some(SILENCE));
-    // The client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame.
-    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
-    s.write_all(preface)?;
-    let mut head = [0u8; 9];
-    match s.read_exact(&mut head) {
-        // A frame header whose type is SETTINGS (4) on stream 0.
-        Ok(()) => Ok(head[3] == 4 && head[5..9] == [0, 0, 0, 0]),
-        Err(e)
-            if e.kind() == std::io::ErrorKind::WouldBlock
-                || e.kind() == std::io::ErrorKind::TimedOut =>
-        {
-            Err(std::io::Error::other(format!(
-                "no answer within {} s",
-                SILENCE.as_secs()
-            )))
-        }
-        // Closed or reset at once: a TLS server refusing what is not a ClientHello.
-        Err(_) => Ok(false),
-    }
-}
-
-/// The clock offset as NTP estimates it: the agent's clock against the midpoint of the call,
-/// from the fastest of a few round trips. Returns (round trip, offset).
-fn measure(rt: &Runtime, client: &mut Client, session: &str) -> Result<(Duration, i64), Status> {
-    let mut best: Option<(Duration, i64)> = None;
-    for _ in 0..5 {
-        let sent = SystemTime::now();
-        let t = Instant::now();
-        let reply = rt
-            .block_on(client.clock(pb::SessionRequest {
-                session: session.to_string(),
-            }))?
-            .into_inner();
-        let rtt = t.elapsed();
-        let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
-        if best.is_none_or(|(b, _)| rtt < b) {
-            best = Some((rtt, reply.unix_ns - mid));
-        }
-    }
-    Ok(best.expect("five round trips were made"))
-}
-
-/// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
-/// `dns error: failed to lookup`, `status: interrupted: interrupted` becomes
-/// `status: interrupted`.
-fn one_cause(chain: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for p in chain.split(": ").map(str::trim).filter(|p| !p.is_empty()) {
-        if !parts
-            .iter()
-            .any(|q| *q == p || q.ends_with(p) || q.contains(&format!("{p}:")))
-        {
-            parts.push(p);
-        }
-    }
-    parts.join(": ")
-}
-
 impl RemoteAgent {
     /// Connects to the agent at `address` (`host:port`), opens a session and measures its
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
@@ -167,53 +93,7 @@ impl RemoteAgent {
             agent: address.to_string(),
             message,
         };
-        // Before the token travels: does the agent speak what we are about to speak?
-        match (speaks_plain_http2(address), tls_ca.is_some()) {
-            (Ok(false), false) => {
-                return Err(refused(
-                    "it serves TLS (or is not a stormark agent); give --tls-ca with the CA of its certificate. Nothing was sent".into(),
-                ))
-            }
-            (Ok(true), true) => {
-                return Err(refused(
-                    "it does not serve TLS, but --tls-ca was given; start the agent with --tls-cert and --tls-key, or drop --tls-ca".into(),
-                ))
-            }
-            (Err(why), _) => return Err(refused(format!("cannot connect: {why}"))),
-            _ => {}
-        }
-        let scheme = if tls_ca.is_some() { "https" } else { "http" };
-        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
-            .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?;
-        if let Some(ca) = tls_ca {
-            let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
-            let host = host.trim_start_matches('[').trim_end_matches(']');
-            let tls = tonic::transport::ClientTlsConfig::new()
-                .ca_certificate(tonic::transport::Certificate::from_pem(ca))
-                .domain_name(host);
-            endpoint = endpoint
-                .tls_config(tls)
-                .map_err(|e| refused(format!("TLS: {e}")))?;
-        }
-        let endpoint = endpoint
-            .connect_timeout(SILENCE)
-            .timeout(Duration::from_secs(30))
-            .tcp_nodelay(true);
-        let channel = rt.block_on(endpoint.connect()).map_err(|e| {
-            let mut why = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                why = format!("{why}: {s}");
-                source = s.source();
-            }
-            let why = one_cause(&why);
-            let why = if why.contains("timed out") || why.contains("elapsed") {
-                format!("no answer within {} s", SILENCE.as_secs())
-            } else {
-                why
-            };
-            refused(format!("cannot connect: {why}"))
-        })?;
+        let channel = link::channel(&rt, address, tls_ca)?;
         let bearer: MetadataValue<_> = format!("Bearer {token}")
             .parse()
             .map_err(|_| refused("the token holds characters a header cannot carry".into()))?;

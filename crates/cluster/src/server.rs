@@ -8,26 +8,28 @@
 //! engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use stormark_probe::Inventory;
-use stormark_spec::{JobOpts, LoadKind, Source, StageLoad, Workload};
+use stormark_spec::{StageLoad, Workload};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::agent::{Agent, AgentError, AgentEvent, Second, TargetOptions};
+use crate::agent::{Agent, AgentError, AgentEvent, Second};
 use crate::auth::check_token;
 use crate::config::{AgentConfig, ConfigError};
 use crate::local::LocalAgent;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
 use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
+
+mod request;
 
 /// What a coordinator hears when the agent was stopped during its phase.
 const TERMINATED: &str =
@@ -366,78 +368,11 @@ impl AgentRpc for AgentService {
     ) -> Result<Response<pb::ValidateReply>, Status> {
         let req = req.into_inner();
         let (stop, _) = self.session(&req.session)?;
-        let mut jobs = Vec::new();
-        for (i, spec) in req.jobs.iter().enumerate() {
-            let mut opts = JobOpts::default();
-            let context = format!("job {} from the coordinator", i + 1);
-            let kind = match pb::LoadKind::try_from(spec.kind) {
-                Ok(pb::LoadKind::File) => LoadKind::File,
-                Ok(pb::LoadKind::Null) => LoadKind::Null,
-                Ok(pb::LoadKind::S3) => LoadKind::S3,
-                Ok(pb::LoadKind::Net) => LoadKind::Net,
-                Ok(pb::LoadKind::Meta) => LoadKind::Meta,
-                Err(_) => {
-                    return Err(Status::invalid_argument(format!(
-                        "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",
-                        spec.kind
-                    )))
-                }
-            };
-            opts.kind = Some(kind);
-            for kv in &spec.options {
-                opts.set(&kv.key, &kv.value, Source::Key(&context))
-                    .map_err(|e| Status::invalid_argument(e.to_string()))?;
-            }
-            jobs.push(
-                opts.resolve(&format!("job{}", i + 1))
-                    .map_err(|e| Status::invalid_argument(e.to_string()))?,
-            );
-        }
-        // Only file load touches a path: then it must lie under an --allow-path.
-        let target = if jobs.iter().any(|j| j.kind.needs_target()) {
-            let asked = Path::new(&req.target);
-            match (req.create_file, asked.parent(), asked.file_name()) {
-                // A file to make: its directory must be allowed (the name is made beneath it).
-                (true, Some(parent), Some(name))
-                    if std::fs::symlink_metadata(asked).is_err()
-                        && !parent.as_os_str().is_empty() =>
-                {
-                    self.cfg
-                        .allowed(parent)
-                        .map_err(|e| Status::permission_denied(e.to_string()))?
-                        .join(name)
-                }
-                _ => self
-                    .cfg
-                    .allowed(asked)
-                    .map_err(|e| Status::permission_denied(e.to_string()))?,
-            }
-        } else {
-            PathBuf::new()
-        };
+        let jobs = request::jobs(&req)?;
+        let target = request::target(&self.cfg, &req, &jobs)?;
         let workload = Workload::new(jobs, req.prepare)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let opts = TargetOptions {
-            path: target,
-            keep: req.keep,
-            reuse: req.reuse,
-            allow_overwrite: req.allow_overwrite,
-            allow_device_write: req.allow_device_write,
-            force: req.force,
-            allowed_devices: Some(self.cfg.devices.clone()),
-            run: req.run.clone(),
-            create_file: req.create_file,
-            net_token: req.net_token.clone(),
-            s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
-                credentials: stormark_s3::Credentials {
-                    access_key: a.access_key.clone(),
-                    secret_key: a.secret_key.clone(),
-                },
-                create_bucket: a.create_bucket,
-                insecure: a.insecure,
-                endpoint: Some(a.endpoint.clone()).filter(|e| !e.is_empty()),
-            }),
-        };
+        let opts = request::target_options(&self.cfg, &req, target);
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);
         let journal = self.cfg.journal.clone();

@@ -26,8 +26,10 @@
 mod accumulate;
 mod check;
 mod compare;
+mod errors;
 mod expect;
 mod format;
+mod netreport;
 mod recorder;
 mod repeat;
 mod results;

@@ -1,0 +1,320 @@
+//! One phase on every live agent at once: each agent driven from a thread of its own, what
+//! they send merged as it arrives, a host that fails marked by the run's policy.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant, SystemTime};
+
+use stormark_stats::{HostFailure, Phase, PhaseAccumulator, PhaseJob, WorkerKey};
+
+use super::{Coordinator, Live, OnAgentFailure, START_LEAD};
+use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage};
+
+/// An agent's event, owned, on its way from the agent's thread to the coordinator's.
+enum Msg {
+    Started(usize, SystemTime),
+    Interval(usize, u16, u32, u32, Second),
+    Done(usize, u16, u32, u64),
+    Finished(usize, Result<Vec<PhaseJob>, AgentError>),
+}
+
+/// What a phase asks of each agent: prepare, or run a stage starting at the named instant.
+pub(super) type PhaseCall<'c> = dyn Fn(
+        &mut dyn Agent,
+        Option<SystemTime>,
+        &mut dyn FnMut(AgentEvent<'_>),
+    ) -> Result<Vec<PhaseJob>, AgentError>
+    + Sync
+    + 'c;
+
+/// What a phase gathers while its agents run, beside the accumulator.
+struct Gathered {
+    host_starts: Vec<Option<SystemTime>>,
+    last_interval: Vec<Option<u32>>,
+    jobs: Option<Vec<PhaseJob>>,
+    result: Result<(), AgentError>,
+    /// Hosts that failed in this phase: (host, message, ns since the run's start).
+    newly_failed: Vec<(usize, String, u64)>,
+}
+
+/// What decides how a phase ends when an agent's call returns: the run's policy and where it
+/// stands, borrowed beside the agents (which the agents' threads hold).
+struct Ends<'a> {
+    names: &'a [String],
+    stop: &'a std::sync::atomic::AtomicBool,
+    aborted: &'a mut Option<String>,
+    on_failure: OnAgentFailure,
+    distributed: bool,
+    stage: Stage,
+    running: usize,
+    start: Instant,
+}
+
+impl Ends<'_> {
+    /// An agent's end of the phase: its jobs, or its failure, which stops the run when it is
+    /// a refusal, when the policy aborts, or when nothing else runs.
+    fn agent_finished(
+        &mut self,
+        h: usize,
+        r: Result<Vec<PhaseJob>, AgentError>,
+        acc: &mut PhaseAccumulator,
+        got: &mut Gathered,
+        live: &mut dyn FnMut(Live<'_>),
+    ) {
+        let (distributed, stage, running, start) =
+            (self.distributed, self.stage, self.running, self.start);
+        match r {
+            Ok(j) => {
+                got.jobs.get_or_insert(j);
+            }
+            Err(e) if e.is_refusal() => {
+                self.stop.store(true, Ordering::Relaxed);
+                got.result = Err(e);
+            }
+            Err(e) if self.stop.load(Ordering::Relaxed) => {
+                // Stopping anyway (Ctrl-C, or another agent failed).
+                if got.result.is_ok() && self.aborted.is_none() {
+                    got.result = Err(e);
+                }
+            }
+            Err(e) => {
+                let m = e.to_string();
+                acc.host_failed(h as u16);
+                got.newly_failed
+                    .push((h, m.clone(), start.elapsed().as_nanos() as u64));
+                if distributed {
+                    live(Live::HostFailed {
+                        host: &self.names[h],
+                        message: &m,
+                    });
+                }
+                // A host that cannot make its working set stops the run whatever the policy:
+                // nothing is measured on a half-made set.
+                if self.on_failure == OnAgentFailure::Abort
+                    || running == 1
+                    || stage == Stage::Prepare
+                {
+                    self.stop.store(true, Ordering::Relaxed);
+                    *self.aborted = Some(if distributed {
+                        format!("{}: {m}", self.names[h])
+                    } else {
+                        m
+                    });
+                    got.result = Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// Forwards an agent's events to the coordinator's thread, owned.
+fn sink(h: usize, tx: &Sender<Msg>) -> impl FnMut(AgentEvent<'_>) + '_ {
+    move |e| {
+        let msg = match e {
+            AgentEvent::Started { at } => Msg::Started(h, at),
+            AgentEvent::Interval {
+                job,
+                worker,
+                interval,
+                second,
+            } => Msg::Interval(h, job, worker, interval, second),
+            AgentEvent::Done {
+                job,
+                worker,
+                end_ns,
+                ..
+            } => Msg::Done(h, job, worker, end_ns),
+            AgentEvent::Tick => return,
+        };
+        let _ = tx.send(msg);
+    }
+}
+
+impl Coordinator {
+    /// Runs one phase on every live agent at once, each on a thread of its own, and merges
+    /// what they send as it arrives. The phase is `None` when no agent ran anything (a
+    /// preparation with nothing to write).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn phase(
+        &mut self,
+        name: &str,
+        stage: Stage,
+        (jobs_cap, hosts_cap, known_jobs): (Option<u32>, Option<usize>, &[PhaseJob]),
+        start: Instant,
+        start_wall: SystemTime,
+        live: &mut dyn FnMut(Live<'_>),
+        call: &PhaseCall<'_>,
+    ) -> (Result<(), AgentError>, Option<Phase>) {
+        // The agents that run this phase: alive, and among the first `hosts_cap`.
+        let alive: Vec<bool> = self
+            .alive
+            .iter()
+            .enumerate()
+            .map(|(h, a)| *a && hosts_cap.is_none_or(|n| h < n))
+            .collect();
+        let keys = self.worker_keys(&alive, stage, jobs_cap);
+        let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
+        let running = alive.iter().filter(|a| **a).count();
+        let uncertainty = self.measure_clocks(&alive, stage);
+        // Hosts of a distributed stage start together, at a time named now.
+        let start_at =
+            (stage != Stage::Prepare && running > 1).then(|| SystemTime::now() + START_LEAD);
+        let n = self.agents.len();
+        let mut got = Gathered {
+            host_starts: vec![None; n],
+            last_interval: vec![None; n],
+            jobs: None,
+            result: Ok(()),
+            newly_failed: Vec::new(),
+        };
+        let (tx, rx) = channel::<Msg>();
+        let distributed = self.is_distributed();
+        let mut ends = Ends {
+            names: &self.names,
+            stop: &self.stop,
+            aborted: &mut self.aborted,
+            on_failure: self.on_failure,
+            distributed,
+            stage,
+            running,
+            start,
+        };
+        std::thread::scope(|scope| {
+            for (h, agent) in self.agents.iter_mut().enumerate() {
+                if !alive[h] {
+                    continue;
+                }
+                let tx: Sender<Msg> = tx.clone();
+                std::thread::Builder::new()
+                    .name(format!("stormark-agent{h}"))
+                    .spawn_scoped(scope, move || {
+                        let r = call(agent.as_mut(), start_at, &mut sink(h, &tx));
+                        let _ = tx.send(Msg::Finished(h, r));
+                    })
+                    .expect("spawning an agent thread");
+            }
+            drop(tx);
+            let mut finished = 0;
+            while finished < running {
+                let msg = match rx.recv_timeout(Duration::from_millis(250)) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                };
+                match msg {
+                    Msg::Started(h, at) => got.host_starts[h] = Some(at),
+                    Msg::Interval(h, job, worker, interval, snap) => {
+                        let key = WorkerKey {
+                            host: h as u16,
+                            job,
+                            worker,
+                        };
+                        match snap {
+                            Second::Whole(snap) => acc.add(key, interval, &snap),
+                            Second::Parts(ops, errors) => {
+                                acc.add_parts(key, interval, &ops, &errors)
+                            }
+                        }
+                        let last = &mut got.last_interval[h];
+                        *last = Some(last.map_or(interval, |l| l.max(interval)));
+                        for interval in &acc.close_ready().to_vec() {
+                            live(Live::Second {
+                                phase: name,
+                                interval,
+                                hosts: &acc.host_second(interval.t_s),
+                            });
+                        }
+                    }
+                    Msg::Done(h, job, worker, end_ns) => acc.worker_done(
+                        WorkerKey {
+                            host: h as u16,
+                            job,
+                            worker,
+                        },
+                        end_ns,
+                    ),
+                    Msg::Finished(h, r) => {
+                        finished += 1;
+                        ends.agent_finished(h, r, &mut acc, &mut got, live);
+                    }
+                }
+            }
+        });
+        self.mark_failed(name, &got);
+        let since = |t: SystemTime| {
+            t.duration_since(start_wall)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
+        let measured_start = got.host_starts.iter().flatten().min().copied();
+        let phase = measured_start.map(|first| {
+            // The jobs as an agent ran them; as validated when none finished (every host
+            // failed), so that errors still name their job.
+            acc.set_jobs(got.jobs.take().unwrap_or_else(|| known_jobs.to_vec()));
+            let duration = acc.end_ns();
+            let mut p = acc.finish(since(first), duration);
+            p.host_starts_ns = got
+                .host_starts
+                .iter()
+                .enumerate()
+                .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
+                .collect();
+            p.start_uncertainty_ns = uncertainty.filter(|_| p.host_starts_ns.len() > 1);
+            p
+        });
+        (got.result, phase)
+    }
+
+    /// Every worker of the phase: per live host, per job, up to `jobs_cap` each.
+    fn worker_keys(&self, alive: &[bool], stage: Stage, jobs_cap: Option<u32>) -> Vec<WorkerKey> {
+        let mut keys = Vec::new();
+        for (h, agent) in self.agents.iter().enumerate() {
+            if !alive[h] {
+                continue;
+            }
+            for (j, n) in agent.workers(stage).iter().enumerate() {
+                let n = jobs_cap.map_or(*n, |c| c.min(*n));
+                keys.extend((0..n).map(|w| WorkerKey {
+                    host: h as u16,
+                    job: j as u16,
+                    worker: w,
+                }));
+            }
+        }
+        keys
+    }
+
+    /// Clocks re-measured before each stage, so that the named start means the same instant
+    /// on every host: the largest uncertainty (half a round trip), which goes on record.
+    fn measure_clocks(&mut self, alive: &[bool], stage: Stage) -> Option<u64> {
+        if stage != Stage::Prepare {
+            for (h, agent) in self.agents.iter_mut().enumerate() {
+                if alive[h] {
+                    if let Some(c) = agent.measure_clock() {
+                        self.clocks[h] = Some(c);
+                    }
+                }
+            }
+        }
+        (0..self.agents.len())
+            .filter(|h| alive[*h])
+            .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
+            .max()
+    }
+
+    /// Hosts that failed in this phase are out of the run from here on, their failure on
+    /// record.
+    fn mark_failed(&mut self, name: &str, got: &Gathered) {
+        let distributed = self.is_distributed();
+        for (h, m, at_ns) in &got.newly_failed {
+            self.alive[*h] = false;
+            if distributed {
+                self.failures[*h] = Some(HostFailure {
+                    message: m.clone(),
+                    phase: name.to_string(),
+                    at_ns: *at_ns,
+                    last_interval: got.last_interval[*h],
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Reaching an agent: what answers at its address (before any token travels), the gRPC
+//! channel in clear or TLS, and its clock's offset.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::runtime::Runtime;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Status;
+
+use super::{Client, SILENCE};
+use crate::agent::AgentError;
+use crate::wire::pb;
+use crate::wire::unix_ns;
+
+/// What answered the HTTP/2 preface at an agent's address.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    /// A SETTINGS frame: an agent in clear.
+    PlainHttp2,
+    /// A TLS record (an alert to what is not a ClientHello): a TLS server.
+    Tls,
+    /// Closed or reset without a word.
+    Closed,
+    /// Something else, its first bytes as printable text: not a stormark agent.
+    Other(String),
+}
+
+/// The gRPC channel to the agent at `address`, in clear or (with `tls_ca`, PEM) TLS whose
+/// certificate must chain to that CA and name the host. What answers is checked first, before
+/// the token travels, so that a wrong port or a TLS mismatch is said as such.
+pub(super) fn channel(
+    rt: &Runtime,
+    address: &str,
+    tls_ca: Option<&[u8]>,
+) -> Result<Channel, AgentError> {
+    let refused = |message: String| AgentError::RemoteRefused {
+        agent: address.to_string(),
+        message,
+    };
+    match (answer(address), tls_ca.is_some()) {
+        (Ok(Answer::Tls), false) => {
+            return Err(refused(
+                "it serves TLS; give --tls-ca with the CA of its certificate. Nothing was sent"
+                    .into(),
+            ))
+        }
+        (Ok(Answer::Closed), false) => {
+            return Err(refused(
+                "it closed the connection without a word: not a stormark agent, or one that serves TLS (then give --tls-ca). Nothing was sent".into(),
+            ))
+        }
+        (Ok(Answer::Other(said)), _) => {
+            return Err(refused(format!(
+                "not a stormark agent: it answered {said:?}. Nothing was sent"
+            )))
+        }
+        (Ok(Answer::PlainHttp2), true) => {
+            return Err(refused(
+                "it does not serve TLS, but --tls-ca was given; start the agent with --tls-cert and --tls-key, or drop --tls-ca".into(),
+            ))
+        }
+        (Err(why), _) => return Err(refused(format!("cannot connect: {why}"))),
+        _ => {}
+    }
+    let scheme = if tls_ca.is_some() { "https" } else { "http" };
+    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+        .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?;
+    if let Some(ca) = tls_ca {
+        let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let tls = tonic::transport::ClientTlsConfig::new()
+            .ca_certificate(tonic::transport::Certificate::from_pem(ca))
+            .domain_name(host);
+        endpoint = endpoint
+            .tls_config(tls)
+            .map_err(|e| refused(format!("TLS: {e}")))?;
+    }
+    let endpoint = endpoint
+        .connect_timeout(SILENCE)
+        .timeout(Duration::from_secs(30))
+        .tcp_nodelay(true);
+    rt.block_on(endpoint.connect()).map_err(|e| {
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            why = format!("{why}: {s}");
+            source = s.source();
+        }
+        let why = one_cause(&why);
+        let why = if why.contains("timed out") || why.contains("elapsed") {
+            format!("no answer within {} s", SILENCE.as_secs())
+        } else {
+            why
+        };
+        refused(format!("cannot connect: {why}"))
+    })
+}
+
+/// What the process at `address` answers to the HTTP/2 client preface. No token is sent.
+fn answer(address: &str) -> std::io::Result<Answer> {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let addr = address
+        .to_socket_addrs()
+        .map_err(|e| std::io::Error::other(one_cause(&e.to_string())))?
+        .next()
+        .ok_or_else(|| std::io::Error::other("the name resolves to no address"))?;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, SILENCE).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            std::io::Error::other(format!("no answer within {} s", SILENCE.as_secs()))
+        } else {
+            e
+        }
+    })?;
+    let _ = s.set_read_timeout(Some(SILENCE));
+    let _ = s.set_write_timeout(Some(SILENCE));
+    // The client connection preface (RFC 9113 §3.4) and an empty SETTINGS frame.
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    s.write_all(preface)?;
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    while got < head.len() {
+        match s.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                if got > 0 {
+                    break;
+                }
+                return Err(std::io::Error::other(format!(
+                    "no answer within {} s",
+                    SILENCE.as_secs()
+                )));
+            }
+            Err(_) => break,
+        }
+    }
+    Ok(classify(&head[..got]))
+}
+
+/// What the first bytes of an answer say.
+fn classify(head: &[u8]) -> Answer {
+    match head {
+        [] => Answer::Closed,
+        // A frame header whose type is SETTINGS (4) on stream 0.
+        [_, _, _, 4, _, 0, 0, 0, 0] => Answer::PlainHttp2,
+        // A TLS record: alert (21) or handshake (22), version 3.x.
+        [21 | 22, 3, ..] => Answer::Tls,
+        other => Answer::Other(stormark_spec::printable(
+            &String::from_utf8_lossy(other),
+            40,
+        )),
+    }
+}
+
+/// The clock offset as NTP estimates it: the agent's clock against the midpoint of the call,
+/// from the fastest of a few round trips. Returns (round trip, offset).
+pub(super) fn measure(
+    rt: &Runtime,
+    client: &mut Client,
+    session: &str,
+) -> Result<(Duration, i64), Status> {
+    let mut best: Option<(Duration, i64)> = None;
+    for _ in 0..5 {
+        let sent = SystemTime::now();
+        let t = Instant::now();
+        let reply = rt
+            .block_on(client.clock(pb::SessionRequest {
+                session: session.to_string(),
+            }))?
+            .into_inner();
+        let rtt = t.elapsed();
+        let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
+        if best.is_none_or(|(b, _)| rtt < b) {
+            best = Some((rtt, reply.unix_ns - mid));
+        }
+    }
+    Ok(best.expect("five round trips were made"))
+}
+
+/// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
+/// `dns error: failed to lookup`, `status: interrupted: interrupted` becomes
+/// `status: interrupted`.
+pub(super) fn one_cause(chain: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in chain.split(": ").map(str::trim).filter(|p| !p.is_empty()) {
+        if !parts
+            .iter()
+            .any(|q| *q == p || q.ends_with(p) || q.contains(&format!("{p}:")))
+        {
+            parts.push(p);
+        }
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_bytes_say_what_answered() {
+        assert_eq!(classify(&[0, 0, 0, 4, 0, 0, 0, 0, 0]), Answer::PlainHttp2);
+        assert_eq!(classify(&[0, 0, 6, 4, 0, 0, 0, 0, 0]), Answer::PlainHttp2);
+        assert_eq!(classify(&[21, 3, 3, 0, 2, 2, 70]), Answer::Tls);
+        assert_eq!(classify(&[]), Answer::Closed);
+        assert_eq!(classify(b"SSH-2.0-O"), Answer::Other("SSH-2.0-O".into()));
+        assert_eq!(classify(b"HTTP/1.1 "), Answer::Other("HTTP/1.1 ".into()));
+    }
+}

@@ -1,0 +1,98 @@
+//! A coordinator's validate request, read on the agent: its jobs resolved as this host's own
+//! options, its target held to the agent's `--allow-path`, and what the run may do.
+
+use std::path::{Path, PathBuf};
+
+use stormark_spec::{Job, JobOpts, LoadKind, Source};
+use tonic::Status;
+
+use crate::agent::TargetOptions;
+use crate::config::AgentConfig;
+use crate::wire::pb;
+
+/// The jobs, each resolved from its key/values as a job file's would be.
+pub(super) fn jobs(req: &pb::ValidateRequest) -> Result<Vec<Job>, Status> {
+    let mut jobs = Vec::new();
+    for (i, spec) in req.jobs.iter().enumerate() {
+        let mut opts = JobOpts::default();
+        let context = format!("job {} from the coordinator", i + 1);
+        let kind = match pb::LoadKind::try_from(spec.kind) {
+            Ok(pb::LoadKind::File) => LoadKind::File,
+            Ok(pb::LoadKind::Null) => LoadKind::Null,
+            Ok(pb::LoadKind::S3) => LoadKind::S3,
+            Ok(pb::LoadKind::Net) => LoadKind::Net,
+            Ok(pb::LoadKind::Meta) => LoadKind::Meta,
+            Err(_) => {
+                return Err(Status::invalid_argument(format!(
+                    "{context}: a kind of load this agent does not know ({}); run the same stormark version on both",
+                    spec.kind
+                )))
+            }
+        };
+        opts.kind = Some(kind);
+        for kv in &spec.options {
+            opts.set(&kv.key, &kv.value, Source::Key(&context))
+                .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        }
+        jobs.push(
+            opts.resolve(&format!("job{}", i + 1))
+                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+        );
+    }
+    Ok(jobs)
+}
+
+/// The target: only file load touches a path, and then it must lie under an `--allow-path`
+/// (a file to make: its directory).
+pub(super) fn target(
+    cfg: &AgentConfig,
+    req: &pb::ValidateRequest,
+    jobs: &[Job],
+) -> Result<PathBuf, Status> {
+    if !jobs.iter().any(|j| j.kind.needs_target()) {
+        return Ok(PathBuf::new());
+    }
+    let asked = Path::new(&req.target);
+    let allowed = |p: &Path| {
+        cfg.allowed(p)
+            .map_err(|e| Status::permission_denied(e.to_string()))
+    };
+    match (req.create_file, asked.parent(), asked.file_name()) {
+        // A file to make: its directory must be allowed (the name is made beneath it).
+        (true, Some(parent), Some(name))
+            if std::fs::symlink_metadata(asked).is_err() && !parent.as_os_str().is_empty() =>
+        {
+            Ok(allowed(parent)?.join(name))
+        }
+        _ => allowed(asked),
+    }
+}
+
+/// What the run may do on this host, as the request says and the agent allows.
+pub(super) fn target_options(
+    cfg: &AgentConfig,
+    req: &pb::ValidateRequest,
+    target: PathBuf,
+) -> TargetOptions {
+    TargetOptions {
+        path: target,
+        keep: req.keep,
+        reuse: req.reuse,
+        allow_overwrite: req.allow_overwrite,
+        allow_device_write: req.allow_device_write,
+        force: req.force,
+        allowed_devices: Some(cfg.devices.clone()),
+        run: req.run.clone(),
+        create_file: req.create_file,
+        net_token: req.net_token.clone(),
+        s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
+            credentials: stormark_s3::Credentials {
+                access_key: a.access_key.clone(),
+                secret_key: a.secret_key.clone(),
+            },
+            create_bucket: a.create_bucket,
+            insecure: a.insecure,
+            endpoint: Some(a.endpoint.clone()).filter(|e| !e.is_empty()),
+        }),
+    }
+}

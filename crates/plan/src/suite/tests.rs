@@ -1,0 +1,99 @@
+use super::*;
+
+fn opts() -> SuiteOptions {
+    SuiteOptions {
+        smoke: true,
+        ..SuiteOptions::default()
+    }
+}
+
+#[test]
+fn disks_alone_then_together() {
+    let o = SuiteOptions {
+        targets: vec!["/dev/sdb".into(), "/mnt/a/".into(), "/mnt/b/a".into()],
+        ..opts()
+    };
+    let s = suite_steps("disks", &o).unwrap();
+    assert_eq!(s.len(), 3 * 4 + 3 * 4);
+    assert_eq!(s[0].name, "disks/sdb/randwrite-4k");
+    assert_eq!(s[4].subject.as_deref(), Some("a"));
+    assert_eq!(s[8].subject.as_deref(), Some("a-2"));
+    assert!(s[..12].iter().all(|s| s.together.is_none()));
+    assert_eq!(s[12].together.as_deref(), Some("disks/all/randwrite-4k"));
+    assert_eq!(s[12].args[..2], ["run", "/dev/sdb"]);
+    assert!(s[0].args.windows(2).any(|w| w == ["--time", "1s"]));
+    assert!(s[0].args.contains(&"--auto".to_string()));
+    let names: std::collections::BTreeSet<_> = s.iter().map(|s| &s.name).collect();
+    assert_eq!(names.len(), s.len(), "names are unique");
+}
+
+#[test]
+fn over_agents_each_host_alone_then_all() {
+    let o = SuiteOptions {
+        targets: vec!["/mnt/bench".into()],
+        agents: vec!["10.0.0.2:7878".into(), "10.0.0.3:7878".into()],
+        distributed: vec!["--token-file".into(), "t".into()],
+        ..opts()
+    };
+    let s = suite_steps("disks", &o).unwrap();
+    assert_eq!(s.len(), 12);
+    assert!(s[0].args.ends_with(&[
+        "--agents".to_string(),
+        "10.0.0.2:7878".into(),
+        "--token-file".into(),
+        "t".into()
+    ]));
+    assert!(s[8]
+        .args
+        .contains(&"10.0.0.2:7878,10.0.0.3:7878".to_string()));
+    let net = suite_steps("network", &o).unwrap();
+    assert_eq!(net[0].args[..3], ["net", "--mode", "mesh"]);
+}
+
+#[test]
+fn acceptance_runs_the_parts_in_order_and_skips_what_it_cannot() {
+    let s = suite_steps("acceptance", &opts()).unwrap();
+    assert_eq!(s[0].part, "network");
+    assert!(s[0].skip.is_some());
+    let parts: Vec<_> = s.iter().map(|s| s.part).collect();
+    let mut order = parts.clone();
+    order.dedup();
+    assert_eq!(order, ["network", "disks", "fileserver", "latency", "s3"]);
+    assert!(s
+        .last()
+        .unwrap()
+        .skip
+        .as_ref()
+        .unwrap()
+        .contains("--endpoint"));
+}
+
+#[test]
+fn expectations_go_to_the_steps_they_name() {
+    let o = SuiteOptions {
+        expect: vec![("randread-4k".into(), "iops=1k".into())],
+        ..opts()
+    };
+    let s = suite_steps("fileserver", &o).unwrap();
+    assert!(s[0]
+        .args
+        .ends_with(&["--expect".to_string(), "iops=1k".into()]));
+    assert!(!s[1].args.contains(&"--expect".to_string()));
+    let o = SuiteOptions {
+        expect: vec![("nosuch".into(), "iops=1k".into())],
+        ..opts()
+    };
+    assert!(suite_steps("fileserver", &o)
+        .unwrap_err()
+        .contains("nosuch"));
+    assert!(suite_steps("everything", &o)
+        .unwrap_err()
+        .contains("acceptance"));
+}
+
+#[test]
+fn the_database_searches_on_commit_latency() {
+    let s = suite_steps("database", &opts()).unwrap();
+    assert!(s[0].file.as_ref().unwrap().1.contains("fdatasync = 1"));
+    assert!(s[1].args.contains(&"sync:p99<=5ms".to_string()));
+}
