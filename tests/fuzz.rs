@@ -321,9 +321,16 @@ fn the_net_server_survives_any_handshake_through_a_socket() {
             rate: None,
             bind: None,
         };
-        match stormark_net::run(&client, &mut |_, _| {}) {
-            Ok(o) => {
-                assert!(o.bytes.iter().sum::<u64>() > 0);
+        match stormark_net::Session::open(&client) {
+            Ok(mut session) => {
+                for s in &mut session.streams {
+                    s.write_all(&[7u8; 64 << 10]).unwrap();
+                }
+                let end = session.finish();
+                let Some(stormark_net::ServerLine::End { bytes, .. }) = end else {
+                    panic!("no end report: {end:?}");
+                };
+                assert_eq!(bytes, [64 << 10, 64 << 10]);
                 break;
             }
             Err(e) => assert!(Instant::now() < deadline, "no session after the fuzz: {e}"),

@@ -29,6 +29,7 @@ use stormark_stats::{HostSample, PhaseJob};
 use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
 pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
+pub(crate) use netjob::NetSession;
 use specs::{seed, JobRun};
 use workspace::Workspace;
 pub use workspace::MANIFEST;
@@ -389,7 +390,7 @@ impl Agent for LocalAgent {
             forward(e, &map, on_event, 1)
         });
         for session in sessions {
-            let (note, report) = session.finish(&self.inventory);
+            let (note, report, _) = session.finish(&self.inventory);
             self.notes.extend(note);
             self.net_reports.push(report);
         }

@@ -13,11 +13,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use stormark_engine::{run_stage, Load, StageEvent, WorkerSpec};
 use stormark_net::{ClientOptions, Mode, ServerOptions, LIMITS};
-use stormark_stats::{MeshHost, MeshPair, MeshReport, NetStream};
+use stormark_spec::{NetJob, NetMode};
+use stormark_stats::{MeshHost, MeshPair, MeshReport, NetStream, Op, Snapshot};
 use tonic::Status;
 
 use crate::agent::AgentError;
+use crate::local::NetSession;
 use crate::remote::RemoteAgent;
 use crate::wire::pb::{self, net_event};
 
@@ -171,26 +174,68 @@ pub(crate) fn probe(opts: &ClientOptions) -> pb::NetResult {
     }
 }
 
-/// Runs one test; `second` gets each second's bytes as the receiver counted them.
+/// Runs one test with the engine's net workers, as every net job runs: `second` hears of each
+/// worker's second as it ends (the coordinator's proof that the test is alive).
 pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::NetResult {
-    let outcome = stormark_net::run(opts, &mut |_, snaps| {
-        second(snaps.iter().map(|s| s.total().bytes).sum());
-    });
-    let o = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            return pb::NetResult {
-                failure: e.to_string(),
-                ..Default::default()
-            }
-        }
+    let failed = |failure: String| pb::NetResult {
+        failure,
+        ..Default::default()
     };
-    // Round trips: their count and percentiles over every second and stream.
-    let mut rtt = stormark_stats::Snapshot::new();
-    for s in o.seconds.iter().flatten() {
-        rtt += s;
-    }
-    let rtt = rtt.op(stormark_stats::Op::Rtt);
+    let net = NetJob {
+        servers: vec![opts.server.to_string()],
+        mode: if opts.mode == Mode::Rtt {
+            NetMode::Rtt
+        } else {
+            NetMode::Send
+        },
+        msg_size: opts.msg_size,
+        bitrate: 0,
+        udp: false,
+    };
+    // The server's side outlasts the test: the workers end the session.
+    let session_opts = ClientOptions {
+        time: opts.time + Duration::from_secs(10),
+        ..opts.clone()
+    };
+    let session = match NetSession::open("mesh", opts.server.to_string(), &net, &session_opts) {
+        Ok(s) => s,
+        Err(e) => return failed(e.to_string()),
+    };
+    let specs: Vec<WorkerSpec> = (0..session.workers())
+        .map(|w| {
+            let mut spec = WorkerSpec::new(Vec::new());
+            spec.load = Load::Net(session.work(w));
+            spec.stop.time = Some(opts.time);
+            spec.seed = w as u64 + 1;
+            spec
+        })
+        .collect();
+    let mut seconds: Vec<u64> = Vec::new();
+    let mut per_worker = vec![0u64; specs.len()];
+    let mut all = Snapshot::new();
+    let out = run_stage(specs, opts.stop.clone(), &mut |e| {
+        if let StageEvent::Interval {
+            worker,
+            interval,
+            snap,
+        } = e
+        {
+            let t = interval as usize;
+            if seconds.len() <= t {
+                seconds.resize(t + 1, 0);
+            }
+            let bytes = snap.total().bytes;
+            seconds[t] += bytes;
+            per_worker[worker] += bytes;
+            all += &snap;
+            second(bytes);
+        }
+    });
+    let (_, report, session_ns) = session.finish(&stormark_probe::Inventory::collect());
+    // The rate is of the workers' own time, from their common start to the last byte
+    // acknowledged, as a phase's is: the server's clock also counts the workers' setting up.
+    let duration_ns = out.ended.saturating_duration_since(out.t0).as_nanos() as u64;
+    let rtt = all.op(Op::Rtt);
     let (round_trips, rtt_p50_ns, rtt_p99_ns) = if rtt.ops > 0 {
         (
             rtt.ops,
@@ -200,41 +245,38 @@ pub(crate) fn test(opts: &ClientOptions, second: &mut dyn FnMut(u64)) -> pb::Net
     } else {
         (0, None, None)
     };
-    let interface = o.local.and_then(|a| stormark_net::interface_of(a.ip()));
-    let link = interface.as_ref().and_then(|name| {
-        stormark_probe::Inventory::collect()
-            .net_interfaces
-            .into_iter()
-            .find(|i| &i.name == name)
-    });
+    // Each end's CPU, back from its share of the session's time, as a share of the workers'.
+    let ns = |pct: Option<f64>| pct.map(|p| (p / 100.0 * session_ns as f64) as u64);
+
     pb::NetResult {
-        seconds: o
-            .seconds
+        seconds,
+        duration_ns,
+        streams: report
+            .streams
             .iter()
-            .map(|s| s.iter().map(|x| x.total().bytes).sum())
-            .collect(),
-        duration_ns: o.duration_ns,
-        streams: o
-            .bytes
-            .iter()
-            .zip(&o.tcp)
-            .enumerate()
-            .map(|(i, (&bytes, tcp))| pb::NetStreamResult {
+            .zip(&per_worker)
+            .map(|(s, &bytes)| pb::NetStreamResult {
+                // What the stream delivered in the workers' time: the receiver's
+                // acknowledgements, credited second by second.
                 bytes,
-                retransmits: tcp.map(|t| t.retransmits),
-                srtt_us: tcp.map(|t| t.rtt_us),
-                cwnd: tcp.map(|t| t.snd_cwnd),
-                pmtu: tcp.map(|t| t.pmtu),
-                mss: tcp.map(|t| t.snd_mss),
-                sender_cpu_ns: o.sender_cpu_ns.get(i).copied(),
-                receiver_cpu_ns: o.receiver_cpu_ns.get(i).copied(),
+                retransmits: s.retransmits,
+                srtt_us: s.srtt_us,
+                cwnd: s.cwnd,
+                pmtu: s.pmtu,
+                mss: s.mss,
+                sender_cpu_ns: ns(s.sender_cpu_pct),
+                receiver_cpu_ns: ns(s.receiver_cpu_pct),
             })
             .collect(),
-        interface,
-        mtu: link.as_ref().and_then(|l| l.mtu),
-        link_mbps: link.as_ref().and_then(|l| l.speed_mbps),
-        failure: String::new(),
-        interrupted: o.interrupted,
+        interface: report.interface,
+        mtu: report.mtu,
+        link_mbps: report.link_mbps,
+        failure: out
+            .failures
+            .first()
+            .map(|(_, f)| f.clone())
+            .unwrap_or_default(),
+        interrupted: opts.stop.load(std::sync::atomic::Ordering::Relaxed),
         path_mtu: None,
         round_trips,
         rtt_p50_ns,

@@ -215,9 +215,6 @@ fn tcp(
                     ),
                     _ => ctx.rec.record(op, n as u64, took),
                 }
-                if op != Op::Send {
-                    work.tally.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                }
             }
             Err(e)
                 if work.mode != NetMode::Rtt
@@ -267,6 +264,10 @@ fn tcp(
         if ctx.pace.expired(now) {
             break;
         }
+    }
+    // What this end received (receive) or moved both ways (rtt), for the session's report.
+    if op != Op::Send {
+        work.tally.bytes.store(sent, Ordering::Relaxed);
     }
     if failure.is_none() && op == Op::Send {
         // The end of what this stream sends; the server reports once every stream ended.

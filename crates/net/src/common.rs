@@ -1,6 +1,5 @@
-//! What a client is asked and what it measured, and the pieces of a session that the TCP
-//! client, its UDP sender and the session of a net job share: connecting, the nonce, the
-//! server's seconds.
+//! What a client asks of a server, and the pieces a session and the path MTU probe share:
+//! connecting (from a given address), the nonce.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
@@ -8,10 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stormark_stats::{Op, Snapshot};
-
-use crate::proto::{Mode, ServerLine, UdpStats};
-use crate::{NetError, TcpInfo};
+use crate::proto::Mode;
 
 /// What to measure, against which server.
 #[derive(Clone)]
@@ -64,34 +60,6 @@ pub(crate) fn connect(
     Ok(socket.into())
 }
 
-/// What a test measured.
-#[derive(Debug)]
-pub struct Outcome {
-    /// What the figures count: `send` (client to server), `receive` (server to client) or
-    /// `rtt` (round trips).
-    pub op: Op,
-    /// Per second (the last may be shorter), per stream: the bytes the receiver counted, or
-    /// the round trips with their latency.
-    pub seconds: Vec<Vec<Snapshot>>,
-    /// From the start to the last byte received (or the last round trip), ns.
-    pub duration_ns: u64,
-    /// Per stream, bytes the receiver got (throughput) or moved both ways (rtt).
-    pub bytes: Vec<u64>,
-    /// Per stream, the sending side's kernel's view at the end (`None` for rtt).
-    pub tcp: Vec<Option<TcpInfo>>,
-    /// Stopped early.
-    pub interrupted: bool,
-    /// UDP, per stream: datagrams sent, and what the receiver saw.
-    pub udp: Vec<(u64, UdpStats)>,
-    /// This end's address of the test (which interface it went out of).
-    pub local: Option<SocketAddr>,
-    /// TCP throughput, per stream: the CPU time the sending end's thread used, ns (empty
-    /// when unknown).
-    pub sender_cpu_ns: Vec<u64>,
-    /// The same of the receiving end's thread.
-    pub receiver_cpu_ns: Vec<u64>,
-}
-
 pub(crate) const CONNECT: Duration = Duration::from_secs(5);
 /// The longest the server may stay silent on the control connection mid-test.
 pub(crate) const SILENCE: Duration = Duration::from_secs(10);
@@ -110,49 +78,4 @@ pub(crate) fn nonce() -> String {
         b = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// A second of bytes on each stream, from cumulative counts.
-pub(crate) fn bytes_second(op: Op, now: &[u64], before: &[u64]) -> Vec<Snapshot> {
-    now.iter()
-        .zip(before.iter().chain(std::iter::repeat(&0)))
-        .map(|(&n, &b)| {
-            let mut s = Snapshot::new();
-            s.op_mut(op).bytes = n.saturating_sub(b);
-            s
-        })
-        .collect()
-}
-
-pub(crate) type Next<'a> = dyn FnMut(&str) -> Result<ServerLine, NetError> + 'a;
-
-/// The server's counts of what it received, a line a second, until its end report: the
-/// seconds as snapshots, the cumulative counts of the last, and the report.
-#[allow(clippy::type_complexity)]
-pub(crate) fn server_seconds(
-    next: &mut Next<'_>,
-    on_second: &mut dyn FnMut(u32, &[Snapshot]),
-) -> Result<(Vec<Vec<Snapshot>>, Vec<u64>, ServerLine), NetError> {
-    let mut seconds = Vec::new();
-    let mut before: Vec<u64> = Vec::new();
-    loop {
-        match next("during the test")? {
-            ServerLine::Second { t, bytes } => {
-                let snaps = bytes_second(Op::Send, &bytes, &before);
-                on_second(t, &snaps);
-                seconds.push(snaps);
-                before = bytes;
-            }
-            end @ ServerLine::End { .. } => return Ok((seconds, before, end)),
-            other => return Err(NetError::Lost(format!("unexpected {other:?}"))),
-        }
-    }
-}
-
-/// What arrived after the last whole second, as a last, shorter one.
-pub(crate) fn last_part(op: Op, seconds: &mut Vec<Vec<Snapshot>>, bytes: &[u64], before: &[u64]) {
-    let rest = bytes_second(op, bytes, before);
-    if rest.iter().any(|s| s.op(op).bytes > 0) {
-        seconds.push(rest);
-    }
 }

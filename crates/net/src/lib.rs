@@ -11,7 +11,6 @@
 //! and drops a connection that says nothing within seconds.
 #![warn(missing_docs)]
 
-mod client;
 mod common;
 mod pmtu;
 mod proto;
@@ -19,7 +18,7 @@ mod server;
 mod session;
 mod tcpinfo;
 
-pub use client::{run, ClientOptions, Outcome};
+pub use common::ClientOptions;
 pub use pmtu::probe_mtu;
 pub use proto::{Hello, Mode, ServerLine, UdpStats, DEFAULT_PORT, LIMITS, UDP_HEADER};
 pub use server::{serve, ServerOptions};

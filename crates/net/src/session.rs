@@ -14,7 +14,8 @@ use crate::NetError;
 
 /// A session's control connection, accepted by the server.
 pub(crate) struct Control {
-    pub control: TcpStream,
+    /// Kept open for the session's life: closing it ends the session on the server.
+    _control: TcpStream,
     replies: BufReader<TcpStream>,
     pub nonce: String,
     addr: SocketAddr,
@@ -102,7 +103,7 @@ fn ask(opts: &ClientOptions, check_only: bool) -> Result<Control, NetError> {
         .map_err(|e| lost(addr, "sending the request", e))?;
     let replies = BufReader::new(control.try_clone().map_err(|e| lost(addr, "control", e))?);
     let mut c = Control {
-        control,
+        _control: control,
         replies,
         nonce,
         addr,

@@ -40,32 +40,14 @@ impl LocalAgent {
         workers: usize,
         time: Option<Duration>,
     ) -> ClientOptions {
-        let bidir = net.mode == NetMode::Bidir;
-        ClientOptions {
-            server: addr,
-            mode: match net.mode {
-                NetMode::Rtt => Mode::Rtt,
-                _ => Mode::Throughput,
-            },
-            streams: (if bidir { workers / 2 } else { workers }).max(1) as u32,
-            // The server's side outlasts the stage: the workers end the session. UDP's
-            // receiver listens for exactly its time (and a second more).
-            time: match time {
-                Some(t) if net.udp => t,
-                Some(t) => t + Duration::from_secs(10),
-                None => Duration::from_secs(1),
-            },
-            reverse: net.mode == NetMode::Receive,
-            msg_size: net.msg_size,
-            stop: self.stop.clone(),
-            udp: net.udp,
-            // The server paces what it sends (receive, the second half of bidir).
-            bitrate: net.bitrate,
-            bidir,
-            token: self.opts.net_token.clone(),
-            rate: None,
-            bind: None,
-        }
+        session_options(
+            net,
+            addr,
+            workers,
+            time,
+            self.stop.clone(),
+            self.opts.net_token.clone(),
+        )
     }
 
     /// The server each net job of `workload` streams to from this host (entry `index` of
@@ -99,44 +81,49 @@ impl LocalAgent {
             let server = net.server_of(self.index).to_string();
             let addr = resolve(name, &server)?;
             let opts = self.client_options(net, addr, *workers, Some(time));
-            let mut session = Session::open(&opts)
-                .map_err(|e| AgentError::job(name, format!("server {server}: {e}")))?;
-            let local = session
-                .streams
-                .first()
-                .and_then(|s| s.local_addr().ok())
-                .or_else(|| session.udp.first().and_then(|s| s.local_addr().ok()));
-            // Kept to read each sending stream's TCP_INFO at the end.
-            let handles = session.streams.iter().map(|s| s.try_clone().ok()).collect();
-            let conns: Vec<_> = std::mem::take(&mut session.streams)
-                .into_iter()
-                .map(NetConn::Tcp)
-                .chain(
-                    std::mem::take(&mut session.udp)
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, s)| NetConn::Udp(s, udp_mark(session.udp_token, i))),
-                )
-                .map(|c| Arc::new(Mutex::new(Some(c))))
-                .collect();
-            let tallies = (0..conns.len())
-                .map(|_| Arc::new(StreamTally::default()))
-                .collect();
-            out.push(NetSession {
-                job: *k,
-                name: name.clone(),
-                server,
-                net: (*net).clone(),
-                sending: opts.streams as usize,
-                conns,
-                handles,
-                tallies,
-                local,
-                started: Instant::now(),
-                session: Some(session),
-            });
+            let mut session = NetSession::open(name, server, net, &opts)?;
+            session.job = *k;
+            out.push(session);
         }
         Ok(out)
+    }
+}
+
+/// The session a net job asks of its server, for `workers` streams of a stage lasting `time`
+/// (`None`: only asked whether it would be served).
+pub(crate) fn session_options(
+    net: &NetJob,
+    addr: SocketAddr,
+    workers: usize,
+    time: Option<Duration>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    token: Option<String>,
+) -> ClientOptions {
+    let bidir = net.mode == NetMode::Bidir;
+    ClientOptions {
+        server: addr,
+        mode: match net.mode {
+            NetMode::Rtt => Mode::Rtt,
+            _ => Mode::Throughput,
+        },
+        streams: (if bidir { workers / 2 } else { workers }).max(1) as u32,
+        // The server's side outlasts the stage: the workers end the session. UDP's receiver
+        // listens for exactly its time (and a second more).
+        time: match time {
+            Some(t) if net.udp => t,
+            Some(t) => t + Duration::from_secs(10),
+            None => Duration::from_secs(1),
+        },
+        reverse: net.mode == NetMode::Receive,
+        msg_size: net.msg_size,
+        stop,
+        udp: net.udp,
+        // The server paces what it sends (receive, the second half of bidir).
+        bitrate: net.bitrate,
+        bidir,
+        token,
+        rate: None,
+        bind: None,
     }
 }
 
@@ -150,7 +137,7 @@ fn udp_mark(token: u64, i: usize) -> [u8; 16] {
 }
 
 /// A net job's session during a stage.
-pub(super) struct NetSession {
+pub(crate) struct NetSession {
     /// The job's place in the stage.
     pub job: usize,
     name: String,
@@ -167,6 +154,57 @@ pub(super) struct NetSession {
 }
 
 impl NetSession {
+    /// Opens the session `opts` asks of `server` for the job `name`: its streams (or UDP
+    /// sockets), one per worker, in order.
+    pub(crate) fn open(
+        name: &str,
+        server: String,
+        net: &NetJob,
+        opts: &ClientOptions,
+    ) -> Result<NetSession, AgentError> {
+        let mut session = Session::open(opts)
+            .map_err(|e| AgentError::job(name, format!("server {server}: {e}")))?;
+        let local = session
+            .streams
+            .first()
+            .and_then(|s| s.local_addr().ok())
+            .or_else(|| session.udp.first().and_then(|s| s.local_addr().ok()));
+        // Kept to read each sending stream's TCP_INFO at the end.
+        let handles = session.streams.iter().map(|s| s.try_clone().ok()).collect();
+        let conns: Vec<_> = std::mem::take(&mut session.streams)
+            .into_iter()
+            .map(NetConn::Tcp)
+            .chain(
+                std::mem::take(&mut session.udp)
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, s)| NetConn::Udp(s, udp_mark(session.udp_token, i))),
+            )
+            .map(|c| Arc::new(Mutex::new(Some(c))))
+            .collect();
+        let tallies = (0..conns.len())
+            .map(|_| Arc::new(StreamTally::default()))
+            .collect();
+        Ok(NetSession {
+            job: 0,
+            name: name.to_string(),
+            server,
+            net: net.clone(),
+            sending: opts.streams as usize,
+            conns,
+            handles,
+            tallies,
+            local,
+            started: Instant::now(),
+            session: Some(session),
+        })
+    }
+
+    /// Its workers: one per stream (both halves with bidir).
+    pub fn workers(&self) -> usize {
+        self.conns.len()
+    }
+
     /// What this stream does from this host.
     fn mode_of(&self, w: usize) -> NetMode {
         match self.net.mode {
@@ -196,9 +234,13 @@ impl NetSession {
         }
     }
 
-    /// Ends the session (every stream closed): a note of what the server counted, and the
-    /// report of each stream as its ends saw it.
-    pub fn finish(mut self, inventory: &stormark_probe::Inventory) -> (Option<String>, NetReport) {
+    /// Ends the session (every stream closed): a note of what the server counted, the report
+    /// of each stream as its ends saw it, and the session's time (the server's, from the start
+    /// to the last byte) its rates and CPU shares are of.
+    pub fn finish(
+        mut self,
+        inventory: &stormark_probe::Inventory,
+    ) -> (Option<String>, NetReport, u64) {
         for c in &self.conns {
             if let Some(NetConn::Tcp(s)) = c.lock().ok().and_then(|mut s| s.take()) {
                 let _ = s.shutdown(std::net::Shutdown::Both);
@@ -226,7 +268,12 @@ impl NetSession {
             }) => (*duration_ns, tcp.clone(), udp.clone(), cpu_ns.clone()),
             _ => (0, Vec::new(), Vec::new(), Vec::new()),
         };
-        let duration_ns = duration_ns.max(self.started.elapsed().as_nanos() as u64);
+        // The server's time from the start to the last byte; without its report, this end's.
+        let duration_ns = if duration_ns > 0 {
+            duration_ns
+        } else {
+            self.started.elapsed().as_nanos() as u64
+        };
         let mut report = self.report(&counted, &tcp, &server_tcp, &udp, &server_cpu, duration_ns);
         // The interface the test left by, with its rated speed and MTU.
         report.interface = self.local.and_then(|a| stormark_net::interface_of(a.ip()));
@@ -249,7 +296,7 @@ impl NetSession {
                 total as f64 * 8.0 / duration_ns as f64
             )
         });
-        (note, report)
+        (note, report, duration_ns)
     }
 
     /// Each stream as its ends saw it: TCP_INFO of whichever end sent, each end's thread CPU,
