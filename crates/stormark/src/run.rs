@@ -231,25 +231,14 @@ fn run(args: RunArgs) -> Result<Ending> {
         );
         return Ok(Ending::Success);
     }
-    // S3 jobs in a job file given to `stormark run`: the keys from the environment or a
-    // profile, as `stormark s3` finds them without flags.
-    let s3 = match &args.s3 {
-        Some(access) => Some(access.clone()),
-        None if workload.jobs.iter().any(|j| j.s3.is_some()) => Some(stormark_cluster::S3Access {
-            credentials: crate::s3_cmd::keys(None, None, None)?,
-            create_bucket: false,
-            insecure: false,
-            endpoint: None,
-        }),
-        None => None,
-    };
+    let s3 = s3_access(&args, &workload)?;
     // A workload that touches no path (S3, null) sends each agent a target it ignores.
     let needs_target = workload.jobs.iter().any(|j| j.kind.needs_target());
-    let plan = fleet(&args, (target_given || !needs_target).then_some(&target))?;
+    let fleet = fleet(&args, (target_given || !needs_target).then_some(&target))?;
     check_agents(
         &shape,
-        plan.as_ref().map_or(1, |p| p.hosts.len()),
-        plan.is_some(),
+        fleet.as_ref().map_or(1, |p| p.hosts.len()),
+        fleet.is_some(),
     )
     .map_err(usage)?;
     let json = json_output(&args, &target)?;
@@ -270,25 +259,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             out!("{text}");
         }
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let abandon = Arc::new(AtomicBool::new(false));
-    {
-        let (stop, abandon) = (stop.clone(), abandon.clone());
-        let objects = workload.jobs.iter().any(|j| j.s3.is_some());
-        // The first Ctrl-C ends the load and keeps its figures; what the run made is removed
-        // next. Files go at once; objects wait on the service, so a second Ctrl-C leaves
-        // them and the results say where (a file run's cleanup always finishes).
-        ctrlc::set_handler(move || {
-            if !stop.swap(true, Ordering::Relaxed) {
-                if objects {
-                    eprintln!("\nstopping: the figures so far are kept; then the run's objects are removed, waiting on the object store (up to 30 s a request): Ctrl-C again to leave them in place");
-                }
-            } else if objects && !abandon.swap(true, Ordering::Relaxed) {
-                eprintln!("\nleaving the run's objects in place: the results' notes say where");
-            }
-        })
-        .context("cannot install the Ctrl-C handler")?;
-    }
+    let (stop, abandon) = ctrl_c(workload.jobs.iter().any(|j| j.s3.is_some()))?;
     let opts = TargetOptions {
         path: target,
         keep: args.keep,
@@ -302,6 +273,94 @@ fn run(args: RunArgs) -> Result<Ending> {
         create_file: target_is_file,
         net_token: args.net_token.clone(),
     };
+    let (repeat, policy) = repeat_and_policy(&args)?;
+    let mut notes: Vec<String> = args.notes.iter().chain(&notes).cloned().collect();
+    notes.extend(auto.iter().map(|r| format!("auto: {r}")));
+    let runner = Runner {
+        workload: &workload,
+        shape: &shape,
+        fleet: fleet.as_ref(),
+        opts: &opts,
+        stop: &stop,
+        abandon: &abandon,
+        policy,
+        notes: &notes,
+        json: json.as_ref(),
+        metrics: metrics.as_deref(),
+        quiet: args.output.quiet,
+    };
+    let (reps, outcome) = runner.repetitions(repeat)?;
+    let mut results = combine_repetitions(reps);
+    if first_look {
+        stormark_probe::first_look(&mut results);
+    }
+    if !expect.is_empty() {
+        stormark_stats::expectation_findings(&mut results, &expect);
+    }
+    // The results file is written whatever happened.
+    let write_failed = write_outputs(&args, json.as_ref(), html.as_ref(), &results);
+    if let Outcome::Refused(msg) = &outcome {
+        bail!(Usage(msg.clone()));
+    }
+    if json.as_ref().is_some_and(Output::is_stdout) {
+        // The document owns standard output; the table goes to standard error.
+        eprint!("{}", Terminal.render(&results));
+    } else {
+        out!("{}", Terminal.render(&results));
+    }
+    if let Some(msg) = write_failed {
+        eprintln!("error: {msg}");
+        return Ok(Ending::Failed);
+    }
+    Ok(match outcome {
+        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => {
+            Ending::Success
+        }
+        _ => Ending::Failed,
+    })
+}
+
+/// S3 jobs in a job file given to `stormark run`: the keys from the environment or a
+/// profile, as `stormark s3` finds them without flags.
+fn s3_access(
+    args: &RunArgs,
+    workload: &stormark_spec::Workload,
+) -> Result<Option<stormark_cluster::S3Access>> {
+    Ok(match &args.s3 {
+        Some(access) => Some(access.clone()),
+        None if workload.jobs.iter().any(|j| j.s3.is_some()) => Some(stormark_cluster::S3Access {
+            credentials: crate::s3_cmd::keys(None, None, None)?,
+            create_bucket: false,
+            insecure: false,
+            endpoint: None,
+        }),
+        None => None,
+    })
+}
+
+/// The stop flags Ctrl-C sets. The first Ctrl-C ends the load and keeps its figures; what the
+/// run made is removed next. Files go at once; objects wait on the service, so a second
+/// Ctrl-C (`abandon`) leaves them and the results say where (a file run's cleanup always
+/// finishes).
+fn ctrl_c(objects: bool) -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let abandon = Arc::new(AtomicBool::new(false));
+    let (s, a) = (stop.clone(), abandon.clone());
+    ctrlc::set_handler(move || {
+        if !s.swap(true, Ordering::Relaxed) {
+            if objects {
+                eprintln!("\nstopping: the figures so far are kept; then the run's objects are removed, waiting on the object store (up to 30 s a request): Ctrl-C again to leave them in place");
+            }
+        } else if objects && !a.swap(true, Ordering::Relaxed) {
+            eprintln!("\nleaving the run's objects in place: the results' notes say where");
+        }
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    Ok((stop, abandon))
+}
+
+/// `--repeat` and `--on-agent-failure`, checked.
+fn repeat_and_policy(args: &RunArgs) -> Result<(u32, OnAgentFailure)> {
     let repeat: u32 = match args.shape.repeat.as_deref() {
         None => 1,
         Some(t) => t
@@ -321,60 +380,121 @@ fn run(args: RunArgs) -> Result<Ending> {
             .parse()
             .map_err(|e: stormark_cluster::AgentError| usage(e.to_string()))?,
     };
-    let show_live = !args.output.quiet && std::io::stderr().is_terminal();
-    // Each agent's own S3 endpoint (--host-endpoint), for removing what a failed host left.
-    let host_endpoints: Vec<Option<String>> = plan
-        .as_ref()
-        .map(|f| f.hosts.iter().map(|h| h.endpoint.clone()).collect())
-        .unwrap_or_default();
-    let mut reps = Vec::new();
-    let mut outcome = Outcome::Completed;
-    for rep in 1..=repeat {
-        let mut results = Results::new(crate::command_line());
-        let agents: Vec<Box<dyn Agent>> = match &plan {
-            None => vec![Box::new(
-                LocalAgent::new(opts.clone())
-                    .with_stop(stop.clone())
-                    .with_abandon(abandon.clone()),
-            )],
-            Some(plan) => match plan.connect(&opts, &stop) {
-                Ok(a) => a,
-                Err(e) => {
-                    // Every refusal or failure to connect is the user's to fix (exit 2).
-                    let e = usage(e.to_string());
-                    // Refused before any load; the results file still says why.
-                    results.status = RunStatus::Failed;
-                    results.failure = Some(e.to_string());
-                    reps.push(results);
-                    let results = combine_repetitions(reps);
-                    if let Some(out) = &json {
-                        let _ = out.write(Json.render(&results).as_bytes());
-                    }
-                    return Err(e);
-                }
-            },
-        };
-        if repeat > 1 && !args.output.quiet {
-            eprintln!("repetition {rep} of {repeat}");
+    Ok((repeat, policy))
+}
+
+/// Writes `--json` and `--html`; what could not be written, said.
+fn write_outputs(
+    args: &RunArgs,
+    json: Option<&Output>,
+    html: Option<&Output>,
+    results: &Results,
+) -> Option<String> {
+    let mut failed = None;
+    if let (Some(out), Some(path)) = (json, &args.output.json) {
+        if let Err(e) = out.write(Json.render(results).as_bytes()) {
+            failed = Some(format!(
+                "--json {}: cannot write results: {e}",
+                path.display()
+            ));
         }
-        let mut coordinator = Coordinator::new(agents, stop.clone()).on_agent_failure(policy);
-        results.notes.extend(args.notes.iter().cloned());
-        results.notes.extend(notes.iter().cloned());
-        results
-            .notes
-            .extend(auto.iter().map(|r| format!("auto: {r}")));
+    }
+    if let (Some(out), Some(path)) = (html, &args.output.html) {
+        if let Err(e) = out.write(Html.render(results).as_bytes()) {
+            failed = Some(format!(
+                "--html {}: cannot write the report: {e}",
+                path.display()
+            ));
+        }
+    }
+    failed
+}
+
+/// What every repetition of a run shares.
+struct Runner<'a> {
+    workload: &'a stormark_spec::Workload,
+    shape: &'a stormark_plan::Shape,
+    fleet: Option<&'a Fleet>,
+    opts: &'a TargetOptions,
+    stop: &'a Arc<AtomicBool>,
+    abandon: &'a Arc<AtomicBool>,
+    policy: OnAgentFailure,
+    notes: &'a [String],
+    json: Option<&'a Output>,
+    metrics: Option<&'a stormark_report::LiveMetrics>,
+    quiet: bool,
+}
+
+impl Runner<'_> {
+    /// Runs the workload `repeat` times (stopping at the first that does not complete): each
+    /// repetition's results, and how the last ended. A fleet that cannot be reached is the
+    /// user's to fix (exit 2), with the results file still saying why.
+    fn repetitions(&self, repeat: u32) -> Result<(Vec<Results>, Outcome)> {
+        // Each agent's own S3 endpoint (--host-endpoint), for removing what a failed host left.
+        let host_endpoints: Vec<Option<String>> = self
+            .fleet
+            .map(|f| f.hosts.iter().map(|h| h.endpoint.clone()).collect())
+            .unwrap_or_default();
+        let mut reps = Vec::new();
+        let mut outcome = Outcome::Completed;
+        for rep in 1..=repeat {
+            let mut results = Results::new(crate::command_line());
+            let agents: Vec<Box<dyn Agent>> = match self.fleet {
+                None => vec![Box::new(
+                    LocalAgent::new(self.opts.clone())
+                        .with_stop(self.stop.clone())
+                        .with_abandon(self.abandon.clone()),
+                )],
+                Some(fleet) => match fleet.connect(self.opts, self.stop) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        let e = usage(e.to_string());
+                        results.status = RunStatus::Failed;
+                        results.failure = Some(e.to_string());
+                        reps.push(results);
+                        if let Some(out) = self.json {
+                            let _ = out.write(Json.render(&combine_repetitions(reps)).as_bytes());
+                        }
+                        return Err(e);
+                    }
+                },
+            };
+            if repeat > 1 && !self.quiet {
+                eprintln!("repetition {rep} of {repeat}");
+            }
+            results.notes.extend(self.notes.iter().cloned());
+            outcome = self.once(agents, &reps, &mut results);
+            remove_failed_hosts_objects(self.workload, self.opts, &host_endpoints, &mut results);
+            reps.push(results);
+            if outcome != Outcome::Completed {
+                break;
+            }
+        }
+        Ok((reps, outcome))
+    }
+
+    /// One repetition through the coordinator, the live line and metrics fed as it goes.
+    fn once(
+        &self,
+        agents: Vec<Box<dyn Agent>>,
+        reps: &[Results],
+        results: &mut Results,
+    ) -> Outcome {
+        let mut coordinator =
+            Coordinator::new(agents, self.stop.clone()).on_agent_failure(self.policy);
+        let show_live = !self.quiet && std::io::stderr().is_terminal();
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
-        let mut plan = Plan::new(&shape, &workload);
+        let mut plan = Plan::new(self.shape, self.workload);
         let mut next = |r: &Results| {
-            write_partial(json.as_ref(), &reps, r);
+            write_partial(self.json, reps, r);
             plan.next(r)
         };
-        outcome = coordinator.run_steps(
-            &workload,
-            &mut results,
+        let outcome = coordinator.run_steps(
+            self.workload,
+            results,
             &mut |event| {
-                if let Some(m) = &metrics {
+                if let Some(m) = self.metrics {
                     match &event {
                         Live::PhaseStarted { name } => m.phase(name),
                         Live::Second {
@@ -406,56 +526,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             },
             &mut next,
         );
-        plan.finish(&mut results, outcome == Outcome::Completed);
-        remove_failed_hosts_objects(&workload, &opts, &host_endpoints, &mut results);
-        reps.push(results);
-        if outcome != Outcome::Completed {
-            break;
-        }
+        plan.finish(results, outcome == Outcome::Completed);
+        outcome
     }
-    let mut results = combine_repetitions(reps);
-    if first_look {
-        stormark_probe::first_look(&mut results);
-    }
-
-    if !expect.is_empty() {
-        stormark_stats::expectation_findings(&mut results, &expect);
-    }
-    // The results file is written whatever happened.
-    let mut write_failed = None;
-    if let (Some(out), Some(path)) = (&json, &args.output.json) {
-        if let Err(e) = out.write(Json.render(&results).as_bytes()) {
-            write_failed = Some(format!(
-                "--json {}: cannot write results: {e}",
-                path.display()
-            ));
-        }
-    }
-    if let (Some(out), Some(path)) = (&html, &args.output.html) {
-        if let Err(e) = out.write(Html.render(&results).as_bytes()) {
-            write_failed = Some(format!(
-                "--html {}: cannot write the report: {e}",
-                path.display()
-            ));
-        }
-    }
-    if let Outcome::Refused(msg) = &outcome {
-        bail!(Usage(msg.clone()));
-    }
-    if json.as_ref().is_some_and(Output::is_stdout) {
-        // The document owns standard output; the table goes to standard error.
-        eprint!("{}", Terminal.render(&results));
-    } else {
-        out!("{}", Terminal.render(&results));
-    }
-    if let Some(msg) = write_failed {
-        eprintln!("error: {msg}");
-        return Ok(Ending::Failed);
-    }
-    Ok(match outcome {
-        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => {
-            Ending::Success
-        }
-        _ => Ending::Failed,
-    })
 }
