@@ -1,9 +1,5 @@
-//! The agents' shared token, for both ends: read from its file and checked on every call by
-//! the agent (in constant time), added to every call by the coordinator.
-
-use std::path::Path;
-
-use crate::config::ConfigError;
+//! The agents' shared token, for both ends: checked on every call by the agent (in constant
+//! time), added to every call by the coordinator (its file is read by `config.rs`).
 
 use subtle::ConstantTimeEq;
 use tonic::metadata::MetadataValue;
@@ -12,23 +8,14 @@ use tonic::{Request, Status};
 /// Shortest token accepted: 16 bytes, so that guessing is hopeless.
 pub const MIN_TOKEN_LEN: usize = 16;
 
-/// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes.
-pub fn read_token(path: &Path) -> Result<String, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
-        option: "--token-file",
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let token = text.trim().to_string();
-    if token.len() < MIN_TOKEN_LEN
-        || token.contains(char::is_whitespace)
-        || token.contains(char::is_control)
-    {
-        return Err(ConfigError::BadToken {
-            path: path.to_path_buf(),
-        });
+/// 128 random bits from the kernel, as hex: a session's id, a mesh's token.
+pub(crate) fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut bytes);
     }
-    Ok(token)
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether a call carries `authorization: Bearer <token>`; constant time in the token.

@@ -5,7 +5,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::auth::{read_token, MIN_TOKEN_LEN};
+use crate::auth::MIN_TOKEN_LEN;
 
 /// A mistake in how the agent was started: one line for the user (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -220,10 +220,29 @@ impl AgentConfig {
     }
 }
 
+/// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes.
+pub fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+        option: "--token-file",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let token = text.trim().to_string();
+    if token.len() < MIN_TOKEN_LEN
+        || token.contains(char::is_whitespace)
+        || token.contains(char::is_control)
+    {
+        return Err(ConfigError::BadToken {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{check_token, read_token};
+    use crate::auth::check_token;
     use tonic::Request;
 
     #[test]

@@ -38,7 +38,8 @@ pub use agent::{
     new_run_id, Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions,
     Validated,
 };
-pub use auth::{check_token, read_token, MIN_TOKEN_LEN};
+pub use auth::{check_token, MIN_TOKEN_LEN};
+pub use config::read_token;
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};

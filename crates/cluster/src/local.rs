@@ -7,6 +7,7 @@ mod bucket;
 mod journal;
 mod limits;
 mod madefile;
+mod manifest;
 mod metajob;
 mod netjob;
 mod planning;
@@ -29,10 +30,10 @@ use stormark_stats::{HostSample, PhaseJob};
 use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
 pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
+pub use manifest::MANIFEST;
 pub(crate) use netjob::NetSession;
 use specs::{seed, JobRun};
 use workspace::Workspace;
-pub use workspace::MANIFEST;
 
 /// The most a ramp waits for a steady state when `--ramp` is not given.
 pub const STEADY_MAX_RAMP: Duration = Duration::from_secs(600);

@@ -316,7 +316,7 @@ pub fn mesh(
     on: &mut dyn FnMut(MeshEvent<'_>),
 ) -> Result<MeshReport, AgentError> {
     // 128 random bits, made the way session ids are.
-    let token = crate::server::session_id();
+    let token = crate::auth::session_id();
     let n = agents.len();
     // ports[j][i]: agent j's port for agent i.
     let mut ports = vec![vec![0u16; n]; n];

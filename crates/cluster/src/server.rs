@@ -22,7 +22,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::agent::{Agent, AgentError, AgentEvent, Second};
-use crate::auth::check_token;
+use crate::auth::{check_token, session_id};
 use crate::config::{AgentConfig, ConfigError};
 use crate::local::LocalAgent;
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
@@ -278,16 +278,6 @@ fn finish(agent: Option<Arc<Mutex<LocalAgent>>>) -> pb::FinishReply {
         sampler_cpu_ns: cpu,
         notes,
     }
-}
-
-/// 32 hex digits from /dev/urandom (a session id, a mesh's token).
-pub(crate) fn session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[tonic::async_trait]

@@ -7,7 +7,7 @@ use stormark_stats::Results;
 
 use crate::charts::{line_chart, LineChart, Series};
 use crate::format_latency;
-use crate::html::{by_bytes, esc, figure, rate_fmt, status_name, STYLE};
+use crate::html_parts::{by_bytes, esc, figure, rate_fmt, status_name, STYLE};
 use crate::html_views::{percentile_chart, percentile_series};
 
 /// One comparison of `stormark compare`: the baseline against one document.

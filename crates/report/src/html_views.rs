@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use stormark_stats::{Phase, Results, Summary};
 
 use crate::charts::{bar_chart, line_chart, LineChart, Series};
-use crate::html::{esc, figure, main_phase, rate, rate_fmt};
+use crate::html_parts::{esc, figure, main_phase, rate, rate_fmt};
 use crate::{format_iops, format_latency};
 
 /// Throughput and latency percentiles over the run: each measured phase at its place in time.

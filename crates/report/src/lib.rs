@@ -16,6 +16,7 @@ mod compare;
 mod csv;
 mod html;
 mod html_pages;
+mod html_parts;
 mod html_views;
 mod json;
 mod live;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use comfy_table::{presets, Table};
 use stormark_stats::{RunStatus, Severity, StepFigures, StepOutcome, SuiteSummary};
 
-use crate::html::{esc, status_name, STYLE};
+use crate::html_parts::{esc, status_name, STYLE};
 use crate::{format_bw, format_iops, format_latency};
 
 /// The cells of a step's row: step, result, ops/s, bandwidth, p50, p99, note.

@@ -11,6 +11,7 @@
 
 mod client;
 mod conn;
+mod credentials;
 #[cfg(feature = "embedded")]
 mod embedded;
 mod list;
@@ -21,6 +22,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 pub use client::{Client, Fetched};
+pub use credentials::{find_credentials, profile_credentials};
 #[cfg(feature = "embedded")]
 pub use embedded::{EmbeddedError, EmbeddedServer};
 pub use list::{parse_list, Listing};
@@ -222,50 +224,5 @@ mod tests {
         assert!(!format!("{c:?}").contains("very-secret"));
         assert_eq!(encode("a b/c+d", true), "a%20b/c%2Bd");
         assert_eq!(encode("a/b", false), "a%2Fb");
-    }
-}
-
-/// The keys of `profile` in an AWS shared credentials file (`~/.aws/credentials`):
-/// `aws_access_key_id` and `aws_secret_access_key` under `[profile]`.
-pub fn profile_credentials(text: &str, profile: &str) -> Option<Credentials> {
-    let mut in_section = false;
-    let (mut access, mut secret) = (None, None);
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') && line.ends_with(']') {
-            let name = line[1..line.len() - 1].trim();
-            in_section = name == profile || name == format!("profile {profile}");
-            continue;
-        }
-        if !in_section || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some((k, v)) = line.split_once('=') {
-            match k.trim() {
-                "aws_access_key_id" => access = Some(v.trim().to_string()),
-                "aws_secret_access_key" => secret = Some(v.trim().to_string()),
-                _ => {}
-            }
-        }
-    }
-    Some(Credentials {
-        access_key: access.filter(|a| !a.is_empty())?,
-        secret_key: secret.filter(|s| !s.is_empty())?,
-    })
-}
-
-#[cfg(test)]
-mod profile_tests {
-    use super::*;
-
-    #[test]
-    fn profiles() {
-        let text = "[default]\naws_access_key_id = A1\naws_secret_access_key=S1\n\n[bench]\n# c\naws_access_key_id=A2\naws_secret_access_key = S2\n";
-        assert_eq!(
-            profile_credentials(text, "default").unwrap().access_key,
-            "A1"
-        );
-        assert_eq!(profile_credentials(text, "bench").unwrap().secret_key, "S2");
-        assert!(profile_credentials(text, "other").is_none());
-        assert!(profile_credentials("[x]\naws_access_key_id=A", "x").is_none());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::ops::AddAssign;
 
-use crate::recorder::Op;
+use crate::op::Op;
 
 /// The kind of a failed I/O: `Copy`, so the hot path counts it without allocating.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -30,6 +30,7 @@ mod errors;
 mod expect;
 mod format;
 mod netreport;
+mod op;
 mod recorder;
 mod repeat;
 mod results;

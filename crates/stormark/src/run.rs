@@ -329,7 +329,7 @@ fn s3_access(
     Ok(match &args.s3 {
         Some(access) => Some(access.clone()),
         None if workload.jobs.iter().any(|j| j.s3.is_some()) => Some(stormark_cluster::S3Access {
-            credentials: crate::s3_cmd::keys(None, None, None)?,
+            credentials: stormark_s3::find_credentials(None, None, None).map_err(usage)?,
             create_bucket: false,
             insecure: false,
             endpoint: None,

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use stormark_cluster::S3Access;
-use stormark_s3::{profile_credentials, Credentials};
+use stormark_s3::Credentials;
 
 use crate::cli::{RunArgs, S3Args, WorkloadFlags};
 use crate::{usage, Ending};
@@ -141,41 +141,10 @@ fn embedded(
 const EMBEDDED_BUCKET: &str = "stormark";
 
 /// The keys: flags, else the environment, else a profile of the shared credentials file.
-/// `stormark run` with S3 jobs in its job file has no flags: the environment or a profile.
-pub fn keys(
+fn keys(
     access_key: Option<String>,
     secret_key: Option<String>,
     aws_profile: Option<String>,
 ) -> Result<Credentials> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let access = access_key.or_else(|| env("AWS_ACCESS_KEY_ID"));
-    let secret = secret_key.or_else(|| env("AWS_SECRET_ACCESS_KEY"));
-    if let (Some(access_key), Some(secret_key)) = (&access, &secret) {
-        return Ok(Credentials {
-            access_key: access_key.clone(),
-            secret_key: secret_key.clone(),
-        });
-    }
-    if access.is_some() != secret.is_some() {
-        return Err(usage(
-            "--access-key and --secret-key go together (or AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY)",
-        ));
-    }
-    let profile = aws_profile
-        .or_else(|| env("AWS_PROFILE"))
-        .unwrap_or_else(|| "default".into());
-    let file = env("AWS_SHARED_CREDENTIALS_FILE")
-        .map(std::path::PathBuf::from)
-        .or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".aws/credentials")));
-    let text = file
-        .as_ref()
-        .and_then(|f| crate::read_limited(f, 1 << 20, "a credentials file").ok());
-    text.as_deref()
-        .and_then(|t| profile_credentials(t, &profile))
-        .ok_or_else(|| {
-            usage(format!(
-                "no S3 keys: give --access-key and --secret-key, set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or add profile [{profile}] to {}",
-                file.map_or_else(|| "~/.aws/credentials".into(), |f| f.display().to_string())
-            ))
-        })
+    stormark_s3::find_credentials(access_key, secret_key, aws_profile).map_err(usage)
 }

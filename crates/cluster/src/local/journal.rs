@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use stormark_engine::Dir;
 
-use super::workspace::{listed_files, MANIFEST};
+use super::manifest::{listed_files, MANIFEST};
 
 /// A journal of one live agent's run directories in its state directory. Each agent keeps its
 /// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the

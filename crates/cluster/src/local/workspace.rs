@@ -2,82 +2,19 @@
 //! from validation to cleanup, its manifest, the files made inside it, and their removal.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use stormark_engine::{Dir, FileTarget, Identity, Place};
 use stormark_spec::units::format_size;
 
+use super::manifest::{
+    read_manifest, Manifest, ManifestError, ManifestFile, MANIFEST, MANIFEST_LIMIT,
+};
 use crate::agent::AgentError;
-
-/// Name of the manifest stormark writes in every run directory: the files it created, their
-/// sizes, identities and whether they hold data. `--reuse` reads it; nothing else is trusted.
-pub const MANIFEST: &str = ".stormark-run.json";
-
-/// The most a manifest may hold (a million files fit well within it).
-const MANIFEST_LIMIT: u64 = 256 << 20;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct Manifest {
-    tool: String,
-    files: Vec<ManifestFile>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct ManifestFile {
-    name: String,
-    size: u64,
-    prepared: bool,
-    /// `st_dev` and `st_ino` when created: a file under this name that is another inode is
-    /// not this run's and is never written. Absent in manifests of older versions.
-    #[serde(default)]
-    dev: Option<u64>,
-    #[serde(default)]
-    ino: Option<u64>,
-}
-
-/// Why a run directory's manifest cannot be used.
-#[derive(Debug)]
-pub(super) enum ManifestError {
-    /// There is none (or it is not a regular file): not a stormark run directory.
-    Missing,
-    /// Larger than any manifest stormark writes.
-    TooLarge,
-    /// Reading it failed.
-    Unreadable(std::io::Error),
-    /// Not a manifest.
-    Damaged(serde_json::Error),
-}
-
-/// Reads the manifest of a run directory held open: beneath its descriptor, never through a
-/// link, and at most [`MANIFEST_LIMIT`] bytes.
-fn read_manifest(run: &Dir) -> Result<Manifest, ManifestError> {
-    let file = run
-        .open_file(MANIFEST, libc::O_RDONLY)
-        .map_err(|_| ManifestError::Missing)?;
-    let mut text = String::new();
-    file.take(MANIFEST_LIMIT + 1)
-        .read_to_string(&mut text)
-        .map_err(ManifestError::Unreadable)?;
-    if text.len() as u64 > MANIFEST_LIMIT {
-        return Err(ManifestError::TooLarge);
-    }
-    serde_json::from_str(&text).map_err(ManifestError::Damaged)
-}
-
-/// The names of the files a run directory's manifest lists (what a run made there).
-pub(super) fn listed_files(run: &Dir) -> Result<Vec<String>, ManifestError> {
-    Ok(read_manifest(run)?
-        .files
-        .into_iter()
-        .map(|f| f.name)
-        .collect())
-}
 
 /// A file the run uses inside its run directory.
 #[derive(Debug, Clone)]
