@@ -172,6 +172,39 @@ fn a_bssplit_draws_each_size_for_its_share() {
     assert_eq!(by.len(), 3, "{by:?}");
 }
 
+/// Issue 31: fio's blockalign past the smallest block (JESD219: 512 B to 64 KiB at 4 KiB
+/// offsets): every offset on the alignment, the sizes the split's, skewed or uniform.
+#[test]
+fn offsets_align_past_the_smallest_block_of_a_split() {
+    let split = stormark_spec::BsSplit::parse("512/20:1536/20:4k/40:64k/20").unwrap();
+    for dist in ["random", "zoned:50/5:30/15:20/80"] {
+        let mut g = OffsetGen::new(
+            vec![16 << 20],
+            Pattern {
+                bs_min: 512,
+                bs_max: 65536,
+                bs_align: 4096,
+                split: Some(split.clone()),
+                dist: stormark_spec::Distribution::parse(dist).unwrap(),
+                ..Pattern::fixed(40, 100, 512)
+            },
+            5,
+        );
+        let mut sizes = std::collections::BTreeSet::new();
+        for _ in 0..20_000 {
+            let r = g.next_io().unwrap();
+            assert_eq!(r.offset % 4096, 0, "{dist}: {r:?}");
+            assert!(r.offset + u64::from(r.len) <= 16 << 20, "{dist}: {r:?}");
+            sizes.insert(r.len);
+        }
+        assert_eq!(
+            sizes.into_iter().collect::<Vec<_>>(),
+            [512, 1536, 4096, 65536],
+            "{dist}"
+        );
+    }
+}
+
 /// Issue 31: fio's `rw=read:-8k` (fio's backwards-read.fio): 4 KiB reads going back a
 /// block each time, from the last block, wrapping; `write:4k` leaves a hole after each.
 #[test]

@@ -46,6 +46,10 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 format_size(job.bs.max)
             ));
         }
+        // fio's blockalign (its name `ba`) defaults to the smallest block, as stormark's does.
+        if job.bs_align != job.bs.min {
+            out.push_str(&format!("ba={}\n", format_size(job.bs_align)));
+        }
         // A mixed pattern always says its share: fio's default is 50, stormark's 70.
         if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
             out.push_str(&format!("rwmixread={}\n", job.rwmixread));

@@ -386,6 +386,15 @@ fn bssplit_as_fio_writes_it() {
         });
         assert!(refused, "{bad}");
     }
+    // JESD219's blockalign past the smallest block: offsets at 4 KiB, blocks from 512 B; a
+    // range whose sizes would step by it is refused.
+    let f = parse("[j]\nrw=randrw\nbssplit=512/4:4k/96\nblockalign=4k\n").unwrap();
+    let j = &jobs(&f)[0];
+    assert_eq!((j.bs.min, j.bs_align), (512, 4096));
+    assert!(to_fio(&jobs(&f), "/mnt/d", true).contains("ba=4k\n"));
+    let f = parse("[j]\nbsrange=512-64k\nblockalign=4k\n").unwrap();
+    let e = f.file.defaults.overlay(&f.file.jobs[0]).resolve("j");
+    assert!(e.is_err(), "{e:?}");
 }
 
 #[test]

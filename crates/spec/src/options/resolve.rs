@@ -36,28 +36,31 @@ impl JobOpts {
             ));
         }
         let bs_align = self.bs_align.unwrap_or(bs.min);
-        if bs_align == 0 || bs_align > bs.min {
+        // fio's blockalign aligns random offsets only: past the smallest block it is fine with
+        // one block size or a bssplit (JESD219: 512-byte to 64 KiB blocks at 4 KiB offsets),
+        // not with a range, whose sizes step by it.
+        let ranged = bs.min < bs.max && self.bs_split.is_none();
+        if bs_align == 0 || (ranged && bs_align > bs.min) {
             return Err(SpecError::invalid(
                 "--bs-align",
                 &format_size(bs_align),
                 format!(
-                    "a size above zero and at most the smallest block size ({})",
+                    "a size above zero and at most the smallest block size ({}) with a range of block sizes",
                     format_size(bs.min)
                 ),
             ));
         }
         if let Some(split) = self.bs_split {
-            if split
-                .entries()
-                .iter()
-                .any(|(s, _)| !s.is_multiple_of(bs_align))
-            {
+            // Every size a whole number of the unit that offsets and the smallest block share
+            // (what --verify stamps).
+            let unit = crate::units::gcd(bs_align, bs.min);
+            if split.entries().iter().any(|(s, _)| !s.is_multiple_of(unit)) {
                 return Err(SpecError::invalid(
                     "--bssplit",
                     &split.name(),
                     format!(
-                        "sizes that are multiples of --bs-align ({})",
-                        format_size(bs_align)
+                        "sizes that are multiples of {} (the smallest size and --bs-align share it)",
+                        format_size(unit)
                     ),
                 ));
             }
