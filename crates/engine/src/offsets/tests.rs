@@ -184,7 +184,7 @@ fn offsets_align_past_the_smallest_block_of_a_split() {
                 bs_min: 512,
                 bs_max: 65536,
                 bs_align: 4096,
-                split: Some(split.clone()),
+                split: Some(split),
                 dist: stormark_spec::Distribution::parse(dist).unwrap(),
                 ..Pattern::fixed(40, 100, 512)
             },
