@@ -199,8 +199,11 @@ struct FioState {
     target_is_file: bool,
     /// fio's `size`: the job's bytes over all its files.
     size: Option<u64>,
-    /// fio's `rate_iops`: each job's (each of `numjobs`).
-    rate: Option<u32>,
+    /// fio's `rate_iops=R,W`: each job's cap of reads and of writes, I/Os a second (`None`:
+    /// that direction uncapped).
+    rate: Option<(Option<u64>, Option<u64>)>,
+    /// fio's `rate=R,W`: the same in bytes a second.
+    rate_bytes: Option<(Option<u64>, Option<u64>)>,
     /// fio's `loops`: passes over the job's size.
     loops: Option<u64>,
     /// fio's `number_ios`: I/Os each job does at most.
@@ -238,10 +241,50 @@ impl FioState {
             let bytes = n.saturating_mul(bs);
             job.io_total = Some(job.io_total.map_or(bytes, |t| t.min(bytes)));
         }
-        if let Some(r) = self.rate {
-            job.rate_iops = Some(r.saturating_mul(job.jobs.unwrap_or(1)));
+        if let Some(caps) = self.rate {
+            job.rate_iops = rate_of_caps(job, caps, false);
+        } else if let Some(caps) = self.rate_bytes {
+            job.rate_iops = rate_of_caps(job, caps, true);
         }
     }
+}
+
+/// fio's `rate_iops=R,W` or `rate=R,W` (`bytes`) as stormark's schedule of I/Os: each of a
+/// job's clones caps its reads at R and its writes at W a second, so the most I/Os a second
+/// that keep both caps at the job's read share (and mean block size), over its `numjobs`
+/// clones. At least one a second.
+fn rate_of_caps(
+    job: &JobOpts,
+    (read, write): (Option<u64>, Option<u64>),
+    bytes: bool,
+) -> Option<u32> {
+    let rw = job.rw.unwrap_or(crate::Rw::Read);
+    let reads = f64::from(rw.read_pct(job.rwmixread.unwrap_or(50))) / 100.0;
+    let bs = match (&job.bs_split, job.bs) {
+        (Some(split), _) => {
+            split
+                .entries()
+                .iter()
+                .map(|&(size, pct)| size as f64 * f64::from(pct))
+                .sum::<f64>()
+                / 100.0
+        }
+        (None, Some(b)) => b.min.midpoint(b.max) as f64,
+        (None, None) => 4096.0,
+    };
+    let bs = if bytes { bs } else { 1.0 };
+    let cap = |bytes: Option<u64>, share: f64| {
+        bytes
+            .filter(|_| share > 0.0)
+            .map(|b| b as f64 / (share * bs))
+    };
+    let per_job = match (cap(read, reads), cap(write, 1.0 - reads)) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return None,
+    };
+    let total = per_job * f64::from(job.jobs.unwrap_or(1));
+    Some(total.round().clamp(1.0, f64::from(u32::MAX)) as u32)
 }
 
 /// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
@@ -359,14 +402,48 @@ fn apply(
                 SpecError::invalid(&format!("size in {context}"), v, crate::units::SIZE_FORM)
             })?)
         }
-        "rate_iops" => {
-            fio.rate = Some(v.trim().parse().ok().filter(|r| *r > 0).ok_or_else(|| {
-                SpecError::invalid(
-                    &format!("rate_iops in {context}"),
-                    v,
-                    "a whole number above 0",
-                )
-            })?)
+        "rate" | "rate_iops" => {
+            let bytes = key == "rate";
+            let mut parts = v.split(',');
+            let mut cap = |what: &str| -> Result<Option<u64>, SpecError> {
+                match parts.next().map(str::trim) {
+                    None | Some("") => Ok(None),
+                    Some(p) => if bytes {
+                        crate::units::parse_size(&sizes(p, kb_1000))
+                    } else {
+                        p.parse().ok()
+                    }
+                    .filter(|n| *n > 0)
+                    .map(Some)
+                    .ok_or_else(|| {
+                        SpecError::invalid(
+                            &format!("{key} in {context}"),
+                            v,
+                            format!(
+                                "{} a second for {what}{}, or R,W for reads and writes",
+                                if bytes { "bytes" } else { "I/Os" },
+                                if bytes {
+                                    " such as 10m"
+                                } else {
+                                    " such as 500"
+                                }
+                            ),
+                        )
+                    }),
+                }
+            };
+            let read = cap("reads")?;
+            // `rate=X` caps each direction at X; `rate=R,W` each its own.
+            let write = if v.contains(',') {
+                cap("writes")?
+            } else {
+                read
+            };
+            if bytes {
+                fio.rate_bytes = Some((read, write));
+            } else {
+                fio.rate = Some((read, write));
+            }
         }
         "loops" | "number_ios" => {
             let n: u64 = v.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {

@@ -443,11 +443,18 @@ mod tests {
         assert!(err.to_string().contains("multiples of 512"), "{err}");
         let err = opts(&[("time", "0s")]).unwrap().resolve("x").unwrap_err();
         assert!(err.to_string().starts_with("--time 0:"), "{err}");
-        let err = opts(&[("bs", "8k"), ("bs_align", "16k")])
+        // A range steps by the alignment: no larger than its smallest block. One size may be
+        // aligned further, as fio's blockalign.
+        let err = opts(&[("bs", "8k-64k"), ("bs_align", "16k")])
             .unwrap()
             .resolve("x")
             .unwrap_err();
         assert!(err.to_string().starts_with("--bs-align 16k:"), "{err}");
+        let j = opts(&[("bs", "8k"), ("bs_align", "16k")])
+            .unwrap()
+            .resolve("x")
+            .unwrap();
+        assert_eq!((j.bs.min, j.bs_align), (8192, 16384));
     }
 
     #[test]

@@ -125,8 +125,17 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             out.push_str("end_fsync=1\n");
         }
         if let Some(r) = job.rate_iops {
-            // fio's rate_iops is each job's (each of numjobs); stormark's the total.
-            out.push_str(&format!("rate_iops={}\n", (r / job.jobs.max(1)).max(1)));
+            // fio's rate_iops is each job's (each of numjobs) and caps reads and writes each;
+            // stormark's is the total: a mix is its two shares.
+            let each = f64::from(r) / f64::from(job.jobs.max(1));
+            let reads = f64::from(job.rw.read_pct(job.rwmixread)) / 100.0;
+            let of = |share: f64| ((each * share).round() as u64).max(1);
+            match reads {
+                r if r >= 1.0 || r <= 0.0 => {
+                    out.push_str(&format!("rate_iops={}\n", of(1.0)));
+                }
+                r => out.push_str(&format!("rate_iops={},{}\n", of(r), of(1.0 - r))),
+            }
         }
         if job.zero_buffers {
             out.push_str("zero_buffers=1\n");

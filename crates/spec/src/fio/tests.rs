@@ -397,6 +397,36 @@ fn bssplit_as_fio_writes_it() {
     assert!(e.is_err(), "{e:?}");
 }
 
+/// Issue 31: fio's `rate` and `rate_iops` cap reads and writes each, per job (each of
+/// numjobs): stormark's schedule is the most I/Os a second within both caps, in total.
+#[test]
+fn rates_as_fio_writes_them() {
+    let total = |body: &str| {
+        let f = parse(&format!("[r]\n{body}\n")).unwrap();
+        jobs(&f)[0].rate_iops
+    };
+    // 8 MiB/s of 4 KiB reads at 75%, 1 MiB/s of writes at 25%: writes bind (1024 a second),
+    // over 2 clones.
+    assert_eq!(
+        total("rw=randrw\nrwmixread=75\nbs=4k\nnumjobs=2\nrate=8m,1m"),
+        Some(2048)
+    );
+    assert_eq!(total("rw=read\nbs=4k\nrate=1m"), Some(256));
+    // Only writes capped: 1 MiB/s of 4 KiB writes at half the I/Os.
+    assert_eq!(total("rw=randrw\nbs=4k\nrate=,1m"), Some(512));
+    // rate_iops=500 caps each direction: half and half reach 1000 in all.
+    assert_eq!(total("rw=randrw\nrate_iops=500"), Some(1000));
+    assert_eq!(total("rw=randread\nrate_iops=500\nnumjobs=4"), Some(2000));
+    // A bssplit's mean block: 4k and 12k half each, 8 KiB on average.
+    assert_eq!(total("rw=read\nbssplit=4k/50:12k/50\nrate=8m"), Some(1024));
+    // And --print-fio writes each job's share back as fio reads it.
+    let f = parse("[r]\nrw=randrw\nrwmixread=75\nbs=4k\nnumjobs=2\nrate=8m,1m\n").unwrap();
+    assert!(to_fio(&jobs(&f), "/d", true).contains("rate_iops=768,256\n"));
+    for bad in ["rate=fast", "rate_iops=0", "rate_iops=1.5"] {
+        assert!(parse(&format!("[r]\n{bad}\n")).is_err(), "{bad}");
+    }
+}
+
 #[test]
 fn startdelay_as_fio_writes_it() {
     let f = parse(
