@@ -353,7 +353,10 @@ impl Agent for LocalAgent {
                     Backend::S3 | Backend::Net | Backend::Meta => Vec::new(),
                     _ => self.targets(files, len),
                 };
-                if !run.direct && run.job.invalidate && run.backend.touches_files() {
+                if !run.direct
+                    && run.job.invalidate != stormark_spec::Invalidate::No
+                    && run.backend.touches_files()
+                {
                     // Like fio's default invalidate=1: start buffered jobs with a cold cache.
                     for t in &targets {
                         drop_cache(t);

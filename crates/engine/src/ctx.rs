@@ -302,6 +302,9 @@ pub(crate) struct Ctx<'a> {
     /// This worker's mark in every written sector (with the bytes issued so far): no two
     /// workers' or writes' sectors are alike.
     pub tag: u64,
+    /// Bytes issued at which the next pass over the files begins, and its files leave the
+    /// page cache (`invalidate = pass`); `u64::MAX` when they never do.
+    pub next_pass: u64,
 }
 
 impl Ctx<'_> {
@@ -311,9 +314,27 @@ impl Ctx<'_> {
         if self.issued >= self.io_total || self.stop.load(Ordering::Relaxed) {
             return None;
         }
+        if self.issued >= self.next_pass {
+            self.new_pass();
+        }
         let req = self.gen.next_io()?;
         self.issued += u64::from(req.len);
         Some(req)
+    }
+
+    /// A new pass over the files: their clean cached pages dropped, as fio does before each
+    /// loop of a buffered job.
+    #[cold]
+    fn new_pass(&mut self) {
+        use std::os::fd::AsRawFd;
+        for f in &self.files {
+            // SAFETY: an open descriptor of this worker's; advice, no memory is touched.
+            unsafe {
+                libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+            }
+        }
+        let pass: u64 = self.spec.files.iter().map(|f| f.len).sum();
+        self.next_pass = self.next_pass.saturating_add(pass.max(1));
     }
 
     /// Records the outcome of one I/O: `res` is the byte count or a negative errno.

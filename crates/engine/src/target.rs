@@ -138,6 +138,9 @@ pub struct WorkerSpec {
     pub stop: Stop,
     /// Warm-up, discarded.
     pub ramp: Duration,
+    /// Buffered: drop the files' cached pages before each pass over them, as fio does (the
+    /// first pass's drop is the agent's, before the stage).
+    pub invalidate_each_pass: bool,
     /// The wait after the stage's start before the first I/O (fio's `startdelay`).
     pub start_delay: Duration,
     /// Seed of the offset generator and buffer contents.
@@ -190,6 +193,7 @@ impl WorkerSpec {
             load: crate::work::Load::Psync,
             stop: Stop::default(),
             ramp: Duration::ZERO,
+            invalidate_each_pass: false,
             start_delay: Duration::ZERO,
             seed: 1,
             data: crate::DataShape::default(),
@@ -253,6 +257,7 @@ impl WorkerSpec {
             },
             (time, io_total) => Stop { time, io_total },
         };
+        let files_touched = work.backend().touches_files();
         WorkerSpec {
             files,
             read_pct: job.read_pct(),
@@ -270,6 +275,9 @@ impl WorkerSpec {
             load: work,
             stop,
             ramp,
+            invalidate_each_pass: !at.direct
+                && job.invalidate == stormark_spec::Invalidate::EachPass
+                && files_touched,
             start_delay: job.start_delay,
             seed,
             data: crate::DataShape {

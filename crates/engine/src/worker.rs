@@ -64,6 +64,12 @@ pub(crate) fn run_worker(
         schedule: Schedule::new(t0 + spec.start_delay, spec.rate_iops),
         writes_since_sync: 0,
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
+        // The first pass's files left the cache before the stage (the agent's drop).
+        next_pass: if spec.invalidate_each_pass {
+            spec.files.iter().map(|f| f.len).sum::<u64>().max(1)
+        } else {
+            u64::MAX
+        },
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {

@@ -267,6 +267,49 @@ impl fmt::Display for BlockSize {
     }
 }
 
+/// When a buffered job's files leave the page cache (fio's `invalidate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Invalidate {
+    /// Never: what the cache holds is read from it.
+    No,
+    /// Once, before the job starts (stormark's default).
+    #[default]
+    Start,
+    /// Before each pass over the job's files, as fio does (`invalidate=1` of a fio job file:
+    /// a time_based or looping job drops its files' pages each time round).
+    EachPass,
+}
+
+impl Invalidate {
+    /// The accepted form.
+    pub const FORM: &'static str =
+        "1 (before the job starts), 0 (never) or pass (before each pass over the files, as fio)";
+
+    /// `0`/`false`/`no`, `1`/`true`/`yes`/`start`, or `pass`/`each_pass`.
+    pub fn parse(text: &str) -> Option<Invalidate> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "pass" | "each_pass" | "each-pass" => Some(Invalidate::EachPass),
+            "start" => Some(Invalidate::Start),
+            other => crate::units::parse_bool(other).map(|on| {
+                if on {
+                    Invalidate::Start
+                } else {
+                    Invalidate::No
+                }
+            }),
+        }
+    }
+
+    /// The value as the job's key writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invalidate::No => "0",
+            Invalidate::Start => "1",
+            Invalidate::EachPass => "pass",
+        }
+    }
+}
+
 /// Whether I/O bypasses the page cache (`O_DIRECT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direct {

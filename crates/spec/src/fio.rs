@@ -241,6 +241,11 @@ impl FioState {
             let bytes = n.saturating_mul(bs);
             job.io_total = Some(job.io_total.map_or(bytes, |t| t.min(bytes)));
         }
+        // fio drops a buffered job's files from the page cache before each pass (each loop of
+        // a time_based or looping job), unless invalidate=0.
+        if job.invalidate != Some(crate::Invalidate::No) {
+            job.invalidate = Some(crate::Invalidate::EachPass);
+        }
         if let Some(caps) = self.rate {
             job.rate_iops = rate_of_caps(job, caps, false);
         } else if let Some(caps) = self.rate_bytes {

@@ -107,7 +107,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("ramp", "DURATION", "Warm-up before measuring, excluded from results."),
     text("rate_iops", "N", "Open loop: I/Os per second in total (over every job's workers and every agent), on a fixed schedule; latency counts from each I/O's scheduled time."),
     text("steady_state", "FIGURE:BAND:WINDOW", "End the ramp once FIGURE (iops, bw or lat) has stayed within BAND of its mean for WINDOW, e.g. iops:2%:30s (fio's steady state); --ramp is then the most to wait [default: 10m]."),
-    text("invalidate", "BOOL", "Drop the files' cached pages before a buffered job starts: 1 (default, as fio) or 0."),
+    text("invalidate", "WHEN", "When a buffered job's files leave the page cache: 1 (before it starts, the default), 0 (never) or pass (before each pass over the files, as fio does and as fio job files run)."),
     text("name", "NAME", "Job name (in results and reports)."),
 ];
 

@@ -159,8 +159,8 @@ pub struct JobOpts {
     /// How long the job waits after the stage starts before its first I/O (fio's
     /// `startdelay`).
     pub start_delay: Option<Duration>,
-    /// Drop the files' cached pages before a buffered job starts (fio's `invalidate`).
-    pub invalidate: Option<bool>,
+    /// When a buffered job's files leave the page cache (fio's `invalidate`).
+    pub invalidate: Option<crate::choices::Invalidate>,
     /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
     pub zero_buffers: Option<bool>,
     /// Synchronous writes from the open flags (fio's `sync`).
@@ -369,7 +369,10 @@ impl JobOpts {
                 )
             }
             "invalidate" => {
-                self.invalidate = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+                self.invalidate = Some(
+                    crate::choices::Invalidate::parse(value)
+                        .ok_or_else(|| bad(crate::choices::Invalidate::FORM))?,
+                )
             }
             "zero_buffers" => {
                 self.zero_buffers = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 pub use crate::choices::{
-    BlockSize, BsSplit, Direct, Distribution, EngineChoice, LoadKind, Rw, SyncMode, MAX_ZONES,
+    BlockSize, BsSplit, Direct, Distribution, EngineChoice, Invalidate, LoadKind, Rw, SyncMode,
+    MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
@@ -61,8 +62,9 @@ pub struct Job {
     /// The wait after the stage starts before the job's first I/O (fio's `startdelay`); its
     /// time is counted from then.
     pub start_delay: Duration,
-    /// Drop cached pages of the files before a buffered job (fio's `invalidate=1`, the default).
-    pub invalidate: bool,
+    /// When a buffered job's files leave the page cache: before it starts (the default), never,
+    /// or before each pass as fio does.
+    pub invalidate: Invalidate,
     /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
     /// compressing or deduplicating target stores in almost no space.
     pub zero_buffers: bool,
@@ -131,7 +133,7 @@ impl Job {
             ("direct", self.direct.name().to_string()),
             ("engine", self.engine.name().to_string()),
             ("ramp", format_duration(self.ramp)),
-            ("invalidate", self.invalidate.to_string()),
+            ("invalidate", self.invalidate.name().to_string()),
             ("iodepth_batch", self.iodepth_batch.to_string()),
             (
                 "iodepth_batch_complete",
@@ -317,7 +319,7 @@ mod tests {
         assert_eq!(job.engine, EngineChoice::IoUring);
         assert_eq!(job.ramp, Duration::from_secs(5));
         assert_eq!(job.name, "a-1");
-        assert!(!job.invalidate);
+        assert_eq!(job.invalidate, Invalidate::No);
         assert!(job.zero_buffers);
         assert_eq!(job.iodepth_batch, 8);
     }

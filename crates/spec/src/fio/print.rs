@@ -107,7 +107,8 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             "false" => out.push_str("direct=0\n"),
             _ => {}
         }
-        if !job.invalidate {
+        // fio invalidates before each pass (its default); it has no "once at the start".
+        if job.invalidate == crate::choices::Invalidate::No {
             out.push_str("invalidate=0\n");
         }
         if job.fsync > 0 {

@@ -154,7 +154,7 @@ impl JobOpts {
             engine,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             start_delay: self.start_delay.unwrap_or(Duration::ZERO),
-            invalidate: self.invalidate.unwrap_or(true),
+            invalidate: self.invalidate.unwrap_or_default(),
             zero_buffers: self.zero_buffers.unwrap_or(false),
             sync: self.sync.unwrap_or_default(),
             fsync: self.fsync.unwrap_or(0),
