@@ -110,7 +110,7 @@ pub(crate) fn test_options(
         .filter(|ip| std::net::UdpSocket::bind((*ip, 0)).is_ok());
     Ok(ClientOptions {
         server,
-        mode: if req.mode == "rtt" {
+        mode: if req.mode == i32::from(pb::NetTestMode::NetTestRtt) {
             Mode::Rtt
         } else {
             Mode::Throughput
@@ -348,7 +348,7 @@ pub fn mesh(
         time_ms: opts.time.as_millis() as u64,
         msg_size: opts.msg_size,
         bind: ips[i].to_string(),
-        mode: String::new(),
+        mode: pb::NetTestMode::NetTestThroughput.into(),
     };
     let mut hosts: Vec<MeshHost> = agents
         .iter()
@@ -386,7 +386,7 @@ pub fn mesh(
             Some(_) => None,
             None => agents[i]
                 .net_test(pb::NetTestRequest {
-                    mode: "pmtu".into(),
+                    mode: pb::NetTestMode::NetTestPmtu.into(),
                     ..request(i, j)
                 })
                 .ok()
@@ -404,7 +404,7 @@ pub fn mesh(
             Some(_) => None,
             None => agents[i]
                 .net_test(pb::NetTestRequest {
-                    mode: "rtt".into(),
+                    mode: pb::NetTestMode::NetTestRtt.into(),
                     streams: 1,
                     msg_size: 64,
                     time_ms: 1000,

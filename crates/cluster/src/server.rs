@@ -488,7 +488,7 @@ impl AgentRpc for AgentService {
         let req = req.into_inner();
         let (stop, _) = self.session(&req.session)?;
         let opts = crate::mesh::test_options(&req, stop)?;
-        let probe = req.mode == "pmtu";
+        let probe = req.mode == i32::from(pb::NetTestMode::NetTestPmtu);
         let (tx, rx) = mpsc::channel(16);
         tokio::task::spawn_blocking(move || {
             let event = |kind| Ok(pb::NetEvent { kind: Some(kind) });

@@ -167,8 +167,8 @@ pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
 pub(crate) fn encode_net(r: &stormark_stats::NetReport) -> pb::NetReport {
     pb::NetReport {
         server: r.server.clone(),
-        protocol: r.protocol.clone(),
-        mode: r.mode.clone(),
+        udp: r.protocol == "udp",
+        rtt: r.mode == "rtt",
         reverse: r.reverse,
         bidir: r.bidir,
         interface: r.interface.clone(),
@@ -202,8 +202,8 @@ pub(crate) fn decode_net(p: pb::NetReport) -> stormark_stats::NetReport {
     let text = |t: String| stormark_spec::printable(&t, 300);
     stormark_stats::NetReport {
         server: text(p.server),
-        protocol: text(p.protocol),
-        mode: text(p.mode),
+        protocol: if p.udp { "udp" } else { "tcp" }.into(),
+        mode: if p.rtt { "rtt" } else { "throughput" }.into(),
         reverse: p.reverse,
         bidir: p.bidir,
         interface: p.interface.map(text),
@@ -257,9 +257,9 @@ pub(crate) fn encode_validated(v: &Validated, stages: Vec<pb::StageWorkers>) -> 
             .iter()
             .map(|f| pb::Finding {
                 severity: match f.severity {
-                    Severity::Info => "info",
-                    Severity::Warning => "warning",
-                    Severity::Critical => "critical",
+                    Severity::Info => pb::Severity::Info,
+                    Severity::Warning => pb::Severity::Warning,
+                    Severity::Critical => pb::Severity::Critical,
                 }
                 .into(),
                 code: f.code.clone(),
@@ -292,9 +292,9 @@ pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
             .findings
             .into_iter()
             .map(|f| Finding {
-                severity: match f.severity.as_str() {
-                    "critical" => Severity::Critical,
-                    "warning" => Severity::Warning,
+                severity: match pb::Severity::try_from(f.severity) {
+                    Ok(pb::Severity::Critical) => Severity::Critical,
+                    Ok(pb::Severity::Warning) => Severity::Warning,
                     _ => Severity::Info,
                 },
                 code: f.code,
