@@ -15,10 +15,10 @@ fn measured(doc: &serde_json::Value) -> &serde_json::Value {
 }
 
 /// A server on `addr` in the test's own namespace (killed when the guard drops).
-struct Server(std::process::Child);
+pub(crate) struct Server(std::process::Child);
 
 impl Server {
-    fn start(addr: &str) -> Server {
+    pub(crate) fn start(addr: &str) -> Server {
         let child = Command::new(BIN)
             .args(["net", "server", "--listen", addr])
             .stdout(Stdio::null())

@@ -392,40 +392,20 @@ fn a_mesh_opens_its_data_ports_only_while_it_runs() {
     }
 }
 
-/// `stormark net server` processes on free loopback ports, killed when dropped.
-struct Servers(Vec<std::process::Child>, Vec<String>);
+/// `stormark net server` processes on free loopback ports (killed when dropped), and their
+/// addresses.
+struct Servers {
+    /// Held for their lives: dropping them stops the servers.
+    _running: Vec<crate::net::Server>,
+    addrs: Vec<String>,
+}
 
 impl Servers {
     fn start(n: usize) -> Servers {
         let addrs: Vec<String> = (0..n).map(|_| stormark_testkit::free_addr()).collect();
-        let children = addrs
-            .iter()
-            .map(|a| {
-                Command::new(BIN)
-                    .args(["net", "server", "--listen", a])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for a in &addrs {
-            for _ in 0..100 {
-                if std::net::TcpStream::connect(a).is_ok() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        Servers(children, addrs)
-    }
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
+        Servers {
+            _running: addrs.iter().map(|a| crate::net::Server::start(a)).collect(),
+            addrs,
         }
     }
 }
@@ -444,7 +424,7 @@ fn bidir_udp_and_paced_round_trips_are_job_file_jobs() {
              [[job]]\nname = \"both\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nmode = \"bidir\"\njobs = 2\n\n\
              [[job]]\nname = \"dgrams\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nprotocol = \"udp\"\nbitrate = \"20m\"\nmsg_size = 1000\n\n\
              [[job]]\nname = \"pings\"\ngroup = \"g\"\nkind = \"net\"\nserver = \"{}\"\nmode = \"rtt\"\nrate_iops = 100\n",
-            s.1[0], s.1[1], s.1[2]
+            s.addrs[0], s.addrs[1], s.addrs[2]
         ),
     )
     .unwrap();
@@ -492,6 +472,9 @@ fn bidir_udp_and_paced_round_trips_are_job_file_jobs() {
     for (key_line, expect) in [
         ("protocol = \"udp\"\nmode = \"rtt\"", "protocol"),
         ("mode = \"bidir\"\njobs = 3", "jobs"),
+        // A server's 128 streams each way: both ways at once hold 256.
+        ("jobs = 129", "at most 128"),
+        ("mode = \"bidir\"\njobs = 258", "at most 256"),
         ("bitrate = \"fast\"", "bitrate"),
         ("mode = \"send\"\nrate_iops = 10", "rate_iops"),
     ] {
@@ -500,7 +483,7 @@ fn bidir_udp_and_paced_round_trips_are_job_file_jobs() {
             &bad,
             format!(
                 "time = \"1s\"\n[[job]]\nname = \"x\"\nkind = \"net\"\nserver = \"{}\"\n{key_line}\n",
-                s.1[0]
+                s.addrs[0]
             ),
         )
         .unwrap();
@@ -524,7 +507,7 @@ fn a_net_client_repeats_and_checks_its_expectation() {
     let out = stormark_testkit::Bin(BIN).run(&[
         "net",
         "client",
-        &s.1[0],
+        &s.addrs[0],
         "--time",
         "1s",
         "--repeat",

@@ -82,14 +82,13 @@ impl JobOpts {
             None if mode == NetMode::Rtt => 64,
             None => 128 << 10,
         };
-        if self.jobs.is_some_and(|j| j > crate::net::MAX_STREAMS) {
+        // A server's limit, each way: both ways at once holds twice as many.
+        let most = crate::net::MAX_STREAMS * if mode == NetMode::Bidir { 2 } else { 1 };
+        if self.jobs.is_some_and(|j| j > most) {
             return Err(SpecError::invalid(
                 "jobs",
                 &self.jobs.unwrap_or(0).to_string(),
-                format!(
-                    "at most {} streams per net job (a server's limit)",
-                    crate::net::MAX_STREAMS
-                ),
+                format!("at most {most} streams per net job (a server's limit, each way)"),
             ));
         }
         Ok(Some(NetJob {
