@@ -66,8 +66,12 @@ pub enum OnAgentFailure {
     /// Stop every agent and end the run (the default).
     #[default]
     Abort,
-    /// Mark the agent failed and go on with the others.
-    Continue,
+    /// Mark the agent failed and go on with the others, unless more than `max_failed` have
+    /// failed (`None`: however many).
+    Continue {
+        /// The most agents that may fail before the run aborts.
+        max_failed: Option<usize>,
+    },
 }
 
 impl std::str::FromStr for OnAgentFailure {
@@ -77,7 +81,7 @@ impl std::str::FromStr for OnAgentFailure {
     fn from_str(s: &str) -> Result<Self, AgentError> {
         match s {
             "abort" => Ok(OnAgentFailure::Abort),
-            "continue" => Ok(OnAgentFailure::Continue),
+            "continue" => Ok(OnAgentFailure::Continue { max_failed: None }),
             other => Err(AgentError::option(
                 format!("--on-agent-failure {other}"),
                 "expected abort or continue",

@@ -206,7 +206,7 @@ fn a_host_refusing_in_validation_stops_before_load_and_everyone_cleans_up() {
             Scripted::new("a", 1000, 1000, FailAt::Nowhere),
             Scripted::new("b", 1000, 1000, FailAt::Validate),
         ],
-        OnAgentFailure::Continue,
+        OnAgentFailure::Continue { max_failed: None },
     );
     assert!(
         matches!(outcome, Outcome::Refused(ref m) if m.contains("no such target")),
@@ -223,7 +223,7 @@ fn a_host_failing_in_preparation_stops_the_run_naming_it() {
             Scripted::new("a", 1000, 1000, FailAt::Nowhere),
             Scripted::new("b", 1000, 1000, FailAt::Prepare),
         ],
-        OnAgentFailure::Continue,
+        OnAgentFailure::Continue { max_failed: None },
     );
     assert!(
         matches!(outcome, Outcome::Failed(ref m) if m.contains("no space left")),
@@ -259,7 +259,7 @@ fn a_host_failing_mid_stage_aborts_or_is_left_behind() {
             Scripted::new("a", 1000, 1000, FailAt::Nowhere),
             Scripted::new("b", 1000, 1000, FailAt::Stage(1)),
         ],
-        OnAgentFailure::Continue,
+        OnAgentFailure::Continue { max_failed: None },
     );
     assert_ne!(
         outcome,
@@ -274,6 +274,46 @@ fn a_host_failing_mid_stage_aborts_or_is_left_behind() {
     );
     let b = r.hosts.iter().find(|h| h.name == "b").unwrap();
     assert!(b.failure.as_ref().unwrap().message.contains("device gone"));
+}
+
+/// Issue 33: `--max-failed-agents N` with continue: a fleet goes on without up to N hosts,
+/// and aborts, saying so, once more have failed.
+#[test]
+fn more_failed_hosts_than_allowed_abort_the_run() {
+    let fleet = || {
+        vec![
+            Scripted::new("a", 1000, 1000, FailAt::Nowhere),
+            Scripted::new("b", 1000, 1000, FailAt::Stage(1)),
+            Scripted::new("c", 1000, 1000, FailAt::Stage(1)),
+        ]
+    };
+    // Two may fail: the run goes on with a, both failures on record.
+    let (outcome, r, _) = run(
+        fleet(),
+        OnAgentFailure::Continue {
+            max_failed: Some(2),
+        },
+    );
+    assert!(
+        !matches!(outcome, Outcome::Failed(ref m) if m.contains("--max-failed-agents")),
+        "{outcome:?}"
+    );
+    assert_eq!(run_phase(&r).by_host["a"].total.ops, 3000);
+    assert_eq!(r.hosts.iter().filter(|h| h.failure.is_some()).count(), 2);
+    // One may fail: the second failure aborts the run, naming the limit.
+    let (outcome, r, cleaned) = run(
+        fleet(),
+        OnAgentFailure::Continue {
+            max_failed: Some(1),
+        },
+    );
+    assert!(
+        matches!(outcome, Outcome::Failed(ref m)
+            if m.contains("2 agents failed, more than --max-failed-agents 1") && m.contains("device gone")),
+        "{outcome:?}"
+    );
+    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(cleaned, vec![1, 1, 1]);
 }
 
 #[test]

@@ -388,6 +388,10 @@ pub struct DistributedArgs {
     /// When an agent fails, hangs or is cut off mid-run: abort (default) or continue.
     #[arg(long, value_name = "POLICY", help_heading = "Distributed")]
     pub on_agent_failure: Option<String>,
+    /// With --on-agent-failure continue: abort once more than N agents have failed (a large
+    /// fleet goes on without a few hosts, not without half of them).
+    #[arg(long, value_name = "N", help_heading = "Distributed")]
+    pub max_failed_agents: Option<String>,
     /// Talk TLS to the agents, trusting this CA (PEM); their certificates must name the
     /// hosts as given in --agents.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]

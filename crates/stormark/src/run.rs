@@ -99,6 +99,10 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
             args.distributed.on_agent_failure.is_some(),
             "--on-agent-failure",
         ),
+        (
+            args.distributed.max_failed_agents.is_some(),
+            "--max-failed-agents",
+        ),
         (args.distributed.tls_ca.is_some(), "--tls-ca"),
         (!args.host_endpoints.is_empty(), "--host-endpoint"),
     ] {
@@ -379,6 +383,19 @@ fn repeat_and_policy(args: &RunArgs) -> Result<(u32, OnAgentFailure)> {
         Some(text) => text
             .parse()
             .map_err(|e: stormark_cluster::AgentError| usage(e.to_string()))?,
+    };
+    let policy = match (&args.distributed.max_failed_agents, policy) {
+        (None, p) => p,
+        (Some(text), OnAgentFailure::Continue { .. }) => OnAgentFailure::Continue {
+            max_failed: Some(text.trim().parse().map_err(|_| {
+                usage(format!(
+                    "--max-failed-agents {text}: expected a whole number of agents, such as 3"
+                ))
+            })?),
+        },
+        (Some(_), OnAgentFailure::Abort) => return Err(usage(
+            "--max-failed-agents goes with --on-agent-failure continue (abort stops at the first)",
+        )),
     };
     Ok((repeat, policy))
 }

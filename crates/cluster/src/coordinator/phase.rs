@@ -40,6 +40,8 @@ struct Gathered {
 /// What decides how a phase ends when an agent's call returns: the run's policy and where it
 /// stands, borrowed beside the agents (which the agents' threads hold).
 struct Ends<'a> {
+    /// Hosts failed so far in the run, this phase's included.
+    failed: usize,
     names: &'a [String],
     stop: &'a std::sync::atomic::AtomicBool,
     aborted: &'a mut Option<String>,
@@ -88,17 +90,33 @@ impl Ends<'_> {
                         message: &m,
                     });
                 }
+                self.failed += 1;
+                // --max-failed-agents: the most that may fail, once passed.
+                let too_many = match self.on_failure {
+                    OnAgentFailure::Continue {
+                        max_failed: Some(most),
+                    } if self.failed > most => Some(most),
+                    _ => None,
+                };
                 // A host that cannot make its working set stops the run whatever the policy:
                 // nothing is measured on a half-made set.
                 if self.on_failure == OnAgentFailure::Abort
+                    || too_many.is_some()
                     || running == 1
                     || stage == Stage::Prepare
                 {
                     self.stop.store(true, Ordering::Relaxed);
-                    *self.aborted = Some(if distributed {
+                    let m = if distributed {
                         format!("{}: {m}", self.names[h])
                     } else {
                         m
+                    };
+                    *self.aborted = Some(match too_many {
+                        Some(most) => format!(
+                            "{} agents failed, more than --max-failed-agents {most}; the last: {m}",
+                            self.failed
+                        ),
+                        None => m,
                     });
                     got.result = Err(e);
                 }
@@ -170,6 +188,7 @@ impl Coordinator {
         let (tx, rx) = channel::<Msg>();
         let distributed = self.is_distributed();
         let mut ends = Ends {
+            failed: self.alive.iter().filter(|a| !**a).count(),
             names: &self.names,
             stop: &self.stop,
             aborted: &mut self.aborted,
