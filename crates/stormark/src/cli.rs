@@ -152,7 +152,8 @@ Examples:
       and kind = \"net\" jobs load an object store (keys from AWS_*) or the network beside
       the disks
   stormark run vendor-checklist.fio
-      a fio job file run as written (--lenient leaves out what stormark does not run);
+      a fio job file run as written (--lenient leaves out what stormark does not run), its
+      buffered jobs' files leaving the page cache before each pass as fio's do (--invalidate);
       --print-fio writes the fio job file of any run
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
@@ -175,6 +176,8 @@ Examples:
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
       the same load on every agent at once (see `stormark agent --help`); --target node2=/dev/sdb
       gives a host its own target
+  stormark run /mnt/bench --agents-file fleet.toml --token-file token --on-agent-failure continue --max-failed-agents 10
+      a large fleet goes on without up to 10 hosts that fail, and stops if more do
   stormark run /mnt/db --rw write --bs 8k --engine psync --fdatasync 1 --time 60s
       a database's commits: each 8 KiB write made durable; the sync row is the commit latency
   stormark run /mnt/data --time 10m --html r.html --metrics-listen 127.0.0.1:9464

@@ -15,7 +15,7 @@ Examples:
   stormark net server
       on one host: serve tests on port 7879 (one at a time) until Ctrl-C
   stormark net client 10.0.0.2 --time 10s
-      on another: TCP throughput to it for 10 s, as the server received it, every second
+      on another: TCP throughput to it for 10 s, counted where it arrives, live each second
   stormark net client 10.0.0.2 --streams 4 --reverse --json net.json
       4 parallel streams, from the server to this host; the results document
   stormark net client 10.0.0.2 --mode rtt --msg-size 64 --time 30s
@@ -30,6 +30,9 @@ Examples:
       both ways at once, 2 connections each way
   stormark net client 10.0.0.2 --mode rtt --rate-ops 1000
       1000 round trips a second on a schedule: latency from each one's due time
+  stormark net client 10.0.0.2 --streams 4 --repeat 3 --expect bw=1GB/s --json net.json
+      three tests with mean and confidence interval, and a finding if the link falls short
+      (net client is a run like any other: --sweep, --html, --metrics-listen too)
   stormark net --agents 10.0.0.1:7878,10.0.0.2:7878,10.0.0.3:7878 --mode mesh --token-file token
       every ordered pair of the agents' hosts alone, then all at once: two matrices of Gbit/s
       (--metrics-listen ADDR:PORT serves each pair to Prometheus as its test ends)
