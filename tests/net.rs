@@ -691,15 +691,28 @@ fn a_mesh_of_three_hosts_is_two_3x3_matrices_that_flag_the_limited_host_and_the_
     // Short of the bucket's rate can be a sender starved of CPU on a loaded machine (0.83
     // was seen once with the whole suite running); over it never is. Run once more then,
     // saying why, so that the bound below still holds the figure to the link.
+    // Likewise an unlimited pair (12-25 Gbit/s of CPU-bound copying on two vCPUs) that a
+    // test running beside it slowed under 80% of the median: flagged slow for that, once
+    // (17.7 of a 24.9 Gbit/s median was seen with the suite running).
     let short = |doc: &serde_json::Value| {
-        [1, 2].iter().any(|&to| {
+        let host0 = [1, 2].iter().any(|&to| {
             mesh_pair(&doc["mesh"]["alone"], 0, to)["bits_per_s"]
                 .as_f64()
                 .is_some_and(|b| b / payload < 0.95)
-        })
+        });
+        let others_slow = doc["findings"].as_array().is_some_and(|fs| {
+            fs.iter().any(|f| {
+                f["code"] == "net-pair-slow"
+                    && f["evidence"]["matrix"] == "alone"
+                    && f["evidence"]["pairs"]
+                        .as_array()
+                        .is_some_and(|p| p.len() > 2)
+            })
+        });
+        host0 || others_slow
     };
     if short(&read_json(&json)) {
-        eprintln!("RETRY a_mesh_of_three_hosts: a pair of host 0 measured under 0.95 of its bucket's payload rate (a sender short of CPU on a loaded machine?); measuring once more");
+        eprintln!("RETRY a_mesh_of_three_hosts: a pair of host 0 under 0.95 of its bucket's payload rate, or an unlimited pair flagged slow (a sender short of CPU on a loaded machine?); measuring once more");
         said = mesh_run();
     }
     // The report shows both matrices as heat maps.
