@@ -388,6 +388,10 @@ fn bad_input_is_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--bs", "4kk"], "--bs 4kk: expected a size"),
         (vec!["--bs", "0"], "--bs 0:"),
+        (
+            vec!["--invalidate", "sometimes"],
+            "--invalidate sometimes: expected 1 (before the job starts), 0 (never) or pass",
+        ),
         (vec!["--size", "12q"], "--size 12q: expected a size"),
         (vec!["--time", "soon"], "--time soon: expected a duration"),
         (vec!["--ramp", "-1s"], "--ramp -1s: expected a duration"),
