@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use stormark_testkit::{read_json, require_netns, temp_dir, text, NetCluster, TempDir};
+use stormark_testkit::{read_json, require_netns, temp_dir, text, Bin, NetCluster, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -549,4 +549,32 @@ fn a_net_client_repeats_and_checks_its_expectation() {
         expectations.iter().all(|e| e["met"] == true),
         "{expectations:?}"
     );
+}
+
+#[test]
+fn a_net_job_to_the_agents_needs_agents_and_says_so_before_any_load() {
+    let dir = temp_dir(TMP);
+    let job = dir.path().join("agents.toml");
+    std::fs::write(
+        &job,
+        "[[job]]\nname = \"n\"\nkind = \"net\"\nserver = \"agents\"\npath_mtu = 1\ntime = \"1s\"\n",
+    )
+    .unwrap();
+    let out = Bin(BIN).run(&["run", "--job", job.to_str().unwrap(), "-q"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains("--agents LIST with at least two"), "{said}");
+    // path_mtu is a net job's key only.
+    std::fs::write(&job, "[[job]]\nname = \"f\"\npath_mtu = 1\n").unwrap();
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        job.to_str().unwrap(),
+        "-q",
+        dir.path().to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("path_mtu"), "{said}");
 }

@@ -146,7 +146,13 @@ fn issue16_target_swapped_for_a_link_between_validation_and_preparation() {
     symlink(&elsewhere, &target).unwrap();
     agent.prepare(&mut |_| {}).unwrap();
     agent
-        .run_stage(0, &stormark_spec::StageLoad::AS_GIVEN, None, &mut |_| {})
+        .run_stage(
+            0,
+            &stormark_spec::StageLoad::AS_GIVEN,
+            &[],
+            None,
+            &mut |_| {},
+        )
         .unwrap();
     assert_eq!(
         std::fs::read_dir(&elsewhere).unwrap().count(),
@@ -186,7 +192,13 @@ fn issue16_reused_run_swapped_for_a_link_after_validation() {
     symlink(&copy, &run_dir).unwrap();
     agent.prepare(&mut |_| {}).unwrap();
     agent
-        .run_stage(0, &stormark_spec::StageLoad::AS_GIVEN, None, &mut |_| {})
+        .run_stage(
+            0,
+            &stormark_spec::StageLoad::AS_GIVEN,
+            &[],
+            None,
+            &mut |_| {},
+        )
         .unwrap();
     agent.cleanup();
     assert_eq!(std::fs::read(copy.join("j0.w0.f0")).unwrap(), before);

@@ -44,6 +44,29 @@ pub struct TargetOptions {
     pub create_file: bool,
     /// Net jobs: the token their servers ask for (`--token-file`; never in the results).
     pub net_token: Option<String>,
+    /// Net jobs to the run's agents (`server = "agents"`): every host's address, in the
+    /// run's order, and the token made for this run; set by the coordinator.
+    pub net_peers: Option<NetPeers>,
+}
+
+/// The hosts of a run whose net jobs stream between its agents: each agent serves every
+/// other on a port of its own, open from validation to cleanup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetPeers {
+    /// Each host's address the streams go between, in the run's order (this host's too).
+    pub ips: Vec<std::net::IpAddr>,
+    /// Made for this run; a port serves only a session that gives it.
+    pub token: String,
+}
+
+/// Where one host's streams to the run's agents go in a phase: the receiving host and its
+/// port for this sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetPeer {
+    /// The receiving host, an index into the run's hosts.
+    pub host: u32,
+    /// Its port for this sender.
+    pub address: std::net::SocketAddr,
 }
 
 /// What an S3 run needs beside its jobs: kept out of the workload, so it never reaches a
@@ -75,6 +98,7 @@ impl TargetOptions {
             s3: None,
             create_file: false,
             net_token: None,
+            net_peers: None,
         }
     }
 }
@@ -261,6 +285,10 @@ pub struct Validated {
     pub notes: Vec<String>,
     /// Problems worth reporting that do not stop the run.
     pub findings: Vec<Finding>,
+    /// With `TargetOptions::net_peers`: this host's port for each host of the run (0 for
+    /// itself), serving only that host.
+    #[serde(default)]
+    pub net_ports: Vec<u16>,
 }
 
 /// One worker's second as an agent hands it over.
@@ -327,6 +355,9 @@ pub trait Agent: Send {
     }
     /// The host's inventory, for `hosts[].inventory`.
     fn inventory(&self) -> serde_json::Value;
+    /// The run's hosts, for net jobs that stream between its agents (before `validate`); an
+    /// agent that runs no net jobs has no use for them.
+    fn set_net_peers(&mut self, _peers: NetPeers) {}
     /// Checks everything that can be checked without writing: target kind, safety, space,
     /// engines. Errors are [`AgentError::Refused`].
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError>;
@@ -337,12 +368,14 @@ pub trait Agent: Send {
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;
     /// Runs stage `index` to its end with `load`'s changes, streaming events, starting the
-    /// load at `start_at` (the coordinator's clock; `None`: as soon as ready). Returns the
-    /// jobs as they ran.
+    /// load at `start_at` (the coordinator's clock; `None`: as soon as ready). Net jobs to the
+    /// run's agents stream to `peers`, each with the job's streams. Returns the jobs as they
+    /// ran.
     fn run_stage(
         &mut self,
         index: usize,
         load: &StageLoad,
+        peers: &[NetPeer],
         start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;

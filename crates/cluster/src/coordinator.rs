@@ -14,6 +14,7 @@ use stormark_stats::{
 use crate::agent::{Agent, AgentError, Stage};
 use stormark_plan::{stage_steps, Step};
 
+mod peers;
 mod phase;
 
 /// What the live display is told.
@@ -37,6 +38,8 @@ pub enum Live<'a> {
     PhaseDone {
         /// The phase as it goes into the results.
         phase: &'a Phase,
+        /// Every host's name, in the run's order (what its net sessions' hosts index).
+        hosts: &'a [String],
     },
     /// A host dropped out of the run.
     HostFailed {
@@ -105,9 +108,11 @@ pub struct Coordinator {
     stop: Arc<AtomicBool>,
     on_failure: OnAgentFailure,
     aborted: Option<String>,
+    /// Net jobs between the run's agents: their addresses and ports.
+    peers: Option<peers::PeerMap>,
 }
 
-use phase::PhaseCall;
+use phase::{PhaseCall, Scope};
 
 impl Coordinator {
     /// A coordinator of `agents`; setting `stop` ends the run early.
@@ -123,6 +128,7 @@ impl Coordinator {
             stop,
             on_failure: OnAgentFailure::default(),
             aborted: None,
+            peers: None,
         }
     }
 
@@ -180,9 +186,27 @@ impl Coordinator {
         });
         let mut stages = Vec::new();
         let several = self.agents.len() > 1;
+        match peers::PeerMap::new(workload, &self.agents) {
+            Ok(None) => {}
+            Ok(Some((map, ips))) => {
+                for agent in &mut self.agents {
+                    agent.set_net_peers(ips.clone());
+                }
+                self.peers = Some(map);
+            }
+            Err(msg) => {
+                for agent in &mut self.agents {
+                    let _ = agent.cleanup();
+                }
+                return self.end(results, start, Outcome::Refused(msg));
+            }
+        }
         for (i, agent) in self.agents.iter_mut().enumerate() {
             match agent.validate(workload) {
                 Ok(v) => {
+                    if let Some(map) = &mut self.peers {
+                        map.set_ports(i, v.net_ports.clone());
+                    }
                     if several {
                         results.hosts[i].target = v.target.clone();
                     }
@@ -242,6 +266,8 @@ impl Coordinator {
             other => other,
         };
         let outcome = self.end(results, start, outcome);
+        // A mesh's matrices, of its pairs' phases.
+        results.mesh = stormark_stats::mesh_of(results);
         // Diagnosis reads the finished document: phases, samples, inventories.
         let found = stormark_probe::diagnose(results);
         results.findings.extend(found);
@@ -267,11 +293,17 @@ impl Coordinator {
         next: &mut dyn FnMut(&Results) -> Option<Step>,
     ) -> Outcome {
         // Preparation: its own phase, excluded from the run's figures. No common start.
-        let prepare: &PhaseCall<'_> = &|agent, _, sink| agent.prepare(sink);
+        let prepare: &PhaseCall<'_> = &|_, agent, _, sink| agent.prepare(sink);
+        let n = self.agents.len();
         let (result, phase) = self.phase(
             "prepare",
             Stage::Prepare,
-            (None, None, &[]),
+            Scope {
+                jobs_cap: None,
+                selected: &vec![true; n],
+                peers: &vec![Vec::new(); n],
+                known_jobs: &[],
+            },
             start,
             start_wall,
             live,
@@ -292,28 +324,59 @@ impl Coordinator {
                 stage,
                 load,
                 hosts,
+                pair,
             } = step;
+            // Where each host's streams to the run's agents go; the hosts that run the step
+            // (the first `hosts`, a pair's sender, one with somewhere to stream).
+            let peers = match &self.peers {
+                Some(map) => map.peers(pair, &self.alive),
+                None => vec![Vec::new(); n],
+            };
+            let only_to_agents = self.peers.as_ref().is_some_and(|m| m.only_to_agents(stage));
+            let selected: Vec<bool> = (0..n)
+                .map(|h| {
+                    hosts.is_none_or(|c| h < c)
+                        && pair.is_none_or(|(from, _)| h == from)
+                        && !(only_to_agents && peers[h].is_empty())
+                })
+                .collect();
+            if !selected.iter().zip(&self.alive).any(|(s, a)| *s && *a) {
+                // Nothing to run it (a pair with a host gone): not run, said by its absence.
+                continue;
+            }
             live(Live::PhaseStarted { name: &name });
-            let call: &PhaseCall<'_> = &|agent, at, sink| agent.run_stage(stage, &load, at, sink);
+            let call: &PhaseCall<'_> =
+                &|h, agent, at, sink| agent.run_stage(stage, &load, &peers[h], at, sink);
             let (result, phase) = self.phase(
                 &name,
                 Stage::Run(stage),
-                (
-                    load.jobs,
-                    hosts,
-                    stages.get(stage).map_or(&[][..], Vec::as_slice),
-                ),
+                Scope {
+                    jobs_cap: load.jobs,
+                    selected: &selected,
+                    peers: &peers,
+                    known_jobs: stages.get(stage).map_or(&[][..], Vec::as_slice),
+                },
                 start,
                 start_wall,
                 live,
                 call,
             );
+            let net = self.take_net();
             if let Some(mut p) = phase {
                 p.kind = Some(kind);
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }
-                live(Live::PhaseDone { phase: &p });
+                // The run's network report: of the last phase with net jobs to servers, the
+                // first host's.
+                if let Some(r) = net.iter().find(|r| r.to.is_none()) {
+                    results.net = Some(r.clone());
+                }
+                p.net = net;
+                live(Live::PhaseDone {
+                    phase: &p,
+                    hosts: &self.names,
+                });
                 results.phases.push(p);
             }
             self.collect_notes(results);
@@ -325,17 +388,21 @@ impl Coordinator {
     }
 
     fn collect_notes(&mut self, results: &mut Results) {
-        let mut taken = false;
         for agent in &mut self.agents {
             results.notes.extend(agent.take_notes());
-            // The run's network report: of the last phase with net jobs, the first host's.
-            if let Some(r) = agent.take_net().into_iter().next() {
-                if !taken {
-                    results.net = Some(r);
-                    taken = true;
-                }
+        }
+    }
+
+    /// Every host's net sessions of the phase just run, each with its sender, in host order.
+    fn take_net(&mut self) -> Vec<stormark_stats::NetReport> {
+        let mut out = Vec::new();
+        for (h, agent) in self.agents.iter_mut().enumerate() {
+            for mut r in agent.take_net() {
+                r.from = Some(h as u32);
+                out.push(r);
             }
         }
+        out
     }
 
     /// `None` to go on; otherwise how the run ends.

@@ -29,14 +29,13 @@ mod connect;
 mod coordinator;
 mod listen;
 mod local;
-mod mesh;
 mod remote;
 mod server;
 mod wire;
 
 pub use agent::{
-    new_run_id, Agent, AgentError, AgentEvent, Clock, S3Access, Second, Stage, TargetOptions,
-    Validated,
+    new_run_id, Agent, AgentError, AgentEvent, Clock, NetPeer, NetPeers, S3Access, Second, Stage,
+    TargetOptions, Validated,
 };
 pub use auth::{check_token, MIN_TOKEN_LEN};
 pub use config::read_token;
@@ -46,7 +45,6 @@ pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{
     is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
 };
-pub use mesh::{mesh, MeshEvent, MeshOptions};
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{serve, AgentService};
 pub use stormark_plan::{stage_steps, Step};

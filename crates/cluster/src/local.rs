@@ -27,11 +27,13 @@ use stormark_probe::{classify, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
 
-use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage, TargetOptions, Validated};
+use crate::agent::{
+    Agent, AgentError, AgentEvent, NetPeer, NetPeers, Second, Stage, TargetOptions, Validated,
+};
 pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
 pub use manifest::MANIFEST;
-pub(crate) use netjob::NetSession;
+pub(crate) use netjob::MAX_PEERS;
 use specs::{seed, JobRun};
 use workspace::Workspace;
 
@@ -74,6 +76,8 @@ pub struct LocalAgent {
     made: Option<madefile::MadeFile>,
     /// The net jobs' session reports since the coordinator last took them.
     net_reports: Vec<stormark_stats::NetReport>,
+    /// Ports serving the run's other agents (net jobs between them), until the cleanup.
+    peer_ports: Option<netjob::PeerPorts>,
 }
 
 impl LocalAgent {
@@ -99,6 +103,7 @@ impl LocalAgent {
             abandon: None,
             made: None,
             net_reports: Vec::new(),
+            peer_ports: None,
         }
     }
 
@@ -217,13 +222,17 @@ impl Agent for LocalAgent {
         serde_json::to_value(&self.inventory).expect("an inventory serializes")
     }
 
+    fn set_net_peers(&mut self, peers: NetPeers) {
+        self.opts.net_peers = Some(peers);
+    }
+
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError> {
         let mut v = Validated::default();
         if !workload.jobs.iter().any(|j| j.kind.needs_target()) {
             // No job touches a path: nothing to classify, make or remove.
             self.plan_without_target(workload, &mut v)?;
             self.open_bucket(workload)?;
-            self.check_servers(workload)?;
+            self.check_servers(workload, &mut v)?;
             return Ok(v);
         }
         if self.opts.create_file
@@ -268,7 +277,7 @@ impl Agent for LocalAgent {
         // S3 and net jobs beside file jobs: the bucket's preflight and the network's servers
         // once the files are planned.
         self.open_bucket(workload)?;
-        self.check_servers(workload)?;
+        self.check_servers(workload, &mut v)?;
         v.stages = (0..self.stages.len())
             .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
             .collect();
@@ -294,6 +303,7 @@ impl Agent for LocalAgent {
         &mut self,
         index: usize,
         load: &StageLoad,
+        peers: &[NetPeer],
         start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
@@ -342,10 +352,25 @@ impl Agent for LocalAgent {
             .filter_map(|r| r.job.time)
             .max()
             .unwrap_or(Duration::from_secs(30));
-        let sessions = self.open_sessions(&net_jobs, ramp + stage_time)?;
+        let sessions = self.open_sessions(&net_jobs, ramp + stage_time, peers)?;
         let mut specs = Vec::new();
         let mut map = Vec::new();
         for (k, run) in self.stages[index].iter().enumerate() {
+            if run.backend == Backend::Net {
+                // A stream per worker, over the job's sessions (one per peer between agents).
+                let streams = sessions.iter().filter(|s| s.job == k);
+                for (w, work) in streams
+                    .flat_map(|s| (0..s.workers()).map(|w| s.work(w)))
+                    .enumerate()
+                {
+                    let seed = seed(index, k, w) ^ self.seed_salt;
+                    let spec =
+                        run.worker_spec(load, Load::Net(work), Vec::new(), ramp, seed, self.hosts);
+                    specs.push(spec);
+                    map.push((k as u16, w as u32));
+                }
+                continue;
+            }
             let workers = run.workers(load);
             let len = run.len_under(load);
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
@@ -370,12 +395,6 @@ impl Agent for LocalAgent {
                             return Err(AgentError::job(&run.job.name, "no bucket was opened"));
                         };
                         Load::S3(Box::new(b.work(&run.job, w, workers, load, s3.ops)))
-                    }
-                    Backend::Net => {
-                        let Some(session) = sessions.iter().find(|s| s.job == k) else {
-                            return Err(AgentError::job(&run.job.name, "no session was opened"));
-                        };
-                        Load::Net(session.work(w))
                     }
                     Backend::Meta => {
                         let Some(tree) = self.meta.iter().find(|t| t.job == run.job.name) else {
@@ -442,6 +461,7 @@ impl Agent for LocalAgent {
             None => Vec::new(),
         };
         problems.extend(self.remove_meta_trees());
+        self.peer_ports = None;
         if let Some(Where::Dir(ws)) = &mut self.place {
             problems.extend(ws.cleanup(self.opts.keep));
         }

@@ -14,7 +14,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::agent::TargetOptions;
-use crate::agent::{Agent, AgentError, AgentEvent, Validated};
+use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, NetPeers, Validated};
 use crate::auth::Bearer;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
@@ -178,16 +178,6 @@ impl RemoteAgent {
     /// The address the agent was reached at, as given (`host:port`).
     pub fn address_str(&self) -> &str {
         &self.address
-    }
-
-    /// The coordinator's stop (Ctrl-C) this agent was connected with.
-    pub(crate) fn stop_flag(&self) -> Arc<AtomicBool> {
-        self.stop.clone()
-    }
-
-    /// The runtime, a client and the session id, for calls outside the phases (the mesh).
-    pub(crate) fn rpc(&self) -> (Arc<Runtime>, Client, String) {
-        (self.rt.clone(), self.client.clone(), self.session.clone())
     }
 
     fn session_req(&self) -> pb::SessionRequest {
@@ -365,6 +355,10 @@ impl Agent for RemoteAgent {
         self.inventory.clone()
     }
 
+    fn set_net_peers(&mut self, peers: NetPeers) {
+        self.target.net_peers = Some(peers);
+    }
+
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError> {
         let jobs = workload
             .jobs
@@ -404,6 +398,10 @@ impl Agent for RemoteAgent {
             run: t.run.clone(),
             create_file: t.create_file,
             net_token: t.net_token.clone(),
+            net_peers: t.net_peers.as_ref().map(|p| pb::NetPeers {
+                ips: p.ips.iter().map(ToString::to_string).collect(),
+                token: p.token.clone(),
+            }),
             s3: t.s3.as_ref().map(|a| pb::S3Access {
                 access_key: a.credentials.access_key.clone(),
                 secret_key: a.credentials.secret_key.clone(),
@@ -439,6 +437,7 @@ impl Agent for RemoteAgent {
         &mut self,
         index: usize,
         load: &StageLoad,
+        peers: &[NetPeer],
         start_at: Option<SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
@@ -454,6 +453,13 @@ impl Agent for RemoteAgent {
             bs: load.bs,
             size: load.size,
             meta_op: load.meta_op.map(|o| o.index()),
+            net_to: peers
+                .iter()
+                .map(|p| pb::NetPeer {
+                    host: p.host,
+                    address: p.address.to_string(),
+                })
+                .collect(),
         };
         self.pump(async move { client.run_stage(req).await }, on_event)
     }

@@ -362,7 +362,8 @@ impl AgentRpc for AgentService {
         let target = request::target(&self.cfg, &req, &jobs)?;
         let workload = Workload::new(jobs, req.prepare)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let opts = request::target_options(&self.cfg, &req, target);
+        let mut opts = request::target_options(&self.cfg, &req, target);
+        opts.net_peers = request::net_peers(&req)?;
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);
         let journal = self.cfg.journal.clone();
@@ -425,8 +426,9 @@ impl AgentRpc for AgentService {
                 .meta_op
                 .and_then(|i| stormark_spec::MetaOp::ALL.get(i as usize).copied()),
         };
+        let peers = request::net_to(&req)?;
         self.stream_phase(&req.session, move |agent, sink| {
-            agent.run_stage(stage, &load, start_at, sink)
+            agent.run_stage(stage, &load, &peers, start_at, sink)
         })
     }
 
@@ -467,45 +469,7 @@ impl AgentRpc for AgentService {
         }
         Ok(Response::new(reply))
     }
-
-    async fn net_listen(
-        &self,
-        req: Request<pb::NetListenRequest>,
-    ) -> Result<Response<pb::NetListenReply>, Status> {
-        let req = req.into_inner();
-        // The ports close when the session ends (its stop is set then).
-        let (stop, _) = self.session(&req.session)?;
-        let ports = crate::mesh::listen(&req.peers, &req.token, &stop)?;
-        Ok(Response::new(pb::NetListenReply { ports }))
-    }
-
-    type NetTestStream = NetEventStream;
-
-    async fn net_test(
-        &self,
-        req: Request<pb::NetTestRequest>,
-    ) -> Result<Response<NetEventStream>, Status> {
-        let req = req.into_inner();
-        let (stop, _) = self.session(&req.session)?;
-        let opts = crate::mesh::test_options(&req, stop)?;
-        let probe = req.mode == i32::from(pb::NetTestMode::NetTestPmtu);
-        let (tx, rx) = mpsc::channel(16);
-        tokio::task::spawn_blocking(move || {
-            let event = |kind| Ok(pb::NetEvent { kind: Some(kind) });
-            let result = if probe {
-                crate::mesh::probe(&opts)
-            } else {
-                crate::mesh::test(&opts, &mut |bytes| {
-                    let _ = tx.blocking_send(event(pb::net_event::Kind::Second(bytes)));
-                })
-            };
-            let _ = tx.blocking_send(event(pb::net_event::Kind::Result(result)));
-        });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
-    }
 }
-
-type NetEventStream = Pin<Box<dyn Stream<Item = Result<pb::NetEvent, Status>> + Send>>;
 
 /// An agent's error as a gRPC status: a refusal is a failed precondition (the coordinator
 /// reports a user error), anything else an abort.

@@ -193,6 +193,9 @@ pub(crate) fn encode_net(r: &stormark_stats::NetReport) -> pb::NetReport {
                 receiver_cpu_pct: s.receiver_cpu_pct,
             })
             .collect(),
+        to: r.to,
+        duration_ns: r.duration_ns,
+        failure: r.failure.clone(),
     }
 }
 
@@ -229,6 +232,10 @@ pub(crate) fn decode_net(p: pb::NetReport) -> stormark_stats::NetReport {
                 receiver_cpu_pct: s.receiver_cpu_pct.filter(|v| v.is_finite()),
             })
             .collect(),
+        from: None,
+        to: p.to,
+        duration_ns: p.duration_ns,
+        failure: p.failure.map(|f| stormark_spec::printable(&f, 1000)),
     }
 }
 
@@ -268,6 +275,7 @@ pub(crate) fn encode_validated(v: &Validated, stages: Vec<pb::StageWorkers>) -> 
                 advice: f.advice.clone(),
             })
             .collect(),
+        net_ports: v.net_ports.iter().map(|&p| u32::from(p)).collect(),
     }
 }
 
@@ -303,6 +311,13 @@ pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
                     .unwrap_or(serde_json::Value::String(f.evidence_json)),
                 advice: f.advice,
             })
+            .collect(),
+        // One per host at most (a mesh of at most MAX_PEERS).
+        net_ports: r
+            .net_ports
+            .into_iter()
+            .take(crate::local::MAX_PEERS + 1)
+            .map(|p| u16::try_from(p).unwrap_or(0))
             .collect(),
     }
 }

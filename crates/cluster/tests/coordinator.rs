@@ -94,6 +94,7 @@ impl Agent for Scripted {
         &mut self,
         _: usize,
         _: &StageLoad,
+        _: &[stormark_cluster::NetPeer],
         _: Option<SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {

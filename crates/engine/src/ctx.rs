@@ -237,6 +237,14 @@ impl<'a> Pace<'a> {
             self.measured_start + Duration::from_secs(u64::from(self.interval) + 1);
     }
 
+    /// The last of the load completed at `now` without an I/O of its own (a stream's last
+    /// bytes acknowledged after its last write): the worker's end, in its current second.
+    pub fn completed_at(&mut self, now: Instant) {
+        if self.last_completion.is_some() {
+            self.last_completion = Some(now);
+        }
+    }
+
     /// Whether a completion at `now` closes the current second (or the ramp): the moment to
     /// bring a count kept elsewhere up to date before [`Pace::tick`].
     #[inline]

@@ -27,12 +27,19 @@ pub fn net_op(mode: NetMode) -> Op {
 
 /// Streams until the stage's end, a stop, or the server going away (a failure naming it).
 pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineError> {
-    let conn = work
-        .conn
-        .lock()
-        .ok()
-        .and_then(|mut s| s.take())
-        .ok_or_else(|| EngineError::Net(format!("{}: no stream for this worker", work.server)))?;
+    let conn = work.conn.lock().ok().and_then(|mut s| s.take());
+    let Some(conn) = conn else {
+        if work.pair {
+            // Its session did not open (the failure is the session's): one error, counted.
+            ctx.rec
+                .record_error(net_op(work.mode), ErrorKind::Network, 0, 0);
+            return Ok(());
+        }
+        return Err(EngineError::Net(format!(
+            "{}: no stream for this worker",
+            work.server
+        )));
+    };
     let cpu0 = thread_cpu_ns();
     let mut credit = Credit {
         work,
@@ -49,7 +56,16 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
     work.tally
         .cpu_ns
         .store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
-    result
+    match result {
+        // A pair's stream: its error is counted; the pair fails, the host goes on.
+        Err(EngineError::Net(why)) if work.pair => {
+            if let Ok(mut f) = work.tally.failure.lock() {
+                f.get_or_insert(why);
+            }
+            Ok(())
+        }
+        r => r,
+    }
 }
 
 /// What arrived of a sending stream, credited to its snapshots: for TCP what the receiver's
@@ -105,7 +121,12 @@ impl Credit<'_> {
         while bytes_acked(stream).is_some_and(|a| a < written) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(2));
         }
+        let before = self.credited;
         self.acked(ctx, stream);
+        if self.credited > before {
+            // The stream's end is its last byte's arrival: its rate is over that time.
+            ctx.pace.completed_at(Instant::now());
+        }
     }
 }
 
@@ -195,6 +216,7 @@ fn tcp(
             // The server ended the stream: it went away (its own time outlasts the stage).
             Ok(0) => {
                 if !ctx.pace.expired(now) {
+                    ctx.rec.record_error(op, ErrorKind::Reset, 0, 0);
                     failure = Some(format!("{}: the server closed the stream", work.server));
                 }
                 break;

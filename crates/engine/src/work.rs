@@ -127,6 +127,9 @@ pub struct NetWork {
     pub counted: Option<(Arc<Vec<AtomicU64>>, usize, Arc<AtomicBool>)>,
     /// What the stream did, for the session's report.
     pub tally: Arc<StreamTally>,
+    /// A stream between two agents of a run (a mesh's pair): its failure is the pair's,
+    /// recorded as an error and in the tally while the stage goes on, not the host's.
+    pub pair: bool,
 }
 
 /// A net worker's connection.
@@ -149,6 +152,8 @@ pub struct StreamTally {
     pub datagrams: AtomicU64,
     /// CPU time of the worker's thread, ns.
     pub cpu_ns: AtomicU64,
+    /// Why the stream failed (a pair's stream, which goes on without it).
+    pub failure: std::sync::Mutex<Option<String>>,
 }
 
 /// What a meta worker does, beside the common parts of its [`crate::WorkerSpec`].

@@ -13,7 +13,7 @@
 //! let opts = stormark_spec::JobOpts::default();
 //! let workload = stormark_spec::Workload::new(vec![opts.resolve("job").unwrap()], false).unwrap();
 //! let shape = shape(&ShapeOptions::default()).unwrap();
-//! let mut plan = Plan::new(&shape, &workload);
+//! let mut plan = Plan::new(&shape, &workload, 1);
 //! let results = stormark_stats::Results::new(vec![]);
 //! assert_eq!(plan.next(&results).unwrap().name, "run");
 //! ```
@@ -28,10 +28,10 @@ mod step;
 mod suite;
 mod suite_file;
 
-pub use hosts::{hosts, Host, HostsOptions};
+pub use hosts::{hosts, peer_ips, Host, HostsOptions};
 pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
-pub use step::{stage_steps, Step};
+pub use step::{mesh_steps, stage_steps, Step};
 pub use suite::{suite_steps, SuiteOptions, SuiteStep, SUITES};
 pub use suite_file::{suite_file_steps, SUITE_FILE_STEPS};

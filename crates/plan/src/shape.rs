@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::search::{Search, SearchLimits};
-use crate::step::{stage_steps, Step};
+use crate::step::{mesh_steps, stage_steps, Step};
 use stormark_spec::units::format_size;
 use stormark_spec::{
     parse_curve, parse_duration, parse_sweep, parse_target_latency, EngineChoice, Job, JobOpts,
@@ -30,6 +30,8 @@ pub struct ShapeOptions {
     pub search_steps: Option<String>,
     /// Whether `--repeat` was given.
     pub repeat: bool,
+    /// `stormark net --agents LIST`: a mesh of the agents' hosts.
+    pub mesh: bool,
 }
 
 /// Measured time of a search step or curve point when none is given.
@@ -45,6 +47,11 @@ const DEFAULT_SEARCH_IODEPTH: u32 = 128;
 
 /// Checks a sweep over agents against the agents given: at most that many.
 pub fn check_agents(shape: &Shape, agents: usize, distributed: bool) -> Result<(), String> {
+    if matches!(shape, Shape::Mesh) && (!distributed || agents < 2) {
+        return Err(
+            "--agents: a mesh needs at least two agents, such as node1:7878,node2:7878".into(),
+        );
+    }
     let Shape::Sweep(sweeps) = shape else {
         return Ok(());
     };
@@ -61,6 +68,25 @@ pub fn check_agents(shape: &Shape, agents: usize, distributed: bool) -> Result<(
         ));
     }
     Ok(())
+}
+
+/// A mesh's second stage, beside its throughput job: a second of 64-byte round trips on one
+/// connection to the same agents, the path MTU probed first (the pair's latency alone).
+pub fn mesh_round_trips(throughput: &Job) -> Job {
+    let mut job = throughput.clone();
+    job.name = format!("{}-rtt", throughput.name);
+    job.jobs = 1;
+    job.time = Some(Duration::from_secs(1));
+    job.ramp = Duration::ZERO;
+    job.rate_iops = None;
+    if let Some(net) = &mut job.net {
+        net.mode = stormark_spec::NetMode::Rtt;
+        net.msg_size = 64;
+        net.bitrate = 0;
+        net.udp = false;
+        net.path_mtu = true;
+    }
+    job
 }
 
 /// What shape of run the command line asks for.
@@ -86,6 +112,10 @@ pub enum Shape {
     },
     /// `--sweep`, one or more.
     Sweep(Vec<Sweep>),
+    /// `stormark net --agents LIST`: the network between every pair of the run's hosts,
+    /// each ordered pair alone (its throughput, then its round trips and path MTU), then all
+    /// at once, over one `server = "agents"` net job.
+    Mesh,
 }
 
 /// Reads the shaping options; every mistake is one line for the user.
@@ -111,6 +141,12 @@ pub fn shape(args: &ShapeOptions) -> Result<Shape, String> {
     }
     if args.search_steps.is_some() && !given[0] {
         return Err("--search-steps: only with --target-latency".into());
+    }
+    if args.mesh {
+        if given.iter().any(|g| *g) || args.repeat {
+            return Err("a mesh runs its pairs once: leave out --target-latency, --curve, --sweep and --repeat".into());
+        }
+        return Ok(Shape::Mesh);
     }
     if args.repeat && given.iter().any(|g| *g) {
         return Err("--repeat with --target-latency, --curve or --sweep is not supported yet; run again and compare the documents with stormark compare".into());
@@ -160,7 +196,7 @@ pub fn shape(args: &ShapeOptions) -> Result<Shape, String> {
 impl Shape {
     fn flag(&self) -> &'static str {
         match self {
-            Shape::Plain => "",
+            Shape::Plain | Shape::Mesh => "",
             Shape::Search { .. } => "--target-latency",
             Shape::Curve { .. } => "--curve",
             Shape::Sweep(_) => "--sweep",
@@ -186,6 +222,17 @@ impl Shape {
         };
         match self {
             Shape::Plain => {}
+            Shape::Mesh => {
+                if !job
+                    .net
+                    .as_ref()
+                    .is_some_and(stormark_spec::NetJob::to_agents)
+                {
+                    return Err(
+                        "a mesh runs a net job to the run's agents (server = \"agents\")".into(),
+                    );
+                }
+            }
             Shape::Search { step_time, .. } => {
                 if job.rate_iops.is_some() {
                     return Err(format!(
@@ -266,6 +313,9 @@ impl Shape {
 pub enum Plan {
     /// The stages as given.
     Stages(std::vec::IntoIter<Step>),
+    /// A mesh: each pair alone, then all at once; a pair whose streams did not connect has
+    /// no round trips measured (they would wait on the same dead end).
+    Mesh(std::vec::IntoIter<Step>),
     /// A search, once told each step's outcome.
     Search {
         /// Every target to meet.
@@ -308,10 +358,11 @@ fn show(key: SweepKey, v: u64) -> String {
 }
 
 impl Plan {
-    /// The plan of `shape` over `workload` (one job, fitted, when shaped).
-    pub fn new(shape: &Shape, workload: &Workload) -> Plan {
+    /// The plan of `shape` over `workload` (one job, fitted, when shaped) on `hosts` hosts.
+    pub fn new(shape: &Shape, workload: &Workload, hosts: usize) -> Plan {
         match shape {
             Shape::Plain => Plan::Stages(stage_steps(workload).into_iter()),
+            Shape::Mesh => Plan::Mesh(mesh_steps(hosts).into_iter()),
             Shape::Search {
                 targets, max_steps, ..
             } => {
@@ -391,6 +442,7 @@ impl Plan {
                         stage: 0,
                         load,
                         hosts,
+                        pair: None,
                     };
                     points.push((step, values));
                 }
@@ -409,6 +461,18 @@ impl Plan {
         let last = results.phases.last().filter(|p| p.measured());
         match self {
             Plan::Stages(steps) => steps.next(),
+            Plan::Mesh(steps) => steps.find(|step| {
+                let (Some((i, j)), PhaseKind::PairRtt) = (step.pair, step.kind) else {
+                    return true;
+                };
+                let (i, j) = (i as u32, j as u32);
+                results
+                    .phases
+                    .iter()
+                    .filter(|p| p.kind() == PhaseKind::Pair)
+                    .flat_map(|p| &p.net)
+                    .any(|s| s.from == Some(i) && s.to == Some(j) && s.failure.is_none())
+            }),
             Plan::Search {
                 targets,
                 limits,
@@ -440,6 +504,7 @@ impl Plan {
                     kind: PhaseKind::SearchStep,
                     stage: 0,
                     hosts: None,
+                    pair: None,
                     load: StageLoad {
                         jobs: Some(jobs),
                         iodepth: Some(iodepth),
@@ -461,6 +526,7 @@ impl Plan {
                         stage: 0,
                         load: StageLoad::AS_GIVEN,
                         hosts: None,
+                        pair: None,
                     });
                 }
                 let max = *max_iops.get_or_insert_with(|| last.map_or(0.0, |p| p.total.iops));
@@ -474,6 +540,7 @@ impl Plan {
                     kind: PhaseKind::CurvePoint,
                     stage: 0,
                     hosts: None,
+                    pair: None,
                     load: StageLoad {
                         rate_iops: Some(max * f64::from(p) / 100.0),
                         ..StageLoad::AS_GIVEN
@@ -492,7 +559,7 @@ impl Plan {
     /// `completed`: every phase ran (else the search ended early).
     pub fn finish(self, results: &mut Results, completed: bool) {
         match self {
-            Plan::Stages(_) => {}
+            Plan::Stages(_) | Plan::Mesh(_) => {}
             Plan::Search { mut search, .. } => {
                 if !completed {
                     search.interrupt();

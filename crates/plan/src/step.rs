@@ -17,6 +17,9 @@ pub struct Step {
     pub load: StageLoad,
     /// Only the first this many agents run it (a sweep over agents); `None`: all.
     pub hosts: Option<usize>,
+    /// A mesh's pair alone: only host `.0` runs, its streams to the run's agents going to
+    /// host `.1` alone; `None`: every host to every other (`server = "agents"` jobs).
+    pub pair: Option<(usize, usize)>,
 }
 
 /// The phase names of a workload run as given: `run`, or `run:<group>` per stage. A stage of
@@ -41,6 +44,7 @@ pub fn stage_steps(workload: &Workload) -> Vec<Step> {
                 ..StageLoad::AS_GIVEN
             },
             hosts: None,
+            pair: None,
         };
         if jobs.iter().all(|j| j.meta.is_some()) {
             let mut ops: Vec<MetaOp> = jobs
@@ -61,4 +65,61 @@ pub fn stage_steps(workload: &Workload) -> Vec<Step> {
         }
     }
     steps
+}
+
+/// A network mesh over `hosts` hosts (stage 0 throughput, stage 1 round trips, both to the
+/// run's agents): each ordered pair alone, its throughput then its round trips, then every
+/// pair at once.
+pub fn mesh_steps(hosts: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let step = |name: String, kind, stage, pair| Step {
+        name,
+        kind,
+        stage,
+        load: StageLoad::AS_GIVEN,
+        hosts: None,
+        pair,
+    };
+    for i in 0..hosts {
+        for j in (0..hosts).filter(|&j| j != i) {
+            steps.push(step(
+                format!("pair:{i}->{j}"),
+                PhaseKind::Pair,
+                0,
+                Some((i, j)),
+            ));
+            steps.push(step(
+                format!("rtt:{i}->{j}"),
+                PhaseKind::PairRtt,
+                1,
+                Some((i, j)),
+            ));
+        }
+    }
+    steps.push(step("all-pairs".into(), PhaseKind::AllPairs, 0, None));
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mesh_is_each_ordered_pair_alone_then_all_at_once() {
+        let steps = mesh_steps(3);
+        // 6 ordered pairs, each its throughput then its round trips, then all at once.
+        assert_eq!(steps.len(), 13);
+        assert_eq!(steps[0].name, "pair:0->1");
+        assert_eq!((steps[0].kind, steps[0].stage), (PhaseKind::Pair, 0));
+        assert_eq!(steps[1].name, "rtt:0->1");
+        assert_eq!((steps[1].kind, steps[1].stage), (PhaseKind::PairRtt, 1));
+        let pairs: Vec<_> = steps.iter().filter_map(|s| s.pair).collect();
+        assert_eq!(pairs.len(), 12);
+        assert!(pairs.iter().all(|(i, j)| i != j && *i < 3 && *j < 3));
+        let last = steps.last().unwrap();
+        assert_eq!(
+            (last.kind, last.pair, last.stage),
+            (PhaseKind::AllPairs, None, 0)
+        );
+    }
 }

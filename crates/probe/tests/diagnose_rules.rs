@@ -62,6 +62,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         host_starts_ns: BTreeMap::new(),
         start_uncertainty_ns: None,
         repetition: None,
+        net: Vec::new(),
     }
 }
 
@@ -450,6 +451,7 @@ fn network_tests_say_loss_mtu_mismatch_and_a_slow_link() {
                 pmtu: Some(pmtu),
                 ..Default::default()
             }],
+            ..Default::default()
         });
         let mut codes: Vec<String> = diagnose(&r)
             .into_iter()

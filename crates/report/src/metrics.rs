@@ -253,18 +253,43 @@ impl LiveMetrics {
         }
     }
 
-    /// A mesh pair's test ended: its throughput and retransmits, labelled with the matrix
-    /// (`alone` or `loaded`) and both hosts.
-    pub fn mesh_pair(&self, alone: bool, from: &str, to: &str, bits_per_s: f64, retransmits: u64) {
-        let l = PairLabels {
-            matrix: if alone { "alone" } else { "loaded" }.into(),
-            from: from.into(),
-            to: to.into(),
+    /// A phase ended: a mesh's pairs (alone or all at once), each as its session says, its
+    /// throughput and retransmits labelled with the matrix and both hosts (`hosts`: their
+    /// names, which the sessions index).
+    pub fn phase_done(&self, phase: &stormark_stats::Phase, hosts: &[String]) {
+        let alone = match phase.kind() {
+            stormark_stats::PhaseKind::Pair => true,
+            stormark_stats::PhaseKind::AllPairs => false,
+            _ => return,
         };
-        self.pair_bits.get_or_create(&l).set(bits_per_s);
-        self.pair_retransmits
-            .get_or_create(&l)
-            .set(i64::try_from(retransmits).unwrap_or(i64::MAX));
+        let name = |i: Option<u32>| {
+            i.and_then(|i| hosts.get(i as usize))
+                .cloned()
+                .unwrap_or_default()
+        };
+        for s in phase.net.iter().filter(|s| s.failure.is_none()) {
+            let bytes: u64 = s.streams.iter().map(|x| x.bytes).sum();
+            let bits_per_s = if phase.duration_ns == 0 {
+                0.0
+            } else {
+                bytes as f64 * 8e9 / phase.duration_ns as f64
+            };
+            let retransmits: u64 = s
+                .streams
+                .iter()
+                .filter_map(|x| x.retransmits)
+                .map(u64::from)
+                .sum();
+            let l = PairLabels {
+                matrix: if alone { "alone" } else { "loaded" }.into(),
+                from: name(s.from),
+                to: name(s.to),
+            };
+            self.pair_bits.get_or_create(&l).set(bits_per_s);
+            self.pair_retransmits
+                .get_or_create(&l)
+                .set(i64::try_from(retransmits).unwrap_or(i64::MAX));
+        }
     }
 
     /// An agent's worker-second: counters only (rates come from Prometheus' `rate()`).

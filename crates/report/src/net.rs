@@ -123,3 +123,99 @@ pub fn path_mtu_line(net: &NetReport) -> String {
         ),
     }
 }
+
+/// Both matrices (rows send, columns receive), then each host's interface.
+pub(crate) fn mesh_text(r: &Results) -> String {
+    let Some(mesh) = &r.mesh else {
+        return String::new();
+    };
+    let names: Vec<String> = mesh.hosts.iter().map(|h| h.ip.clone()).collect();
+    let names = &names[..];
+    let mut out = String::new();
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(18);
+    for (title, pairs) in [
+        ("each pair alone", &mesh.alone),
+        ("all pairs at once", &mesh.loaded),
+    ] {
+        if pairs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{title}: Gbit/s (retransmits), from the row's host to the column's"
+        );
+        let _ = write!(out, "{:>width$}", "from \\ to");
+        for n in names {
+            let _ = write!(out, "  {n:>width$}");
+        }
+        out.push('\n');
+        for (i, from) in names.iter().enumerate() {
+            let _ = write!(out, "{from:>width$}");
+            for j in 0..names.len() {
+                let cell = match pairs
+                    .iter()
+                    .find(|p| p.from as usize == i && p.to as usize == j)
+                {
+                    _ if i == j => "-".to_string(),
+                    None => "".to_string(),
+                    Some(p) if p.failure.is_some() => "failed".to_string(),
+                    Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
+                };
+                let _ = write!(out, "  {cell:>width$}");
+            }
+            out.push('\n');
+        }
+        if pairs.iter().all(|p| p.failure.is_none()) {
+            let total: f64 = pairs.iter().map(|p| p.bits_per_s).sum();
+            if title.starts_with("all") {
+                let _ = writeln!(out, "  in total {:.3} Gbit/s", total / 1e9);
+            }
+        }
+    }
+    if mesh.alone.iter().any(|p| p.rtt_p50_ns.is_some()) {
+        let _ = writeln!(
+            out,
+            "round trips of 64 bytes, each pair alone: p50 / p99, from the row's host to the column's"
+        );
+        let _ = write!(out, "{:>width$}", "from \\ to");
+        for n in names {
+            let _ = write!(out, "  {n:>width$}");
+        }
+        out.push('\n');
+        for (i, from) in names.iter().enumerate() {
+            let _ = write!(out, "{from:>width$}");
+            for j in 0..names.len() {
+                let cell = match mesh
+                    .alone
+                    .iter()
+                    .find(|p| p.from as usize == i && p.to as usize == j)
+                {
+                    _ if i == j => "-".to_string(),
+                    Some(p) => match (p.rtt_p50_ns, p.rtt_p99_ns) {
+                        (Some(a), Some(b)) => {
+                            format!("{} / {}", format_latency(a), format_latency(b))
+                        }
+                        _ => String::new(),
+                    },
+                    None => String::new(),
+                };
+                let _ = write!(out, "  {cell:>width$}");
+            }
+            out.push('\n');
+        }
+    }
+    for h in &mesh.hosts {
+        let _ = writeln!(
+            out,
+            "{} ({}): {}{}{}",
+            h.ip,
+            h.host,
+            h.interface.as_deref().unwrap_or("interface unknown"),
+            h.mtu.map(|m| format!(", MTU {m}")).unwrap_or_default(),
+            h.link_mbps
+                .map(|s| format!(", rated {s} Mbit/s"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}

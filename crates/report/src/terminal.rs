@@ -69,10 +69,17 @@ fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
 }
 
 /// Whether a phase is a search step or a curve or sweep point, shown in its own table.
-fn shaped(r: &Results, name: &str) -> bool {
-    r.search
-        .as_ref()
-        .is_some_and(|s| s.steps.iter().any(|x| x.phase == name))
+fn shaped(r: &Results, p: &Phase) -> bool {
+    let name = p.name.as_str();
+    matches!(
+        p.kind(),
+        stormark_stats::PhaseKind::Pair
+            | stormark_stats::PhaseKind::PairRtt
+            | stormark_stats::PhaseKind::AllPairs
+    ) && r.mesh.is_some()
+        || r.search
+            .as_ref()
+            .is_some_and(|s| s.steps.iter().any(|x| x.phase == name))
         || r.curve
             .as_ref()
             .is_some_and(|c| c.points.iter().any(|x| x.phase == name))
@@ -92,8 +99,9 @@ impl Render for Terminal {
             let _ = writeln!(out, "target: {} ({})", t.path, t.kind);
         }
         for phase in &r.phases {
-            if shaped(r, &phase.name) {
-                // Search steps, curve and sweep points: one row each in their own table below.
+            if shaped(r, phase) {
+                // Search steps, curve and sweep points: one row each in their own table below;
+                // a mesh's pairs in its matrices.
                 continue;
             }
             let failed: Vec<&str> = r
@@ -119,6 +127,7 @@ impl Render for Terminal {
             out.push_str(&crate::shapes::sweep_text(r, s));
         }
         out.push_str(&crate::net::net_text(r));
+        out.push_str(&crate::net::mesh_text(r));
         if !r.repetitions.is_empty() {
             out.push_str(&repetitions_text(r));
         }

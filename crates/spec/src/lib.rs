@@ -45,7 +45,7 @@ pub use jobfile::{parse_job_file, JobFile};
 pub use meta::{
     parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,
 };
-pub use net::{parse_bitrate, parse_servers, NetJob, NetMode};
+pub use net::{parse_bitrate, parse_servers, NetJob, NetMode, NetServers};
 pub use options::NET_DEFAULT_PORT;
 pub use profiles::{profile, profile_names, PROFILES};
 pub use s3::{

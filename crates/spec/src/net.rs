@@ -62,13 +62,23 @@ pub const PROTOCOL_FORM: &str = "tcp or udp";
 
 /// The accepted form of `server`.
 pub const SERVER_FORM: &str =
-    "HOST[:PORT] of a `stormark net server`, or a list HOST1:PORT,HOST2:PORT (host i of the run uses entry i)";
+    "HOST[:PORT] of a `stormark net server`, a list HOST1:PORT,HOST2:PORT (host i of the run uses entry i), or agents (every other agent of the run)";
+
+/// Where a net job's streams go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetServers {
+    /// `stormark net server`s, `HOST:PORT`; host `i` of a run streams to entry `i % len`.
+    Listed(Vec<String>),
+    /// Every other agent of the run (`server = "agents"`), each serving the others on ports it
+    /// opens for the run alone: the network between a run's hosts (a mesh's load).
+    Agents,
+}
 
 /// The network part of a job of kind net.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NetJob {
-    /// `HOST:PORT` of the servers; host `i` of a run streams to `servers[i % len]`.
-    pub servers: Vec<String>,
+    /// Where the streams go.
+    pub servers: NetServers,
     /// Send, receive or round trips.
     pub mode: NetMode,
     /// Bytes per write (send, receive), per datagram (udp) or per message each way (rtt).
@@ -78,12 +88,22 @@ pub struct NetJob {
     pub bitrate: u64,
     /// UDP datagrams instead of TCP streams (mode send only).
     pub udp: bool,
+    /// Probe the path MTU toward each server (UDP with DF set) before the load.
+    pub path_mtu: bool,
 }
 
 impl NetJob {
-    /// The server host `index` of a run streams to.
-    pub fn server_of(&self, index: u64) -> &str {
-        &self.servers[(index % self.servers.len() as u64) as usize]
+    /// The server host `index` of a run streams to; `None` for the run's other agents.
+    pub fn server_of(&self, index: u64) -> Option<&str> {
+        match &self.servers {
+            NetServers::Listed(list) => Some(&list[(index % list.len() as u64) as usize]),
+            NetServers::Agents => None,
+        }
+    }
+
+    /// Streams between the run's own agents.
+    pub fn to_agents(&self) -> bool {
+        self.servers == NetServers::Agents
     }
 }
 
@@ -187,14 +207,19 @@ mod tests {
     #[test]
     fn hosts_take_servers_in_turn() {
         let j = NetJob {
-            servers: vec!["a:1".into(), "b:1".into()],
+            servers: NetServers::Listed(vec!["a:1".into(), "b:1".into()]),
             mode: NetMode::Send,
             msg_size: 1,
             bitrate: 0,
             udp: false,
+            path_mtu: false,
         };
         assert_eq!(
-            (j.server_of(0), j.server_of(1), j.server_of(2)),
+            (
+                j.server_of(0).unwrap(),
+                j.server_of(1).unwrap(),
+                j.server_of(2).unwrap()
+            ),
             ("a:1", "b:1", "a:1")
         );
     }

@@ -103,6 +103,7 @@ pub const JOB_KEYS: &[&str] = &[
     "msg_size",
     "bitrate",
     "protocol",
+    "path_mtu",
     "dirs",
     "file_size",
     "meta_ops",
@@ -219,8 +220,8 @@ pub struct JobOpts {
     pub prepare_sizes: Option<Vec<u64>>,
     /// S3: operations after which the job stops.
     pub ops: Option<u64>,
-    /// Net: the `stormark net server`s, one `HOST:PORT` per host in turn.
-    pub server: Option<Vec<String>>,
+    /// Net: the `stormark net server`s, one `HOST:PORT` per host in turn, or the run's agents.
+    pub server: Option<crate::net::NetServers>,
     /// Net: send, receive or round trips.
     pub mode: Option<NetMode>,
     /// Net: bytes per write, or per message each way.
@@ -229,6 +230,8 @@ pub struct JobOpts {
     pub bitrate: Option<u64>,
     /// Net: UDP instead of TCP.
     pub udp: Option<bool>,
+    /// Net: probe the path MTU toward each server before the load.
+    pub path_mtu: Option<bool>,
     /// Meta: directories side by side in each worker's tree.
     pub dirs: Option<u32>,
     /// Meta: bytes each file holds.
@@ -485,6 +488,7 @@ impl JobOpts {
             msg_size,
             bitrate,
             udp,
+            path_mtu,
             dirs,
             file_size,
             meta_ops,

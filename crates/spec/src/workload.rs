@@ -160,7 +160,13 @@ impl Job {
             pairs.extend(s3.pairs());
         }
         if let Some(net) = &self.net {
-            pairs.push(("server", net.servers.join(",")));
+            pairs.push((
+                "server",
+                match &net.servers {
+                    crate::net::NetServers::Listed(list) => list.join(","),
+                    crate::net::NetServers::Agents => "agents".into(),
+                },
+            ));
             pairs.push(("mode", net.mode.name().into()));
             pairs.push(("msg_size", format_size(u64::from(net.msg_size))));
             if net.bitrate > 0 {
@@ -168,6 +174,9 @@ impl Job {
             }
             if net.udp {
                 pairs.push(("protocol", "udp".into()));
+            }
+            if net.path_mtu {
+                pairs.push(("path_mtu", "1".into()));
             }
         }
         if let Some(meta) = &self.meta {

@@ -359,6 +359,7 @@ impl PhaseAccumulator {
             host_starts_ns: BTreeMap::new(),
             start_uncertainty_ns: None,
             repetition: None,
+            net: Vec::new(),
         }
     }
 }

@@ -412,6 +412,7 @@ mod tests {
             host_starts_ns: BTreeMap::new(),
             start_uncertainty_ns: None,
             repetition: None,
+            net: Vec::new(),
         });
         r
     }

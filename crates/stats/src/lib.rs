@@ -29,6 +29,7 @@ mod compare;
 mod errors;
 mod expect;
 mod format;
+mod mesh;
 mod netreport;
 mod op;
 mod recorder;
@@ -50,6 +51,7 @@ pub use compare::{
 };
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
+pub use mesh::mesh_of;
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,

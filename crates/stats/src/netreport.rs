@@ -34,6 +34,19 @@ pub struct NetReport {
     pub path_mtu: Option<u32>,
     /// One per stream.
     pub streams: Vec<NetStream>,
+    /// Between a run's agents (`server = "agents"`): the sending host (an index into the
+    /// run's hosts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// Between a run's agents: the receiving host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// The session's time from its start to the last byte, as its server counted it, ns.
+    #[serde(default)]
+    pub duration_ns: u64,
+    /// Why the session did not run, or broke off, with the server named; absent when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// One stream of a network test.

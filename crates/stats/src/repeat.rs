@@ -199,6 +199,7 @@ mod tests {
             host_starts_ns: BTreeMap::new(),
             start_uncertainty_ns: None,
             repetition: None,
+            net: Vec::new(),
         });
         r.findings.push(Finding {
             severity: Severity::Warning,

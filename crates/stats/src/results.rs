@@ -161,6 +161,12 @@ pub enum PhaseKind {
     CurvePoint,
     /// A point of a sweep.
     SweepPoint,
+    /// A network mesh: one ordered pair of hosts alone, its throughput.
+    Pair,
+    /// A network mesh: one ordered pair alone, its round trips and path MTU.
+    PairRtt,
+    /// A network mesh: every pair at once.
+    AllPairs,
 }
 
 impl Phase {
@@ -277,6 +283,10 @@ pub struct Phase {
     /// With `--repeat`, which repetition (1, 2, ...) this phase belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
+    /// Each net job's session of this phase on each host (its streams as their ends saw
+    /// them), in host order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<crate::NetReport>,
 }
 
 /// How one job of a phase ran.

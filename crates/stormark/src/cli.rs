@@ -349,6 +349,9 @@ pub struct ShapeArgs {
         help_heading = "Search, curves and sweeps"
     )]
     pub sweep: Vec<String>,
+    /// A mesh of the agents' hosts (`stormark net --agents`), not a flag.
+    #[arg(skip)]
+    pub mesh: bool,
 }
 
 /// Where the results go (`run` and `s3`).

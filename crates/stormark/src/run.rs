@@ -56,6 +56,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
             step_time: args.shape.step_time.clone(),
             search_steps: args.shape.search_steps.clone(),
             repeat: args.shape.repeat.is_some(),
+            mesh: args.shape.mesh,
         },
         job_file,
         profile: args.profile.clone(),
@@ -245,6 +246,15 @@ fn run(args: RunArgs) -> Result<Ending> {
         fleet.is_some(),
     )
     .map_err(usage)?;
+    // Streams between the agents: each at an address of its own, said before connecting.
+    if let Some(f) = fleet.as_ref().filter(|_| {
+        workload
+            .jobs
+            .iter()
+            .any(|j| j.net.as_ref().is_some_and(|n| n.to_agents()))
+    }) {
+        stormark_plan::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
+    }
     let json = json_output(&args, &target)?;
     let html = output("--html", args.output.html.as_deref(), &args, &target)?;
     let metrics = args
@@ -276,6 +286,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         s3,
         create_file: target_is_file,
         net_token: args.net_token.clone(),
+        net_peers: None,
     };
     let (repeat, policy) = repeat_and_policy(&args)?;
     let mut notes: Vec<String> = args.notes.iter().chain(&notes).cloned().collect();
@@ -497,12 +508,13 @@ impl Runner<'_> {
         reps: &[Results],
         results: &mut Results,
     ) -> Outcome {
+        let hosts = agents.len();
         let mut coordinator =
             Coordinator::new(agents, self.stop.clone()).on_agent_failure(self.policy);
         let show_live = !self.quiet && std::io::stderr().is_terminal();
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
-        let mut plan = Plan::new(self.shape, self.workload);
+        let mut plan = Plan::new(self.shape, self.workload, hosts);
         let mut next = |r: &Results| {
             write_partial(self.json, reps, r);
             plan.next(r)
@@ -520,6 +532,7 @@ impl Runner<'_> {
                             m.second(interval);
                             m.hosts(hosts);
                         }
+                        Live::PhaseDone { phase, hosts } => m.phase_done(phase, hosts),
                         _ => {}
                     }
                 }

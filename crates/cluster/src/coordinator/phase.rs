@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use stormark_stats::{HostFailure, Phase, PhaseAccumulator, PhaseJob, WorkerKey};
 
 use super::{Coordinator, Live, OnAgentFailure, START_LEAD};
-use crate::agent::{Agent, AgentError, AgentEvent, Second, Stage};
+use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, Second, Stage};
 
 /// An agent's event, owned, on its way from the agent's thread to the coordinator's.
 enum Msg {
@@ -18,14 +18,25 @@ enum Msg {
     Finished(usize, Result<Vec<PhaseJob>, AgentError>),
 }
 
-/// What a phase asks of each agent: prepare, or run a stage starting at the named instant.
+/// What a phase asks of host `h`'s agent: prepare, or run a stage starting at the named
+/// instant.
 pub(super) type PhaseCall<'c> = dyn Fn(
+        usize,
         &mut dyn Agent,
         Option<SystemTime>,
         &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>
     + Sync
     + 'c;
+
+/// Who runs a phase and with what: the step's cap on each job's workers, the hosts it selects,
+/// where each host's streams to the run's agents go, and the stage's jobs as validated.
+pub(super) struct Scope<'a> {
+    pub jobs_cap: Option<u32>,
+    pub selected: &'a [bool],
+    pub peers: &'a [Vec<NetPeer>],
+    pub known_jobs: &'a [PhaseJob],
+}
 
 /// What a phase gathers while its agents run, beside the accumulator.
 struct Gathered {
@@ -48,7 +59,6 @@ struct Ends<'a> {
     on_failure: OnAgentFailure,
     distributed: bool,
     stage: Stage,
-    running: usize,
     start: Instant,
 }
 
@@ -63,8 +73,7 @@ impl Ends<'_> {
         got: &mut Gathered,
         live: &mut dyn FnMut(Live<'_>),
     ) {
-        let (distributed, stage, running, start) =
-            (self.distributed, self.stage, self.running, self.start);
+        let (distributed, stage, start) = (self.distributed, self.stage, self.start);
         match r {
             Ok(j) => {
                 got.jobs.get_or_insert(j);
@@ -99,10 +108,11 @@ impl Ends<'_> {
                     _ => None,
                 };
                 // A host that cannot make its working set stops the run whatever the policy:
-                // nothing is measured on a half-made set.
+                // nothing is measured on a half-made set. So does the last host of the run
+                // (one that ran a phase alone, such as a mesh's pair, leaves the others on).
                 if self.on_failure == OnAgentFailure::Abort
                     || too_many.is_some()
-                    || running == 1
+                    || self.failed >= self.names.len()
                     || stage == Stage::Prepare
                 {
                     self.stop.store(true, Ordering::Relaxed);
@@ -157,20 +167,26 @@ impl Coordinator {
         &mut self,
         name: &str,
         stage: Stage,
-        (jobs_cap, hosts_cap, known_jobs): (Option<u32>, Option<usize>, &[PhaseJob]),
+        scope: Scope<'_>,
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
         call: &PhaseCall<'_>,
     ) -> (Result<(), AgentError>, Option<Phase>) {
-        // The agents that run this phase: alive, and among the first `hosts_cap`.
+        let Scope {
+            jobs_cap,
+            selected,
+            peers,
+            known_jobs,
+        } = scope;
+        // The agents that run this phase: alive, and selected by the step.
         let alive: Vec<bool> = self
             .alive
             .iter()
-            .enumerate()
-            .map(|(h, a)| *a && hosts_cap.is_none_or(|n| h < n))
+            .zip(selected)
+            .map(|(a, s)| *a && *s)
             .collect();
-        let keys = self.worker_keys(&alive, stage, jobs_cap);
+        let keys = self.worker_keys(&alive, stage, jobs_cap, peers);
         let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
         let running = alive.iter().filter(|a| **a).count();
         let uncertainty = self.measure_clocks(&alive, stage);
@@ -195,7 +211,6 @@ impl Coordinator {
             on_failure: self.on_failure,
             distributed,
             stage,
-            running,
             start,
         };
         std::thread::scope(|scope| {
@@ -207,7 +222,7 @@ impl Coordinator {
                 std::thread::Builder::new()
                     .name(format!("stormark-agent{h}"))
                     .spawn_scoped(scope, move || {
-                        let r = call(agent.as_mut(), start_at, &mut sink(h, &tx));
+                        let r = call(h, agent.as_mut(), start_at, &mut sink(h, &tx));
                         let _ = tx.send(Msg::Finished(h, r));
                     })
                     .expect("spawning an agent thread");
@@ -284,7 +299,13 @@ impl Coordinator {
     }
 
     /// Every worker of the phase: per live host, per job, up to `jobs_cap` each.
-    fn worker_keys(&self, alive: &[bool], stage: Stage, jobs_cap: Option<u32>) -> Vec<WorkerKey> {
+    fn worker_keys(
+        &self,
+        alive: &[bool],
+        stage: Stage,
+        jobs_cap: Option<u32>,
+        peers: &[Vec<NetPeer>],
+    ) -> Vec<WorkerKey> {
         let mut keys = Vec::new();
         for (h, agent) in self.agents.iter().enumerate() {
             if !alive[h] {
@@ -292,6 +313,11 @@ impl Coordinator {
             }
             for (j, n) in agent.workers(stage).iter().enumerate() {
                 let n = jobs_cap.map_or(*n, |c| c.min(*n));
+                // A job to the run's agents: its streams to each peer.
+                let n = match (stage, &self.peers) {
+                    (Stage::Run(s), Some(map)) if map.to_agents(s, j) => n * peers[h].len() as u32,
+                    _ => n,
+                };
                 keys.extend((0..n).map(|w| WorkerKey {
                     host: h as u16,
                     job: j as u16,

@@ -1,18 +1,127 @@
-//! Net jobs on this host: their servers checked before any load, a session opened per job
+//! Net jobs on this host: their servers checked before any load (or, for streams between
+//! the run's agents, a port opened for each other host), a session opened per job (per peer)
 //! for each stage, its streams handed to the job's workers, and what the servers counted
 //! noted afterwards.
 
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stormark_engine::{NetConn, NetWork, StreamTally};
-use stormark_net::{ClientOptions, Mode, NetError, ServerLine, Session, TcpInfo, UdpStats};
+use stormark_net::{
+    ClientOptions, Mode, NetError, ServerLine, ServerOptions, Session, TcpInfo, UdpStats,
+};
 use stormark_spec::{NetJob, NetMode, Workload};
 use stormark_stats::{NetReport, NetStream};
 
 use super::LocalAgent;
-use crate::agent::AgentError;
+use crate::agent::{AgentError, NetPeer, NetPeers, Validated};
+
+/// Hosts one agent serves in a run whose net jobs stream between its agents, at most.
+pub(crate) const MAX_PEERS: usize = 256;
+
+/// The ports this host opened for the run's other agents: served until dropped (the run's
+/// cleanup, or the agent's end).
+pub(crate) struct PeerPorts {
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for PeerPorts {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Opens a port for each host of `peers` but `me`, each serving only that host's address
+/// and the run's token: the ports in host order (0 for `me`).
+fn open_peer_ports(peers: &NetPeers, me: usize) -> Result<(PeerPorts, Vec<u16>), AgentError> {
+    let guard = PeerPorts {
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    let mut ports = vec![0u16; peers.ips.len()];
+    for (i, ip) in peers.ips.iter().enumerate() {
+        if i == me {
+            continue;
+        }
+        let any: IpAddr = if ip.is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        };
+        let listener = TcpListener::bind((any, 0))
+            .map_err(|e| AgentError::Runtime(format!("opening a port for {ip}: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| AgentError::Runtime(e.to_string()))?
+            .port();
+        let opts = ServerOptions {
+            once: false,
+            stop: guard.stop.clone(),
+            token: Some(peers.token.clone()),
+            allow: vec![ip.to_canonical()],
+        };
+        std::thread::Builder::new()
+            .name("net-peer".into())
+            .spawn(move || {
+                let _ = stormark_net::serve(listener, &opts, &|line| {
+                    if line.contains("refused") {
+                        eprintln!("stormark agent: net port {port}: {line}");
+                    }
+                });
+            })
+            .map_err(|e| AgentError::Runtime(e.to_string()))?;
+        ports[i] = port;
+    }
+    Ok((guard, ports))
+}
+
+/// This host's interface toward `server` (the one a packet to it leaves by), its MTU and
+/// rated speed, when known.
+fn interface_toward(
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    inventory: &stormark_probe::Inventory,
+) -> (Option<String>, Option<u32>, Option<u64>) {
+    let any: IpAddr = match (bind, server.is_ipv4()) {
+        (Some(ip), _) => ip,
+        (None, true) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+        (None, false) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let local = std::net::UdpSocket::bind((any, 0))
+        .and_then(|s| s.connect(server).and_then(|()| s.local_addr()))
+        .ok();
+    let interface = local.and_then(|a| stormark_net::interface_of(a.ip()));
+    let link = interface
+        .as_ref()
+        .and_then(|name| inventory.net_interfaces.iter().find(|i| &i.name == name));
+    (
+        interface.clone(),
+        link.and_then(|l| l.mtu),
+        link.and_then(|l| l.speed_mbps),
+    )
+}
+
+/// The largest IP packet that reaches `opts.server` and comes back (UDP with DF set), up to
+/// this host's interface MTU toward it; `None` when not even 576 bytes do.
+fn probe_path_mtu(opts: &ClientOptions, inventory: &stormark_probe::Inventory) -> Option<u32> {
+    let (_, mtu, _) = interface_toward(opts.server, opts.bind, inventory);
+    let probe = ClientOptions {
+        mode: Mode::Pmtu,
+        streams: 1,
+        time: Duration::from_secs(5),
+        msg_size: 1400,
+        udp: true,
+        bitrate: 0,
+        bidir: false,
+        reverse: false,
+        rate: None,
+        ..opts.clone()
+    };
+    stormark_net::probe_mtu(&probe, mtu.unwrap_or(1500))
+        .ok()
+        .flatten()
+}
 
 /// The address of `server` (`HOST:PORT`), looked up now.
 fn resolve(job: &str, server: &str) -> Result<SocketAddr, AgentError> {
@@ -51,11 +160,30 @@ impl LocalAgent {
     }
 
     /// The server each net job of `workload` streams to from this host (entry `index` of
-    /// its list): it must accept such a session now (its token, its limits, not busy).
-    pub(super) fn check_servers(&self, workload: &Workload) -> Result<(), AgentError> {
+    /// its list): it must accept such a session now (its token, its limits, not busy). For
+    /// jobs between the run's agents, a port for each other host, open until the cleanup.
+    pub(super) fn check_servers(
+        &mut self,
+        workload: &Workload,
+        v: &mut Validated,
+    ) -> Result<(), AgentError> {
         for job in &workload.jobs {
             let Some(net) = &job.net else { continue };
-            let server = net.server_of(self.index);
+            let Some(server) = net.server_of(self.index) else {
+                if self.peer_ports.is_some() {
+                    continue;
+                }
+                let peers = self.opts.net_peers.clone().ok_or_else(|| {
+                    AgentError::job(
+                        &job.name,
+                        "server = \"agents\" streams between the agents of a run: give --agents LIST (at least two)",
+                    )
+                })?;
+                let (guard, ports) = open_peer_ports(&peers, self.index as usize)?;
+                self.peer_ports = Some(guard);
+                v.net_ports = ports;
+                continue;
+            };
             let addr = resolve(&job.name, server)?;
             let opts = self.client_options(net, addr, job.jobs as usize, None);
             stormark_net::check(&opts).map_err(|e| {
@@ -70,22 +198,63 @@ impl LocalAgent {
     }
 
     /// Opens a session for every net job `(k, job, name, workers)` of a stage that lasts
-    /// `time` (its ramp included): the streams for the workers of job `k`, in order.
+    /// `time` (its ramp included): the streams for the workers of job `k`, in order. A job to
+    /// the run's agents opens one to each of `peers`; one that cannot open is the pair's
+    /// failure, its workers each counting an error.
     pub(super) fn open_sessions(
         &self,
         jobs: &[(usize, &NetJob, String, usize)],
         time: Duration,
+        peers: &[NetPeer],
     ) -> Result<Vec<NetSession>, AgentError> {
         let mut out = Vec::new();
         for (k, net, name, workers) in jobs {
-            let server = net.server_of(self.index).to_string();
-            let addr = resolve(name, &server)?;
+            let Some(server) = net.server_of(self.index) else {
+                for peer in peers {
+                    let mut session = self.open_to_peer(net, name, *workers, time, peer);
+                    session.job = *k;
+                    out.push(session);
+                }
+                continue;
+            };
+            let addr = resolve(name, server)?;
             let opts = self.client_options(net, addr, *workers, Some(time));
-            let mut session = NetSession::open(name, server, net, &opts)?;
+            let mut session = NetSession::open(name, server.to_string(), net, &opts)?;
             session.job = *k;
             out.push(session);
         }
         Ok(out)
+    }
+
+    /// A net job's session to another agent of the run, from the address this host was
+    /// named by; its path MTU probed first when asked.
+    fn open_to_peer(
+        &self,
+        net: &NetJob,
+        name: &str,
+        workers: usize,
+        time: Duration,
+        peer: &NetPeer,
+    ) -> NetSession {
+        let peers = self.opts.net_peers.as_ref();
+        let mut opts = self.client_options(net, peer.address, workers, Some(time));
+        opts.token = peers.map(|p| p.token.clone());
+        opts.bind = peers
+            .and_then(|p| p.ips.get(self.index as usize).copied())
+            .filter(|ip| std::net::UdpSocket::bind((*ip, 0)).is_ok());
+        let path_mtu = if net.path_mtu {
+            probe_path_mtu(&opts, &self.inventory)
+        } else {
+            None
+        };
+        let server = peer.address.to_string();
+        let mut session = match NetSession::open(name, server.clone(), net, &opts) {
+            Ok(s) => s,
+            Err(e) => NetSession::failed(name, server, net, workers, e.to_string()),
+        };
+        session.to = Some(peer.host);
+        session.path_mtu = path_mtu;
+        session
     }
 }
 
@@ -151,6 +320,12 @@ pub(crate) struct NetSession {
     local: Option<SocketAddr>,
     started: Instant,
     session: Option<Session>,
+    /// Between the run's agents: the receiving host.
+    to: Option<u32>,
+    /// Why the session did not open.
+    failure: Option<String>,
+    /// The path MTU probed before it opened.
+    path_mtu: Option<u32>,
 }
 
 impl NetSession {
@@ -197,7 +372,39 @@ impl NetSession {
             local,
             started: Instant::now(),
             session: Some(session),
+            to: None,
+            failure: None,
+            path_mtu: None,
         })
+    }
+
+    /// A session that could not open (`why`): `workers` workers without a stream, each
+    /// counting an error, and a report that says why.
+    pub(crate) fn failed(
+        name: &str,
+        server: String,
+        net: &NetJob,
+        workers: usize,
+        why: String,
+    ) -> NetSession {
+        NetSession {
+            job: 0,
+            name: name.to_string(),
+            server,
+            net: net.clone(),
+            sending: workers,
+            conns: (0..workers).map(|_| Arc::new(Mutex::new(None))).collect(),
+            handles: Vec::new(),
+            tallies: (0..workers)
+                .map(|_| Arc::new(StreamTally::default()))
+                .collect(),
+            local: None,
+            started: Instant::now(),
+            session: None,
+            to: None,
+            failure: Some(why),
+            path_mtu: None,
+        }
     }
 
     /// Its workers: one per stream (both halves with bidir).
@@ -217,7 +424,6 @@ impl NetSession {
     /// The work of worker `w`: its stream.
     pub fn work(&self, w: usize) -> NetWork {
         let mode = self.mode_of(w);
-        let session = self.session.as_ref().expect("open until finished");
         NetWork {
             conn: self.conns[w].clone(),
             mode,
@@ -228,9 +434,13 @@ impl NetSession {
             } else {
                 0.0
             },
-            counted: (mode == NetMode::Send)
-                .then(|| (session.counted.clone(), w, session.ended.clone())),
+            counted: self
+                .session
+                .as_ref()
+                .filter(|_| mode == NetMode::Send)
+                .map(|s| (s.counted.clone(), w, s.ended.clone())),
             tally: self.tallies[w].clone(),
+            pair: self.to.is_some(),
         }
     }
 
@@ -251,7 +461,17 @@ impl NetSession {
             .iter()
             .map(|h| h.as_ref().and_then(stormark_net::tcp_info))
             .collect();
-        let session = self.session.take().expect("finished once");
+        let Some(session) = self.session.take() else {
+            let report = NetReport {
+                server: self.server.clone(),
+                protocol: if self.net.udp { "udp" } else { "tcp" }.into(),
+                mode: self.net.mode.name().into(),
+                to: self.to,
+                failure: self.failure.take(),
+                ..NetReport::default()
+            };
+            return (None, report, 0);
+        };
         let counted: Vec<u64> = session
             .counted
             .iter()
@@ -275,6 +495,14 @@ impl NetSession {
             self.started.elapsed().as_nanos() as u64
         };
         let mut report = self.report(&counted, &tcp, &server_tcp, &udp, &server_cpu, duration_ns);
+        report.to = self.to;
+        report.duration_ns = duration_ns;
+        report.path_mtu = self.path_mtu;
+        // A stream's failure (a pair's, which went on without it), with the server named.
+        report.failure = self
+            .tallies
+            .iter()
+            .find_map(|t| t.failure.lock().ok().and_then(|f| f.clone()));
         // The interface the test left by, with its rated speed and MTU.
         report.interface = self.local.and_then(|a| stormark_net::interface_of(a.ip()));
         if let Some(link) = report
@@ -286,7 +514,8 @@ impl NetSession {
             report.mtu = link.mtu;
         }
         let total: u64 = counted.iter().take(self.sending).sum();
-        let note = (self.net.mode == NetMode::Send && end.is_some() && duration_ns > 0).then(|| {
+        // A mesh's pairs say theirs in its matrices.
+        let note = (self.to.is_none() && self.net.mode == NetMode::Send && end.is_some() && duration_ns > 0).then(|| {
             format!(
                 "net job {}: {} counted {} received over {:.1} s ({:.2} Gbit/s, ramp included), what this host sent as the receiver saw it",
                 self.name,
@@ -377,6 +606,7 @@ impl NetSession {
             reverse: self.net.mode == NetMode::Receive,
             bidir: both_ways,
             streams,
+            ..NetReport::default()
         }
     }
 }

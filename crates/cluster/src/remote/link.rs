@@ -167,10 +167,15 @@ pub(super) fn measure(
     for _ in 0..5 {
         let sent = SystemTime::now();
         let t = Instant::now();
+        // A host cut off answers nothing: waited for as long as any call's silence.
         let reply = rt
-            .block_on(client.clock(pb::SessionRequest {
-                session: session.to_string(),
-            }))?
+            .block_on(async {
+                let req = pb::SessionRequest {
+                    session: session.to_string(),
+                };
+                tokio::time::timeout(SILENCE, client.clock(req)).await
+            })
+            .map_err(|_| Status::deadline_exceeded("no answer to a clock reading"))??
             .into_inner();
         let rtt = t.elapsed();
         let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;

@@ -1,12 +1,13 @@
 //! A coordinator's validate request, read on the agent: its jobs resolved as this host's own
 //! options, its target held to the agent's `--allow-path`, and what the run may do.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use stormark_spec::{Job, JobOpts, LoadKind, Source};
 use tonic::Status;
 
-use crate::agent::TargetOptions;
+use crate::agent::{NetPeer, NetPeers, TargetOptions};
 use crate::config::AgentConfig;
 use crate::wire::pb;
 
@@ -85,6 +86,7 @@ pub(super) fn target_options(
         run: req.run.clone(),
         create_file: req.create_file,
         net_token: req.net_token.clone(),
+        net_peers: None,
         s3: req.s3.as_ref().map(|a| crate::agent::S3Access {
             credentials: stormark_s3::Credentials {
                 access_key: a.access_key.clone(),
@@ -95,4 +97,52 @@ pub(super) fn target_options(
             endpoint: Some(a.endpoint.clone()).filter(|e| !e.is_empty()),
         }),
     }
+}
+
+/// The run's hosts for net jobs between its agents, checked: at most one per peer port an
+/// agent opens, each an IP address, the token long enough.
+pub(super) fn net_peers(req: &pb::ValidateRequest) -> Result<Option<NetPeers>, Status> {
+    let Some(p) = &req.net_peers else {
+        return Ok(None);
+    };
+    if p.ips.len() > crate::local::MAX_PEERS + 1 {
+        return Err(Status::invalid_argument(format!(
+            "{} hosts in a mesh (at most {})",
+            p.ips.len(),
+            crate::local::MAX_PEERS + 1
+        )));
+    }
+    if p.token.len() < crate::MIN_TOKEN_LEN {
+        return Err(Status::invalid_argument("a mesh token is too short"));
+    }
+    let ips = p
+        .ips
+        .iter()
+        .map(|ip| {
+            ip.parse::<IpAddr>()
+                .map_err(|_| Status::invalid_argument(format!("peer {ip}: not an IP address")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(NetPeers {
+        ips,
+        token: p.token.clone(),
+    }))
+}
+
+/// Where this host's streams to the run's agents go in a stage, checked.
+pub(super) fn net_to(req: &pb::RunStageRequest) -> Result<Vec<NetPeer>, Status> {
+    if req.net_to.len() > crate::local::MAX_PEERS {
+        return Err(Status::invalid_argument("more peers than a mesh has"));
+    }
+    req.net_to
+        .iter()
+        .map(|p| {
+            Ok(NetPeer {
+                host: p.host,
+                address: p.address.parse::<SocketAddr>().map_err(|_| {
+                    Status::invalid_argument(format!("peer {}: expected IP:PORT", p.address))
+                })?,
+            })
+        })
+        .collect()
 }

@@ -3,7 +3,8 @@
 
 use crate::meta::{parse_meta_ops, META_OPS_FORM};
 use crate::net::{
-    parse_bitrate, parse_servers, NetMode, BITRATE_FORM, NET_MODE_FORM, PROTOCOL_FORM, SERVER_FORM,
+    parse_bitrate, parse_servers, NetMode, NetServers, BITRATE_FORM, NET_MODE_FORM, PROTOCOL_FORM,
+    SERVER_FORM,
 };
 use crate::s3::{
     parse_endpoint, parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist,
@@ -57,10 +58,13 @@ impl JobOpts {
                 self.prefix = Some(value.trim_end_matches('/').to_string())
             }
             "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
+            "server" if value.trim() == "agents" => self.server = Some(NetServers::Agents),
             "server" => {
-                self.server =
-                    Some(parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?)
+                self.server = Some(NetServers::Listed(
+                    parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?,
+                ))
             }
+            "path_mtu" => self.path_mtu = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "mode" => self.mode = Some(NetMode::parse(value).ok_or_else(|| bad(NET_MODE_FORM))?),
             "msg_size" => {
                 self.msg_size = Some(

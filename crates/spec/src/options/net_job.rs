@@ -18,6 +18,7 @@ impl JobOpts {
                 ("msg_size", self.msg_size.is_some()),
                 ("bitrate", self.bitrate.is_some()),
                 ("protocol", self.udp.is_some()),
+                ("path_mtu", self.path_mtu.is_some()),
             ];
             refuse_given(
                 &given,
@@ -29,7 +30,7 @@ impl JobOpts {
             SpecError::invalid(
                 "server",
                 "(missing)",
-                "the HOST[:PORT] of a `stormark net server`, such as server = \"10.0.0.2:7879\"",
+                "the HOST[:PORT] of a `stormark net server`, such as server = \"10.0.0.2:7879\", or server = \"agents\"",
             )
         })?;
         let mode = self.mode.unwrap_or_default();
@@ -98,6 +99,7 @@ impl JobOpts {
             // UDP is always paced: 1 Mbit/s unless told (iperf3's default).
             bitrate: self.bitrate.unwrap_or(if udp { 1_000_000 } else { 0 }),
             udp,
+            path_mtu: self.path_mtu.unwrap_or(false),
         }))
     }
 }
