@@ -339,56 +339,11 @@ fn apply(
             }
             set(job, "rw", v)?;
         }
-        "ioengine" => match v {
-            "io_uring" | "libaio" | "posixaio" => set(job, "engine", "io_uring")?,
-            "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => set(job, "engine", "psync")?,
-            "null" => set(job, "kind", "null")?,
-            // Other ways to read and write the same files or devices: left out with
-            // --lenient, the load stays I/O on them.
-            "mmap" | "splice" | "sg" | "solarisaio" | "windowsaio" | "dev-dax" | "libpmem"
-            | "pmemblk" | "io_uring_cmd" | "falloc" | "ftruncate" => return Ok(false),
-            // Engines whose load is not I/O on the job's files: leaving them out would measure
-            // something else, so not even --lenient runs the job.
-            other => {
-                let instead = match other {
-                    "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
-                    | "dirdelete" => "stormark meta runs metadata operations",
-                    "net" | "netsplice" => "stormark net measures the network",
-                    "http" => "stormark s3 measures object stores",
-                    _ => "stormark does not run it",
-                };
-                return Err(SpecError::invalid(
-                    &format!("ioengine in {context}"),
-                    &crate::printable(other, 40),
-                    format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
-                ));
-            }
+        "ioengine" => return engine(job, v, context),
+        "verify" => match verify_on(v) {
+            Some(on) => set(job, "verify", if on { "true" } else { "false" })?,
+            None => return Ok(false),
         },
-        "verify" => {
-            let on = !matches!(v, "0" | "none" | "false");
-            if on
-                && !matches!(
-                    v,
-                    "1" | "crc32c"
-                        | "crc32c-intel"
-                        | "crc32"
-                        | "md5"
-                        | "sha1"
-                        | "sha256"
-                        | "xxhash"
-                        | "meta"
-                        | "crc64"
-                        | "crc16"
-                        | "crc7"
-                        | "sha512"
-                        | "sha3-256"
-                        | "true"
-                )
-            {
-                return Ok(false);
-            }
-            set(job, "verify", if on { "true" } else { "false" })?;
-        }
         "do_verify" => {}
         // fio's random range form (`startdelay=1-5`): not run.
         "startdelay" if v.contains('-') => return Ok(false),
@@ -408,46 +363,11 @@ fn apply(
             })?)
         }
         "rate" | "rate_iops" => {
-            let bytes = key == "rate";
-            let mut parts = v.split(',');
-            let mut cap = |what: &str| -> Result<Option<u64>, SpecError> {
-                match parts.next().map(str::trim) {
-                    None | Some("") => Ok(None),
-                    Some(p) => if bytes {
-                        crate::units::parse_size(&sizes(p, kb_1000))
-                    } else {
-                        p.parse().ok()
-                    }
-                    .filter(|n| *n > 0)
-                    .map(Some)
-                    .ok_or_else(|| {
-                        SpecError::invalid(
-                            &format!("{key} in {context}"),
-                            v,
-                            format!(
-                                "{} a second for {what}{}, or R,W for reads and writes",
-                                if bytes { "bytes" } else { "I/Os" },
-                                if bytes {
-                                    " such as 10m"
-                                } else {
-                                    " such as 500"
-                                }
-                            ),
-                        )
-                    }),
-                }
-            };
-            let read = cap("reads")?;
-            // `rate=X` caps each direction at X; `rate=R,W` each its own.
-            let write = if v.contains(',') {
-                cap("writes")?
+            let caps = rate_caps(key, v, kb_1000, context)?;
+            if key == "rate" {
+                fio.rate_bytes = Some(caps);
             } else {
-                read
-            };
-            if bytes {
-                fio.rate_bytes = Some((read, write));
-            } else {
-                fio.rate = Some((read, write));
+                fio.rate = Some(caps);
             }
         }
         "loops" | "number_ios" => {
@@ -479,6 +399,108 @@ fn apply(
         },
     }
     Ok(true)
+}
+
+/// fio's `ioengine`: the engines of I/O on files or devices map to stormark's; `false` for one
+/// left out with --lenient; an engine whose load is something else is refused outright.
+fn engine(job: &mut JobOpts, v: &str, context: &str) -> Result<bool, SpecError> {
+    let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
+    match v {
+        "io_uring" | "libaio" | "posixaio" => set(job, "engine", "io_uring")?,
+        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => set(job, "engine", "psync")?,
+        "null" => set(job, "kind", "null")?,
+        // Other ways to read and write the same files or devices: left out with
+        // --lenient, the load stays I/O on them.
+        "mmap" | "splice" | "sg" | "solarisaio" | "windowsaio" | "dev-dax" | "libpmem"
+        | "pmemblk" | "io_uring_cmd" | "falloc" | "ftruncate" => return Ok(false),
+        // Engines whose load is not I/O on the job's files: leaving them out would measure
+        // something else, so not even --lenient runs the job.
+        other => {
+            let instead = match other {
+                "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                | "dirdelete" => "stormark meta runs metadata operations",
+                "net" | "netsplice" => "stormark net measures the network",
+                "http" => "stormark s3 measures object stores",
+                _ => "stormark does not run it",
+            };
+            return Err(SpecError::invalid(
+                &format!("ioengine in {context}"),
+                &crate::printable(other, 40),
+                format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
+            ));
+        }
+    }
+    Ok(true)
+}
+
+/// fio's `verify`: on with a checksum stormark can stand in for, off with 0 or none; `None`
+/// for a kind it does not run.
+fn verify_on(v: &str) -> Option<bool> {
+    let on = !matches!(v, "0" | "none" | "false");
+    let known = matches!(
+        v,
+        "1" | "crc32c"
+            | "crc32c-intel"
+            | "crc32"
+            | "md5"
+            | "sha1"
+            | "sha256"
+            | "xxhash"
+            | "meta"
+            | "crc64"
+            | "crc16"
+            | "crc7"
+            | "sha512"
+            | "sha3-256"
+            | "true"
+    );
+    (!on || known).then_some(on)
+}
+
+/// fio's `rate` (bytes) or `rate_iops` caps: `X` for each direction, `R,W` for each its own.
+fn rate_caps(
+    key: &str,
+    v: &str,
+    kb_1000: bool,
+    context: &str,
+) -> Result<(Option<u64>, Option<u64>), SpecError> {
+    let bytes = key == "rate";
+    let mut parts = v.split(',');
+    let mut cap = |what: &str| -> Result<Option<u64>, SpecError> {
+        match parts.next().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(p) => if bytes {
+                crate::units::parse_size(&sizes(p, kb_1000))
+            } else {
+                p.parse().ok()
+            }
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| {
+                SpecError::invalid(
+                    &format!("{key} in {context}"),
+                    v,
+                    format!(
+                        "{} a second for {what}{}, or R,W for reads and writes",
+                        if bytes { "bytes" } else { "I/Os" },
+                        if bytes {
+                            " such as 10m"
+                        } else {
+                            " such as 500"
+                        }
+                    ),
+                )
+            }),
+        }
+    };
+    let read = cap("reads")?;
+    // `rate=X` caps each direction at X; `rate=R,W` each its own.
+    let write = if v.contains(',') {
+        cap("writes")?
+    } else {
+        read
+    };
+    Ok((read, write))
 }
 
 /// A size or range in fio's units: with `kb_base=1000`, k, m, g are powers of 1000 (KiB, MiB,

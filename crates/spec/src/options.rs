@@ -264,7 +264,10 @@ impl JobOpts {
                 _ => Err(bad(&format!("a whole number from 1 to {max}"))),
             }
         };
-        if self.set_kind_key(canonical, value, &bad, &count)? {
+        if self.set_kind_key(canonical, value, &bad, &count)?
+            || self.set_pattern_key(canonical, value, &bad)?
+            || self.set_data_key(canonical, value, &bad)?
+        {
             return Ok(());
         }
         match canonical {
@@ -289,6 +292,57 @@ impl JobOpts {
                     self.group = Some(value.to_string());
                 }
             }
+            "iodepth" => self.iodepth = Some(count(4096)?),
+            "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
+            "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
+            "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
+            "steady_state" => {
+                self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
+            }
+            "jobs" => self.jobs = Some(count(4096)?),
+            // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
+            // files per directory may be many more.
+            "files" => self.files = Some(count(100_000_000)?),
+            "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "direct" => {
+                self.direct = Some(Direct::parse(value).ok_or_else(|| bad("true, false or auto"))?)
+            }
+            "engine" => {
+                self.engine = Some(
+                    EngineChoice::parse(value)
+                        .ok_or_else(|| bad("one of auto, io_uring, psync, null"))?,
+                )
+            }
+            "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "startdelay" => {
+                self.start_delay = Some(
+                    parse_duration(value)
+                        .filter(|d| d.as_secs() <= 86_400)
+                        .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
+                )
+            }
+            "invalidate" => {
+                self.invalidate = Some(
+                    crate::choices::Invalidate::parse(value)
+                        .ok_or_else(|| bad(crate::choices::Invalidate::FORM))?,
+                )
+            }
+            _ => unreachable!("canonical_key returns only JOB_KEYS"),
+        }
+        Ok(())
+    }
+
+    /// The access pattern's keys (`rw`, mixes, distributions, block sizes); `false` for
+    /// another key.
+    fn set_pattern_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+    ) -> Result<bool, SpecError> {
+        match canonical {
             "rw" => {
                 // fio's `read:-8k`: a sequential pattern that moves on by that much more (or
                 // back) after each I/O.
@@ -340,43 +394,19 @@ impl JobOpts {
                 self.bs_split =
                     Some(crate::BsSplit::parse(value).ok_or_else(|| bad(crate::BsSplit::FORM))?)
             }
-            "iodepth" => self.iodepth = Some(count(4096)?),
-            "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
-            "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
-            "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
-            "steady_state" => {
-                self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
-            }
-            "jobs" => self.jobs = Some(count(4096)?),
-            // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
-            // files per directory may be many more.
-            "files" => self.files = Some(count(100_000_000)?),
-            "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
-            "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
-            "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
-            "direct" => {
-                self.direct = Some(Direct::parse(value).ok_or_else(|| bad("true, false or auto"))?)
-            }
-            "engine" => {
-                self.engine = Some(
-                    EngineChoice::parse(value)
-                        .ok_or_else(|| bad("one of auto, io_uring, psync, null"))?,
-                )
-            }
-            "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
-            "startdelay" => {
-                self.start_delay = Some(
-                    parse_duration(value)
-                        .filter(|d| d.as_secs() <= 86_400)
-                        .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
-                )
-            }
-            "invalidate" => {
-                self.invalidate = Some(
-                    crate::choices::Invalidate::parse(value)
-                        .ok_or_else(|| bad(crate::choices::Invalidate::FORM))?,
-                )
-            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The keys of what writes carry and how they are made durable; `false` for another key.
+    fn set_data_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+    ) -> Result<bool, SpecError> {
+        match canonical {
             "zero_buffers" => {
                 self.zero_buffers = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
@@ -421,9 +451,9 @@ impl JobOpts {
             "refill_buffers" => {
                 parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?;
             }
-            _ => unreachable!("canonical_key returns only JOB_KEYS"),
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Layers `top` over `self`: every option set in `top` wins.

@@ -200,32 +200,7 @@ impl PhaseAccumulator {
     /// Closes the remaining intervals and returns the phase. `duration_ns` is the measured
     /// span; `start_offset_ns` places it in the run.
     pub fn finish(mut self, start_offset_ns: u64, duration_ns: u64) -> Phase {
-        let full_seconds = duration_ns / 1_000_000_000;
-        let last = self
-            .open
-            .keys()
-            .next_back()
-            .copied()
-            .unwrap_or(0)
-            .max(full_seconds.saturating_sub(1) as u32);
-        while self.next_to_close <= last {
-            let i = self.next_to_close;
-            let start = u64::from(i) * 1_000_000_000;
-            let len = duration_ns.saturating_sub(start).min(1_000_000_000);
-            if len == 0 && !self.open.contains_key(&i) {
-                break;
-            }
-            let whole_before = self
-                .closed
-                .last()
-                .is_some_and(|c| c.t_s + 1 == i && c.duration_ns >= 1_000_000_000);
-            if len < 1_000_000_000 && whole_before {
-                self.fold_remainder(i, len);
-            } else {
-                self.close(i, len.max(1));
-            }
-        }
-
+        self.close_remaining(duration_ns);
         let mut total = Snapshot::new();
         let mut by_host: BTreeMap<u16, Snapshot> = BTreeMap::new();
         let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
@@ -271,8 +246,86 @@ impl PhaseAccumulator {
                 });
             }
         }
-        // Each host's seconds on the phase's intervals: a second folded into the one before
-        // (the last, shorter remainder) counts there.
+        let mut seconds = self.host_seconds_list();
+        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>, ran: u64| Breakdown {
+            ran_ns: (ran < duration_ns).then_some(ran),
+            total: Summary::of(&s.total(), ran),
+            by_op: by_op(s, ran),
+            seconds,
+        };
+        let ran: BTreeMap<u16, u64> = by_host
+            .keys()
+            .map(|h| (*h, self.ran_ns(*h, duration_ns)))
+            .collect();
+        Phase {
+            name: self.name,
+            kind: None,
+            start_offset_ns,
+            duration_ns,
+            total: Summary::of(&total.total(), duration_ns),
+            by_op: by_op(&total, duration_ns),
+            by_host: by_host
+                .iter()
+                .map(|(h, s)| {
+                    let mine = seconds.remove(h).unwrap_or_default();
+                    (self.hosts[*h as usize].clone(), breakdown(s, mine, ran[h]))
+                })
+                .collect(),
+            by_job: by_job
+                .iter()
+                .map(|(j, s)| {
+                    (
+                        self.jobs
+                            .get(*j as usize)
+                            .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
+                        breakdown(s, Vec::new(), duration_ns),
+                    )
+                })
+                .collect(),
+            jobs: self.jobs,
+            errors,
+            intervals: self.closed,
+            histograms,
+            host_starts_ns: BTreeMap::new(),
+            start_uncertainty_ns: None,
+            repetition: None,
+            net: Vec::new(),
+        }
+    }
+
+    /// Closes every interval still open at the end of a `duration_ns` span; a last, shorter
+    /// remainder after a whole second folds into it.
+    fn close_remaining(&mut self, duration_ns: u64) {
+        let full_seconds = duration_ns / 1_000_000_000;
+        let last = self
+            .open
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(full_seconds.saturating_sub(1) as u32);
+        while self.next_to_close <= last {
+            let i = self.next_to_close;
+            let start = u64::from(i) * 1_000_000_000;
+            let len = duration_ns.saturating_sub(start).min(1_000_000_000);
+            if len == 0 && !self.open.contains_key(&i) {
+                break;
+            }
+            let whole_before = self
+                .closed
+                .last()
+                .is_some_and(|c| c.t_s + 1 == i && c.duration_ns >= 1_000_000_000);
+            if len < 1_000_000_000 && whole_before {
+                self.fold_remainder(i, len);
+            } else {
+                self.close(i, len.max(1));
+            }
+        }
+    }
+
+    /// Each host's seconds on the phase's intervals (several hosts): a second folded into
+    /// the one before (the last, shorter remainder) counts there.
+    fn host_seconds_list(&self) -> BTreeMap<u16, Vec<HostSecond>> {
         let mut seconds: BTreeMap<u16, Vec<HostSecond>> = BTreeMap::new();
         for (h, _) in self
             .hosts
@@ -305,62 +358,24 @@ impl PhaseAccumulator {
                 t.errors += c.errors;
             }
         }
-        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>, ran: u64| Breakdown {
-            ran_ns: (ran < duration_ns).then_some(ran),
-            total: Summary::of(&s.total(), ran),
-            by_op: by_op(s, ran),
-            seconds,
-        };
-        // A failed host's rates are over the time it ran: to the end of the last second it
-        // sent (what it did after that never arrived), not the whole phase.
-        let ran = |h: u16| -> u64 {
-            if !self.failed.contains(&h) {
-                return duration_ns;
-            }
-            let last = self
-                .workers
-                .iter()
-                .filter(|(k, _)| k.host == h)
-                .filter_map(|(_, w)| w.last_interval)
-                .max();
-            last.map_or(duration_ns, |l| {
-                ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
-            })
-        };
-        Phase {
-            name: self.name,
-            kind: None,
-            start_offset_ns,
-            duration_ns,
-            total: Summary::of(&total.total(), duration_ns),
-            by_op: by_op(&total, duration_ns),
-            by_host: by_host
-                .iter()
-                .map(|(h, s)| {
-                    let mine = seconds.remove(h).unwrap_or_default();
-                    (self.hosts[*h as usize].clone(), breakdown(s, mine, ran(*h)))
-                })
-                .collect(),
-            by_job: by_job
-                .iter()
-                .map(|(j, s)| {
-                    (
-                        self.jobs
-                            .get(*j as usize)
-                            .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
-                        breakdown(s, Vec::new(), duration_ns),
-                    )
-                })
-                .collect(),
-            jobs: self.jobs,
-            errors,
-            intervals: self.closed,
-            histograms,
-            host_starts_ns: BTreeMap::new(),
-            start_uncertainty_ns: None,
-            repetition: None,
-            net: Vec::new(),
+        seconds
+    }
+
+    /// How long host `h` ran in a `duration_ns` phase: all of it, or for a failed host to
+    /// the end of the last second it sent (what it did after that never arrived).
+    fn ran_ns(&self, h: u16, duration_ns: u64) -> u64 {
+        if !self.failed.contains(&h) {
+            return duration_ns;
         }
+        let last = self
+            .workers
+            .iter()
+            .filter(|(k, _)| k.host == h)
+            .filter_map(|(_, w)| w.last_interval)
+            .max();
+        last.map_or(duration_ns, |l| {
+            ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
+        })
     }
 }
 

@@ -87,30 +87,39 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
     for (f, (_, count)) in out.findings.iter_mut().zip(&seen) {
         f.message = format!("{} (in {count} of {n} repetitions)", f.message);
     }
-    // Statistics per phase, operation and figure.
+    let stats = statistics(&out.phases, &complete);
+    out.repetitions.extend(stats);
+    let found = noisy(&out.repetitions, n);
+    out.findings.extend(found);
+    out
+}
+
+/// Per phase, operation and figure, the statistics over the `complete` repetitions (two or
+/// more values).
+fn statistics(phases: &[crate::Phase], complete: &[u32]) -> Vec<RepetitionStat> {
+    let mut out = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for p in out.phases.iter().filter(|p| p.measured()) {
+    for p in phases.iter().filter(|p| p.measured()) {
         if !names.contains(&p.name) {
             names.push(p.name.clone());
         }
     }
     for name in &names {
-        let phases: Vec<_> = out
-            .phases
+        let ran: Vec<_> = phases
             .iter()
             .filter(|p| &p.name == name && p.repetition.is_some_and(|r| complete.contains(&r)))
             .collect();
-        if phases.is_empty() {
+        if ran.is_empty() {
             continue;
         }
         // With one operation, its rows say everything the total would.
-        let mut ops: Vec<String> = phases[0].by_op.keys().cloned().collect();
+        let mut ops: Vec<String> = ran[0].by_op.keys().cloned().collect();
         if ops.len() != 1 {
             ops.insert(0, "total".to_string());
         }
         for op in &ops {
             for fig in FIGURES {
-                let values: Vec<f64> = phases
+                let values: Vec<f64> = ran
                     .iter()
                     .filter_map(|p| {
                         let s = if op == "total" {
@@ -124,7 +133,7 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
                 if values.len() < 2 {
                     continue;
                 }
-                out.repetitions.push(RepetitionStat {
+                out.push(RepetitionStat {
                     phase: name.clone(),
                     op: op.clone(),
                     figure: fig.to_string(),
@@ -133,18 +142,23 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
             }
         }
     }
-    let noisy: Vec<&RepetitionStat> = out
-        .repetitions
+    out
+}
+
+/// A finding for each headline figure that varied more than [`REPEAT_CV`] over `n`
+/// repetitions.
+fn noisy(repetitions: &[RepetitionStat], n: usize) -> Vec<Finding> {
+    let noisy: Vec<&RepetitionStat> = repetitions
         .iter()
         .filter(|r| {
             // The phase's first operation row: the total, or its only operation.
-            let first = out.repetitions.iter().find(|x| x.phase == r.phase);
+            let first = repetitions.iter().find(|x| x.phase == r.phase);
             first.is_some_and(|f| f.op == r.op)
                 && matches!(r.figure.as_str(), "iops" | "bw_bytes_per_s" | "p99_ns")
         })
         .filter(|r| r.stats.cv > REPEAT_CV)
         .collect();
-    let found: Vec<Finding> = noisy
+    noisy
         .iter()
         .map(|r| Finding {
             severity: Severity::Warning,
@@ -159,9 +173,7 @@ pub fn combine_repetitions(reps: Vec<Results>) -> Results {
                 "mean": r.stats.mean, "min": r.stats.min, "max": r.stats.max, "threshold_cv": REPEAT_CV}),
             advice: "Differences under this spread are noise: run longer per repetition, add repetitions, or quiet the host and storage before comparing.".into(),
         })
-        .collect();
-    out.findings.extend(found);
-    out
+        .collect()
 }
 
 #[cfg(test)]

@@ -202,39 +202,7 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
 /// the mean over the measured phases (one per repetition).
 pub fn step_figures(r: &Results) -> Option<StepFigures> {
     if let Some(mesh) = &r.mesh {
-        let name = |i: u32| {
-            mesh.hosts
-                .get(i as usize)
-                .map_or_else(|| i.to_string(), |h| h.agent.clone())
-        };
-        let ran: Vec<_> = mesh.alone.iter().filter(|p| p.failure.is_none()).collect();
-        let mid = median(ran.iter().map(|p| p.bits_per_s).collect());
-        // A pair's spread: the relative standard error of its whole seconds (the first,
-        // TCP's slow start, left out).
-        let spread = |p: &crate::MeshPair| {
-            let secs: Vec<f64> = p.seconds.iter().skip(1).map(|&b| b as f64).collect();
-            verdicts::relative_se(&secs, secs.len() as f64)
-        };
-        let typical = {
-            let known: Vec<f64> = ran.iter().filter_map(|p| spread(p)).collect();
-            (!known.is_empty()).then(|| median(known))
-        };
-        let weakest = ran
-            .iter()
-            .min_by(|a, b| a.bits_per_s.total_cmp(&b.bits_per_s))
-            .map(|p| WeakPair {
-                from: name(p.from),
-                to: name(p.to),
-                bits_per_s: p.bits_per_s,
-                median_bits_per_s: mid,
-                beyond_spread: verdicts::beyond_spread(p.bits_per_s / mid, spread(p), typical),
-            });
-        return Some(StepFigures {
-            bw_bytes_per_s: mid / 8.0,
-            phases: u32::from(!ran.is_empty()),
-            weakest_pair: weakest,
-            ..StepFigures::default()
-        });
+        return Some(mesh_figures(mesh));
     }
     let phases: Vec<_> = match &r.search {
         Some(s) => {
@@ -250,33 +218,7 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
             .filter(|p| p.kind() != PhaseKind::Prepare)
             .collect(),
     };
-    let best = r.search.as_ref().map(|s| {
-        s.best
-            .as_deref()
-            .and_then(|b| s.steps.iter().find(|st| st.phase == b))
-            .map_or("none met".to_string(), |st| {
-                let workers = match st.load.jobs {
-                    1 => "1 worker".to_string(),
-                    n => format!("{n} workers"),
-                };
-                let rate = st
-                    .load
-                    .rate_iops
-                    .map_or_else(String::new, |r| format!(" at {r:.0}/s"));
-                // What the target limits, as measured at the best step (`sync:p99 579 µs`).
-                let measured: Vec<String> = s
-                    .targets
-                    .iter()
-                    .zip(&st.latency_ns)
-                    .filter_map(|(t, v)| Some(format!("{} {}", t.stat, short_ns((*v)?))))
-                    .collect();
-                format!(
-                    "{workers} x depth {}{rate}; {}",
-                    st.load.iodepth,
-                    measured.join(", ")
-                )
-            })
-    });
+    let best = r.search.as_ref().map(best_step);
     if phases.is_empty() {
         return best.map(|best| StepFigures {
             best: Some(best),
@@ -317,6 +259,92 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
     } else {
         BTreeMap::new()
     };
+    let (spread, host_spread) = spreads(&phases, by_host.len());
+    Some(StepFigures {
+        spread,
+        host_spread,
+        ops_per_s: mean(phases.iter().map(|p| p.total.iops)),
+        bw_bytes_per_s: mean(phases.iter().map(|p| p.total.bw_bytes_per_s)),
+        p50_ns: lat(|l| l.p50),
+        p99_ns: lat(|l| l.p99),
+        p99_by_op_ns,
+        by_host,
+        phases: phases.len() as u32,
+        best,
+        weakest_pair: None,
+    })
+}
+
+/// A mesh's headline: the median pair alone, and its weakest pair with whether it lies
+/// beyond the pairs' usual spread.
+fn mesh_figures(mesh: &crate::MeshReport) -> StepFigures {
+    let name = |i: u32| {
+        mesh.hosts
+            .get(i as usize)
+            .map_or_else(|| i.to_string(), |h| h.agent.clone())
+    };
+    let ran: Vec<_> = mesh.alone.iter().filter(|p| p.failure.is_none()).collect();
+    let mid = median(ran.iter().map(|p| p.bits_per_s).collect());
+    // A pair's spread: the relative standard error of its whole seconds (the first,
+    // TCP's slow start, left out).
+    let spread = |p: &crate::MeshPair| {
+        let secs: Vec<f64> = p.seconds.iter().skip(1).map(|&b| b as f64).collect();
+        verdicts::relative_se(&secs, secs.len() as f64)
+    };
+    let typical = {
+        let known: Vec<f64> = ran.iter().filter_map(|p| spread(p)).collect();
+        (!known.is_empty()).then(|| median(known))
+    };
+    let weakest = ran
+        .iter()
+        .min_by(|a, b| a.bits_per_s.total_cmp(&b.bits_per_s))
+        .map(|p| WeakPair {
+            from: name(p.from),
+            to: name(p.to),
+            bits_per_s: p.bits_per_s,
+            median_bits_per_s: mid,
+            beyond_spread: verdicts::beyond_spread(p.bits_per_s / mid, spread(p), typical),
+        });
+    StepFigures {
+        bw_bytes_per_s: mid / 8.0,
+        phases: u32::from(!ran.is_empty()),
+        weakest_pair: weakest,
+        ..StepFigures::default()
+    }
+}
+
+/// A search's best step in words: its load and what the targets measured there.
+fn best_step(s: &crate::SearchReport) -> String {
+    s.best
+        .as_deref()
+        .and_then(|b| s.steps.iter().find(|st| st.phase == b))
+        .map_or("none met".to_string(), |st| {
+            let workers = match st.load.jobs {
+                1 => "1 worker".to_string(),
+                n => format!("{n} workers"),
+            };
+            let rate = st
+                .load
+                .rate_iops
+                .map_or_else(String::new, |r| format!(" at {r:.0}/s"));
+            // What the target limits, as measured at the best step (`sync:p99 579 µs`).
+            let measured: Vec<String> = s
+                .targets
+                .iter()
+                .zip(&st.latency_ns)
+                .filter_map(|(t, v)| Some(format!("{} {}", t.stat, short_ns((*v)?))))
+                .collect();
+            format!(
+                "{workers} x depth {}{rate}; {}",
+                st.load.iodepth,
+                measured.join(", ")
+            )
+        })
+}
+
+/// The spread of the phases' IOPS (over repetitions when there are several, else over the
+/// seconds), and each host's over its seconds (one phase of several hosts).
+fn spreads(phases: &[&crate::Phase], hosts: usize) -> (Option<f64>, BTreeMap<String, f64>) {
     // The spread: over repetitions when there are several, else over the seconds.
     let spread = if phases.len() > 1 {
         relative_se(
@@ -332,7 +360,7 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
             .collect();
         relative_se(&v, crate::significance::effective_n(&v))
     };
-    let host_spread = if by_host.len() > 1 && phases.len() == 1 {
+    let host_spread = if hosts > 1 && phases.len() == 1 {
         phases[0]
             .by_host
             .iter()
@@ -355,19 +383,7 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
     } else {
         BTreeMap::new()
     };
-    Some(StepFigures {
-        spread,
-        host_spread,
-        ops_per_s: mean(phases.iter().map(|p| p.total.iops)),
-        bw_bytes_per_s: mean(phases.iter().map(|p| p.total.bw_bytes_per_s)),
-        p50_ns: lat(|l| l.p50),
-        p99_ns: lat(|l| l.p99),
-        p99_by_op_ns,
-        by_host,
-        phases: phases.len() as u32,
-        best,
-        weakest_pair: None,
-    })
+    (spread, host_spread)
 }
 
 /// A latency in µs or ms, for a sentence.

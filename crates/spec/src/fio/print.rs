@@ -35,35 +35,7 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             _ => "io_uring",
         };
         out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
-        if let Some(split) = &job.bs_split {
-            out.push_str(&format!("bssplit={}\n", split.name()));
-        } else if job.bs.min == job.bs.max {
-            out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
-        } else {
-            out.push_str(&format!(
-                "bsrange={}-{}\n",
-                format_size(job.bs.min),
-                format_size(job.bs.max)
-            ));
-        }
-        // fio's blockalign (its name `ba`) defaults to the smallest block, as stormark's does.
-        if job.bs_align != job.bs.min {
-            out.push_str(&format!("ba={}\n", format_size(job.bs_align)));
-        }
-        // A mixed pattern always says its share: fio's default is 50, stormark's 70.
-        if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
-            out.push_str(&format!("rwmixread={}\n", job.rwmixread));
-        }
-        if job.distribution != crate::Distribution::Random {
-            out.push_str(&format!(
-                "random_distribution={}\n",
-                job.distribution.name()
-            ));
-        }
-        let random_default = if job.rw.is_random() { 100 } else { 0 };
-        if job.random_pct != random_default {
-            out.push_str(&format!("percentage_random={}\n", job.random_pct));
-        }
+        pattern(&mut out, job);
         out.push_str(&format!(
             "iodepth={}\nnumjobs={}\nnrfiles={}\n",
             job.iodepth, job.jobs, job.files
@@ -102,59 +74,98 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 format_duration(job.start_delay)
             ));
         }
-        match job.direct.name() {
-            "true" => out.push_str("direct=1\n"),
-            "false" => out.push_str("direct=0\n"),
-            _ => {}
-        }
-        // fio invalidates before each pass (its default); it has no "once at the start".
-        if job.invalidate == crate::choices::Invalidate::No {
-            out.push_str("invalidate=0\n");
-        }
-        if job.fsync > 0 {
-            out.push_str(&format!("fsync={}\n", job.fsync));
-        }
-        if job.fdatasync > 0 {
-            out.push_str(&format!("fdatasync={}\n", job.fdatasync));
-        }
-        match job.sync.name() {
-            "dsync" => out.push_str("sync=dsync\n"),
-            "sync" => out.push_str("sync=sync\n"),
-            _ => {}
-        }
-        if job.end_fsync {
-            out.push_str("end_fsync=1\n");
-        }
-        if let Some(r) = job.rate_iops {
-            // fio's rate_iops is each job's (each of numjobs) and caps reads and writes each;
-            // stormark's is the total: a mix is its two shares.
-            let each = f64::from(r) / f64::from(job.jobs.max(1));
-            let reads = f64::from(job.rw.read_pct(job.rwmixread)) / 100.0;
-            let of = |share: f64| ((each * share).round() as u64).max(1);
-            match reads {
-                r if r >= 1.0 || r <= 0.0 => {
-                    out.push_str(&format!("rate_iops={}\n", of(1.0)));
-                }
-                r => out.push_str(&format!("rate_iops={},{}\n", of(r), of(1.0 - r))),
-            }
-        }
-        if job.zero_buffers {
-            out.push_str("zero_buffers=1\n");
-        }
-        if job.compress_ratio > 1.0 {
-            let p = (100.0 - 100.0 / job.compress_ratio).round();
-            out.push_str(&format!("buffer_compress_percentage={p}\n"));
-        }
-        if job.dedup_ratio > 1.0 {
-            let p = (100.0 - 100.0 / job.dedup_ratio).round();
-            out.push_str(&format!("dedupe_percentage={p}\n"));
-        }
-        if job.verify {
-            out.push_str("verify=crc32c\n");
-        }
-        if job.verify_only {
-            out.push_str("verify_only=1\n");
-        }
+        writes_and_cache(&mut out, job);
     }
     out
+}
+
+/// A job's access pattern in fio's keys: block sizes and alignment, the mix, the
+/// distribution, the share of random offsets.
+fn pattern(out: &mut String, job: &Job) {
+    if let Some(split) = &job.bs_split {
+        out.push_str(&format!("bssplit={}\n", split.name()));
+    } else if job.bs.min == job.bs.max {
+        out.push_str(&format!("bs={}\n", format_size(job.bs.min)));
+    } else {
+        out.push_str(&format!(
+            "bsrange={}-{}\n",
+            format_size(job.bs.min),
+            format_size(job.bs.max)
+        ));
+    }
+    // fio's blockalign (its name `ba`) defaults to the smallest block, as stormark's does.
+    if job.bs_align != job.bs.min {
+        out.push_str(&format!("ba={}\n", format_size(job.bs_align)));
+    }
+    // A mixed pattern always says its share: fio's default is 50, stormark's 70.
+    if matches!(job.rw, crate::Rw::ReadWrite | crate::Rw::RandRw) {
+        out.push_str(&format!("rwmixread={}\n", job.rwmixread));
+    }
+    if job.distribution != crate::Distribution::Random {
+        out.push_str(&format!(
+            "random_distribution={}\n",
+            job.distribution.name()
+        ));
+    }
+    let random_default = if job.rw.is_random() { 100 } else { 0 };
+    if job.random_pct != random_default {
+        out.push_str(&format!("percentage_random={}\n", job.random_pct));
+    }
+}
+
+/// How a job's writes are made and made durable, its cache, rate and data, in fio's keys.
+fn writes_and_cache(out: &mut String, job: &Job) {
+    match job.direct.name() {
+        "true" => out.push_str("direct=1\n"),
+        "false" => out.push_str("direct=0\n"),
+        _ => {}
+    }
+    // fio invalidates before each pass (its default); it has no "once at the start".
+    if job.invalidate == crate::choices::Invalidate::No {
+        out.push_str("invalidate=0\n");
+    }
+    if job.fsync > 0 {
+        out.push_str(&format!("fsync={}\n", job.fsync));
+    }
+    if job.fdatasync > 0 {
+        out.push_str(&format!("fdatasync={}\n", job.fdatasync));
+    }
+    match job.sync.name() {
+        "dsync" => out.push_str("sync=dsync\n"),
+        "sync" => out.push_str("sync=sync\n"),
+        _ => {}
+    }
+    if job.end_fsync {
+        out.push_str("end_fsync=1\n");
+    }
+    if let Some(r) = job.rate_iops {
+        // fio's rate_iops is each job's (each of numjobs) and caps reads and writes each;
+        // stormark's is the total: a mix is its two shares.
+        let each = f64::from(r) / f64::from(job.jobs.max(1));
+        let reads = f64::from(job.rw.read_pct(job.rwmixread)) / 100.0;
+        let of = |share: f64| ((each * share).round() as u64).max(1);
+        match reads {
+            r if r >= 1.0 || r <= 0.0 => {
+                out.push_str(&format!("rate_iops={}\n", of(1.0)));
+            }
+            r => out.push_str(&format!("rate_iops={},{}\n", of(r), of(1.0 - r))),
+        }
+    }
+    if job.zero_buffers {
+        out.push_str("zero_buffers=1\n");
+    }
+    if job.compress_ratio > 1.0 {
+        let p = (100.0 - 100.0 / job.compress_ratio).round();
+        out.push_str(&format!("buffer_compress_percentage={p}\n"));
+    }
+    if job.dedup_ratio > 1.0 {
+        let p = (100.0 - 100.0 / job.dedup_ratio).round();
+        out.push_str(&format!("dedupe_percentage={p}\n"));
+    }
+    if job.verify {
+        out.push_str("verify=crc32c\n");
+    }
+    if job.verify_only {
+        out.push_str("verify_only=1\n");
+    }
 }

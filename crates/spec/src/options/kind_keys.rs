@@ -24,6 +24,11 @@ impl JobOpts {
         bad: &dyn Fn(&str) -> SpecError,
         count: &dyn Fn(u32) -> Result<u32, SpecError>,
     ) -> Result<bool, SpecError> {
+        if self.set_net_key(canonical, value, bad)?
+            || self.set_meta_key(canonical, value, bad, count)?
+        {
+            return Ok(true);
+        }
         match canonical {
             "endpoint" => {
                 self.endpoint = Some(parse_endpoint(value).ok_or_else(|| bad(ENDPOINT_FORM))?)
@@ -58,32 +63,6 @@ impl JobOpts {
                 self.prefix = Some(value.trim_end_matches('/').to_string())
             }
             "op_mix" => self.op_mix = Some(OpMix::parse(value).ok_or_else(|| bad(OP_MIX_FORM))?),
-            "server" if value.trim() == "agents" => self.server = Some(NetServers::Agents),
-            "server" => {
-                self.server = Some(NetServers::Listed(
-                    parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?,
-                ))
-            }
-            "path_mtu" => self.path_mtu = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
-            "mode" => self.mode = Some(NetMode::parse(value).ok_or_else(|| bad(NET_MODE_FORM))?),
-            "msg_size" => {
-                self.msg_size = Some(
-                    parse_size(value)
-                        .filter(|&n| (1..=16 << 20).contains(&n))
-                        .ok_or_else(|| bad("a size from 1 byte to 16m, such as 128k"))?
-                        as u32,
-                )
-            }
-            "bitrate" => {
-                self.bitrate = Some(parse_bitrate(value).ok_or_else(|| bad(BITRATE_FORM))?)
-            }
-            "protocol" => {
-                self.udp = Some(match value.trim().to_ascii_lowercase().as_str() {
-                    "tcp" => false,
-                    "udp" => true,
-                    _ => return Err(bad(PROTOCOL_FORM)),
-                })
-            }
             "obj_size" => {
                 self.obj_size = Some(parse_obj_size(value).ok_or_else(|| {
                     bad("a size from 1 byte to 5g such as 4k or 1m, or a range such as 1k-100m")
@@ -136,6 +115,59 @@ impl JobOpts {
                         .ok_or_else(|| bad("a whole number of operations from 1"))?,
                 )
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// A net job's keys; `false` for another key.
+    fn set_net_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+    ) -> Result<bool, SpecError> {
+        match canonical {
+            "server" if value.trim() == "agents" => self.server = Some(NetServers::Agents),
+            "server" => {
+                self.server = Some(NetServers::Listed(
+                    parse_servers(value, NET_DEFAULT_PORT).ok_or_else(|| bad(SERVER_FORM))?,
+                ))
+            }
+            "path_mtu" => self.path_mtu = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "mode" => self.mode = Some(NetMode::parse(value).ok_or_else(|| bad(NET_MODE_FORM))?),
+            "msg_size" => {
+                self.msg_size = Some(
+                    parse_size(value)
+                        .filter(|&n| (1..=16 << 20).contains(&n))
+                        .ok_or_else(|| bad("a size from 1 byte to 16m, such as 128k"))?
+                        as u32,
+                )
+            }
+            "bitrate" => {
+                self.bitrate = Some(parse_bitrate(value).ok_or_else(|| bad(BITRATE_FORM))?)
+            }
+            "protocol" => {
+                self.udp = Some(match value.trim().to_ascii_lowercase().as_str() {
+                    "tcp" => false,
+                    "udp" => true,
+                    _ => return Err(bad(PROTOCOL_FORM)),
+                })
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// A meta job's keys; `false` for another key.
+    fn set_meta_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+        count: &dyn Fn(u32) -> Result<u32, SpecError>,
+    ) -> Result<bool, SpecError> {
+        match canonical {
             "dirs" => self.dirs = Some(count(1_000_000)?),
             "depth" => {
                 self.depth = Some(

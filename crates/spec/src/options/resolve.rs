@@ -9,107 +9,8 @@ impl JobOpts {
     /// that has no `name`.
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let rw = self.rw.unwrap_or(Rw::Read);
-        // A bssplit's sizes make the block size's range.
-        let bs = match self.bs_split {
-            Some(split) => BlockSize {
-                min: split.entries().iter().map(|e| e.0).min().unwrap_or(4096),
-                max: split.entries().iter().map(|e| e.0).max().unwrap_or(4096),
-            },
-            None => self.bs.unwrap_or(BlockSize {
-                min: 4096,
-                max: 4096,
-            }),
-        };
-        let shown_bs = bs.to_string();
-        if bs.min == 0 || bs.min > bs.max {
-            return Err(SpecError::invalid(
-                "--bs",
-                &shown_bs,
-                "a size above zero, or a range low-high with low <= high",
-            ));
-        }
-        if bs.max > 1 << 30 {
-            return Err(SpecError::invalid(
-                "--bs",
-                &shown_bs,
-                "a block size of at most 1g",
-            ));
-        }
-        let bs_align = self.bs_align.unwrap_or(bs.min);
-        // fio's blockalign aligns random offsets only: past the smallest block it is fine with
-        // one block size or a bssplit (JESD219: 512-byte to 64 KiB blocks at 4 KiB offsets),
-        // not with a range, whose sizes step by it.
-        let ranged = bs.min < bs.max && self.bs_split.is_none();
-        if bs_align == 0 || (ranged && bs_align > bs.min) {
-            return Err(SpecError::invalid(
-                "--bs-align",
-                &format_size(bs_align),
-                format!(
-                    "a size above zero and at most the smallest block size ({}) with a range of block sizes",
-                    format_size(bs.min)
-                ),
-            ));
-        }
-        if let Some(split) = self.bs_split {
-            // Every size a whole number of the unit that offsets and the smallest block share
-            // (what --verify stamps).
-            let unit = crate::units::gcd(bs_align, bs.min);
-            if split.entries().iter().any(|(s, _)| !s.is_multiple_of(unit)) {
-                return Err(SpecError::invalid(
-                    "--bssplit",
-                    &split.name(),
-                    format!(
-                        "sizes that are multiples of {} (the smallest size and --bs-align share it)",
-                        format_size(unit)
-                    ),
-                ));
-            }
-        }
-        let direct = self.direct.unwrap_or(Direct::No);
-        if direct != Direct::No
-            && (!bs.min.is_multiple_of(512)
-                || !bs_align.is_multiple_of(512)
-                || !(bs.max - bs.min).is_multiple_of(512))
-        {
-            return Err(SpecError::invalid(
-                "--bs",
-                &shown_bs,
-                "multiples of 512 bytes (and --bs-align a multiple of 512) with --direct; or use --buffered",
-            ));
-        }
-        if let Some(size) = self.size {
-            if size < bs.max {
-                return Err(SpecError::invalid(
-                    "--size",
-                    &format_size(size),
-                    format!(
-                        "a size of at least the block size ({})",
-                        format_size(bs.max)
-                    ),
-                ));
-            }
-        }
-        if self.fsync.unwrap_or(0) > 0 && self.fdatasync.unwrap_or(0) > 0 {
-            return Err(SpecError::invalid(
-                "--fdatasync",
-                &self.fdatasync.unwrap_or(0).to_string(),
-                "one of --fsync N and --fdatasync N, not both",
-            ));
-        }
-        if self.time == Some(Duration::ZERO) {
-            return Err(SpecError::invalid(
-                "--time",
-                "0",
-                "a duration above zero, such as 30s",
-            ));
-        }
-        if self.io_total == Some(0) {
-            return Err(SpecError::invalid(
-                "--io-total",
-                "0",
-                "a size above zero, such as 1g",
-            ));
-        }
+        let (bs, bs_align, direct) = self.block_sizes()?;
+        self.check_amounts(bs)?;
         let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
         let (verify, verify_only) = data::resolve_verify(self, rw, bs, bs_align)?;
         let kind = self.kind.unwrap_or_default();
@@ -181,5 +82,116 @@ impl JobOpts {
             net,
             meta,
         })
+    }
+
+    /// The block sizes (a bssplit's range), their alignment and O_DIRECT, checked together.
+    fn block_sizes(&self) -> Result<(BlockSize, u64, Direct), SpecError> {
+        // A bssplit's sizes make the block size's range.
+        let bs = match self.bs_split {
+            Some(split) => BlockSize {
+                min: split.entries().iter().map(|e| e.0).min().unwrap_or(4096),
+                max: split.entries().iter().map(|e| e.0).max().unwrap_or(4096),
+            },
+            None => self.bs.unwrap_or(BlockSize {
+                min: 4096,
+                max: 4096,
+            }),
+        };
+        let shown_bs = bs.to_string();
+        if bs.min == 0 || bs.min > bs.max {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a size above zero, or a range low-high with low <= high",
+            ));
+        }
+        if bs.max > 1 << 30 {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "a block size of at most 1g",
+            ));
+        }
+        let bs_align = self.bs_align.unwrap_or(bs.min);
+        // fio's blockalign aligns random offsets only: past the smallest block it is fine with
+        // one block size or a bssplit (JESD219: 512-byte to 64 KiB blocks at 4 KiB offsets),
+        // not with a range, whose sizes step by it.
+        let ranged = bs.min < bs.max && self.bs_split.is_none();
+        if bs_align == 0 || (ranged && bs_align > bs.min) {
+            return Err(SpecError::invalid(
+                "--bs-align",
+                &format_size(bs_align),
+                format!(
+                    "a size above zero and at most the smallest block size ({}) with a range of block sizes",
+                    format_size(bs.min)
+                ),
+            ));
+        }
+        if let Some(split) = self.bs_split {
+            // Every size a whole number of the unit that offsets and the smallest block share
+            // (what --verify stamps).
+            let unit = crate::units::gcd(bs_align, bs.min);
+            if split.entries().iter().any(|(s, _)| !s.is_multiple_of(unit)) {
+                return Err(SpecError::invalid(
+                    "--bssplit",
+                    &split.name(),
+                    format!(
+                        "sizes that are multiples of {} (the smallest size and --bs-align share it)",
+                        format_size(unit)
+                    ),
+                ));
+            }
+        }
+        let direct = self.direct.unwrap_or(Direct::No);
+        if direct != Direct::No
+            && (!bs.min.is_multiple_of(512)
+                || !bs_align.is_multiple_of(512)
+                || !(bs.max - bs.min).is_multiple_of(512))
+        {
+            return Err(SpecError::invalid(
+                "--bs",
+                &shown_bs,
+                "multiples of 512 bytes (and --bs-align a multiple of 512) with --direct; or use --buffered",
+            ));
+        }
+        Ok((bs, bs_align, direct))
+    }
+
+    /// Sizes, times and sync counts that cannot be as given.
+    fn check_amounts(&self, bs: BlockSize) -> Result<(), SpecError> {
+        if let Some(size) = self.size {
+            if size < bs.max {
+                return Err(SpecError::invalid(
+                    "--size",
+                    &format_size(size),
+                    format!(
+                        "a size of at least the block size ({})",
+                        format_size(bs.max)
+                    ),
+                ));
+            }
+        }
+        if self.fsync.unwrap_or(0) > 0 && self.fdatasync.unwrap_or(0) > 0 {
+            return Err(SpecError::invalid(
+                "--fdatasync",
+                &self.fdatasync.unwrap_or(0).to_string(),
+                "one of --fsync N and --fdatasync N, not both",
+            ));
+        }
+        if self.time == Some(Duration::ZERO) {
+            return Err(SpecError::invalid(
+                "--time",
+                "0",
+                "a duration above zero, such as 30s",
+            ));
+        }
+        if self.io_total == Some(0) {
+            return Err(SpecError::invalid(
+                "--io-total",
+                "0",
+                "a size above zero, such as 1g",
+            ));
+        }
+        Ok(())
     }
 }
