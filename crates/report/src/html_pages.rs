@@ -150,7 +150,7 @@ pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>])
 /// and the changes `stormark compare` calls significant (against the document before) ringed:
 /// red worse, green better.
 pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
-    use stormark_stats::{compare, higher_is_better, Verdict};
+    use stormark_stats::higher_is_better;
     let mut o = String::with_capacity(128 << 10);
     let _ = write!(
         o,
@@ -163,35 +163,8 @@ pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
          repetitions</p></header>\n",
         docs.len()
     );
-    o.push_str(
-        "<section id=\"documents\"><h2>Documents</h2><table><thead><tr><th class=\"n\">#</th>\
-         <th>file</th><th>started</th><th>version</th><th>status</th></tr></thead><tbody>",
-    );
-    for (i, (label, r)) in docs.iter().enumerate() {
-        let _ = write!(
-            o,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            i + 1,
-            esc(label),
-            esc(&r.started_at),
-            esc(&r.tool.version),
-            status_name(r.status)
-        );
-    }
-    o.push_str("</tbody></table></section>\n");
-    // Significant changes against the document before: (doc index, phase, op, figure) -> worse.
-    let mut changes: std::collections::BTreeMap<(usize, String, String, String), bool> =
-        Default::default();
-    for i in 1..docs.len() {
-        for row in compare(&docs[i - 1].1, &docs[i].1, noise_pct) {
-            let worse = match row.verdict {
-                Verdict::Worse => true,
-                Verdict::Better => false,
-                _ => continue,
-            };
-            changes.insert((i, row.phase, row.op, row.figure), worse);
-        }
-    }
+    documents_table(&mut o, docs);
+    let changes = significant_changes(docs, noise_pct);
     // The phases, in the order the documents first measured them.
     let mut phases: Vec<String> = Vec::new();
     for (_, r) in docs {
@@ -215,47 +188,7 @@ pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
             ops.insert("total".to_string());
         }
         for figure_name in [throughput, "p99_ns"] {
-            let mut series = Vec::new();
-            let mut marks = Vec::new();
-            let mut whiskers = Vec::new();
-            for op in &ops {
-                let mut pts = Vec::new();
-                for (i, (_, r)) in docs.iter().enumerate() {
-                    let Some(p) = r.phases.iter().find(|p| &p.name == phase && p.measured()) else {
-                        continue;
-                    };
-                    let s = if op == "total" {
-                        Some(&p.total)
-                    } else {
-                        p.by_op.get(op)
-                    };
-                    // Over repetitions: their mean, and their range.
-                    let rep = r
-                        .repetitions
-                        .iter()
-                        .find(|s| &s.phase == phase && &s.op == op && s.figure == figure_name);
-                    let y = match (rep, s.and_then(|s| stormark_stats::figure(s, figure_name))) {
-                        (Some(rep), _) => {
-                            whiskers.push(((i + 1) as f64, rep.stats.min, rep.stats.max));
-                            rep.stats.mean
-                        }
-                        (None, Some(v)) => v,
-                        (None, None) => continue,
-                    };
-                    let x = (i + 1) as f64;
-                    pts.push((x, y));
-                    let key = (i, phase.clone(), op.clone(), figure_name.to_string());
-                    if let Some(&worse) = changes.get(&key) {
-                        marks.push((x, y, worse));
-                    }
-                }
-                if !pts.is_empty() {
-                    series.push(Series {
-                        name: op.clone(),
-                        segments: vec![pts],
-                    });
-                }
-            }
+            let (series, marks, whiskers) = trend_series(docs, phase, &ops, figure_name, &changes);
             let latency = !higher_is_better(figure_name);
             let title = format!(
                 "phase {phase}: {}",
@@ -310,4 +243,102 @@ pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
          </footer>\n</main></body></html>\n"
     );
     o
+}
+
+/// Significant changes against the document before: (document, phase, operation, figure) to
+/// whether it is worse.
+type Changes = std::collections::BTreeMap<(usize, String, String, String), bool>;
+
+/// A figure's points over the documents: its series, its rings (x, y, worse) and whiskers
+/// (x, min, max).
+type Trend = (Vec<Series>, Vec<(f64, f64, bool)>, Vec<(f64, f64, f64)>);
+
+/// The documents, one row each.
+fn documents_table(o: &mut String, docs: &[(String, Results)]) {
+    o.push_str(
+        "<section id=\"documents\"><h2>Documents</h2><table><thead><tr><th class=\"n\">#</th>\
+         <th>file</th><th>started</th><th>version</th><th>status</th></tr></thead><tbody>",
+    );
+    for (i, (label, r)) in docs.iter().enumerate() {
+        let _ = write!(
+            o,
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            esc(label),
+            esc(&r.started_at),
+            esc(&r.tool.version),
+            status_name(r.status)
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
+}
+
+/// Each document's significant changes against the one before it.
+fn significant_changes(docs: &[(String, Results)], noise_pct: f64) -> Changes {
+    use stormark_stats::{compare, Verdict};
+    let mut changes: Changes = Default::default();
+    for i in 1..docs.len() {
+        for row in compare(&docs[i - 1].1, &docs[i].1, noise_pct) {
+            let worse = match row.verdict {
+                Verdict::Worse => true,
+                Verdict::Better => false,
+                _ => continue,
+            };
+            changes.insert((i, row.phase, row.op, row.figure), worse);
+        }
+    }
+    changes
+}
+
+/// One figure of `phase` over the documents: a series per operation (the mean over
+/// repetitions, with their range as whiskers) and a ring at each significant change.
+fn trend_series(
+    docs: &[(String, Results)],
+    phase: &str,
+    ops: &std::collections::BTreeSet<String>,
+    figure_name: &str,
+    changes: &Changes,
+) -> Trend {
+    let mut series = Vec::new();
+    let mut marks = Vec::new();
+    let mut whiskers = Vec::new();
+    for op in ops {
+        let mut pts = Vec::new();
+        for (i, (_, r)) in docs.iter().enumerate() {
+            let Some(p) = r.phases.iter().find(|p| &p.name == phase && p.measured()) else {
+                continue;
+            };
+            let s = if op == "total" {
+                Some(&p.total)
+            } else {
+                p.by_op.get(op)
+            };
+            // Over repetitions: their mean, and their range.
+            let rep = r
+                .repetitions
+                .iter()
+                .find(|s| &s.phase == phase && &s.op == op && s.figure == figure_name);
+            let y = match (rep, s.and_then(|s| stormark_stats::figure(s, figure_name))) {
+                (Some(rep), _) => {
+                    whiskers.push(((i + 1) as f64, rep.stats.min, rep.stats.max));
+                    rep.stats.mean
+                }
+                (None, Some(v)) => v,
+                (None, None) => continue,
+            };
+            let x = (i + 1) as f64;
+            pts.push((x, y));
+            let key = (i, phase.to_string(), op.clone(), figure_name.to_string());
+            if let Some(&worse) = changes.get(&key) {
+                marks.push((x, y, worse));
+            }
+        }
+        if !pts.is_empty() {
+            series.push(Series {
+                name: op.clone(),
+                segments: vec![pts],
+            });
+        }
+    }
+    (series, marks, whiskers)
 }

@@ -18,8 +18,7 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
     if measured.iter().all(|p| p.intervals.is_empty()) {
         return;
     }
-    // Each second as a step from its start to its end, so that a phase of one second shows.
-    let start = |p: &Phase, t_s: u32| p.start_offset_ns as f64 / 1e9 + f64::from(t_s);
+    let start = second_start;
     let series = |f: &dyn Fn(&Summary) -> Option<f64>, op: &str| Series {
         name: op.to_string(),
         segments: measured
@@ -65,22 +64,70 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
     figure(
         o,
         "throughput",
-        line_chart(&LineChart {
-            title: if bytes { "Bandwidth per second" } else { "IOPS per second" },
-            x_desc: "seconds since the start",
-            y_desc: if bytes { "bandwidth" } else { "IOPS" },
-            series: thr,
-            y_fmt: rate_fmt(bytes),
-            x_fmt: &crate::charts::tick_label,
-            log_x: false,
-            hline: None,
-            dots: false,
-            marks: Vec::new(),
-            whiskers: Vec::new(),
-        }),
+        time_chart(
+            if bytes { "Bandwidth per second" } else { "IOPS per second" },
+            if bytes { "bandwidth" } else { "IOPS" },
+            thr,
+            rate_fmt(bytes),
+        ),
         "Each second of every measured phase at its place in the run, drawn as a step; gaps are between phases.",
     );
-    // Each host of a run with several: its throughput, all operations together.
+    per_host_over_time(o, &measured, bytes);
+    let mut lat = Vec::new();
+    for op in &ops {
+        for (q, f) in [
+            (
+                "p50",
+                (|l: &stormark_stats::Latency| l.p50) as fn(&stormark_stats::Latency) -> u64,
+            ),
+            ("p99", |l| l.p99),
+        ] {
+            let mut s = series(&|s| s.latency_ns.as_ref().map(|l| f(l) as f64), op);
+            s.name = format!("{op} {q}");
+            lat.push(s);
+        }
+    }
+    figure(
+        o,
+        "latency",
+        time_chart("Latency percentiles per second", "latency", lat, &|v| {
+            format_latency(v as u64)
+        }),
+        "The median and 99th percentile of each second's operations.",
+    );
+    o.push_str("</section>\n");
+}
+
+/// Where second `t_s` of phase `p` starts, in seconds since the run's start: each second is
+/// drawn as a step from its start to its end, so that a phase of one second shows.
+fn second_start(p: &Phase, t_s: u32) -> f64 {
+    p.start_offset_ns as f64 / 1e9 + f64::from(t_s)
+}
+
+/// A chart of seconds since the start.
+fn time_chart(
+    title: &str,
+    y_desc: &str,
+    series: Vec<Series>,
+    y_fmt: &dyn Fn(f64) -> String,
+) -> Option<String> {
+    line_chart(&LineChart {
+        title,
+        x_desc: "seconds since the start",
+        y_desc,
+        series,
+        y_fmt,
+        x_fmt: &crate::charts::tick_label,
+        log_x: false,
+        hline: None,
+        dots: false,
+        marks: Vec::new(),
+        whiskers: Vec::new(),
+    })
+}
+
+/// Each host of a run with several: its throughput per second, all operations together.
+fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
     let hosts: std::collections::BTreeSet<&String> = measured
         .iter()
         .flat_map(|p| p.by_host.iter().filter(|(_, b)| !b.seconds.is_empty()))
@@ -107,7 +154,7 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
                                 } else {
                                     sum(|c| c.ops)
                                 };
-                                let t0 = start(p, s.t_s);
+                                let t0 = second_start(p, s.t_s);
                                 [(t0, v), (t0 + secs, v)]
                             })
                             .collect::<Vec<_>>()
@@ -119,59 +166,19 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
         figure(
             o,
             "throughput-per-host",
-            line_chart(&LineChart {
-                title: if bytes {
+            time_chart(
+                if bytes {
                     "Bandwidth per second, per host"
                 } else {
                     "IOPS per second, per host"
                 },
-                x_desc: "seconds since the start",
-                y_desc: if bytes { "bandwidth" } else { "IOPS" },
-                series: per_host,
-                y_fmt: rate_fmt(bytes),
-                x_fmt: &crate::charts::tick_label,
-                log_x: false,
-                hline: None,
-                dots: false,
-                marks: Vec::new(),
-                whiskers: Vec::new(),
-            }),
+                if bytes { "bandwidth" } else { "IOPS" },
+                per_host,
+                rate_fmt(bytes),
+            ),
             "Each host's seconds, every operation together: a host that falls behind the others shows here.",
         );
     }
-    let mut lat = Vec::new();
-    for op in &ops {
-        for (q, f) in [
-            (
-                "p50",
-                (|l: &stormark_stats::Latency| l.p50) as fn(&stormark_stats::Latency) -> u64,
-            ),
-            ("p99", |l| l.p99),
-        ] {
-            let mut s = series(&|s| s.latency_ns.as_ref().map(|l| f(l) as f64), op);
-            s.name = format!("{op} {q}");
-            lat.push(s);
-        }
-    }
-    figure(
-        o,
-        "latency",
-        line_chart(&LineChart {
-            title: "Latency percentiles per second",
-            x_desc: "seconds since the start",
-            y_desc: "latency",
-            series: lat,
-            y_fmt: &|v| format_latency(v as u64),
-            x_fmt: &crate::charts::tick_label,
-            log_x: false,
-            hline: None,
-            dots: false,
-            marks: Vec::new(),
-            whiskers: Vec::new(),
-        }),
-        "The median and 99th percentile of each second's operations.",
-    );
-    o.push_str("</section>\n");
 }
 
 /// The latency distribution of the main phase as HdrHistogram plots it: latency against

@@ -291,34 +291,7 @@ pub fn findings_text(findings: &[stormark_stats::Finding]) -> String {
 
 fn phase_text(p: &Phase, failed: &[&str]) -> String {
     let mut out = String::new();
-    let jobs: Vec<String> = p
-        .jobs
-        .iter()
-        .map(|j| {
-            if matches!(j.engine.as_str(), "s3" | "net" | "meta") {
-                let (what, n) = match j.engine.as_str() {
-                    "s3" => ("connection", j.workers),
-                    "net" => ("stream", j.workers),
-                    _ => ("worker", j.workers),
-                };
-                return format!(
-                    "{} ({}, {n} {what}{})",
-                    j.name,
-                    j.engine,
-                    if n == 1 { "" } else { "s" }
-                );
-            }
-            format!(
-                "{} ({}, {}, {} worker{} x iodepth {})",
-                j.name,
-                j.engine,
-                if j.direct { "direct" } else { "buffered" },
-                j.workers,
-                if j.workers == 1 { "" } else { "s" },
-                j.iodepth
-            )
-        })
-        .collect();
+    let jobs: Vec<String> = p.jobs.iter().map(job_line).collect();
     let rep = p
         .repetition
         .map_or_else(String::new, |k| format!(" (repetition {k})"));
@@ -380,33 +353,7 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     }
     // Connections made (S3) are not operations of the workload: after the total.
     let workload_ops = p.by_op.keys().filter(|op| *op != "connect").count();
-    for (op, s) in p.by_op.iter().filter(|(op, _)| *op != "connect") {
-        let label = match (several_hosts, several_jobs) {
-            (true, _) => format!("system {op}"),
-            (false, true) => format!("all {op}"),
-            (false, false) => op.clone(),
-        };
-        table.add_row(row(&label, s));
-        if s.service_latency_ns.is_some() {
-            // Open loop: the latency above counts from each I/O's schedule; this is the time
-            // from submission alone.
-            let service = Summary {
-                latency_ns: s.service_latency_ns,
-                ..s.clone()
-            };
-            table.add_row(row(&format!("{label} (service time)"), &service));
-        }
-        if s.first_byte_latency_ns.is_some() {
-            // Object reads: the time to the first byte (the service's own time), beside the
-            // time to the last above (which adds the transfer).
-            let first = Summary {
-                latency_ns: s.first_byte_latency_ns,
-                bw_bytes_per_s: 0.0,
-                ..s.clone()
-            };
-            table.add_row(row(&format!("{label} (first byte)"), &first));
-        }
-    }
+    op_rows(&mut table, p, several_hosts, several_jobs);
     if workload_ops > 1 {
         table.add_row(row("total", &p.total));
     }
@@ -439,6 +386,65 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         );
     }
     out
+}
+
+/// A job as the phase's heading names it: its engine, workers and depth (connections,
+/// streams or workers for S3, net and meta jobs).
+fn job_line(j: &stormark_stats::PhaseJob) -> String {
+    if matches!(j.engine.as_str(), "s3" | "net" | "meta") {
+        let (what, n) = match j.engine.as_str() {
+            "s3" => ("connection", j.workers),
+            "net" => ("stream", j.workers),
+            _ => ("worker", j.workers),
+        };
+        return format!(
+            "{} ({}, {n} {what}{})",
+            j.name,
+            j.engine,
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    format!(
+        "{} ({}, {}, {} worker{} x iodepth {})",
+        j.name,
+        j.engine,
+        if j.direct { "direct" } else { "buffered" },
+        j.workers,
+        if j.workers == 1 { "" } else { "s" },
+        j.iodepth
+    )
+}
+
+/// A row per operation of the whole phase (with its service time in an open loop and its
+/// first byte for object reads), labelled beside the hosts' and jobs' rows.
+fn op_rows(table: &mut Table, p: &Phase, several_hosts: bool, several_jobs: bool) {
+    for (op, s) in p.by_op.iter().filter(|(op, _)| *op != "connect") {
+        let label = match (several_hosts, several_jobs) {
+            (true, _) => format!("system {op}"),
+            (false, true) => format!("all {op}"),
+            (false, false) => op.clone(),
+        };
+        table.add_row(row(&label, s));
+        if s.service_latency_ns.is_some() {
+            // Open loop: the latency above counts from each I/O's schedule; this is the time
+            // from submission alone.
+            let service = Summary {
+                latency_ns: s.service_latency_ns,
+                ..s.clone()
+            };
+            table.add_row(row(&format!("{label} (service time)"), &service));
+        }
+        if s.first_byte_latency_ns.is_some() {
+            // Object reads: the time to the first byte (the service's own time), beside the
+            // time to the last above (which adds the transfer).
+            let first = Summary {
+                latency_ns: s.first_byte_latency_ns,
+                bw_bytes_per_s: 0.0,
+                ..s.clone()
+            };
+            table.add_row(row(&format!("{label} (first byte)"), &first));
+        }
+    }
 }
 
 fn row(label: &str, s: &Summary) -> Vec<Cell> {
