@@ -14,15 +14,15 @@ mod planning;
 mod prepare;
 mod rules;
 mod specs;
+mod stage;
 mod workspace;
 
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stormark_engine::{run_stage_at, Backend, FileTarget, Identity, Load, Place, StageEvent};
+use stormark_engine::{run_stage_at, FileTarget, Identity, Place, StageEvent};
 use stormark_probe::{classify, HostRoot, Inventory, Sampler, TargetKind};
 use stormark_spec::{StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
@@ -34,7 +34,8 @@ pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
 pub use manifest::MANIFEST;
 pub(crate) use netjob::MAX_PEERS;
-use specs::{seed, JobRun};
+use specs::JobRun;
+use stage::steady_note;
 use workspace::Workspace;
 
 /// The most a ramp waits for a steady state when `--ramp` is not given.
@@ -315,16 +316,7 @@ impl Agent for LocalAgent {
                 Err(_) => now,
             }
         });
-        let mut needs = Vec::new();
-        for r in &self.stages[index] {
-            r.check_load(load)?;
-            let mut n = limits::Need::of(&r.job, r.backend);
-            n.workers = r.workers(load) as u64;
-            n.bs_max = load.bs.unwrap_or(n.bs_max);
-            n.iodepth = load.iodepth.map_or(n.iodepth, u64::from);
-            needs.push(n);
-        }
-        limits::check_stage(&needs, matches!(self.place, Some(Where::Existing { .. })))?;
+        self.check_stage_limits(index, load)?;
         let steady = self.stages[index]
             .iter()
             .find_map(|r| r.job.steady_state.map(|s| (r.job.name.clone(), s)));
@@ -353,62 +345,7 @@ impl Agent for LocalAgent {
             .max()
             .unwrap_or(Duration::from_secs(30));
         let sessions = self.open_sessions(&net_jobs, ramp + stage_time, peers)?;
-        let mut specs = Vec::new();
-        let mut map = Vec::new();
-        for (k, run) in self.stages[index].iter().enumerate() {
-            if run.backend == Backend::Net {
-                // A stream per worker, over the job's sessions (one per peer between agents).
-                let streams = sessions.iter().filter(|s| s.job == k);
-                for (w, work) in streams
-                    .flat_map(|s| (0..s.workers()).map(|w| s.work(w)))
-                    .enumerate()
-                {
-                    let seed = seed(index, k, w) ^ self.seed_salt;
-                    let spec =
-                        run.worker_spec(load, Load::Net(work), Vec::new(), ramp, seed, self.hosts);
-                    specs.push(spec);
-                    map.push((k as u16, w as u32));
-                }
-                continue;
-            }
-            let workers = run.workers(load);
-            let len = run.len_under(load);
-            for (w, files) in run.worker_files[..workers].iter().enumerate() {
-                let targets = match run.backend {
-                    Backend::S3 | Backend::Net | Backend::Meta => Vec::new(),
-                    _ => self.targets(files, len),
-                };
-                if !run.direct
-                    && run.job.invalidate != stormark_spec::Invalidate::No
-                    && run.backend.touches_files()
-                {
-                    // Like fio's default invalidate=1: start buffered jobs with a cold cache.
-                    for t in &targets {
-                        drop_cache(t);
-                    }
-                }
-                let seed = seed(index, k, w) ^ self.seed_salt;
-                // What the worker works on: its files, or an S3, net or meta job's work.
-                let work = match run.backend {
-                    Backend::S3 => {
-                        let (Some(b), Some(s3)) = (&self.bucket, &run.job.s3) else {
-                            return Err(AgentError::job(&run.job.name, "no bucket was opened"));
-                        };
-                        Load::S3(Box::new(b.work(&run.job, w, workers, load, s3.ops)))
-                    }
-                    Backend::Meta => {
-                        let Some(tree) = self.meta.iter().find(|t| t.job == run.job.name) else {
-                            return Err(AgentError::job(&run.job.name, "no tree was made"));
-                        };
-                        Load::Meta(tree.work(w, load))
-                    }
-                    b => Load::of_files(b).expect("a backend of files or null"),
-                };
-                let spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);
-                specs.push(spec);
-                map.push((k as u16, w as u32));
-            }
-        }
+        let (specs, map) = self.stage_specs(index, load, &sessions, ramp)?;
         let out = run_stage_at(specs, self.stop.clone(), start_at, &mut |e| {
             forward(e, &map, on_event, 1)
         });
@@ -419,16 +356,8 @@ impl Agent for LocalAgent {
         }
         if let Some((name, rule)) = &steady {
             if !self.stop.load(Ordering::Relaxed) {
-                self.notes.push(match out.steady_after {
-                    Some(d) => format!(
-                        "job {name}: steady state ({rule}) held after {} s of ramp; measured from there",
-                        d.as_secs()
-                    ),
-                    None => format!(
-                        "job {name}: NOT steady: {rule} did not hold within the {} s ramp; measured anyway, figures may still drift (raise --ramp or widen the band)",
-                        ramp.as_secs()
-                    ),
-                });
+                self.notes
+                    .push(steady_note(name, rule, out.steady_after, ramp));
             }
         }
         if let Some((w, f)) = out.failures.first() {
@@ -562,14 +491,6 @@ fn forward(
 fn push_once(notes: &mut Vec<String>, note: String) {
     if !notes.contains(&note) {
         notes.push(note);
-    }
-}
-
-/// Drops the clean cached pages of a file, like fio's `invalidate=1`.
-fn drop_cache(t: &FileTarget) {
-    if let Ok(f) = t.open(false, false) {
-        // SAFETY: fd is valid; POSIX_FADV_DONTNEED only drops clean cached pages.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
 }
 

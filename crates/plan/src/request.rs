@@ -77,42 +77,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     };
     let shape = shape(&args.shape)?;
     let mut notes = Vec::new();
-    let mut first_look = false;
-    let mut target_is_file = false;
-    let file: JobFile = if let Some((shown, text)) = &args.job_file {
-        if shown.ends_with(".fio") {
-            let f = crate::fio_file::read(text, shown, args.lenient)?;
-            // time_based without runtime: fio runs until its --runtime; so does stormark,
-            // given --time.
-            if let (Some(job), None) = (f.untimed.first(), cli.time) {
-                return Err(format!(
-                    "time_based in {job} has no runtime: give one with --time, such as --time 60s (as fio's --runtime)"
-                ));
-            }
-            // Only the file's own target is made when missing, never a TARGET typed.
-            target_is_file = f.target_is_file && args.target.is_none();
-            if !f.ignored.is_empty() {
-                notes.push(format!(
-                    "{shown}: left out (--lenient): {}",
-                    f.ignored.join(", ")
-                ));
-            }
-            f.file
-        } else {
-            stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
-        }
-    } else if let Some(name) = &args.profile {
-        // With flags it is the user's own measurement, no longer the first look.
-        first_look = name == "quick" && flags.is_empty();
-        profile(name).map_err(|e| e.to_string())?
-    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
-        // (A search, curve or sweep with no workload flags shapes the default job instead:
-        // they run one job.)
-        first_look = true;
-        profile("quick").expect("the quick profile ships with the binary")
-    } else {
-        JobFile::default()
-    };
+    let (file, first_look, target_is_file) = job_file(args, &cli, &shape, &mut notes)?;
     let given = args
         .target
         .clone()
@@ -162,37 +127,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
             }
         }
         let opts = file.defaults.overlay(section).overlay(&auto).overlay(&cli);
-        let default_name = if several {
-            format!("job{}", i + 1)
-        } else if opts.kind == Some(stormark_spec::LoadKind::Meta) {
-            "meta".to_string()
-        } else if opts.kind == Some(stormark_spec::LoadKind::S3) {
-            // s3-get-1m, s3-mixed-64k.
-            let mix = opts
-                .op_mix
-                .as_ref()
-                .map_or("get", |m| match m.0.as_slice() {
-                    [(op, _)] => op.name(),
-                    _ => "mixed",
-                });
-            let (lo, hi) = opts.obj_size.unwrap_or((1 << 20, 1 << 20));
-            let size = if lo == hi {
-                stormark_spec::units::format_size(lo)
-            } else {
-                format!(
-                    "{}-{}",
-                    stormark_spec::units::format_size(lo),
-                    stormark_spec::units::format_size(hi)
-                )
-            };
-            format!("s3-{mix}-{size}")
-        } else {
-            format!(
-                "{}-{}",
-                opts.rw.map_or("read", |r| r.name()),
-                opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
-            )
-        };
+        let default_name = default_name(&opts, several, i);
         let mut job = opts.resolve(&default_name).map_err(|e| {
             if several {
                 format!("job {}: {e}", opts.name.as_deref().unwrap_or(&default_name))
@@ -219,6 +154,91 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         shape,
         notes,
     })
+}
+
+/// The job file, profile or default job the flags go over: the file as read (a fio job file
+/// translated), whether it is the first look (`quick` alone), and whether its target is a
+/// file to make.
+fn job_file(
+    args: &RequestOptions,
+    cli: &JobOpts,
+    shape: &Shape,
+    notes: &mut Vec<String>,
+) -> Result<(JobFile, bool, bool), String> {
+    let flags = &args.flags;
+    let mut first_look = false;
+    let mut target_is_file = false;
+    let file: JobFile = if let Some((shown, text)) = &args.job_file {
+        if shown.ends_with(".fio") {
+            let f = crate::fio_file::read(text, shown, args.lenient)?;
+            // time_based without runtime: fio runs until its --runtime; so does stormark,
+            // given --time.
+            if let (Some(job), None) = (f.untimed.first(), cli.time) {
+                return Err(format!(
+                    "time_based in {job} has no runtime: give one with --time, such as --time 60s (as fio's --runtime)"
+                ));
+            }
+            // Only the file's own target is made when missing, never a TARGET typed.
+            target_is_file = f.target_is_file && args.target.is_none();
+            if !f.ignored.is_empty() {
+                notes.push(format!(
+                    "{shown}: left out (--lenient): {}",
+                    f.ignored.join(", ")
+                ));
+            }
+            f.file
+        } else {
+            stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?
+        }
+    } else if let Some(name) = &args.profile {
+        // With flags it is the user's own measurement, no longer the first look.
+        first_look = name == "quick" && flags.is_empty();
+        profile(name).map_err(|e| e.to_string())?
+    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
+        // (A search, curve or sweep with no workload flags shapes the default job instead:
+        // they run one job.)
+        first_look = true;
+        profile("quick").expect("the quick profile ships with the binary")
+    } else {
+        JobFile::default()
+    };
+    Ok((file, first_look, target_is_file))
+}
+
+/// The name of job `i` when it gives none: `jobN` among several, else one that says what it
+/// does (`randread-4k`, `s3-get-1m`, `meta`).
+fn default_name(opts: &JobOpts, several: bool, i: usize) -> String {
+    if several {
+        format!("job{}", i + 1)
+    } else if opts.kind == Some(stormark_spec::LoadKind::Meta) {
+        "meta".to_string()
+    } else if opts.kind == Some(stormark_spec::LoadKind::S3) {
+        // s3-get-1m, s3-mixed-64k.
+        let mix = opts
+            .op_mix
+            .as_ref()
+            .map_or("get", |m| match m.0.as_slice() {
+                [(op, _)] => op.name(),
+                _ => "mixed",
+            });
+        let (lo, hi) = opts.obj_size.unwrap_or((1 << 20, 1 << 20));
+        let size = if lo == hi {
+            stormark_spec::units::format_size(lo)
+        } else {
+            format!(
+                "{}-{}",
+                stormark_spec::units::format_size(lo),
+                stormark_spec::units::format_size(hi)
+            )
+        };
+        format!("s3-{mix}-{size}")
+    } else {
+        format!(
+            "{}-{}",
+            opts.rw.map_or("read", |r| r.name()),
+            opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
+        )
+    }
 }
 
 /// `--auto`'s reasons, with the choices that flags overrode said as such.

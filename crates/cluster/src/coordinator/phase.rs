@@ -135,6 +135,28 @@ impl Ends<'_> {
     }
 }
 
+/// Merges a worker's second, and hands every second it closes to the live display.
+fn merge_second(
+    acc: &mut PhaseAccumulator,
+    key: WorkerKey,
+    interval: u32,
+    snap: Second,
+    live: &mut dyn FnMut(Live<'_>),
+    name: &str,
+) {
+    match snap {
+        Second::Whole(snap) => acc.add(key, interval, &snap),
+        Second::Parts(ops, errors) => acc.add_parts(key, interval, &ops, &errors),
+    }
+    for interval in &acc.close_ready().to_vec() {
+        live(Live::Second {
+            phase: name,
+            interval,
+            hosts: &acc.host_second(interval.t_s),
+        });
+    }
+}
+
 /// Forwards an agent's events to the coordinator's thread, owned.
 fn sink(h: usize, tx: &Sender<Msg>) -> impl FnMut(AgentEvent<'_>) + '_ {
     move |e| {
@@ -243,21 +265,9 @@ impl Coordinator {
                             job,
                             worker,
                         };
-                        match snap {
-                            Second::Whole(snap) => acc.add(key, interval, &snap),
-                            Second::Parts(ops, errors) => {
-                                acc.add_parts(key, interval, &ops, &errors)
-                            }
-                        }
+                        merge_second(&mut acc, key, interval, snap, live, name);
                         let last = &mut got.last_interval[h];
                         *last = Some(last.map_or(interval, |l| l.max(interval)));
-                        for interval in &acc.close_ready().to_vec() {
-                            live(Live::Second {
-                                phase: name,
-                                interval,
-                                hosts: &acc.host_second(interval.t_s),
-                            });
-                        }
                     }
                     Msg::Done(h, job, worker, end_ns) => acc.worker_done(
                         WorkerKey {
@@ -275,26 +285,7 @@ impl Coordinator {
             }
         });
         self.mark_failed(name, &got);
-        let since = |t: SystemTime| {
-            t.duration_since(start_wall)
-                .map_or(0, |d| d.as_nanos() as u64)
-        };
-        let measured_start = got.host_starts.iter().flatten().min().copied();
-        let phase = measured_start.map(|first| {
-            // The jobs as an agent ran them; as validated when none finished (every host
-            // failed), so that errors still name their job.
-            acc.set_jobs(got.jobs.take().unwrap_or_else(|| known_jobs.to_vec()));
-            let duration = acc.end_ns();
-            let mut p = acc.finish(since(first), duration);
-            p.host_starts_ns = got
-                .host_starts
-                .iter()
-                .enumerate()
-                .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
-                .collect();
-            p.start_uncertainty_ns = uncertainty.filter(|_| p.host_starts_ns.len() > 1);
-            p
-        });
+        let phase = self.built_phase(acc, &mut got, known_jobs, uncertainty, start_wall);
         (got.result, phase)
     }
 
@@ -344,6 +335,39 @@ impl Coordinator {
             .filter(|h| alive[*h])
             .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
             .max()
+    }
+
+    /// The phase as it goes into the results, once its agents are done: `None` when no host
+    /// started (every one failed before its load).
+    fn built_phase(
+        &self,
+        mut acc: PhaseAccumulator,
+        got: &mut Gathered,
+        known_jobs: &[PhaseJob],
+        uncertainty: Option<u64>,
+        start_wall: SystemTime,
+    ) -> Option<Phase> {
+        let since = |t: SystemTime| {
+            t.duration_since(start_wall)
+                .map_or(0, |d| d.as_nanos() as u64)
+        };
+        let measured_start = got.host_starts.iter().flatten().min().copied();
+        let phase = measured_start.map(|first| {
+            // The jobs as an agent ran them; as validated when none finished (every host
+            // failed), so that errors still name their job.
+            acc.set_jobs(got.jobs.take().unwrap_or_else(|| known_jobs.to_vec()));
+            let duration = acc.end_ns();
+            let mut p = acc.finish(since(first), duration);
+            p.host_starts_ns = got
+                .host_starts
+                .iter()
+                .enumerate()
+                .filter_map(|(h, t)| t.map(|t| (self.names[h].clone(), since(t))))
+                .collect();
+            p.start_uncertainty_ns = uncertainty.filter(|_| p.host_starts_ns.len() > 1);
+            p
+        });
+        phase
     }
 
     /// Hosts that failed in this phase are out of the run from here on, their failure on
