@@ -62,37 +62,7 @@ pub fn probe_mtu(opts: &ClientOptions, max: u32) -> Result<Option<u32>, NetError
             other => return Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
         }
     }
-    let local: SocketAddr = match opts.bind {
-        Some(ip) => SocketAddr::new(ip, 0),
-        None if addr.is_ipv4() => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-        None => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-    };
-    let socket = std::net::UdpSocket::bind(local)
-        .and_then(|s| s.connect(addr).map(|()| s))
-        .map_err(|e| lost("a UDP socket", e))?;
-    let (level, option, probe) = if addr.is_ipv4() {
-        (
-            libc::IPPROTO_IP,
-            libc::IP_MTU_DISCOVER,
-            libc::IP_PMTUDISC_PROBE,
-        )
-    } else {
-        (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_MTU_DISCOVER,
-            libc::IPV6_PMTUDISC_PROBE,
-        )
-    };
-    // SAFETY: the pointer and length describe `probe`, which outlives the call.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(&socket),
-            level,
-            option,
-            (&probe as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    let socket = df_socket(addr, opts.bind).map_err(|e| lost("a UDP socket", e))?;
     let _ = socket.set_read_timeout(Some(PROBE_WAIT));
     // IP and UDP headers.
     let overhead: u32 = if addr.is_ipv4() { 28 } else { 48 };
@@ -146,4 +116,43 @@ pub fn probe_mtu(opts: &ClientOptions, max: u32) -> Result<Option<u32>, NetError
         ServerLine::End { .. } => Ok(found),
         other => Err(NetError::Lost(format!("{addr}: unexpected {other:?}"))),
     }
+}
+
+/// A UDP socket connected to `addr` (from `bind` when given) that sends with DF set and does
+/// not consult the kernel's path-MTU cache (`IP_PMTUDISC_PROBE`): a datagram too large for a
+/// hop is dropped there, as the probe needs.
+fn df_socket(
+    addr: SocketAddr,
+    bind: Option<std::net::IpAddr>,
+) -> std::io::Result<std::net::UdpSocket> {
+    let local: SocketAddr = match bind {
+        Some(ip) => SocketAddr::new(ip, 0),
+        None if addr.is_ipv4() => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        None => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let socket = std::net::UdpSocket::bind(local).and_then(|s| s.connect(addr).map(|()| s))?;
+    let (level, option, probe) = if addr.is_ipv4() {
+        (
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_PROBE,
+        )
+    } else {
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_PROBE,
+        )
+    };
+    // SAFETY: the pointer and length describe `probe`, which outlives the call.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&socket),
+            level,
+            option,
+            (&probe as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(socket)
 }

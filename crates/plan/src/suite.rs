@@ -14,6 +14,47 @@ pub const SUITES: &[(&str, &str)] = &[
     ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
 ];
 
+/// Why a suite stops before its remaining steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteStop {
+    /// In a sentence, for the summary's notes.
+    pub why: String,
+    /// A refused step before any step measured anything: the suite as a whole was a mistake
+    /// (exit 2).
+    pub refused_first: bool,
+}
+
+/// Whether suite `suite` stops after step outcome `o` (`before`: the outcomes so far): a
+/// refused step (the steps after it would be refused too), or the acceptance suite's network
+/// failing (storage measured over a failing network would mislead).
+pub fn suite_stops(
+    suite: &str,
+    o: &stormark_stats::StepOutcome,
+    before: &[stormark_stats::StepOutcome],
+) -> Option<SuiteStop> {
+    use stormark_stats::StepResult;
+    if o.result == StepResult::Refused {
+        return Some(SuiteStop {
+            why: format!(
+                "stopped: step {} was refused (its message is above); the steps after it would be too",
+                o.name
+            ),
+            refused_first: !before.iter().any(|s| {
+                matches!(
+                    s.result,
+                    StepResult::Pass | StepResult::Missed | StepResult::Failed
+                )
+            }),
+        });
+    }
+    (o.part == "network" && suite == "acceptance" && o.result == StepResult::Failed).then(|| {
+        SuiteStop {
+            why: "stopped early: the network failed; storage measured over a failing network would mislead".into(),
+            refused_first: false,
+        }
+    })
+}
+
 /// What the command line gave a suite.
 #[derive(Debug, Clone, Default)]
 pub struct SuiteOptions {

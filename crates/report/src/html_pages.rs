@@ -305,7 +305,7 @@ fn trend_series(
     for op in ops {
         let mut pts = Vec::new();
         for (i, (_, r)) in docs.iter().enumerate() {
-            let Some(p) = r.phases.iter().find(|p| &p.name == phase && p.measured()) else {
+            let Some(p) = r.phases.iter().find(|p| p.name == phase && p.measured()) else {
                 continue;
             };
             let s = if op == "total" {
@@ -317,7 +317,7 @@ fn trend_series(
             let rep = r
                 .repetitions
                 .iter()
-                .find(|s| &s.phase == phase && &s.op == op && s.figure == figure_name);
+                .find(|s| s.phase == phase && &s.op == op && s.figure == figure_name);
             let y = match (rep, s.and_then(|s| stormark_stats::figure(s, figure_name))) {
                 (Some(rep), _) => {
                     whiskers.push(((i + 1) as f64, rep.stats.min, rep.stats.max));

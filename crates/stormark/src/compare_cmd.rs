@@ -124,30 +124,11 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
             count(Verdict::Same)
         ));
         if let Some(limit) = gate {
-            // Passes only what the data rule out (a non-inferiority test at 95%).
-            let calls = stormark_stats::gate(&rows, limit);
-            for (r, call) in &calls {
-                let what = format!(
-                    "{} {} {} {:+.1}% (limit {limit}%)",
-                    r.phase,
-                    r.op,
-                    figure_label(&r.figure),
-                    r.delta_pct
-                );
-                say(match call {
-                    GateCall::Regression => format!("  regression: {what}"),
-                    GateCall::Inconclusive { runs } => format!(
-                        "  inconclusive: {what}: the data cannot rule out worse than {limit}%{}",
-                        match (runs, r.basis.as_str()) {
-                            (Some(n), "repetitions") => format!("; about {n} repetitions a side (--repeat {n}) would decide it"),
-                            (Some(n), _) => format!("; about {n} s of measured time a side (--time, or --repeat) would decide it"),
-                            (None, _) => "; repeat both runs (--repeat 5) to decide it".to_string(),
-                        }
-                    ),
-                    GateCall::Pass => continue,
-                });
+            let lines = gate_lines(&rows, limit);
+            failed |= !lines.is_empty();
+            for line in lines {
+                say(line);
             }
-            failed |= !calls.is_empty();
         }
         all.push(serde_json::json!({
             "baseline": args.files[0].display().to_string(),
@@ -185,4 +166,34 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
     } else {
         Ending::Success
     })
+}
+
+/// `--fail-if-worse LIMIT`: a line for each figure that is, or may be, worse than `limit`%
+/// (a non-inferiority test at 95% passes only what the data rule out), with how much more
+/// measuring would decide an inconclusive one.
+fn gate_lines(rows: &[stormark_stats::CompareRow], limit: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    let calls = stormark_stats::gate(rows, limit);
+    for (r, call) in &calls {
+        let what = format!(
+            "{} {} {} {:+.1}% (limit {limit}%)",
+            r.phase,
+            r.op,
+            figure_label(&r.figure),
+            r.delta_pct
+        );
+        out.push(match call {
+            GateCall::Regression => format!("  regression: {what}"),
+            GateCall::Inconclusive { runs } => format!(
+                "  inconclusive: {what}: the data cannot rule out worse than {limit}%{}",
+                match (runs, r.basis.as_str()) {
+                    (Some(n), "repetitions") => format!("; about {n} repetitions a side (--repeat {n}) would decide it"),
+                    (Some(n), _) => format!("; about {n} s of measured time a side (--time, or --repeat) would decide it"),
+                    (None, _) => "; repeat both runs (--repeat 5) to decide it".to_string(),
+                }
+            ),
+            GateCall::Pass => continue,
+        });
+    }
+    out
 }

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use stormark_plan::{
-    hosts, suite_file_steps, suite_steps, HostsOptions, SuiteOptions, SuiteStep, SUITES,
+    hosts, suite_file_steps, suite_steps, suite_stops, HostsOptions, SuiteOptions, SuiteStep,
+    SUITES,
 };
 use stormark_report::{suite_html, suite_markdown, suite_terminal, Output};
 use stormark_stats::{
@@ -47,21 +48,8 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
     };
     let dir = suite_dir(&args, &name)?;
     let keys = keys(&args);
-    let stop = Arc::new(AtomicBool::new(false));
     let running: Arc<Mutex<Vec<u32>>> = Arc::default();
-    {
-        let (stop, running) = (stop.clone(), running.clone());
-        // The steps see Ctrl-C themselves (one process group); a signal sent to the suite
-        // alone is passed on, and the suite stops after the step, whose cleanup runs.
-        ctrlc::set_handler(move || {
-            stop.store(true, Ordering::Relaxed);
-            for pid in running.lock().map(|p| p.clone()).unwrap_or_default() {
-                // SAFETY: kill(2) with a pid this process started.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
-            }
-        })
-        .context("cannot install the Ctrl-C handler")?;
-    }
+    let stop = stop_on_ctrl_c(&running)?;
     let mut summary = SuiteSummary {
         schema: SUITE_SCHEMA.into(),
         suite: name.clone(),
@@ -103,27 +91,11 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
             None => runner.run(batch, i, steps.len()),
         };
         for o in &outcomes {
-            if o.result == StepResult::Refused && stopped.is_none() {
-                refused_first = !summary.steps.iter().any(|s: &StepOutcome| {
-                    matches!(
-                        s.result,
-                        StepResult::Pass | StepResult::Missed | StepResult::Failed
-                    )
-                });
-                stopped = Some(format!(
-                    "stopped: step {} was refused (its message is above); the steps after it would be too",
-                    o.name
-                ));
-            }
-            if o.part == "network"
-                && name == "acceptance"
-                && matches!(o.result, StepResult::Failed | StepResult::Refused)
-                && stopped.is_none()
-            {
-                stopped = Some(
-                    "stopped early: the network failed; storage measured over a failing network would mislead"
-                        .into(),
-                );
+            if stopped.is_none() {
+                if let Some(stop) = suite_stops(&name, o, &summary.steps) {
+                    refused_first = stop.refused_first;
+                    stopped = Some(stop.why);
+                }
             }
         }
         summary.steps.extend(outcomes);
@@ -146,14 +118,7 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
         (false, true) => RunStatus::Ok,
         (false, false) => RunStatus::Failed,
     };
-    let mut failed_write = false;
-    for (file, text) in [
-        ("summary.json", json(&summary)),
-        ("summary.md", suite_markdown(&summary)),
-        ("summary.html", suite_html(&summary)),
-    ] {
-        failed_write |= !write(&dir, file, &text);
-    }
+    let failed_write = !write_summaries(&dir, &summary);
     out!("{}", suite_terminal(&summary));
     outln!("summary: {}", dir.join("summary.html").display());
     if refused_first {
@@ -166,6 +131,37 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
     } else {
         Ending::Failed
     })
+}
+
+/// A Ctrl-C handler for the suite: the steps see Ctrl-C themselves (one process group); a
+/// signal sent to the suite alone is passed on to the `running` steps, and the suite stops
+/// after the step, whose cleanup runs.
+fn stop_on_ctrl_c(running: &Arc<Mutex<Vec<u32>>>) -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (flag, running) = (stop.clone(), running.clone());
+    ctrlc::set_handler(move || {
+        flag.store(true, Ordering::Relaxed);
+        for pid in running.lock().map(|p| p.clone()).unwrap_or_default() {
+            // SAFETY: kill(2) with a pid this process started.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+        }
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+/// The summary as JSON, Markdown and HTML in the suite's directory; `false` when one could
+/// not be written (said on stderr).
+fn write_summaries(dir: &Path, summary: &SuiteSummary) -> bool {
+    let mut all = true;
+    for (file, text) in [
+        ("summary.json", json(summary)),
+        ("summary.md", suite_markdown(summary)),
+        ("summary.html", suite_html(summary)),
+    ] {
+        all &= write(dir, file, &text);
+    }
+    all
 }
 
 fn json(s: &SuiteSummary) -> String {

@@ -104,53 +104,9 @@ impl LocalAgent {
                     runs.push(JobRun::without_files(job, *backend));
                     continue;
                 }
-                let align = job.bs_align.max(4096);
-                let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
-                let len = size / align * align;
-                if len < job.bs.max {
-                    return Err(AgentError::option(
-                        format!("--size {}", format_size(size)),
-                        format!(
-                            "too small for --bs {} once rounded down to whole {} blocks",
-                            job.bs,
-                            format_size(align)
-                        ),
-                    ));
-                }
-                let mut worker_files = Vec::new();
-                for w in 0..job.jobs {
-                    let mut list = Vec::new();
-                    for f in 0..job.files {
-                        let name = format!("j{k}.w{w}.f{f}");
-                        let i = *index.entry(name.clone()).or_insert_with(|| {
-                            ws.files.push(PlannedFile {
-                                name,
-                                size: 0,
-                                needs_data: false,
-                                exists: false,
-                                prepared: false,
-                                id: None,
-                            });
-                            ws.files.len() - 1
-                        });
-                        let pf = &mut ws.files[i];
-                        if *backend != Backend::Null {
-                            pf.size = pf.size.max(len);
-                            // --verify-only reads what a kept run left, as it is: never prepared.
-                            pf.needs_data |=
-                                (job.read_pct() > 0 || workload.prepare) && !job.verify_only;
-                        }
-                        list.push(i);
-                    }
-                    worker_files.push(list);
-                }
-                runs.push(JobRun {
-                    job: job.clone(),
-                    backend: *backend,
-                    direct: false,
-                    worker_files,
-                    len,
-                });
+                runs.push(plan_job_files(
+                    &mut ws, &mut index, k, job, *backend, workload,
+                )?);
             }
             self.stages.push(runs);
         }
@@ -158,32 +114,7 @@ impl LocalAgent {
         if ws.reused() {
             ws.check_reuse()?;
         }
-        let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
-        let (total, avail, used) = ws.space()?;
-        if needed > avail {
-            return Err(AgentError::target(
-                target,
-                format!(
-                    "the working set needs {} but only {} is free; lower --size, --files or --jobs",
-                    human(needed),
-                    human(avail)
-                ),
-            ));
-        }
-        let pct = if total == 0 {
-            0.0
-        } else {
-            (used + needed) as f64 * 100.0 / total as f64
-        };
-        if pct > 80.0 {
-            validated.findings.push(Finding {
-                severity: Severity::Warning,
-                code: "filesystem-nearly-full".into(),
-                message: format!("the working set brings {} to {pct:.0}% full", target.display()),
-                evidence: serde_json::json!({ "needed_bytes": needed, "free_bytes": avail, "size_bytes": total, "used_pct_after": pct }),
-                advice: "Filesystems slow down as they fill (fragmentation, allocator search); results may be lower than on an emptier filesystem. Lower --size or free space.".into(),
-            });
-        }
+        check_space(&ws, &target, validated)?;
         let media = target_media(&target);
         validated.target = Some(Target {
             path: target.display().to_string(),
@@ -341,4 +272,97 @@ impl LocalAgent {
             .collect();
         Ok(())
     }
+}
+
+/// Job `k`'s workers' files in the run directory (`index` finds a file another job already
+/// planned): their names, their sizes (the most any job uses), whether they need data.
+fn plan_job_files(
+    ws: &mut Workspace,
+    index: &mut BTreeMap<String, usize>,
+    k: usize,
+    job: &Job,
+    backend: Backend,
+    workload: &Workload,
+) -> Result<JobRun, AgentError> {
+    let align = job.bs_align.max(4096);
+    let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
+    let len = size / align * align;
+    if len < job.bs.max {
+        return Err(AgentError::option(
+            format!("--size {}", format_size(size)),
+            format!(
+                "too small for --bs {} once rounded down to whole {} blocks",
+                job.bs,
+                format_size(align)
+            ),
+        ));
+    }
+    let mut worker_files = Vec::new();
+    for w in 0..job.jobs {
+        let mut list = Vec::new();
+        for f in 0..job.files {
+            let name = format!("j{k}.w{w}.f{f}");
+            let i = *index.entry(name.clone()).or_insert_with(|| {
+                ws.files.push(PlannedFile {
+                    name,
+                    size: 0,
+                    needs_data: false,
+                    exists: false,
+                    prepared: false,
+                    id: None,
+                });
+                ws.files.len() - 1
+            });
+            let pf = &mut ws.files[i];
+            if backend != Backend::Null {
+                pf.size = pf.size.max(len);
+                // --verify-only reads what a kept run left, as it is: never prepared.
+                pf.needs_data |= (job.read_pct() > 0 || workload.prepare) && !job.verify_only;
+            }
+            list.push(i);
+        }
+        worker_files.push(list);
+    }
+    Ok(JobRun {
+        job: job.clone(),
+        backend,
+        direct: false,
+        worker_files,
+        len,
+    })
+}
+
+/// The working set must fit the free space; a filesystem it brings past 80% full is a finding.
+fn check_space(
+    ws: &Workspace,
+    target: &std::path::Path,
+    validated: &mut Validated,
+) -> Result<(), AgentError> {
+    let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
+    let (total, avail, used) = ws.space()?;
+    if needed > avail {
+        return Err(AgentError::target(
+            target,
+            format!(
+                "the working set needs {} but only {} is free; lower --size, --files or --jobs",
+                human(needed),
+                human(avail)
+            ),
+        ));
+    }
+    let pct = if total == 0 {
+        0.0
+    } else {
+        (used + needed) as f64 * 100.0 / total as f64
+    };
+    if pct > 80.0 {
+        validated.findings.push(Finding {
+            severity: Severity::Warning,
+            code: "filesystem-nearly-full".into(),
+            message: format!("the working set brings {} to {pct:.0}% full", target.display()),
+            evidence: serde_json::json!({ "needed_bytes": needed, "free_bytes": avail, "size_bytes": total, "used_pct_after": pct }),
+            advice: "Filesystems slow down as they fill (fragmentation, allocator search); results may be lower than on an emptier filesystem. Lower --size or free space.".into(),
+        });
+    }
+    Ok(())
 }
