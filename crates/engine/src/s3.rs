@@ -2,9 +2,11 @@
 //! connection, operations drawn from the job's weighted mix. Objects are written under the
 //! worker's own key prefix, so a run only ever deletes what it wrote.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stormark_s3::{Client, S3Error};
+use stormark_s3::{Client, Fetched, S3Error};
 use stormark_stats::{ErrorKind, Op};
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
@@ -79,198 +81,243 @@ fn kind_of(e: &S3Error) -> ErrorKind {
     }
 }
 
-/// Runs the worker's requests until its stop rule, the deadline or too many failures in a
-/// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
-pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError> {
-    let mut work = work.clone();
-    let mut client =
-        Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
-    // Ctrl-C abandons a request waiting on a stalled service at once.
-    client.stop_on(ctx.stop.clone());
-    // The longest request this worker has seen answered: one still in flight at the stage's
-    // end may take twice that (at least END_GRACE) before it counts as a timeout of its age,
-    // so that a stalled service does not stretch the phase to the request timeout.
-    let mut longest = Duration::ZERO;
-    // Each PUT's body is made for its object: the next region of a pool, stamped (in place).
-    // Prepared objects come from the job's pool (the same on every worker of the host, so
-    // that a verifying reader makes them again), written ones from the worker's own (so that
-    // workers writing at once never send the same bytes).
-    let largest = work
-        .prepare_next
-        .iter()
-        .map(|(_, size)| size.max)
-        .fold(work.obj_size.max, u64::max);
-    let mut bodies = Bodies::new(
-        &work.data,
-        match work.prepare {
-            Some(_) => work.content_seed,
-            None => work.content_seed ^ ctx.spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        },
-        largest,
-    );
-    let mut checker = Bodies::new(&work.data, work.content_seed, 0);
-    let mut prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
-    let mut cursor = 0u64;
-    let mut rng = ctx.spec.seed | 1;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
-    let total = work.mix.last().map_or(1, |&(_, w)| w.max(1));
-    // Keys this worker wrote and has not deleted, newest last.
-    let mut written: Vec<u64> = Vec::new();
-    let mut put_seq: u64 = 0;
-    let mut prepare = work.prepare.clone();
-    let mut done: u64 = 0;
-    let mut key = String::with_capacity(work.write_prefix.len() + 24);
-    loop {
-        if ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
-            || work.ops.is_some_and(|n| done >= n)
-        {
-            break;
-        }
-        key.clear();
-        // Bytes this PUT sends, or (offset, length) this GET reads.
-        let mut size = 0u64;
-        let mut range = None;
-        // The prepared object read or written, by index.
-        let mut object = None;
-        let op = if let Some(todo) = &mut prepare {
+/// One request to make: its operation, the bytes a PUT sends, the range a GET reads, and the
+/// prepared object it reads or writes (by index).
+struct Request {
+    op: Op,
+    size: u64,
+    range: Option<(u64, u64)>,
+    object: Option<u64>,
+}
+
+/// An S3 worker between requests: what it has written, where it is in the preparation, its
+/// key buffer and bodies.
+struct S3Worker {
+    work: S3Work,
+    client: Client,
+    /// The longest request this worker has seen answered: one still in flight at the stage's
+    /// end may take twice that (at least END_GRACE) before it counts as a timeout of its age,
+    /// so that a stalled service does not stretch the phase to the request timeout.
+    longest: Duration,
+    bodies: Bodies,
+    checker: Bodies,
+    prepare: Option<std::ops::Range<u32>>,
+    prepare_next: std::vec::IntoIter<(String, stormark_spec::ObjSize)>,
+    cursor: u64,
+    rng: u64,
+    total: u32,
+    /// Keys this worker wrote and has not deleted, newest last.
+    written: Vec<u64>,
+    put_seq: u64,
+    key: String,
+}
+
+impl S3Worker {
+    fn new(seed: u64, stop: &Arc<AtomicBool>, work: &S3Work) -> Result<S3Worker, EngineError> {
+        let mut work = work.clone();
+        let mut client =
+            Client::new(work.config.clone()).map_err(|e| EngineError::S3(e.to_string()))?;
+        // Ctrl-C abandons a request waiting on a stalled service at once.
+        client.stop_on(stop.clone());
+        // Each PUT's body is made for its object: the next region of a pool, stamped (in
+        // place). Prepared objects come from the job's pool (the same on every worker of the
+        // host, so that a verifying reader makes them again), written ones from the worker's
+        // own (so that workers writing at once never send the same bytes).
+        let largest = work
+            .prepare_next
+            .iter()
+            .map(|(_, size)| size.max)
+            .fold(work.obj_size.max, u64::max);
+        let bodies = Bodies::new(
+            &work.data,
+            match work.prepare {
+                Some(_) => work.content_seed,
+                None => work.content_seed ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            },
+            largest,
+        );
+        let checker = Bodies::new(&work.data, work.content_seed, 0);
+        let prepare_next = std::mem::take(&mut work.prepare_next).into_iter();
+        Ok(S3Worker {
+            total: work.mix.last().map_or(1, |&(_, w)| w.max(1)),
+            prepare: work.prepare.clone(),
+            key: String::with_capacity(work.write_prefix.len() + 24),
+            work,
+            client,
+            longest: Duration::ZERO,
+            bodies,
+            checker,
+            prepare_next,
+            cursor: 0,
+            rng: seed | 1,
+            written: Vec::new(),
+            put_seq: 0,
+        })
+    }
+
+    fn next(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// The next request, its key in `self.key`: the preparation's next object (`None` once
+    /// every size is done), or an operation drawn from the mix.
+    fn next_request(&mut self) -> Option<Request> {
+        self.key.clear();
+        if let Some(todo) = &mut self.prepare {
             let i = match todo.next() {
                 Some(i) => i,
                 None => {
                     // This size is done: the same indexes at the next one, if any.
-                    let Some((prefix, size)) = prepare_next.next() else {
-                        break;
-                    };
-                    work.read_prefix = prefix;
-                    work.obj_size = size;
-                    *todo = work.prepare.clone().expect("preparing");
-                    let Some(i) = todo.next() else { break };
-                    i
+                    let (prefix, size) = self.prepare_next.next()?;
+                    self.work.read_prefix = prefix;
+                    self.work.obj_size = size;
+                    *todo = self.work.prepare.clone().expect("preparing");
+                    todo.next()?
                 }
             };
-            key.push_str(&work.read_prefix);
-            push_number(&mut key, u64::from(i));
-            size = work.obj_size.of_object(u64::from(i));
-            object = Some(u64::from(i));
-            Op::Put
-        } else {
-            let draw = (next() % u64::from(total)) as u32;
-            let mut op = work
-                .mix
-                .iter()
-                .find(|&&(_, w)| draw < w)
-                .map_or(Op::Get, |&(op, _)| op);
-            if op == Op::Delete && written.is_empty() {
-                // Nothing of this worker's to delete yet: write instead.
-                op = Op::Put;
-            }
-            match op {
-                Op::Get | Op::Head => {
-                    let i = next() % u64::from(work.objects.max(1));
-                    object = Some(i);
-                    key.push_str(&work.read_prefix);
-                    push_number(&mut key, i);
-                    if let (Op::Get, Some(want)) = (op, work.range) {
-                        let whole = work.obj_size.of_object(i);
-                        let len = want.min(whole);
-                        range = Some((next() % (whole - len + 1), len));
-                    }
-                }
-                Op::Put => {
-                    key.push_str(&work.write_prefix);
-                    push_number(&mut key, put_seq);
-                    size = work.obj_size.draw(next());
-                }
-                Op::Delete => {
-                    let n = written.pop().expect("checked above");
-                    key.push_str(&work.write_prefix);
-                    push_number(&mut key, n);
-                }
-                _ => {}
-            }
-            op
+            self.key.push_str(&self.work.read_prefix);
+            push_number(&mut self.key, u64::from(i));
+            return Some(Request {
+                op: Op::Put,
+                size: self.work.obj_size.of_object(u64::from(i)),
+                range: None,
+                object: Some(u64::from(i)),
+            });
+        }
+        let draw = (self.next() % u64::from(self.total)) as u32;
+        let mut op = self
+            .work
+            .mix
+            .iter()
+            .find(|&&(_, w)| draw < w)
+            .map_or(Op::Get, |&(op, _)| op);
+        if op == Op::Delete && self.written.is_empty() {
+            // Nothing of this worker's to delete yet: write instead.
+            op = Op::Put;
+        }
+        let mut req = Request {
+            op,
+            size: 0,
+            range: None,
+            object: None,
         };
-        let due = ctx.schedule.as_mut().map(|s| {
-            let t = s.take();
-            wait_until(t, ctx.stop);
-            t
-        });
+        match op {
+            Op::Get | Op::Head => {
+                let i = self.next() % u64::from(self.work.objects.max(1));
+                req.object = Some(i);
+                self.key.push_str(&self.work.read_prefix);
+                push_number(&mut self.key, i);
+                if let (Op::Get, Some(want)) = (op, self.work.range) {
+                    let whole = self.work.obj_size.of_object(i);
+                    let len = want.min(whole);
+                    req.range = Some((self.next() % (whole - len + 1), len));
+                }
+            }
+            Op::Put => {
+                self.key.push_str(&self.work.write_prefix);
+                push_number(&mut self.key, self.put_seq);
+                let r = self.next();
+                req.size = self.work.obj_size.draw(r);
+            }
+            Op::Delete => {
+                let n = self.written.pop().expect("checked above");
+                self.key.push_str(&self.work.write_prefix);
+                push_number(&mut self.key, n);
+            }
+            _ => {}
+        }
+        Some(req)
+    }
+
+    /// Sends `req`: the service's answer and the bytes it moved.
+    fn send(
+        &mut self,
+        seed: u64,
+        req: &Request,
+    ) -> Result<Result<(Fetched, u64), S3Error>, EngineError> {
+        let work = &self.work;
+        let client = &mut self.client;
+        let key = self.key.as_str();
         // A prepared object lives in the bucket its index names; writes, deletes and
         // listings stay in the worker's own.
-        let bucket = match object {
+        let bucket = match req.object {
             Some(i) if !work.buckets.is_empty() => {
                 &work.buckets[(i % work.buckets.len() as u64) as usize]
             }
             _ => &work.bucket,
         };
-        client.set_deadline(
-            ctx.pace
-                .deadline()
-                .map(|d| d + (2 * longest).max(END_GRACE)),
-        );
-        let start = Instant::now();
-        let result = match op {
+        let with_bytes = |f: Fetched| {
+            let b = f.bytes;
+            (f, b)
+        };
+        Ok(match req.op {
             Op::Put => {
-                let data = match (&prepare, object) {
+                let size = req.size;
+                let data = match (&self.prepare, req.object) {
                     (Some(_), Some(i)) => {
-                        bodies.make(i, prepared_start(&work, i), size as usize)?
+                        self.bodies
+                            .make(i, prepared_start(work, i), size as usize)?
                     }
                     _ => {
-                        let at = cursor;
-                        cursor += size.next_multiple_of(512);
-                        bodies.make(written_tag(ctx.spec.seed, put_seq), at, size as usize)?
+                        let at = self.cursor;
+                        self.cursor += size.next_multiple_of(512);
+                        self.bodies
+                            .make(written_tag(seed, self.put_seq), at, size as usize)?
                     }
                 };
                 let sent = match work.multipart {
                     Some((threshold, part)) if size > threshold => {
-                        client.put_multipart(bucket, &key, data.clone(), part)
+                        client.put_multipart(bucket, key, data.clone(), part)
                     }
-                    _ => client.put(bucket, &key, data.clone()),
+                    _ => client.put(bucket, key, data.clone()),
                 };
-                bodies.recycle(data);
+                self.bodies.recycle(data);
                 sent.map(|f| (f, size))
             }
-            Op::Get if work.verify => client.get_kept(bucket, &key, range).map(|f| {
-                let b = f.bytes;
-                (f, b)
-            }),
-            Op::Get => match range {
-                Some((offset, len)) => client.get_range(bucket, &key, offset, len),
-                None => client.get(bucket, &key),
+            Op::Get if work.verify => client.get_kept(bucket, key, req.range).map(with_bytes),
+            Op::Get => match req.range {
+                Some((offset, len)) => client.get_range(bucket, key, offset, len),
+                None => client.get(bucket, key),
             }
-            .map(|f| {
-                let b = f.bytes;
-                (f, b)
-            }),
-            Op::Head => client.head(bucket, &key).map(|f| (f, 0)),
-            Op::Delete => client.delete(bucket, &key).map(|f| (f, 0)),
+            .map(with_bytes),
+            Op::Head => client.head(bucket, key).map(|f| (f, 0)),
+            Op::Delete => client.delete(bucket, key).map(|f| (f, 0)),
             _ => client
                 .list(bucket, &work.list_prefix, None, 100)
-                .map(|(f, _)| {
-                    let b = f.bytes;
-                    (f, b)
-                }),
-        };
-        let now = Instant::now();
-        if let Some(took) = client.take_connect_time() {
-            ctx.rec.record(Op::Connect, 0, took.as_nanos() as u64);
-        }
-        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+                .map(|(f, _)| with_bytes(f)),
+        })
+    }
+
+    /// Records what `req`, sent at `start` (due at `due` in an open loop), came to at `now`.
+    /// `false` when the run was stopped while it waited.
+    fn record(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        req: &Request,
+        result: Result<(Fetched, u64), S3Error>,
+        (due, start, now): (Option<Instant>, Instant, Instant),
+    ) -> Result<bool, EngineError> {
+        let op = req.op;
         let service = now.saturating_duration_since(start).as_nanos() as u64;
         if result.is_ok() {
-            longest = longest.max(now.saturating_duration_since(start));
+            self.longest = self.longest.max(now.saturating_duration_since(start));
         }
         match result {
             // Ctrl-C: the run ends; the request had no answer to record.
-            Err(S3Error::Stopped) => break,
+            Err(S3Error::Stopped) => return Ok(false),
             Ok((fetched, _))
                 if op == Op::Get
-                    && work.verify
-                    && !intact(&work, &mut checker, object, range, &fetched)? =>
+                    && self.work.verify
+                    && !intact(
+                        &self.work,
+                        &mut self.checker,
+                        req.object,
+                        req.range,
+                        &fetched,
+                    )? =>
             {
                 ctx.rec.record_error(op, ErrorKind::Corrupt, 0, 0);
                 ctx.consecutive_errors += 1;
@@ -280,9 +327,9 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
                     let first = fetched.first_byte.saturating_duration_since(start);
                     ctx.rec.record_first_byte(op, first.as_nanos() as u64);
                 }
-                if op == Op::Put && prepare.is_none() {
-                    written.push(put_seq);
-                    put_seq += 1;
+                if op == Op::Put && self.prepare.is_none() {
+                    self.written.push(self.put_seq);
+                    self.put_seq += 1;
                 }
                 match due {
                     None => ctx.rec.record(op, bytes, service),
@@ -300,17 +347,51 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
                 });
                 ctx.rec.record_timeout(op, waited);
                 ctx.consecutive_errors += 1;
-                if op == Op::Put && prepare.is_some() {
-                    return Err(EngineError::S3(format!("PUT {key}: timed out")));
+                if op == Op::Put && self.prepare.is_some() {
+                    return Err(EngineError::S3(format!("PUT {}: timed out", self.key)));
                 }
             }
             Err(e) => {
                 ctx.rec.record_error(op, kind_of(&e), 0, 0);
                 ctx.consecutive_errors += 1;
-                if op == Op::Put && prepare.is_some() {
-                    return Err(EngineError::S3(format!("PUT {key}: {e}")));
+                if op == Op::Put && self.prepare.is_some() {
+                    return Err(EngineError::S3(format!("PUT {}: {e}", self.key)));
                 }
             }
+        }
+        Ok(true)
+    }
+}
+
+/// Runs the worker's requests until its stop rule, the deadline or too many failures in a
+/// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
+pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError> {
+    let mut w = S3Worker::new(ctx.spec.seed, ctx.stop, work)?;
+    let mut done: u64 = 0;
+    loop {
+        if ctx.stop.load(Ordering::Relaxed) || w.work.ops.is_some_and(|n| done >= n) {
+            break;
+        }
+        let Some(req) = w.next_request() else { break };
+        let due = ctx.schedule.as_mut().map(|s| {
+            let t = s.take();
+            wait_until(t, ctx.stop);
+            t
+        });
+        w.client.set_deadline(
+            ctx.pace
+                .deadline()
+                .map(|d| d + (2 * w.longest).max(END_GRACE)),
+        );
+        let start = Instant::now();
+        let result = w.send(ctx.spec.seed, &req)?;
+        let now = Instant::now();
+        if let Some(took) = w.client.take_connect_time() {
+            ctx.rec.record(Op::Connect, 0, took.as_nanos() as u64);
+        }
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        if !w.record(ctx, &req, result, (due, start, now))? {
+            break;
         }
         done += 1;
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
