@@ -47,5 +47,4 @@ pub use local::{
 };
 pub use remote::{RemoteAgent, SILENCE};
 pub use server::{serve, AgentService};
-pub use stormark_plan::{stage_steps, Step};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

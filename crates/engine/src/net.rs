@@ -149,6 +149,29 @@ fn bytes_acked(stream: &TcpStream) -> Option<u64> {
     (rc == 0).then_some(info.tcpi_bytes_acked)
 }
 
+/// A stream's read or write failed: the error counted by kind, and the failure in words,
+/// with the server named.
+#[cold]
+fn stream_failed(ctx: &mut Ctx<'_>, work: &NetWork, op: Op, e: &std::io::Error) -> String {
+    let kind = match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        std::io::ErrorKind::ConnectionReset
+        | std::io::ErrorKind::BrokenPipe
+        | std::io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+        std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        _ => ErrorKind::Network,
+    };
+    ctx.rec.record_error(op, kind, 0, 0);
+    match kind {
+        ErrorKind::Timeout => format!(
+            "{}: silent for {} s (the server or the path to it went away)",
+            work.server,
+            MAX_STALLS * STALL.as_secs() as u32
+        ),
+        _ => format!("{}: {e}", work.server),
+    }
+}
+
 /// Bytes that compress to nothing less (a link that compresses is not measured by zeros).
 fn payload(seed: u64, len: usize) -> Vec<u8> {
     let mut rng = seed | 1;
@@ -261,25 +284,7 @@ fn tcp(
                 continue;
             }
             Err(e) => {
-                let kind = match e.kind() {
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                        ErrorKind::Timeout
-                    }
-                    std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
-                    std::io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
-                    _ => ErrorKind::Network,
-                };
-                ctx.rec.record_error(op, kind, 0, 0);
-                failure = Some(match kind {
-                    ErrorKind::Timeout => format!(
-                        "{}: silent for {} s (the server or the path to it went away)",
-                        work.server,
-                        MAX_STALLS * STALL.as_secs() as u32
-                    ),
-                    _ => format!("{}: {e}", work.server),
-                });
+                failure = Some(stream_failed(ctx, work, op, &e));
                 break;
             }
         }

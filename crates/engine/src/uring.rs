@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 
 /// `IORING_ENTER_GETEVENTS` from linux/io_uring.h.
 const IORING_ENTER_GETEVENTS: u32 = 1;
@@ -104,22 +104,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 };
                 free.pop_front();
-                let fd = fds[req.file as usize];
-                let entry = match req.op {
-                    Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
-                        .offset(req.offset)
-                        .build(),
-                    // The offset generator makes only reads and writes.
-                    _ => match ctx.bufs.write(slot as usize, &req, ctx.tag ^ ctx.issued) {
-                        Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
-                            .offset(req.offset)
-                            .build(),
-                        Payload::Vectored(iov, n) => {
-                            opcode::Writev::new(fd, iov, n).offset(req.offset).build()
-                        }
-                    },
-                }
-                .user_data(u64::from(slot));
+                let entry = entry_of(ctx, fds[req.file as usize], slot, &req);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
                 // completion is reaped below; the ring has one entry per slot.
                 unsafe { sq.push(&entry) }.expect("the ring has an entry for every free slot");
@@ -152,10 +137,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             match next_due {
                 // Open loop, nothing in flight: sleep until the next I/O is due.
                 Some(t) if !ctx.pace.expired(Instant::now()) => {
-                    crate::ctx::wait_until(t, ctx.stop);
-                    if ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        draining = true;
-                    }
+                    draining = !idle_until(ctx, t);
                     continue;
                 }
                 _ => return Ok(()),
@@ -194,6 +176,33 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             draining = true;
         }
     }
+}
+
+/// The submission of `req` in `slot`'s buffer: a read, or a write of the slot's payload
+/// (plain, or vectored when the data is made in pieces).
+#[inline(always)]
+fn entry_of(ctx: &mut Ctx<'_>, fd: types::Fd, slot: u32, req: &IoReq) -> squeue::Entry {
+    match req.op {
+        Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
+            .offset(req.offset)
+            .build(),
+        // The offset generator makes only reads and writes.
+        _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
+            Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
+                .offset(req.offset)
+                .build(),
+            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n).offset(req.offset).build(),
+        },
+    }
+    .user_data(u64::from(slot))
+}
+
+/// Open loop with nothing in flight: sleeps until `t`, when the next I/O is due; `false` when
+/// the run was stopped meanwhile.
+#[cold]
+fn idle_until(ctx: &Ctx<'_>, t: Instant) -> bool {
+    crate::ctx::wait_until(t, ctx.stop);
+    !ctx.stop.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Like [`submit`] with a wait, but waiting no later than `until` (the next open-loop I/O).
