@@ -10,6 +10,7 @@ mod madefile;
 mod manifest;
 mod metajob;
 mod netjob;
+mod peers;
 mod planning;
 mod prepare;
 mod rules;
@@ -33,7 +34,7 @@ use crate::agent::{
 pub use bucket::{is_run_id, remove_host_objects, remove_run_objects};
 pub use journal::Journal;
 pub use manifest::MANIFEST;
-pub(crate) use netjob::MAX_PEERS;
+pub(crate) use peers::MAX_PEERS;
 use specs::JobRun;
 use stage::steady_note;
 use workspace::Workspace;
@@ -78,7 +79,7 @@ pub struct LocalAgent {
     /// The net jobs' session reports since the coordinator last took them.
     net_reports: Vec<stormark_stats::NetReport>,
     /// Ports serving the run's other agents (net jobs between them), until the cleanup.
-    peer_ports: Option<netjob::PeerPorts>,
+    peer_ports: Option<peers::PeerPorts>,
 }
 
 impl LocalAgent {

@@ -139,7 +139,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         jobs.push(job);
     }
     if matches!(shape, Shape::Mesh) {
-        jobs.push(crate::shape::mesh_round_trips(&jobs[0]));
+        jobs.push(crate::step::mesh_round_trips(&jobs[0]));
     }
     let prepare = args.prepare || file.prepare.unwrap_or(false);
     let workload = Workload::new(jobs, prepare).map_err(|e| e.to_string())?;

@@ -100,6 +100,25 @@ pub fn mesh_steps(hosts: usize) -> Vec<Step> {
     steps
 }
 
+/// A mesh's second stage, beside its throughput job: a second of 64-byte round trips on one
+/// connection to the same agents, the path MTU probed first (the pair's latency alone).
+pub fn mesh_round_trips(throughput: &stormark_spec::Job) -> stormark_spec::Job {
+    let mut job = throughput.clone();
+    job.name = format!("{}-rtt", throughput.name);
+    job.jobs = 1;
+    job.time = Some(std::time::Duration::from_secs(1));
+    job.ramp = std::time::Duration::ZERO;
+    job.rate_iops = None;
+    if let Some(net) = &mut job.net {
+        net.mode = stormark_spec::NetMode::Rtt;
+        net.msg_size = 64;
+        net.bitrate = 0;
+        net.udp = false;
+        net.path_mtu = true;
+    }
+    job
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,78 +3,18 @@
 //! for each stage, its streams handed to the job's workers, and what the servers counted
 //! noted afterwards.
 
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use stormark_engine::{NetConn, NetWork, StreamTally};
-use stormark_net::{
-    ClientOptions, Mode, NetError, ServerLine, ServerOptions, Session, TcpInfo, UdpStats,
-};
+use stormark_net::{ClientOptions, Mode, NetError, ServerLine, Session, TcpInfo, UdpStats};
 use stormark_spec::{NetJob, NetMode, Workload};
 use stormark_stats::{NetReport, NetStream};
 
+use super::peers::open_peer_ports;
 use super::LocalAgent;
-use crate::agent::{AgentError, NetPeer, NetPeers, Validated};
-
-/// Hosts one agent serves in a run whose net jobs stream between its agents, at most.
-pub(crate) const MAX_PEERS: usize = 256;
-
-/// The ports this host opened for the run's other agents: served until dropped (the run's
-/// cleanup, or the agent's end).
-pub(crate) struct PeerPorts {
-    stop: Arc<AtomicBool>,
-}
-
-impl Drop for PeerPorts {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Opens a port for each host of `peers` but `me`, each serving only that host's address
-/// and the run's token: the ports in host order (0 for `me`).
-fn open_peer_ports(peers: &NetPeers, me: usize) -> Result<(PeerPorts, Vec<u16>), AgentError> {
-    let guard = PeerPorts {
-        stop: Arc::new(AtomicBool::new(false)),
-    };
-    let mut ports = vec![0u16; peers.ips.len()];
-    for (i, ip) in peers.ips.iter().enumerate() {
-        if i == me {
-            continue;
-        }
-        let any: IpAddr = if ip.is_ipv4() {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        };
-        let listener = TcpListener::bind((any, 0))
-            .map_err(|e| AgentError::Runtime(format!("opening a port for {ip}: {e}")))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| AgentError::Runtime(e.to_string()))?
-            .port();
-        let opts = ServerOptions {
-            once: false,
-            stop: guard.stop.clone(),
-            token: Some(peers.token.clone()),
-            allow: vec![ip.to_canonical()],
-        };
-        std::thread::Builder::new()
-            .name("net-peer".into())
-            .spawn(move || {
-                let _ = stormark_net::serve(listener, &opts, &|line| {
-                    if line.contains("refused") {
-                        eprintln!("stormark agent: net port {port}: {line}");
-                    }
-                });
-            })
-            .map_err(|e| AgentError::Runtime(e.to_string()))?;
-        ports[i] = port;
-    }
-    Ok((guard, ports))
-}
+use crate::agent::{AgentError, NetPeer, Validated};
 
 /// This host's interface toward `server` (the one a packet to it leaves by), its MTU and
 /// rated speed, when known.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::workload::{Job, Workload};
+use crate::workload::{Job, Source, Workload};
 
 fn env(name: &str) -> Option<String> {
     match name {

@@ -1,0 +1,276 @@
+//! One fio option applied to a job: fio's names and values mapped to stormark's options, or
+//! to what the job file reader keeps for the job (its target, time_based, loops, rates).
+
+use super::FioState;
+use crate::workload::{JobOpts, Source};
+use crate::SpecError;
+
+/// Options that change only what fio reports: stormark records every latency exactly, per
+/// job and in total, whatever they say.
+const REPORTING: &[&str] = &[
+    "group_reporting",
+    "lat_percentiles",
+    "clat_percentiles",
+    "slat_percentiles",
+    "percentile_list",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "gtod_reduce",
+    "write_bw_log",
+    "write_lat_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "log_hist_msec",
+    "per_job_logs",
+    "description",
+    "thread",
+    "unified_rw_reporting",
+    "norandommap",
+    "randrepeat",
+    "significant_figures",
+];
+
+/// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
+pub(super) fn apply(
+    job: &mut JobOpts,
+    fio: &mut FioState,
+    key: &str,
+    value: Option<&str>,
+    kb_1000: bool,
+    context: &str,
+) -> Result<bool, SpecError> {
+    let v = value.unwrap_or("1");
+    let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
+    let yes = crate::units::parse_bool(v) == Some(true);
+    match key {
+        "name" => job.name = Some(v.to_string()),
+        // stormark names the files it makes itself.
+        "filename_format" => {}
+        "filename" => {
+            // Several files, or a file per job or file number: one target per run.
+            if v.contains(':') || v.contains('$') {
+                return Ok(false);
+            }
+            fio.target = Some(v.to_string());
+            fio.target_is_file = true;
+        }
+        "directory" => {
+            fio.target = Some(v.to_string());
+            fio.target_is_file = false;
+        }
+        "time_based" => fio.time_based = yes,
+        "stonewall" | "new_group" | "wait_for" => fio.stonewall = true,
+        "buffered" => set(job, "direct", if yes { "false" } else { "true" })?,
+        "rwmixwrite" => {
+            let w: u8 = crate::units::parse_percent(v).ok_or_else(|| {
+                SpecError::invalid(&format!("rwmixwrite in {context}"), v, "a percentage")
+            })?;
+            set(job, "rwmixread", &(100 - w).to_string())?;
+        }
+        "rw" | "readwrite" => {
+            // trim, and a random pattern's `:N` (a new offset every N I/Os): not run.
+            let random_n = v
+                .split_once(':')
+                .is_some_and(|(p, _)| p.trim().starts_with("rand"));
+            if v.contains("trim") || random_n {
+                return Ok(false);
+            }
+            set(job, "rw", v)?;
+        }
+        "ioengine" => return engine(job, v, context),
+        "verify" => match verify_on(v) {
+            Some(on) => set(job, "verify", if on { "true" } else { "false" })?,
+            None => return Ok(false),
+        },
+        "do_verify" => {}
+        // fio's random range form (`startdelay=1-5`): not run.
+        "startdelay" if v.contains('-') => return Ok(false),
+        "startdelay" => set(job, "startdelay", v)?,
+        "bs" | "blocksize" => {
+            // fio's bs=R,W: one size for both is all stormark runs.
+            let mut parts = v.split(',').filter(|p| !p.is_empty());
+            let first = parts.next().unwrap_or(v);
+            if parts.any(|p| p != first) {
+                return Ok(false);
+            }
+            set(job, "bs", &sizes(first, kb_1000))?;
+        }
+        "size" => {
+            fio.size = Some(crate::units::parse_size(&sizes(v, kb_1000)).ok_or_else(|| {
+                SpecError::invalid(&format!("size in {context}"), v, crate::units::SIZE_FORM)
+            })?)
+        }
+        "rate" | "rate_iops" => {
+            let caps = rate_caps(key, v, kb_1000, context)?;
+            if key == "rate" {
+                fio.rate_bytes = Some(caps);
+            } else {
+                fio.rate = Some(caps);
+            }
+        }
+        "loops" | "number_ios" => {
+            let n: u64 = v.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                SpecError::invalid(&format!("{key} in {context}"), v, "a whole number above 0")
+            })?;
+            if key == "loops" {
+                fio.loops = Some(n);
+            } else {
+                fio.number_ios = Some(n);
+            }
+        }
+        // How fio allocates a file it lays out: stormark writes its files in full before
+        // reading them whatever the method (the first writes' cost may differ).
+        "fallocate" => {}
+        // Lay the file out before writing it: stormark's --prepare.
+        "overwrite" => fio.overwrite |= yes,
+        // Different forms in fio (iops_slope:0.1%, ss_dur, ss_ramp): not mapped yet.
+        "ss" | "steadystate" => return Ok(false),
+        "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
+        | "blockalign" => set(job, key, &sizes(v, kb_1000))?,
+        k if REPORTING.contains(&k) => {}
+        _ => match crate::options::canonical_key(key) {
+            // Keys fio and stormark share (numjobs, iodepth, runtime, fsync, ...).
+            Some(_) if !matches!(key, "kind" | "group" | "time" | "engine" | "jobs" | "files") => {
+                set(job, key, v)?
+            }
+            _ => return Ok(false),
+        },
+    }
+    Ok(true)
+}
+
+/// fio's `ioengine`: the engines of I/O on files or devices map to stormark's; `false` for one
+/// left out with --lenient; an engine whose load is something else is refused outright.
+fn engine(job: &mut JobOpts, v: &str, context: &str) -> Result<bool, SpecError> {
+    let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
+    match v {
+        "io_uring" | "libaio" | "posixaio" => set(job, "engine", "io_uring")?,
+        "psync" | "sync" | "pvsync" | "pvsync2" | "vsync" => set(job, "engine", "psync")?,
+        "null" => set(job, "kind", "null")?,
+        // Other ways to read and write the same files or devices: left out with
+        // --lenient, the load stays I/O on them.
+        "mmap" | "splice" | "sg" | "solarisaio" | "windowsaio" | "dev-dax" | "libpmem"
+        | "pmemblk" | "io_uring_cmd" | "falloc" | "ftruncate" => return Ok(false),
+        // Engines whose load is not I/O on the job's files: leaving them out would measure
+        // something else, so not even --lenient runs the job.
+        other => {
+            let instead = match other {
+                "filecreate" | "filestat" | "filedelete" | "dircreate" | "dirstat"
+                | "dirdelete" => "stormark meta runs metadata operations",
+                "net" | "netsplice" => "stormark net measures the network",
+                "http" => "stormark s3 measures object stores",
+                _ => "stormark does not run it",
+            };
+            return Err(SpecError::invalid(
+                &format!("ioengine in {context}"),
+                &crate::printable(other, 40),
+                format!("an engine of I/O on files or devices (psync, sync, libaio, io_uring, ...): this one's load is something else, so not even --lenient runs the job; {instead}"),
+            ));
+        }
+    }
+    Ok(true)
+}
+
+/// fio's `verify`: on with a checksum stormark can stand in for, off with 0 or none; `None`
+/// for a kind it does not run.
+fn verify_on(v: &str) -> Option<bool> {
+    let on = !matches!(v, "0" | "none" | "false");
+    let known = matches!(
+        v,
+        "1" | "crc32c"
+            | "crc32c-intel"
+            | "crc32"
+            | "md5"
+            | "sha1"
+            | "sha256"
+            | "xxhash"
+            | "meta"
+            | "crc64"
+            | "crc16"
+            | "crc7"
+            | "sha512"
+            | "sha3-256"
+            | "true"
+    );
+    (!on || known).then_some(on)
+}
+
+/// fio's `rate` (bytes) or `rate_iops` caps: `X` for each direction, `R,W` for each its own.
+fn rate_caps(
+    key: &str,
+    v: &str,
+    kb_1000: bool,
+    context: &str,
+) -> Result<(Option<u64>, Option<u64>), SpecError> {
+    let bytes = key == "rate";
+    let mut parts = v.split(',');
+    let mut cap = |what: &str| -> Result<Option<u64>, SpecError> {
+        match parts.next().map(str::trim) {
+            None | Some("") => Ok(None),
+            Some(p) => if bytes {
+                crate::units::parse_size(&sizes(p, kb_1000))
+            } else {
+                p.parse().ok()
+            }
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| {
+                SpecError::invalid(
+                    &format!("{key} in {context}"),
+                    v,
+                    format!(
+                        "{} a second for {what}{}, or R,W for reads and writes",
+                        if bytes { "bytes" } else { "I/Os" },
+                        if bytes {
+                            " such as 10m"
+                        } else {
+                            " such as 500"
+                        }
+                    ),
+                )
+            }),
+        }
+    };
+    let read = cap("reads")?;
+    // `rate=X` caps each direction at X; `rate=R,W` each its own.
+    let write = if v.contains(',') {
+        cap("writes")?
+    } else {
+        read
+    };
+    Ok((read, write))
+}
+
+/// A size or range in fio's units: with `kb_base=1000`, k, m, g are powers of 1000 (KiB, MiB,
+/// GiB stay powers of 1024). Returned as bytes, or unchanged.
+fn sizes(text: &str, kb_1000: bool) -> String {
+    if !kb_1000 {
+        return text.to_string();
+    }
+    text.split('-')
+        .map(|part| {
+            let p = part.trim();
+            let lower = p.to_ascii_lowercase();
+            if lower.ends_with("ib") {
+                return p.to_string();
+            }
+            let digits = p.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let unit = &lower[digits.len()..];
+            let mult: u64 = match unit {
+                "k" | "kb" => 1000,
+                "m" | "mb" => 1_000_000,
+                "g" | "gb" => 1_000_000_000,
+                "t" | "tb" => 1_000_000_000_000,
+                _ => return p.to_string(),
+            };
+            digits
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(mult))
+                .map_or_else(|| p.to_string(), |n| n.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
