@@ -953,3 +953,84 @@ fn an_agent_makes_a_fio_files_missing_filename_only_where_it_is_allowed() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!outside.exists());
 }
+
+/// Agents started on loopback ports of this host (killed when dropped).
+struct LoopbackAgents(Vec<Child>);
+
+impl Drop for LoopbackAgents {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Issue 33: a phase of many hosts is summarized in the terminal, the HTML and Markdown (their
+/// distribution, the slowest ten named), while the document keeps every host; the handshakes
+/// of the fleet overlap.
+#[test]
+fn thirty_agents_are_a_distribution_and_the_slowest_ten_not_thirty_rows() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "cluster-test-token-0123456789\n").unwrap();
+    let mut agents = LoopbackAgents(Vec::new());
+    let mut list = Vec::new();
+    for _ in 0..30 {
+        let addr = stormark_testkit::free_addr();
+        let child = Command::new(BIN)
+            .args(["agent", "--listen", &addr, "--token-file"])
+            .arg(&token)
+            .arg("--allow-path")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting an agent");
+        agents.0.push(child);
+        list.push(addr);
+    }
+    for addr in &list {
+        wait_until("an agent listening", Duration::from_secs(30), || {
+            TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(200)).is_ok()
+        });
+    }
+    let job = dir.path().join("null.toml");
+    std::fs::write(
+        &job,
+        "kind = \"null\"\ntime = \"1s\"\n[[job]]\nname = \"n\"\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let html = dir.path().join("r.html");
+    let out = Command::new(BIN)
+        .args(["run", "--agents", &list.join(","), "--token-file"])
+        .arg(&token)
+        .arg("--job")
+        .arg(&job)
+        .arg("--json")
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let r = read_json(&json);
+    assert_eq!(run_phase(&r)["by_host"].as_object().unwrap().len(), 30);
+    assert!(said.contains("30 hosts: min "), "{said}");
+    assert!(said.contains("slowest 10: "), "{said}");
+    // No row per host in the phase's table.
+    let rows = said
+        .lines()
+        .filter(|l| l.contains("@127.0.0.1:") && l.contains(" null "))
+        .count();
+    assert_eq!(rows, 0, "{said}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("slowest hosts"),
+        "a table of the slowest hosts"
+    );
+    assert!(page.matches("<tr><td>").count() >= 10, "ten slowest hosts named");
+}

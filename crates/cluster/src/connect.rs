@@ -1,10 +1,13 @@
 //! Connecting to the agents of a distributed run, all before any load.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::agent::{Agent, AgentError, TargetOptions};
 use crate::remote::RemoteAgent;
+
+/// Agents connected at once, at most: a thousand handshakes overlap without a thousand threads.
+const CONNECT_FAN_OUT: usize = 32;
 
 /// The agents of a distributed run and how to reach them.
 pub struct Fleet {
@@ -17,8 +20,9 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Connects to every agent (handshake, clock offset), in order; `opts` is every target's
-    /// options but its path. The first refusal (busy, wrong token, version) ends it.
+    /// Connects to every agent (handshake, clock offset), up to [`CONNECT_FAN_OUT`] at once;
+    /// `opts` is every target's options but its path. A refusal (busy, wrong token, version)
+    /// ends it: the first in the list's order is the one said.
     pub fn connect(
         &self,
         opts: &TargetOptions,
@@ -31,9 +35,8 @@ impl Fleet {
             .collect())
     }
 
-    /// [`Fleet::connect`], as the agents themselves (for calls beside the phases: the
-    /// network mesh).
-    pub fn connect_remote(
+    /// [`Fleet::connect`], as the agents themselves.
+    fn connect_remote(
         &self,
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
@@ -54,28 +57,68 @@ impl Fleet {
                 .build()
                 .map_err(|e| AgentError::Runtime(e.to_string()))?,
         );
-        let mut agents = Vec::new();
-        for (i, host) in self.hosts.iter().enumerate() {
-            let mut target = TargetOptions {
-                path: host.target.clone(),
-                ..opts.clone()
-            };
-            if let (Some(s3), Some(url)) = (&mut target.s3, &host.endpoint) {
-                s3.endpoint = Some(url.clone());
+        // The handshakes of a large fleet overlap, at most CONNECT_FAN_OUT at a time.
+        let n = self.hosts.len();
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let slots: Vec<Mutex<Option<Result<RemoteAgent, AgentError>>>> =
+            (0..n).map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..CONNECT_FAN_OUT.min(n) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let r = self.connect_one(&rt, i, opts, stop);
+                    failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                });
             }
-            let addr = &host.address;
-            let agent = RemoteAgent::connect(
-                rt.clone(),
-                addr,
-                &self.token,
-                self.tls_ca.as_deref(),
-                target,
-                i as u32,
-                stop.clone(),
-            )?
-            .with_hosts(self.hosts.len() as u32);
-            agents.push(agent);
+        });
+        // The first failure in the list's order, else every agent in it.
+        let mut agents = Vec::with_capacity(n);
+        for slot in slots {
+            match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                Some(Ok(agent)) => agents.push(agent),
+                Some(Err(e)) => return Err(e),
+                // Not tried: a failure came first, and is found further on.
+                None => {}
+            }
+        }
+        if agents.len() < n {
+            return Err(AgentError::Runtime(
+                "an agent was neither connected nor failed".into(),
+            ));
         }
         Ok(agents)
+    }
+
+    /// Connects to agent `i` of the list (handshake, clock offset).
+    fn connect_one(
+        &self,
+        rt: &Arc<tokio::runtime::Runtime>,
+        i: usize,
+        opts: &TargetOptions,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<RemoteAgent, AgentError> {
+        let host = &self.hosts[i];
+        let mut target = TargetOptions {
+            path: host.target.clone(),
+            ..opts.clone()
+        };
+        if let (Some(s3), Some(url)) = (&mut target.s3, &host.endpoint) {
+            s3.endpoint = Some(url.clone());
+        }
+        Ok(RemoteAgent::connect(
+            rt.clone(),
+            &host.address,
+            &self.token,
+            self.tls_ca.as_deref(),
+            target,
+            i as u32,
+            stop.clone(),
+        )?
+        .with_hosts(self.hosts.len() as u32))
     }
 }

@@ -133,6 +133,22 @@ fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
         .flat_map(|p| p.by_host.iter().filter(|(_, b)| !b.seconds.is_empty()))
         .map(|(h, _)| h)
         .collect();
+    // Many hosts: the slowest of the main phase only, each a line.
+    let slowest: Option<Vec<&str>> = measured
+        .iter()
+        .max_by_key(|p| p.by_host.len())
+        .filter(|p| p.by_host.len() > crate::fleet::MANY_HOSTS)
+        .map(|p| {
+            crate::fleet::by_rate(p, bytes)
+                .into_iter()
+                .take(crate::fleet::SLOWEST)
+                .map(|(h, _)| h)
+                .collect()
+        });
+    let hosts: std::collections::BTreeSet<&String> = hosts
+        .into_iter()
+        .filter(|h| slowest.as_ref().is_none_or(|s| s.contains(&h.as_str())))
+        .collect();
     if hosts.len() > 1 {
         let per_host: Vec<Series> = hosts
             .iter()
@@ -176,7 +192,11 @@ fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
                 per_host,
                 rate_fmt(bytes),
             ),
-            "Each host's seconds, every operation together: a host that falls behind the others shows here.",
+            if slowest.is_some() {
+                "The slowest hosts' seconds, every operation together (of many hosts, the slowest ten of the main phase)."
+            } else {
+                "Each host's seconds, every operation together: a host that falls behind the others shows here."
+            },
         );
     }
 }
@@ -278,12 +298,16 @@ pub(crate) fn per_host(o: &mut String, r: &Results, bytes: bool) {
     if p.by_host.len() < 2 {
         return;
     }
+    o.push_str("<section id=\"per-host\"><h2>Per host</h2>");
+    if p.by_host.len() > crate::fleet::MANY_HOSTS {
+        many_hosts(o, p, bytes);
+        return;
+    }
     let bars: Vec<(String, f64)> = p
         .by_host
         .iter()
         .map(|(h, b)| (h.clone(), rate(&b.total, bytes)))
         .collect();
-    o.push_str("<section id=\"per-host\"><h2>Per host</h2>");
     figure(
         o,
         "hosts",
@@ -300,6 +324,50 @@ pub(crate) fn per_host(o: &mut String, r: &Results, bytes: bool) {
         "What each host did in the same phase; a short bar is the host to look at.",
     );
     o.push_str("</section>\n");
+}
+
+/// The hosts of a phase of many: how many hosts ran at each rate, and the slowest named (every
+/// host's figures are in the results document).
+fn many_hosts(o: &mut String, p: &Phase, bytes: bool) {
+    let what = if bytes { "Bandwidth" } else { "IOPS" };
+    figure(
+        o,
+        "hosts",
+        bar_chart(
+            &format!(
+                "Hosts by {} per host, phase {}",
+                what.to_lowercase(),
+                p.name
+            ),
+            "hosts",
+            &crate::fleet::histogram(p, bytes, 12),
+            &|v| format!("{v:.0}"),
+        ),
+        &format!(
+            "How many of the {} hosts ran at each rate; the slowest are named below.",
+            p.by_host.len()
+        ),
+    );
+    let all = crate::fleet::by_rate(p, bytes);
+    let median = all.get(all.len() / 2).map_or(0.0, |x| x.1);
+    let _ = write!(
+        o,
+        "<table><thead><tr><th>slowest hosts</th><th class=\"n\">{what}</th><th class=\"n\">of the median</th></tr></thead><tbody>"
+    );
+    for (h, r) in all.iter().take(crate::fleet::SLOWEST) {
+        let share = if median > 0.0 {
+            r / median * 100.0
+        } else {
+            0.0
+        };
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{share:.0}%</td></tr>",
+            esc(h),
+            crate::fleet::show(*r, bytes)
+        );
+    }
+    o.push_str("</tbody></table></section>\n");
 }
 
 pub(crate) fn search_and_curve(o: &mut String, r: &Results) {

@@ -14,6 +14,7 @@
 mod charts;
 mod compare;
 mod csv;
+mod fleet;
 mod html;
 mod html_pages;
 mod html_parts;

@@ -111,7 +111,23 @@ impl Render for Terminal {
                 .map(|h| h.name.as_str())
                 .collect();
             out.push_str(&phase_text(phase, &failed));
+            // Many hosts: each one's counters only for the slowest and the failed.
+            let shown: Option<Vec<&str>> =
+                (phase.by_host.len() > crate::fleet::MANY_HOSTS).then(|| {
+                    crate::fleet::by_rate(phase, false)
+                        .into_iter()
+                        .take(crate::fleet::SLOWEST)
+                        .map(|(h, _)| h)
+                        .chain(failed.iter().copied())
+                        .collect()
+                });
             for host in &r.hosts {
+                if shown
+                    .as_ref()
+                    .is_some_and(|s| !s.contains(&host.name.as_str()))
+                {
+                    continue;
+                }
                 if let Some(line) = host_line(phase, host, r.hosts.len() > 1) {
                     out.push_str(&line);
                 }
@@ -328,7 +344,9 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     ]);
     let several_jobs = p.by_job.len() > 1;
     let several_hosts = p.by_host.len() > 1;
-    if several_hosts {
+    // Many hosts: their distribution and the slowest, after the table, not a row each.
+    let many_hosts = p.by_host.len() > crate::fleet::MANY_HOSTS;
+    if several_hosts && !many_hosts {
         // Per node (one client per node): each host's own figures, exact from its histograms.
         let mut hosts: Vec<_> = p.by_host.iter().collect();
         hosts.sort_by(|a, b| natural(a.0, b.0));
@@ -370,6 +388,10 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         }
     }
     let _ = writeln!(out, "{table}");
+    if many_hosts {
+        let bytes = p.total.ops > 0 && p.total.bytes / p.total.ops >= 64 << 10;
+        out.push_str(&crate::fleet::summary(p, bytes));
+    }
     for e in &p.errors {
         // Requests over the network (S3) have no offset to name.
         let networked = e.kind.starts_with("http-")
