@@ -10,7 +10,14 @@
 # snapshot then carries a histogram per operation and GET's first-byte times. The embedded
 # server runs inside the coordinator's process on threads named s3-embedded; the steady-state
 # figure leaves them out (per-thread times from /proc/PID/task), the whole-run one does not.
-# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3), STORMARK=<binary>, BENCH_DIR
+# KIND=null (issue 33's fleet): every agent runs the null engine at RATE I/Os a second (100),
+# so that a thousand agents on one machine measure the coordinator, not the agents' CPU.
+# Also printed: the time from the coordinator's start to its run's start (connecting to every
+# agent, handshakes and clocks; validation follows inside the run), the stage's start spread
+# with its uncertainty, and the merge's exactness (every sample of the hosts' histograms in
+# the phase's total, counted from the HDR V2 encodings).
+# Without GNU time (a bare machine), the coordinator's CPU and peak RSS come from wait4(2).
+# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3|null), RATE (100), STORMARK=<binary>, BENCH_DIR
 # Writes only a directory it creates under BENCH_DIR (default ./bench-data) and removes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,9 +29,9 @@ if [ -z "${STORMARK:-}" ]; then
   cargo build --release --locked -q --features embedded-s3
   STORMARK=$PWD/target/release/stormark
 fi
-if [ ! -x /usr/bin/time ] && command -v apt-get >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
-fi
+RATE=${RATE:-100}
+# A thousand agents: as many connections and threads in the coordinator.
+ulimit -n 65536 2>/dev/null || true
 made_dir=no
 [ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
 WORK=$(mktemp -d -p "$BENCH_DIR" cluster.XXXX)
@@ -60,18 +67,24 @@ case $KIND in
   file)
     command=(run --agents "$agents" "${targets[@]}" --token-file "$WORK/token" --engine psync
       --direct --rw randread --bs 4k --size 1m) ;;
+  null)
+    printf 'kind = "null"\n[[job]]\nname = "null"\nrate_iops = %d\n' $((RATE * AGENTS)) >"$WORK/null.toml"
+    command=(run --agents "$agents" --token-file "$WORK/token" --job "$WORK/null.toml") ;;
   s3)
     command=(s3 --embedded --agents "$agents" --token-file "$WORK/token" --op-mix get=70,put=30
       --obj-size 4k --objects 64 --concurrency 1) ;;
   *) echo "KIND=$KIND: expected file or s3" >&2; exit 2 ;;
 esac
-${PROFILE:-} /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$STORMARK" "${command[@]}" \
-  --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null &
+# wall, user and system CPU seconds and peak RSS (KiB) of the coordinator, by wait4(2).
+python3 -c 'import os, subprocess, sys, time
+t = time.time(); p = subprocess.Popen(sys.argv[2:]); _, _, ru = os.wait4(p.pid, 0)
+open(sys.argv[1], "w").write(f"{time.time() - t} {ru.ru_utime} {ru.ru_stime} {ru.ru_maxrss}\n")' \
+  "$WORK/time" ${PROFILE:-} "$STORMARK" "${command[@]}" --time "${RUNTIME}s" --quiet --json "$WORK/r.json" >/dev/null &
 timer=$!
 # Steady state: the coordinator's CPU time (utime + stime, /proc/PID/stat) from 6 s after its
 # start, when every agent runs, to 2 s before the run's end.
 sleep 1
-coord=$(pgrep -P "$timer" -f "stormark ${command[0]}" | head -1 || true)
+coord=$(pgrep -f "^$STORMARK ${command[0]} " | head -1 || true)
 # utime + stime of every thread of the coordinator but the embedded S3 server's. The comm
 # field is in parentheses and may hold spaces: split after the last ')'.
 ticks() {
@@ -97,10 +110,35 @@ wall, cpu = float(wall), float(user) + float(sys_)
 r = json.load(open(work + "/r.json"))
 run = [p for p in r["phases"] if p["name"] == "run"][0]
 starts = list(run["host_starts_ns"].values())
+unc = run.get("start_uncertainty_ns")
 print(f"status {r['status']}  hosts {len(run['by_host'])}  intervals {len(run['intervals'])}  "
-      f"IOPS {run['total']['iops']:.0f}  start spread {(max(starts) - min(starts)) / 1e6:.2f} ms")
+      f"IOPS {run['total']['iops']:.0f}  start spread {(max(starts) - min(starts)) / 1e6:.2f} ms"
+      + (f" (clock uncertainty {unc / 1e6:.2f} ms)" if unc else ""))
+# Connecting: from the coordinator's start to its run's (started_at, ns in the document).
+import base64, datetime, struct
+def count(b64):
+    """Samples in an HDR histogram, V2 encoding (uncompressed): ZigZag LEB128 counts, negative
+    values being runs of zeros."""
+    b = base64.b64decode(b64)
+    (length,) = struct.unpack(">i", b[4:8])
+    payload, i, total = b[40:40 + length], 0, 0
+    while i < len(payload):
+        shift = v = 0
+        while True:
+            byte = payload[i]; i += 1
+            v |= (byte & 0x7F) << shift; shift += 7
+            if byte < 0x80 or shift == 63:
+                break
+        v = (v >> 1) ^ -(v & 1)
+        if v > 0:
+            total += v
+    return total
+ops = sum(v["total"]["ops"] for v in run["by_host"].values())
+samples = sum(count(h) for k, h in run["histograms"].items() if k.count("/") == 2 and not k.endswith("/connect"))
+print(f"merge: total {run['total']['ops']} ops, hosts' ops {ops}, hosts' histogram samples {samples}: "
+      + ("exact" if run["total"]["ops"] == ops == samples else "NOT EXACT"))
 print(f"coordinator (with the embedded server, if any): wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
-      f"peak RSS {int(rss_kib) / 1024:.1f} MiB")
+      f"peak RSS {float(rss_kib) / 1024:.1f} MiB  (run {r['duration_ns'] / 1e9:.1f} s of it; the rest is connecting, cleaning up, writing)")
 steady = open(work + "/steady").read().split()
 t0, t1, s0, s1, hz = (float(x) for x in steady[:5]) if len(steady) == 5 else (0, 0, 0, 1, 1)
 if len(steady) != 5:
