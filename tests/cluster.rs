@@ -1032,5 +1032,8 @@ fn thirty_agents_are_a_distribution_and_the_slowest_ten_not_thirty_rows() {
         page.contains("slowest hosts"),
         "a table of the slowest hosts"
     );
-    assert!(page.matches("<tr><td>").count() >= 10, "ten slowest hosts named");
+    assert!(
+        page.matches("<tr><td>").count() >= 10,
+        "ten slowest hosts named"
+    );
 }

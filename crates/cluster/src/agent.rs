@@ -296,10 +296,10 @@ pub struct Validated {
 pub enum Second {
     /// A snapshot, as the engine's worker made it (in-process).
     Whole(Box<Snapshot>),
-    /// The records of the operations that did something, and the failures (a remote agent's,
-    /// decoded from the wire).
+    /// The records of the operations that did something, their histograms as the counts they
+    /// hold, and the failures (a remote agent's, decoded from the wire).
     Parts(
-        Vec<(stormark_stats::Op, stormark_stats::OpRecord)>,
+        Vec<(stormark_stats::Op, stormark_stats::SparseRecord)>,
         Box<stormark_stats::ErrorTally>,
     ),
 }

@@ -221,7 +221,15 @@ impl AgentService {
                         snapshot: Some(match &second {
                             Second::Whole(snap) => encode_snapshot(snap),
                             Second::Parts(ops, errors) => {
-                                encode_parts(ops.iter().map(|(o, r)| (*o, r)), errors)
+                                let full: Vec<(stormark_stats::Op, stormark_stats::OpRecord)> = ops
+                                    .iter()
+                                    .map(|(o, r)| {
+                                        let mut full = stormark_stats::OpRecord::new();
+                                        full += r;
+                                        (*o, full)
+                                    })
+                                    .collect();
+                                encode_parts(full.iter().map(|(o, r)| (*o, r)), errors)
                             }
                         }),
                     }),

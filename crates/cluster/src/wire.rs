@@ -1,11 +1,12 @@
 //! The gRPC messages (generated from proto/agent.proto) and conversions between them and
 //! stormark's own types.
 
-use hdrhistogram::serialization::{Deserializer, Serializer as _, V2Serializer};
+use hdrhistogram::serialization::{Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use stormark_stats::{
     CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
-    MemorySample, NetSample, Op, OpRecord, PhaseJob, Severity, Snapshot, Target, HIGHEST_NS,
+    MemorySample, NetSample, Op, OpRecord, PhaseJob, Severity, Snapshot, SparseHist, SparseRecord,
+    Target,
 };
 
 use crate::agent::Validated;
@@ -80,31 +81,26 @@ pub fn encode_parts<'a>(
 /// Decodes a snapshot from an agent into the records of the operations it carries and its
 /// errors: one histogram allocated per operation that did something, nothing else. `None`
 /// when it is malformed.
-pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally)> {
+pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, SparseRecord)>, ErrorTally)> {
     let mut ops = Vec::with_capacity(p.ops.len());
     for r in &p.ops {
         let op = *Op::ALL.get(r.op as usize)?;
-        let decode = |bytes: &[u8]| -> Option<Histogram<u64>> {
-            let h: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).ok()?;
-            // Only stormark's configuration merges exactly with the other hosts' histograms.
-            (h.low() == 1 && h.high() == HIGHEST_NS && h.sigfig() == 3).then_some(h)
-        };
-        let hist = decode(&r.histogram)?;
-        let optional = |bytes: &[u8]| -> Option<Option<Histogram<u64>>> {
+        // Only stormark's configuration merges exactly with the other hosts' histograms; each
+        // is kept as the counts it holds, added at their indexes (no full histogram per host
+        // and second).
+        let optional = |bytes: &[u8]| -> Option<Option<SparseHist>> {
             if bytes.is_empty() {
                 Some(None)
             } else {
-                decode(bytes).map(Some)
+                SparseHist::decode(bytes).map(Some)
             }
         };
-        let service = optional(&r.service_histogram)?;
-        let first_byte = optional(&r.first_byte_histogram)?;
         ops.push((
             op,
-            OpRecord {
-                hist,
-                service,
-                first_byte,
+            SparseRecord {
+                hist: SparseHist::decode(&r.histogram)?,
+                service: optional(&r.service_histogram)?,
+                first_byte: optional(&r.first_byte_histogram)?,
                 ops: r.ops,
                 bytes: r.bytes,
                 errors: r.errors,
@@ -130,8 +126,8 @@ pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, OpRecord)>, ErrorTally
 pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
     let (ops, errors) = decode_parts(p)?;
     let mut s = Snapshot::new();
-    for (op, r) in ops {
-        *s.op_mut(op) = r;
+    for (op, r) in &ops {
+        *s.op_mut(*op) += r;
     }
     s.errors = errors;
     Some(s)

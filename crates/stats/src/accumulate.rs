@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::results::{
     encode_histogram, Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phase, PhaseJob,
 };
-use crate::{ErrorTally, Op, OpRecord, Snapshot, Summary};
+use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseRecord, Summary};
 
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,7 +69,18 @@ impl PhaseAccumulator {
 
     /// Counts `r` as host `host`'s in interval `interval` (runs of several hosts only).
     fn count(&mut self, host: u16, interval: u32, op: Op, r: &OpRecord) {
-        if self.hosts.len() < 2 || r.ops + r.errors == 0 && r.bytes == 0 {
+        self.count_of(host, interval, op, (r.ops, r.bytes, r.errors));
+    }
+
+    /// Counts `(ops, bytes, errors)` as host `host`'s in interval `interval`.
+    fn count_of(
+        &mut self,
+        host: u16,
+        interval: u32,
+        op: Op,
+        (ops, bytes, errors): (u64, u64, u64),
+    ) {
+        if self.hosts.len() < 2 || ops + errors == 0 && bytes == 0 {
             return;
         }
         let c = self
@@ -78,9 +89,9 @@ impl PhaseAccumulator {
             .or_default()
             .entry(op)
             .or_default();
-        c.ops += r.ops;
-        c.bytes += r.bytes;
-        c.errors += r.errors;
+        c.ops += ops;
+        c.bytes += bytes;
+        c.errors += errors;
     }
 
     /// Adds what worker `key` did in 1-second interval `interval` (0 = the first second after
@@ -103,11 +114,11 @@ impl PhaseAccumulator {
         &mut self,
         key: WorkerKey,
         interval: u32,
-        ops: &[(Op, OpRecord)],
+        ops: &[(Op, SparseRecord)],
         errors: &ErrorTally,
     ) {
         for (op, r) in ops {
-            self.count(key.host, interval, *op, r);
+            self.count_of(key.host, interval, *op, (r.ops, r.bytes, r.errors));
         }
         let source = self.per_source.entry((key.host, key.job)).or_default();
         for (op, r) in ops {

@@ -38,6 +38,7 @@ mod results;
 mod samples;
 mod search;
 mod significance;
+mod sparse;
 mod suite;
 mod summary;
 mod sweep;
@@ -70,6 +71,7 @@ pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, Target
 pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };
+pub use sparse::{SparseHist, SparseRecord};
 pub use suite::{
     step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
     WeakPair, SUITE_SCHEMA,

@@ -1,0 +1,183 @@
+//! A second of a remote agent, as it arrives: each histogram only as the counts it holds,
+//! decoded straight from its HDR V2 encoding and added into the coordinator's histograms at
+//! their indexes, so that merging a thousand hosts' seconds neither allocates nor walks a
+//! full histogram (32,768 counters, 256 KiB) per host and second.
+
+use hdrhistogram::Histogram;
+
+use crate::recorder::{OpRecord, HIGHEST_NS};
+
+/// `V2` encoding's cookie (uncompressed).
+const V2_COOKIE: u32 = 0x1c84_9313;
+
+/// Counters of a histogram of stormark's configuration (1 ns to [`HIGHEST_NS`], 3 significant
+/// digits): indexes past this are not its.
+const MAX_INDEX: usize = 1 << 16;
+
+/// A histogram of stormark's configuration, as its non-zero counts: `(index, count)` in
+/// index order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseHist {
+    /// The non-zero counters, by index.
+    pub counts: Vec<(u32, u64)>,
+}
+
+impl SparseHist {
+    /// Decodes an HDR V2 encoding (uncompressed) of a histogram of stormark's configuration;
+    /// `None` for anything else (another configuration merges inexactly).
+    pub fn decode(bytes: &[u8]) -> Option<SparseHist> {
+        let u32_at = |i: usize| Some(u32::from_be_bytes(bytes.get(i..i + 4)?.try_into().ok()?));
+        let u64_at = |i: usize| Some(u64::from_be_bytes(bytes.get(i..i + 8)?.try_into().ok()?));
+        if u32_at(0)? != V2_COOKIE {
+            return None;
+        }
+        let len = u32_at(4)? as usize;
+        // No normalizing offset, 3 digits, 1 to HIGHEST_NS, an integer-to-double ratio of 1.
+        let config = (
+            u32_at(8)?,
+            u32_at(12)?,
+            u64_at(16)?,
+            u64_at(24)?,
+            u64_at(32)?,
+        );
+        if config != (0, 3, 1, HIGHEST_NS, 1f64.to_bits()) {
+            return None;
+        }
+        let payload = bytes.get(40..40usize.checked_add(len)?)?;
+        let mut counts = Vec::new();
+        let (mut at, mut index) = (0usize, 0usize);
+        while at < payload.len() {
+            // A ZigZag LEB128 number: a count, or (negative) a run of zero counters.
+            let (mut v, mut shift) = (0u64, 0u32);
+            loop {
+                let b = *payload.get(at)?;
+                at += 1;
+                v |= u64::from(b & 0x7f) << shift;
+                if b < 0x80 {
+                    break;
+                }
+                shift += 7;
+                if shift > 63 {
+                    return None;
+                }
+            }
+            let n = ((v >> 1) as i64) ^ -((v & 1) as i64);
+            if n < 0 {
+                index = index.checked_add(n.unsigned_abs() as usize)?;
+            } else {
+                if n > 0 {
+                    counts.push((u32::try_from(index).ok()?, n as u64));
+                }
+                index += 1;
+            }
+            if index > MAX_INDEX {
+                return None;
+            }
+        }
+        Some(SparseHist { counts })
+    }
+
+    /// Samples in it.
+    pub fn len(&self) -> u64 {
+        self.counts.iter().map(|c| c.1).sum()
+    }
+
+    /// Whether it holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// Adds its counts into `h` (a histogram of stormark's configuration), each at its index.
+    pub fn add_to(&self, h: &mut Histogram<u64>) {
+        for &(index, count) in &self.counts {
+            // Every index of a decoded histogram lies within `h`'s range.
+            let _ = h.record_n(value_for(index), count);
+        }
+    }
+}
+
+/// The lowest value counted at `index` of a histogram of stormark's configuration (unit 1 ns,
+/// 2,048 sub-buckets): hdrhistogram's own mapping.
+fn value_for(index: u32) -> u64 {
+    const HALF_MAGNITUDE: u32 = 10;
+    const HALF: u32 = 1 << HALF_MAGNITUDE;
+    let bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
+    let sub = (index & (HALF - 1)) + HALF;
+    if bucket < 0 {
+        u64::from(sub - HALF)
+    } else {
+        u64::from(sub) << bucket
+    }
+}
+
+/// One operation's second as it arrives from a remote agent: its counters, and its histograms
+/// as their non-zero counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SparseRecord {
+    /// Latency (or response time), ns.
+    pub hist: SparseHist,
+    /// Open loop: service time.
+    pub service: Option<SparseHist>,
+    /// Object reads: time to first byte.
+    pub first_byte: Option<SparseHist>,
+    /// Completed operations.
+    pub ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Failed operations.
+    pub errors: u64,
+}
+
+impl std::ops::AddAssign<&SparseRecord> for OpRecord {
+    fn add_assign(&mut self, r: &SparseRecord) {
+        r.hist.add_to(&mut self.hist);
+        if let Some(s) = &r.service {
+            s.add_to(self.service.get_or_insert_with(crate::new_histogram));
+        }
+        if let Some(f) = &r.first_byte {
+            f.add_to(self.first_byte.get_or_insert_with(crate::new_histogram));
+        }
+        self.ops += r.ops;
+        self.bytes += r.bytes;
+        self.errors += r.errors;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::{Serializer as _, V2Serializer};
+
+    #[test]
+    fn a_decoded_second_adds_exactly_what_the_full_histogram_does() {
+        let mut h = crate::new_histogram();
+        let mut x = 1u64;
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Latencies from 1 ns to about 17 minutes, every bucket.
+            h.record(1 + (x >> 24) % (1 << (x % 40))).unwrap();
+        }
+        h.record_n(0, 3).unwrap();
+        h.record_n(HIGHEST_NS, 2).unwrap();
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+        let sparse = SparseHist::decode(&bytes).expect("stormark's configuration");
+        assert_eq!(sparse.len(), h.len());
+        let mut mine = crate::new_histogram();
+        sparse.add_to(&mut mine);
+        assert_eq!(mine, h);
+        for q in [0.0, 0.5, 0.99, 0.9999, 1.0] {
+            assert_eq!(mine.value_at_quantile(q), h.value_at_quantile(q), "{q}");
+        }
+        // Another configuration, a cut encoding, another cookie: refused.
+        let mut other = Histogram::<u64>::new_with_bounds(1, 1000, 2).unwrap();
+        other.record(5).unwrap();
+        let mut ob = Vec::new();
+        V2Serializer::new().serialize(&other, &mut ob).unwrap();
+        assert!(SparseHist::decode(&ob).is_none());
+        assert!(SparseHist::decode(&bytes[..bytes.len() - 1]).is_none());
+        assert!(SparseHist::decode(&[0u8; 40]).is_none());
+    }
+}
