@@ -28,6 +28,21 @@ pub(crate) fn by_rate(p: &Phase, bytes: bool) -> Vec<(&str, f64)> {
     v
 }
 
+/// Whether host `h` of `p` gets a row of its own: every host of a few, the slowest of many.
+pub(crate) fn shown(p: &Phase) -> impl Fn(&str) -> bool + '_ {
+    let many = p.by_host.len() > MANY_HOSTS;
+    let slowest: Vec<&str> = if many {
+        by_rate(p, false)
+            .into_iter()
+            .take(SLOWEST)
+            .map(|(h, _)| h)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    move |h| !many || slowest.contains(&h)
+}
+
 /// A rate as the reports write it.
 pub(crate) fn show(v: f64, bytes: bool) -> String {
     if bytes {

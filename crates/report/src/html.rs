@@ -144,16 +144,8 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
         }
         if p.by_host.len() > 1 {
             // Many hosts: the slowest only (every host is in the results document).
-            let slowest: Vec<&str> = crate::fleet::by_rate(p, false)
-                .into_iter()
-                .take(crate::fleet::SLOWEST)
-                .map(|(h, _)| h)
-                .collect();
-            let many = p.by_host.len() > crate::fleet::MANY_HOSTS;
-            for (host, b) in &p.by_host {
-                if many && !slowest.contains(&host.as_str()) {
-                    continue;
-                }
+            let shown = crate::fleet::shown(p);
+            for (host, b) in p.by_host.iter().filter(|(h, _)| shown(h)) {
                 row(o, &p.name, host, "all", &b.total, true);
             }
         }

@@ -144,27 +144,15 @@ pub(crate) fn mesh_text(r: &Results) -> String {
             out,
             "{title}: Gbit/s (retransmits), from the row's host to the column's"
         );
-        let _ = write!(out, "{:>width$}", "from \\ to");
-        for n in names {
-            let _ = write!(out, "  {n:>width$}");
-        }
-        out.push('\n');
-        for (i, from) in names.iter().enumerate() {
-            let _ = write!(out, "{from:>width$}");
-            for j in 0..names.len() {
-                let cell = match pairs
-                    .iter()
-                    .find(|p| p.from as usize == i && p.to as usize == j)
-                {
-                    _ if i == j => "-".to_string(),
-                    None => "".to_string(),
-                    Some(p) if p.failure.is_some() => "failed".to_string(),
-                    Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
-                };
-                let _ = write!(out, "  {cell:>width$}");
-            }
-            out.push('\n');
-        }
+        matrix(&mut out, names, width, &|i, j| match pairs
+            .iter()
+            .find(|p| p.from as usize == i && p.to as usize == j)
+        {
+            _ if i == j => "-".to_string(),
+            None => "".to_string(),
+            Some(p) if p.failure.is_some() => "failed".to_string(),
+            Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
+        });
         if pairs.iter().all(|p| p.failure.is_none()) {
             let total: f64 = pairs.iter().map(|p| p.bits_per_s).sum();
             if title.starts_with("all") {
@@ -177,32 +165,20 @@ pub(crate) fn mesh_text(r: &Results) -> String {
             out,
             "round trips of 64 bytes, each pair alone: p50 / p99, from the row's host to the column's"
         );
-        let _ = write!(out, "{:>width$}", "from \\ to");
-        for n in names {
-            let _ = write!(out, "  {n:>width$}");
-        }
-        out.push('\n');
-        for (i, from) in names.iter().enumerate() {
-            let _ = write!(out, "{from:>width$}");
-            for j in 0..names.len() {
-                let cell = match mesh
-                    .alone
-                    .iter()
-                    .find(|p| p.from as usize == i && p.to as usize == j)
-                {
-                    _ if i == j => "-".to_string(),
-                    Some(p) => match (p.rtt_p50_ns, p.rtt_p99_ns) {
-                        (Some(a), Some(b)) => {
-                            format!("{} / {}", format_latency(a), format_latency(b))
-                        }
-                        _ => String::new(),
-                    },
-                    None => String::new(),
-                };
-                let _ = write!(out, "  {cell:>width$}");
-            }
-            out.push('\n');
-        }
+        matrix(&mut out, names, width, &|i, j| match mesh
+            .alone
+            .iter()
+            .find(|p| p.from as usize == i && p.to as usize == j)
+        {
+            _ if i == j => "-".to_string(),
+            Some(p) => match (p.rtt_p50_ns, p.rtt_p99_ns) {
+                (Some(a), Some(b)) => {
+                    format!("{} / {}", format_latency(a), format_latency(b))
+                }
+                _ => String::new(),
+            },
+            None => String::new(),
+        });
     }
     for h in &mesh.hosts {
         let _ = writeln!(
@@ -218,4 +194,21 @@ pub(crate) fn mesh_text(r: &Results) -> String {
         );
     }
     out
+}
+
+/// One matrix: a header of the columns' hosts, then a row per host, `cell(i, j)` from row `i`
+/// to column `j`.
+fn matrix(out: &mut String, names: &[String], width: usize, cell: &dyn Fn(usize, usize) -> String) {
+    let _ = write!(out, "{:>width$}", "from \\ to");
+    for n in names {
+        let _ = write!(out, "  {n:>width$}");
+    }
+    out.push('\n');
+    for (i, from) in names.iter().enumerate() {
+        let _ = write!(out, "{from:>width$}");
+        for j in 0..names.len() {
+            let _ = write!(out, "  {:>width$}", cell(i, j));
+        }
+        out.push('\n');
+    }
 }
