@@ -213,39 +213,24 @@ impl PhaseAccumulator {
     pub fn finish(mut self, start_offset_ns: u64, duration_ns: u64) -> Phase {
         self.close_remaining(duration_ns);
         let mut total = Snapshot::new();
-        let mut by_host: BTreeMap<u16, Snapshot> = BTreeMap::new();
         let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
         let mut histograms = BTreeMap::new();
         let mut errors = Vec::new();
-        for ((host, job), snap) in &self.per_source {
-            total += snap;
-            *by_host.entry(*host).or_default() += snap;
-            *by_job.entry(*job).or_default() += snap;
-            let host_name = self.hosts.get(*host as usize).cloned().unwrap_or_default();
+        let mut seconds = self.host_seconds_list();
+        // Each host's figures as soon as its sources are merged, its snapshot then dropped:
+        // a thousand hosts' histograms are never all held twice.
+        let mut by_host: BTreeMap<String, Breakdown> = BTreeMap::new();
+        let mut current: Option<(u16, Snapshot)> = None;
+        let sources = std::mem::take(&mut self.per_source);
+        for ((host, job), snap) in sources {
+            total += &snap;
+            *by_job.entry(job).or_default() += &snap;
+            let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
             let job_name = self
                 .jobs
-                .get(*job as usize)
+                .get(job as usize)
                 .map_or_else(|| format!("job{job}"), |j| j.name.clone());
-            for (op, r) in snap.ops() {
-                if r.ops > 0 {
-                    histograms.insert(
-                        format!("{host_name}/{job_name}/{}", op.name()),
-                        encode_histogram(&r.hist),
-                    );
-                    if let Some(service) = &r.service {
-                        histograms.insert(
-                            format!("{host_name}/{job_name}/{}/service", op.name()),
-                            encode_histogram(service),
-                        );
-                    }
-                    if let Some(first) = &r.first_byte {
-                        histograms.insert(
-                            format!("{host_name}/{job_name}/{}/first-byte", op.name()),
-                            encode_histogram(first),
-                        );
-                    }
-                }
-            }
+            self.source_histograms(&mut histograms, &host_name, &job_name, &snap);
             for e in snap.errors.entries() {
                 errors.push(ErrorSummary {
                     host: host_name.clone(),
@@ -256,18 +241,27 @@ impl PhaseAccumulator {
                     first_offset: e.first_offset,
                 });
             }
+            match &mut current {
+                Some((h, s)) if *h == host => *s += &snap,
+                _ => {
+                    if let Some((h, s)) = current.take() {
+                        let mine = seconds.remove(&h).unwrap_or_default();
+                        by_host.insert(
+                            self.hosts[h as usize].clone(),
+                            breakdown(&s, mine, self.ran_ns(h, duration_ns), duration_ns),
+                        );
+                    }
+                    current = Some((host, snap));
+                }
+            }
         }
-        let mut seconds = self.host_seconds_list();
-        let breakdown = |s: &Snapshot, seconds: Vec<HostSecond>, ran: u64| Breakdown {
-            ran_ns: (ran < duration_ns).then_some(ran),
-            total: Summary::of(&s.total(), ran),
-            by_op: by_op(s, ran),
-            seconds,
-        };
-        let ran: BTreeMap<u16, u64> = by_host
-            .keys()
-            .map(|h| (*h, self.ran_ns(*h, duration_ns)))
-            .collect();
+        if let Some((h, s)) = current.take() {
+            let mine = seconds.remove(&h).unwrap_or_default();
+            by_host.insert(
+                self.hosts[h as usize].clone(),
+                breakdown(&s, mine, self.ran_ns(h, duration_ns), duration_ns),
+            );
+        }
         Phase {
             name: self.name,
             kind: None,
@@ -275,13 +269,7 @@ impl PhaseAccumulator {
             duration_ns,
             total: Summary::of(&total.total(), duration_ns),
             by_op: by_op(&total, duration_ns),
-            by_host: by_host
-                .iter()
-                .map(|(h, s)| {
-                    let mine = seconds.remove(h).unwrap_or_default();
-                    (self.hosts[*h as usize].clone(), breakdown(s, mine, ran[h]))
-                })
-                .collect(),
+            by_host,
             by_job: by_job
                 .iter()
                 .map(|(j, s)| {
@@ -289,7 +277,7 @@ impl PhaseAccumulator {
                         self.jobs
                             .get(*j as usize)
                             .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
-                        breakdown(s, Vec::new(), duration_ns),
+                        breakdown(s, Vec::new(), duration_ns, duration_ns),
                     )
                 })
                 .collect(),
@@ -301,6 +289,36 @@ impl PhaseAccumulator {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+        }
+    }
+
+    /// The histograms of one source (host and job), encoded, keyed `<host>/<job>/<op>`.
+    fn source_histograms(
+        &self,
+        out: &mut BTreeMap<String, String>,
+        host_name: &str,
+        job_name: &str,
+        snap: &Snapshot,
+    ) {
+        for (op, r) in snap.ops() {
+            if r.ops > 0 {
+                out.insert(
+                    format!("{host_name}/{job_name}/{}", op.name()),
+                    encode_histogram(&r.hist),
+                );
+                if let Some(service) = &r.service {
+                    out.insert(
+                        format!("{host_name}/{job_name}/{}/service", op.name()),
+                        encode_histogram(service),
+                    );
+                }
+                if let Some(first) = &r.first_byte {
+                    out.insert(
+                        format!("{host_name}/{job_name}/{}/first-byte", op.name()),
+                        encode_histogram(first),
+                    );
+                }
+            }
         }
     }
 
@@ -387,6 +405,17 @@ impl PhaseAccumulator {
         last.map_or(duration_ns, |l| {
             ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
         })
+    }
+}
+
+/// A host's or job's figures: over `ran` ns of a `duration_ns` phase (less for a host that
+/// failed), with its seconds.
+fn breakdown(s: &Snapshot, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
+    Breakdown {
+        ran_ns: (ran < duration_ns).then_some(ran),
+        total: Summary::of(&s.total(), ran),
+        by_op: by_op(s, ran),
+        seconds,
     }
 }
 
