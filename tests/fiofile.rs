@@ -575,3 +575,50 @@ fn a_fio_job_files_buffered_passes_each_start_with_a_cold_cache() {
     assert_eq!(said, "1");
     assert!(disks < 0.25 * read, "job read {read}, disks {disks}");
 }
+
+/// Issue 31: fio's `offset` and `offset_increment` on one file: each clone writes its own
+/// region and nothing else (the file's other bytes stay zero); a region past the file's end
+/// is refused before any load, naming the offset.
+#[test]
+fn offsets_give_each_clone_its_region_of_one_file() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("f");
+    std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
+    let fio = dir.path().join("regions.fio");
+    let job = |offset: &str| {
+        format!(
+            "[global]\nfilename={}\nsize=2m\nbs=64k\n[w]\nrw=write\nnumjobs=2\noffset={offset}\noffset_increment=6m\n",
+            file.display()
+        )
+    };
+    std::fs::write(&fio, job("4m")).unwrap();
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        fio.to_str().unwrap(),
+        "--allow-overwrite",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let data = std::fs::read(&file).unwrap();
+    let written: Vec<usize> = (0..16)
+        .filter(|m| data[m << 20..(m + 1) << 20].iter().any(|&b| b != 0))
+        .collect();
+    assert_eq!(written, [4, 5, 10, 11], "MiB written");
+    // The second clone's region would start at 16 MiB, the file's end.
+    std::fs::write(&fio, job("10m")).unwrap();
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        fio.to_str().unwrap(),
+        "--allow-overwrite",
+        "-q",
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains("--offset 10") && said.contains("past the end"),
+        "{said}"
+    );
+}

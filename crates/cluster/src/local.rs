@@ -193,13 +193,16 @@ impl LocalAgent {
         }
     }
 
-    /// The engine's handle on the files of one worker of job run `r`, each `len` long.
-    fn targets(&self, files: &[usize], len: u64) -> Vec<FileTarget> {
+    /// The engine's handle on the files of one worker of job run `r`, each `len` long; on one
+    /// file or device the worker's region starts at `start` (fio's offset; a worker's own
+    /// files in a run directory start at 0).
+    fn targets(&self, files: &[usize], start: u64, len: u64) -> Vec<FileTarget> {
         match &self.place {
             Some(Where::Dir(ws)) => files.iter().map(|&i| ws.target(i, len)).collect(),
             Some(Where::Existing { path, id }) => vec![FileTarget {
                 place: Place::Path(path.clone()),
                 expect: Some(*id),
+                start,
                 len,
             }],
             None => Vec::new(),

@@ -37,6 +37,12 @@ pub struct Pattern {
     /// Bytes a sequential stream moves on (or back) after each I/O beyond it (fio's
     /// `rw=read:-8k`).
     pub seq_add: i64,
+    /// I/Os from each random offset before a new one is drawn (fio's `rw=randread:N`; 1:
+    /// each its own).
+    pub rand_run: u32,
+    /// Within such a run, the same offset again rather than the next (fio's
+    /// `rw_sequencer=identical`).
+    pub rand_run_same: bool,
 }
 
 impl Pattern {
@@ -51,6 +57,8 @@ impl Pattern {
             dist: Distribution::Random,
             split: None,
             seq_add: 0,
+            rand_run: 1,
+            rand_run_same: false,
         }
     }
 }
@@ -77,6 +85,13 @@ pub struct OffsetGen {
     split: Box<[(u8, u64)]>,
     /// What a sequential stream adds after each I/O beyond it.
     seq_add: i64,
+    /// fio's `randread:N` (1: every random I/O its own offset), and what is left of the run
+    /// under way.
+    rand_run: u32,
+    run_left: u32,
+    rand_run_same: bool,
+    /// Per file, the last random run's offset and where its next I/O goes.
+    run_at: Vec<[u64; 2]>,
 }
 
 /// Where a sequential stream goes after an I/O of `len` at `at` with a step `add`; before the
@@ -230,6 +245,8 @@ impl OffsetGen {
             dist,
             split,
             seq_add,
+            rand_run,
+            rand_run_same,
         } = pattern;
         // A bssplit as cumulative shares: (share up to here, size).
         let split: Box<[(u8, u64)]> = split
@@ -275,6 +292,14 @@ impl OffsetGen {
             skew,
             split,
             seq_add,
+            rand_run: rand_run.max(1),
+            run_left: 0,
+            rand_run_same,
+            run_at: if rand_run > 1 {
+                vec![[0; 2]; n]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -333,7 +358,9 @@ impl OffsetGen {
             0 => false,
             p => self.below(100) < u64::from(p),
         };
-        let offset = if random && !self.skew.is_empty() {
+        let offset = if random && self.rand_run > 1 {
+            self.run_offset(file, len)
+        } else if random && !self.skew.is_empty() {
             self.skewed_offset(file)
         } else if random {
             self.below((file_len - len) / self.bs_align + 1) * self.bs_align
@@ -377,6 +404,30 @@ impl OffsetGen {
     #[inline(never)]
     fn skewed_offset(&mut self, file: usize) -> u64 {
         self.skew[file].draw(&mut self.rng) * self.bs_align
+    }
+
+    /// A random offset of fio's `randread:N`: a new one drawn every N I/Os, the ones between
+    /// going on from it (or, `rw_sequencer=identical`, repeating it), wrapping at the end
+    /// (kept out of the common path's code).
+    #[inline(never)]
+    fn run_offset(&mut self, file: usize, len: u64) -> u64 {
+        let file_len = self.file_lens[file];
+        let at = if self.run_left == 0 {
+            self.run_left = self.rand_run;
+            if self.skew.is_empty() {
+                self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+            } else {
+                self.skewed_offset(file)
+            }
+        } else if self.rand_run_same {
+            self.run_at[file][0]
+        } else {
+            self.run_at[file][1]
+        };
+        let at = if at + len > file_len { 0 } else { at };
+        self.run_left -= 1;
+        self.run_at[file] = [at, at + len];
+        at
     }
 
     fn next_once(&mut self) -> Option<IoReq> {

@@ -11,16 +11,22 @@ use crate::error::EngineError;
 
 /// Runs the loop until the stop rule, the deadline or too many errors in a row.
 pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    let fds: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
+    // Each file's descriptor and where its region starts (fio's offset).
+    let fds: Vec<(i32, u64)> = ctx
+        .files
+        .iter()
+        .zip(&ctx.spec.files)
+        .map(|(f, t)| (f.as_raw_fd(), t.start))
+        .collect();
     while let Some(req) = ctx.next_req() {
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
             wait_until(t, ctx.stop);
             t
         });
-        let fd = fds[req.file as usize];
+        let (fd, base) = fds[req.file as usize];
         let len = req.len as usize;
-        let off = req.offset as libc::off_t;
+        let off = (base + req.offset) as libc::off_t;
         // The offset generator makes only reads and writes.
         let payload = (req.op != Op::Read).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
         let start = Instant::now();

@@ -19,7 +19,9 @@ pub struct FileTarget {
     pub place: Place,
     /// What it must be when opened (`None`: anything regular, for tests and probes).
     pub expect: Option<Identity>,
-    /// Bytes used, from the start.
+    /// Where the region used begins (fio's `offset`; 0 for stormark's own files).
+    pub start: u64,
+    /// Bytes used, from `start`.
     pub len: u64,
 }
 
@@ -43,6 +45,7 @@ impl FileTarget {
         FileTarget {
             place: Place::Path(path.into()),
             expect: None,
+            start: 0,
             len,
         }
     }
@@ -118,6 +121,10 @@ pub struct WorkerSpec {
     pub bs_split: Option<stormark_spec::BsSplit>,
     /// What a sequential stream moves on (or back) after each I/O beyond it.
     pub seq_add: i64,
+    /// I/Os from each random offset (fio's `rw=randread:N`; 1: each its own).
+    pub rand_run: u32,
+    /// Within such a run, the same offset each time (fio's `rw_sequencer=identical`).
+    pub rand_run_same: bool,
     /// Smallest I/O.
     pub bs_min: u64,
     /// Largest I/O.
@@ -183,6 +190,8 @@ impl WorkerSpec {
             distribution: stormark_spec::Distribution::Random,
             bs_split: None,
             seq_add: 0,
+            rand_run: 1,
+            rand_run_same: false,
             bs_min: 4096,
             bs_max: 4096,
             bs_align: 4096,
@@ -265,6 +274,8 @@ impl WorkerSpec {
             distribution: job.distribution,
             bs_split: job.bs_split,
             seq_add: job.seq_add,
+            rand_run: job.rand_run,
+            rand_run_same: job.rand_run_same,
             bs_min,
             bs_max,
             bs_align,

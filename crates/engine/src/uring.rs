@@ -63,7 +63,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
     let mut ring = new_ring(depth as u32).map_err(EngineError::RingSetup)?;
-    let fds: Vec<types::Fd> = ctx.files.iter().map(|f| types::Fd(f.as_raw_fd())).collect();
+    // Each file's descriptor and where its region starts (fio's offset).
+    let fds: Vec<(types::Fd, u64)> = ctx
+        .files
+        .iter()
+        .zip(&ctx.spec.files)
+        .map(|(f, t)| (types::Fd(f.as_raw_fd()), t.start))
+        .collect();
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {
         op: Op::Read,
@@ -181,17 +187,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
 /// The submission of `req` in `slot`'s buffer: a read, or a write of the slot's payload
 /// (plain, or vectored when the data is made in pieces).
 #[inline(always)]
-fn entry_of(ctx: &mut Ctx<'_>, fd: types::Fd, slot: u32, req: &IoReq) -> squeue::Entry {
+fn entry_of(
+    ctx: &mut Ctx<'_>,
+    (fd, base): (types::Fd, u64),
+    slot: u32,
+    req: &IoReq,
+) -> squeue::Entry {
+    let offset = base + req.offset;
     match req.op {
         Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
-            .offset(req.offset)
+            .offset(offset)
             .build(),
         // The offset generator makes only reads and writes.
         _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-            Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
-                .offset(req.offset)
-                .build(),
-            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n).offset(req.offset).build(),
+            Payload::Plain(p) => opcode::Write::new(fd, p, req.len).offset(offset).build(),
+            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n).offset(offset).build(),
         },
     }
     .user_data(u64::from(slot))

@@ -168,6 +168,8 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 dist: spec.distribution,
                 split: spec.bs_split,
                 seq_add: spec.seq_add,
+                rand_run: spec.rand_run,
+                rand_run_same: spec.rand_run_same,
             },
             spec.seed,
         )

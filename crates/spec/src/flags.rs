@@ -45,7 +45,8 @@ const fn text(key: &'static str, value: &'static str, help: &'static str) -> Fla
 /// The workload flags of `stormark run`, in the order help shows them. (fio's spellings,
 /// such as `--numjobs` or `--ramp_time`, reach them through [`crate::canonical_key`].)
 pub const FILE_FLAGS: &[Flag] = &[
-    text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw."),
+    text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw; read:-8k moves on (or back) by that much more after each I/O, randread:8 does 8 I/Os from each random offset (fio's forms)."),
+    text("rw_sequencer", "HOW", "With randread:N, the I/Os after each random offset go on sequentially, or repeat it: sequential or identical (fio's rw_sequencer) [default: sequential]."),
     text("rwmixread", "PCT", "Share of reads in mixed patterns, percent [default: 50]."),
     text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),
     text("random_distribution", "DIST", "How random offsets fall, as fio's: random, zipf:1.2, pareto:0.2 or normal:10 [default: random]."),
@@ -53,6 +54,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("startdelay", "DURATION", "Wait this long after the group starts before the job's first I/O, then run its whole --time (fio's startdelay)."),
     text("bssplit", "SPLIT", "Block sizes by share of the I/Os, as fio's bssplit: 4k/50:64k/50 (a last share left empty takes the rest)."),
     text("bs_align", "SIZE", "Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs]."),
+    text("offset", "SIZE", "Start the region used this far into the file or device (fio's offset; with a directory each job has its own files, so it changes nothing there)."),
+    text("offset_increment", "SIZE", "Each further job of --jobs starts this much further on, each its own region of one file or device (fio's offset_increment)."),
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
     text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
     text("iodepth_batch_complete", "N", "Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1]."),

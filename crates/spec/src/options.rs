@@ -65,6 +65,9 @@ pub const JOB_KEYS: &[&str] = &[
     "engine",
     "ramp",
     "startdelay",
+    "offset",
+    "offset_increment",
+    "rw_sequencer",
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
@@ -139,6 +142,15 @@ pub struct JobOpts {
     /// Bytes a sequential pattern moves on (or back, negative) after each I/O beyond the
     /// I/O itself (fio's `rw=read:-8k`).
     pub seq_add: Option<i64>,
+    /// I/Os at each random offset before a new one is drawn (fio's `rw=randread:N`).
+    pub rand_run: Option<u32>,
+    /// Within such a run, the same offset again rather than the next (fio's
+    /// `rw_sequencer=identical`).
+    pub rand_run_same: Option<bool>,
+    /// Where in a file or device the job's region starts (fio's `offset`).
+    pub offset: Option<u64>,
+    /// What each further worker of the job adds to `offset` (fio's `offset_increment`).
+    pub offset_increment: Option<u64>,
     /// I/Os in flight per job.
     pub iodepth: Option<u32>,
     /// Parallel workers (fio's `numjobs`).
@@ -323,6 +335,23 @@ impl JobOpts {
                         .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
                 )
             }
+            "offset" | "offset_increment" => {
+                let n = parse_size(value)
+                    .filter(|n| *n <= 1 << 60)
+                    .ok_or_else(|| bad("a size, the bytes into the file or device, such as 1g"))?;
+                if canonical == "offset" {
+                    self.offset = Some(n);
+                } else {
+                    self.offset_increment = Some(n);
+                }
+            }
+            "rw_sequencer" => {
+                self.rand_run_same = Some(match value.trim() {
+                    "sequential" => false,
+                    "identical" => true,
+                    _ => return Err(bad("sequential or identical")),
+                })
+            }
             "invalidate" => {
                 self.invalidate = Some(
                     crate::choices::Invalidate::parse(value)
@@ -353,10 +382,19 @@ impl JobOpts {
                 let rw = Rw::parse(pattern).ok_or_else(|| {
                     bad("one of read, write, randread, randwrite, rw, randrw, a sequential one with :SIZE after it (read:-8k)")
                 })?;
-                self.seq_add = match add {
-                    None => None,
-                    Some(_) if rw.is_random() => {
-                        return Err(bad("a sequential pattern for :SIZE (randread:N, a new offset every N I/Os, is not run)"))
+                self.seq_add = None;
+                self.rand_run = None;
+                match add {
+                    None => {}
+                    // fio's `randread:N`: N I/Os from each random offset.
+                    Some(n) if rw.is_random() => {
+                        self.rand_run = Some(
+                            n.trim()
+                                .parse()
+                                .ok()
+                                .filter(|n| (1..=1 << 20).contains(n))
+                                .ok_or_else(|| bad("a random pattern, then :N, the I/Os from each random offset (1 to 1048576), such as randread:8"))?,
+                        );
                     }
                     Some(a) => {
                         let (neg, size) = match a.trim().strip_prefix('-') {
@@ -366,10 +404,12 @@ impl JobOpts {
                         let n = parse_size(size)
                             .and_then(|n| i64::try_from(n).ok())
                             .filter(|n| *n <= 1 << 40)
-                            .ok_or_else(|| bad("a sequential pattern, then :SIZE or :-SIZE, such as read:-8k"))?;
-                        Some(if neg { -n } else { n })
+                            .ok_or_else(|| {
+                                bad("a sequential pattern, then :SIZE or :-SIZE, such as read:-8k")
+                            })?;
+                        self.seq_add = Some(if neg { -n } else { n });
                     }
-                };
+                }
                 self.rw = Some(rw);
             }
             "rwmixread" => {
@@ -473,6 +513,10 @@ impl JobOpts {
             bs_align,
             bs_split,
             seq_add,
+            rand_run,
+            rand_run_same,
+            offset,
+            offset_increment,
             iodepth,
             jobs,
             files,

@@ -37,6 +37,16 @@ pub struct Job {
     pub bs_split: Option<crate::BsSplit>,
     /// Bytes a sequential pattern moves on (or back, negative) after each I/O beyond it.
     pub seq_add: i64,
+    /// I/Os from each random offset before a new one is drawn (fio's `rw=randread:N`; 1:
+    /// every I/O its own).
+    pub rand_run: u32,
+    /// Within such a run the same offset each time, not the next (fio's
+    /// `rw_sequencer=identical`).
+    pub rand_run_same: bool,
+    /// Where the region used starts in a file or device the workers share (fio's `offset`).
+    pub offset: u64,
+    /// What each further worker adds to `offset` (fio's `offset_increment`).
+    pub offset_increment: u64,
     /// Block size or range.
     pub bs: BlockSize,
     /// Offset and size alignment, bytes.
@@ -108,8 +118,18 @@ impl Job {
         self.rw.read_pct(self.rwmixread)
     }
 
+    /// Where worker `w`'s region starts in a file or device the workers share: fio's
+    /// `offset + w * offset_increment`.
+    pub fn region_start(&self, w: u64) -> u64 {
+        self.offset
+            .saturating_add(w.saturating_mul(self.offset_increment))
+    }
+
     /// The pattern as fio writes it: `read`, or `read:-8k` with a sequential step.
     pub fn rw_text(&self) -> String {
+        if self.rand_run > 1 {
+            return format!("{}:{}", self.rw.name(), self.rand_run);
+        }
         match self.seq_add {
             0 => self.rw.name().to_string(),
             n if n < 0 => format!("{}:-{}", self.rw.name(), format_size(n.unsigned_abs())),
@@ -152,6 +172,15 @@ impl Job {
         }
         if !self.start_delay.is_zero() {
             pairs.push(("startdelay", format_duration(self.start_delay)));
+        }
+        if self.rand_run_same {
+            pairs.push(("rw_sequencer", "identical".into()));
+        }
+        if self.offset > 0 {
+            pairs.push(("offset", self.offset.to_string()));
+        }
+        if self.offset_increment > 0 {
+            pairs.push(("offset_increment", self.offset_increment.to_string()));
         }
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));

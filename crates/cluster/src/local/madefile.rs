@@ -67,7 +67,11 @@ pub(super) fn size_for(workload: &Workload) -> u64 {
         .jobs
         .iter()
         .filter(|j| j.kind.needs_target())
-        .filter_map(|j| j.size)
+        .filter_map(|j| {
+            // Past the last worker's region (fio's offset) when offsets are given.
+            let start = j.region_start(u64::from(j.jobs.max(1)) - 1);
+            Some(start.saturating_add(j.size?))
+        })
         .max()
         .unwrap_or(DEFAULT_FILE_SIZE)
 }

@@ -93,6 +93,17 @@ impl LocalAgent {
                 "metadata jobs make their tree afresh each run; run them without --reuse",
             ));
         }
+        for (job, _) in stages.iter().flatten() {
+            if job.offset > 0 || job.offset_increment > 0 {
+                push_once(
+                    &mut validated.notes,
+                    format!(
+                        "job {}: --offset applies to one file or device the jobs share; in a run directory each job has its own files, used from their start",
+                        job.name
+                    ),
+                );
+            }
+        }
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
         for stage in stages {
@@ -194,18 +205,44 @@ impl LocalAgent {
                     continue;
                 }
                 let align = job.bs_align.max(if block { lbs } else { 512 });
-                if let Some(size) = job.size.filter(|&s| s > total) {
+                // fio's offset: the last worker's region starts furthest in; what is left
+                // after it is the most each worker's region may hold.
+                let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);
+                if job.offset > 0 || job.offset_increment > 0 {
+                    if last_start % align != 0 || last_start.saturating_add(job.bs.max) > total {
+                        return Err(AgentError::job(
+                            &job.name,
+                            format!(
+                                "--offset {} (+ {} per job, {} jobs) starts a region at {}, {} (a multiple of {} below the {} of {shown}, one block before its end)",
+                                format_size(job.offset),
+                                format_size(job.offset_increment),
+                                job.jobs,
+                                format_size(last_start),
+                                if last_start % align != 0 { "not aligned: expected offsets" } else { "past the end: expected offsets" },
+                                format_size(align),
+                                format_size(total)
+                            ),
+                        ));
+                    }
+                }
+                let room = total - last_start;
+                if let Some(size) = job.size.filter(|&s| s > room) {
                     push_once(
                         &mut validated.notes,
                         format!(
-                            "job {}: --size {} is larger than {shown} ({}); capped to its size",
+                            "job {}: --size {} is larger than {shown} ({}{}); capped to that",
                             job.name,
                             format_size(size),
-                            format_size(total)
+                            format_size(room),
+                            if last_start > 0 {
+                                format!(" from {}", format_size(last_start))
+                            } else {
+                                String::new()
+                            }
                         ),
                     );
                 }
-                let len = job.size.unwrap_or(total).min(total) / align * align;
+                let len = job.size.unwrap_or(room).min(room) / align * align;
                 if len < job.bs.max {
                     return Err(AgentError::target(
                         path,

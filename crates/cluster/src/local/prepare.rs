@@ -30,6 +30,7 @@ impl LocalAgent {
                 let r = FileTarget {
                     place: Place::Path(path.clone()),
                     expect: Some(*id),
+                    start: 0,
                     len: 0,
                 }
                 .open(false, true);

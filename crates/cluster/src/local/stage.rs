@@ -67,7 +67,7 @@ impl LocalAgent {
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
                 let targets = match run.backend {
                     Backend::S3 | Backend::Net | Backend::Meta => Vec::new(),
-                    _ => self.targets(files, len),
+                    _ => self.targets(files, run.job.region_start(w as u64), len),
                 };
                 if !run.direct
                     && run.job.invalidate != stormark_spec::Invalidate::No

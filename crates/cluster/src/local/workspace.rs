@@ -335,6 +335,7 @@ impl Workspace {
                 name: self.files[i].name.clone(),
             },
             expect: self.files[i].id,
+            start: 0,
             len,
         }
     }

@@ -231,6 +231,37 @@ fn a_sequential_step_moves_on_or_back() {
     assert_eq!(got, [0, 8192, 0, 8192]);
 }
 
+/// Issue 31: fio's `rw=randread:4`: a random offset every 4 I/Os, the 3 between going on
+/// from it block by block (or, `rw_sequencer=identical`, repeating it).
+#[test]
+fn a_random_run_draws_every_n_ios() {
+    let draw = |same: bool| {
+        let mut g = OffsetGen::new(
+            vec![1 << 30],
+            Pattern {
+                rand_run: 4,
+                rand_run_same: same,
+                ..Pattern::fixed(100, 100, 4096)
+            },
+            7,
+        );
+        (0..400)
+            .map(|_| g.next_io().unwrap().offset)
+            .collect::<Vec<u64>>()
+    };
+    let seq = draw(false);
+    let mut starts = std::collections::HashSet::new();
+    for run in seq.chunks(4) {
+        starts.insert(run[0]);
+        assert_eq!(run, [run[0], run[0] + 4096, run[0] + 8192, run[0] + 12288]);
+    }
+    // A new random offset each run: 100 runs over 262,144 blocks, all but by chance distinct.
+    assert!(starts.len() >= 98, "{}", starts.len());
+    for run in draw(true).chunks(4) {
+        assert_eq!(run, [run[0]; 4]);
+    }
+}
+
 #[test]
 fn write_once_covers_each_file_exactly() {
     let mut g = OffsetGen::write_once(vec![10_000, 4096], 4096);

@@ -39,6 +39,7 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
     let (mut bad, mut checked) = (0u64, 0u64);
     for (i, blocks) in v.files.iter().enumerate() {
         let fd = ctx.files[i].as_raw_fd();
+        let base = ctx.spec.files[i].start;
         let per = chunk / block;
         for (c, want) in blocks.chunks(per).enumerate() {
             if want.iter().all(|&w| w == 0) {
@@ -51,14 +52,14 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
             unsafe {
                 libc::posix_fadvise(
                     fd,
-                    (off + len as u64) as libc::off_t,
+                    (base + off + len as u64) as libc::off_t,
                     2 * chunk as libc::off_t,
                     libc::POSIX_FADV_WILLNEED,
                 )
             };
             let start = Instant::now();
             // SAFETY: buf holds `chunk` >= len bytes; fd is open for reading.
-            let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, off as libc::off_t) };
+            let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, (base + off) as libc::off_t) };
             let now = Instant::now();
             if spec.only {
                 ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
@@ -97,8 +98,9 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
                     ctx.rec.record_error(Op::Verify, kind, at, i as u32);
                     if shown.len() < SHOWN {
                         shown.push(format!(
-                            "{} offset {at}: {} ({why})",
+                            "{} offset {}: {} ({why})",
                             ctx.spec.files[i].shown().display(),
+                            base + at,
                             kind.name()
                         ));
                     }

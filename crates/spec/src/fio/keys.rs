@@ -49,9 +49,25 @@ pub(super) fn apply(
         // stormark names the files it makes itself.
         "filename_format" => {}
         "filename" => {
-            // Several files, or a file per job or file number: one target per run.
-            if v.contains(':') || v.contains('$') {
+            // Several files in one job: one target per run.
+            if v.contains(':') {
                 return Ok(false);
+            }
+            // A file per job clone or file number (`/data/f.$jobnum`): each worker its own
+            // files, which is what stormark does in the directory they would be made in.
+            if v.contains("$jobnum") || v.contains("$filenum") || v.contains("$jobname") {
+                let dir = std::path::Path::new(v).parent().and_then(|d| d.to_str());
+                match dir {
+                    // A device per clone (`/dev/sd$jobnum`) is more than one target.
+                    Some(d) if !d.is_empty() && !d.contains('$') && !d.starts_with("/dev") => {
+                        fio.target = Some(d.to_string());
+                        fio.target_is_file = false;
+                    }
+                    // Relative to where fio runs: the run's own target decides.
+                    Some("") => {}
+                    _ => return Ok(false),
+                }
+                return Ok(true);
             }
             fio.target = Some(v.to_string());
             fio.target_is_file = true;
@@ -70,15 +86,15 @@ pub(super) fn apply(
             set(job, "rwmixread", &(100 - w).to_string())?;
         }
         "rw" | "readwrite" => {
-            // trim, and a random pattern's `:N` (a new offset every N I/Os): not run.
-            let random_n = v
-                .split_once(':')
-                .is_some_and(|(p, _)| p.trim().starts_with("rand"));
-            if v.contains("trim") || random_n {
+            // trim: not run.
+            if v.contains("trim") {
                 return Ok(false);
             }
             set(job, "rw", v)?;
         }
+        // fio's offset as a share of the file or device: not run.
+        "offset" | "offset_increment" if v.trim_end().ends_with('%') => return Ok(false),
+        "offset" | "offset_increment" => set(job, key, &sizes(v, kb_1000))?,
         "ioengine" => return engine(job, v, context),
         "verify" => match verify_on(v) {
             Some(on) => set(job, "verify", if on { "true" } else { "false" })?,

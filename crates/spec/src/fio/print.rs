@@ -107,6 +107,15 @@ fn pattern(out: &mut String, job: &Job) {
             job.distribution.name()
         ));
     }
+    if job.rand_run_same {
+        out.push_str("rw_sequencer=identical\n");
+    }
+    if job.offset > 0 {
+        out.push_str(&format!("offset={}\n", job.offset));
+    }
+    if job.offset_increment > 0 {
+        out.push_str(&format!("offset_increment={}\n", job.offset_increment));
+    }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {
         out.push_str(&format!("percentage_random={}\n", job.random_pct));

@@ -298,7 +298,7 @@ fn fios_own_variables_and_arithmetic() {
     let j = jobs(&f);
     assert_eq!(j[0].bs.min, 4096);
     assert_eq!(j[0].size, Some(5 * 1024 * 1024 * 2 / 8));
-    // A per-job file name is more than one target: named, not run.
+    // A device per job is more than one target: named, not run.
     let e = parse("[a]\nrw=read\nfilename=/dev/sd$jobnum\n")
         .unwrap_err()
         .to_string();
@@ -457,10 +457,80 @@ fn a_sequential_step_as_fio_writes_it() {
         "{text}"
     );
     assert!(j[0].to_pairs().contains(&("rw", "read:-8k".to_string())));
-    // A random pattern's :N (a new offset every N I/Os) is named, not run.
-    let e = parse("[r]\nrw=randread:8\n").unwrap_err().to_string();
-    assert!(e.contains("line 2: rw"), "{e}");
-    assert!(JobOpts::default()
-        .set("rw", "randread:8", Source::Flag)
-        .is_err());
+}
+
+/// fio's `rw=randread:N` (N I/Os from each random offset) and `rw_sequencer`; a run of 0 or
+/// a size after a random pattern is refused with the accepted form.
+#[test]
+fn a_random_run_as_fio_writes_it() {
+    let f = parse("[r]\nrw=randread:8\n[s]\nrw=randrw:4\nrw_sequencer=identical\n").unwrap();
+    let j = jobs(&f);
+    assert_eq!((j[0].rand_run, j[0].rand_run_same), (8, false));
+    assert_eq!((j[1].rand_run, j[1].rand_run_same), (4, true));
+    let text = to_fio(&j, "/mnt/d", true);
+    assert!(text.contains("rw=randread:8\n"), "{text}");
+    assert!(
+        text.contains("rw=randrw:4\n") && text.contains("rw_sequencer=identical\n"),
+        "{text}"
+    );
+    // The pairs an agent gets run it again.
+    let pairs = j[1].to_pairs();
+    assert!(pairs.contains(&("rw", "randrw:4".to_string())), "{pairs:?}");
+    assert!(pairs.contains(&("rw_sequencer", "identical".to_string())));
+    for bad in ["randread:0", "randread:4k", "randread:x"] {
+        let e = JobOpts::default()
+            .set("rw", bad, Source::Flag)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("randread:8"), "{bad}: {e}");
+    }
+}
+
+/// fio's `offset` and `offset_increment`: each clone's region of one file; a share of the
+/// file (`offset=50%`) is named, not run; an offset off the block alignment is refused.
+#[test]
+fn offsets_as_fio_writes_them() {
+    let f = parse("[w]\nfilename=/dev/sdx\nbs=64k\nnumjobs=4\noffset=1g\noffset_increment=256m\n")
+        .unwrap();
+    let j = jobs(&f);
+    assert_eq!((j[0].offset, j[0].offset_increment), (1 << 30, 256 << 20));
+    assert_eq!(j[0].region_start(3), (1 << 30) + 3 * (256 << 20));
+    let text = to_fio(&j, "/dev/sdx", false);
+    assert!(
+        text.contains("offset=1073741824\noffset_increment=268435456\n"),
+        "{text}"
+    );
+    assert!(j[0]
+        .to_pairs()
+        .contains(&("offset", "1073741824".to_string())));
+    let e = parse("[w]\noffset=50%\n").unwrap_err().to_string();
+    assert!(e.contains("line 2: offset"), "{e}");
+    let e = parse("[w]\nbs=4k\noffset=1000\n").unwrap();
+    let e = e
+        .file
+        .defaults
+        .overlay(&e.file.jobs[0])
+        .resolve("j")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--offset 1000") && e.contains("alignment (4k"),
+        "{e}"
+    );
+}
+
+/// fio's `filename=DIR/name.$jobnum`: a file per job clone, which is what stormark makes in
+/// that directory.
+#[test]
+fn a_file_per_job_clone_is_a_directory() {
+    let f = parse("[w]\nfilename=/mnt/d/bench.$jobnum.$filenum\nnumjobs=4\n").unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/d"));
+    assert!(!f.target_is_file);
+    let f = parse("[w]\nfilename=bench.$jobnum\n").unwrap();
+    assert_eq!(f.file.target, None);
+    // A variable part in the directory itself is not run.
+    let e = parse("[w]\nfilename=/mnt/$jobnum/f\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 2: filename"), "{e}");
 }

@@ -26,6 +26,21 @@ impl JobOpts {
                 "a whole number from 1 to 65536",
             ));
         }
+        for (key, n) in [
+            ("--offset", self.offset),
+            ("--offset-increment", self.offset_increment),
+        ] {
+            if let Some(n) = n.filter(|n| !n.is_multiple_of(bs_align)) {
+                return Err(SpecError::invalid(
+                    key,
+                    &format_size(n),
+                    format!(
+                        "a multiple of the offsets' alignment ({}, --bs-align)",
+                        format_size(bs_align)
+                    ),
+                ));
+            }
+        }
         let s3 = self.s3(kind)?;
         let net = self.net(kind)?;
         let meta = self.meta(kind)?;
@@ -46,6 +61,10 @@ impl JobOpts {
             bs_align,
             bs_split: self.bs_split,
             seq_add: self.seq_add.unwrap_or(0),
+            rand_run: self.rand_run.unwrap_or(1),
+            rand_run_same: self.rand_run_same.unwrap_or(false),
+            offset: self.offset.unwrap_or(0),
+            offset_increment: self.offset_increment.unwrap_or(0),
             iodepth: self.iodepth.unwrap_or(1),
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),
