@@ -208,9 +208,11 @@ impl LocalAgent {
                 // fio's offset: the last worker's region starts furthest in; what is left
                 // after it is the most each worker's region may hold.
                 let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);
-                if job.offset > 0 || job.offset_increment > 0 {
-                    if last_start % align != 0 || last_start.saturating_add(job.bs.max) > total {
-                        return Err(AgentError::job(
+                let offsets = job.offset > 0 || job.offset_increment > 0;
+                let misplaced =
+                    last_start % align != 0 || last_start.saturating_add(job.bs.max) > total;
+                if offsets && misplaced {
+                    return Err(AgentError::job(
                             &job.name,
                             format!(
                                 "--offset {} (+ {} per job, {} jobs) starts a region at {}, {} (a multiple of {} below the {} of {shown}, one block before its end)",
@@ -223,7 +225,6 @@ impl LocalAgent {
                                 format_size(total)
                             ),
                         ));
-                    }
                 }
                 let room = total - last_start;
                 if let Some(size) = job.size.filter(|&s| s > room) {
