@@ -313,6 +313,8 @@ pub(crate) struct Ctx<'a> {
     /// Bytes issued at which the next pass over the files begins, and its files leave the
     /// page cache (`invalidate = pass`); `u64::MAX` when they never do.
     pub next_pass: u64,
+    /// I/Os left before fio's thinktime pauses the worker (0: no pauses).
+    pub think_left: u32,
 }
 
 impl Ctx<'_> {
@@ -328,6 +330,32 @@ impl Ctx<'_> {
         let req = self.gen.next_io()?;
         self.issued += u64::from(req.len);
         Some(req)
+    }
+
+    /// Counts an I/O toward fio's thinktime: `true` when the worker should now pause (after
+    /// what it has in flight completes).
+    #[inline]
+    pub fn think_due(&mut self) -> bool {
+        if self.think_left == 0 {
+            return false;
+        }
+        self.think_left -= 1;
+        self.think_left == 0
+    }
+
+    /// fio's thinktime: the pause, its first part spinning, the rest asleep (cut short by a
+    /// stop); then the count starts again.
+    #[cold]
+    pub fn think(&mut self) {
+        let Some(t) = self.spec.think else {
+            return;
+        };
+        let start = std::time::Instant::now();
+        while start.elapsed() < t.spin && !self.stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        wait_until(start + t.time, self.stop);
+        self.think_left = t.every;
     }
 
     /// A new pass over the files: their clean cached pages dropped, as fio does before each

@@ -32,6 +32,9 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if ctx.pace.expired(now) {
             break;
         }
+        if ctx.think_due() {
+            ctx.think();
+        }
     }
     Ok(())
 }

@@ -58,6 +58,9 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
+        if ctx.think_due() {
+            ctx.think();
+        }
     }
     Ok(())
 }

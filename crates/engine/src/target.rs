@@ -150,6 +150,8 @@ pub struct WorkerSpec {
     pub invalidate_each_pass: bool,
     /// The wait after the stage's start before the first I/O (fio's `startdelay`).
     pub start_delay: Duration,
+    /// fio's thinktime: a pause after every so many I/Os (`None`: none).
+    pub think: Option<Think>,
     /// Seed of the offset generator and buffer contents.
     pub seed: u64,
     /// What writes carry: zeros, or bytes drawn from `seed` that compress and deduplicate as
@@ -165,6 +167,9 @@ pub struct WorkerSpec {
     pub datasync: bool,
     /// `fsync` every file written when the loop ends (fio's `end_fsync`).
     pub end_fsync: bool,
+    /// Advise the kernel how the files are read: random (no readahead) or sequential (fio's
+    /// `fadvise_hint`, on by default in fio).
+    pub fadvise_hint: bool,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
@@ -204,6 +209,7 @@ impl WorkerSpec {
             ramp: Duration::ZERO,
             invalidate_each_pass: false,
             start_delay: Duration::ZERO,
+            think: None,
             seed: 1,
             data: crate::DataShape::default(),
             verify: None,
@@ -211,12 +217,25 @@ impl WorkerSpec {
             sync_every: 0,
             datasync: false,
             end_fsync: false,
+            fadvise_hint: false,
             write_once: false,
             rate_iops: 0.0,
             steady: None,
             stall: None,
         }
     }
+}
+
+/// fio's thinktime: after every `every` I/Os the worker pauses for `time`, the first `spin` of
+/// it busy on the CPU, the rest asleep; I/Os in flight complete first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Think {
+    /// I/Os between pauses (fio's `thinktime_blocks`).
+    pub every: u32,
+    /// The whole pause (fio's `thinktime`).
+    pub time: Duration,
+    /// Its busy part (fio's `thinktime_spin`).
+    pub spin: Duration,
 }
 
 /// Where and how the workers of one job run on this host, decided by the agent from the
@@ -290,6 +309,11 @@ impl WorkerSpec {
                 && job.invalidate == stormark_spec::Invalidate::EachPass
                 && files_touched,
             start_delay: job.start_delay,
+            think: (!job.thinktime.is_zero()).then_some(Think {
+                every: job.thinktime_blocks.max(1),
+                time: job.thinktime,
+                spin: job.thinktime_spin,
+            }),
             seed,
             data: crate::DataShape {
                 zero: job.zero_buffers,
@@ -309,6 +333,7 @@ impl WorkerSpec {
             sync_every: job.fsync.max(job.fdatasync),
             datasync: job.fdatasync > 0,
             end_fsync: job.end_fsync,
+            fadvise_hint: job.fadvise_hint && files_touched,
             write_once: false,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {

@@ -90,6 +90,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // A sync is due after the file's last write: no more is issued until every write in
     // flight has completed, then the file is synced (timed) and the loop goes on.
     let mut sync_due: Option<u32> = None;
+    // fio's thinktime: no more is issued until what is in flight completes, then the pause.
+    let mut think_due = false;
     let raw: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
@@ -98,7 +100,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // refills in one call kept the device less busy (docs/performance.md).
         if !draining {
             sq.sync();
-            while let (Some(&slot), None) = (free.front(), sync_due) {
+            while let (Some(&slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
                     if s.peek() > Instant::now() {
@@ -121,6 +123,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 if req.op == Op::Write && ctx.write_done() {
                     sync_due = Some(req.file);
                 }
+                think_due = ctx.think_due();
                 pending.push(slot);
                 inflight += 1;
                 if pending.len() >= batch {
@@ -132,6 +135,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if let (Some(file), 0) = (sync_due, inflight) {
             ctx.sync_file(raw[file as usize], file, ctx.spec.datasync);
             sync_due = None;
+            continue;
+        }
+        if think_due && inflight == 0 {
+            ctx.think();
+            think_due = false;
             continue;
         }
         let next_due = ctx

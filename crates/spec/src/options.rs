@@ -68,6 +68,10 @@ pub const JOB_KEYS: &[&str] = &[
     "offset",
     "offset_increment",
     "rw_sequencer",
+    "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "fadvise_hint",
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
@@ -151,6 +155,14 @@ pub struct JobOpts {
     pub offset: Option<u64>,
     /// What each further worker of the job adds to `offset` (fio's `offset_increment`).
     pub offset_increment: Option<u64>,
+    /// A pause after every `thinktime_blocks` I/Os (fio's `thinktime`).
+    pub thinktime: Option<Duration>,
+    /// The first part of that pause busy, the CPU spinning (fio's `thinktime_spin`).
+    pub thinktime_spin: Option<Duration>,
+    /// I/Os between pauses (fio's `thinktime_blocks`).
+    pub thinktime_blocks: Option<u32>,
+    /// Tell the kernel how the files are read (fio's `fadvise_hint`).
+    pub fadvise_hint: Option<bool>,
     /// I/Os in flight per job.
     pub iodepth: Option<u32>,
     /// Parallel workers (fio's `numjobs`).
@@ -304,7 +316,8 @@ impl JobOpts {
                     self.group = Some(value.to_string());
                 }
             }
-            "iodepth" => self.iodepth = Some(count(4096)?),
+            // io_uring's largest ring.
+            "iodepth" => self.iodepth = Some(count(32768)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
             "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
@@ -345,6 +358,21 @@ impl JobOpts {
                     self.offset_increment = Some(n);
                 }
             }
+            "thinktime" | "thinktime_spin" => {
+                // fio's: microseconds, or with a unit (10ms).
+                let d = match value.trim().parse::<u64>() {
+                    Ok(us) => Some(Duration::from_micros(us)),
+                    Err(_) => parse_duration(value),
+                }
+                .filter(|d| d.as_secs() <= 3600)
+                .ok_or_else(|| bad("microseconds, or a duration with its unit, of at most 1h, such as 500 or 2ms"))?;
+                if canonical == "thinktime" {
+                    self.thinktime = Some(d);
+                } else {
+                    self.thinktime_spin = Some(d);
+                }
+            }
+            "thinktime_blocks" => self.thinktime_blocks = Some(count(1 << 30)?),
             "rw_sequencer" => {
                 self.rand_run_same = Some(match value.trim() {
                     "sequential" => false,
@@ -459,6 +487,9 @@ impl JobOpts {
             "fsync" => self.fsync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
             "fdatasync" => self.fdatasync = Some(every(value).ok_or_else(|| bad(EVERY_FORM))?),
             "end_fsync" => self.end_fsync = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "fadvise_hint" => {
+                self.fadvise_hint = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "compress_ratio" => {
                 self.compress_ratio = Some(
                     data::parse_ratio(value, data::MAX_COMPRESS)
@@ -517,6 +548,10 @@ impl JobOpts {
             rand_run_same,
             offset,
             offset_increment,
+            thinktime,
+            thinktime_spin,
+            thinktime_blocks,
+            fadvise_hint,
             iodepth,
             jobs,
             files,

@@ -15,7 +15,7 @@ pub const DURATION_FORM: &str = "a duration such as 30s, 500ms, 5m or 1h";
 pub const PERCENT_FORM: &str = "a percentage from 0 to 100, such as 70 or 70%";
 
 /// Parses a size in bytes: digits with an optional fraction and an optional binary unit
-/// (`b`, `k`/`kb`/`kib`, `m`, `g`, `t`, `p`, any case). Fractions round down to whole bytes.
+/// (`b`, `k`/`kb`/`kib`/`ki`, `m`, `g`, `t`, `p`, any case). Fractions round down to whole bytes.
 pub fn parse_size(text: &str) -> Option<u64> {
     let s = text.trim();
     let split = s
@@ -24,11 +24,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
     let (number, unit) = s.split_at(split);
     let shift: u32 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
+        "k" | "kb" | "kib" | "ki" => 10,
+        "m" | "mb" | "mib" | "mi" => 20,
+        "g" | "gb" | "gib" | "gi" => 30,
+        "t" | "tb" | "tib" | "ti" => 40,
+        "p" | "pb" | "pib" | "pi" => 50,
         _ => return None,
     };
     let (int, frac) = match number.split_once('.') {

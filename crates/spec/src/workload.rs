@@ -47,6 +47,13 @@ pub struct Job {
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
     pub offset_increment: u64,
+    /// A pause after every `thinktime_blocks` I/Os of a worker (fio's `thinktime`; zero:
+    /// none), its first `thinktime_spin` spinning.
+    pub thinktime: Duration,
+    /// The busy part of each pause (fio's `thinktime_spin`).
+    pub thinktime_spin: Duration,
+    /// I/Os between pauses (fio's `thinktime_blocks`, default 1).
+    pub thinktime_blocks: u32,
     /// Block size or range.
     pub bs: BlockSize,
     /// Offset and size alignment, bytes.
@@ -86,6 +93,9 @@ pub struct Job {
     pub fdatasync: u32,
     /// `fsync` every file written when the job ends, timed (fio's `end_fsync`).
     pub end_fsync: bool,
+    /// Buffered files are advised as the pattern reads them, random (no readahead) or
+    /// sequential, as fio does by default (its `fadvise_hint`).
+    pub fadvise_hint: bool,
     /// What a compressor achieves on the written data (1: incompressible, the default).
     pub compress_ratio: f64,
     /// Written blocks over distinct blocks (1: every block unique, the default).
@@ -179,6 +189,11 @@ impl Job {
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));
         }
+        if !self.thinktime.is_zero() {
+            pairs.push(("thinktime", self.thinktime.as_micros().to_string()));
+            pairs.push(("thinktime_spin", self.thinktime_spin.as_micros().to_string()));
+            pairs.push(("thinktime_blocks", self.thinktime_blocks.to_string()));
+        }
         if self.offset_increment > 0 {
             pairs.push(("offset_increment", self.offset_increment.to_string()));
         }
@@ -225,6 +240,9 @@ impl Job {
         }
         if self.end_fsync {
             pairs.push(("end_fsync", "true".into()));
+        }
+        if !self.fadvise_hint {
+            pairs.push(("fadvise_hint", "false".into()));
         }
         if self.compress_ratio > 1.0 {
             pairs.push(("compress_ratio", self.compress_ratio.to_string()));

@@ -87,8 +87,8 @@ impl JobRun {
     /// larger than the files).
     pub fn check_load(&self, load: &StageLoad) -> Result<(), AgentError> {
         let refuse = |what: String| Err(AgentError::job(&self.job.name, what));
-        if let Some(d) = load.iodepth.filter(|d| !(1..=4096).contains(d)) {
-            return refuse(format!("iodepth {d}: expected 1 to 4096"));
+        if let Some(d) = load.iodepth.filter(|d| !(1..=32768).contains(d)) {
+            return refuse(format!("iodepth {d}: expected 1 to 32768"));
         }
         if let Some(r) = load.rate_iops.filter(|r| !(r.is_finite() && *r > 0.0)) {
             return refuse(format!("rate {r}: expected I/Os per second above zero"));

@@ -30,6 +30,21 @@ const REPORTING: &[&str] = &[
     "norandommap",
     "randrepeat",
     "significant_figures",
+    // Where fio writes a bad block's data on a verify failure: stormark names each bad
+    // block's file, offset and kind in the run's failure instead.
+    "verify_dump",
+    // fio stops a job at its first verify failure with it; stormark checks every block after
+    // the load and reports them all (the run fails either way).
+    "verify_fatal",
+    // fio lays files out one at a time with it; stormark's preparation is its own.
+    "create_serialize",
+    // How fio draws random numbers (tausworthe, lfsr) and from which seed: stormark's
+    // generator draws offsets uniformly (with repeats), its seeds its own.
+    "random_generator",
+    "randseed",
+    // How fio compresses in chunks: stormark's data reaches the compression ratio asked
+    // (buffer_compress_percentage) over each block.
+    "buffer_compress_chunk",
 ];
 
 /// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
@@ -77,7 +92,20 @@ pub(super) fn apply(
             fio.target_is_file = false;
         }
         "time_based" => fio.time_based = yes,
-        "stonewall" | "new_group" | "wait_for" => fio.stonewall = true,
+        "stonewall" | "new_group" | "wait_for" | "wait_for_previous" => fio.stonewall = true,
+        // fio fsyncs each file as it closes it, at the job's end: stormark's end_fsync.
+        "fsync_on_close" => set(job, "end_fsync", v)?,
+        // fio removes the files it made after the job; stormark always removes what it made
+        // (never a file it did not make).
+        "unlink" => {}
+        // RWF_NOWAIT: off is every engine's way; on (EAGAIN instead of waiting) is not run.
+        "nowait" if crate::units::parse_bool(v) == Some(false) => {}
+        // fio's random range form (`startdelay=1-5`): not run.
+        "startdelay" if v.contains('-') => return Ok(false),
+        // fio's times ignore case (ramp_time=2M is two minutes).
+        "runtime" | "ramp_time" | "startdelay" | "thinktime" | "thinktime_spin" => {
+            set(job, key, &v.to_ascii_lowercase())?
+        }
         "buffered" => set(job, "direct", if yes { "false" } else { "true" })?,
         "rwmixwrite" => {
             let w: u8 = crate::units::parse_percent(v).ok_or_else(|| {
@@ -92,6 +120,11 @@ pub(super) fn apply(
             }
             set(job, "rw", v)?;
         }
+        // fio counts I/Os to a pause as they complete (its default) or as they are issued;
+        // stormark's psync is the same either way, its io_uring waits for those in flight.
+        "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}
+        // fio's forced hints (sequential, random): not run; 0 and 1 are stormark's too.
+        "fadvise_hint" if crate::units::parse_bool(v).is_none() => return Ok(false),
         // fio's offset as a share of the file or device: not run.
         "offset" | "offset_increment" if v.trim_end().ends_with('%') => return Ok(false),
         "offset" | "offset_increment" => set(job, key, &sizes(v, kb_1000))?,
@@ -102,8 +135,6 @@ pub(super) fn apply(
         },
         "do_verify" => {}
         // fio's random range form (`startdelay=1-5`): not run.
-        "startdelay" if v.contains('-') => return Ok(false),
-        "startdelay" => set(job, "startdelay", v)?,
         "bs" | "blocksize" => {
             // fio's bs=R,W: one size for both is all stormark runs.
             let mut parts = v.split(',').filter(|p| !p.is_empty());

@@ -113,6 +113,16 @@ fn pattern(out: &mut String, job: &Job) {
     if job.offset > 0 {
         out.push_str(&format!("offset={}\n", job.offset));
     }
+    if !job.thinktime.is_zero() {
+        out.push_str(&format!(
+            "thinktime={}\nthinktime_blocks={}\n",
+            job.thinktime.as_micros(),
+            job.thinktime_blocks
+        ));
+        if !job.thinktime_spin.is_zero() {
+            out.push_str(&format!("thinktime_spin={}\n", job.thinktime_spin.as_micros()));
+        }
+    }
     if job.offset_increment > 0 {
         out.push_str(&format!("offset_increment={}\n", job.offset_increment));
     }
@@ -146,6 +156,9 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     }
     if job.end_fsync {
         out.push_str("end_fsync=1\n");
+    }
+    if !job.fadvise_hint {
+        out.push_str("fadvise_hint=0\n");
     }
     if let Some(r) = job.rate_iops {
         // fio's rate_iops is each job's (each of numjobs) and caps reads and writes each;

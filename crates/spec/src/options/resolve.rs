@@ -65,6 +65,12 @@ impl JobOpts {
             rand_run_same: self.rand_run_same.unwrap_or(false),
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
+            thinktime: self.thinktime.unwrap_or_default(),
+            thinktime_spin: self
+                .thinktime_spin
+                .unwrap_or_default()
+                .min(self.thinktime.unwrap_or_default()),
+            thinktime_blocks: self.thinktime_blocks.unwrap_or(1),
             iodepth: self.iodepth.unwrap_or(1),
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),
@@ -80,6 +86,7 @@ impl JobOpts {
             fsync: self.fsync.unwrap_or(0),
             fdatasync: self.fdatasync.unwrap_or(0),
             end_fsync: self.end_fsync.unwrap_or(false),
+            fadvise_hint: self.fadvise_hint.unwrap_or(true),
             compress_ratio,
             dedup_ratio,
             dedup_block,
