@@ -103,7 +103,7 @@ pub fn parse_fio_job_file(
             group += 1;
         }
         job.group = Some(format!("fio-{group}"));
-        fio.finish(&mut job, &context_of(path, name), &mut out.untimed);
+        fio.finish(&mut job, &context_of(path, name), &mut out.untimed)?;
         if fio.overwrite {
             out.file.prepare = Some(true);
         }
@@ -184,12 +184,28 @@ struct FioState {
     number_ios: Option<u64>,
     /// fio's `overwrite`: the file is laid out before it is written.
     overwrite: bool,
+    /// fio's `steadystate=iops:3%` and its `steadystate_duration` (its window; without one,
+    /// fio judges nothing).
+    steady: Option<String>,
+    steady_window: Option<String>,
 }
 
 impl FioState {
     /// fio's stop rule: without `time_based`, a job ends after one pass (or its `io_size`)
     /// or its `runtime`, whichever comes first.
-    fn finish(&self, job: &mut JobOpts, context: &str, untimed: &mut Vec<String>) {
+    fn finish(
+        &self,
+        job: &mut JobOpts,
+        context: &str,
+        untimed: &mut Vec<String>,
+    ) -> Result<(), SpecError> {
+        if let (Some(rule), Some(window)) = (&self.steady, &self.steady_window) {
+            job.set(
+                "steady_state",
+                &format!("{rule}:{window}"),
+                crate::workload::Source::Key(context),
+            )?;
+        }
         // A runtime given on the command line (fio --runtime, stormark --time) is the usual
         // companion of such a file: the request checks that one was.
         if self.time_based && job.time.is_none() {
@@ -209,6 +225,11 @@ impl FioState {
         if !self.time_based && job.time.is_some() && job.io_total.is_none() {
             job.io_total = pass;
         }
+        // A share of the file or device (size=95%): its passes, counted once its length is
+        // known.
+        if !self.time_based && job.size_pct.is_some() && job.io_total.is_none() {
+            job.loops = Some(self.loops.unwrap_or(1).min(u64::from(u32::MAX)) as u32);
+        }
         // number_ios counts I/Os: as bytes at the block size (the mean of a range).
         if let Some(n) = self.number_ios {
             let bs = job.bs.map_or(4096, |b| b.min.midpoint(b.max));
@@ -225,6 +246,7 @@ impl FioState {
         } else if let Some(caps) = self.rate_bytes {
             job.rate_iops = rate_of_caps(job, caps, true);
         }
+        Ok(())
     }
 }
 

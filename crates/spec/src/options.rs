@@ -72,6 +72,7 @@ pub const JOB_KEYS: &[&str] = &[
     "thinktime_spin",
     "thinktime_blocks",
     "fadvise_hint",
+    "loops",
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
@@ -155,6 +156,13 @@ pub struct JobOpts {
     pub offset: Option<u64>,
     /// What each further worker of the job adds to `offset` (fio's `offset_increment`).
     pub offset_increment: Option<u64>,
+    /// `size` as a share of the file or device, percent (fio's `size=95%`).
+    pub size_pct: Option<u8>,
+    /// `offset` as a share of the file or device, percent (fio's `offset=50%`).
+    pub offset_pct: Option<u8>,
+    /// Passes over the job's size before it stops (fio's `loops`; with a time, whichever
+    /// comes first).
+    pub loops: Option<u32>,
     /// A pause after every `thinktime_blocks` I/Os (fio's `thinktime`).
     pub thinktime: Option<Duration>,
     /// The first part of that pause busy, the CPU spinning (fio's `thinktime_spin`).
@@ -328,6 +336,10 @@ impl JobOpts {
             // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
             // files per directory may be many more.
             "files" => self.files = Some(count(100_000_000)?),
+            // fio's share of the file or device (size=95%), settled where its size is known.
+            "size" if value.trim_end().ends_with('%') => {
+                self.size_pct = Some(share(value).ok_or_else(|| bad(SHARE_FORM))?)
+            }
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
             "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
@@ -347,6 +359,9 @@ impl JobOpts {
                         .filter(|d| d.as_secs() <= 86_400)
                         .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
                 )
+            }
+            "offset" if value.trim_end().ends_with('%') => {
+                self.offset_pct = Some(share(value).ok_or_else(|| bad(SHARE_FORM))?)
             }
             "offset" | "offset_increment" => {
                 let n = parse_size(value)
@@ -373,6 +388,7 @@ impl JobOpts {
                 }
             }
             "thinktime_blocks" => self.thinktime_blocks = Some(count(1 << 30)?),
+            "loops" => self.loops = Some(count(1 << 30)?),
             "rw_sequencer" => {
                 self.rand_run_same = Some(match value.trim() {
                     "sequential" => false,
@@ -548,6 +564,9 @@ impl JobOpts {
             rand_run_same,
             offset,
             offset_increment,
+            size_pct,
+            offset_pct,
+            loops,
             thinktime,
             thinktime_spin,
             thinktime_blocks,
@@ -607,6 +626,20 @@ impl JobOpts {
         )
     }
 }
+
+/// A share of a file or device as fio writes it: `95%`, 1 to 100.
+fn share(value: &str) -> Option<u8> {
+    value
+        .trim()
+        .strip_suffix('%')?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| (1..=100).contains(p))
+}
+
+/// The accepted form of a share.
+const SHARE_FORM: &str = "a size such as 1g, or a share of the file or device from 1% to 100%";
 
 /// The job key an option name stands for, in any of the spellings fio or stormark accept
 /// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.

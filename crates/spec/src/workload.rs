@@ -47,6 +47,14 @@ pub struct Job {
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
     pub offset_increment: u64,
+    /// `size` as a share of the file or device, percent (fio's `size=95%`): settled by
+    /// [`Job::on_length`] where the target's length is known.
+    pub size_pct: Option<u8>,
+    /// `offset` as a share of the file or device, percent (fio's `offset=50%`).
+    pub offset_pct: Option<u8>,
+    /// Passes over the size before the job stops, when its size is a share (fio's `loops`
+    /// with `size=95%`): `io_total` once the size is known.
+    pub loops: Option<u32>,
     /// A pause after every `thinktime_blocks` I/Os of a worker (fio's `thinktime`; zero:
     /// none), its first `thinktime_spin` spinning.
     pub thinktime: Duration,
@@ -128,6 +136,24 @@ impl Job {
         self.rw.read_pct(self.rwmixread)
     }
 
+    /// The job on a file or device of `total` bytes: its shares of it (fio's `size=95%`,
+    /// `offset=50%`) as bytes, offsets a multiple of `align`.
+    pub fn on_length(&self, total: u64, align: u64) -> Job {
+        let share = |pct: u8| (u128::from(total) * u128::from(pct) / 100) as u64;
+        let mut job = self.clone();
+        if let Some(p) = self.offset_pct {
+            job.offset = share(p) / align.max(1) * align.max(1);
+        }
+        if let Some(p) = self.size_pct {
+            let size = share(p).max(self.bs.max);
+            job.size = Some(size);
+            if let (Some(n), None) = (self.loops, self.io_total) {
+                job.io_total = Some(size.saturating_mul(u64::from(n)));
+            }
+        }
+        job
+    }
+
     /// Where worker `w`'s region starts in a file or device the workers share: fio's
     /// `offset + w * offset_increment`.
     pub fn region_start(&self, w: u64) -> u64 {
@@ -188,6 +214,15 @@ impl Job {
         }
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));
+        }
+        if let Some(p) = self.offset_pct {
+            pairs.push(("offset", format!("{p}%")));
+        }
+        if let Some(p) = self.size_pct {
+            pairs.push(("size", format!("{p}%")));
+        }
+        if let Some(n) = self.loops {
+            pairs.push(("loops", n.to_string()));
         }
         if !self.thinktime.is_zero() {
             pairs.push(("thinktime", self.thinktime.as_micros().to_string()));
@@ -431,7 +466,7 @@ mod tests {
             (
                 "iodepth",
                 "0",
-                "--iodepth 0: expected a whole number from 1 to 4096",
+                "--iodepth 0: expected a whole number from 1 to 32768",
             ),
             (
                 "jobs",

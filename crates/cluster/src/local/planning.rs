@@ -94,6 +94,19 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
+            if let Some((key, p)) = job
+                .size_pct
+                .map(|p| ("--size", p))
+                .or(job.offset_pct.map(|p| ("--offset", p)))
+            {
+                return Err(AgentError::option(
+                    format!("{key} {p}%"),
+                    format!(
+                        "a size such as 1g: a share is of one file or device, and {} is a directory where stormark makes the files",
+                        target.display()
+                    ),
+                ));
+            }
             if job.offset > 0 || job.offset_increment > 0 {
                 push_once(
                     &mut validated.notes,
@@ -205,6 +218,8 @@ impl LocalAgent {
                     continue;
                 }
                 let align = job.bs_align.max(if block { lbs } else { 512 });
+                // fio's shares of the file or device (size=95%, offset=50%) as bytes.
+                let job = &job.on_length(total, align);
                 // fio's offset: the last worker's region starts furthest in; what is left
                 // after it is the most each worker's region may hold.
                 let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);

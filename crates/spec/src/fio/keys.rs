@@ -125,8 +125,9 @@ pub(super) fn apply(
         "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}
         // fio's forced hints (sequential, random): not run; 0 and 1 are stormark's too.
         "fadvise_hint" if crate::units::parse_bool(v).is_none() => return Ok(false),
-        // fio's offset as a share of the file or device: not run.
-        "offset" | "offset_increment" if v.trim_end().ends_with('%') => return Ok(false),
+        // fio's offset as a share of the file or device (an increment's is not run).
+        "offset_increment" if v.trim_end().ends_with('%') => return Ok(false),
+        "offset" if v.trim_end().ends_with('%') => set(job, key, v)?,
         "offset" | "offset_increment" => set(job, key, &sizes(v, kb_1000))?,
         "ioengine" => return engine(job, v, context),
         "verify" => match verify_on(v) {
@@ -144,6 +145,7 @@ pub(super) fn apply(
             }
             set(job, "bs", &sizes(first, kb_1000))?;
         }
+        "size" if v.trim_end().ends_with('%') => set(job, "size", v)?,
         "size" => {
             fio.size = Some(crate::units::parse_size(&sizes(v, kb_1000)).ok_or_else(|| {
                 SpecError::invalid(&format!("size in {context}"), v, crate::units::SIZE_FORM)
@@ -172,8 +174,24 @@ pub(super) fn apply(
         "fallocate" => {}
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
-        // Different forms in fio (iops_slope:0.1%, ss_dur, ss_ramp): not mapped yet.
-        "ss" | "steadystate" => return Ok(false),
+        // fio's steady state: `iops:3%` or `bw:3%` (every second within that much of the
+        // window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
+        // (`iops:2%:30s`) is taken too.
+        "ss" | "steadystate" if v.matches(':').count() == 2 => set(job, "steady_state", v)?,
+        "ss" | "steadystate" => {
+            let Some((figure, band)) = v.split_once(':') else {
+                return Ok(false);
+            };
+            if !matches!(figure.trim(), "iops" | "bw") || !band.trim().ends_with('%') {
+                return Ok(false);
+            }
+            fio.steady = Some(format!("{}:{}", figure.trim(), band.trim()));
+        }
+        "ss_dur" | "steadystate_duration" => {
+            fio.steady_window = Some(v.to_ascii_lowercase());
+        }
+        // When fio starts judging, and how often: stormark judges each second of the ramp.
+        "ss_ramp" | "steadystate_ramp_time" | "ss_interval" | "steadystate_check_interval" => {}
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
         | "blockalign" => set(job, key, &sizes(v, kb_1000))?,
         k if REPORTING.contains(&k) => {}

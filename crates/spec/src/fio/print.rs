@@ -52,6 +52,12 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         // The size stormark uses: the job's, or for files it makes its default (fio needs
         // one); a whole file or device (`filename=`) is fio's default too.
         match job.size {
+            _ if job.size_pct.is_some() => {
+                out.push_str(&format!("size={}%\n", job.size_pct.unwrap_or(100)));
+                if let Some(n) = job.loops.filter(|n| *n > 1) {
+                    out.push_str(&format!("loops={n}\n"));
+                }
+            }
             Some(s) => out.push_str(&format!("size={}\n", format_size(s))),
             None if is_dir => out.push_str(&format!(
                 "size={}\n",
@@ -73,6 +79,15 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 "startdelay={}\n",
                 format_duration(job.start_delay)
             ));
+        }
+        if let Some(ss) = &job.steady_state {
+            // fio judges iops and bw; a latency rule has no fio form.
+            match ss.to_string().rsplit_once(':') {
+                Some((rule, window)) if !rule.starts_with("lat") => out.push_str(&format!(
+                    "steadystate={rule}\nsteadystate_duration={window}\n"
+                )),
+                _ => out.push_str(&format!("; steady state {ss}: no fio form (left out)\n")),
+            }
         }
         writes_and_cache(&mut out, job);
     }
@@ -112,6 +127,9 @@ fn pattern(out: &mut String, job: &Job) {
     }
     if job.offset > 0 {
         out.push_str(&format!("offset={}\n", job.offset));
+    }
+    if let Some(p) = job.offset_pct {
+        out.push_str(&format!("offset={p}%\n"));
     }
     if !job.thinktime.is_zero() {
         out.push_str(&format!(

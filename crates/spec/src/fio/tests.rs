@@ -486,8 +486,8 @@ fn a_random_run_as_fio_writes_it() {
     }
 }
 
-/// fio's `offset` and `offset_increment`: each clone's region of one file; a share of the
-/// file (`offset=50%`) is named, not run; an offset off the block alignment is refused.
+/// fio's `offset` and `offset_increment`: each clone's region of one file; an increment as a
+/// share of the file is named, not run; an offset off the block alignment is refused.
 #[test]
 fn offsets_as_fio_writes_them() {
     let f = parse("[w]\nfilename=/dev/sdx\nbs=64k\nnumjobs=4\noffset=1g\noffset_increment=256m\n")
@@ -503,8 +503,8 @@ fn offsets_as_fio_writes_them() {
     assert!(j[0]
         .to_pairs()
         .contains(&("offset", "1073741824".to_string())));
-    let e = parse("[w]\noffset=50%\n").unwrap_err().to_string();
-    assert!(e.contains("line 2: offset"), "{e}");
+    let e = parse("[w]\noffset_increment=50%\n").unwrap_err().to_string();
+    assert!(e.contains("line 2: offset_increment"), "{e}");
     let e = parse("[w]\nbs=4k\noffset=1000\n").unwrap();
     let e = e
         .file
@@ -533,4 +533,57 @@ fn a_file_per_job_clone_is_a_directory() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("line 2: filename"), "{e}");
+}
+
+/// Issue 31: what third-party job files use beside the basics: thinktime, fio's steady state
+/// with its window, shares of the device, wait_for_previous, fsync_on_close, times in any
+/// case and IEC sizes; each read as fio means it and printed back in fio's keys.
+#[test]
+fn third_party_options_as_fio_means_them() {
+    let f = parse(
+        "[global]\nramp_time=2M\nbs=16Ki\n[a]\nrw=randread\nthinktime=1500\nthinktime_spin=200\nthinktime_blocks=4\n\
+         steadystate=iops:3%\nsteadystate_duration=1m\nsteadystate_check_interval=10s\n\
+         [b]\nwait_for_previous\nrw=randwrite\nsize=95%\nloops=3\noffset=50%\nfsync_on_close=1\nfadvise_hint=0\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    use std::time::Duration;
+    assert_eq!(j[0].ramp, Duration::from_secs(120));
+    assert_eq!(j[0].bs.min, 16 << 10);
+    assert_eq!(
+        (j[0].thinktime, j[0].thinktime_spin, j[0].thinktime_blocks),
+        (Duration::from_micros(1500), Duration::from_micros(200), 4)
+    );
+    assert_eq!(
+        j[0].steady_state.map(|s| s.to_string()).as_deref(),
+        Some("iops:3%:60s")
+    );
+    // wait_for_previous is a stonewall: one job after the other, not a group together.
+    assert_eq!((&j[0].group, &j[1].group), (&None, &None));
+    assert_eq!((j[1].size_pct, j[1].offset_pct, j[1].loops), (Some(95), Some(50), Some(3)));
+    assert!(j[1].end_fsync && !j[1].fadvise_hint && j[0].fadvise_hint);
+    // On a device of 1 GiB: 95% of it, from its middle, three passes.
+    let on = j[1].on_length(1 << 30, 4096);
+    let size = (1u64 << 30) * 95 / 100;
+    assert_eq!((on.size, on.offset, on.io_total), (Some(size), 1 << 29, Some(3 * size)));
+    let text = to_fio(&j, "/dev/sdx", false);
+    for line in [
+        "thinktime=1500\nthinktime_blocks=4\nthinktime_spin=200\n",
+        "steadystate=iops:3%\nsteadystate_duration=60s\n",
+        "size=95%\nloops=3\n",
+        "offset=50%\n",
+        "end_fsync=1\nfadvise_hint=0\n",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
+    let pairs = j[1].to_pairs();
+    for p in [("size", "95%"), ("offset", "50%"), ("loops", "3"), ("fadvise_hint", "false")] {
+        assert!(pairs.contains(&(p.0, p.1.to_string())), "{p:?} in {pairs:?}");
+    }
+    // A slope, a forced hint, nowait on and an increment's share: named, not run.
+    for line in ["steadystate=iops_slope:0.1%", "fadvise_hint=random", "nowait=1", "offset_increment=10%"] {
+        let e = parse(&format!("[a]\n{line}\n")).unwrap_err().to_string();
+        let key = line.split('=').next().unwrap();
+        assert!(e.contains(&format!("line 2: {key}")), "{line}: {e}");
+    }
 }

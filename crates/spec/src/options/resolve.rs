@@ -65,6 +65,9 @@ impl JobOpts {
             rand_run_same: self.rand_run_same.unwrap_or(false),
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
+            size_pct: self.size_pct.filter(|_| self.size.is_none()),
+            offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
+            loops: self.loops,
             thinktime: self.thinktime.unwrap_or_default(),
             thinktime_spin: self
                 .thinktime_spin
@@ -75,7 +78,12 @@ impl JobOpts {
             jobs: self.jobs.unwrap_or(1),
             files: self.files.unwrap_or(1),
             size: self.size,
-            io_total: self.io_total,
+            // Passes over a size known here; over a share, once the target's length is.
+            io_total: self.io_total.or_else(|| {
+                let passes = u64::from(self.loops?);
+                let files = u64::from(self.files.unwrap_or(1));
+                Some(self.size?.saturating_mul(files).saturating_mul(passes))
+            }),
             direct,
             engine,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
