@@ -34,6 +34,35 @@ impl AlignedBuf {
         Ok(buf)
     }
 
+    /// Allocates `len` bytes of `pattern` repeated (fio's `buffer_pattern`); with a `ratio`
+    /// above 1, each 512-byte sector's first bytes random as in [`AlignedBuf::filled`], the
+    /// pattern the compressible rest (as fio fills it).
+    pub fn patterned(
+        len: usize,
+        pattern: &[u8],
+        seed: u64,
+        ratio: f64,
+    ) -> Result<AlignedBuf, crate::EngineError> {
+        let mut buf = if ratio > 1.0 {
+            AlignedBuf::filled(len, seed, ratio)?
+        } else {
+            AlignedBuf::zeroed(len)?
+        };
+        let random = if ratio > 1.0 {
+            ((512.0 / ratio).round() as usize).clamp(16, 512) / 8 * 8
+        } else {
+            0
+        };
+        let mut at = 0usize;
+        for sector in buf.as_mut_slice().chunks_mut(512) {
+            for b in sector.iter_mut().skip(random) {
+                *b = pattern[at % pattern.len()];
+                at += 1;
+            }
+        }
+        Ok(buf)
+    }
+
     /// Allocates `len` bytes (at least one page) of zeros.
     pub fn zeroed(len: usize) -> Result<AlignedBuf, crate::EngineError> {
         let fail = || crate::EngineError::Alloc { bytes: len };

@@ -145,10 +145,10 @@ impl Buffers {
             1
         };
         let pool_len = bytes(slots.saturating_mul(lanes))?;
-        let pool = if shape.zero || !writes {
-            AlignedBuf::zeroed(pool_len)?
-        } else {
-            AlignedBuf::filled(pool_len, seed, shape.compress_ratio)?
+        let pool = match shape.pattern {
+            _ if shape.zero || !writes => AlignedBuf::zeroed(pool_len)?,
+            Some(p) => AlignedBuf::patterned(pool_len, p.bytes(), seed, shape.compress_ratio)?,
+            None => AlignedBuf::filled(pool_len, seed, shape.compress_ratio)?,
         };
         let dedup = if writes && !shape.zero && shape.dedup_ratio > 1.0 {
             let block = shape.dedup_block.max(512) as usize;
@@ -179,7 +179,7 @@ impl Buffers {
             slots,
             lanes,
             writes: 0,
-            stamped: !shape.zero,
+            stamped: !shape.zero && shape.pattern.is_none(),
             dedup,
             verifier,
         })

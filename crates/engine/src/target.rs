@@ -317,6 +317,7 @@ impl WorkerSpec {
             seed,
             data: crate::DataShape {
                 zero: job.zero_buffers,
+                pattern: job.buffer_pattern,
                 compress_ratio: job.compress_ratio,
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,

@@ -179,6 +179,9 @@ pub struct DataShape {
     pub dedup_ratio: f64,
     /// The unit of deduplication, bytes (a multiple of 512).
     pub dedup_block: u64,
+    /// Bytes every write repeats (fio's `buffer_pattern`), unstamped; with a compression
+    /// ratio, the compressible part of each sector.
+    pub pattern: Option<stormark_spec::FillPattern>,
 }
 
 impl Default for DataShape {
@@ -188,6 +191,7 @@ impl Default for DataShape {
             compress_ratio: 1.0,
             dedup_ratio: 1.0,
             dedup_block: 4096,
+            pattern: None,
         }
     }
 }

@@ -51,6 +51,20 @@ pub(crate) fn resolve(opts: &JobOpts, bs: BlockSize) -> Result<(f64, f64, u64), 
     }
     // An object is made of whole dedup blocks and a tail: S3 jobs have no block size.
     let s3 = opts.kind == Some(LoadKind::S3);
+    if let Some(p) = &opts.buffer_pattern {
+        let why = if opts.zero_buffers == Some(true) {
+            Some("a pattern or zeros (--zero-buffers), not both")
+        } else if dedup > 1.0 {
+            Some("a pattern or duplicate blocks (--dedup-ratio), not both")
+        } else if opts.kind.unwrap_or_default() != LoadKind::File {
+            Some("a pattern for the writes of file jobs")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(SpecError::invalid("--buffer-pattern", &p.text(), why));
+        }
+    }
     let block = opts.dedup_block.unwrap_or(bs.min);
     if dedup > 1.0 && (block < 512 || !block.is_multiple_of(512) || (block > bs.min && !s3)) {
         return Err(SpecError::invalid(
@@ -127,5 +141,80 @@ mod tests {
                 prop_assert!((1.0..=MAX_COMPRESS).contains(&r));
             }
         }
+    }
+}
+
+/// fio's `buffer_pattern`: the bytes every write repeats, at most [`FillPattern::MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillPattern {
+    bytes: [u8; FillPattern::MAX],
+    len: u16,
+}
+
+/// The accepted form of `buffer_pattern`.
+pub(crate) const PATTERN_FORM: &str =
+    "bytes as fio writes them: 0xdeadbeef, \"text\", or pieces of both in a row, at most 512 bytes";
+
+impl FillPattern {
+    /// The longest pattern (fio's too).
+    pub const MAX: usize = 512;
+
+    /// fio's forms, pieces one after another: `0x` and hex digits (an even number, or a
+    /// leading 0 is assumed), or text in double or single quotes.
+    pub fn parse(text: &str) -> Option<FillPattern> {
+        let mut out = FillPattern {
+            bytes: [0; Self::MAX],
+            len: 0,
+        };
+        let mut push = |b: u8| -> Option<()> {
+            *out.bytes.get_mut(usize::from(out.len))? = b;
+            out.len += 1;
+            Some(())
+        };
+        let mut rest = text.trim();
+        while !rest.is_empty() {
+            if let Some(hex) = rest.strip_prefix("0x").or(rest.strip_prefix("0X")) {
+                let end = hex
+                    .find(|c: char| !c.is_ascii_hexdigit())
+                    .unwrap_or(hex.len());
+                let digits = &hex[..end];
+                if digits.is_empty() {
+                    return None;
+                }
+                let padded = if digits.len() % 2 == 1 {
+                    format!("0{digits}")
+                } else {
+                    digits.to_string()
+                };
+                for pair in padded.as_bytes().chunks(2) {
+                    push(u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?)?;
+                }
+                rest = hex[end..].trim_start();
+            } else if let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') {
+                let inner = &rest[1..];
+                let end = inner.find(q)?;
+                for b in inner[..end].bytes() {
+                    push(b)?;
+                }
+                rest = inner[end + 1..].trim_start();
+            } else {
+                return None;
+            }
+        }
+        (out.len > 0).then_some(out)
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// As fio reads it back: `0x` and hex digits.
+    pub fn text(&self) -> String {
+        let mut s = String::from("0x");
+        for b in self.bytes() {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
     }
 }

@@ -37,6 +37,7 @@ mod search;
 pub mod units;
 mod workload;
 
+pub use data::FillPattern;
 pub use error::{printable, shown, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use fio::{parse_fio_job_file, to_fio, FioJobFile};

@@ -79,6 +79,7 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_iops",
     "steady_state",
     "zero_buffers",
+    "buffer_pattern",
     "sync",
     "fsync",
     "fdatasync",
@@ -196,6 +197,8 @@ pub struct JobOpts {
     pub invalidate: Option<crate::choices::Invalidate>,
     /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
     pub zero_buffers: Option<bool>,
+    /// Fill write buffers with these bytes repeated (fio's `buffer_pattern`).
+    pub buffer_pattern: Option<crate::FillPattern>,
     /// Synchronous writes from the open flags (fio's `sync`).
     pub sync: Option<SyncMode>,
     /// `fsync` after every N writes (fio's `fsync`).
@@ -491,6 +494,10 @@ impl JobOpts {
         bad: &dyn Fn(&str) -> SpecError,
     ) -> Result<bool, SpecError> {
         match canonical {
+            "buffer_pattern" => {
+                self.buffer_pattern =
+                    Some(crate::FillPattern::parse(value).ok_or_else(|| bad(data::PATTERN_FORM))?)
+            }
             "zero_buffers" => {
                 self.zero_buffers = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
@@ -583,6 +590,7 @@ impl JobOpts {
             start_delay,
             invalidate,
             zero_buffers,
+            buffer_pattern,
             sync,
             fsync,
             fdatasync,

@@ -93,6 +93,9 @@ pub struct Job {
     /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
     /// compressing or deduplicating target stores in almost no space.
     pub zero_buffers: bool,
+    /// Write buffers repeat these bytes (fio's `buffer_pattern`), what a compressing target
+    /// sees of a fill; the random share of `compress_ratio` still varies them.
+    pub buffer_pattern: Option<crate::FillPattern>,
     /// Synchronous writes from the open flags (fio's `sync`).
     pub sync: SyncMode,
     /// `fsync` the file after every this many writes of a worker (fio's `fsync`); 0: never.
@@ -226,7 +229,10 @@ impl Job {
         }
         if !self.thinktime.is_zero() {
             pairs.push(("thinktime", self.thinktime.as_micros().to_string()));
-            pairs.push(("thinktime_spin", self.thinktime_spin.as_micros().to_string()));
+            pairs.push((
+                "thinktime_spin",
+                self.thinktime_spin.as_micros().to_string(),
+            ));
             pairs.push(("thinktime_blocks", self.thinktime_blocks.to_string()));
         }
         if self.offset_increment > 0 {
@@ -275,6 +281,9 @@ impl Job {
         }
         if self.end_fsync {
             pairs.push(("end_fsync", "true".into()));
+        }
+        if let Some(p) = &self.buffer_pattern {
+            pairs.push(("buffer_pattern", p.text()));
         }
         if !self.fadvise_hint {
             pairs.push(("fadvise_hint", "false".into()));

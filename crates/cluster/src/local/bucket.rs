@@ -206,6 +206,7 @@ impl Bucket {
                 compress_ratio: job.compress_ratio,
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
+                pattern: job.buffer_pattern,
             },
             verify: s3.verify,
             prepare: None,

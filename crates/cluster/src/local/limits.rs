@@ -60,6 +60,7 @@ impl Need {
                 compress_ratio: job.compress_ratio,
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
+                pattern: job.buffer_pattern,
             },
         }
     }

@@ -138,7 +138,10 @@ fn pattern(out: &mut String, job: &Job) {
             job.thinktime_blocks
         ));
         if !job.thinktime_spin.is_zero() {
-            out.push_str(&format!("thinktime_spin={}\n", job.thinktime_spin.as_micros()));
+            out.push_str(&format!(
+                "thinktime_spin={}\n",
+                job.thinktime_spin.as_micros()
+            ));
         }
     }
     if job.offset_increment > 0 {
@@ -193,6 +196,9 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     }
     if job.zero_buffers {
         out.push_str("zero_buffers=1\n");
+    }
+    if let Some(p) = &job.buffer_pattern {
+        out.push_str(&format!("buffer_pattern={}\n", p.text()));
     }
     if job.compress_ratio > 1.0 {
         let p = (100.0 - 100.0 / job.compress_ratio).round();

@@ -503,7 +503,9 @@ fn offsets_as_fio_writes_them() {
     assert!(j[0]
         .to_pairs()
         .contains(&("offset", "1073741824".to_string())));
-    let e = parse("[w]\noffset_increment=50%\n").unwrap_err().to_string();
+    let e = parse("[w]\noffset_increment=50%\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("line 2: offset_increment"), "{e}");
     let e = parse("[w]\nbs=4k\noffset=1000\n").unwrap();
     let e = e
@@ -560,12 +562,18 @@ fn third_party_options_as_fio_means_them() {
     );
     // wait_for_previous is a stonewall: one job after the other, not a group together.
     assert_eq!((&j[0].group, &j[1].group), (&None, &None));
-    assert_eq!((j[1].size_pct, j[1].offset_pct, j[1].loops), (Some(95), Some(50), Some(3)));
+    assert_eq!(
+        (j[1].size_pct, j[1].offset_pct, j[1].loops),
+        (Some(95), Some(50), Some(3))
+    );
     assert!(j[1].end_fsync && !j[1].fadvise_hint && j[0].fadvise_hint);
     // On a device of 1 GiB: 95% of it, from its middle, three passes.
     let on = j[1].on_length(1 << 30, 4096);
     let size = (1u64 << 30) * 95 / 100;
-    assert_eq!((on.size, on.offset, on.io_total), (Some(size), 1 << 29, Some(3 * size)));
+    assert_eq!(
+        (on.size, on.offset, on.io_total),
+        (Some(size), 1 << 29, Some(3 * size))
+    );
     let text = to_fio(&j, "/dev/sdx", false);
     for line in [
         "thinktime=1500\nthinktime_blocks=4\nthinktime_spin=200\n",
@@ -577,13 +585,57 @@ fn third_party_options_as_fio_means_them() {
         assert!(text.contains(line), "{line} in {text}");
     }
     let pairs = j[1].to_pairs();
-    for p in [("size", "95%"), ("offset", "50%"), ("loops", "3"), ("fadvise_hint", "false")] {
-        assert!(pairs.contains(&(p.0, p.1.to_string())), "{p:?} in {pairs:?}");
+    for p in [
+        ("size", "95%"),
+        ("offset", "50%"),
+        ("loops", "3"),
+        ("fadvise_hint", "false"),
+    ] {
+        assert!(
+            pairs.contains(&(p.0, p.1.to_string())),
+            "{p:?} in {pairs:?}"
+        );
     }
     // A slope, a forced hint, nowait on and an increment's share: named, not run.
-    for line in ["steadystate=iops_slope:0.1%", "fadvise_hint=random", "nowait=1", "offset_increment=10%"] {
+    for line in [
+        "steadystate=iops_slope:0.1%",
+        "fadvise_hint=random",
+        "nowait=1",
+        "offset_increment=10%",
+    ] {
         let e = parse(&format!("[a]\n{line}\n")).unwrap_err().to_string();
         let key = line.split('=').next().unwrap();
         assert!(e.contains(&format!("line 2: {key}")), "{line}: {e}");
     }
+}
+
+/// fio's `buffer_pattern`: hex and quoted pieces in a row, printed back as fio reads them;
+/// a bare word, an empty or an over-long pattern refused with the form.
+#[test]
+fn buffer_patterns_as_fio_writes_them() {
+    let f = parse("[w]\nrw=write\nbuffer_pattern=0xdeadbeef\"ab\"'c'\n").unwrap();
+    let j = jobs(&f);
+    let p = j[0].buffer_pattern.unwrap();
+    assert_eq!(p.bytes(), b"\xde\xad\xbe\xefabc");
+    assert_eq!(p.text(), "0xdeadbeef616263");
+    assert!(to_fio(&j, "/mnt/d", true).contains("buffer_pattern=0xdeadbeef616263\n"));
+    assert_eq!(crate::FillPattern::parse("0xf").unwrap().bytes(), [0x0f]);
+    let long = format!("0x{}", "ab".repeat(513));
+    for bad in ["aaaa", "\"\"", "0x", "\"open", long.as_str()] {
+        let e = JobOpts::default()
+            .set("buffer_pattern", bad, Source::Flag)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0xdeadbeef"), "{bad}: {e}");
+    }
+    // Zeros and a pattern: one or the other.
+    let f = parse("[w]\nrw=write\nzero_buffers=1\nbuffer_pattern=0xff\n").unwrap();
+    let e = f
+        .file
+        .defaults
+        .overlay(&f.file.jobs[0])
+        .resolve("w")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--buffer-pattern"), "{e}");
 }

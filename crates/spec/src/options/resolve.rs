@@ -90,6 +90,7 @@ impl JobOpts {
             start_delay: self.start_delay.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or_default(),
             zero_buffers: self.zero_buffers.unwrap_or(false),
+            buffer_pattern: self.buffer_pattern,
             sync: self.sync.unwrap_or_default(),
             fsync: self.fsync.unwrap_or(0),
             fdatasync: self.fdatasync.unwrap_or(0),
