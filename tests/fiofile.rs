@@ -622,3 +622,105 @@ fn offsets_give_each_clone_its_region_of_one_file() {
         "{said}"
     );
 }
+
+/// Issue 31: job files as third parties write them (tests/fio/corpus: the shapes of 62
+/// public job files from 30 repositories other than fio's, see its README.md), each handed
+/// to stormark as a user would: the recorded verdict holds (those that run, run for 200 ms
+/// with exit 0 and leave nothing behind; the refused stop with one line before any load),
+/// and at least nine in ten run as written.
+#[test]
+fn third_party_job_files_keep_their_verdicts() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio/corpus");
+    let lines: Vec<String> = std::fs::read_to_string(corpus.join("VERDICTS"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut files: Vec<String> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".fio"))
+        .collect();
+    files.sort();
+    let listed: Vec<String> = lines
+        .iter()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(files, listed, "every file has a verdict, in order");
+    let dir = temp_dir(TMP);
+    let scratch = dir.path().join("d");
+    std::fs::create_dir(&scratch).unwrap();
+    // A device of the original: a sparse file as large as a small disk.
+    let device = dir.path().join("device");
+    std::fs::File::create(&device)
+        .unwrap()
+        .set_len(256 << 30)
+        .unwrap();
+    let mut differ = Vec::new();
+    let mut runs = 0;
+    for line in &lines {
+        let mut words = line.split(' ');
+        let (name, verdict, target) = (
+            words.next().unwrap(),
+            words.next().unwrap(),
+            words.next().unwrap(),
+        );
+        let (flags, vars): (Vec<&str>, Vec<&str>) = words.partition(|w| w.starts_with("--"));
+        let target = if target == "device" { &device } else { &scratch };
+        let mut args = vec![
+            "run".to_string(),
+            target.display().to_string(),
+            "--job".into(),
+            corpus.join(name).display().to_string(),
+            "--allow-overwrite".into(),
+            "-q".into(),
+        ];
+        // The harness's flags, any of them replaced by the file's own (--size=128m).
+        for (flag, value) in [
+            ("--size", "16m"),
+            ("--time", "200ms"),
+            ("--ramp", "0"),
+            ("--startdelay", "0"),
+        ] {
+            let own = flags.iter().find_map(|f| f.strip_prefix(&format!("{flag}=")));
+            args.push(format!("{flag}={}", own.unwrap_or(value)));
+        }
+        args.extend(
+            flags
+                .iter()
+                .filter(|f| !["--size=", "--time=", "--ramp=", "--startdelay="]
+                    .iter()
+                    .any(|d| f.starts_with(d)))
+                .map(|f| f.to_string()),
+        );
+        let out = std::process::Command::new(BIN)
+            .args(&args)
+            .envs(vars.iter().filter_map(|v| v.split_once('=')))
+            .output()
+            .unwrap();
+        let said = text(&out);
+        let got = match out.status.code() {
+            Some(0) => "runs",
+            Some(2) => {
+                assert_eq!(said.trim().lines().count(), 1, "{name}: {said}");
+                "refused"
+            }
+            other => panic!("{name}: exit {other:?}: {said}"),
+        };
+        runs += usize::from(got == "runs");
+        if got != verdict {
+            differ.push(format!("{name}: {got}, recorded {verdict}: {said}"));
+        }
+        assert_eq!(
+            std::fs::read_dir(&scratch).unwrap().count(),
+            0,
+            "{name} left files behind"
+        );
+    }
+    assert!(
+        differ.is_empty(),
+        "verdicts changed (update VERDICTS if for the better): {differ:#?}"
+    );
+    assert!(runs * 10 >= lines.len() * 9, "{runs} of {} run", lines.len());
+}
