@@ -356,13 +356,18 @@ fn a_filename_that_does_not_exist_is_made_laid_out_and_removed() {
 #[test]
 fn fios_own_examples_keep_their_verdicts() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio/examples");
-    let recorded: std::collections::BTreeMap<String, String> =
+    // Each file's verdict, and the flags it needs here (a steady state's wait bounded).
+    let recorded: std::collections::BTreeMap<String, (String, Vec<String>)> =
         std::fs::read_to_string(examples.join("VERDICTS"))
             .unwrap()
             .lines()
             .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .filter_map(|l| l.split_once(' '))
-            .map(|(f, v)| (f.to_string(), v.to_string()))
+            .map(|l| {
+                let mut w = l.split(' ').map(str::to_string);
+                let name = w.next().unwrap();
+                let verdict = w.next().unwrap();
+                (name, (verdict, w.collect()))
+            })
             .collect();
     let dir = temp_dir(TMP);
     let mut files: Vec<String> = std::fs::read_dir(&examples)
@@ -408,12 +413,15 @@ fn fios_own_examples_keep_their_verdicts() {
             }
             other => panic!("{name}: exit {other:?}: {}", text(&out)),
         };
-        if verdict != recorded[name] {
-            differ.push(format!("{name}: {verdict}, recorded {}", recorded[name]));
+        let (want, flags) = &recorded[name];
+        if verdict != want {
+            differ.push(format!("{name}: {verdict}, recorded {want}"));
             continue;
         }
         if verdict == "runs" {
-            let out = Bin(BIN).run(&args(&["-q"]).iter().map(String::as_str).collect::<Vec<_>>());
+            let mut extra = vec!["-q"];
+            extra.extend(flags.iter().map(String::as_str));
+            let out = Bin(BIN).run(&args(&extra).iter().map(String::as_str).collect::<Vec<_>>());
             assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
             assert_eq!(
                 std::fs::read_dir(dir.path()).unwrap().count(),
@@ -667,7 +675,11 @@ fn third_party_job_files_keep_their_verdicts() {
             words.next().unwrap(),
         );
         let (flags, vars): (Vec<&str>, Vec<&str>) = words.partition(|w| w.starts_with("--"));
-        let target = if target == "device" { &device } else { &scratch };
+        let target = if target == "device" {
+            &device
+        } else {
+            &scratch
+        };
         let mut args = vec![
             "run".to_string(),
             target.display().to_string(),
@@ -683,15 +695,19 @@ fn third_party_job_files_keep_their_verdicts() {
             ("--ramp", "0"),
             ("--startdelay", "0"),
         ] {
-            let own = flags.iter().find_map(|f| f.strip_prefix(&format!("{flag}=")));
+            let own = flags
+                .iter()
+                .find_map(|f| f.strip_prefix(&format!("{flag}=")));
             args.push(format!("{flag}={}", own.unwrap_or(value)));
         }
         args.extend(
             flags
                 .iter()
-                .filter(|f| !["--size=", "--time=", "--ramp=", "--startdelay="]
-                    .iter()
-                    .any(|d| f.starts_with(d)))
+                .filter(|f| {
+                    !["--size=", "--time=", "--ramp=", "--startdelay="]
+                        .iter()
+                        .any(|d| f.starts_with(d))
+                })
                 .map(|f| f.to_string()),
         );
         let out = std::process::Command::new(BIN)
@@ -722,5 +738,9 @@ fn third_party_job_files_keep_their_verdicts() {
         differ.is_empty(),
         "verdicts changed (update VERDICTS if for the better): {differ:#?}"
     );
-    assert!(runs * 10 >= lines.len() * 9, "{runs} of {} run", lines.len());
+    assert!(
+        runs * 10 >= lines.len() * 9,
+        "{runs} of {} run",
+        lines.len()
+    );
 }

@@ -643,11 +643,11 @@ fn share(value: &str) -> Option<u8> {
         .trim()
         .parse()
         .ok()
-        .filter(|p| (1..=100).contains(p))
+        .filter(|p| *p <= 100)
 }
 
 /// The accepted form of a share.
-const SHARE_FORM: &str = "a size such as 1g, or a share of the file or device from 1% to 100%";
+const SHARE_FORM: &str = "a size such as 1g, or a share of the file or device from 0% to 100%";
 
 /// The job key an option name stands for, in any of the spellings fio or stormark accept
 /// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.

@@ -224,8 +224,10 @@ impl LocalAgent {
                 // after it is the most each worker's region may hold.
                 let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);
                 let offsets = job.offset > 0 || job.offset_increment > 0;
+                // Regions start at any sector (a logical block of a device), as fio's.
+                let sector = if block { lbs } else { 512 };
                 let misplaced =
-                    last_start % align != 0 || last_start.saturating_add(job.bs.max) > total;
+                    last_start % sector != 0 || last_start.saturating_add(job.bs.max) > total;
                 if offsets && misplaced {
                     return Err(AgentError::job(
                             &job.name,
@@ -235,8 +237,8 @@ impl LocalAgent {
                                 format_size(job.offset_increment),
                                 job.jobs,
                                 format_size(last_start),
-                                if last_start % align != 0 { "not aligned: expected offsets" } else { "past the end: expected offsets" },
-                                format_size(align),
+                                if last_start % sector != 0 { "not aligned: expected offsets" } else { "past the end: expected offsets" },
+                                format_size(sector),
                                 format_size(total)
                             ),
                         ));

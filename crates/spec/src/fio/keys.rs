@@ -45,6 +45,9 @@ const REPORTING: &[&str] = &[
     // How fio compresses in chunks: stormark's data reaches the compression ratio asked
     // (buffer_compress_percentage) over each block.
     "buffer_compress_chunk",
+    // fio reads back what it wrote after every N writes, during the load; stormark reads back
+    // every block written once the load is over (the same blocks, checked later).
+    "verify_backlog",
 ];
 
 /// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
@@ -174,15 +177,15 @@ pub(super) fn apply(
         "fallocate" => {}
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
-        // fio's steady state: `iops:3%` or `bw:3%` (every second within that much of the
-        // window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
+        // fio's steady state: `iops:3%`, `bw:3%` or `lat:5%` (every second within that much of
+        // the window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
         // (`iops:2%:30s`) is taken too.
         "ss" | "steadystate" if v.matches(':').count() == 2 => set(job, "steady_state", v)?,
         "ss" | "steadystate" => {
             let Some((figure, band)) = v.split_once(':') else {
                 return Ok(false);
             };
-            if !matches!(figure.trim(), "iops" | "bw") || !band.trim().ends_with('%') {
+            if !matches!(figure.trim(), "iops" | "bw" | "lat") || !band.trim().ends_with('%') {
                 return Ok(false);
             }
             fio.steady = Some(format!("{}:{}", figure.trim(), band.trim()));

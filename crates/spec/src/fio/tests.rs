@@ -487,7 +487,7 @@ fn a_random_run_as_fio_writes_it() {
 }
 
 /// fio's `offset` and `offset_increment`: each clone's region of one file; an increment as a
-/// share of the file is named, not run; an offset off the block alignment is refused.
+/// share of the file is named, not run; an offset off a sector is refused.
 #[test]
 fn offsets_as_fio_writes_them() {
     let f = parse("[w]\nfilename=/dev/sdx\nbs=64k\nnumjobs=4\noffset=1g\noffset_increment=256m\n")
@@ -507,7 +507,7 @@ fn offsets_as_fio_writes_them() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("line 2: offset_increment"), "{e}");
-    let e = parse("[w]\nbs=4k\noffset=1000\n").unwrap();
+    let e = parse("[w]\nbs=16k\noffset=1000\n").unwrap();
     let e = e
         .file
         .defaults
@@ -516,8 +516,13 @@ fn offsets_as_fio_writes_them() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("--offset 1000") && e.contains("alignment (4k"),
+        e.contains("--offset 1000") && e.contains("512 bytes"),
         "{e}"
+    );
+    // Any sector, as fio (cross-stripe-verify.fio: 16 KiB blocks from 120 KiB).
+    assert_eq!(
+        jobs(&parse("[w]\nbs=16k\noffset=120k\n").unwrap())[0].offset,
+        120 << 10
     );
 }
 

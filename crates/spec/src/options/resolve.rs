@@ -30,14 +30,12 @@ impl JobOpts {
             ("--offset", self.offset),
             ("--offset-increment", self.offset_increment),
         ] {
-            if let Some(n) = n.filter(|n| !n.is_multiple_of(bs_align)) {
+            // As fio: any sector, not only a multiple of the block size.
+            if let Some(n) = n.filter(|n| !n.is_multiple_of(512)) {
                 return Err(SpecError::invalid(
                     key,
                     &format_size(n),
-                    format!(
-                        "a multiple of the offsets' alignment ({}, --bs-align)",
-                        format_size(bs_align)
-                    ),
+                    "a multiple of 512 bytes (a sector), such as 1g",
                 ));
             }
         }
