@@ -6,7 +6,7 @@
 # `fio FILE` and `stormark run FILE`. Prints each file's IOPS per round (the sum over its
 # groups) and the ratio stormark/fio of the medians; docs/performance.md records a run.
 # Usage: bench/fiofile-vs-fio.sh   (env: BENCH_DIR, ROUNDS=3, SIZE=512m, RUNTIME=10, FIO, STORMARK,
-#        CASES="randread mixed seq")
+#        CASES="randread mixed seq", or CASES=corpus for every runnable file of tests/fio/corpus)
 # Writes only inside $BENCH_DIR (default ./bench-data) and removes only what it created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,6 +78,60 @@ else:
     print(sum(p["total"]["iops"] for p in d["phases"] if p.get("kind") != "prepare"))
 PY
 }
+# CASES=corpus: every job file of tests/fio/corpus that runs, normalized for both tools alike:
+# the size, time and place lines of every section replaced by SIZE, RUNTIME (time_based, no
+# ramp or start delay) and a place in $OUT (the file's own shared file there, or a 1 GiB file of data
+# for a file made for a device), with the variables its VERDICTS line names.
+normalize() { # shape out dir dev_or_empty
+  python3 - "$@" <<'PY'
+import os, re, sys
+src, out, jobdir, dev = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+drop = re.compile(r"^(size|filesize|io_size|io_limit|runtime|timeout|ramp_time|startdelay|time_based|"
+                  r"loops|number_ios|directory|filename|offset|offset_increment|steadystate\w*|ss\w*|"
+                  r"write_\w+_log|log_avg_msec|per_job_logs)\b")
+lines = [l.rstrip("\n") for l in open(src) if not l.startswith("#")]
+shared = any(l.strip() == "filename=data" for l in lines)
+place = f"filename={dev}" if dev else (f"filename={jobdir}/data" if shared else f"directory={jobdir}")
+head = ["[global]", place, "size=" + os.environ["SIZE"], "runtime=" + os.environ["RUNTIME"],
+        "time_based=1", "ramp_time=0"]
+body = [l for l in lines if not drop.match(l.strip())]
+open(out, "w").write("\n".join(head + body) + "\n")
+PY
+}
+if [ "${CASES:-}" = corpus ]; then
+  CORPUS=tests/fio/corpus
+  truncate -s 0 "$OUT/summary.txt"
+  grep -v '^#' "$CORPUS/VERDICTS" | grep ' runs ' | grep -E "^${ONLY:-.}" | while read -r name _ target rest; do
+    vars=$(printf '%s\n' $rest | grep -v '^--' | tr '\n' ' ' || true)
+    dev=""; [ "$target" = device ] && { dev="$OUT/device"; [ -f "$dev" ] || head -c 1G /dev/urandom > "$dev"; }
+    for tool in fio sm; do
+      normalize "$CORPUS/$name" "$OUT/jobs/$tool-$name" "$OUT/$tool" "$dev"
+    done
+    : > "$OUT/c.fio.txt"; : > "$OUT/c.sm.txt"
+    for round in $(seq 1 "$ROUNDS"); do
+      order="fio sm"; [ $((round % 2)) = 0 ] && order="sm fio"
+      for tool in $order; do
+        rm -rf "$OUT/fio" "$OUT/sm"; mkdir "$OUT/fio" "$OUT/sm"
+        if [ $tool = fio ]; then
+          env $vars "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/fio-$name" >/dev/null 2>&1 || echo '{"jobs":[]}' > "$OUT/r.json"
+        else
+          env $vars "$STORMARK" run --job "$OUT/jobs/sm-$name" --allow-overwrite -q --json "$OUT/r.json" >"$OUT/sm.log" 2>&1 || tail -1 "$OUT/sm.log" >&2
+        fi
+        iops $tool "$OUT/r.json" >> "$OUT/c.$tool.txt"
+      done
+    done
+    python3 - "$name" "$OUT/c.fio.txt" "$OUT/c.sm.txt" <<'PY' | tee -a "$OUT/summary.txt"
+import statistics, sys
+name, f, s = sys.argv[1], [float(x) for x in open(sys.argv[2])], [float(x) for x in open(sys.argv[3])]
+mf, ms = statistics.median(f), statistics.median(s)
+ratio = ms / mf if mf else float("nan")
+flag = "" if 0.85 <= ratio <= 1.15 else "  OUTSIDE 0.85-1.15"
+print(f"{name:28s} fio {mf:10.0f}  stormark {ms:10.0f}  {ratio:6.3f}x{flag}")
+PY
+  done
+  awk '/x/ {n++} /OUTSIDE/ {o++} END {printf "%d files, %d outside 0.85-1.15\n", n, o}' "$OUT/summary.txt"
+  exit 0
+fi
 for job in ${CASES:-randread mixed seq}; do
   : > "$OUT/$job.fio.txt"; : > "$OUT/$job.sm.txt"
   for round in $(seq 1 "$ROUNDS"); do

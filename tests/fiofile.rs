@@ -448,27 +448,43 @@ fn print_fio_round_trips_through_fio() {
     }
     let dir = temp_dir(TMP);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio");
-    let runs: Vec<String> = std::fs::read_to_string(root.join("examples/VERDICTS"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_suffix(" runs"))
-        .map(|f| format!("examples/{f}"))
-        .collect();
-    let mut files: Vec<String> = std::fs::read_dir(&root)
+    // The files that run of fio's examples and of the third-party corpus, with the
+    // variables each needs.
+    let runs = |list: &str| -> Vec<(String, Vec<(String, String)>)> {
+        std::fs::read_to_string(root.join(list).join("VERDICTS"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let mut w = l.split(' ');
+                let name = w.next()?;
+                (w.next()? == "runs").then_some(())?;
+                let vars = w
+                    .filter_map(|v| v.split_once('='))
+                    .filter(|(k, _)| !k.starts_with("--"))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                Some((format!("{list}/{name}"), vars))
+            })
+            .collect()
+    };
+    let mut files: Vec<(String, Vec<(String, String)>)> = std::fs::read_dir(&root)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".fio"))
+        .map(|n| (n, vec![("BS".to_string(), "8k".to_string())]))
         .collect();
     files.sort();
-    files.extend(runs);
+    files.extend(runs("examples"));
+    files.extend(runs("corpus"));
     let mut checked = 0;
-    for name in &files {
+    for (name, vars) in &files {
         let printed = dir.path().join("printed.fio");
         let out = std::process::Command::new(BIN)
             .args(["run", dir.path().to_str().unwrap(), "--job"])
             .arg(root.join(name))
             .args(["--size", "64m", "--time", "1s", "--print-fio"])
-            .env("BS", "8k")
+            .envs(vars.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();
         if out.status.code() != Some(0) {
@@ -506,7 +522,7 @@ fn print_fio_round_trips_through_fio() {
         }
         checked += 1;
     }
-    assert!(checked >= 20, "only {checked} files printed");
+    assert!(checked >= 80, "only {checked} files printed");
 }
 
 /// Issue 31: the page cache as fio leaves it. A buffered time_based job reads its file again

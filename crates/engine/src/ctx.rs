@@ -14,27 +14,39 @@ use crate::data::Buffers;
 use crate::offsets::{IoReq, OffsetGen};
 use crate::target::WorkerSpec;
 
-/// The open-loop schedule: the k-th I/O is due at `start + k / rate`.
+/// The open-loop schedule: the k-th I/O is due at `start + k / rate`, or (Poisson) after
+/// exponential gaps of that mean.
 pub(crate) struct Schedule {
     start: Instant,
     period_ns: f64,
     k: u64,
+    /// Poisson arrivals: the generator's state, and the next due time from `start`.
+    poisson: Option<u64>,
+    at_ns: f64,
 }
 
 impl Schedule {
-    /// A schedule from `start` at `rate` I/Os per second; `None` for a closed loop.
-    pub(crate) fn new(start: Instant, rate: f64) -> Option<Schedule> {
+    /// A schedule from `start` at `rate` I/Os per second; `None` for a closed loop. With
+    /// `poisson` (seeded by `seed`), the gaps between due times are drawn from an exponential
+    /// distribution of the same mean (fio's `rate_process=poisson`).
+    pub(crate) fn new(start: Instant, rate: f64, poisson: bool, seed: u64) -> Option<Schedule> {
         (rate > 0.0 && rate.is_finite()).then(|| Schedule {
             start,
             period_ns: 1e9 / rate,
             k: 0,
+            poisson: poisson.then_some(seed | 1),
+            at_ns: 0.0,
         })
     }
 
     /// When the next I/O is due.
     #[inline]
     pub(crate) fn peek(&self) -> Instant {
-        self.start + Duration::from_nanos((self.k as f64 * self.period_ns) as u64)
+        let at = match self.poisson {
+            None => self.k as f64 * self.period_ns,
+            Some(_) => self.at_ns,
+        };
+        self.start + Duration::from_nanos(at as u64)
     }
 
     /// Takes the next due time.
@@ -42,6 +54,14 @@ impl Schedule {
     pub(crate) fn take(&mut self) -> Instant {
         let t = self.peek();
         self.k += 1;
+        if let Some(s) = &mut self.poisson {
+            // An exponential gap: -ln(U) periods, U uniform in (0, 1].
+            *s ^= *s << 13;
+            *s ^= *s >> 7;
+            *s ^= *s << 17;
+            let u = ((*s >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+            self.at_ns += -u.ln() * self.period_ns;
+        }
         t
     }
 }
@@ -478,5 +498,39 @@ impl Ctx<'_> {
     pub fn failing(&self) -> Option<crate::EngineError> {
         (self.consecutive_errors >= MAX_CONSECUTIVE_ERRORS)
             .then_some(crate::EngineError::Failing(MAX_CONSECUTIVE_ERRORS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fio's `rate_process=poisson`: the gaps between due times have the rate's mean and an
+    /// exponential's spread (standard deviation equal to the mean); linear ones are all equal.
+    #[test]
+    fn a_poisson_schedule_keeps_the_mean_rate_with_exponential_gaps() {
+        let t0 = Instant::now();
+        let gaps = |poisson: bool| {
+            let mut s = Schedule::new(t0, 1000.0, poisson, 42).unwrap();
+            let mut last = s.take();
+            (0..100_000)
+                .map(|_| {
+                    let t = s.take();
+                    let g = (t - last).as_nanos() as f64;
+                    last = t;
+                    g
+                })
+                .collect::<Vec<f64>>()
+        };
+        let stats = |g: &[f64]| {
+            let mean = g.iter().sum::<f64>() / g.len() as f64;
+            let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / g.len() as f64;
+            (mean, var.sqrt())
+        };
+        let (mean, sd) = stats(&gaps(true));
+        assert!((mean / 1e6 - 1.0).abs() < 0.02, "mean gap {mean} ns");
+        assert!((sd / mean - 1.0).abs() < 0.03, "sd {sd}, mean {mean}");
+        let (mean, sd) = stats(&gaps(false));
+        assert!((mean / 1e6 - 1.0).abs() < 1e-3 && sd < 1e3, "{mean} {sd}");
     }
 }

@@ -177,6 +177,9 @@ pub struct WorkerSpec {
     /// scheduled time, so that a stall shows in the numbers (coordinated omission corrected);
     /// the service time from submission is recorded beside it.
     pub rate_iops: f64,
+    /// The open loop's I/Os due as a Poisson process of that mean rate (fio's
+    /// `rate_process=poisson`), not evenly.
+    pub rate_poisson: bool,
     /// End the ramp once this figure is steady (fio's `ss`): the ramp is then the most to
     /// wait. The stage watches every worker's ramp seconds and names the measured start.
     pub steady: Option<SteadyState>,
@@ -220,6 +223,7 @@ impl WorkerSpec {
             fadvise_hint: false,
             write_once: false,
             rate_iops: 0.0,
+            rate_poisson: false,
             steady: None,
             stall: None,
         }
@@ -340,6 +344,7 @@ impl WorkerSpec {
             rate_iops: rate.map_or(0.0, |r| {
                 r / at.workers.max(1) as f64 / f64::from(at.hosts.max(1))
             }),
+            rate_poisson: job.rate_poisson,
             steady: job.steady_state,
             stall: None,
         }

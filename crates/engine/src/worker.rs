@@ -61,7 +61,12 @@ pub(crate) fn run_worker(
         issued: 0,
         io_total,
         consecutive_errors: 0,
-        schedule: Schedule::new(t0 + spec.start_delay, spec.rate_iops),
+        schedule: Schedule::new(
+            t0 + spec.start_delay,
+            spec.rate_iops,
+            spec.rate_poisson,
+            spec.seed,
+        ),
         writes_since_sync: 0,
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
         // The first pass's files left the cache before the stage (the agent's drop).

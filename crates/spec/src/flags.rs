@@ -61,6 +61,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("thinktime_blocks", "N", "I/Os between pauses (fio's thinktime_blocks) [default: 1]."),
     text("fadvise_hint", "BOOL", "Advise the kernel of how buffered files are read, random (no readahead) or sequential, as fio does by default [default: true]."),
     text("buffer_pattern", "BYTES", "Writes repeat these bytes, as fio's buffer_pattern: 0xdeadbeef or \"text\" (with --compress-ratio, the compressible part of each sector)."),
+    text("rate_process", "HOW", "With --rate-iops, I/Os due evenly or as a Poisson process of the same mean rate: linear or poisson (fio's rate_process) [default: linear]."),
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
     text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
     text("iodepth_batch_complete", "N", "Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1]."),

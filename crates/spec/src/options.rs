@@ -73,6 +73,7 @@ pub const JOB_KEYS: &[&str] = &[
     "thinktime_blocks",
     "fadvise_hint",
     "loops",
+    "rate_process",
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
@@ -164,6 +165,9 @@ pub struct JobOpts {
     /// Passes over the job's size before it stops (fio's `loops`; with a time, whichever
     /// comes first).
     pub loops: Option<u32>,
+    /// An open loop's I/Os arrive as a Poisson process rather than evenly (fio's
+    /// `rate_process=poisson`).
+    pub rate_poisson: Option<bool>,
     /// A pause after every `thinktime_blocks` I/Os (fio's `thinktime`).
     pub thinktime: Option<Duration>,
     /// The first part of that pause busy, the CPU spinning (fio's `thinktime_spin`).
@@ -392,6 +396,13 @@ impl JobOpts {
             }
             "thinktime_blocks" => self.thinktime_blocks = Some(count(1 << 30)?),
             "loops" => self.loops = Some(count(1 << 30)?),
+            "rate_process" => {
+                self.rate_poisson = Some(match value.trim() {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => return Err(bad("linear or poisson")),
+                })
+            }
             "rw_sequencer" => {
                 self.rand_run_same = Some(match value.trim() {
                     "sequential" => false,
@@ -574,6 +585,7 @@ impl JobOpts {
             size_pct,
             offset_pct,
             loops,
+            rate_poisson,
             thinktime,
             thinktime_spin,
             thinktime_blocks,

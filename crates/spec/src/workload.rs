@@ -52,6 +52,9 @@ pub struct Job {
     pub size_pct: Option<u8>,
     /// `offset` as a share of the file or device, percent (fio's `offset=50%`).
     pub offset_pct: Option<u8>,
+    /// An open loop's I/Os arrive as a Poisson process (exponential gaps of the same mean)
+    /// rather than evenly (fio's `rate_process=poisson`).
+    pub rate_poisson: bool,
     /// Passes over the size before the job stops, when its size is a share (fio's `loops`
     /// with `size=95%`): `io_total` once the size is known.
     pub loops: Option<u32>,
@@ -226,6 +229,9 @@ impl Job {
         }
         if let Some(n) = self.loops {
             pairs.push(("loops", n.to_string()));
+        }
+        if self.rate_poisson {
+            pairs.push(("rate_process", "poisson".into()));
         }
         if !self.thinktime.is_zero() {
             pairs.push(("thinktime", self.thinktime.as_micros().to_string()));

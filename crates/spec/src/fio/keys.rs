@@ -105,6 +105,10 @@ pub(super) fn apply(
         "nowait" if crate::units::parse_bool(v) == Some(false) => {}
         // fio's random range form (`startdelay=1-5`): not run.
         "startdelay" if v.contains('-') => return Ok(false),
+        // fio submits from a thread of its own to keep a rate's schedule (`offload`);
+        // stormark's open loop keeps its schedule itself, latency counted from each I/O's due
+        // time, either way.
+        "io_submit_mode" if matches!(v, "inline" | "offload") => {}
         // fio's times ignore case (ramp_time=2M is two minutes).
         "runtime" | "ramp_time" | "startdelay" | "thinktime" | "thinktime_spin" => {
             set(job, key, &v.to_ascii_lowercase())?

@@ -193,6 +193,9 @@ fn writes_and_cache(out: &mut String, job: &Job) {
             }
             r => out.push_str(&format!("rate_iops={},{}\n", of(r), of(1.0 - r))),
         }
+        if job.rate_poisson {
+            out.push_str("rate_process=poisson\n");
+        }
     }
     if job.zero_buffers {
         out.push_str("zero_buffers=1\n");

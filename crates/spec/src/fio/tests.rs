@@ -601,6 +601,14 @@ fn third_party_options_as_fio_means_them() {
             "{p:?} in {pairs:?}"
         );
     }
+    // fio's Poisson arrivals and its submission thread (stormark keeps the schedule itself).
+    let f = parse("[p]\nrate_iops=50\nrate_process=poisson\nio_submit_mode=offload\n").unwrap();
+    let p = &jobs(&f)[0];
+    assert!(p.rate_poisson && p.rate_iops == Some(50));
+    assert!(to_fio(&jobs(&f), "/mnt/d", true).contains("rate_iops=50\nrate_process=poisson\n"));
+    assert!(p
+        .to_pairs()
+        .contains(&("rate_process", "poisson".to_string())));
     // A slope, a forced hint, nowait on and an increment's share: named, not run.
     for line in [
         "steadystate=iops_slope:0.1%",

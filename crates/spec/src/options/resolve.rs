@@ -66,6 +66,7 @@ impl JobOpts {
             size_pct: self.size_pct.filter(|_| self.size.is_none()),
             offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
             loops: self.loops,
+            rate_poisson: self.rate_poisson.unwrap_or(false),
             thinktime: self.thinktime.unwrap_or_default(),
             thinktime_spin: self
                 .thinktime_spin
