@@ -90,7 +90,10 @@ drop = re.compile(r"^(size|filesize|io_size|io_limit|runtime|timeout|ramp_time|s
                   r"loops|number_ios|directory|filename|offset|offset_increment|steadystate\w*|ss\w*|"
                   r"write_\w+_log|log_avg_msec|per_job_logs)\b")
 lines = [l.rstrip("\n") for l in open(src) if not l.startswith("#")]
-shared = any(l.strip() == "filename=data" for l in lines)
+# One shared file, unless the file asks for several per job (fio asserts on nrfiles with one
+# filename).
+several = any(re.match(r"^(nrfiles|nr_files)=([2-9]|\d\d)", l.strip()) for l in lines)
+shared = any(l.strip() == "filename=data" for l in lines) and not several
 place = f"filename={dev}" if dev else (f"filename={jobdir}/data" if shared else f"directory={jobdir}")
 head = ["[global]", place, "size=" + os.environ["SIZE"], "runtime=" + os.environ["RUNTIME"],
         "time_based=1", "ramp_time=0"]
