@@ -139,6 +139,51 @@ fn block_device_reads_writes_and_refusals() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
+    // Trims (fio's rw=trim): a discard of the device's range (BLKDISCARD), with
+    // --allow-device-write only; what lies past the range is untouched.
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&dev.path)
+            .unwrap();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.write_all(&vec![0xab; 2 << 20]).unwrap();
+        f.sync_all().unwrap();
+    }
+    let trim = |extra: &[&str]| {
+        let mut a = vec![
+            "run", &d, "--rw", "trim", "--size", "1m", "--bs", "64k", "--quiet",
+        ];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&["--json", j]);
+        stormark(&a)
+    };
+    let out = trim(&[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--allow-device-write"),
+        "{}",
+        stderr(&out)
+    );
+    let out = trim(&["--allow-device-write", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = read_json(&json);
+    assert_eq!(
+        r["phases"][0]["by_op"]["trim"]["ops"], 16,
+        "{}",
+        r["phases"][0]["by_op"]
+    );
+    let data = std::fs::read(&dev.path).unwrap();
+    assert!(
+        data[..1 << 20].iter().all(|&b| b == 0),
+        "the trimmed MiB reads zeros"
+    );
+    assert!(
+        data[1 << 20..2 << 20].iter().all(|&b| b == 0xab),
+        "the next is kept"
+    );
+
     // Mounted: never written, whatever the flags; reads are still fine.
     dev.mkfs_ext4().expect("mkfs.ext4");
     let mnt = dev.mount().expect("mount");

@@ -760,3 +760,69 @@ fn third_party_job_files_keep_their_verdicts() {
         lines.len()
     );
 }
+
+/// Issue 31: fio's `rw=trim` on a file: a hole punched in each block of the job's range (the
+/// file's length kept, its other bytes untouched), counted as `trim` operations; with
+/// `trimwrite` each block written again after its trim. A user's file needs
+/// `--allow-overwrite`, as a write does.
+#[test]
+fn a_trim_punches_holes_in_a_file() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("f");
+    let json = dir.path().join("r.json");
+    let fio = dir.path().join("trim.fio");
+    let run = |rw: &str, extra: &[&str]| {
+        std::fs::write(&file, vec![0xabu8; 2 << 20]).unwrap();
+        std::fs::write(
+            &fio,
+            format!(
+                "[t]\nfilename={}\nrw={rw}\nbs=64k\nsize=1m\n",
+                file.display()
+            ),
+        )
+        .unwrap();
+        let mut a = vec!["run", "--job", fio.to_str().unwrap(), "-q"];
+        a.extend_from_slice(extra);
+        a.extend_from_slice(&["--json", json.to_str().unwrap()]);
+        let out = Bin(BIN).run(&a);
+        (out.status.code(), text(&out))
+    };
+    let (code, said) = run("trim", &[]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("--allow-overwrite"), "{said}");
+    let (code, said) = run("trim", &["--allow-overwrite"]);
+    assert_eq!(code, Some(0), "{said}");
+    let r = read_json(&json);
+    assert_eq!(
+        r["phases"][0]["by_op"]["trim"]["ops"], 16,
+        "{}",
+        r["phases"][0]
+    );
+    let data = std::fs::read(&file).unwrap();
+    assert_eq!(data.len(), 2 << 20, "the length is kept");
+    assert!(data[..1 << 20].iter().all(|&b| b == 0), "holes read zeros");
+    assert!(
+        data[1 << 20..].iter().all(|&b| b == 0xab),
+        "the rest is kept"
+    );
+    // trimwrite: each block trimmed, then written again.
+    let (code, said) = run("trimwrite", &["--allow-overwrite"]);
+    assert_eq!(code, Some(0), "{said}");
+    let r = read_json(&json);
+    let by_op = &r["phases"][0]["by_op"];
+    assert_eq!(
+        (
+            by_op["trim"]["ops"].as_u64(),
+            by_op["write"]["ops"].as_u64()
+        ),
+        (Some(16), Some(16)),
+        "{by_op}"
+    );
+    let data = std::fs::read(&file).unwrap();
+    assert!(
+        data[..1 << 20]
+            .chunks(4096)
+            .all(|c| c.iter().any(|&b| b != 0 && b != 0xab)),
+        "written again"
+    );
+}

@@ -43,6 +43,9 @@ pub struct Pattern {
     /// Within such a run, the same offset again rather than the next (fio's
     /// `rw_sequencer=identical`).
     pub rand_run_same: bool,
+    /// Trims instead of reads and writes: 1 trims only, 2 each trim followed by a write of
+    /// the same range (fio's `trimwrite`).
+    pub trim: u8,
 }
 
 impl Pattern {
@@ -59,6 +62,7 @@ impl Pattern {
             seq_add: 0,
             rand_run: 1,
             rand_run_same: false,
+            trim: 0,
         }
     }
 }
@@ -92,6 +96,9 @@ pub struct OffsetGen {
     rand_run_same: bool,
     /// Per file, the last random run's offset and where its next I/O goes.
     run_at: Vec<[u64; 2]>,
+    /// Trims (see [`Pattern::trim`]), and the write due after a trim of `trimwrite`.
+    trim: u8,
+    then_write: Option<IoReq>,
 }
 
 /// Where a sequential stream goes after an I/O of `len` at `at` with a step `add`; before the
@@ -247,6 +254,7 @@ impl OffsetGen {
             seq_add,
             rand_run,
             rand_run_same,
+            trim,
         } = pattern;
         // A bssplit as cumulative shares: (share up to here, size).
         let split: Box<[(u8, u64)]> = split
@@ -300,6 +308,8 @@ impl OffsetGen {
             } else {
                 Vec::new()
             },
+            trim,
+            then_write: None,
         }
     }
 
@@ -328,6 +338,9 @@ impl OffsetGen {
     pub fn next_io(&mut self) -> Option<IoReq> {
         if self.once {
             return self.next_once();
+        }
+        if self.trim != 0 {
+            return Some(self.next_trim());
         }
         let op = match self.read_pct {
             100 => Op::Read,
@@ -428,6 +441,50 @@ impl OffsetGen {
         self.run_left -= 1;
         self.run_at[file] = [at, at + len];
         at
+    }
+
+    /// The next I/O of a trim pattern: a trim of a block (random, or going on from the last
+    /// sequentially and wrapping), and with `trimwrite` a write of the same block after it
+    /// (kept out of the common path's code).
+    #[inline(never)]
+    fn next_trim(&mut self) -> IoReq {
+        if let Some(w) = self.then_write.take() {
+            return w;
+        }
+        let len = if self.bs_slots == 1 {
+            self.bs_min
+        } else if !self.split.is_empty() {
+            self.split_len()
+        } else {
+            self.bs_min + self.below(self.bs_slots) * self.bs_align
+        };
+        let file = self.next_file;
+        self.next_file = (self.next_file + 1) % self.file_lens.len();
+        let file_len = self.file_lens[file];
+        let offset = if self.random_pct > 0 && self.below(100) < u64::from(self.random_pct) {
+            self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+        } else {
+            let pos = &mut self.seq_pos[file][1];
+            if *pos + len > file_len {
+                *pos = 0;
+            }
+            let at = *pos;
+            *pos += len;
+            at
+        };
+        let trim = IoReq {
+            op: Op::Trim,
+            file: file as u32,
+            offset,
+            len: len as u32,
+        };
+        if self.trim == 2 {
+            self.then_write = Some(IoReq {
+                op: Op::Write,
+                ..trim
+            });
+        }
+        trim
     }
 
     fn next_once(&mut self) -> Option<IoReq> {

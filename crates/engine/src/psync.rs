@@ -18,6 +18,16 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         .zip(&ctx.spec.files)
         .map(|(f, t)| (f.as_raw_fd(), t.start))
         .collect();
+    // A trim releases a file's range by punching a hole, a device's by a discard.
+    let devices: Vec<bool> = if ctx.spec.trim != 0 {
+        use std::os::unix::fs::FileTypeExt;
+        ctx.files
+            .iter()
+            .map(|f| f.metadata().is_ok_and(|m| m.file_type().is_block_device()))
+            .collect()
+    } else {
+        Vec::new()
+    };
     while let Some(req) = ctx.next_req() {
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
@@ -27,13 +37,13 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let (fd, base) = fds[req.file as usize];
         let len = req.len as usize;
         let off = (base + req.offset) as libc::off_t;
-        // The offset generator makes only reads and writes.
-        let payload = (req.op != Op::Read).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
+        let payload = (req.op == Op::Write).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
         let start = Instant::now();
         // SAFETY: the read region and the payload hold at least req.len <= bs_max bytes and
         // stay untouched until the call returns; fd is open for this op.
         let res = unsafe {
             match payload {
+                None if req.op == Op::Trim => trim(fd, off, len, devices[req.file as usize]),
                 None => libc::pread(fd, ctx.bufs.read_at(0).cast(), len, off),
                 Some(Payload::Plain(p)) => libc::pwrite(fd, p.cast(), len, off),
                 Some(Payload::Vectored(iov, n)) => libc::pwritev(fd, iov, n as i32, off),
@@ -64,3 +74,32 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     }
     Ok(())
 }
+
+/// Releases `len` bytes at `off`: a hole punched in a file (its size kept), a discard of a
+/// block device's range (`BLKDISCARD`). The length on success, as a read or write returns.
+#[cold]
+fn trim(fd: i32, off: libc::off_t, len: usize, device: bool) -> isize {
+    let r = if device {
+        let range: [u64; 2] = [off as u64, len as u64];
+        // SAFETY: BLKDISCARD reads two u64s (start, length) from the pointer, valid here.
+        unsafe { libc::ioctl(fd, BLKDISCARD, range.as_ptr()) }
+    } else {
+        // SAFETY: fallocate on an open descriptor; no memory is passed.
+        unsafe {
+            libc::fallocate(
+                fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off,
+                len as libc::off_t,
+            )
+        }
+    };
+    if r < 0 {
+        -1
+    } else {
+        len as isize
+    }
+}
+
+/// `_IO(0x12, 119)`: discard a range of a block device.
+const BLKDISCARD: libc::c_ulong = 0x1277;

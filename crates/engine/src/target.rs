@@ -125,6 +125,9 @@ pub struct WorkerSpec {
     pub rand_run: u32,
     /// Within such a run, the same offset each time (fio's `rw_sequencer=identical`).
     pub rand_run_same: bool,
+    /// Trims (1), or each trim followed by a write of its range (2, fio's `trimwrite`); 0:
+    /// reads and writes.
+    pub trim: u8,
     /// Smallest I/O.
     pub bs_min: u64,
     /// Largest I/O.
@@ -200,6 +203,7 @@ impl WorkerSpec {
             seq_add: 0,
             rand_run: 1,
             rand_run_same: false,
+            trim: 0,
             bs_min: 4096,
             bs_max: 4096,
             bs_align: 4096,
@@ -289,6 +293,14 @@ impl WorkerSpec {
             },
             (time, io_total) => Stop { time, io_total },
         };
+        // fio's trimwrite trims each byte and then writes it: twice the bytes, as fio allows.
+        let stop = match job.rw {
+            stormark_spec::Rw::TrimWrite => Stop {
+                io_total: stop.io_total.map(|b| b.saturating_mul(2)),
+                ..stop
+            },
+            _ => stop,
+        };
         let files_touched = work.backend().touches_files();
         WorkerSpec {
             files,
@@ -299,6 +311,11 @@ impl WorkerSpec {
             seq_add: job.seq_add,
             rand_run: job.rand_run,
             rand_run_same: job.rand_run_same,
+            trim: match job.rw {
+                stormark_spec::Rw::Trim | stormark_spec::Rw::RandTrim => 1,
+                stormark_spec::Rw::TrimWrite => 2,
+                _ => 0,
+            },
             bs_min,
             bs_max,
             bs_align,

@@ -192,6 +192,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 seq_add: spec.seq_add,
                 rand_run: spec.rand_run,
                 rand_run_same: spec.rand_run_same,
+                trim: spec.trim,
             },
             spec.seed,
         )

@@ -19,6 +19,13 @@ pub enum Rw {
     ReadWrite,
     /// Random mixed reads and writes.
     RandRw,
+    /// Sequential trims: the blocks' space released (a hole punched in a file, a discard of a
+    /// device's blocks).
+    Trim,
+    /// Random trims.
+    RandTrim,
+    /// Sequential trims, each block written again after its trim (fio's `trimwrite`).
+    TrimWrite,
 }
 
 impl Rw {
@@ -31,6 +38,9 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::ReadWrite => "rw",
             Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
         }
     }
 
@@ -42,20 +52,32 @@ impl Rw {
             "randwrite" => Rw::RandWrite,
             "rw" | "readwrite" => Rw::ReadWrite,
             "randrw" => Rw::RandRw,
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
             _ => return None,
         })
     }
 
     /// Whether the pattern is random by default.
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+        )
+    }
+
+    /// Whether the pattern trims: its I/Os release space (it destroys data as a write does).
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim | Rw::TrimWrite)
     }
 
     /// The share of reads, in percent, given the `rwmixread` of mixed patterns.
     pub fn read_pct(self, rwmixread: u8) -> u8 {
         match self {
             Rw::Read | Rw::RandRead => 100,
-            Rw::Write | Rw::RandWrite => 0,
+            // A trim destroys data as a write does: the safety rules of writes hold.
+            Rw::Write | Rw::RandWrite | Rw::Trim | Rw::RandTrim | Rw::TrimWrite => 0,
             Rw::ReadWrite | Rw::RandRw => rwmixread,
         }
     }

@@ -100,6 +100,9 @@ pub(crate) fn resolve_verify(
     if opts.zero_buffers == Some(true) {
         return refuse("verified blocks carry headers, not zeros: drop --zero-buffers");
     }
+    if rw.trims() {
+        return refuse("a job that writes without trimming: trimmed blocks hold no data to check");
+    }
     if !only && rw.read_pct(opts.rwmixread.unwrap_or(50)) == 100 {
         return refuse("a job that writes (--rw write, randwrite, rw or randrw); to check the files a --keep run left, --verify-only");
     }

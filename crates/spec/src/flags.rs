@@ -45,7 +45,7 @@ const fn text(key: &'static str, value: &'static str, help: &'static str) -> Fla
 /// The workload flags of `stormark run`, in the order help shows them. (fio's spellings,
 /// such as `--numjobs` or `--ramp_time`, reach them through [`crate::canonical_key`].)
 pub const FILE_FLAGS: &[Flag] = &[
-    text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw; read:-8k moves on (or back) by that much more after each I/O, randread:8 does 8 I/Os from each random offset (fio's forms)."),
+    text("rw", "PATTERN", "I/O pattern: read, write, randread, randwrite, rw, randrw, or trim, randtrim, trimwrite (space released: a hole punched in a file, a discard on a device); read:-8k moves on (or back) by that much more after each I/O, randread:8 does 8 I/Os from each random offset (fio's forms)."),
     text("rw_sequencer", "HOW", "With randread:N, the I/Os after each random offset go on sequentially, or repeat it: sequential or identical (fio's rw_sequencer) [default: sequential]."),
     text("rwmixread", "PCT", "Share of reads in mixed patterns, percent [default: 50]."),
     text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),

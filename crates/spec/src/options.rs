@@ -438,7 +438,7 @@ impl JobOpts {
                     None => (value, None),
                 };
                 let rw = Rw::parse(pattern).ok_or_else(|| {
-                    bad("one of read, write, randread, randwrite, rw, randrw, a sequential one with :SIZE after it (read:-8k)")
+                    bad("one of read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, a sequential one with :SIZE after it (read:-8k)")
                 })?;
                 self.seq_add = None;
                 self.rand_run = None;

@@ -476,7 +476,7 @@ mod tests {
             (
                 "rw",
                 "randomread",
-                "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw, a sequential one with :SIZE after it (read:-8k)",
+                "--rw randomread: expected one of read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, a sequential one with :SIZE after it (read:-8k)",
             ),
             (
                 "iodepth",

@@ -47,11 +47,14 @@ pub enum Op {
     Rmdir,
     /// `stormark meta`: a directory's attributes read (`stat` of a directory).
     Dirstat,
+    /// A trim: a range's space released (a hole punched in a file, a discard of a device's
+    /// blocks; fio's `trim`).
+    Trim,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 20] = [
+    pub const ALL: [Op; 21] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -72,6 +75,7 @@ impl Op {
         Op::Rename,
         Op::Rmdir,
         Op::Dirstat,
+        Op::Trim,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -99,6 +103,7 @@ impl Op {
             Op::Rename => "rename",
             Op::Rmdir => "rmdir",
             Op::Dirstat => "dirstat",
+            Op::Trim => "trim",
         }
     }
 

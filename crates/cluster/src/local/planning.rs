@@ -49,6 +49,12 @@ impl LocalAgent {
                 }
             },
         };
+        // A trim is a synchronous call (fallocate to punch a hole, BLKDISCARD), as fio's
+        // engines make it too.
+        if backend == Backend::IoUring && job.rw.trims() {
+            push_once(notes, format!("job {}: trims are synchronous calls (a hole punched, a discard), one at a time: run by psync", job.name));
+            return Ok(Backend::Psync);
+        }
         if backend == Backend::IoUring && job.iodepth > 4 {
             io_uring_depth_ok(job.iodepth).map_err(|e| {
                 AgentError::job(&job.name, format!(
@@ -372,7 +378,9 @@ fn plan_job_files(
             if backend != Backend::Null {
                 pf.size = pf.size.max(len);
                 // --verify-only reads what a kept run left, as it is: never prepared.
-                pf.needs_data |= (job.read_pct() > 0 || workload.prepare) && !job.verify_only;
+                // What is read, or trimmed (a hole in a hole releases nothing), is written first.
+                pf.needs_data |=
+                    (job.read_pct() > 0 || workload.prepare || job.rw.trims()) && !job.verify_only;
             }
             list.push(i);
         }

@@ -262,6 +262,54 @@ fn a_random_run_draws_every_n_ios() {
     }
 }
 
+/// Issue 31: fio's trim patterns: sequential trims block after block, wrapping; `trimwrite`
+/// a write of each trimmed block right after its trim; random trims within the file.
+#[test]
+fn trims_go_block_by_block_and_trimwrite_writes_each_again() {
+    let gen = |trim: u8, random: u8| {
+        OffsetGen::new(
+            vec![16384],
+            Pattern {
+                trim,
+                ..Pattern::fixed(0, random, 4096)
+            },
+            3,
+        )
+    };
+    let mut t = gen(1, 0);
+    let got: Vec<(Op, u64)> = (0..5)
+        .map(|_| t.next_io().map(|r| (r.op, r.offset)).unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Op::Trim, 0),
+            (Op::Trim, 4096),
+            (Op::Trim, 8192),
+            (Op::Trim, 12288),
+            (Op::Trim, 0)
+        ]
+    );
+    let mut tw = gen(2, 0);
+    let got: Vec<(Op, u64)> = (0..4)
+        .map(|_| tw.next_io().map(|r| (r.op, r.offset)).unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Op::Trim, 0),
+            (Op::Write, 0),
+            (Op::Trim, 4096),
+            (Op::Write, 4096)
+        ]
+    );
+    let mut r = gen(1, 100);
+    assert!((0..100).all(|_| {
+        let io = r.next_io().unwrap();
+        io.op == Op::Trim && io.offset % 4096 == 0 && io.offset + 4096 <= 16384
+    }));
+}
+
 #[test]
 fn write_once_covers_each_file_exactly() {
     let mut g = OffsetGen::write_once(vec![10_000, 4096], 4096);

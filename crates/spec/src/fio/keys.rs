@@ -120,13 +120,9 @@ pub(super) fn apply(
             })?;
             set(job, "rwmixread", &(100 - w).to_string())?;
         }
-        "rw" | "readwrite" => {
-            // trim: not run.
-            if v.contains("trim") {
-                return Ok(false);
-            }
-            set(job, "rw", v)?;
-        }
+        // fio's randtrimwrite (newer than trimwrite): not run.
+        "rw" | "readwrite" if v.contains("randtrimwrite") => return Ok(false),
+        "rw" | "readwrite" => set(job, "rw", v)?,
         // fio counts I/Os to a pause as they complete (its default) or as they are issued;
         // stormark's psync is the same either way, its io_uring waits for those in flight.
         "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}

@@ -144,7 +144,7 @@ fn print_fio_says_every_mix_and_the_size_used() {
 
 #[test]
 fn every_option_stormark_does_not_run_is_named_with_its_line() {
-    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=trim\nbs=4k,64k\n[b]\nioengine=mmap\n";
+    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=randtrimwrite\nbs=4k,64k\n[b]\nioengine=mmap\n";
     let e = parse(text).unwrap_err().to_string();
     for want in [
         "line 2: cpus_allowed",
