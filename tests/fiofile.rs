@@ -615,14 +615,17 @@ fn offsets_give_each_clone_its_region_of_one_file() {
             file.display()
         )
     };
-    std::fs::write(&fio, job("4m")).unwrap();
-    let out = Bin(BIN).run(&[
-        "run",
-        "--job",
-        fio.to_str().unwrap(),
-        "--allow-overwrite",
-        "-q",
-    ]);
+    let run = |offset: &str| {
+        std::fs::write(&fio, job(offset)).unwrap();
+        Bin(BIN).run(&[
+            "run",
+            "--job",
+            fio.to_str().unwrap(),
+            "--allow-overwrite",
+            "-q",
+        ])
+    };
+    let out = run("4m");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let data = std::fs::read(&file).unwrap();
     let written: Vec<usize> = (0..16)
@@ -630,14 +633,7 @@ fn offsets_give_each_clone_its_region_of_one_file() {
         .collect();
     assert_eq!(written, [4, 5, 10, 11], "MiB written");
     // The second clone's region would start at 16 MiB, the file's end.
-    std::fs::write(&fio, job("10m")).unwrap();
-    let out = Bin(BIN).run(&[
-        "run",
-        "--job",
-        fio.to_str().unwrap(),
-        "--allow-overwrite",
-        "-q",
-    ]);
+    let out = run("10m");
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert_eq!(said.trim().lines().count(), 1, "{said}");

@@ -353,13 +353,7 @@ impl OffsetGen {
                 }
             }
         };
-        let len = if self.bs_slots == 1 {
-            self.bs_min
-        } else if !self.split.is_empty() {
-            self.split_len()
-        } else {
-            self.bs_min + self.below(self.bs_slots) * self.bs_align
-        };
+        let len = self.next_len();
         let file = self.next_file;
         self.next_file += 1;
         if self.next_file == self.file_lens.len() {
@@ -401,6 +395,18 @@ impl OffsetGen {
             offset,
             len: len as u32,
         })
+    }
+
+    /// The next I/O's length: the one block size, a bssplit's, or one drawn from the range.
+    #[inline(always)]
+    fn next_len(&mut self) -> u64 {
+        if self.bs_slots == 1 {
+            self.bs_min
+        } else if !self.split.is_empty() {
+            self.split_len()
+        } else {
+            self.bs_min + self.below(self.bs_slots) * self.bs_align
+        }
     }
 
     /// A block size of a bssplit (kept out of the common path's code).
@@ -451,13 +457,7 @@ impl OffsetGen {
         if let Some(w) = self.then_write.take() {
             return w;
         }
-        let len = if self.bs_slots == 1 {
-            self.bs_min
-        } else if !self.split.is_empty() {
-            self.split_len()
-        } else {
-            self.bs_min + self.below(self.bs_slots) * self.bs_align
-        };
+        let len = self.next_len();
         let file = self.next_file;
         self.next_file = (self.next_file + 1) % self.file_lens.len();
         let file_len = self.file_lens[file];
