@@ -6,7 +6,8 @@
 # `fio FILE` and `stormark run FILE`. Prints each file's IOPS per round (the sum over its
 # groups) and the ratio stormark/fio of the medians; docs/performance.md records a run.
 # Usage: bench/fiofile-vs-fio.sh   (env: BENCH_DIR, ROUNDS=3, SIZE=512m, RUNTIME=10, FIO, STORMARK,
-#        CASES="randread mixed seq", or CASES=corpus for every runnable file of tests/fio/corpus)
+#        CASES="randread mixed seq", or CASES=corpus for every runnable file of tests/fio/corpus,
+#        ONLY=REGEX of its names, FROM=NAME to start there)
 # Writes only inside $BENCH_DIR (default ./bench-data) and removes only what it created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,7 +87,7 @@ normalize() { # shape out dir dev_or_empty
   python3 - "$@" <<'PY'
 import os, re, sys
 src, out, jobdir, dev = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-drop = re.compile(r"^(size|filesize|io_size|io_limit|runtime|timeout|ramp_time|startdelay|time_based|"
+drop = re.compile(r"^(size|io_size|io_limit|runtime|timeout|ramp_time|startdelay|time_based|"
                   r"loops|number_ios|directory|filename|offset|offset_increment|steadystate\w*|ss\w*|"
                   r"write_\w+_log|log_avg_msec|per_job_logs)\b")
 lines = [l.rstrip("\n") for l in open(src) if not l.startswith("#")]
@@ -97,7 +98,17 @@ shared = any(l.strip() == "filename=data" for l in lines) and not several
 place = f"filename={dev}" if dev else (f"filename={jobdir}/data" if shared else f"directory={jobdir}")
 head = ["[global]", place, "size=" + os.environ["SIZE"], "runtime=" + os.environ["RUNTIME"],
         "time_based=1", "ramp_time=0"]
-body = [l for l in lines if not drop.match(l.strip())]
+def size(text):
+    m = re.match(r"^(\d+)\s*([kmgt]?)i?b?$", text.strip().lower())
+    return int(m.group(1)) << (10 * " kmgt".index(m.group(2) or " ")) if m else None
+cap = size(os.environ["SIZE"])
+def capped(l):
+    # Each file's own size (filesize) stays, at most SIZE.
+    k, _, v = l.strip().partition("=")
+    if k == "filesize" and size(v) and size(v) > cap:
+        return "filesize=" + os.environ["SIZE"]
+    return l
+body = [capped(l) for l in lines if not drop.match(l.strip())]
 open(out, "w").write("\n".join(head + body) + "\n")
 PY
 }
@@ -105,6 +116,7 @@ if [ "${CASES:-}" = corpus ]; then
   CORPUS=tests/fio/corpus
   truncate -s 0 "$OUT/summary.txt"
   grep -v '^#' "$CORPUS/VERDICTS" | grep ' runs ' | grep -E "^${ONLY:-.}" | while read -r name _ target rest; do
+    [[ "$name" < "${FROM:-}" ]] && continue
     vars=$(printf '%s\n' $rest | grep -v '^--' | tr '\n' ' ' || true)
     dev=""; [ "$target" = device ] && { dev="$OUT/device"; [ -f "$dev" ] || head -c 1G /dev/urandom > "$dev"; }
     for tool in fio sm; do
@@ -120,7 +132,7 @@ if [ "${CASES:-}" = corpus ]; then
         else
           env $vars "$STORMARK" run --job "$OUT/jobs/sm-$name" --allow-overwrite -q --json "$OUT/r.json" >"$OUT/sm.log" 2>&1 || tail -1 "$OUT/sm.log" >&2
         fi
-        iops $tool "$OUT/r.json" >> "$OUT/c.$tool.txt"
+        iops $tool "$OUT/r.json" >> "$OUT/c.$tool.txt" 2>/dev/null || echo 0 >> "$OUT/c.$tool.txt"
       done
     done
     python3 - "$name" "$OUT/c.fio.txt" "$OUT/c.sm.txt" <<'PY' | tee -a "$OUT/summary.txt"

@@ -352,6 +352,16 @@ impl Ctx<'_> {
         Some(req)
     }
 
+    /// Each file's descriptor and where its region starts (fio's offset), by file index.
+    pub fn regions(&self) -> Vec<(i32, u64)> {
+        use std::os::fd::AsRawFd;
+        self.files
+            .iter()
+            .zip(&self.spec.files)
+            .map(|(f, t)| (f.as_raw_fd(), t.start))
+            .collect()
+    }
+
     /// Counts an I/O toward fio's thinktime: `true` when the worker should now pause (after
     /// what it has in flight completes).
     #[inline]

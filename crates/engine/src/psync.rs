@@ -1,6 +1,5 @@
 //! The psync backend: `pread`/`pwrite`, one I/O at a time per worker (fio's `psync`).
 
-use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use stormark_stats::Op;
@@ -11,13 +10,7 @@ use crate::error::EngineError;
 
 /// Runs the loop until the stop rule, the deadline or too many errors in a row.
 pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
-    // Each file's descriptor and where its region starts (fio's offset).
-    let fds: Vec<(i32, u64)> = ctx
-        .files
-        .iter()
-        .zip(&ctx.spec.files)
-        .map(|(f, t)| (f.as_raw_fd(), t.start))
-        .collect();
+    let fds = ctx.regions();
     // A trim releases a file's range by punching a hole, a device's by a discard.
     let devices: Vec<bool> = if ctx.spec.trim != 0 {
         use std::os::unix::fs::FileTypeExt;

@@ -2,7 +2,6 @@
 //! `io_uring_enter` that waits for the next completion.
 
 use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -63,13 +62,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
     let mut ring = new_ring(depth as u32).map_err(EngineError::RingSetup)?;
-    // Each file's descriptor and where its region starts (fio's offset).
-    let fds: Vec<(types::Fd, u64)> = ctx
-        .files
-        .iter()
-        .zip(&ctx.spec.files)
-        .map(|(f, t)| (types::Fd(f.as_raw_fd()), t.start))
-        .collect();
+    // Each file's descriptor with its region's start, and the plain descriptor for syncs.
+    let (fds, raw): (Vec<_>, Vec<i32>) = ctx
+        .regions()
+        .into_iter()
+        .map(|(fd, s)| ((types::Fd(fd), s), fd))
+        .unzip();
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {
         op: Op::Read,
@@ -92,7 +90,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut sync_due: Option<u32> = None;
     // fio's thinktime: no more is issued until what is in flight completes, then the pause.
     let mut think_due = false;
-    let raw: Vec<i32> = ctx.files.iter().map(|f| f.as_raw_fd()).collect();
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -131,15 +128,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 }
             }
         }
-        // Nothing in flight (so nothing pending either): the writes before the sync are done.
-        if let (Some(file), 0) = (sync_due, inflight) {
-            ctx.sync_file(raw[file as usize], file, ctx.spec.datasync);
-            sync_due = None;
-            continue;
-        }
-        if think_due && inflight == 0 {
-            ctx.think();
-            think_due = false;
+        // Nothing in flight (so nothing pending either): the writes before a sync are done,
+        // or a thinktime's pause may start.
+        if inflight == 0 && settle(ctx, &mut sync_due, &mut think_due, &raw) {
             continue;
         }
         let next_due = ctx
@@ -190,6 +181,25 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             draining = true;
         }
     }
+}
+
+/// With nothing in flight: the sync due after a file's writes (timed), or fio's thinktime
+/// pause; `true` when one was made.
+fn settle(
+    ctx: &mut Ctx<'_>,
+    sync_due: &mut Option<u32>,
+    think_due: &mut bool,
+    raw: &[i32],
+) -> bool {
+    if let Some(file) = sync_due.take() {
+        ctx.sync_file(raw[file as usize], file, ctx.spec.datasync);
+        return true;
+    }
+    if std::mem::take(think_due) {
+        ctx.think();
+        return true;
+    }
+    false
 }
 
 /// The submission of `req` in `slot`'s buffer: a read, or a write of the slot's payload

@@ -93,6 +93,34 @@ pub struct NetJob {
 }
 
 impl NetJob {
+    /// The job's net keys as `key = value` pairs in job-file form.
+    pub(crate) fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut pairs = vec![
+            (
+                "server",
+                match &self.servers {
+                    NetServers::Listed(list) => list.join(","),
+                    NetServers::Agents => "agents".into(),
+                },
+            ),
+            ("mode", self.mode.name().into()),
+            (
+                "msg_size",
+                crate::units::format_size(u64::from(self.msg_size)),
+            ),
+        ];
+        if self.bitrate > 0 {
+            pairs.push(("bitrate", self.bitrate.to_string()));
+        }
+        if self.udp {
+            pairs.push(("protocol", "udp".into()));
+        }
+        if self.path_mtu {
+            pairs.push(("path_mtu", "1".into()));
+        }
+        pairs
+    }
+
     /// The server host `index` of a run streams to; `None` for the run's other agents.
     pub fn server_of(&self, index: u64) -> Option<&str> {
         match &self.servers {

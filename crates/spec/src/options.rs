@@ -10,8 +10,8 @@ use crate::net::NetMode;
 use crate::s3::{Addressing, OpMix, SizeDist};
 use crate::search::{parse_steady_state, SteadyState, STEADY_FORM};
 use crate::units::{
-    every, format_size, parse_bool, parse_duration, parse_percent, parse_size, BOOL_FORM,
-    DURATION_FORM, EVERY_FORM, PERCENT_FORM, SIZE_FORM,
+    every, format_size, parse_bool, parse_duration, parse_size, BOOL_FORM, DURATION_FORM,
+    EVERY_FORM, SIZE_FORM,
 };
 use crate::workload::Job;
 use crate::SpecError;
@@ -19,6 +19,7 @@ use crate::SpecError;
 mod kind_keys;
 mod meta_job;
 mod net_job;
+mod pattern_keys;
 mod resolve;
 mod s3_job;
 
@@ -305,6 +306,7 @@ impl JobOpts {
         };
         if self.set_kind_key(canonical, value, &bad, &count)?
             || self.set_pattern_key(canonical, value, &bad)?
+            || self.set_region_key(canonical, value, &bad, &count)?
             || self.set_data_key(canonical, value, &bad)?
         {
             return Ok(());
@@ -345,7 +347,8 @@ impl JobOpts {
             "files" => self.files = Some(count(100_000_000)?),
             // fio's share of the file or device (size=95%), settled where its size is known.
             "size" if value.trim_end().ends_with('%') => {
-                self.size_pct = Some(share(value).ok_or_else(|| bad(SHARE_FORM))?)
+                self.size_pct =
+                    Some(pattern_keys::share(value).ok_or_else(|| bad(pattern_keys::SHARE_FORM))?)
             }
             "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
             "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
@@ -367,49 +370,6 @@ impl JobOpts {
                         .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
                 )
             }
-            "offset" if value.trim_end().ends_with('%') => {
-                self.offset_pct = Some(share(value).ok_or_else(|| bad(SHARE_FORM))?)
-            }
-            "offset" | "offset_increment" => {
-                let n = parse_size(value)
-                    .filter(|n| *n <= 1 << 60)
-                    .ok_or_else(|| bad("a size, the bytes into the file or device, such as 1g"))?;
-                if canonical == "offset" {
-                    self.offset = Some(n);
-                } else {
-                    self.offset_increment = Some(n);
-                }
-            }
-            "thinktime" | "thinktime_spin" => {
-                // fio's: microseconds, or with a unit (10ms).
-                let d = match value.trim().parse::<u64>() {
-                    Ok(us) => Some(Duration::from_micros(us)),
-                    Err(_) => parse_duration(value),
-                }
-                .filter(|d| d.as_secs() <= 3600)
-                .ok_or_else(|| bad("microseconds, or a duration with its unit, of at most 1h, such as 500 or 2ms"))?;
-                if canonical == "thinktime" {
-                    self.thinktime = Some(d);
-                } else {
-                    self.thinktime_spin = Some(d);
-                }
-            }
-            "thinktime_blocks" => self.thinktime_blocks = Some(count(1 << 30)?),
-            "loops" => self.loops = Some(count(1 << 30)?),
-            "rate_process" => {
-                self.rate_poisson = Some(match value.trim() {
-                    "linear" => false,
-                    "poisson" => true,
-                    _ => return Err(bad("linear or poisson")),
-                })
-            }
-            "rw_sequencer" => {
-                self.rand_run_same = Some(match value.trim() {
-                    "sequential" => false,
-                    "identical" => true,
-                    _ => return Err(bad("sequential or identical")),
-                })
-            }
             "invalidate" => {
                 self.invalidate = Some(
                     crate::choices::Invalidate::parse(value)
@@ -419,82 +379,6 @@ impl JobOpts {
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
         Ok(())
-    }
-
-    /// The access pattern's keys (`rw`, mixes, distributions, block sizes); `false` for
-    /// another key.
-    fn set_pattern_key(
-        &mut self,
-        canonical: &str,
-        value: &str,
-        bad: &dyn Fn(&str) -> SpecError,
-    ) -> Result<bool, SpecError> {
-        match canonical {
-            "rw" => {
-                // fio's `read:-8k`: a sequential pattern that moves on by that much more (or
-                // back) after each I/O.
-                let (pattern, add) = match value.split_once(':') {
-                    Some((p, add)) => (p, Some(add)),
-                    None => (value, None),
-                };
-                let rw = Rw::parse(pattern).ok_or_else(|| {
-                    bad("one of read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, a sequential one with :SIZE after it (read:-8k)")
-                })?;
-                self.seq_add = None;
-                self.rand_run = None;
-                match add {
-                    None => {}
-                    // fio's `randread:N`: N I/Os from each random offset.
-                    Some(n) if rw.is_random() => {
-                        self.rand_run = Some(
-                            n.trim()
-                                .parse()
-                                .ok()
-                                .filter(|n| (1..=1 << 20).contains(n))
-                                .ok_or_else(|| bad("a random pattern, then :N, the I/Os from each random offset (1 to 1048576), such as randread:8"))?,
-                        );
-                    }
-                    Some(a) => {
-                        let (neg, size) = match a.trim().strip_prefix('-') {
-                            Some(s) => (true, s),
-                            None => (false, a.trim().trim_start_matches('+')),
-                        };
-                        let n = parse_size(size)
-                            .and_then(|n| i64::try_from(n).ok())
-                            .filter(|n| *n <= 1 << 40)
-                            .ok_or_else(|| {
-                                bad("a sequential pattern, then :SIZE or :-SIZE, such as read:-8k")
-                            })?;
-                        self.seq_add = Some(if neg { -n } else { n });
-                    }
-                }
-                self.rw = Some(rw);
-            }
-            "rwmixread" => {
-                self.rwmixread = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
-            }
-            "random_pct" => {
-                self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
-            }
-            "random_distribution" => {
-                self.distribution = Some(
-                    crate::Distribution::parse(value)
-                        .ok_or_else(|| bad(crate::Distribution::FORM))?,
-                )
-            }
-            "bs" => {
-                self.bs = Some(BlockSize::parse(value).ok_or_else(|| {
-                    bad("a size such as 4k, 64KiB or 1m, or a range such as 4k-64k")
-                })?)
-            }
-            "bs_align" => self.bs_align = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
-            "bssplit" => {
-                self.bs_split =
-                    Some(crate::BsSplit::parse(value).ok_or_else(|| bad(crate::BsSplit::FORM))?)
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// The keys of what writes carry and how they are made durable; `false` for another key.
@@ -646,20 +530,6 @@ impl JobOpts {
         )
     }
 }
-
-/// A share of a file or device as fio writes it: `95%`, 1 to 100.
-fn share(value: &str) -> Option<u8> {
-    value
-        .trim()
-        .strip_suffix('%')?
-        .trim()
-        .parse()
-        .ok()
-        .filter(|p| *p <= 100)
-}
-
-/// The accepted form of a share.
-const SHARE_FORM: &str = "a size such as 1g, or a share of the file or device from 0% to 100%";
 
 /// The job key an option name stands for, in any of the spellings fio or stormark accept
 /// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.

@@ -223,76 +223,14 @@ impl LocalAgent {
                     runs.push(JobRun::without_files(job, *backend));
                     continue;
                 }
-                let align = job.bs_align.max(if block { lbs } else { 512 });
-                // fio's shares of the file or device (size=95%, offset=50%) as bytes.
-                let job = &job.on_length(total, align);
-                // fio's offset: the last worker's region starts furthest in; what is left
-                // after it is the most each worker's region may hold.
-                let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);
-                let offsets = job.offset > 0 || job.offset_increment > 0;
-                // Regions start at any sector (a logical block of a device), as fio's.
-                let sector = if block { lbs } else { 512 };
-                let misplaced =
-                    last_start % sector != 0 || last_start.saturating_add(job.bs.max) > total;
-                if offsets && misplaced {
-                    return Err(AgentError::job(
-                            &job.name,
-                            format!(
-                                "--offset {} (+ {} per job, {} jobs) starts a region at {}, {} (a multiple of {} below the {} of {shown}, one block before its end)",
-                                format_size(job.offset),
-                                format_size(job.offset_increment),
-                                job.jobs,
-                                format_size(last_start),
-                                if last_start % sector != 0 { "not aligned: expected offsets" } else { "past the end: expected offsets" },
-                                format_size(sector),
-                                format_size(total)
-                            ),
-                        ));
-                }
-                let room = total - last_start;
-                if let Some(size) = job.size.filter(|&s| s > room) {
-                    push_once(
-                        &mut validated.notes,
-                        format!(
-                            "job {}: --size {} is larger than {shown} ({}{}); capped to that",
-                            job.name,
-                            format_size(size),
-                            format_size(room),
-                            if last_start > 0 {
-                                format!(" from {}", format_size(last_start))
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    );
-                }
-                let len = job.size.unwrap_or(room).min(room) / align * align;
-                if len < job.bs.max {
-                    return Err(AgentError::target(
-                        path,
-                        format!(
-                            "holds {} bytes, less than one block of {} (--bs)",
-                            total,
-                            format_size(job.bs.max)
-                        ),
-                    ));
-                }
-                if block
-                    && job.direct != Direct::No
-                    && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0)
-                {
-                    return Err(AgentError::option(
-                        format!("--bs {}", job.bs),
-                        format!("{shown} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)"),
-                    ));
-                }
-                runs.push(JobRun {
-                    job: job.clone(),
-                    backend: *backend,
-                    direct: false,
-                    worker_files: vec![Vec::new(); job.jobs as usize],
-                    len,
-                });
+                let on = Existing {
+                    path: &path,
+                    shown: &shown,
+                    total,
+                    block,
+                    lbs,
+                };
+                runs.push(on.job_run(job, *backend, &mut validated.notes)?);
             }
             self.stages.push(runs);
         }
@@ -332,6 +270,98 @@ impl LocalAgent {
             .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
             .collect();
         Ok(())
+    }
+}
+
+/// One file or device as a target: where, as shown, its length and whether it is a block
+/// device of `lbs`-byte logical blocks.
+struct Existing<'a> {
+    path: &'a std::path::Path,
+    shown: &'a str,
+    total: u64,
+    block: bool,
+    lbs: u64,
+}
+
+impl Existing<'_> {
+    /// How `job` runs on it: its shares of the target settled, each worker's region placed
+    /// (fio's offsets) and its length checked against the target.
+    fn job_run(
+        &self,
+        job: &Job,
+        backend: Backend,
+        notes: &mut Vec<String>,
+    ) -> Result<JobRun, AgentError> {
+        let (total, block, lbs) = (self.total, self.block, self.lbs);
+        let align = job.bs_align.max(if block { lbs } else { 512 });
+        // fio's shares of the file or device (size=95%, offset=50%) as bytes.
+        let job = &job.on_length(total, align);
+        // fio's offset: the last worker's region starts furthest in; what is left
+        // after it is the most each worker's region may hold.
+        let last_start = job.region_start(u64::from(job.jobs.max(1)) - 1);
+        let offsets = job.offset > 0 || job.offset_increment > 0;
+        // Regions start at any sector (a logical block of a device), as fio's.
+        let sector = if block { lbs } else { 512 };
+        let misplaced =
+            !last_start.is_multiple_of(sector) || last_start.saturating_add(job.bs.max) > total;
+        if offsets && misplaced {
+            return Err(AgentError::job(
+                    &job.name,
+                    format!(
+                        "--offset {} (+ {} per job, {} jobs) starts a region at {}, {} (a multiple of {} below the {} of {}, one block before its end)",
+                        format_size(job.offset),
+                        format_size(job.offset_increment),
+                        job.jobs,
+                        format_size(last_start),
+                        if !last_start.is_multiple_of(sector) { "not aligned: expected offsets" } else { "past the end: expected offsets" },
+                        format_size(sector),
+                        format_size(total),
+                        self.shown
+                    ),
+                ));
+        }
+        let room = total - last_start;
+        if let Some(size) = job.size.filter(|&s| s > room) {
+            push_once(
+                notes,
+                format!(
+                    "job {}: --size {} is larger than {} ({}{}); capped to that",
+                    job.name,
+                    format_size(size),
+                    self.shown,
+                    format_size(room),
+                    if last_start > 0 {
+                        format!(" from {}", format_size(last_start))
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+        }
+        let len = job.size.unwrap_or(room).min(room) / align * align;
+        if len < job.bs.max {
+            return Err(AgentError::target(
+                self.path,
+                format!(
+                    "holds {} bytes, less than one block of {} (--bs)",
+                    total,
+                    format_size(job.bs.max)
+                ),
+            ));
+        }
+        if block && job.direct != Direct::No && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0) {
+            return Err(AgentError::option(
+                format!("--bs {}", job.bs),
+                format!("{} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)", self.shown),
+            ));
+        }
+        Ok(JobRun {
+            job: job.clone(),
+            backend,
+            direct: false,
+            worker_files: vec![Vec::new(); job.jobs as usize],
+            len,
+        })
     }
 }
 

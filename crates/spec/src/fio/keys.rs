@@ -62,53 +62,17 @@ pub(super) fn apply(
     let v = value.unwrap_or("1");
     let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
     let yes = crate::units::parse_bool(v) == Some(true);
+    if let Some(done) = fio_forms(job, fio, key, v, context)? {
+        return Ok(done);
+    }
     match key {
         "name" => job.name = Some(v.to_string()),
         // stormark names the files it makes itself.
         "filename_format" => {}
-        "filename" => {
-            // Several files in one job: one target per run.
-            if v.contains(':') {
-                return Ok(false);
-            }
-            // A file per job clone or file number (`/data/f.$jobnum`): each worker its own
-            // files, which is what stormark does in the directory they would be made in.
-            if v.contains("$jobnum") || v.contains("$filenum") || v.contains("$jobname") {
-                let dir = std::path::Path::new(v).parent().and_then(|d| d.to_str());
-                match dir {
-                    // A device per clone (`/dev/sd$jobnum`) is more than one target.
-                    Some(d) if !d.is_empty() && !d.contains('$') && !d.starts_with("/dev") => {
-                        fio.target = Some(d.to_string());
-                        fio.target_is_file = false;
-                    }
-                    // Relative to where fio runs: the run's own target decides.
-                    Some("") => {}
-                    _ => return Ok(false),
-                }
-                return Ok(true);
-            }
-            fio.target = Some(v.to_string());
-            fio.target_is_file = true;
-        }
-        "directory" => {
-            fio.target = Some(v.to_string());
-            fio.target_is_file = false;
-        }
         "time_based" => fio.time_based = yes,
         "stonewall" | "new_group" | "wait_for" | "wait_for_previous" => fio.stonewall = true,
-        // fio fsyncs each file as it closes it, at the job's end: stormark's end_fsync.
-        "fsync_on_close" => set(job, "end_fsync", v)?,
-        // fio removes the files it made after the job; stormark always removes what it made
-        // (never a file it did not make).
-        "unlink" => {}
-        // RWF_NOWAIT: off is every engine's way; on (EAGAIN instead of waiting) is not run.
-        "nowait" if crate::units::parse_bool(v) == Some(false) => {}
         // fio's random range form (`startdelay=1-5`): not run.
         "startdelay" if v.contains('-') => return Ok(false),
-        // fio submits from a thread of its own to keep a rate's schedule (`offload`);
-        // stormark's open loop keeps its schedule itself, latency counted from each I/O's due
-        // time, either way.
-        "io_submit_mode" if matches!(v, "inline" | "offload") => {}
         // fio's times ignore case (ramp_time=2M is two minutes).
         "runtime" | "ramp_time" | "startdelay" | "thinktime" | "thinktime_spin" => {
             set(job, key, &v.to_ascii_lowercase())?
@@ -123,9 +87,6 @@ pub(super) fn apply(
         // fio's randtrimwrite (newer than trimwrite): not run.
         "rw" | "readwrite" if v.contains("randtrimwrite") => return Ok(false),
         "rw" | "readwrite" => set(job, "rw", v)?,
-        // fio counts I/Os to a pause as they complete (its default) or as they are issued;
-        // stormark's psync is the same either way, its io_uring waits for those in flight.
-        "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}
         // fio's forced hints (sequential, random): not run; 0 and 1 are stormark's too.
         "fadvise_hint" if crate::units::parse_bool(v).is_none() => return Ok(false),
         // fio's offset as a share of the file or device (an increment's is not run).
@@ -138,7 +99,6 @@ pub(super) fn apply(
             None => return Ok(false),
         },
         "do_verify" => {}
-        // fio's random range form (`startdelay=1-5`): not run.
         "bs" | "blocksize" => {
             // fio's bs=R,W: one size for both is all stormark runs.
             let mut parts = v.split(',').filter(|p| !p.is_empty());
@@ -177,24 +137,6 @@ pub(super) fn apply(
         "fallocate" => {}
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
-        // fio's steady state: `iops:3%`, `bw:3%` or `lat:5%` (every second within that much of
-        // the window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
-        // (`iops:2%:30s`) is taken too.
-        "ss" | "steadystate" if v.matches(':').count() == 2 => set(job, "steady_state", v)?,
-        "ss" | "steadystate" => {
-            let Some((figure, band)) = v.split_once(':') else {
-                return Ok(false);
-            };
-            if !matches!(figure.trim(), "iops" | "bw" | "lat") || !band.trim().ends_with('%') {
-                return Ok(false);
-            }
-            fio.steady = Some(format!("{}:{}", figure.trim(), band.trim()));
-        }
-        "ss_dur" | "steadystate_duration" => {
-            fio.steady_window = Some(v.to_ascii_lowercase());
-        }
-        // When fio starts judging, and how often: stormark judges each second of the ramp.
-        "ss_ramp" | "steadystate_ramp_time" | "ss_interval" | "steadystate_check_interval" => {}
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
         | "blockalign" => set(job, key, &sizes(v, kb_1000))?,
         k if REPORTING.contains(&k) => {}
@@ -207,6 +149,84 @@ pub(super) fn apply(
         },
     }
     Ok(true)
+}
+
+/// The options of fio's own forms, beside stormark's keys: where the job's files are
+/// (`filename`, `directory`), fio's steady state, and the options stormark runs its own way
+/// (`fsync_on_close`, `unlink`, `nowait=0`, `io_submit_mode`, `thinktime_blocks_type`).
+/// `Some(false)` for a form not run, `None` for another key.
+fn fio_forms(
+    job: &mut JobOpts,
+    fio: &mut FioState,
+    key: &str,
+    v: &str,
+    context: &str,
+) -> Result<Option<bool>, SpecError> {
+    let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
+    match key {
+        "filename" => {
+            // Several files in one job: one target per run.
+            if v.contains(':') {
+                return Ok(Some(false));
+            }
+            // A file per job clone or file number (`/data/f.$jobnum`): each worker its own
+            // files, which is what stormark does in the directory they would be made in.
+            if v.contains("$jobnum") || v.contains("$filenum") || v.contains("$jobname") {
+                let dir = std::path::Path::new(v).parent().and_then(|d| d.to_str());
+                match dir {
+                    // A device per clone (`/dev/sd$jobnum`) is more than one target.
+                    Some(d) if !d.is_empty() && !d.contains('$') && !d.starts_with("/dev") => {
+                        fio.target = Some(d.to_string());
+                        fio.target_is_file = false;
+                    }
+                    // Relative to where fio runs: the run's own target decides.
+                    Some("") => {}
+                    _ => return Ok(Some(false)),
+                }
+                return Ok(Some(true));
+            }
+            fio.target = Some(v.to_string());
+            fio.target_is_file = true;
+        }
+        "directory" => {
+            fio.target = Some(v.to_string());
+            fio.target_is_file = false;
+        }
+        // fio fsyncs each file as it closes it, at the job's end: stormark's end_fsync.
+        "fsync_on_close" => set(job, "end_fsync", v)?,
+        // fio removes the files it made after the job; stormark always removes what it made
+        // (never a file it did not make).
+        "unlink" => {}
+        // RWF_NOWAIT: off is every engine's way; on (EAGAIN instead of waiting) is not run.
+        "nowait" if crate::units::parse_bool(v) == Some(false) => {}
+        // fio submits from a thread of its own to keep a rate's schedule (`offload`);
+        // stormark's open loop keeps its schedule itself, latency counted from each I/O's due
+        // time, either way.
+        "io_submit_mode" if matches!(v, "inline" | "offload") => {}
+        // fio counts I/Os to a pause as they complete (its default) or as they are issued;
+        // stormark's psync is the same either way, its io_uring waits for those in flight.
+        "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}
+        // fio's steady state: `iops:3%`, `bw:3%` or `lat:5%` (every second within that much of
+        // the window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
+        // (`iops:2%:30s`) is taken too.
+        "ss" | "steadystate" if v.matches(':').count() == 2 => set(job, "steady_state", v)?,
+        "ss" | "steadystate" => {
+            let Some((figure, band)) = v.split_once(':') else {
+                return Ok(Some(false));
+            };
+            if !matches!(figure.trim(), "iops" | "bw" | "lat") || !band.trim().ends_with('%') {
+                return Ok(Some(false));
+            }
+            fio.steady = Some(format!("{}:{}", figure.trim(), band.trim()));
+        }
+        "ss_dur" | "steadystate_duration" => {
+            fio.steady_window = Some(v.to_ascii_lowercase());
+        }
+        // When fio starts judging, and how often: stormark judges each second of the ramp.
+        "ss_ramp" | "steadystate_ramp_time" | "ss_interval" | "steadystate_check_interval" => {}
+        _ => return Ok(None),
+    }
+    Ok(Some(true))
 }
 
 /// fio's `ioengine`: the engines of I/O on files or devices map to stormark's; `false` for one
