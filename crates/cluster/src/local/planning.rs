@@ -349,7 +349,10 @@ impl Existing<'_> {
                 ),
             ));
         }
-        if block && job.direct != Direct::No && (job.bs.min % lbs != 0 || job.bs_align % lbs != 0) {
+        if block
+            && job.direct != Direct::No
+            && (!job.bs.min.is_multiple_of(lbs) || !job.bs_align.is_multiple_of(lbs))
+        {
             return Err(AgentError::option(
                 format!("--bs {}", job.bs),
                 format!("{} has {lbs}-byte logical blocks; O_DIRECT needs multiples of {lbs} (or use --buffered)", self.shown),
