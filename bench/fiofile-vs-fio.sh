@@ -72,10 +72,13 @@ iops() { # tool json
   python3 - "$1" "$2" <<'PY'
 import json, sys
 tool, path = sys.argv[1], sys.argv[2]
-d = json.load(open(path))
 if tool == "fio":
-    print(sum(j["read"]["iops"] + j["write"]["iops"] for j in d["jobs"]))
+    # fio may print notes before its JSON; unified_rw_reporting=mixed reports one "mixed".
+    text = open(path).read()
+    d = json.loads(text[text.index("{"):])
+    print(sum(sum(j[k]["iops"] for k in ("read", "write", "trim", "mixed") if k in j) for j in d["jobs"]))
 else:
+    d = json.load(open(path))
     print(sum(p["total"]["iops"] for p in d["phases"] if p.get("kind") != "prepare"))
 PY
 }
@@ -87,6 +90,12 @@ normalize() { # shape out dir dev_or_empty
   python3 - "$@" <<'PY'
 import os, re, sys
 src, out, jobdir, dev = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+# The file's own flags from VERDICTS (--size=128m, --iodepth=4) for both tools alike.
+flags = dict(f[2:].split("=", 1) for f in sys.argv[5:] if f.startswith("--") and "=" in f)
+if "size" in flags:
+    os.environ["SIZE"] = flags.pop("size")
+for k in ("time", "ramp", "startdelay"):
+    flags.pop(k, None)
 drop = re.compile(r"^(size|io_size|io_limit|runtime|timeout|ramp_time|startdelay|time_based|"
                   r"loops|number_ios|directory|filename|offset|offset_increment|steadystate\w*|ss\w*|"
                   r"write_\w+_log|log_avg_msec|per_job_logs)\b")
@@ -108,7 +117,10 @@ def capped(l):
     if k == "filesize" and size(v) and size(v) > cap:
         return "filesize=" + os.environ["SIZE"]
     return l
-body = [capped(l) for l in lines if not drop.match(l.strip())]
+def flagged(l):
+    k = l.strip().partition("=")[0]
+    return f"{k}={flags[k]}" if k in flags else l
+body = [flagged(capped(l)) for l in lines if not drop.match(l.strip())]
 open(out, "w").write("\n".join(head + body) + "\n")
 PY
 }
@@ -120,7 +132,7 @@ if [ "${CASES:-}" = corpus ]; then
     vars=$(printf '%s\n' $rest | grep -v '^--' | tr '\n' ' ' || true)
     dev=""; [ "$target" = device ] && { dev="$OUT/device"; [ -f "$dev" ] || head -c 1G /dev/urandom > "$dev"; }
     for tool in fio sm; do
-      normalize "$CORPUS/$name" "$OUT/jobs/$tool-$name" "$OUT/$tool" "$dev"
+      normalize "$CORPUS/$name" "$OUT/jobs/$tool-$name" "$OUT/$tool" "$dev" $(printf '%s\n' $rest | grep '^--' || true)
     done
     : > "$OUT/c.fio.txt"; : > "$OUT/c.sm.txt"
     for round in $(seq 1 "$ROUNDS"); do

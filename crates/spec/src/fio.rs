@@ -98,6 +98,11 @@ pub fn parse_fio_job_file(
                 Err(e) => return Err(e),
             }
         }
+        // fio's default engine is psync: a job that names none runs one I/O at a time,
+        // whatever its iodepth (fio: "queue depth will be capped at 1").
+        if job.engine.is_none() && job.kind.is_none() {
+            job.engine = Some(crate::EngineChoice::Psync);
+        }
         // fio runs a file's jobs together, until a stonewall.
         if fio.stonewall && !out.file.jobs.is_empty() {
             group += 1;

@@ -652,3 +652,14 @@ fn buffer_patterns_as_fio_writes_them() {
         .to_string();
     assert!(e.contains("--buffer-pattern"), "{e}");
 }
+
+/// fio's default engine is psync: a job that names none runs one I/O at a time (fio caps its
+/// iodepth at 1), not io_uring at its depth; one that names an engine keeps it.
+#[test]
+fn a_job_without_an_engine_runs_fios_default_psync() {
+    let f = parse("[a]\nrw=randwrite\niodepth=256\n[b]\nioengine=libaio\niodepth=8\n").unwrap();
+    let j = jobs(&f);
+    assert_eq!(j[0].engine, crate::EngineChoice::Psync);
+    assert_eq!(j[1].engine, crate::EngineChoice::IoUring);
+    assert!(to_fio(&j, "/mnt/d", true).contains("[a]\nioengine=psync\n"));
+}
