@@ -12,6 +12,8 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         .spec
         .stall
         .map(|(at, len)| (ctx.pace.measured_start - ctx.spec.ramp + at, len));
+    // fio's thinktime, checked only where it is asked for.
+    let thinks = ctx.spec.think.is_some();
     while let Some(req) = ctx.next_req() {
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
@@ -32,7 +34,7 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if ctx.pace.expired(now) {
             break;
         }
-        if ctx.think_due() {
+        if thinks && ctx.think_due() {
             ctx.think();
         }
     }

@@ -83,6 +83,10 @@ pub struct OffsetGen {
     seq_pos: Vec<[u64; 2]>,
     next_file: usize,
     once: bool,
+    /// Neither a one-pass generator nor trims: the common path (one check per I/O).
+    plain: bool,
+    /// Random offsets uniform, one per I/O: the common random path (no skew, no run).
+    uniform: bool,
     /// Per file, how its random offsets are skewed (empty: uniform, the common case).
     skew: Vec<Skew>,
     /// fio's `bssplit`, cumulative (empty: sizes drawn evenly from the range).
@@ -297,6 +301,8 @@ impl OffsetGen {
             seq_pos: vec![[0; 2]; n],
             next_file: 0,
             once: false,
+            plain: trim == 0,
+            uniform: dist == Distribution::Random && rand_run <= 1,
             skew,
             split,
             seq_add,
@@ -318,6 +324,7 @@ impl OffsetGen {
     pub fn write_once(file_lens: Vec<u64>, bs: u64) -> OffsetGen {
         OffsetGen {
             once: true,
+            plain: false,
             ..OffsetGen::new(file_lens, Pattern::fixed(0, 0, bs), 1)
         }
     }
@@ -336,11 +343,8 @@ impl OffsetGen {
     /// The next I/O, or `None` when a one-pass generator is done.
     #[inline]
     pub fn next_io(&mut self) -> Option<IoReq> {
-        if self.once {
-            return self.next_once();
-        }
-        if self.trim != 0 {
-            return Some(self.next_trim());
+        if !self.plain {
+            return self.next_special();
         }
         let op = match self.read_pct {
             100 => Op::Read,
@@ -365,12 +369,10 @@ impl OffsetGen {
             0 => false,
             p => self.below(100) < u64::from(p),
         };
-        let offset = if random && self.rand_run > 1 {
-            self.run_offset(file, len)
-        } else if random && !self.skew.is_empty() {
-            self.skewed_offset(file)
-        } else if random {
+        let offset = if random && self.uniform {
             self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+        } else if random {
+            self.other_random(file, len)
         } else {
             let pos = &mut self.seq_pos[file][op.index()];
             if *pos + len > file_len {
@@ -423,6 +425,28 @@ impl OffsetGen {
     #[inline(never)]
     fn skewed_offset(&mut self, file: usize) -> u64 {
         self.skew[file].draw(&mut self.rng) * self.bs_align
+    }
+
+    /// The preparation pass's next write, or a trim pattern's next I/O (kept out of the
+    /// common path's code).
+    #[inline(never)]
+    fn next_special(&mut self) -> Option<IoReq> {
+        if self.once {
+            self.next_once()
+        } else {
+            Some(self.next_trim())
+        }
+    }
+
+    /// A random offset that is not one uniform draw: a skewed distribution's, or one of
+    /// fio's `randread:N` runs (kept out of the common path's code).
+    #[inline(never)]
+    fn other_random(&mut self, file: usize, len: u64) -> u64 {
+        if self.rand_run > 1 {
+            self.run_offset(file, len)
+        } else {
+            self.skewed_offset(file)
+        }
     }
 
     /// A random offset of fio's `randread:N`: a new one drawn every N I/Os, the ones between

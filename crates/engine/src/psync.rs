@@ -21,6 +21,8 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     } else {
         Vec::new()
     };
+    // fio's thinktime, checked only where it is asked for.
+    let thinks = ctx.spec.think.is_some();
     while let Some(req) = ctx.next_req() {
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
@@ -61,7 +63,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
-        if ctx.think_due() {
+        if thinks && ctx.think_due() {
             ctx.think();
         }
     }
