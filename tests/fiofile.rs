@@ -262,7 +262,7 @@ fn real_world_job_files_map_field_by_field() {
     let e = collection("unsupported.fio", &[]).unwrap_err();
     for line in [
         "line 4: cpus_allowed",
-        "line 10: thinktime",
+        "line 10: ratemin",
         "line 11: flow",
     ] {
         assert!(e.contains(line), "{line}: {e}");

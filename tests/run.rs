@@ -416,8 +416,8 @@ fn bad_input_is_one_line_and_exit_2() {
             "--startdelay soon: expected a duration",
         ),
         (
-            vec!["--rw", "randread:8"],
-            "--rw randread:8: expected a sequential pattern",
+            vec!["--rw", "randread:0"],
+            "--rw randread:0: expected a random pattern, then :N",
         ),
         (
             vec!["--iodepth", "many"],
