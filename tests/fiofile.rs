@@ -260,11 +260,7 @@ fn real_world_job_files_map_field_by_field() {
     assert!(!together(&j[0], &j[1]));
 
     let e = collection("unsupported.fio", &[]).unwrap_err();
-    for line in [
-        "line 4: cpus_allowed",
-        "line 10: ratemin",
-        "line 11: flow",
-    ] {
+    for line in ["line 4: cpus_allowed", "line 10: ratemin", "line 11: flow"] {
         assert!(e.contains(line), "{line}: {e}");
     }
 }
