@@ -388,6 +388,32 @@ fn bad_input_is_one_line_and_exit_2() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--bs", "4kk"], "--bs 4kk: expected a size"),
         (vec!["--bs", "0"], "--bs 0:"),
+        // Issue 31's options: each mistake named with its accepted form.
+        (vec!["--size", "95%"], "a share is of one file or device"),
+        (
+            vec!["--offset", "1000"],
+            "--offset 1000: expected a multiple of 512 bytes",
+        ),
+        (
+            vec!["--thinktime", "soon"],
+            "--thinktime soon: expected microseconds",
+        ),
+        (
+            vec!["--rw-sequencer", "twice"],
+            "expected sequential or identical",
+        ),
+        (
+            vec!["--rate-process", "bursty"],
+            "expected linear or poisson",
+        ),
+        (
+            vec!["--buffer-pattern", "aaaa"],
+            "expected bytes as fio writes them",
+        ),
+        (
+            vec!["--rw", "trim", "--verify"],
+            "trimmed blocks hold no data to check",
+        ),
         (
             vec!["--invalidate", "sometimes"],
             "--invalidate sometimes: expected 1 (before the job starts), 0 (never) or pass",
