@@ -818,3 +818,79 @@ fn a_trim_punches_holes_in_a_file() {
         "written again"
     );
 }
+
+/// Issue 31: jobs on different files of one directory, as fio's `directory=` with a
+/// `filename=` per job: each job's file is made (in the run directory), its clones share it
+/// each in their region, another job names another file; both are removed at the end. A
+/// `--verify` job sharing its file with another writer is refused before any load.
+#[test]
+fn jobs_on_different_files_share_each_file_by_name() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let fio = dir.path().join("files.fio");
+    std::fs::write(
+        &fio,
+        format!(
+            "[global]\ndirectory={}\nbs=64k\nrw=write\n\n[halves]\nfilename=shared\nnumjobs=2\nsize=2m\noffset_increment=2m\nbuffer_pattern=0xab\n\n[other]\nfilename=other\nsize=1m\nbuffer_pattern=0xcd\n",
+            t.display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "run".to_string(),
+            fio.display().to_string(),
+            "-q".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |extra: &[&str]| {
+        let out = Bin(BIN).run(&args(extra).iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    };
+    run(&["--keep"]);
+    let r = read_json(&json);
+    let phase = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap();
+    // 2 clones x 2 MiB and 1 MiB, in 64 KiB writes.
+    assert_eq!(phase["by_op"]["write"]["ops"], 80, "{phase}");
+    let run_dir = std::fs::read_dir(&t)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let shared = std::fs::read(run_dir.join("shared")).unwrap();
+    assert_eq!(shared.len(), 4 << 20);
+    assert!(shared.iter().all(|&b| b == 0xab), "both halves written");
+    let other = std::fs::read(run_dir.join("other")).unwrap();
+    assert_eq!(other.len(), 1 << 20);
+    assert!(other.iter().all(|&b| b == 0xcd));
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    run(&[]);
+    assert!(
+        std::fs::read_dir(&t).unwrap().next().is_none(),
+        "cleaned up"
+    );
+    // A verifying job writing the file another job writes: one line, exit 2.
+    let out = Bin(BIN).run(
+        &args(&["--verify"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("--verify on its file shared"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(std::fs::read_dir(&t).unwrap().next().is_none());
+}

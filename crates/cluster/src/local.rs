@@ -198,7 +198,7 @@ impl LocalAgent {
     /// files in a run directory start at 0).
     fn targets(&self, files: &[usize], start: u64, len: u64) -> Vec<FileTarget> {
         match &self.place {
-            Some(Where::Dir(ws)) => files.iter().map(|&i| ws.target(i, len)).collect(),
+            Some(Where::Dir(ws)) => files.iter().map(|&i| ws.target(i, start, len)).collect(),
             Some(Where::Existing { path, id }) => vec![FileTarget {
                 place: Place::Path(path.clone()),
                 expect: Some(*id),

@@ -54,7 +54,8 @@ pub fn parse_fio_job_file(
     let mut global_lines: Vec<(usize, String, Option<String>)> = Vec::new();
     let mut kb_1000 = false;
     let mut group = 1;
-    let mut target: Option<String> = None;
+    // Each job's file or directory, as fio joins `directory` and `filename`.
+    let mut places: Vec<Option<(String, bool)>> = Vec::new();
     for (name, lines) in &sections {
         let is_global = name == "global";
         if is_global {
@@ -112,17 +113,7 @@ pub fn parse_fio_job_file(
         if fio.overwrite {
             out.file.prepare = Some(true);
         }
-        if let Some(t) = fio.target.take() {
-            out.target_is_file = fio.target_is_file;
-            match &target {
-                Some(prev) if *prev != t => {
-                    return Err(fail(format!(
-                        "job [{name}] uses {t} and another job {prev}: one target per run (stormark run TARGET, or --target per agent)"
-                    )))
-                }
-                _ => target = Some(t),
-            }
-        }
+        places.push(fio.place());
         out.file.jobs.push(job);
     }
     if out.file.jobs.is_empty() {
@@ -160,8 +151,66 @@ pub fn parse_fio_job_file(
             )));
         }
     }
+    let (target, is_file) = settle_places(&mut out.file.jobs, &places).map_err(fail)?;
     out.file.target = target;
+    out.target_is_file = is_file;
     Ok(out)
+}
+
+/// The run's target from each job's file or directory: one file or directory they all use;
+/// or files in one directory (fio's `directory=` with a `filename=` per job), each job then
+/// naming its own file in the run directory made there. Files in different directories, or
+/// devices, are more than one target.
+fn settle_places(
+    jobs: &mut [JobOpts],
+    places: &[Option<(String, bool)>],
+) -> Result<(Option<String>, bool), String> {
+    let mut distinct: Vec<&(String, bool)> = Vec::new();
+    for p in places.iter().flatten() {
+        if !distinct.contains(&p) {
+            distinct.push(p);
+        }
+    }
+    match distinct.as_slice() {
+        [] => return Ok((None, false)),
+        [(one, is_file)] => return Ok((Some(one.clone()), *is_file)),
+        _ => {}
+    }
+    let parent = |(p, is_file): &(String, bool)| -> String {
+        if !is_file {
+            return p.trim_end_matches('/').to_string();
+        }
+        match p.rsplit_once('/') {
+            Some(("", _)) => "/".into(),
+            Some((d, _)) => d.to_string(),
+            None => ".".into(),
+        }
+    };
+    let dir = parent(distinct[0]);
+    let shown: Vec<&str> = distinct.iter().map(|(p, _)| p.as_str()).collect();
+    let one_target = |why: &str| {
+        format!(
+            "jobs on {}: {why}; one target per run (stormark run TARGET, or --target per agent)",
+            shown.join(" and ")
+        )
+    };
+    if distinct.iter().any(|p| parent(p) != dir) {
+        return Err(one_target("files in different directories"));
+    }
+    if dir == "/dev" || dir.starts_with("/dev/") {
+        return Err(one_target("devices are each a target of their own"));
+    }
+    for (job, place) in jobs.iter_mut().zip(places) {
+        let Some((path, true)) = place else { continue };
+        let name = path.rsplit('/').next().unwrap_or(path);
+        job.set(
+            "filename",
+            name,
+            crate::workload::Source::Key(&format!("[{}]", job.name.clone().unwrap_or_default())),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Ok((Some(dir), false))
 }
 
 fn context_of(path: &str, name: &str) -> String {
@@ -173,9 +222,11 @@ fn context_of(path: &str, name: &str) -> String {
 struct FioState {
     time_based: bool,
     stonewall: bool,
-    target: Option<String>,
-    /// `target` came from `filename=`.
-    target_is_file: bool,
+    /// fio's `filename=`, and `directory=` it lies in when relative.
+    filename: Option<String>,
+    directory: Option<String>,
+    /// A file per clone (`/data/f.$jobnum`): the directory they would be made in.
+    clone_dir: Option<String>,
     /// fio's `size`: the job's bytes over all its files.
     size: Option<u64>,
     /// fio's `rate_iops=R,W`: each job's cap of reads and of writes, I/Os a second (`None`:
@@ -196,6 +247,19 @@ struct FioState {
 }
 
 impl FioState {
+    /// The job's file (`true`) or directory, as fio joins `directory` and a relative
+    /// `filename`.
+    fn place(&self) -> Option<(String, bool)> {
+        match (&self.filename, &self.directory, &self.clone_dir) {
+            (Some(f), _, _) if f.starts_with('/') => Some((f.clone(), true)),
+            (Some(f), Some(d), _) => Some((format!("{}/{f}", d.trim_end_matches('/')), true)),
+            (Some(f), None, _) => Some((f.clone(), true)),
+            (None, _, Some(c)) => Some((c.clone(), false)),
+            (None, Some(d), None) => Some((d.clone(), false)),
+            (None, None, None) => None,
+        }
+    }
+
     /// fio's stop rule: without `time_based`, a job ends after one pass (or its `io_size`)
     /// or its `runtime`, whichever comes first.
     fn finish(

@@ -68,6 +68,7 @@ pub const JOB_KEYS: &[&str] = &[
     "startdelay",
     "offset",
     "offset_increment",
+    "filename",
     "rw_sequencer",
     "thinktime",
     "thinktime_spin",
@@ -159,6 +160,9 @@ pub struct JobOpts {
     pub offset: Option<u64>,
     /// What each further worker of the job adds to `offset` (fio's `offset_increment`).
     pub offset_increment: Option<u64>,
+    /// One file in the run directory that the job's workers share, and every job naming it
+    /// (fio's `filename=NAME` beside `directory=`).
+    pub filename: Option<String>,
     /// `size` as a share of the file or device, percent (fio's `size=95%`).
     pub size_pct: Option<u8>,
     /// `offset` as a share of the file or device, percent (fio's `offset=50%`).
@@ -466,6 +470,7 @@ impl JobOpts {
             rand_run_same,
             offset,
             offset_increment,
+            filename,
             size_pct,
             offset_pct,
             loops,

@@ -47,6 +47,9 @@ pub struct Job {
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
     pub offset_increment: u64,
+    /// One file in the run directory its workers share, as every job naming it does (fio's
+    /// `filename=NAME` in a `directory=`); `None`: each worker its own files.
+    pub filename: Option<String>,
     /// `size` as a share of the file or device, percent (fio's `size=95%`): settled by
     /// [`Job::on_length`] where the target's length is known.
     pub size_pct: Option<u8>,
@@ -311,6 +314,9 @@ impl Job {
         }
         if self.offset_increment > 0 {
             pairs.push(("offset_increment", self.offset_increment.to_string()));
+        }
+        if let Some(f) = &self.filename {
+            pairs.push(("filename", f.clone()));
         }
     }
 }

@@ -113,7 +113,7 @@ impl LocalAgent {
                     ),
                 ));
             }
-            if job.offset > 0 || job.offset_increment > 0 {
+            if job.filename.is_none() && (job.offset > 0 || job.offset_increment > 0) {
                 push_once(
                     &mut validated.notes,
                     format!(
@@ -123,6 +123,7 @@ impl LocalAgent {
                 );
             }
         }
+        check_named_files(stages)?;
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
         for stage in stages {
@@ -174,6 +175,15 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
+            if let Some(name) = &job.filename {
+                push_once(
+                    &mut validated.notes,
+                    format!(
+                        "job {}: its file {name} is one in a run directory; on {shown} the jobs share {shown} itself",
+                        job.name
+                    ),
+                );
+            }
             if job.verify_only {
                 return Err(AgentError::option(
                     "--verify-only",
@@ -368,6 +378,34 @@ impl Existing<'_> {
     }
 }
 
+/// A job's own file (fio's `filename=`) is shared: by its workers, and by every job naming it.
+/// `--verify` needs it to itself, one worker writing (another's writes cannot be told apart),
+/// in each stage it runs in.
+fn check_named_files(stages: &[Vec<(Job, Backend)>]) -> Result<(), AgentError> {
+    for stage in stages {
+        for (job, _) in stage {
+            let Some(name) = job.filename.as_ref().filter(|_| job.verify) else {
+                continue;
+            };
+            let others = stage
+                .iter()
+                .filter(|(j, _)| j.name != job.name && j.filename.as_ref() == Some(name))
+                .map(|(j, _)| j.name.as_str())
+                .collect::<Vec<_>>();
+            if job.jobs > 1 || !others.is_empty() {
+                return Err(AgentError::job(
+                    &job.name,
+                    format!(
+                        "--verify on its file {name}, which {} too: --verify needs the file to one writer (--jobs 1, no other job of the stage naming it); or leave out the filename, for a file per worker",
+                        if others.is_empty() { "its other workers write".to_string() } else { format!("job {} uses", others.join(", ")) }
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Job `k`'s workers' files in the run directory (`index` finds a file another job already
 /// planned): their names, their sizes (the most any job uses), whether they need data.
 fn plan_job_files(
@@ -395,10 +433,19 @@ fn plan_job_files(
     for w in 0..job.jobs {
         let mut list = Vec::new();
         for f in 0..job.files {
-            let name = format!("j{k}.w{w}.f{f}");
+            // The job's own file (fio's filename=), which its workers share, each in its
+            // region (fio's offset_increment); or each worker's own.
+            let (name, end) = match &job.filename {
+                Some(n) => (
+                    n.clone(),
+                    job.region_start(u64::from(w)).saturating_add(len),
+                ),
+                None => (format!("j{k}.w{w}.f{f}"), len),
+            };
             let i = *index.entry(name.clone()).or_insert_with(|| {
                 ws.files.push(PlannedFile {
                     name,
+                    shared: job.filename.is_some(),
                     size: 0,
                     needs_data: false,
                     exists: false,
@@ -409,7 +456,7 @@ fn plan_job_files(
             });
             let pf = &mut ws.files[i];
             if backend != Backend::Null {
-                pf.size = pf.size.max(len);
+                pf.size = pf.size.max(end);
                 // --verify-only reads what a kept run left, as it is: never prepared.
                 // What is read, or trimmed (a hole in a hole releases nothing), is written first.
                 pf.needs_data |=

@@ -149,7 +149,7 @@ impl LocalAgent {
                     todo.iter()
                         .skip(w)
                         .step_by(workers)
-                        .map(|&i| ws.target(i, ws.files[i].size))
+                        .map(|&i| ws.target(i, 0, ws.files[i].size))
                         .collect(),
                 )
             })

@@ -20,6 +20,8 @@ use crate::agent::AgentError;
 #[derive(Debug, Clone)]
 pub(super) struct PlannedFile {
     pub name: String,
+    /// A job's own file (fio's `filename=`), its workers each in their region of it.
+    pub shared: bool,
     pub size: u64,
     pub needs_data: bool,
     pub exists: bool,
@@ -325,7 +327,7 @@ impl Workspace {
 
     /// The engine's handle on planned file `i`: its name beneath the held run directory and
     /// the identity it must still have.
-    pub fn target(&self, i: usize, len: u64) -> FileTarget {
+    pub fn target(&self, i: usize, start: u64, len: u64) -> FileTarget {
         FileTarget {
             place: Place::Beneath {
                 dir: self
@@ -335,7 +337,7 @@ impl Workspace {
                 name: self.files[i].name.clone(),
             },
             expect: self.files[i].id,
-            start: 0,
+            start: if self.files[i].shared { start } else { 0 },
             len,
         }
     }
@@ -343,7 +345,7 @@ impl Workspace {
     /// Marks files `done` as holding data, syncing them first.
     pub fn mark_prepared(&mut self, done: &[usize]) -> Result<(), AgentError> {
         for &i in done {
-            if let Ok(f) = self.target(i, 0).open(false, false) {
+            if let Ok(f) = self.target(i, 0, 0).open(false, false) {
                 let _ = f.sync_all();
             }
             self.files[i].prepared = true;

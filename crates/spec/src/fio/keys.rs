@@ -176,8 +176,8 @@ fn fio_forms(
                 match dir {
                     // A device per clone (`/dev/sd$jobnum`) is more than one target.
                     Some(d) if !d.is_empty() && !d.contains('$') && !d.starts_with("/dev") => {
-                        fio.target = Some(d.to_string());
-                        fio.target_is_file = false;
+                        fio.clone_dir = Some(d.to_string());
+                        fio.filename = None;
                     }
                     // Relative to where fio runs: the run's own target decides.
                     Some("") => {}
@@ -185,13 +185,10 @@ fn fio_forms(
                 }
                 return Ok(Some(true));
             }
-            fio.target = Some(v.to_string());
-            fio.target_is_file = true;
+            fio.filename = Some(v.to_string());
+            fio.clone_dir = None;
         }
-        "directory" => {
-            fio.target = Some(v.to_string());
-            fio.target_is_file = false;
-        }
+        "directory" => fio.directory = Some(v.to_string()),
         // fio fsyncs each file as it closes it, at the job's end: stormark's end_fsync.
         "fsync_on_close" => set(job, "end_fsync", v)?,
         // fio removes the files it made after the job; stormark always removes what it made

@@ -35,6 +35,10 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
             _ => "io_uring",
         };
         out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
+        // The job's own file in the directory (on one file or device, that target).
+        if let Some(f) = job.filename.as_ref().filter(|_| is_dir) {
+            out.push_str(&format!("filename={f}\n"));
+        }
         pattern(&mut out, job);
         out.push_str(&format!(
             "iodepth={}\nnumjobs={}\nnrfiles={}\n",

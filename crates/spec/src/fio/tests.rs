@@ -663,3 +663,88 @@ fn a_job_without_an_engine_runs_fios_default_psync() {
     assert_eq!(j[1].engine, crate::EngineChoice::IoUring);
     assert!(to_fio(&j, "/mnt/d", true).contains("[a]\nioengine=psync\n"));
 }
+
+/// Jobs on different files of one directory (fio's `directory=` with a `filename=` per job, or
+/// files named whole in one directory): the directory is the target and each job names its
+/// own file there, shared by its clones and by every job naming it; `--print-fio` writes it
+/// back per job. Files in different directories, or devices, are more than one target.
+#[test]
+fn jobs_on_different_files_of_one_directory() {
+    let f = parse(
+        "[global]\ndirectory=/scratch\nsize=64m\n[a]\nrw=randwrite\nfilename=raicer\n\
+         [b]\nrw=randtrim\nfilename=raicer\n[c]\nrw=randrw\nfilename=verifier\n[d]\nrw=read\n",
+    )
+    .unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/scratch"));
+    assert!(!f.target_is_file);
+    let j = jobs(&f);
+    let names: Vec<_> = j.iter().map(|j| j.filename.as_deref()).collect();
+    assert_eq!(
+        names,
+        [Some("raicer"), Some("raicer"), Some("verifier"), None]
+    );
+    let printed = to_fio(&j, "/scratch", true);
+    assert!(
+        printed.contains("[a]\nioengine=psync\nrw=randwrite\nfilename=raicer\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("filename=verifier\n"), "{printed}");
+    // The same files named whole.
+    let f = parse("[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/x/two\n").unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/x"));
+    assert_eq!(jobs(&f)[1].filename.as_deref(), Some("two"));
+    // One file, joined to its directory as fio joins them, stays the target itself.
+    let f = parse("[global]\nfilename=f\n[a]\ndirectory=/mnt/x\n").unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/x/f"));
+    assert!(f.target_is_file);
+    assert_eq!(jobs(&f)[0].filename, None);
+    for (text, why) in [
+        (
+            "[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/y/two\n",
+            "different directories",
+        ),
+        (
+            "[a]\nfilename=/dev/null\n[b]\nfilename=/dev/zero\n",
+            "devices",
+        ),
+        (
+            "[global]\ndirectory=/d\n[a]\nfilename=j0.w0.f0\n[b]\nfilename=x\n",
+            "a file name of",
+        ),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(why), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+}
+
+/// A job's own `filename`: a plain name in the run directory, never a path or one of
+/// stormark's own names; one file, so not with `--files`; file jobs only.
+#[test]
+fn a_jobs_own_file_name() {
+    let ok = |v: &str| {
+        let mut o = JobOpts::default();
+        o.set("filename", v, Source::Flag).is_ok()
+    };
+    assert!(ok("data.1") && ok("raicer") && ok("A-b_c"));
+    for bad in [
+        "",
+        "../x",
+        "a/b",
+        ".hidden",
+        "j1.w0.f2",
+        "stormark-run",
+        "x.verify",
+        "a b",
+    ] {
+        assert!(!ok(bad), "{bad:?}");
+    }
+    let mut o = JobOpts::default();
+    o.set("filename", "f", Source::Flag).unwrap();
+    o.set("files", "2", Source::Flag).unwrap();
+    assert!(o.resolve("j").unwrap_err().to_string().contains("--files"));
+    let mut o = JobOpts::default();
+    o.set("filename", "f", Source::Flag).unwrap();
+    o.set("kind", "null", Source::Flag).unwrap();
+    assert!(o.resolve("j").is_err());
+}

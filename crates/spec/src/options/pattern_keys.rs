@@ -109,6 +109,13 @@ impl JobOpts {
                     self.offset_increment = Some(n);
                 }
             }
+            "filename" => {
+                self.filename = Some(
+                    file_name(value)
+                        .ok_or_else(|| bad(FILE_NAME_FORM))?
+                        .to_string(),
+                )
+            }
             "thinktime" | "thinktime_spin" => {
                 // fio's: microseconds, or with a unit (10ms).
                 let d = match value.trim().parse::<u64>() {
@@ -159,3 +166,28 @@ pub(super) fn share(value: &str) -> Option<u8> {
 /// The accepted form of a share.
 pub(super) const SHARE_FORM: &str =
     "a size such as 1g, or a share of the file or device from 0% to 100%";
+
+/// The accepted form of a job's `filename`.
+pub(crate) const FILE_NAME_FORM: &str =
+    "a file name of letters, digits, '-', '_' and '.' (at most 128, not starting with '.'), made in the run directory, such as data.1";
+
+/// A job's own file in the run directory: a plain name, never a path, a link's name or one
+/// of stormark's own (`j0.w0.f0`, `stormark-*`).
+pub(crate) fn file_name(value: &str) -> Option<&str> {
+    let v = value.trim();
+    let plain = !v.is_empty()
+        && v.len() <= 128
+        && !v.starts_with('.')
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let ours = v.starts_with("stormark") || v.ends_with(".verify") || {
+        // j{k}.w{w}.f{f}
+        let parts: Vec<&str> = v.split('.').collect();
+        parts.len() == 3
+            && ["j", "w", "f"].iter().zip(&parts).all(|(p, s)| {
+                s.strip_prefix(p)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+    };
+    (plain && !ours).then_some(v)
+}

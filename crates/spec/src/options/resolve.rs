@@ -39,6 +39,20 @@ impl JobOpts {
                 ));
             }
         }
+        if self.filename.is_some() && kind != LoadKind::File {
+            return Err(SpecError::invalid(
+                "filename",
+                self.filename.as_deref().unwrap_or_default(),
+                "a file job's key (kind = \"file\"): S3, net, meta and null jobs have no files",
+            ));
+        }
+        if self.filename.is_some() && self.files.is_some_and(|f| f > 1) {
+            return Err(SpecError::invalid(
+                "--files",
+                &self.files.unwrap_or(0).to_string(),
+                "1 with a filename: the job's workers share that one file (leave out --files, or the filename for a file per worker)",
+            ));
+        }
         let s3 = self.s3(kind)?;
         let net = self.net(kind)?;
         let meta = self.meta(kind)?;
@@ -63,6 +77,7 @@ impl JobOpts {
             rand_run_same: self.rand_run_same.unwrap_or(false),
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
+            filename: self.filename.clone(),
             size_pct: self.size_pct.filter(|_| self.size.is_none()),
             offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
             loops: self.loops,
