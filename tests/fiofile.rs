@@ -260,7 +260,7 @@ fn real_world_job_files_map_field_by_field() {
     assert!(!together(&j[0], &j[1]));
 
     let e = collection("unsupported.fio", &[]).unwrap_err();
-    for line in ["line 4: cpus_allowed", "line 10: ratemin", "line 11: flow"] {
+    for line in ["line 4: cpus_allowed", "line 11: flow"] {
         assert!(e.contains(line), "{line}: {e}");
     }
 }
@@ -893,4 +893,78 @@ fn jobs_on_different_files_share_each_file_by_name() {
     assert!(said.contains("--verify on its file shared"), "{said}");
     assert_eq!(said.trim().lines().count(), 1, "{said}");
     assert!(std::fs::read_dir(&t).unwrap().next().is_none());
+}
+
+/// Issue 31: fio's `exitall` and `exit_what`: a job that ends (its count of I/Os done) stops
+/// the job running with it (which alone would run 30 s), said in a note; after a job with
+/// `exit_what=all`, no later job runs. fio's `ratemin` (`rate_iops_min`): a worker whose
+/// measured second falls below it fails the run (exit 1) naming the least; one above runs.
+#[test]
+fn exitall_and_ratemin_as_fio_runs_them() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let fio = dir.path().join("exit.fio");
+    std::fs::write(
+        &fio,
+        "[global]\nbs=4k\nsize=4m\nexitall=1\n[short]\nrw=read\nnumber_ios=200\n[long]\nrw=randread\nruntime=30\ntime_based\n[after]\nstonewall\nexit_what=all\nrw=read\nruntime=1\ntime_based\n[never]\nstonewall\nrw=read\nruntime=1\ntime_based\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let args = |job: &Path, extra: &[&str]| {
+        let mut a = vec![
+            "run".to_string(),
+            t.display().to_string(),
+            "--job".into(),
+            job.display().to_string(),
+            "-q".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        Bin(BIN).run(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let out = args(&fio, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let runs: Vec<&serde_json::Value> = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 2, "never did not run");
+    // `long` stopped with `short`, long before its 30 s.
+    let ns = runs[0]["duration_ns"].as_u64().unwrap();
+    assert!(ns < 20_000_000_000, "{ns}");
+    assert_eq!(
+        runs[0]["by_job"]["short"]["by_op"]["read"]["ops"], 200,
+        "{}",
+        runs[0]["by_job"]
+    );
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("job short: a worker ended"), "{notes}");
+    assert!(notes.contains("not run: never"), "{notes}");
+    // 20 I/Os a second against a least of 100: the first whole second fails the run.
+    let rate = dir.path().join("rate.fio");
+    std::fs::write(
+        &rate,
+        "[slow]\nrw=randread\nbs=4k\nsize=4m\nrate_iops=20\nrate_iops_min=100\nruntime=4\ntime_based\n",
+    )
+    .unwrap();
+    let out = args(&rate, &[]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("below the least of 100 (rate_iops_min)"),
+        "{said}"
+    );
+    assert!(read_json(&json)["status"] != "ok");
+    // Above it: runs.
+    let out = args(&rate, &["--rate-iops-min", "5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        std::fs::read_dir(&t).unwrap().next().is_none(),
+        "cleaned up"
+    );
 }

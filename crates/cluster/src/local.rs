@@ -364,6 +364,13 @@ impl Agent for LocalAgent {
                     .push(steady_note(name, rule, out.steady_after, ramp));
             }
         }
+        if let Some(w) = out.ended_by {
+            let name = &self.stages[index][map[w].0 as usize].job.name;
+            push_once(
+                &mut self.notes,
+                format!("job {name}: a worker ended ({:.1} s after the start) and stopped the jobs running with it (exitall)", out.ended.saturating_duration_since(out.t0).as_secs_f64()),
+            );
+        }
         if let Some((w, f)) = out.failures.first() {
             let (k, wk) = map[*w];
             let name = &self.stages[index][k as usize].job.name;

@@ -132,6 +132,10 @@ pub(crate) struct Pace<'a> {
     deadline: Option<Instant>,
     worker: usize,
     last_completion: Option<Instant>,
+    /// fio's `ratemin`: the least a second, the directions seen so far, and why it failed.
+    rate_min: crate::target::RateMin,
+    seen_dirs: [bool; 2],
+    below_min: Option<String>,
     /// Waiting for a steady state: the stage's named start (ns after `t0`; `u64::MAX` until
     /// named), the start, and the second of the ramp.
     steady: Option<(&'a AtomicU64, Instant, u32)>,
@@ -168,6 +172,9 @@ impl<'a> Pace<'a> {
             last_completion: None,
             steady,
             time: spec.stop.time,
+            rate_min: spec.rate_min,
+            seen_dirs: [false; 2],
+            below_min: None,
         }
     }
 
@@ -219,6 +226,36 @@ impl<'a> Pace<'a> {
         }
     }
 
+    /// fio's `ratemin`: a whole measured second below the least ends the worker, failed.
+    #[cold]
+    fn judge_rate(&mut self, snap: &Snapshot, now: Instant) {
+        let mut done = [(0u64, 0u64); 2];
+        for (op, r) in snap.ops() {
+            let d = match op {
+                Op::Read => 0,
+                Op::Write => 1,
+                _ => continue,
+            };
+            done[d] = (done[d].0 + r.ops, done[d].1 + r.bytes);
+        }
+        // A second the worker spent whole: after its first I/O of that direction.
+        let whole = self.seen_dirs;
+        for (seen, (ops, _)) in self.seen_dirs.iter_mut().zip(done) {
+            *seen |= ops > 0;
+        }
+        if self.below_min.is_none() {
+            if let Some(why) = self.rate_min.short(done, whole) {
+                self.below_min = Some(format!("second {}: {why}", self.interval + 1));
+                self.deadline = Some(now);
+            }
+        }
+    }
+
+    /// Why the worker fell below its least rate, if it did.
+    pub fn below_min(&self) -> Option<&str> {
+        self.below_min.as_deref()
+    }
+
     fn start_measuring(&mut self, at: Instant) {
         self.measured_start = at;
         self.deadline = self.time.map(|t| at + t);
@@ -244,6 +281,9 @@ impl<'a> Pace<'a> {
             self.in_ramp = false;
         } else {
             let snap = rec.take();
+            if self.rate_min.any() {
+                self.judge_rate(&snap, now);
+            }
             // A closed receiver means the stage is gone; the stop flag ends the loop.
             let _ = tx.send(WorkerMsg::Interval {
                 worker: self.worker,

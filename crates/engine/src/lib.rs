@@ -59,7 +59,7 @@ pub use net::net_op;
 pub use offsets::{IoReq, OffsetGen};
 pub use s3_body::s3_body_bytes;
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
-pub use target::{Backend, FileTarget, JobPlacement, Place, Stop, Think, WorkerSpec};
+pub use target::{Backend, FileTarget, JobPlacement, Place, RateMin, Stop, Think, WorkerSpec};
 pub use uring::{io_uring_available, io_uring_depth_ok};
 pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};
 pub use work::{Load, MetaWork, NetConn, NetWork, S3Work, StreamTally};

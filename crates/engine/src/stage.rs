@@ -55,6 +55,8 @@ pub struct StageOutcome {
     /// With a steady-state rule: the ramp it took to hold (`None`: it never held, and
     /// measuring began when the ramp ran out).
     pub steady_after: Option<Duration>,
+    /// fio's `exitall`: the worker whose end stopped the others.
+    pub ended_by: Option<usize>,
 }
 
 /// Judges the ramp's seconds, summed over workers, against a steady-state rule.
@@ -138,9 +140,16 @@ pub fn run_stage_at(
     let (tx, rx) = channel::<WorkerMsg>();
     let mut failures = Vec::new();
     let mut t0 = Instant::now();
+    // fio's exitall: the stage's own stop, set when such a worker ends (and by `stop`).
+    let exit_stop = specs
+        .iter()
+        .any(|s| s.exit.is_some())
+        .then(|| Arc::new(AtomicBool::new(false)));
+    let workers_stop = exit_stop.clone().unwrap_or_else(|| stop.clone());
+    let mut ended_by = None;
     std::thread::scope(|scope| {
         for (i, spec) in specs.iter().enumerate() {
-            let (gate, stop, tx) = (&gate, &stop, tx.clone());
+            let (gate, stop, tx) = (&gate, &workers_stop, tx.clone());
             std::thread::Builder::new()
                 .name(format!("stormark-w{i}"))
                 .spawn_scoped(scope, move || run_worker(i, spec, gate, stop, &tx))
@@ -164,6 +173,9 @@ pub fn run_stage_at(
         on_event(StageEvent::Started { t0 });
         let mut running = specs.len();
         while running > 0 {
+            if let Some(own) = exit_stop.as_ref().filter(|_| stop.load(Ordering::Relaxed)) {
+                own.store(true, Ordering::Relaxed);
+            }
             match rx.recv_timeout(Duration::from_millis(250)) {
                 Ok(WorkerMsg::Interval {
                     worker,
@@ -197,6 +209,18 @@ pub fn run_stage_at(
                     failure,
                 }) => {
                     running -= 1;
+                    if let Some(own) = exit_stop.as_ref().filter(|_| specs[worker].exit.is_some()) {
+                        // Said only of a worker that ended before its time ran out (its
+                        // count of I/Os done, or a failure), with others still running.
+                        let spec = &specs[worker];
+                        let early = spec.stop.time.is_none_or(|t| {
+                            Instant::now() + Duration::from_millis(20)
+                                < t0 + spec.ramp + spec.start_delay + t
+                        });
+                        if !own.swap(true, Ordering::Relaxed) && running > 0 && early {
+                            ended_by = Some(worker);
+                        }
+                    }
                     on_event(StageEvent::Done {
                         worker,
                         end_ns,
@@ -216,6 +240,7 @@ pub fn run_stage_at(
         ended: Instant::now(),
         failures,
         steady_after,
+        ended_by,
     }
 }
 

@@ -186,6 +186,12 @@ pub struct WorkerSpec {
     /// End the ramp once this figure is steady (fio's `ss`): the ramp is then the most to
     /// wait. The stage watches every worker's ramp seconds and names the measured start.
     pub steady: Option<SteadyState>,
+    /// The least each measured second must do, per direction (reads, writes): the worker
+    /// fails on the first second below it (fio's `ratemin`, `rate_iops_min`).
+    pub rate_min: RateMin,
+    /// When this worker ends, the stage's other workers stop (fio's `exitall`), and with
+    /// `All` nothing after the stage runs.
+    pub exit: Option<stormark_spec::ExitWhat>,
     /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
     #[doc(hidden)]
     pub stall: Option<(Duration, Duration)>,
@@ -229,8 +235,51 @@ impl WorkerSpec {
             rate_iops: 0.0,
             rate_poisson: false,
             steady: None,
+            rate_min: RateMin::default(),
+            exit: None,
             stall: None,
         }
+    }
+}
+
+/// fio's `ratemin` and `rate_iops_min`: the least bytes and I/Os a second of reads and of
+/// writes (0: no least).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateMin {
+    /// Bytes a second: reads, writes.
+    pub bytes: [u64; 2],
+    /// I/Os a second: reads, writes.
+    pub ops: [u64; 2],
+}
+
+impl RateMin {
+    /// Whether any least is set.
+    pub fn any(&self) -> bool {
+        self.bytes.iter().chain(&self.ops).any(|n| *n > 0)
+    }
+
+    /// Why a second of `done` (per direction: I/Os, bytes) falls short, for a direction the
+    /// worker has done before (`seen`; fio judges only those), or `None`.
+    pub fn short(&self, done: [(u64, u64); 2], seen: [bool; 2]) -> Option<String> {
+        for (d, name) in ["reads", "writes"].iter().enumerate() {
+            let (ops, bytes) = done[d];
+            if !seen[d] {
+                continue;
+            }
+            if self.bytes[d] > 0 && bytes < self.bytes[d] {
+                return Some(format!(
+                    "{name} moved {bytes} bytes in a second, below the least of {} (ratemin)",
+                    self.bytes[d]
+                ));
+            }
+            if self.ops[d] > 0 && ops < self.ops[d] {
+                return Some(format!(
+                    "{name} did {ops} I/Os in a second, below the least of {} (rate_iops_min)",
+                    self.ops[d]
+                ));
+            }
+        }
+        None
     }
 }
 
@@ -363,6 +412,11 @@ impl WorkerSpec {
             }),
             rate_poisson: job.rate_poisson,
             steady: job.steady_state,
+            rate_min: RateMin {
+                bytes: job.rate_min.unwrap_or_default(),
+                ops: job.rate_iops_min.unwrap_or_default(),
+            },
+            exit: job.exit,
             stall: None,
         }
     }

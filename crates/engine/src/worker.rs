@@ -106,6 +106,7 @@ pub(crate) fn run_worker(
         }
         f => f.map(|e| e.to_string()),
     };
+    let failure = failure.or_else(|| ctx.pace.below_min().map(str::to_string));
     ctx.pace.finish(&mut ctx.rec, tx, failure);
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
 use stormark_spec::units::format_size;
-use stormark_spec::{parse_expect, profile, Expectation, JobFile, JobOpts, Source, Workload};
+use stormark_spec::{parse_expect, profile, Expectation, Job, JobFile, JobOpts, Source, Workload};
 
 use crate::shape::{shape, Shape, ShapeOptions};
 
@@ -142,6 +142,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         jobs.push(crate::step::mesh_round_trips(&jobs[0]));
     }
     let prepare = args.prepare || file.prepare.unwrap_or(false);
+    let jobs = cut_after_exit_all(jobs, &mut notes);
     let workload = Workload::new(jobs, prepare).map_err(|e| e.to_string())?;
     Ok(Request {
         workload,
@@ -154,6 +155,43 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         shape,
         notes,
     })
+}
+
+/// fio's `exit_what=all`: when a worker of such a job ends, every job stops and none after it
+/// starts; its stage always ends so (a stage ends when its workers do), so the jobs of later
+/// stages never run: left out, said in a note.
+fn cut_after_exit_all(jobs: Vec<Job>, notes: &mut Vec<String>) -> Vec<Job> {
+    let mut stage_of: Vec<Option<&str>> = Vec::new();
+    let mut stages = Vec::new();
+    for job in &jobs {
+        let g = job.group.as_deref();
+        let k = match stage_of.iter().position(|s| g.is_some() && *s == g) {
+            Some(k) => k,
+            None => {
+                stage_of.push(g);
+                stage_of.len() - 1
+            }
+        };
+        stages.push(k);
+    }
+    let Some(last) = jobs
+        .iter()
+        .zip(&stages)
+        .filter(|(j, _)| j.exit == Some(stormark_spec::ExitWhat::All))
+        .map(|(_, k)| *k)
+        .min()
+    else {
+        return jobs;
+    };
+    let (kept, cut): (Vec<_>, Vec<_>) = jobs.into_iter().zip(stages).partition(|(_, k)| *k <= last);
+    if !cut.is_empty() {
+        let names: Vec<&str> = cut.iter().map(|(j, _)| j.name.as_str()).collect();
+        notes.push(format!(
+            "not run: {} (a job before them has exit_what=all, fio's exitall: once it ends, nothing after it starts)",
+            names.join(", ")
+        ));
+    }
+    kept.into_iter().map(|(j, _)| j).collect()
 }
 
 /// The job file, profile or default job the flags go over: the file as read (a fio job file

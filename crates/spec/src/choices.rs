@@ -289,6 +289,42 @@ impl fmt::Display for BlockSize {
     }
 }
 
+/// Which jobs stop when a job with fio's `exitall` finishes (fio's `exit_what`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExitWhat {
+    /// The jobs running with it (fio's default, `group`).
+    #[default]
+    Group,
+    /// Every job running now; the next stonewalled group still runs (fio's `stonewall`).
+    Stonewall,
+    /// Every job: nothing after it runs either (fio's `all`).
+    All,
+}
+
+impl ExitWhat {
+    /// The accepted form.
+    pub const FORM: &'static str = "group, stonewall or all";
+
+    /// fio's names.
+    pub fn parse(text: &str) -> Option<ExitWhat> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "group" => Some(ExitWhat::Group),
+            "stonewall" => Some(ExitWhat::Stonewall),
+            "all" => Some(ExitWhat::All),
+            _ => None,
+        }
+    }
+
+    /// The value as the job's key writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExitWhat::Group => "group",
+            ExitWhat::Stonewall => "stonewall",
+            ExitWhat::All => "all",
+        }
+    }
+}
+
 /// When a buffered job's files leave the page cache (fio's `invalidate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Invalidate {

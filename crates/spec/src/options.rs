@@ -81,6 +81,10 @@ pub const JOB_KEYS: &[&str] = &[
     "iodepth_batch_complete",
     "rate_iops",
     "steady_state",
+    "rate_min",
+    "rate_iops_min",
+    "exitall",
+    "exit_what",
     "zero_buffers",
     "buffer_pattern",
     "sync",
@@ -230,6 +234,14 @@ pub struct JobOpts {
     pub rate_iops: Option<u32>,
     /// `steady_state`.
     pub steady_state: Option<SteadyState>,
+    /// The least bytes a second each worker must move, reads and writes (fio's `ratemin`).
+    pub rate_min: Option<[u64; 2]>,
+    /// The least I/Os a second each worker must do, reads and writes (fio's `rate_iops_min`).
+    pub rate_iops_min: Option<[u64; 2]>,
+    /// When the job ends, the jobs running with it stop (fio's `exitall`).
+    pub exitall: Option<bool>,
+    /// Which jobs `exitall` stops (fio's `exit_what`).
+    pub exit_what: Option<crate::choices::ExitWhat>,
     /// S3: `http://host:port` of the service.
     pub endpoint: Option<String>,
     /// S3: the bucket.
@@ -344,6 +356,22 @@ impl JobOpts {
             "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
             "steady_state" => {
                 self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
+            }
+            "rate_min" | "rate_iops_min" => {
+                let pair = pattern_keys::per_direction(value, canonical == "rate_min")
+                    .ok_or_else(|| bad(pattern_keys::RATE_MIN_FORM))?;
+                if canonical == "rate_min" {
+                    self.rate_min = Some(pair);
+                } else {
+                    self.rate_iops_min = Some(pair);
+                }
+            }
+            "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "exit_what" => {
+                self.exit_what = Some(
+                    crate::choices::ExitWhat::parse(value)
+                        .ok_or_else(|| bad(crate::choices::ExitWhat::FORM))?,
+                )
             }
             "jobs" => self.jobs = Some(count(4096)?),
             // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
@@ -503,6 +531,10 @@ impl JobOpts {
             iodepth_batch_complete,
             rate_iops,
             steady_state,
+            rate_min,
+            rate_iops_min,
+            exitall,
+            exit_what,
             endpoint,
             bucket,
             buckets,
@@ -559,6 +591,7 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         "iodepth_batch_complete_max" => "iodepth_batch_complete",
         "percentage_random" => "random_pct",
         "steadystate" | "ss" => "steady_state",
+        "ratemin" => "rate_min",
         "concurrency" => "jobs",
         "rate_ops" => "rate_iops",
         "object_size" | "objsize" => "obj_size",

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 pub use crate::choices::{
-    BlockSize, BsSplit, Direct, Distribution, EngineChoice, Invalidate, LoadKind, Rw, SyncMode,
-    MAX_ZONES,
+    BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
+    SyncMode, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
@@ -137,6 +137,13 @@ pub struct Job {
     pub meta: Option<crate::meta::MetaJob>,
     /// The ramp ends once this figure is steady (the ramp then bounds how long to wait).
     pub steady_state: Option<SteadyState>,
+    /// Each worker fails when a measured second of its reads (or writes) moves fewer bytes
+    /// than this (fio's `ratemin`; 0: none for that direction).
+    pub rate_min: Option<[u64; 2]>,
+    /// The same in I/Os a second (fio's `rate_iops_min`).
+    pub rate_iops_min: Option<[u64; 2]>,
+    /// When a worker of the job ends, these jobs stop (fio's `exitall` and `exit_what`).
+    pub exit: Option<crate::choices::ExitWhat>,
 }
 
 impl Job {
@@ -273,6 +280,18 @@ impl Job {
         }
         if let Some(t) = self.io_total {
             pairs.push(("io_total", format_size(t)));
+        }
+        for (key, min) in [
+            ("rate_min", self.rate_min),
+            ("rate_iops_min", self.rate_iops_min),
+        ] {
+            if let Some([r, w]) = min {
+                pairs.push((key, format!("{r},{w}")));
+            }
+        }
+        if let Some(e) = self.exit {
+            pairs.push(("exitall", "true".into()));
+            pairs.push(("exit_what", e.name().into()));
         }
         if let Some(s) = &self.steady_state {
             pairs.push(("steady_state", s.to_string()));

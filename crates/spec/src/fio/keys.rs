@@ -70,7 +70,10 @@ pub(super) fn apply(
         // stormark names the files it makes itself.
         "filename_format" => {}
         "time_based" => fio.time_based = yes,
-        "stonewall" | "new_group" | "wait_for" | "wait_for_previous" => fio.stonewall = true,
+        "stonewall" | "wait_for" | "wait_for_previous" => fio.stonewall = true,
+        // A new reporting group, not a stonewall: the job still runs with those before it
+        // (stormark reports each job on its own anyway).
+        "new_group" => {}
         // fio's random range form (`startdelay=1-5`): not run.
         "startdelay" if v.contains('-') => return Ok(false),
         // fio's times ignore case (ramp_time=2M is two minutes).

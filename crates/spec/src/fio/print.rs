@@ -151,6 +151,17 @@ fn pattern(out: &mut String, job: &Job) {
     if job.offset_increment > 0 {
         out.push_str(&format!("offset_increment={}\n", job.offset_increment));
     }
+    for (key, min) in [
+        ("rate_min", job.rate_min),
+        ("rate_iops_min", job.rate_iops_min),
+    ] {
+        if let Some([r, w]) = min {
+            out.push_str(&format!("{key}={r},{w}\n"));
+        }
+    }
+    if let Some(e) = job.exit {
+        out.push_str(&format!("exitall=1\nexit_what={}\n", e.name()));
+    }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {
         out.push_str(&format!("percentage_random={}\n", job.random_pct));

@@ -119,6 +119,12 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
+            rate_min: self.rate_min,
+            rate_iops_min: self.rate_iops_min,
+            exit: self
+                .exitall
+                .unwrap_or(false)
+                .then(|| self.exit_what.unwrap_or_default()),
             // An S3 job stops by time or by operations, a net job by time: 30 s when not given.
             time: match (&s3, &net) {
                 (Some(s), _) if self.time.is_none() && s.ops.is_none() => {
