@@ -6,6 +6,9 @@ use std::path::PathBuf;
 /// worker fails when it cannot start, or when its target only fails.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// The worker could not be placed on its CPUs or memory nodes.
+    #[error("{0}")]
+    Placement(String),
     /// A file or device could not be opened (or is no longer what was validated).
     #[error("cannot open {path}: {source}")]
     Open {

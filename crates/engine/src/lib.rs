@@ -40,6 +40,7 @@ mod meta;
 mod net;
 mod null;
 mod offsets;
+pub mod placement;
 mod psync;
 mod s3;
 mod s3_body;

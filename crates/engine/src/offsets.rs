@@ -150,6 +150,15 @@ enum Skew {
     /// fio's `zoned`: a zone drawn by its share of the accesses (cumulative, percent), then
     /// a position uniform within it (`start`, `len` positions).
     Zoned(Box<[(u8, u64, u64)]>),
+    /// fio's `sequence`: these positions in turn, each round from `base` (moved on by their
+    /// count with `stride`), wrapping around the file's `n`.
+    Sequence {
+        order: Box<[u64]>,
+        next: usize,
+        base: u64,
+        stride: bool,
+        n: u64,
+    },
 }
 
 impl Skew {
@@ -193,11 +202,43 @@ impl Skew {
                 }
                 Skew::Zoned(out.into_boxed_slice())
             }
+            Distribution::Sequence {
+                blocks,
+                count,
+                stride,
+            } => Skew::Sequence {
+                order: blocks[..usize::from(count).max(1)]
+                    .iter()
+                    .map(|&b| u64::from(b))
+                    .collect(),
+                next: 0,
+                base: 0,
+                stride,
+                n,
+            },
         })
     }
 
     /// A position in `0..n`, from the worker's generator state `rng`.
-    fn draw(&self, rng: &mut u64) -> u64 {
+    fn draw(&mut self, rng: &mut u64) -> u64 {
+        if let Skew::Sequence {
+            order,
+            next,
+            base,
+            stride,
+            n,
+        } = self
+        {
+            let at = (*base + order[*next]) % *n;
+            *next += 1;
+            if *next == order.len() {
+                *next = 0;
+                if *stride {
+                    *base = (*base + order.len() as u64) % *n;
+                }
+            }
+            return at;
+        }
         let mut next = || wyrand(rng);
         let uniform = |x: u64| (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
         if let Skew::Zoned(zones) = self {
@@ -209,7 +250,7 @@ impl Skew {
             return start + next() % len;
         }
         let (rank, n) = match *self {
-            Skew::Zoned(_) => unreachable!("drawn above"),
+            Skew::Zoned(_) | Skew::Sequence { .. } => unreachable!("drawn above"),
             Skew::Zipf {
                 n,
                 theta,

@@ -192,6 +192,11 @@ pub struct WorkerSpec {
     /// When this worker ends, the stage's other workers stop (fio's `exitall`), and with
     /// `All` nothing after the stage runs.
     pub exit: Option<stormark_spec::ExitWhat>,
+    /// The CPUs the worker's thread runs on (empty: any), set where the worker's index is
+    /// known ([`crate::placement::worker_cpus`]).
+    pub cpus: Vec<u16>,
+    /// Where its memory comes from (fio's `numa_mem_policy`).
+    pub mem_policy: Option<stormark_spec::MemPolicy>,
     /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
     #[doc(hidden)]
     pub stall: Option<(Duration, Duration)>,
@@ -237,6 +242,8 @@ impl WorkerSpec {
             steady: None,
             rate_min: RateMin::default(),
             exit: None,
+            cpus: Vec::new(),
+            mem_policy: None,
             stall: None,
         }
     }
@@ -417,6 +424,8 @@ impl WorkerSpec {
                 ops: job.rate_iops_min.unwrap_or_default(),
             },
             exit: job.exit,
+            cpus: Vec::new(),
+            mem_policy: job.placement.mem.clone(),
             stall: None,
         }
     }

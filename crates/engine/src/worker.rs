@@ -25,7 +25,11 @@ pub(crate) fn run_worker(
     stop: &Arc<AtomicBool>,
     tx: &Sender<WorkerMsg>,
 ) {
-    let setup = setup(spec);
+    // Its CPUs and memory policy first, so that its buffers come from where it runs.
+    let setup = match crate::placement::apply(&spec.cpus, spec.mem_policy.as_ref()) {
+        Ok(()) => setup(spec),
+        Err(e) => Err(EngineError::Placement(e)),
+    };
     // A meta worker readies its items for its operation, untimed, before the start.
     if let (Ok(_), Load::Meta(work)) = (&setup, &spec.load) {
         crate::meta::ready(work);

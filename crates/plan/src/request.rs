@@ -75,9 +75,31 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         Some(text) => parse_expect(text).map_err(|e| e.to_string())?,
         None => Vec::new(),
     };
-    let shape = shape(&args.shape)?;
     let mut notes = Vec::new();
-    let (file, first_look, target_is_file) = job_file(args, &cli, &shape, &mut notes)?;
+    let mut search = None;
+    let plain = args.shape.target_latency.is_none()
+        && args.shape.curve.is_none()
+        && args.shape.sweep.is_empty()
+        && !args.shape.mesh;
+    let (file, first_look, target_is_file) = job_file(args, &cli, plain, &mut notes, &mut search)?;
+    // fio's latency_target: its search for the most load within the latency, as stormark's
+    // (unless the command line shapes the run itself).
+    let shape = match (search, &args.shape.target_latency) {
+        (Some((target, window)), None) => {
+            let shape = shape(&ShapeOptions {
+                target_latency: Some(target.clone()),
+                step_time: args.shape.step_time.clone().or(window),
+                ..args.shape.clone()
+            })
+            .map_err(|e| format!("latency_target of the job file: {e}"))?;
+            notes.push(format!(
+            "latency_target: searched as --target-latency {target}, the most load (workers and depth) whose {} stays within it, as fio searches the depth",
+            target.split("<=").next().unwrap_or("latency")
+            ));
+            shape
+        }
+        _ => shape(&args.shape)?,
+    };
     let given = args
         .target
         .clone()
@@ -200,8 +222,9 @@ fn cut_after_exit_all(jobs: Vec<Job>, notes: &mut Vec<String>) -> Vec<Job> {
 fn job_file(
     args: &RequestOptions,
     cli: &JobOpts,
-    shape: &Shape,
+    plain: bool,
     notes: &mut Vec<String>,
+    search: &mut Option<(String, Option<String>)>,
 ) -> Result<(JobFile, bool, bool), String> {
     let flags = &args.flags;
     let mut first_look = false;
@@ -218,6 +241,7 @@ fn job_file(
             }
             // Only the file's own target is made when missing, never a TARGET typed.
             target_is_file = f.target_is_file && args.target.is_none();
+            *search = f.latency_search.clone();
             if !f.ignored.is_empty() {
                 notes.push(format!(
                     "{shown}: left out (--lenient): {}",
@@ -232,7 +256,7 @@ fn job_file(
         // With flags it is the user's own measurement, no longer the first look.
         first_look = name == "quick" && flags.is_empty();
         profile(name).map_err(|e| e.to_string())?
-    } else if flags.is_empty() && matches!(shape, Shape::Plain) {
+    } else if flags.is_empty() && plain {
         // (A search, curve or sweep with no workload flags shapes the default job instead:
         // they run one job.)
         first_look = true;

@@ -113,7 +113,21 @@ pub enum Distribution {
         /// How many.
         count: u8,
     },
+    /// Blocks in this order, again and again (`sequence:2,0,1`); with `stride`, each round
+    /// moved on by the sequence's length (2, 0, 1, then 5, 3, 4, ...), as fio's
+    /// `random_sequence_stride=1`. Block numbers past the file wrap around it.
+    Sequence {
+        /// The block numbers; those past `count` are unused.
+        blocks: [u32; MAX_SEQUENCE],
+        /// How many.
+        count: u8,
+        /// Each round moved on by `count` blocks.
+        stride: bool,
+    },
 }
+
+/// The most block numbers a `sequence:` distribution has.
+pub const MAX_SEQUENCE: usize = 32;
 
 /// The most zones a `zoned:` distribution has.
 pub const MAX_ZONES: usize = 16;
@@ -121,7 +135,7 @@ pub const MAX_ZONES: usize = 16;
 impl Distribution {
     /// The accepted forms, for messages.
     pub const FORM: &'static str =
-        "random, zipf:THETA (not 1, such as zipf:1.2), pareto:H (0 < H < 1, such as pareto:0.2), normal:PCT (such as normal:10) or zoned:ACCESS/RANGE:... in percent, adding up to 100 (such as zoned:50/5:30/15:20/)";
+        "random, zipf:THETA (not 1, such as zipf:1.2), pareto:H (0 < H < 1, such as pareto:0.2), normal:PCT (such as normal:10), zoned:ACCESS/RANGE:... in percent, adding up to 100 (such as zoned:50/5:30/15:20/) or sequence:BLOCK,BLOCK,... (at most 32, such as sequence:2,0,1)";
 
     /// Parses fio's form: `random`, `zipf:1.2`, `pareto:0.2`, `normal:10` (`gauss:10`).
     pub fn parse(text: &str) -> Option<Distribution> {
@@ -132,6 +146,21 @@ impl Distribution {
         let (kind, arg) = t.split_once(':')?;
         if kind == "zoned" {
             return Distribution::zoned(arg);
+        }
+        if kind == "sequence" {
+            let mut blocks = [0u32; MAX_SEQUENCE];
+            let parts: Vec<&str> = arg.split(',').collect();
+            if parts.len() > MAX_SEQUENCE {
+                return None;
+            }
+            for (b, p) in blocks.iter_mut().zip(&parts) {
+                *b = p.trim().parse().ok()?;
+            }
+            return Some(Distribution::Sequence {
+                blocks,
+                count: parts.len() as u8,
+                stride: false,
+            });
         }
         let v: f64 = arg.trim().trim_end_matches('%').parse().ok()?;
         if !v.is_finite() {
@@ -185,6 +214,14 @@ impl Distribution {
                     .map(|(a, r)| format!("{a}/{r}"))
                     .collect::<Vec<_>>()
                     .join(":")
+            ),
+            Distribution::Sequence { blocks, count, .. } => format!(
+                "sequence:{}",
+                blocks[..usize::from(count)]
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
             ),
         }
     }
@@ -519,5 +556,132 @@ impl EngineChoice {
             "null" => EngineChoice::Null,
             _ => return None,
         })
+    }
+}
+
+/// A list of CPU or NUMA node numbers, as fio and `taskset` write it (`0-3,8,10-11`): sorted,
+/// each once, every number below [`CpuList::LIMIT`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CpuList(pub Vec<u16>);
+
+impl CpuList {
+    /// Numbers above this are not taken (the kernel's usual `CPU_SETSIZE`).
+    pub const LIMIT: u16 = 1024;
+    /// The accepted form.
+    pub const FORM: &'static str =
+        "numbers and ranges below 1024, as taskset writes them, such as 0-3,8,10-11";
+
+    /// `0-3,8,10-11`.
+    pub fn parse(text: &str) -> Option<CpuList> {
+        let mut out = Vec::new();
+        for part in text.trim().split(',') {
+            let part = part.trim();
+            let (lo, hi) = match part.split_once('-') {
+                Some((a, b)) => (a.trim().parse::<u16>().ok()?, b.trim().parse::<u16>().ok()?),
+                None => {
+                    let n = part.parse::<u16>().ok()?;
+                    (n, n)
+                }
+            };
+            if lo > hi || hi >= Self::LIMIT {
+                return None;
+            }
+            out.extend(lo..=hi);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(CpuList(out))
+    }
+
+    /// fio's `cpumask`: a hexadecimal (`0xf`) or decimal mask of CPUs.
+    pub fn from_mask(text: &str) -> Option<CpuList> {
+        let t = text.trim();
+        let mask = match t.strip_prefix("0x").or(t.strip_prefix("0X")) {
+            Some(hex) => u128::from_str_radix(hex, 16).ok()?,
+            None => t.parse::<u128>().ok()?,
+        };
+        let cpus: Vec<u16> = (0..128u16).filter(|i| mask >> i & 1 == 1).collect();
+        (!cpus.is_empty()).then_some(CpuList(cpus))
+    }
+
+    /// As it is written back: ranges joined (`0-3,8`).
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < self.0.len() {
+            let start = self.0[i];
+            let mut end = start;
+            while i + 1 < self.0.len() && self.0[i + 1] == end + 1 {
+                i += 1;
+                end = self.0[i];
+            }
+            parts.push(if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            });
+            i += 1;
+        }
+        parts.join(",")
+    }
+}
+
+/// Where a worker's memory comes from (fio's `numa_mem_policy`, the kernel's `set_mempolicy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemPolicy {
+    /// The system's default.
+    Default,
+    /// Prefer this node, fall back to others.
+    Prefer(u16),
+    /// Only these nodes.
+    Bind(CpuList),
+    /// Pages spread over these nodes in turn.
+    Interleave(CpuList),
+    /// The node of the CPU that allocates.
+    Local,
+}
+
+impl MemPolicy {
+    /// The accepted form.
+    pub const FORM: &'static str =
+        "default, local, prefer:NODE, bind:NODES or interleave:NODES, such as bind:0 or interleave:0-1";
+
+    /// fio's forms.
+    pub fn parse(text: &str) -> Option<MemPolicy> {
+        let t = text.trim();
+        let (mode, nodes) = match t.split_once(':') {
+            Some((m, n)) => (m.trim(), Some(n)),
+            None => (t, None),
+        };
+        match (mode, nodes) {
+            ("default", None) => Some(MemPolicy::Default),
+            ("local", None) => Some(MemPolicy::Local),
+            ("prefer", Some(n)) => Some(MemPolicy::Prefer(
+                n.trim().parse().ok().filter(|n| *n < CpuList::LIMIT)?,
+            )),
+            ("bind", Some(n)) => Some(MemPolicy::Bind(CpuList::parse(n)?)),
+            ("interleave", Some(n)) => Some(MemPolicy::Interleave(CpuList::parse(n)?)),
+            _ => None,
+        }
+    }
+
+    /// As fio writes it.
+    pub fn text(&self) -> String {
+        match self {
+            MemPolicy::Default => "default".into(),
+            MemPolicy::Local => "local".into(),
+            MemPolicy::Prefer(n) => format!("prefer:{n}"),
+            MemPolicy::Bind(l) => format!("bind:{}", l.text()),
+            MemPolicy::Interleave(l) => format!("interleave:{}", l.text()),
+        }
+    }
+
+    /// The nodes it names.
+    pub fn nodes(&self) -> Vec<u16> {
+        match self {
+            MemPolicy::Default | MemPolicy::Local => Vec::new(),
+            MemPolicy::Prefer(n) => vec![*n],
+            MemPolicy::Bind(l) | MemPolicy::Interleave(l) => l.0.clone(),
+        }
     }
 }

@@ -23,6 +23,9 @@ pub struct FioJobFile {
     /// The target came from `filename=` (a file, perhaps still to be made), not
     /// `directory=`.
     pub target_is_file: bool,
+    /// fio's `latency_target` (with `latency_percentile` and `latency_window`): the latency
+    /// target of stormark's search (`p99.9<=500ms`) and its step time (`5s`).
+    pub latency_search: Option<(String, Option<String>)>,
 }
 
 /// One `key[=value]` line, after expansion.
@@ -114,6 +117,16 @@ pub fn parse_fio_job_file(
             out.file.prepare = Some(true);
         }
         places.push(fio.place());
+        if let Some(search) = fio.latency_search() {
+            match &out.latency_search {
+                Some(prev) if *prev != search => {
+                    return Err(fail(format!(
+                        "job [{name}]: latency_target differs from an earlier job's; one latency search per run"
+                    )))
+                }
+                _ => out.latency_search = Some(search),
+            }
+        }
         out.file.jobs.push(job);
     }
     if out.file.jobs.is_empty() {
@@ -227,6 +240,11 @@ struct FioState {
     directory: Option<String>,
     /// A file per clone (`/data/f.$jobnum`): the directory they would be made in.
     clone_dir: Option<String>,
+    /// fio's `latency_target`, `latency_window` and `latency_percentile` (as a statistic's
+    /// name: `p99.9`, `max`).
+    latency_target: Option<std::time::Duration>,
+    latency_window: Option<std::time::Duration>,
+    latency_stat: Option<&'static str>,
     /// fio's `size`: the job's bytes over all its files.
     size: Option<u64>,
     /// fio's `rate_iops=R,W`: each job's cap of reads and of writes, I/Os a second (`None`:
@@ -247,6 +265,17 @@ struct FioState {
 }
 
 impl FioState {
+    /// fio's latency target as stormark's search: `STAT<=TARGET` and the step time.
+    fn latency_search(&self) -> Option<(String, Option<String>)> {
+        let target = self.latency_target?;
+        let stat = self.latency_stat.unwrap_or("max");
+        Some((
+            format!("{stat}<={}", crate::units::format_duration(target)),
+            self.latency_window
+                .map(|w| format!("{}s", w.as_secs().max(1))),
+        ))
+    }
+
     /// The job's file (`true`) or directory, as fio joins `directory` and a relative
     /// `filename`.
     fn place(&self) -> Option<(String, bool)> {

@@ -59,6 +59,7 @@ pub use search::{
 };
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
-    canonical_key, BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate,
-    Job, JobOpts, LoadKind, Rw, Source, SyncMode, Workload, DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
+    canonical_key, BlockSize, BsSplit, CpuList, Direct, Distribution, EngineChoice, ExitWhat,
+    Invalidate, Job, JobOpts, LoadKind, MemPolicy, Placement, Rw, Source, SyncMode, Workload,
+    DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
 };

@@ -53,6 +53,7 @@ pub const JOB_KEYS: &[&str] = &[
     "rwmixread",
     "random_pct",
     "random_distribution",
+    "random_sequence_stride",
     "bs",
     "bssplit",
     "bs_align",
@@ -85,6 +86,10 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_iops_min",
     "exitall",
     "exit_what",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "numa_cpu_nodes",
+    "numa_mem_policy",
     "zero_buffers",
     "buffer_pattern",
     "sync",
@@ -146,6 +151,8 @@ pub struct JobOpts {
     pub random_pct: Option<u8>,
     /// How random offsets fall (fio's `random_distribution`).
     pub distribution: Option<crate::Distribution>,
+    /// A `sequence` distribution moves on each round (fio's `random_sequence_stride=1`).
+    pub sequence_stride: Option<bool>,
     /// Block size or range.
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
@@ -242,6 +249,15 @@ pub struct JobOpts {
     pub exitall: Option<bool>,
     /// Which jobs `exitall` stops (fio's `exit_what`).
     pub exit_what: Option<crate::choices::ExitWhat>,
+    /// The CPUs the job's workers may run on (fio's `cpus_allowed`, `cpumask`).
+    pub cpus_allowed: Option<crate::choices::CpuList>,
+    /// Each worker on one CPU of them in turn, not all on all (fio's
+    /// `cpus_allowed_policy=split`).
+    pub cpus_split: Option<bool>,
+    /// The CPUs of these NUMA nodes (fio's `numa_cpu_nodes`).
+    pub numa_cpu_nodes: Option<crate::choices::CpuList>,
+    /// Where the workers' memory comes from (fio's `numa_mem_policy`).
+    pub numa_mem_policy: Option<crate::choices::MemPolicy>,
     /// S3: `http://host:port` of the service.
     pub endpoint: Option<String>,
     /// S3: the bucket.
@@ -367,6 +383,28 @@ impl JobOpts {
                 }
             }
             "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "cpus_allowed" | "numa_cpu_nodes" => {
+                let list = crate::choices::CpuList::parse(value)
+                    .ok_or_else(|| bad(crate::choices::CpuList::FORM))?;
+                if canonical == "cpus_allowed" {
+                    self.cpus_allowed = Some(list);
+                } else {
+                    self.numa_cpu_nodes = Some(list);
+                }
+            }
+            "cpus_allowed_policy" => {
+                self.cpus_split = Some(match value.trim() {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(bad("shared (every worker on any of the CPUs) or split (each worker on one of them)")),
+                })
+            }
+            "numa_mem_policy" => {
+                self.numa_mem_policy = Some(
+                    crate::choices::MemPolicy::parse(value)
+                        .ok_or_else(|| bad(crate::choices::MemPolicy::FORM))?,
+                )
+            }
             "exit_what" => {
                 self.exit_what = Some(
                     crate::choices::ExitWhat::parse(value)
@@ -490,6 +528,7 @@ impl JobOpts {
             rwmixread,
             random_pct,
             distribution,
+            sequence_stride,
             bs,
             bs_align,
             bs_split,
@@ -535,6 +574,10 @@ impl JobOpts {
             rate_iops_min,
             exitall,
             exit_what,
+            cpus_allowed,
+            cpus_split,
+            numa_cpu_nodes,
+            numa_mem_policy,
             endpoint,
             bucket,
             buckets,

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 pub use crate::choices::{
-    BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
-    SyncMode, MAX_ZONES,
+    BlockSize, BsSplit, CpuList, Direct, Distribution, EngineChoice, ExitWhat, Invalidate,
+    LoadKind, MemPolicy, Rw, SyncMode, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 use crate::s3::S3Job;
@@ -144,6 +144,8 @@ pub struct Job {
     pub rate_iops_min: Option<[u64; 2]>,
     /// When a worker of the job ends, these jobs stop (fio's `exitall` and `exit_what`).
     pub exit: Option<crate::choices::ExitWhat>,
+    /// Where the workers run and take their memory (fio's `cpus_allowed`, `numa_*`).
+    pub placement: Placement,
 }
 
 impl Job {
@@ -197,6 +199,14 @@ impl Job {
             ("rwmixread", self.rwmixread.to_string()),
             ("random_pct", self.random_pct.to_string()),
             ("random_distribution", self.distribution.name()),
+            (
+                "random_sequence_stride",
+                match self.distribution {
+                    crate::Distribution::Sequence { stride: true, .. } => "1",
+                    _ => "0",
+                }
+                .into(),
+            ),
             ("bs", self.bs.to_string()),
             ("bs_align", format_size(self.bs_align)),
             ("iodepth", self.iodepth.to_string()),
@@ -289,6 +299,19 @@ impl Job {
                 pairs.push((key, format!("{r},{w}")));
             }
         }
+        let p = &self.placement;
+        if let Some(c) = &p.cpus {
+            pairs.push(("cpus_allowed", c.text()));
+        }
+        if p.split {
+            pairs.push(("cpus_allowed_policy", "split".into()));
+        }
+        if let Some(n) = &p.nodes {
+            pairs.push(("numa_cpu_nodes", n.text()));
+        }
+        if let Some(m) = &p.mem {
+            pairs.push(("numa_mem_policy", m.text()));
+        }
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
@@ -337,6 +360,28 @@ impl Job {
         if let Some(f) = &self.filename {
             pairs.push(("filename", f.clone()));
         }
+    }
+}
+
+/// Where a job's workers run and where their memory comes from: fio's `cpus_allowed` (and
+/// `cpumask`), `cpus_allowed_policy`, `numa_cpu_nodes` and `numa_mem_policy`. Settled on the
+/// host that runs them (which CPUs its nodes hold).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Placement {
+    /// The CPUs allowed (`None`: any).
+    pub cpus: Option<CpuList>,
+    /// Each worker on one of them in turn.
+    pub split: bool,
+    /// The CPUs of these nodes (with `cpus`, those of both).
+    pub nodes: Option<CpuList>,
+    /// Where memory comes from (`None`: as the process's).
+    pub mem: Option<MemPolicy>,
+}
+
+impl Placement {
+    /// Whether it asks for anything.
+    pub fn any(&self) -> bool {
+        self.cpus.is_some() || self.nodes.is_some() || self.mem.is_some()
     }
 }
 

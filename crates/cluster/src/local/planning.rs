@@ -20,6 +20,11 @@ impl LocalAgent {
         job: &Job,
         notes: &mut Vec<String>,
     ) -> Result<Backend, AgentError> {
+        // fio's cpus_allowed and numa_*: CPUs and nodes this host has.
+        if job.placement.any() {
+            stormark_engine::placement::allowed(&job.placement)
+                .map_err(|e| AgentError::job(&job.name, e))?;
+        }
         match job.kind {
             LoadKind::S3 => return Ok(Backend::S3),
             LoadKind::Net => return Ok(Backend::Net),

@@ -55,8 +55,10 @@ impl LocalAgent {
                     .enumerate()
                 {
                     let seed = seed(index, k, w) ^ self.seed_salt;
-                    let spec =
+                    let mut spec =
                         run.worker_spec(load, Load::Net(work), Vec::new(), ramp, seed, self.hosts);
+                    spec.cpus = stormark_engine::placement::worker_cpus(&run.job.placement, w)
+                        .map_err(|e| AgentError::job(&run.job.name, e))?;
                     specs.push(spec);
                     map.push((k as u16, w as u32));
                 }
@@ -95,7 +97,9 @@ impl LocalAgent {
                     }
                     b => Load::of_files(b).expect("a backend of files or null"),
                 };
-                let spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);
+                let mut spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);
+                spec.cpus = stormark_engine::placement::worker_cpus(&run.job.placement, w)
+                    .map_err(|e| AgentError::job(&run.job.name, e))?;
                 specs.push(spec);
                 map.push((k as u16, w as u32));
             }

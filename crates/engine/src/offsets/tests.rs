@@ -321,3 +321,41 @@ fn write_once_covers_each_file_exactly() {
         vec![(0, 0, 4096), (0, 4096, 4096), (0, 8192, 1808), (1, 0, 4096)]
     );
 }
+
+/// fio's `random_distribution=sequence:2,0,1`: the blocks in that order again and again; with
+/// `random_sequence_stride=1` each round moved on by three blocks (2, 0, 1, 5, 3, 4, ...),
+/// wrapping around the file, as fio's sequence-distribution example says.
+#[test]
+fn a_sequence_distribution_visits_its_blocks_in_order() {
+    let blocks = |stride: bool, n: usize| {
+        let dist = match Distribution::parse("sequence:2,0,1").unwrap() {
+            Distribution::Sequence { blocks, count, .. } => Distribution::Sequence {
+                blocks,
+                count,
+                stride,
+            },
+            d => panic!("{d:?}"),
+        };
+        let mut g = OffsetGen::new(
+            vec![12 * 4096],
+            Pattern {
+                dist,
+                ..Pattern::fixed(100, 100, 4096)
+            },
+            5,
+        );
+        (0..n)
+            .map(|_| g.next_io().unwrap().offset / 4096)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(blocks(false, 6), [2, 0, 1, 2, 0, 1]);
+    assert_eq!(
+        blocks(true, 15),
+        [2, 0, 1, 5, 3, 4, 8, 6, 7, 11, 9, 10, 2, 0, 1]
+    );
+    assert!(Distribution::parse("sequence:1,x").is_none());
+    assert_eq!(
+        Distribution::parse("sequence:2,0,1").unwrap().name(),
+        "sequence:2,0,1"
+    );
+}

@@ -192,6 +192,39 @@ fn fio_forms(
             fio.clone_dir = None;
         }
         "directory" => fio.directory = Some(v.to_string()),
+        // fio's search for the most load within a latency: stormark's --target-latency.
+        "latency_target" | "latency_window" => {
+            let d = match v.trim().parse::<u64>() {
+                Ok(us) => Some(std::time::Duration::from_micros(us)),
+                Err(_) => crate::units::parse_duration(v),
+            };
+            let Some(d) = d.filter(|d| !d.is_zero()) else {
+                return Ok(Some(false));
+            };
+            if key == "latency_target" {
+                fio.latency_target = Some(d);
+            } else {
+                fio.latency_window = Some(d);
+            }
+        }
+        "latency_percentile" => {
+            fio.latency_stat = Some(match v.trim().trim_end_matches('%') {
+                "50" => "p50",
+                "90" => "p90",
+                "99" => "p99",
+                "99.9" => "p99.9",
+                "99.99" => "p99.99",
+                "100" => "max",
+                _ => return Ok(Some(false)),
+            })
+        }
+        // Keep adjusting after the search: not run (the search reports where it settled).
+        "latency_run" if crate::units::parse_bool(v) == Some(false) => {}
+        // fio's CPU mask: the same CPUs as a list.
+        "cpumask" => match crate::choices::CpuList::from_mask(v) {
+            Some(l) => set(job, "cpus_allowed", &l.text())?,
+            None => return Ok(Some(false)),
+        },
         // fio fsyncs each file as it closes it, at the job's end: stormark's end_fsync.
         "fsync_on_close" => set(job, "end_fsync", v)?,
         // fio removes the files it made after the job; stormark always removes what it made

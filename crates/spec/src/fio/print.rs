@@ -125,6 +125,9 @@ fn pattern(out: &mut String, job: &Job) {
             "random_distribution={}\n",
             job.distribution.name()
         ));
+        if let crate::Distribution::Sequence { stride: true, .. } = job.distribution {
+            out.push_str("random_sequence_stride=1\n");
+        }
     }
     if job.rand_run_same {
         out.push_str("rw_sequencer=identical\n");
@@ -161,6 +164,19 @@ fn pattern(out: &mut String, job: &Job) {
     }
     if let Some(e) = job.exit {
         out.push_str(&format!("exitall=1\nexit_what={}\n", e.name()));
+    }
+    let p = &job.placement;
+    if let Some(c) = &p.cpus {
+        out.push_str(&format!("cpus_allowed={}\n", c.text()));
+    }
+    if p.split {
+        out.push_str("cpus_allowed_policy=split\n");
+    }
+    if let Some(n) = &p.nodes {
+        out.push_str(&format!("numa_cpu_nodes={}\n", n.text()));
+    }
+    if let Some(m) = &p.mem {
+        out.push_str(&format!("numa_mem_policy={}\n", m.text()));
     }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {

@@ -144,10 +144,10 @@ fn print_fio_says_every_mix_and_the_size_used() {
 
 #[test]
 fn every_option_stormark_does_not_run_is_named_with_its_line() {
-    let text = "[global]\ncpus_allowed=0-3\n[a]\nrw=randtrimwrite\nbs=4k,64k\n[b]\nioengine=mmap\n";
+    let text = "[global]\nnice=5\n[a]\nrw=randtrimwrite\nbs=4k,64k\n[b]\nioengine=mmap\n";
     let e = parse(text).unwrap_err().to_string();
     for want in [
-        "line 2: cpus_allowed",
+        "line 2: nice",
         "line 4: rw",
         "line 5: bs",
         "line 7: ioengine",
@@ -160,7 +160,7 @@ fn every_option_stormark_does_not_run_is_named_with_its_line() {
     assert_eq!(
         f.ignored,
         [
-            "line 2: cpus_allowed",
+            "line 2: nice",
             "line 4: rw",
             "line 5: bs",
             "line 7: ioengine"
@@ -747,4 +747,68 @@ fn a_jobs_own_file_name() {
     o.set("filename", "f", Source::Flag).unwrap();
     o.set("kind", "null", Source::Flag).unwrap();
     assert!(o.resolve("j").is_err());
+}
+
+/// fio's CPU and NUMA placement: `cpus_allowed` (and `cpumask` as the same list),
+/// `cpus_allowed_policy`, `numa_cpu_nodes`, `numa_mem_policy`, read and printed back; a
+/// malformed list or policy is refused naming its form.
+#[test]
+fn cpu_and_numa_placement() {
+    let f = parse(
+        "[a]\ncpus_allowed=3,0-1,1\ncpus_allowed_policy=split\nnuma_cpu_nodes=0\nnuma_mem_policy=interleave:0-1\n[b]\ncpumask=0xa\nnuma_mem_policy=bind:0\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    let p = &j[0].placement;
+    assert_eq!(p.cpus.as_ref().unwrap().0, [0, 1, 3]);
+    assert!(p.split);
+    assert_eq!(p.nodes.as_ref().unwrap().text(), "0");
+    assert_eq!(p.mem.as_ref().unwrap().text(), "interleave:0-1");
+    assert_eq!(j[1].placement.cpus.as_ref().unwrap().text(), "1,3");
+    let printed = to_fio(&j, "/d", true);
+    for line in [
+        "cpus_allowed=0-1,3\n",
+        "cpus_allowed_policy=split\n",
+        "numa_cpu_nodes=0\n",
+        "numa_mem_policy=interleave:0-1\n",
+        "numa_mem_policy=bind:0\n",
+    ] {
+        assert!(printed.contains(line), "{line}: {printed}");
+    }
+    for bad in [
+        "cpus_allowed=2-1",
+        "cpus_allowed=5000",
+        "cpus_allowed_policy=spread",
+        "numa_mem_policy=bind",
+        "numa_mem_policy=fast:0",
+    ] {
+        let e = parse(&format!("[a]\n{bad}\n")).unwrap_err().to_string();
+        assert!(e.contains("expected"), "{bad}: {e}");
+    }
+}
+
+/// fio's `latency_target` (µs, or with a unit), `latency_percentile` and `latency_window`:
+/// stormark's search for the most load within that latency, with the window as its step; a
+/// percentile stormark does not report, or two jobs asking different ones, are refused.
+#[test]
+fn a_latency_target_is_a_search() {
+    let f = parse(
+        "[global]\nlatency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\nlatency_run=0\n[d]\nrw=randread\n",
+    )
+    .unwrap();
+    assert_eq!(
+        f.latency_search,
+        Some(("p99.9<=500ms".to_string(), Some("5s".to_string())))
+    );
+    let f = parse("[d]\nlatency_target=2ms\n").unwrap();
+    assert_eq!(f.latency_search, Some(("max<=2ms".to_string(), None)));
+    assert!(crate::parse_target_latency("max<=2ms").is_ok());
+    let e = parse("[d]\nlatency_target=2ms\nlatency_percentile=95\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 3: latency_percentile"), "{e}");
+    let e = parse("[a]\nlatency_target=2ms\n[b]\nlatency_target=3ms\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one latency search per run"), "{e}");
 }

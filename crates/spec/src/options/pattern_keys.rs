@@ -65,6 +65,13 @@ impl JobOpts {
             "random_pct" => {
                 self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
             }
+            "random_sequence_stride" => {
+                self.sequence_stride = Some(match value.trim() {
+                    "0" => false,
+                    "1" => true,
+                    _ => return Err(bad("0 (the same blocks each round) or 1 (each round moved on by the sequence's length)")),
+                })
+            }
             "random_distribution" => {
                 self.distribution = Some(
                     crate::Distribution::parse(value)

@@ -68,7 +68,7 @@ impl JobOpts {
             random_pct: self
                 .random_pct
                 .unwrap_or(if rw.is_random() { 100 } else { 0 }),
-            distribution: self.distribution.unwrap_or_default(),
+            distribution: self.distribution_with_stride()?,
             bs,
             bs_align,
             bs_split: self.bs_split,
@@ -119,6 +119,12 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
+            placement: crate::workload::Placement {
+                cpus: self.cpus_allowed.clone(),
+                split: self.cpus_split.unwrap_or(false),
+                nodes: self.numa_cpu_nodes.clone(),
+                mem: self.numa_mem_policy.clone(),
+            },
             rate_min: self.rate_min,
             rate_iops_min: self.rate_iops_min,
             exit: self
@@ -137,6 +143,25 @@ impl JobOpts {
             net,
             meta,
         })
+    }
+
+    /// The distribution, a sequence's stride set on it.
+    fn distribution_with_stride(&self) -> Result<crate::Distribution, SpecError> {
+        match (self.distribution.unwrap_or_default(), self.sequence_stride) {
+            (crate::Distribution::Sequence { blocks, count, .. }, Some(stride)) => {
+                Ok(crate::Distribution::Sequence {
+                    blocks,
+                    count,
+                    stride,
+                })
+            }
+            (_, Some(true)) => Err(SpecError::invalid(
+                "random_sequence_stride",
+                "1",
+                "with random_distribution=sequence:...",
+            )),
+            (d, _) => Ok(d),
+        }
     }
 
     /// The block sizes (a bssplit's range), their alignment and O_DIRECT, checked together.
