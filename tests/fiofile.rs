@@ -1059,3 +1059,47 @@ fn workers_run_on_the_cpus_allowed() {
     assert!(said.contains("cpus_allowed names CPU 1000"), "{said}");
     assert_eq!(said.trim().lines().count(), 1, "{said}");
 }
+
+/// Issue 31: fio's `flow`: two jobs of weights 1 and 3 in one flow do their I/Os 1 to 3, on
+/// psync and io_uring alike, counted in the results (the slower job's pace sets the other's).
+#[test]
+fn flow_shares_the_ios_by_weight() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let fio = dir.path().join("flow.fio");
+    std::fs::write(
+        &fio,
+        "[global]\nbs=4k\nsize=4m\nruntime=2\ntime_based\n[light]\nrw=randwrite\nflow=1\n[heavy]\nrw=randread\nflow=3\nflow_sleep=100\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    for engine in ["psync", "io_uring"] {
+        let out = Bin(BIN).run(&[
+            "run",
+            t.to_str().unwrap(),
+            "--job",
+            fio.to_str().unwrap(),
+            "--engine",
+            engine,
+            "--iodepth",
+            "8",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let r = read_json(&json);
+        let p = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "run")
+            .unwrap()
+            .clone();
+        let ops = |j: &str| p["by_job"][j]["total"]["ops"].as_f64().unwrap();
+        let ratio = ops("heavy") / ops("light");
+        assert!(ops("light") > 100.0, "{engine}: {}", p["by_job"]);
+        assert!((ratio - 3.0).abs() < 0.1, "{engine}: {ratio}");
+    }
+}

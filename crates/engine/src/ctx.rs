@@ -375,6 +375,8 @@ pub(crate) struct Ctx<'a> {
     pub next_pass: u64,
     /// I/Os left before fio's thinktime pauses the worker (0: no pauses).
     pub think_left: u32,
+    /// I/Os this worker issued within its flow (fio's `flow`).
+    pub flow_own: u64,
 }
 
 impl Ctx<'_> {
@@ -411,6 +413,47 @@ impl Ctx<'_> {
         }
         self.think_left -= 1;
         self.think_left == 0
+    }
+
+    /// fio's `flow`: whether this worker may issue its next I/O (it is not ahead of its
+    /// weight's share of the flow's I/Os), counting it if so.
+    #[inline]
+    pub fn flow_take(&mut self) -> bool {
+        let (Some(g), Some(f)) = (&self.spec.flow_group, &self.spec.flow) else {
+            return true;
+        };
+        let done = g.done.load(Ordering::Relaxed);
+        let total = g.weight.load(Ordering::Relaxed);
+        if u128::from(self.flow_own) * u128::from(total) > u128::from(f.weight) * u128::from(done) {
+            return false;
+        }
+        g.done.fetch_add(1, Ordering::Relaxed);
+        self.flow_own += 1;
+        true
+    }
+
+    /// fio's `flow_sleep`: the pause of a worker ahead of its share (a yield of the CPU when
+    /// none); `false` once the worker should stop instead.
+    #[cold]
+    pub fn flow_pause(&self) -> bool {
+        let sleep = self.spec.flow.map(|f| f.sleep).unwrap_or_default();
+        if sleep.is_zero() {
+            std::thread::yield_now();
+        } else {
+            wait_until(std::time::Instant::now() + sleep, self.stop);
+        }
+        !(self.stop.load(Ordering::Relaxed) || self.pace.expired(std::time::Instant::now()))
+    }
+
+    /// Waits until the flow lets this worker issue; `false` once it should stop instead.
+    #[cold]
+    pub fn flow_wait(&mut self) -> bool {
+        while !self.flow_take() {
+            if !self.flow_pause() {
+                return false;
+            }
+        }
+        true
     }
 
     /// fio's thinktime: the pause, its first part spinning, the rest asleep (cut short by a

@@ -14,7 +14,15 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         .map(|(at, len)| (ctx.pace.measured_start - ctx.spec.ramp + at, len));
     // fio's thinktime, checked only where it is asked for.
     let thinks = ctx.spec.think.is_some();
-    while let Some(req) = ctx.next_req() {
+    // fio's flow, likewise.
+    let flows = ctx.spec.flow_group.is_some();
+    loop {
+        if flows && !ctx.flow_wait() {
+            break;
+        }
+        let Some(req) = ctx.next_req() else {
+            break;
+        };
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
             wait_until(t, ctx.stop);

@@ -23,7 +23,15 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     };
     // fio's thinktime, checked only where it is asked for.
     let thinks = ctx.spec.think.is_some();
-    while let Some(req) = ctx.next_req() {
+    // fio's flow, likewise.
+    let flows = ctx.spec.flow_group.is_some();
+    loop {
+        if flows && !ctx.flow_wait() {
+            break;
+        }
+        let Some(req) = ctx.next_req() else {
+            break;
+        };
         let due = ctx.schedule.as_mut().map(|s| {
             let t = s.take();
             wait_until(t, ctx.stop);

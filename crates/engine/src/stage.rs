@@ -127,6 +127,22 @@ pub fn run_stage_at(
     start_at: Option<Instant>,
     on_event: &mut dyn FnMut(StageEvent<'_>),
 ) -> StageOutcome {
+    // fio's flow: one shared count per flow_id among the stage's workers.
+    let mut specs = specs;
+    let mut flows: Vec<(u32, Arc<crate::target::FlowGroup>)> = Vec::new();
+    for s in specs.iter_mut() {
+        if let Some(f) = s.flow {
+            let g = match flows.iter().find(|(id, _)| *id == f.id) {
+                Some((_, g)) => g.clone(),
+                None => {
+                    let g = Arc::new(crate::target::FlowGroup::default());
+                    flows.push((f.id, g.clone()));
+                    g
+                }
+            };
+            s.flow_group = Some(g);
+        }
+    }
     let gate = Gate::new(specs.len() + 1);
     let mut watch = specs
         .iter()

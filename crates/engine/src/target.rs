@@ -4,6 +4,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,6 +193,11 @@ pub struct WorkerSpec {
     /// When this worker ends, the stage's other workers stop (fio's `exitall`), and with
     /// `All` nothing after the stage runs.
     pub exit: Option<stormark_spec::ExitWhat>,
+    /// fio's `flow`: the worker's weight among its flow's workers on this host, and the
+    /// flow's shared count (made by the stage for each `flow_id`).
+    pub flow: Option<stormark_spec::Flow>,
+    #[doc(hidden)]
+    pub flow_group: Option<Arc<FlowGroup>>,
     /// The CPUs the worker's thread runs on (empty: any), set where the worker's index is
     /// known ([`crate::placement::worker_cpus`]).
     pub cpus: Vec<u16>,
@@ -242,11 +248,23 @@ impl WorkerSpec {
             steady: None,
             rate_min: RateMin::default(),
             exit: None,
+            flow: None,
+            flow_group: None,
             cpus: Vec::new(),
             mem_policy: None,
             stall: None,
         }
     }
+}
+
+/// The I/Os of one flow's workers on this host, and their weights: a worker issues only while
+/// its own count is within its weight's share of the flow's (fio's `flow`).
+#[derive(Debug, Default)]
+pub struct FlowGroup {
+    /// I/Os issued by the flow's workers still running.
+    pub done: AtomicU64,
+    /// The weights of its workers still running.
+    pub weight: AtomicU64,
 }
 
 /// fio's `ratemin` and `rate_iops_min`: the least bytes and I/Os a second of reads and of
@@ -424,6 +442,8 @@ impl WorkerSpec {
                 ops: job.rate_iops_min.unwrap_or_default(),
             },
             exit: job.exit,
+            flow: job.flow,
+            flow_group: None,
             cpus: Vec::new(),
             mem_policy: job.placement.mem.clone(),
             stall: None,

@@ -90,6 +90,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut sync_due: Option<u32> = None;
     // fio's thinktime: no more is issued until what is in flight completes, then the pause.
     let mut think_due = false;
+    // fio's flow: a worker ahead of its share issues nothing more until it is not.
+    let flows = ctx.spec.flow_group.is_some();
+    let mut flow_due = false;
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -97,12 +100,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // refills in one call kept the device less busy (docs/performance.md).
         if !draining {
             sq.sync();
+            flow_due = false;
             while let (Some(&slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
                     if s.peek() > Instant::now() {
                         break;
                     }
+                }
+                if flows && !ctx.flow_take() {
+                    flow_due = true;
+                    break;
                 }
                 let Some(req) = ctx.next_req() else {
                     draining = true;
@@ -131,6 +139,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // Nothing in flight (so nothing pending either): the writes before a sync are done,
         // or a thinktime's pause may start.
         if inflight == 0 && settle(ctx, &mut sync_due, &mut think_due, &raw) {
+            continue;
+        }
+        if inflight == 0 && std::mem::take(&mut flow_due) {
+            draining = !ctx.flow_pause();
             continue;
         }
         let next_due = ctx

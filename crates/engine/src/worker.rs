@@ -2,7 +2,7 @@
 //! loop (`uring`, `psync`, `null`), and reports.
 
 use std::fs::File;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
@@ -36,6 +36,15 @@ pub(crate) fn run_worker(
     }
     // Everyone waits at the gate, even a worker that failed to set up, so that the others
     // are not left waiting.
+    // fio's flow: the worker's weight counts once it is ready, until it ends.
+    let flow = spec
+        .flow_group
+        .as_ref()
+        .zip(spec.flow)
+        .filter(|_| setup.is_ok());
+    if let Some((g, f)) = flow {
+        g.weight.fetch_add(u64::from(f.weight), Ordering::Relaxed);
+    }
     let t0 = gate.wait();
     let (files, bufs, gen) = match setup {
         Ok(s) => s,
@@ -80,6 +89,7 @@ pub(crate) fn run_worker(
             u64::MAX
         },
         think_left: spec.think.map_or(0, |t| t.every),
+        flow_own: 0,
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {
@@ -111,6 +121,11 @@ pub(crate) fn run_worker(
         f => f.map(|e| e.to_string()),
     };
     let failure = failure.or_else(|| ctx.pace.below_min().map(str::to_string));
+    // Out of the flow: the others share it without this worker's weight and count.
+    if let Some((g, f)) = flow {
+        g.weight.fetch_sub(u64::from(f.weight), Ordering::Relaxed);
+        g.done.fetch_sub(ctx.flow_own, Ordering::Relaxed);
+    }
     ctx.pace.finish(&mut ctx.rec, tx, failure);
 }
 

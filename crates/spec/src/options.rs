@@ -86,6 +86,9 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_iops_min",
     "exitall",
     "exit_what",
+    "flow",
+    "flow_id",
+    "flow_sleep",
     "cpus_allowed",
     "cpus_allowed_policy",
     "numa_cpu_nodes",
@@ -249,6 +252,12 @@ pub struct JobOpts {
     pub exitall: Option<bool>,
     /// Which jobs `exitall` stops (fio's `exit_what`).
     pub exit_what: Option<crate::choices::ExitWhat>,
+    /// The job's weight among the jobs of its flow (fio's `flow`).
+    pub flow: Option<u32>,
+    /// Which flow (fio's `flow_id`).
+    pub flow_id: Option<u32>,
+    /// The pause of a worker ahead of its share (fio's `flow_sleep`).
+    pub flow_sleep: Option<Duration>,
     /// The CPUs the job's workers may run on (fio's `cpus_allowed`, `cpumask`).
     pub cpus_allowed: Option<crate::choices::CpuList>,
     /// Each worker on one CPU of them in turn, not all on all (fio's
@@ -383,6 +392,25 @@ impl JobOpts {
                 }
             }
             "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "flow" => self.flow = Some(count(1_000_000)?),
+            "flow_id" => {
+                self.flow_id = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad("a whole number, such as 0"))?,
+                )
+            }
+            "flow_sleep" => {
+                let d = match value.trim().parse::<u64>() {
+                    Ok(us) => Some(Duration::from_micros(us)),
+                    Err(_) => parse_duration(value),
+                };
+                self.flow_sleep = Some(
+                    d.filter(|d| d.as_secs() <= 60)
+                        .ok_or_else(|| bad("microseconds, or a duration with its unit, of at most 1m, such as 1000"))?,
+                )
+            }
             "cpus_allowed" | "numa_cpu_nodes" => {
                 let list = crate::choices::CpuList::parse(value)
                     .ok_or_else(|| bad(crate::choices::CpuList::FORM))?;
@@ -574,6 +602,9 @@ impl JobOpts {
             rate_iops_min,
             exitall,
             exit_what,
+            flow,
+            flow_id,
+            flow_sleep,
             cpus_allowed,
             cpus_split,
             numa_cpu_nodes,

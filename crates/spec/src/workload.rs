@@ -146,6 +146,8 @@ pub struct Job {
     pub exit: Option<crate::choices::ExitWhat>,
     /// Where the workers run and take their memory (fio's `cpus_allowed`, `numa_*`).
     pub placement: Placement,
+    /// fio's `flow`: the job's share of the I/Os among the jobs of its flow on a host.
+    pub flow: Option<Flow>,
 }
 
 impl Job {
@@ -299,6 +301,11 @@ impl Job {
                 pairs.push((key, format!("{r},{w}")));
             }
         }
+        if let Some(f) = self.flow {
+            pairs.push(("flow", f.weight.to_string()));
+            pairs.push(("flow_id", f.id.to_string()));
+            pairs.push(("flow_sleep", f.sleep.as_micros().to_string()));
+        }
         let p = &self.placement;
         if let Some(c) = &p.cpus {
             pairs.push(("cpus_allowed", c.text()));
@@ -361,6 +368,19 @@ impl Job {
             pairs.push(("filename", f.clone()));
         }
     }
+}
+
+/// fio's `flow`: the jobs of one flow (`flow_id`) on a host share their I/Os by weight, each
+/// worker with `weight` of the flow's total; one ahead of its share pauses `sleep` (or
+/// yields the CPU) before its next I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// The weight of each worker of the job.
+    pub weight: u32,
+    /// Which flow.
+    pub id: u32,
+    /// The pause of a worker ahead of its share.
+    pub sleep: Duration,
 }
 
 /// Where a job's workers run and where their memory comes from: fio's `cpus_allowed` (and

@@ -165,6 +165,14 @@ fn pattern(out: &mut String, job: &Job) {
     if let Some(e) = job.exit {
         out.push_str(&format!("exitall=1\nexit_what={}\n", e.name()));
     }
+    if let Some(f) = job.flow {
+        out.push_str(&format!(
+            "flow={}\nflow_id={}\nflow_sleep={}\n",
+            f.weight,
+            f.id,
+            f.sleep.as_micros()
+        ));
+    }
     let p = &job.placement;
     if let Some(c) = &p.cpus {
         out.push_str(&format!("cpus_allowed={}\n", c.text()));

@@ -119,6 +119,11 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
+            flow: self.flow.map(|weight| crate::workload::Flow {
+                weight,
+                id: self.flow_id.unwrap_or(0),
+                sleep: self.flow_sleep.unwrap_or_default(),
+            }),
             placement: crate::workload::Placement {
                 cpus: self.cpus_allowed.clone(),
                 split: self.cpus_split.unwrap_or(false),
