@@ -260,7 +260,11 @@ fn real_world_job_files_map_field_by_field() {
     assert!(!together(&j[0], &j[1]));
 
     let e = collection("unsupported.fio", &[]).unwrap_err();
-    for line in ["line 4: nice", "line 10: lockmem", "line 11: flow"] {
+    for line in [
+        "line 4: nice",
+        "line 10: lockmem",
+        "line 11: exitall_on_error",
+    ] {
         assert!(e.contains(line), "{line}: {e}");
     }
 }
@@ -534,7 +538,7 @@ fn fio_knows(option: &str) -> bool {
     std::process::Command::new("fio")
         .arg(format!("--cmdhelp={option}"))
         .output()
-        .is_ok_and(|o| !String::from_utf8_lossy(&o.stdout).contains("No such command"))
+        .is_ok_and(|o| !text(&o).contains("No such command"))
 }
 
 /// Issue 31: the page cache as fio leaves it. A buffered time_based job reads its file again

@@ -105,7 +105,21 @@ pub(crate) fn steady(figures: &[f64], rule: &SteadyState) -> bool {
     }
     let last = &figures[figures.len() - w..];
     let mean = last.iter().sum::<f64>() / w as f64;
-    mean > 0.0 && mean.is_finite() && last.iter().all(|v| (v - mean).abs() <= rule.band * mean)
+    if !(mean > 0.0 && mean.is_finite()) {
+        return false;
+    }
+    if rule.slope {
+        // fio's `_slope`: the least-squares line's slope, per second, within the band of
+        // the mean.
+        let xm = (w as f64 - 1.0) / 2.0;
+        let (mut num, mut den) = (0.0, 0.0);
+        for (i, v) in last.iter().enumerate() {
+            num += (i as f64 - xm) * (v - mean);
+            den += (i as f64 - xm).powi(2);
+        }
+        return (num / den).abs() <= rule.band * mean;
+    }
+    last.iter().all(|v| (v - mean).abs() <= rule.band * mean)
 }
 
 /// Runs workers on threads of their own until every one has stopped, calling `on_event` on
@@ -567,7 +581,30 @@ mod tests {
             figure: SteadyFigure::Iops,
             band,
             window: Duration::from_secs(window),
+            slope: false,
         }
+    }
+
+    /// fio's `_slope`: a steady climb is not steady, however narrow each second's
+    /// deviation; a flat noisy window is, where each second's deviation would say no.
+    #[test]
+    fn a_slope_rule_judges_the_windows_trend() {
+        let slope = SteadyState {
+            slope: true,
+            ..rule(0.01, 4)
+        };
+        // 1% a second upward: a slope of 1.0 on a mean of 101.5.
+        assert!(!steady(
+            &[100.0, 101.0, 102.0, 103.0],
+            &SteadyState {
+                band: 0.005,
+                ..slope
+            }
+        ));
+        assert!(steady(&[100.0, 101.0, 102.0, 103.0], &slope));
+        // Noisy but flat: the slope is 0, each second 10% off.
+        assert!(steady(&[110.0, 90.0, 90.0, 110.0], &slope));
+        assert!(!steady(&[110.0, 90.0, 90.0, 110.0], &rule(0.01, 4)));
     }
 
     #[test]

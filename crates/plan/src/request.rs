@@ -242,6 +242,10 @@ fn job_file(
             // Only the file's own target is made when missing, never a TARGET typed.
             target_is_file = f.target_is_file && args.target.is_none();
             *search = f.latency_search.clone();
+            // Jobs on two devices: one TARGET replaces them, or the run cannot go on.
+            if let (Some(why), None) = (&f.targets_conflict, &args.target) {
+                return Err(why.clone());
+            }
             if !f.ignored.is_empty() {
                 notes.push(format!(
                     "{shown}: left out (--lenient): {}",

@@ -23,6 +23,9 @@ pub struct FioJobFile {
     /// The target came from `filename=` (a file, perhaps still to be made), not
     /// `directory=`.
     pub target_is_file: bool,
+    /// The jobs name files or devices that are more than one target (`/dev/sdb` and
+    /// `/dev/sdc`): why, for a run that gives no TARGET of its own (one given replaces them).
+    pub targets_conflict: Option<String>,
     /// fio's `latency_target` (with `latency_percentile` and `latency_window`): the latency
     /// target of stormark's search (`p99.9<=500ms`) and its step time (`5s`).
     pub latency_search: Option<(String, Option<String>)>,
@@ -164,20 +167,26 @@ pub fn parse_fio_job_file(
             )));
         }
     }
-    let (target, is_file) = settle_places(&mut out.file.jobs, &places).map_err(fail)?;
-    out.file.target = target;
-    out.target_is_file = is_file;
+    match settle_places(&mut out.file.jobs, &places).map_err(fail)? {
+        Ok((target, is_file)) => {
+            out.file.target = target;
+            out.target_is_file = is_file;
+        }
+        Err(why) => out.targets_conflict = Some(format!("{path}: {why}")),
+    }
     Ok(out)
 }
 
 /// The run's target from each job's file or directory: one file or directory they all use;
 /// or files in one directory (fio's `directory=` with a `filename=` per job), each job then
 /// naming its own file in the run directory made there. Files in different directories, or
-/// devices, are more than one target.
+/// devices, are more than one target: the inner error, which a TARGET of the run's own makes
+/// moot.
+#[allow(clippy::type_complexity)]
 fn settle_places(
     jobs: &mut [JobOpts],
     places: &[Option<(String, bool)>],
-) -> Result<(Option<String>, bool), String> {
+) -> Result<Result<(Option<String>, bool), String>, String> {
     let mut distinct: Vec<&(String, bool)> = Vec::new();
     for p in places.iter().flatten() {
         if !distinct.contains(&p) {
@@ -185,8 +194,8 @@ fn settle_places(
         }
     }
     match distinct.as_slice() {
-        [] => return Ok((None, false)),
-        [(one, is_file)] => return Ok((Some(one.clone()), *is_file)),
+        [] => return Ok(Ok((None, false))),
+        [(one, is_file)] => return Ok(Ok((Some(one.clone()), *is_file))),
         _ => {}
     }
     let parent = |(p, is_file): &(String, bool)| -> String {
@@ -208,10 +217,10 @@ fn settle_places(
         )
     };
     if distinct.iter().any(|p| parent(p) != dir) {
-        return Err(one_target("files in different directories"));
+        return Ok(Err(one_target("files in different directories")));
     }
     if dir == "/dev" || dir.starts_with("/dev/") {
-        return Err(one_target("devices are each a target of their own"));
+        return Ok(Err(one_target("devices are each a target of their own")));
     }
     for (job, place) in jobs.iter_mut().zip(places) {
         let Some((path, true)) = place else { continue };
@@ -223,7 +232,7 @@ fn settle_places(
         )
         .map_err(|e| e.to_string())?;
     }
-    Ok((Some(dir), false))
+    Ok(Ok((Some(dir), false)))
 }
 
 fn context_of(path: &str, name: &str) -> String {

@@ -243,6 +243,9 @@ pub struct SteadyState {
     pub band: f64,
     /// How long the figure must hold, whole seconds.
     pub window: Duration,
+    /// Judge the window's slope (its least-squares line, per second, against the band times
+    /// its mean) rather than each second's deviation (fio's `iops_slope`).
+    pub slope: bool,
 }
 
 impl std::fmt::Display for SteadyState {
@@ -253,9 +256,10 @@ impl std::fmt::Display for SteadyState {
             SteadyFigure::Bw => "bw",
             SteadyFigure::Lat => "lat",
         };
+        let slope = if self.slope { "_slope" } else { "" };
         write!(
             f,
-            "{figure}:{}%:{}s",
+            "{figure}{slope}:{}%:{}s",
             self.band * 100.0,
             self.window.as_secs()
         )
@@ -263,8 +267,10 @@ impl std::fmt::Display for SteadyState {
 }
 
 /// What `--steady-state` accepts, for error messages.
-pub const STEADY_FORM: &str = "FIGURE:BAND%:WINDOW such as iops:2%:30s (FIGURE iops, bw or lat; \
-BAND above 0 and at most 50%; WINDOW whole seconds from 2s to 1h)";
+pub const STEADY_FORM: &str =
+    "FIGURE:BAND%:WINDOW such as iops:2%:30s (FIGURE iops, bw or lat, or \
+iops_slope, bw_slope or lat_slope for the window's slope; BAND above 0 and at most 50%; WINDOW \
+whole seconds from 2s to 1h)";
 
 /// Parses `--steady-state`.
 pub fn parse_steady_state(text: &str) -> Result<SteadyState, SpecError> {
@@ -275,7 +281,12 @@ pub fn parse_steady_state(text: &str) -> Result<SteadyState, SpecError> {
     else {
         return Err(bad());
     };
-    let figure = match fig.to_ascii_lowercase().as_str() {
+    let fig = fig.to_ascii_lowercase();
+    let (fig, slope) = match fig.strip_suffix("_slope") {
+        Some(f) => (f, true),
+        None => (fig.as_str(), false),
+    };
+    let figure = match fig {
         "iops" => SteadyFigure::Iops,
         "bw" => SteadyFigure::Bw,
         "lat" | "latency" => SteadyFigure::Lat,
@@ -294,6 +305,7 @@ pub fn parse_steady_state(text: &str) -> Result<SteadyState, SpecError> {
         figure,
         band,
         window,
+        slope,
     })
 }
 

@@ -240,17 +240,19 @@ fn fio_forms(
         // stormark's psync is the same either way, its io_uring waits for those in flight.
         "thinktime_blocks_type" if matches!(v, "complete" | "issue") => {}
         // fio's steady state: `iops:3%`, `bw:3%` or `lat:5%` (every second within that much of
-        // the window's mean) over `ss_dur`; a slope (`iops_slope:0.1%`) is not run. stormark's form
-        // (`iops:2%:30s`) is taken too.
+        // the window's mean), or a slope (`iops_slope:0.1%`, the window's trend), over
+        // `ss_dur`. stormark's form (`iops:2%:30s`) is taken too.
         "ss" | "steadystate" if v.matches(':').count() == 2 => set(job, "steady_state", v)?,
         "ss" | "steadystate" => {
             let Some((figure, band)) = v.split_once(':') else {
                 return Ok(Some(false));
             };
-            if !matches!(figure.trim(), "iops" | "bw" | "lat") || !band.trim().ends_with('%') {
+            let figure = figure.trim();
+            let plain = figure.strip_suffix("_slope").unwrap_or(figure);
+            if !matches!(plain, "iops" | "bw" | "lat") || !band.trim().ends_with('%') {
                 return Ok(Some(false));
             }
-            fio.steady = Some(format!("{}:{}", figure.trim(), band.trim()));
+            fio.steady = Some(format!("{figure}:{}", band.trim()));
         }
         "ss_dur" | "steadystate_duration" => {
             fio.steady_window = Some(v.to_ascii_lowercase());

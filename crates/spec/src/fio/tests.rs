@@ -611,7 +611,7 @@ fn third_party_options_as_fio_means_them() {
         .contains(&("rate_process", "poisson".to_string())));
     // A slope, a forced hint, nowait on and an increment's share: named, not run.
     for line in [
-        "steadystate=iops_slope:0.1%",
+        "steadystate=iops_slope:0.1",
         "fadvise_hint=random",
         "nowait=1",
         "offset_increment=10%",
@@ -698,6 +698,7 @@ fn jobs_on_different_files_of_one_directory() {
     assert_eq!(f.file.target.as_deref(), Some("/mnt/x/f"));
     assert!(f.target_is_file);
     assert_eq!(jobs(&f)[0].filename, None);
+    // More than one target: said for a run without a TARGET of its own (one replaces them).
     for (text, why) in [
         (
             "[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/y/two\n",
@@ -707,15 +708,17 @@ fn jobs_on_different_files_of_one_directory() {
             "[a]\nfilename=/dev/null\n[b]\nfilename=/dev/zero\n",
             "devices",
         ),
-        (
-            "[global]\ndirectory=/d\n[a]\nfilename=j0.w0.f0\n[b]\nfilename=x\n",
-            "a file name of",
-        ),
     ] {
-        let e = parse(text).unwrap_err().to_string();
+        let f = parse(text).unwrap();
+        let e = f.targets_conflict.unwrap();
         assert!(e.contains(why), "{text}: {e}");
-        assert_eq!(e.lines().count(), 1, "{e}");
+        assert_eq!(f.file.target, None);
     }
+    let e = parse("[global]\ndirectory=/d\n[a]\nfilename=j0.w0.f0\n[b]\nfilename=x\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a file name of"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
 }
 
 /// A job's own `filename`: a plain name in the run directory, never a path or one of
