@@ -43,6 +43,9 @@ pub struct Pattern {
     /// Within such a run, the same offset again rather than the next (fio's
     /// `rw_sequencer=identical`).
     pub rand_run_same: bool,
+    /// Random offsets visit each block once per pass, as fio's random map (when every I/O is
+    /// one block of the alignment, uniform, one per offset; see [`RandomMap`]).
+    pub random_map: bool,
     /// Trims instead of reads and writes: 1 trims only, 2 each trim followed by a write of
     /// the same range (fio's `trimwrite`).
     pub trim: u8,
@@ -62,7 +65,62 @@ impl Pattern {
             seq_add: 0,
             rand_run: 1,
             rand_run_same: false,
+            random_map: false,
             trim: 0,
+        }
+    }
+}
+
+/// The most blocks of a file a random map covers (a map of 64 MiB, a 2 TiB file of 4 KiB
+/// blocks); a larger file's offsets are drawn with repeats.
+pub const RANDOM_MAP_MAX_BLOCKS: u64 = 1 << 29;
+
+/// fio's random map: which blocks of a file this pass has used. A draw lands on a free block
+/// as drawn or, when taken, on the next free one after it (fio's axmap does the same); a full
+/// map starts the next pass empty.
+#[derive(Debug, Clone)]
+pub struct RandomMap {
+    words: Box<[u64]>,
+    blocks: u64,
+    used: u64,
+}
+
+impl RandomMap {
+    /// A map of `blocks` blocks, none used.
+    pub fn new(blocks: u64) -> RandomMap {
+        RandomMap {
+            words: vec![0; blocks.div_ceil(64) as usize].into_boxed_slice(),
+            blocks,
+            used: 0,
+        }
+    }
+
+    /// Marks and returns block `drawn` if free, else the next free block after it (wrapping).
+    pub fn take(&mut self, drawn: u64) -> u64 {
+        if self.used == self.blocks {
+            self.words.fill(0);
+            self.used = 0;
+        }
+        let n = self.words.len();
+        let mut w = (drawn / 64) as usize;
+        // The free bits of the drawn word at or after the drawn bit, then whole words.
+        let mut free = !self.words[w] & (u64::MAX << (drawn % 64));
+        let mut steps = 0;
+        loop {
+            // Bits past the last block are never free.
+            if w == n - 1 && self.blocks % 64 != 0 {
+                free &= (1u64 << (self.blocks % 64)) - 1;
+            }
+            if free != 0 {
+                let bit = free.trailing_zeros();
+                self.words[w] |= 1 << bit;
+                self.used += 1;
+                return w as u64 * 64 + u64::from(bit);
+            }
+            steps += 1;
+            w = if w + 1 == n { 0 } else { w + 1 };
+            free = !self.words[w];
+            debug_assert!(steps <= n + 1, "a map with a free block finds it");
         }
     }
 }
@@ -103,6 +161,8 @@ pub struct OffsetGen {
     /// Trims (see [`Pattern::trim`]), and the write due after a trim of `trimwrite`.
     trim: u8,
     then_write: Option<IoReq>,
+    /// Per file, fio's random map (empty: offsets drawn with repeats).
+    maps: Vec<RandomMap>,
 }
 
 /// Where a sequential stream goes after an I/O of `len` at `at` with a step `add`; before the
@@ -299,8 +359,29 @@ impl OffsetGen {
             seq_add,
             rand_run,
             rand_run_same,
+            random_map,
             trim,
         } = pattern;
+        // fio's random map, where each I/O is one block of the alignment drawn uniformly.
+        let mapped = random_map
+            && random_pct > 0
+            && bs_min == bs_max
+            && bs_align == bs_min
+            && split.is_none()
+            && dist == Distribution::Random
+            && rand_run <= 1
+            && trim == 0
+            && file_lens
+                .iter()
+                .all(|l| l / bs_align <= RANDOM_MAP_MAX_BLOCKS);
+        let maps = if mapped {
+            file_lens
+                .iter()
+                .map(|l| RandomMap::new(l / bs_align))
+                .collect()
+        } else {
+            Vec::new()
+        };
         // A bssplit as cumulative shares: (share up to here, size).
         let split: Box<[(u8, u64)]> = split
             .map(|s| {
@@ -343,7 +424,7 @@ impl OffsetGen {
             next_file: 0,
             once: false,
             plain: trim == 0,
-            uniform: dist == Distribution::Random && rand_run <= 1,
+            uniform: dist == Distribution::Random && rand_run <= 1 && !mapped,
             skew,
             split,
             seq_add,
@@ -357,6 +438,7 @@ impl OffsetGen {
             },
             trim,
             then_write: None,
+            maps,
         }
     }
 
@@ -483,7 +565,11 @@ impl OffsetGen {
     /// fio's `randread:N` runs (kept out of the common path's code).
     #[inline(never)]
     fn other_random(&mut self, file: usize, len: u64) -> u64 {
-        if self.rand_run > 1 {
+        if !self.maps.is_empty() {
+            let blocks = self.maps[file].blocks;
+            let drawn = self.below(blocks);
+            self.maps[file].take(drawn) * self.bs_align
+        } else if self.rand_run > 1 {
             self.run_offset(file, len)
         } else {
             self.skewed_offset(file)

@@ -126,6 +126,8 @@ pub struct WorkerSpec {
     pub rand_run: u32,
     /// Within such a run, the same offset each time (fio's `rw_sequencer=identical`).
     pub rand_run_same: bool,
+    /// Random offsets visit each block once per pass (fio's random map).
+    pub random_map: bool,
     /// Trims (1), or each trim followed by a write of its range (2, fio's `trimwrite`); 0:
     /// reads and writes.
     pub trim: u8,
@@ -220,6 +222,7 @@ impl WorkerSpec {
             seq_add: 0,
             rand_run: 1,
             rand_run_same: false,
+            random_map: false,
             trim: 0,
             bs_min: 4096,
             bs_max: 4096,
@@ -385,6 +388,7 @@ impl WorkerSpec {
             seq_add: job.seq_add,
             rand_run: job.rand_run,
             rand_run_same: job.rand_run_same,
+            random_map: job.random_map,
             trim: match job.rw {
                 stormark_spec::Rw::Trim | stormark_spec::Rw::RandTrim => 1,
                 stormark_spec::Rw::TrimWrite => 2,

@@ -212,6 +212,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 seq_add: spec.seq_add,
                 rand_run: spec.rand_run,
                 rand_run_same: spec.rand_run_same,
+                random_map: spec.random_map,
                 trim: spec.trim,
             },
             spec.seed,

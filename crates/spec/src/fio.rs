@@ -110,6 +110,10 @@ pub fn parse_fio_job_file(
         if job.engine.is_none() && job.kind.is_none() {
             job.engine = Some(crate::EngineChoice::Psync);
         }
+        // fio's random map, its default: each block once a pass (norandommap says no).
+        if job.random_map.is_none() {
+            job.random_map = Some(true);
+        }
         // fio runs a file's jobs together, until a stonewall.
         if fio.stonewall && !out.file.jobs.is_empty() {
             group += 1;

@@ -54,6 +54,7 @@ pub const JOB_KEYS: &[&str] = &[
     "random_pct",
     "random_distribution",
     "random_sequence_stride",
+    "random_map",
     "bs",
     "bssplit",
     "bs_align",
@@ -156,6 +157,9 @@ pub struct JobOpts {
     pub distribution: Option<crate::Distribution>,
     /// A `sequence` distribution moves on each round (fio's `random_sequence_stride=1`).
     pub sequence_stride: Option<bool>,
+    /// Random offsets visit each block once per pass (fio's random map, its default; fio's
+    /// `norandommap` is `false`).
+    pub random_map: Option<bool>,
     /// Block size or range.
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
@@ -557,6 +561,7 @@ impl JobOpts {
             random_pct,
             distribution,
             sequence_stride,
+            random_map,
             bs,
             bs_align,
             bs_split,

@@ -43,6 +43,9 @@ pub struct Job {
     /// Within such a run the same offset each time, not the next (fio's
     /// `rw_sequencer=identical`).
     pub rand_run_same: bool,
+    /// Random offsets visit each block once per pass, none twice, as fio's random map (its
+    /// default); `false`: drawn with repeats (fio's `norandommap`, stormark's default).
+    pub random_map: bool,
     /// Where the region used starts in a file or device the workers share (fio's `offset`).
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
@@ -337,6 +340,9 @@ impl Job {
     fn region_and_pace_pairs(&self, pairs: &mut Vec<(&'static str, String)>) {
         if self.rand_run_same {
             pairs.push(("rw_sequencer", "identical".into()));
+        }
+        if self.random_map {
+            pairs.push(("random_map", "true".into()));
         }
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));

@@ -25,6 +25,18 @@ impl LocalAgent {
             stormark_engine::placement::allowed(&job.placement)
                 .map_err(|e| AgentError::job(&job.name, e))?;
         }
+        let mapped = job.bs.min == job.bs.max
+            && job.bs_align == job.bs.min
+            && job.bs_split.is_none()
+            && job.distribution == stormark_spec::Distribution::Random
+            && job.rand_run <= 1
+            && !job.rw.trims();
+        if job.random_map && job.random_pct > 0 && !mapped {
+            push_once(
+                notes,
+                format!("job {}: fio's random map (each block once a pass) is kept for one block size aligned to itself, drawn uniformly; here offsets are drawn with repeats, as fio's norandommap", job.name),
+            );
+        }
         match job.kind {
             LoadKind::S3 => return Ok(Backend::S3),
             LoadKind::Net => return Ok(Backend::Net),

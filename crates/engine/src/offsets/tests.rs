@@ -359,3 +359,41 @@ fn a_sequence_distribution_visits_its_blocks_in_order() {
         "sequence:2,0,1"
     );
 }
+
+/// fio's random map: each pass visits every block once, none twice, in a random order (not
+/// in order); a file of a length not a multiple of 64 blocks too; the next pass starts anew.
+#[test]
+fn a_random_map_visits_each_block_once_a_pass() {
+    for blocks in [1u64, 63, 64, 1000] {
+        let mut g = OffsetGen::new(
+            vec![blocks * 4096],
+            Pattern {
+                random_map: true,
+                ..Pattern::fixed(100, 100, 4096)
+            },
+            7,
+        );
+        let mut seen = vec![0u32; blocks as usize];
+        let mut order = Vec::new();
+        for _ in 0..blocks * 2 {
+            let b = g.next_io().unwrap().offset / 4096;
+            seen[b as usize] += 1;
+            order.push(b);
+        }
+        assert!(seen.iter().all(|&n| n == 2), "{blocks}: {seen:?}");
+        if blocks > 1 {
+            assert_ne!(
+                order[..blocks as usize],
+                (0..blocks).collect::<Vec<_>>()[..]
+            );
+        }
+    }
+    // Without it, draws repeat: 1000 draws over 1000 blocks leave about a third unread.
+    let mut g = OffsetGen::new(vec![1000 * 4096], Pattern::fixed(100, 100, 4096), 7);
+    let mut seen = [false; 1000];
+    for _ in 0..1000 {
+        seen[(g.next_io().unwrap().offset / 4096) as usize] = true;
+    }
+    let unread = seen.iter().filter(|s| !**s).count();
+    assert!((300..440).contains(&unread), "{unread}");
+}

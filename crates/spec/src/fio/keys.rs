@@ -27,7 +27,6 @@ const REPORTING: &[&str] = &[
     "description",
     "thread",
     "unified_rw_reporting",
-    "norandommap",
     "randrepeat",
     "significant_figures",
     // Where fio writes a bad block's data on a verify failure: stormark names each bad
@@ -39,7 +38,8 @@ const REPORTING: &[&str] = &[
     // fio lays files out one at a time with it; stormark's preparation is its own.
     "create_serialize",
     // How fio draws random numbers (tausworthe, lfsr) and from which seed: stormark's
-    // generator draws offsets uniformly (with repeats), its seeds its own.
+    // generator is its own, its seeds its own; with the random map (or lfsr's full period)
+    // each block comes once a pass either way.
     "random_generator",
     "randseed",
     // How fio compresses in chunks: stormark's data reaches the compression ratio asked
@@ -192,6 +192,8 @@ fn fio_forms(
             fio.clone_dir = None;
         }
         "directory" => fio.directory = Some(v.to_string()),
+        // fio keeps a random map unless told not to: each block once a pass.
+        "norandommap" => job.random_map = Some(crate::units::parse_bool(v) == Some(false)),
         // fio's search for the most load within a latency: stormark's --target-latency.
         "latency_target" | "latency_window" => {
             let d = match v.trim().parse::<u64>() {

@@ -129,6 +129,10 @@ fn pattern(out: &mut String, job: &Job) {
             out.push_str("random_sequence_stride=1\n");
         }
     }
+    // fio keeps a random map by default; stormark draws with repeats unless asked.
+    if !job.random_map {
+        out.push_str("norandommap=1\n");
+    }
     if job.rand_run_same {
         out.push_str("rw_sequencer=identical\n");
     }

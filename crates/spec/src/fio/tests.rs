@@ -815,3 +815,16 @@ fn a_latency_target_is_a_search() {
         .to_string();
     assert!(e.contains("one latency search per run"), "{e}");
 }
+
+/// fio's random map is its default: a fio job keeps one unless `norandommap`; stormark's own
+/// jobs draw with repeats unless `random_map = true`; `--print-fio` says `norandommap` for
+/// those without one, so fio draws as stormark does.
+#[test]
+fn fios_random_map_is_the_default_of_its_job_files() {
+    let f = parse("[a]\nrw=randread\n[b]\nrw=randread\nnorandommap\n").unwrap();
+    let j = jobs(&f);
+    assert!(j[0].random_map && !j[1].random_map);
+    let printed = to_fio(&j, "/d", true);
+    assert_eq!(printed.matches("norandommap=1").count(), 1, "{printed}");
+    assert!(!JobOpts::default().resolve("x").unwrap().random_map);
+}

@@ -65,6 +65,12 @@ impl JobOpts {
             "random_pct" => {
                 self.random_pct = Some(parse_percent(value).ok_or_else(|| bad(PERCENT_FORM))?)
             }
+            "random_map" => {
+                self.random_map = Some(
+                    crate::units::parse_bool(value)
+                        .ok_or_else(|| bad("true (each block once per pass, fio's default) or false (with repeats, fio's norandommap)"))?,
+                )
+            }
             "random_sequence_stride" => {
                 self.sequence_stride = Some(match value.trim() {
                     "0" => false,

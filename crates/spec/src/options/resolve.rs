@@ -75,6 +75,7 @@ impl JobOpts {
             seq_add: self.seq_add.unwrap_or(0),
             rand_run: self.rand_run.unwrap_or(1),
             rand_run_same: self.rand_run_same.unwrap_or(false),
+            random_map: self.random_map.unwrap_or(false),
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
             filename: self.filename.clone(),
