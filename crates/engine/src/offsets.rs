@@ -108,7 +108,7 @@ impl RandomMap {
         let mut steps = 0;
         loop {
             // Bits past the last block are never free.
-            if w == n - 1 && self.blocks % 64 != 0 {
+            if w == n - 1 && !self.blocks.is_multiple_of(64) {
                 free &= (1u64 << (self.blocks % 64)) - 1;
             }
             if free != 0 {
