@@ -140,7 +140,8 @@ if [ "${CASES:-}" = corpus ]; then
       for tool in $order; do
         rm -rf "$OUT/fio" "$OUT/sm"; mkdir "$OUT/fio" "$OUT/sm"
         if [ $tool = fio ]; then
-          env $vars "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/fio-$name" >/dev/null 2>&1 || echo '{"jobs":[]}' > "$OUT/r.json"
+          # From inside $OUT: fio leaves its verify state files (local-*-verify.state) where it runs.
+          (cd "$OUT" && env $vars "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/fio-$name") >/dev/null 2>&1 || echo '{"jobs":[]}' > "$OUT/r.json"
         else
           env $vars "$STORMARK" run --job "$OUT/jobs/sm-$name" --allow-overwrite -q --json "$OUT/r.json" >"$OUT/sm.log" 2>&1 || tail -1 "$OUT/sm.log" >&2
         fi
@@ -165,7 +166,7 @@ for job in ${CASES:-randread mixed seq}; do
     order="fio sm"; [ $((round % 2)) = 0 ] && order="sm fio"
     for tool in $order; do
       if [ $tool = fio ]; then
-        JOBDIR="$OUT/fio" "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/$job.fio" >/dev/null
+        (cd "$OUT" && JOBDIR="$OUT/fio" "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/$job.fio") >/dev/null
         rm -rf "$OUT/fio"; mkdir "$OUT/fio"
       else
         JOBDIR="$OUT/sm" "$STORMARK" run "$OUT/jobs/$job.fio" -q --json "$OUT/r.json" >/dev/null

@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 . bench/fio-side.sh
 fio_side verify
-FIOW=(--name=v --filename="$OUT/fio.dat" --size=256m --rw=write --bs=4k --ioengine=psync --verify=crc32c --output-format=json)
+# verify_state_save=0: fio would leave local-v-0-verify.state in the working directory.
+FIOW=(--name=v --filename="$OUT/fio.dat" --size=256m --rw=write --bs=4k --ioengine=psync --verify=crc32c --verify_state_save=0 --output-format=json)
 mkdir "$OUT/sm"
 SMW=(--rw write --bs 4k --size 256m --engine psync --verify -q)
 # The files each tool checks, written once by it.
