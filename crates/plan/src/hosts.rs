@@ -84,6 +84,28 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
             .filter(|a| !a.is_empty())
             .map(|a| (a.to_string(), None))
             .collect(),
+        // A host list, one agent a line (`host:port [TARGET]`, `#` comments), as a cluster's
+        // hostfile is kept: thousands of lines.
+        (None, Some((shown, text))) if !text.contains("[[agent]]") => {
+            let mut list = Vec::new();
+            for (no, line) in text.lines().enumerate() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() {
+                    continue;
+                }
+                let mut words = line.split_whitespace();
+                let (Some(address), target, None) = (words.next(), words.next(), words.next())
+                else {
+                    return Err(format!(
+                        "--agents-file {shown}: line {}: expected host:port and an optional target path, such as node1:7878 /mnt/bench (or [[agent]] sections)",
+                        no + 1
+                    ));
+                };
+                endpoints.push(None);
+                list.push((address.to_string(), target.map(PathBuf::from)));
+            }
+            list
+        }
         (None, Some((shown, text))) => {
             let file: AgentsFile = toml::from_str(text).map_err(|e| {
                 format!(
@@ -351,6 +373,45 @@ mod tests {
         assert!(hosts(&bad)
             .unwrap_err()
             .starts_with("--agents-file f.toml: "));
+    }
+
+    /// Issue 33: a hostfile of thousands of lines, one agent a line with an optional target,
+    /// comments and blank lines left out; a line of three words is one line for the user.
+    #[test]
+    fn a_hostfile_of_thousands_of_agents() {
+        let mut text = String::from("# the fleet\n\n");
+        for i in 0..5000 {
+            text.push_str(&format!(
+                "10.{}.{}.{}:7878",
+                i / 65536,
+                i / 256 % 256,
+                i % 256
+            ));
+            if i % 2 == 0 {
+                text.push_str(" /mnt/local");
+            }
+            text.push_str("  # rack\n");
+        }
+        let o = HostsOptions {
+            agents_file: Some(("hosts".into(), text)),
+            default_target: Some("/t".into()),
+            ..HostsOptions::default()
+        };
+        let h = hosts(&o).unwrap().unwrap();
+        assert_eq!(h.len(), 5000);
+        assert_eq!(h[0].target, PathBuf::from("/mnt/local"));
+        assert_eq!(h[1].target, PathBuf::from("/t"));
+        assert_eq!(h[4999].address, "10.0.19.135:7878");
+        let bad = HostsOptions {
+            agents_file: Some(("hosts".into(), "n1:7878\nn2:7878 /a /b\n".into())),
+            ..HostsOptions::default()
+        };
+        let e = hosts(&bad).unwrap_err();
+        assert!(
+            e.starts_with("--agents-file hosts: line 2: expected host:port"),
+            "{e}"
+        );
+        assert_eq!(e.lines().count(), 1);
     }
 
     #[test]
