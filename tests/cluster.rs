@@ -1003,8 +1003,18 @@ fn thirty_agents_are_a_distribution_and_the_slowest_ten_not_thirty_rows() {
     .unwrap();
     let json = dir.path().join("r.json");
     let html = dir.path().join("r.html");
+    // The agents as a fleet's hostfile lists them: one a line, with comments.
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        format!("# the fleet\n{}\n", list.join("  # loopback\n")),
+    )
+    .unwrap();
     let out = Command::new(BIN)
-        .args(["run", "--agents", &list.join(","), "--token-file"])
+        .arg("run")
+        .arg("--agents-file")
+        .arg(&hosts)
+        .arg("--token-file")
         .arg(&token)
         .arg("--job")
         .arg(&job)

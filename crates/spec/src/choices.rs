@@ -685,3 +685,33 @@ impl MemPolicy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// fio's CPU lists, memory policies and sequences: any text never panics, and what
+        /// is printed reads back the same.
+        #[test]
+        fn cpu_lists_policies_and_sequences_round_trip(
+            cpus in proptest::collection::btree_set(0u16..1024, 1..40),
+            text in "[0-9,:a-z-]{0,24}",
+        ) {
+            let list = CpuList(cpus.into_iter().collect());
+            prop_assert_eq!(CpuList::parse(&list.text()), Some(list.clone()));
+            for p in [MemPolicy::Bind(list.clone()), MemPolicy::Interleave(list.clone()), MemPolicy::Prefer(list.0[0]), MemPolicy::Local] {
+                prop_assert_eq!(MemPolicy::parse(&p.text()), Some(p.clone()));
+            }
+            let seq = format!("sequence:{}", list.0.iter().take(MAX_SEQUENCE).map(u16::to_string).collect::<Vec<_>>().join(","));
+            let d = Distribution::parse(&seq).unwrap();
+            prop_assert_eq!(d.name(), seq);
+            let _ = CpuList::parse(&text);
+            let _ = CpuList::from_mask(&text);
+            let _ = MemPolicy::parse(&text);
+            let _ = Distribution::parse(&format!("sequence:{text}"));
+            let _ = ExitWhat::parse(&text);
+        }
+    }
+}

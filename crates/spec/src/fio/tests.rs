@@ -828,3 +828,20 @@ fn fios_random_map_is_the_default_of_its_job_files() {
     assert_eq!(printed.matches("norandommap=1").count(), 1, "{printed}");
     assert!(!JobOpts::default().resolve("x").unwrap().random_map);
 }
+
+proptest::proptest! {
+    /// The keys this release added never panic on any value, and a job's own file name is
+    /// never a path.
+    #[test]
+    fn new_keys_never_panic(value in "[ -~]{0,24}") {
+        for key in ["filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map"] {
+            let mut o = JobOpts::default();
+            if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
+                let f = o.filename.unwrap();
+                proptest::prop_assert!(!f.contains('/') && !f.starts_with('.') && f != "..");
+            }
+        }
+        let _ = parse(&format!("[a]\nlatency_target={value}\nlatency_percentile={value}\n"));
+        let _ = parse(&format!("[a]\ncpumask={value}\nss={value}\n"));
+    }
+}
