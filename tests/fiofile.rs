@@ -875,12 +875,7 @@ fn jobs_on_different_files_share_each_file_by_name() {
     };
     run(&["--keep"]);
     let r = read_json(&json);
-    let phase = r["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "run")
-        .unwrap();
+    let phase = stormark_testkit::phase(&r, "run");
     // 2 clones x 2 MiB and 1 MiB, in 64 KiB writes.
     assert_eq!(phase["by_op"]["write"]["ops"], 80, "{phase}");
     let run_dir = std::fs::read_dir(&t)
@@ -1094,13 +1089,7 @@ fn flow_shares_the_ios_by_weight() {
         ]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let r = read_json(&json);
-        let p = r["phases"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["kind"] == "run")
-            .unwrap()
-            .clone();
+        let p = stormark_testkit::phase(&r, "run");
         let ops = |j: &str| p["by_job"][j]["total"]["ops"].as_f64().unwrap();
         let ratio = ops("heavy") / ops("light");
         assert!(ops("light") > 100.0, "{engine}: {}", p["by_job"]);
