@@ -122,6 +122,23 @@ pub(crate) fn steady(figures: &[f64], rule: &SteadyState) -> bool {
     last.iter().all(|v| (v - mean).abs() <= rule.band * mean)
 }
 
+/// fio's flow: one shared count per `flow_id` among the stage's workers.
+fn join_flows(specs: &mut [WorkerSpec]) {
+    let mut flows: Vec<(u32, Arc<crate::target::FlowGroup>)> = Vec::new();
+    for s in specs.iter_mut() {
+        let Some(f) = s.flow else { continue };
+        let g = match flows.iter().find(|(id, _)| *id == f.id) {
+            Some((_, g)) => g.clone(),
+            None => {
+                let g = Arc::new(crate::target::FlowGroup::default());
+                flows.push((f.id, g.clone()));
+                g
+            }
+        };
+        s.flow_group = Some(g);
+    }
+}
+
 /// Runs workers on threads of their own until every one has stopped, calling `on_event` on
 /// this thread for each message. Setting `stop` ends the stage early (Ctrl-C).
 pub fn run_stage(
@@ -141,22 +158,8 @@ pub fn run_stage_at(
     start_at: Option<Instant>,
     on_event: &mut dyn FnMut(StageEvent<'_>),
 ) -> StageOutcome {
-    // fio's flow: one shared count per flow_id among the stage's workers.
     let mut specs = specs;
-    let mut flows: Vec<(u32, Arc<crate::target::FlowGroup>)> = Vec::new();
-    for s in specs.iter_mut() {
-        if let Some(f) = s.flow {
-            let g = match flows.iter().find(|(id, _)| *id == f.id) {
-                Some((_, g)) => g.clone(),
-                None => {
-                    let g = Arc::new(crate::target::FlowGroup::default());
-                    flows.push((f.id, g.clone()));
-                    g
-                }
-            };
-            s.flow_group = Some(g);
-        }
-    }
+    join_flows(&mut specs);
     let gate = Gate::new(specs.len() + 1);
     let mut watch = specs
         .iter()

@@ -73,6 +73,27 @@ struct AgentEntry {
     endpoint: Option<String>,
 }
 
+/// A host list, one agent a line (`host:port [TARGET]`, `#` comments), as a cluster's hostfile
+/// is kept: thousands of lines.
+fn host_lines(shown: &str, text: &str) -> Result<Vec<(String, Option<PathBuf>)>, String> {
+    let mut list = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let (Some(address), target, None) = (words.next(), words.next(), words.next()) else {
+            return Err(format!(
+                "--agents-file {shown}: line {}: expected host:port and an optional target path, such as node1:7878 /mnt/bench (or [[agent]] sections)",
+                no + 1
+            ));
+        };
+        list.push((address.to_string(), target.map(PathBuf::from)));
+    }
+    Ok(list)
+}
+
 /// The agents of a distributed run, or `None` for a run on this host. Every mistake is one
 /// line for the user (exit 2).
 pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
@@ -87,23 +108,8 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
         // A host list, one agent a line (`host:port [TARGET]`, `#` comments), as a cluster's
         // hostfile is kept: thousands of lines.
         (None, Some((shown, text))) if !text.contains("[[agent]]") => {
-            let mut list = Vec::new();
-            for (no, line) in text.lines().enumerate() {
-                let line = line.split('#').next().unwrap_or("").trim();
-                if line.is_empty() {
-                    continue;
-                }
-                let mut words = line.split_whitespace();
-                let (Some(address), target, None) = (words.next(), words.next(), words.next())
-                else {
-                    return Err(format!(
-                        "--agents-file {shown}: line {}: expected host:port and an optional target path, such as node1:7878 /mnt/bench (or [[agent]] sections)",
-                        no + 1
-                    ));
-                };
-                endpoints.push(None);
-                list.push((address.to_string(), target.map(PathBuf::from)));
-            }
+            let list = host_lines(shown, text)?;
+            endpoints.resize(list.len(), None);
             list
         }
         (None, Some((shown, text))) => {

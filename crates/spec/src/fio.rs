@@ -139,20 +139,7 @@ pub fn parse_fio_job_file(
     if out.file.jobs.is_empty() {
         return Err(fail("no job section: add one, such as [randread]".into()));
     }
-    // fio lets jobs share a name (`name=` in [global]); stormark's results key by it, so the
-    // second and later get -2, -3, ...
-    let mut seen: Vec<String> = Vec::new();
-    for j in &mut out.file.jobs {
-        let base = j.name.clone().unwrap_or_default();
-        let mut name = base.clone();
-        let mut n = 1;
-        while seen.contains(&name) {
-            n += 1;
-            name = format!("{base}-{n}");
-        }
-        seen.push(name.clone());
-        j.name = Some(name);
-    }
+    unique_names(&mut out.file.jobs);
     // One job per group runs as a plain sequence.
     let groups: std::collections::BTreeSet<_> =
         out.file.jobs.iter().map(|j| j.group.clone()).collect();
@@ -237,6 +224,23 @@ fn settle_places(
         .map_err(|e| e.to_string())?;
     }
     Ok(Ok((Some(dir), false)))
+}
+
+/// fio lets jobs share a name (`name=` in [global]); stormark's results key by it, so the
+/// second and later get -2, -3, ...
+fn unique_names(jobs: &mut [JobOpts]) {
+    let mut seen: Vec<String> = Vec::new();
+    for j in jobs {
+        let base = j.name.clone().unwrap_or_default();
+        let mut name = base.clone();
+        let mut n = 1;
+        while seen.contains(&name) {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        seen.push(name.clone());
+        j.name = Some(name);
+    }
 }
 
 fn context_of(path: &str, name: &str) -> String {

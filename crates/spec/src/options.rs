@@ -353,6 +353,7 @@ impl JobOpts {
             || self.set_pattern_key(canonical, value, &bad)?
             || self.set_region_key(canonical, value, &bad, &count)?
             || self.set_data_key(canonical, value, &bad)?
+            || self.set_run_key(canonical, value, &bad, &count)?
         {
             return Ok(());
         }
@@ -386,6 +387,62 @@ impl JobOpts {
             "steady_state" => {
                 self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
             }
+            "exit_what" => {
+                self.exit_what = Some(
+                    crate::choices::ExitWhat::parse(value)
+                        .ok_or_else(|| bad(crate::choices::ExitWhat::FORM))?,
+                )
+            }
+            "jobs" => self.jobs = Some(count(4096)?),
+            // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
+            // files per directory may be many more.
+            "files" => self.files = Some(count(100_000_000)?),
+            // fio's share of the file or device (size=95%), settled where its size is known.
+            "size" if value.trim_end().ends_with('%') => {
+                self.size_pct =
+                    Some(pattern_keys::share(value).ok_or_else(|| bad(pattern_keys::SHARE_FORM))?)
+            }
+            "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
+            "direct" => {
+                self.direct = Some(Direct::parse(value).ok_or_else(|| bad("true, false or auto"))?)
+            }
+            "engine" => {
+                self.engine = Some(
+                    EngineChoice::parse(value)
+                        .ok_or_else(|| bad("one of auto, io_uring, psync, null"))?,
+                )
+            }
+            "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
+            "startdelay" => {
+                self.start_delay = Some(
+                    parse_duration(value)
+                        .filter(|d| d.as_secs() <= 86_400)
+                        .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
+                )
+            }
+            "invalidate" => {
+                self.invalidate = Some(
+                    crate::choices::Invalidate::parse(value)
+                        .ok_or_else(|| bad(crate::choices::Invalidate::FORM))?,
+                )
+            }
+            _ => unreachable!("canonical_key returns only JOB_KEYS"),
+        }
+        Ok(())
+    }
+
+    /// The keys of how a job's workers run beside their I/O: fio's least rates, exits, flows,
+    /// CPUs and memory nodes; `false` for another key.
+    fn set_run_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+        count: &dyn Fn(u32) -> Result<u32, SpecError>,
+    ) -> Result<bool, SpecError> {
+        match canonical {
             "rate_min" | "rate_iops_min" => {
                 let pair = pattern_keys::per_direction(value, canonical == "rate_min")
                     .ok_or_else(|| bad(pattern_keys::RATE_MIN_FORM))?;
@@ -437,50 +494,9 @@ impl JobOpts {
                         .ok_or_else(|| bad(crate::choices::MemPolicy::FORM))?,
                 )
             }
-            "exit_what" => {
-                self.exit_what = Some(
-                    crate::choices::ExitWhat::parse(value)
-                        .ok_or_else(|| bad(crate::choices::ExitWhat::FORM))?,
-                )
-            }
-            "jobs" => self.jobs = Some(count(4096)?),
-            // Up to 65536 files per worker of a file job (checked in `resolve`); a meta job's
-            // files per directory may be many more.
-            "files" => self.files = Some(count(100_000_000)?),
-            // fio's share of the file or device (size=95%), settled where its size is known.
-            "size" if value.trim_end().ends_with('%') => {
-                self.size_pct =
-                    Some(pattern_keys::share(value).ok_or_else(|| bad(pattern_keys::SHARE_FORM))?)
-            }
-            "size" => self.size = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
-            "time" => self.time = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
-            "io_total" => self.io_total = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?),
-            "direct" => {
-                self.direct = Some(Direct::parse(value).ok_or_else(|| bad("true, false or auto"))?)
-            }
-            "engine" => {
-                self.engine = Some(
-                    EngineChoice::parse(value)
-                        .ok_or_else(|| bad("one of auto, io_uring, psync, null"))?,
-                )
-            }
-            "ramp" => self.ramp = Some(parse_duration(value).ok_or_else(|| bad(DURATION_FORM))?),
-            "startdelay" => {
-                self.start_delay = Some(
-                    parse_duration(value)
-                        .filter(|d| d.as_secs() <= 86_400)
-                        .ok_or_else(|| bad("a duration of at most 24h, such as 5s"))?,
-                )
-            }
-            "invalidate" => {
-                self.invalidate = Some(
-                    crate::choices::Invalidate::parse(value)
-                        .ok_or_else(|| bad(crate::choices::Invalidate::FORM))?,
-                )
-            }
-            _ => unreachable!("canonical_key returns only JOB_KEYS"),
+            _ => return Ok(false),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The keys of what writes carry and how they are made durable; `false` for another key.

@@ -296,6 +296,19 @@ impl Job {
         if let Some(t) = self.io_total {
             pairs.push(("io_total", format_size(t)));
         }
+        self.run_pairs(&mut pairs);
+        if let Some(s) = &self.steady_state {
+            pairs.push(("steady_state", s.to_string()));
+        }
+        if let Some(r) = self.rate_iops {
+            pairs.push(("rate_iops", r.to_string()));
+        }
+        pairs
+    }
+
+    /// The pairs of how a job's workers run beside their I/O (fio's least rates, exits, flows,
+    /// CPUs and memory nodes), where set.
+    fn run_pairs(&self, pairs: &mut Vec<(&'static str, String)>) {
         for (key, min) in [
             ("rate_min", self.rate_min),
             ("rate_iops_min", self.rate_iops_min),
@@ -326,13 +339,6 @@ impl Job {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
         }
-        if let Some(s) = &self.steady_state {
-            pairs.push(("steady_state", s.to_string()));
-        }
-        if let Some(r) = self.rate_iops {
-            pairs.push(("rate_iops", r.to_string()));
-        }
-        pairs
     }
 
     /// The pairs of a job's region of a file or device and of its workers' pace (fio's

@@ -120,17 +120,8 @@ impl JobOpts {
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
-            flow: self.flow.map(|weight| crate::workload::Flow {
-                weight,
-                id: self.flow_id.unwrap_or(0),
-                sleep: self.flow_sleep.unwrap_or_default(),
-            }),
-            placement: crate::workload::Placement {
-                cpus: self.cpus_allowed.clone(),
-                split: self.cpus_split.unwrap_or(false),
-                nodes: self.numa_cpu_nodes.clone(),
-                mem: self.numa_mem_policy.clone(),
-            },
+            flow: self.flow(),
+            placement: self.placement(),
             rate_min: self.rate_min,
             rate_iops_min: self.rate_iops_min,
             exit: self
@@ -149,6 +140,25 @@ impl JobOpts {
             net,
             meta,
         })
+    }
+
+    /// fio's `flow`: the job's weight in its flow, if it has one.
+    fn flow(&self) -> Option<crate::workload::Flow> {
+        self.flow.map(|weight| crate::workload::Flow {
+            weight,
+            id: self.flow_id.unwrap_or(0),
+            sleep: self.flow_sleep.unwrap_or_default(),
+        })
+    }
+
+    /// fio's CPU and NUMA placement of the job's workers.
+    fn placement(&self) -> crate::workload::Placement {
+        crate::workload::Placement {
+            cpus: self.cpus_allowed.clone(),
+            split: self.cpus_split.unwrap_or(false),
+            nodes: self.numa_cpu_nodes.clone(),
+            mem: self.numa_mem_policy.clone(),
+        }
     }
 
     /// The distribution, a sequence's stride set on it.
