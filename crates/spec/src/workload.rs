@@ -204,14 +204,6 @@ impl Job {
             ("rwmixread", self.rwmixread.to_string()),
             ("random_pct", self.random_pct.to_string()),
             ("random_distribution", self.distribution.name()),
-            (
-                "random_sequence_stride",
-                match self.distribution {
-                    crate::Distribution::Sequence { stride: true, .. } => "1",
-                    _ => "0",
-                }
-                .into(),
-            ),
             ("bs", self.bs.to_string()),
             ("bs_align", format_size(self.bs_align)),
             ("iodepth", self.iodepth.to_string()),
@@ -349,6 +341,9 @@ impl Job {
         }
         if self.random_map {
             pairs.push(("random_map", "true".into()));
+        }
+        if let crate::Distribution::Sequence { stride: true, .. } = self.distribution {
+            pairs.push(("random_sequence_stride", "1".into()));
         }
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));

@@ -845,3 +845,19 @@ proptest::proptest! {
         let _ = parse(&format!("[a]\ncpumask={value}\nss={value}\n"));
     }
 }
+
+/// The keys of this release travel to agents as pairs and come back the same job.
+#[test]
+fn new_keys_travel_as_pairs() {
+    let f = parse(
+        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nss=iops_slope:1%\nss_dur=10s\n[b]\nfilename=/d/two\n",
+    )
+    .unwrap();
+    for job in jobs(&f) {
+        let mut again = JobOpts::default();
+        for (k, v) in job.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(again.resolve("x").unwrap(), job);
+    }
+}
