@@ -50,6 +50,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("rwmixread", "PCT", "Share of reads in mixed patterns, percent [default: 50]."),
     text("random_pct", "PCT", "Share of random offsets in one stream, percent (IOmeter's \"80% random\")."),
     text("random_distribution", "DIST", "How random offsets fall, as fio's: random, zipf:1.2, pareto:0.2 or normal:10 [default: random]."),
+    text("random_map", "BOOL", "Random offsets visit each block once a pass, none twice, as fio's default random map (false: drawn with repeats, as fio's norandommap) [default: false]."),
+    text("random_sequence_stride", "0|1", "With --random-distribution sequence:2,0,1: 1 moves each round on by the sequence's length (fio's random_sequence_stride) [default: 0]."),
     text("bs", "SIZE", "Block size, or a range such as 4k-64k [default: 4k]."),
     text("startdelay", "DURATION", "Wait this long after the group starts before the job's first I/O, then run its whole --time (fio's startdelay)."),
     text("bssplit", "SPLIT", "Block sizes by share of the I/Os, as fio's bssplit: 4k/50:64k/50 (a last share left empty takes the rest)."),
