@@ -66,14 +66,14 @@ fn options_stormark_does_not_run_are_refused_with_their_lines_unless_lenient() {
     let fio = dir.path().join("odd.fio");
     std::fs::write(
         &fio,
-        "[global]\nnice=5\n[j]\nrw=randread\nsize=4m\nruntime=1\nexitall_on_error\n",
+        "[global]\nlockmem=1m\n[j]\nrw=randread\nsize=4m\nruntime=1\nexitall_on_error\n",
     )
     .unwrap();
     let out = Bin(BIN).run(&["run", t.to_str().unwrap(), "--job", fio.to_str().unwrap()]);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("line 2: nice") && said.contains("line 7: exitall_on_error"),
+        said.contains("line 2: lockmem") && said.contains("line 7: exitall_on_error"),
         "{said}"
     );
     assert_eq!(said.trim().lines().count(), 1, "{said}");
@@ -93,7 +93,7 @@ fn options_stormark_does_not_run_are_refused_with_their_lines_unless_lenient() {
         notes.iter().any(|n| n
             .as_str()
             .unwrap()
-            .contains("left out (--lenient): line 2: nice, line 7: exitall_on_error")),
+            .contains("left out (--lenient): line 2: lockmem, line 7: exitall_on_error")),
         "{notes:?}"
     );
 }
@@ -261,7 +261,7 @@ fn real_world_job_files_map_field_by_field() {
 
     let e = collection("unsupported.fio", &[]).unwrap_err();
     for line in [
-        "line 4: nice",
+        "line 4: iomem",
         "line 10: lockmem",
         "line 11: exitall_on_error",
     ] {
@@ -984,9 +984,10 @@ fn exitall_and_ratemin_as_fio_runs_them() {
     );
 }
 
-/// Issue 31: fio's `cpus_allowed` with `cpus_allowed_policy=split` and `numa_*`: each worker
-/// thread runs on its own CPU of the list, as the kernel says of it while the run goes on
-/// (`/proc/PID/task/TID/status`); a CPU or node this host lacks is refused before any load.
+/// Issue 31: fio's `cpus_allowed` with `cpus_allowed_policy=split`, `numa_*`, `nice`, `prio`
+/// and `prioclass`: each worker thread runs on its own CPU of the list at that nice and I/O
+/// priority, as the kernel says of it while the run goes on (`/proc/PID/task/TID/status` and
+/// `stat`, `ionice -p`); a CPU or node this host lacks is refused before any load.
 #[test]
 fn workers_run_on_the_cpus_allowed() {
     let dir = temp_dir(TMP);
@@ -998,7 +999,7 @@ fn workers_run_on_the_cpus_allowed() {
     std::fs::write(
         &fio,
         format!(
-            "[pinned]\nioengine=null\nrw=randread\nsize=4m\nnumjobs=2\ncpus_allowed={}\ncpus_allowed_policy=split\nnuma_cpu_nodes=0\nnuma_mem_policy=local\nruntime=4\ntime_based\nrate_iops=100\n",
+            "[pinned]\nioengine=null\nrw=randread\nsize=4m\nnumjobs=2\ncpus_allowed={}\ncpus_allowed_policy=split\nnuma_cpu_nodes=0\nnuma_mem_policy=local\nnice=5\nprioclass=2\nprio=6\nruntime=4\ntime_based\nrate_iops=100\n",
             online.trim()
         ),
     )
@@ -1028,12 +1029,27 @@ fn workers_run_on_the_cpus_allowed() {
                 continue;
             };
             let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-                seen.insert(
-                    w.to_string(),
-                    l.split(':').nth(1).unwrap().trim().to_string(),
-                );
-            }
+            let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) else {
+                continue;
+            };
+            // Its nice (field 19 of stat, after the command's parentheses) and I/O priority.
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            let nice = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().nth(16))
+                .unwrap_or("")
+                .to_string();
+            let tid = task.file_name().into_string().unwrap();
+            let io = std::process::Command::new("ionice")
+                .args(["-p", &tid])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            seen.insert(
+                w.to_string(),
+                format!("{} nice {nice} {io}", l.split(':').nth(1).unwrap().trim()),
+            );
         }
         if seen.len() == 2 {
             break;
@@ -1041,7 +1057,12 @@ fn workers_run_on_the_cpus_allowed() {
     }
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let want: std::collections::BTreeMap<String, String> = (0..2)
-        .map(|w| (w.to_string(), cpus[w % cpus.len()].to_string()))
+        .map(|w| {
+            (
+                w.to_string(),
+                format!("{} nice 5 best-effort: prio 6", cpus[w % cpus.len()]),
+            )
+        })
         .collect();
     assert_eq!(seen, want);
     // A CPU this host does not have: one line, exit 2.

@@ -34,6 +34,17 @@ fn node_cpus(n: u16) -> Option<Vec<u16>> {
 
 /// The CPUs the placement allows on this host (`None`: any), or why it cannot run here.
 pub fn allowed(p: &Placement) -> Result<Option<Vec<u16>>, String> {
+    // Raising a priority is the superuser's (CAP_SYS_NICE; the real-time I/O class too).
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if let Some(n) = p.nice.filter(|n| *n < 0 && !root) {
+        return Err(format!(
+            "nice {n}: a priority above the default needs root (CAP_SYS_NICE); give 0 to 19"
+        ));
+    }
+    if p.ioprio.is_some_and(|(class, _)| class == 1) && !root {
+        return Err("prioclass 1 (real time) needs root (CAP_SYS_NICE); give 2 or 3".into());
+    }
     let online = online_cpus();
     let have = nodes();
     let shown = |v: &[u16]| CpuList(v.to_vec()).text();
@@ -95,8 +106,39 @@ pub fn worker_cpus(p: &Placement, w: usize) -> Result<Vec<u16>, String> {
     })
 }
 
+/// Gives the calling thread the worker's CPUs, memory policy, CPU and I/O priority.
+pub(crate) fn apply(spec: &crate::WorkerSpec) -> Result<(), String> {
+    pin(&spec.cpus, spec.mem_policy.as_ref())?;
+    if let Some(n) = spec.nice {
+        // SAFETY: plain syscalls on this thread's own id.
+        let rc = unsafe {
+            libc::setpriority(
+                libc::PRIO_PROCESS,
+                libc::gettid() as libc::id_t,
+                i32::from(n),
+            )
+        };
+        if rc != 0 {
+            return Err(format!("nice {n}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    if let Some((class, level)) = spec.ioprio {
+        // ioprio_set(IOPRIO_WHO_PROCESS, 0: this thread, class << 13 | level).
+        let value = i32::from(class) << 13 | i32::from(level);
+        // SAFETY: a plain syscall with integer arguments.
+        let rc = unsafe { libc::syscall(libc::SYS_ioprio_set, 1, 0, value) };
+        if rc != 0 {
+            return Err(format!(
+                "prioclass {class}, prio {level}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Pins the calling thread to `cpus` (empty: left as it is) and sets its memory policy.
-pub(crate) fn apply(cpus: &[u16], mem: Option<&MemPolicy>) -> Result<(), String> {
+fn pin(cpus: &[u16], mem: Option<&MemPolicy>) -> Result<(), String> {
     if !cpus.is_empty() {
         // SAFETY: a zeroed cpu_set_t is empty; CPU_SET writes within it for numbers below
         // CPU_SETSIZE (CpuList holds numbers below 1024).
@@ -181,7 +223,7 @@ mod tests {
         // Applied to a thread of its own: it then runs on that CPU only.
         let cpu = online[online.len() - 1];
         let got = std::thread::spawn(move || {
-            apply(&[cpu], Some(&MemPolicy::Local)).unwrap();
+            pin(&[cpu], Some(&MemPolicy::Local)).unwrap();
             // SAFETY: reads this thread's CPU.
             unsafe { libc::sched_getcpu() }
         })

@@ -205,6 +205,10 @@ pub struct WorkerSpec {
     pub cpus: Vec<u16>,
     /// Where its memory comes from (fio's `numa_mem_policy`).
     pub mem_policy: Option<stormark_spec::MemPolicy>,
+    /// Its thread's CPU priority (fio's `nice`).
+    pub nice: Option<i8>,
+    /// Its thread's I/O priority, class and level (fio's `prioclass`, `prio`).
+    pub ioprio: Option<(u8, u8)>,
     /// Test hook: the null backend stalls for `.1` once, `.0` after the start.
     #[doc(hidden)]
     pub stall: Option<(Duration, Duration)>,
@@ -255,6 +259,8 @@ impl WorkerSpec {
             flow_group: None,
             cpus: Vec::new(),
             mem_policy: None,
+            nice: None,
+            ioprio: None,
             stall: None,
         }
     }
@@ -450,6 +456,8 @@ impl WorkerSpec {
             flow_group: None,
             cpus: Vec::new(),
             mem_policy: job.placement.mem.clone(),
+            nice: job.placement.nice,
+            ioprio: job.placement.ioprio,
             stall: None,
         }
     }

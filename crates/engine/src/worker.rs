@@ -26,7 +26,7 @@ pub(crate) fn run_worker(
     tx: &Sender<WorkerMsg>,
 ) {
     // Its CPUs and memory policy first, so that its buffers come from where it runs.
-    let setup = match crate::placement::apply(&spec.cpus, spec.mem_policy.as_ref()) {
+    let setup = match crate::placement::apply(spec) {
         Ok(()) => setup(spec),
         Err(e) => Err(EngineError::Placement(e)),
     };

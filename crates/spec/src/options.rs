@@ -94,6 +94,9 @@ pub const JOB_KEYS: &[&str] = &[
     "cpus_allowed_policy",
     "numa_cpu_nodes",
     "numa_mem_policy",
+    "nice",
+    "prio",
+    "prioclass",
     "zero_buffers",
     "buffer_pattern",
     "sync",
@@ -271,6 +274,12 @@ pub struct JobOpts {
     pub numa_cpu_nodes: Option<crate::choices::CpuList>,
     /// Where the workers' memory comes from (fio's `numa_mem_policy`).
     pub numa_mem_policy: Option<crate::choices::MemPolicy>,
+    /// The workers' CPU priority (fio's `nice`).
+    pub nice: Option<i8>,
+    /// The workers' I/O priority level (fio's `prio`).
+    pub prio: Option<u8>,
+    /// The workers' I/O priority class (fio's `prioclass`).
+    pub prioclass: Option<u8>,
     /// S3: `http://host:port` of the service.
     pub endpoint: Option<String>,
     /// S3: the bucket.
@@ -453,6 +462,34 @@ impl JobOpts {
                 }
             }
             "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "nice" => {
+                self.nice = Some(
+                    value
+                        .trim()
+                        .parse::<i8>()
+                        .ok()
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| bad("a whole number from -20 to 19, as nice takes"))?,
+                )
+            }
+            "prio" | "prioclass" => {
+                let (max, form) = if canonical == "prio" {
+                    (7, "an I/O priority level from 0 (highest) to 7, as ionice -n")
+                } else {
+                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle), as ionice -c")
+                };
+                let n = value
+                    .trim()
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|n| *n <= max && (canonical == "prio" || *n >= 1))
+                    .ok_or_else(|| bad(form))?;
+                if canonical == "prio" {
+                    self.prio = Some(n);
+                } else {
+                    self.prioclass = Some(n);
+                }
+            }
             "flow" => self.flow = Some(count(1_000_000)?),
             "flow_id" => {
                 self.flow_id = Some(
@@ -630,6 +667,9 @@ impl JobOpts {
             cpus_split,
             numa_cpu_nodes,
             numa_mem_policy,
+            nice,
+            prio,
+            prioclass,
             endpoint,
             bucket,
             buckets,

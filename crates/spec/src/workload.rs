@@ -327,6 +327,13 @@ impl Job {
         if let Some(m) = &p.mem {
             pairs.push(("numa_mem_policy", m.text()));
         }
+        if let Some(n) = p.nice {
+            pairs.push(("nice", n.to_string()));
+        }
+        if let Some((class, level)) = p.ioprio {
+            pairs.push(("prioclass", class.to_string()));
+            pairs.push(("prio", level.to_string()));
+        }
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
@@ -403,12 +410,21 @@ pub struct Placement {
     pub nodes: Option<CpuList>,
     /// Where memory comes from (`None`: as the process's).
     pub mem: Option<MemPolicy>,
+    /// The threads' CPU priority (fio's `nice`).
+    pub nice: Option<i8>,
+    /// The threads' I/O priority: class (1 real time, 2 best effort, 3 idle) and level 0-7
+    /// (fio's `prioclass` and `prio`).
+    pub ioprio: Option<(u8, u8)>,
 }
 
 impl Placement {
     /// Whether it asks for anything.
     pub fn any(&self) -> bool {
-        self.cpus.is_some() || self.nodes.is_some() || self.mem.is_some()
+        self.cpus.is_some()
+            || self.nodes.is_some()
+            || self.mem.is_some()
+            || self.nice.is_some()
+            || self.ioprio.is_some()
     }
 }
 

@@ -190,6 +190,12 @@ fn pattern(out: &mut String, job: &Job) {
     if let Some(m) = &p.mem {
         out.push_str(&format!("numa_mem_policy={}\n", m.text()));
     }
+    if let Some(n) = p.nice {
+        out.push_str(&format!("nice={n}\n"));
+    }
+    if let Some((class, level)) = p.ioprio {
+        out.push_str(&format!("prioclass={class}\nprio={level}\n"));
+    }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {
         out.push_str(&format!("percentage_random={}\n", job.random_pct));

@@ -144,10 +144,10 @@ fn print_fio_says_every_mix_and_the_size_used() {
 
 #[test]
 fn every_option_stormark_does_not_run_is_named_with_its_line() {
-    let text = "[global]\nnice=5\n[a]\nrw=randtrimwrite\nbs=4k,64k\n[b]\nioengine=mmap\n";
+    let text = "[global]\nlockmem=1m\n[a]\nrw=randtrimwrite\nbs=4k,64k\n[b]\nioengine=mmap\n";
     let e = parse(text).unwrap_err().to_string();
     for want in [
-        "line 2: nice",
+        "line 2: lockmem",
         "line 4: rw",
         "line 5: bs",
         "line 7: ioengine",
@@ -160,7 +160,7 @@ fn every_option_stormark_does_not_run_is_named_with_its_line() {
     assert_eq!(
         f.ignored,
         [
-            "line 2: nice",
+            "line 2: lockmem",
             "line 4: rw",
             "line 5: bs",
             "line 7: ioengine"
@@ -834,7 +834,7 @@ proptest::proptest! {
     /// never a path.
     #[test]
     fn new_keys_never_panic(value in "[ -~]{0,24}") {
-        for key in ["filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map"] {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map"] {
             let mut o = JobOpts::default();
             if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
                 let f = o.filename.unwrap();
@@ -850,7 +850,7 @@ proptest::proptest! {
 #[test]
 fn new_keys_travel_as_pairs() {
     let f = parse(
-        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nss=iops_slope:1%\nss_dur=10s\n[b]\nfilename=/d/two\n",
+        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\n[b]\nfilename=/d/two\nprioclass=3\n",
     )
     .unwrap();
     for job in jobs(&f) {

@@ -158,6 +158,13 @@ impl JobOpts {
             split: self.cpus_split.unwrap_or(false),
             nodes: self.numa_cpu_nodes.clone(),
             mem: self.numa_mem_policy.clone(),
+            nice: self.nice,
+            // fio: a level alone is of the best-effort class; a class alone at level 4 (the
+            // kernel's default within a class).
+            ioprio: match (self.prioclass, self.prio) {
+                (None, None) => None,
+                (class, level) => Some((class.unwrap_or(2), level.unwrap_or(4))),
+            },
         }
     }
 
