@@ -202,6 +202,8 @@ mod tests {
             split,
             nodes: nodes.map(|n| CpuList::parse(n).unwrap()),
             mem: None,
+            nice: None,
+            ioprio: None,
         };
         assert_eq!(allowed(&p(None, None, false)), Ok(None));
         assert_eq!(allowed(&p(Some("0"), None, false)), Ok(Some(vec![0])));
