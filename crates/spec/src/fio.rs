@@ -570,3 +570,5 @@ pub use print::to_fio;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_run;

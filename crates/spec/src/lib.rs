@@ -31,6 +31,7 @@ mod jobfile;
 mod meta;
 mod net;
 mod options;
+mod placement;
 mod profiles;
 mod s3;
 mod search;

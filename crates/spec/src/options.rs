@@ -21,6 +21,7 @@ mod meta_job;
 mod net_job;
 mod pattern_keys;
 mod resolve;
+mod run_keys;
 mod s3_job;
 
 /// The first of `options` (name, given) that was given, refused as `why`.
@@ -266,14 +267,14 @@ pub struct JobOpts {
     /// The pause of a worker ahead of its share (fio's `flow_sleep`).
     pub flow_sleep: Option<Duration>,
     /// The CPUs the job's workers may run on (fio's `cpus_allowed`, `cpumask`).
-    pub cpus_allowed: Option<crate::choices::CpuList>,
+    pub cpus_allowed: Option<crate::placement::CpuList>,
     /// Each worker on one CPU of them in turn, not all on all (fio's
     /// `cpus_allowed_policy=split`).
     pub cpus_split: Option<bool>,
     /// The CPUs of these NUMA nodes (fio's `numa_cpu_nodes`).
-    pub numa_cpu_nodes: Option<crate::choices::CpuList>,
+    pub numa_cpu_nodes: Option<crate::placement::CpuList>,
     /// Where the workers' memory comes from (fio's `numa_mem_policy`).
-    pub numa_mem_policy: Option<crate::choices::MemPolicy>,
+    pub numa_mem_policy: Option<crate::placement::MemPolicy>,
     /// The workers' CPU priority (fio's `nice`).
     pub nice: Option<i8>,
     /// The workers' I/O priority level (fio's `prio`).
@@ -440,100 +441,6 @@ impl JobOpts {
             _ => unreachable!("canonical_key returns only JOB_KEYS"),
         }
         Ok(())
-    }
-
-    /// The keys of how a job's workers run beside their I/O: fio's least rates, exits, flows,
-    /// CPUs and memory nodes; `false` for another key.
-    fn set_run_key(
-        &mut self,
-        canonical: &str,
-        value: &str,
-        bad: &dyn Fn(&str) -> SpecError,
-        count: &dyn Fn(u32) -> Result<u32, SpecError>,
-    ) -> Result<bool, SpecError> {
-        match canonical {
-            "rate_min" | "rate_iops_min" => {
-                let pair = pattern_keys::per_direction(value, canonical == "rate_min")
-                    .ok_or_else(|| bad(pattern_keys::RATE_MIN_FORM))?;
-                if canonical == "rate_min" {
-                    self.rate_min = Some(pair);
-                } else {
-                    self.rate_iops_min = Some(pair);
-                }
-            }
-            "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
-            "nice" => {
-                self.nice = Some(
-                    value
-                        .trim()
-                        .parse::<i8>()
-                        .ok()
-                        .filter(|n| (-20..=19).contains(n))
-                        .ok_or_else(|| bad("a whole number from -20 to 19, as nice takes"))?,
-                )
-            }
-            "prio" | "prioclass" => {
-                let (max, form) = if canonical == "prio" {
-                    (7, "an I/O priority level from 0 (highest) to 7, as ionice -n")
-                } else {
-                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle), as ionice -c")
-                };
-                let n = value
-                    .trim()
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|n| *n <= max && (canonical == "prio" || *n >= 1))
-                    .ok_or_else(|| bad(form))?;
-                if canonical == "prio" {
-                    self.prio = Some(n);
-                } else {
-                    self.prioclass = Some(n);
-                }
-            }
-            "flow" => self.flow = Some(count(1_000_000)?),
-            "flow_id" => {
-                self.flow_id = Some(
-                    value
-                        .trim()
-                        .parse()
-                        .map_err(|_| bad("a whole number, such as 0"))?,
-                )
-            }
-            "flow_sleep" => {
-                let d = match value.trim().parse::<u64>() {
-                    Ok(us) => Some(Duration::from_micros(us)),
-                    Err(_) => parse_duration(value),
-                };
-                self.flow_sleep = Some(
-                    d.filter(|d| d.as_secs() <= 60)
-                        .ok_or_else(|| bad("microseconds, or a duration with its unit, of at most 1m, such as 1000"))?,
-                )
-            }
-            "cpus_allowed" | "numa_cpu_nodes" => {
-                let list = crate::choices::CpuList::parse(value)
-                    .ok_or_else(|| bad(crate::choices::CpuList::FORM))?;
-                if canonical == "cpus_allowed" {
-                    self.cpus_allowed = Some(list);
-                } else {
-                    self.numa_cpu_nodes = Some(list);
-                }
-            }
-            "cpus_allowed_policy" => {
-                self.cpus_split = Some(match value.trim() {
-                    "shared" => false,
-                    "split" => true,
-                    _ => return Err(bad("shared (every worker on any of the CPUs) or split (each worker on one of them)")),
-                })
-            }
-            "numa_mem_policy" => {
-                self.numa_mem_policy = Some(
-                    crate::choices::MemPolicy::parse(value)
-                        .ok_or_else(|| bad(crate::choices::MemPolicy::FORM))?,
-                )
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// The keys of what writes carry and how they are made durable; `false` for another key.

@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 pub use crate::choices::{
-    BlockSize, BsSplit, CpuList, Direct, Distribution, EngineChoice, ExitWhat, Invalidate,
-    LoadKind, MemPolicy, Rw, SyncMode, MAX_ZONES,
+    BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
+    SyncMode, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
+pub use crate::placement::{CpuList, MemPolicy};
 use crate::s3::S3Job;
 use crate::search::SteadyState;
 use crate::units::{format_duration, format_size};

@@ -223,7 +223,7 @@ fn fio_forms(
         // Keep adjusting after the search: not run (the search reports where it settled).
         "latency_run" if crate::units::parse_bool(v) == Some(false) => {}
         // fio's CPU mask: the same CPUs as a list.
-        "cpumask" => match crate::choices::CpuList::from_mask(v) {
+        "cpumask" => match crate::placement::CpuList::from_mask(v) {
             Some(l) => set(job, "cpus_allowed", &l.text())?,
             None => return Ok(Some(false)),
         },

@@ -204,30 +204,3 @@ pub(crate) fn file_name(value: &str) -> Option<&str> {
     };
     (plain && !ours).then_some(v)
 }
-
-/// The accepted form of `rate_min` and `rate_iops_min`.
-pub(crate) const RATE_MIN_FORM: &str =
-    "a least rate a second for reads and writes alike, or R,W for each (an empty side: none), such as 1m or 500,100";
-
-/// fio's `ratemin=R,W` (sizes a second, `bytes`) or `rate_iops_min=R,W`: the least for reads
-/// and for writes (0: none for that direction); one value is both.
-pub(crate) fn per_direction(value: &str, bytes: bool) -> Option<[u64; 2]> {
-    let one = |v: &str| -> Option<u64> {
-        let v = v.trim();
-        if v.is_empty() {
-            return Some(0);
-        }
-        if bytes {
-            parse_size(v)
-        } else {
-            v.parse().ok()
-        }
-    };
-    let parts: Vec<&str> = value.split(',').collect();
-    let pair = match parts.as_slice() {
-        [both] => [one(both)?; 2],
-        [r, w] => [one(r)?, one(w)?],
-        _ => return None,
-    };
-    (pair.iter().any(|n| *n > 0) && pair.iter().all(|n| *n <= 1 << 50)).then_some(pair)
-}

@@ -1,0 +1,204 @@
+//! Tests of fio's options of where and how jobs run: their files in a directory, CPUs and
+//! nodes, latency searches, the random map, and the new keys' travel to agents.
+
+use super::tests::{jobs, parse};
+use super::*;
+use crate::workload::{JobOpts, Source};
+
+/// Jobs on different files of one directory (fio's `directory=` with a `filename=` per job, or
+/// files named whole in one directory): the directory is the target and each job names its
+/// own file there, shared by its clones and by every job naming it; `--print-fio` writes it
+/// back per job. Files in different directories, or devices, are more than one target.
+#[test]
+fn jobs_on_different_files_of_one_directory() {
+    let f = parse(
+        "[global]\ndirectory=/scratch\nsize=64m\n[a]\nrw=randwrite\nfilename=raicer\n\
+         [b]\nrw=randtrim\nfilename=raicer\n[c]\nrw=randrw\nfilename=verifier\n[d]\nrw=read\n",
+    )
+    .unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/scratch"));
+    assert!(!f.target_is_file);
+    let j = jobs(&f);
+    let names: Vec<_> = j.iter().map(|j| j.filename.as_deref()).collect();
+    assert_eq!(
+        names,
+        [Some("raicer"), Some("raicer"), Some("verifier"), None]
+    );
+    let printed = to_fio(&j, "/scratch", true);
+    assert!(
+        printed.contains("[a]\nioengine=psync\nrw=randwrite\nfilename=raicer\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("filename=verifier\n"), "{printed}");
+    // The same files named whole.
+    let f = parse("[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/x/two\n").unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/x"));
+    assert_eq!(jobs(&f)[1].filename.as_deref(), Some("two"));
+    // One file, joined to its directory as fio joins them, stays the target itself.
+    let f = parse("[global]\nfilename=f\n[a]\ndirectory=/mnt/x\n").unwrap();
+    assert_eq!(f.file.target.as_deref(), Some("/mnt/x/f"));
+    assert!(f.target_is_file);
+    assert_eq!(jobs(&f)[0].filename, None);
+    // More than one target: said for a run without a TARGET of its own (one replaces them).
+    for (text, why) in [
+        (
+            "[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/y/two\n",
+            "different directories",
+        ),
+        (
+            "[a]\nfilename=/dev/null\n[b]\nfilename=/dev/zero\n",
+            "devices",
+        ),
+    ] {
+        let f = parse(text).unwrap();
+        let e = f.targets_conflict.unwrap();
+        assert!(e.contains(why), "{text}: {e}");
+        assert_eq!(f.file.target, None);
+    }
+    let e = parse("[global]\ndirectory=/d\n[a]\nfilename=j0.w0.f0\n[b]\nfilename=x\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a file name of"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+/// A job's own `filename`: a plain name in the run directory, never a path or one of
+/// stormark's own names; one file, so not with `--files`; file jobs only.
+#[test]
+fn a_jobs_own_file_name() {
+    let ok = |v: &str| {
+        let mut o = JobOpts::default();
+        o.set("filename", v, Source::Flag).is_ok()
+    };
+    assert!(ok("data.1") && ok("raicer") && ok("A-b_c"));
+    for bad in [
+        "",
+        "../x",
+        "a/b",
+        ".hidden",
+        "j1.w0.f2",
+        "stormark-run",
+        "x.verify",
+        "a b",
+    ] {
+        assert!(!ok(bad), "{bad:?}");
+    }
+    let mut o = JobOpts::default();
+    o.set("filename", "f", Source::Flag).unwrap();
+    o.set("files", "2", Source::Flag).unwrap();
+    assert!(o.resolve("j").unwrap_err().to_string().contains("--files"));
+    let mut o = JobOpts::default();
+    o.set("filename", "f", Source::Flag).unwrap();
+    o.set("kind", "null", Source::Flag).unwrap();
+    assert!(o.resolve("j").is_err());
+}
+
+/// fio's CPU and NUMA placement: `cpus_allowed` (and `cpumask` as the same list),
+/// `cpus_allowed_policy`, `numa_cpu_nodes`, `numa_mem_policy`, read and printed back; a
+/// malformed list or policy is refused naming its form.
+#[test]
+fn cpu_and_numa_placement() {
+    let f = parse(
+        "[a]\ncpus_allowed=3,0-1,1\ncpus_allowed_policy=split\nnuma_cpu_nodes=0\nnuma_mem_policy=interleave:0-1\n[b]\ncpumask=0xa\nnuma_mem_policy=bind:0\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    let p = &j[0].placement;
+    assert_eq!(p.cpus.as_ref().unwrap().0, [0, 1, 3]);
+    assert!(p.split);
+    assert_eq!(p.nodes.as_ref().unwrap().text(), "0");
+    assert_eq!(p.mem.as_ref().unwrap().text(), "interleave:0-1");
+    assert_eq!(j[1].placement.cpus.as_ref().unwrap().text(), "1,3");
+    let printed = to_fio(&j, "/d", true);
+    for line in [
+        "cpus_allowed=0-1,3\n",
+        "cpus_allowed_policy=split\n",
+        "numa_cpu_nodes=0\n",
+        "numa_mem_policy=interleave:0-1\n",
+        "numa_mem_policy=bind:0\n",
+    ] {
+        assert!(printed.contains(line), "{line}: {printed}");
+    }
+    for bad in [
+        "cpus_allowed=2-1",
+        "cpus_allowed=5000",
+        "cpus_allowed_policy=spread",
+        "numa_mem_policy=bind",
+        "numa_mem_policy=fast:0",
+    ] {
+        let e = parse(&format!("[a]\n{bad}\n")).unwrap_err().to_string();
+        assert!(e.contains("expected"), "{bad}: {e}");
+    }
+}
+
+/// fio's `latency_target` (µs, or with a unit), `latency_percentile` and `latency_window`:
+/// stormark's search for the most load within that latency, with the window as its step; a
+/// percentile stormark does not report, or two jobs asking different ones, are refused.
+#[test]
+fn a_latency_target_is_a_search() {
+    let f = parse(
+        "[global]\nlatency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\nlatency_run=0\n[d]\nrw=randread\n",
+    )
+    .unwrap();
+    assert_eq!(
+        f.latency_search,
+        Some(("p99.9<=500ms".to_string(), Some("5s".to_string())))
+    );
+    let f = parse("[d]\nlatency_target=2ms\n").unwrap();
+    assert_eq!(f.latency_search, Some(("max<=2ms".to_string(), None)));
+    assert!(crate::parse_target_latency("max<=2ms").is_ok());
+    let e = parse("[d]\nlatency_target=2ms\nlatency_percentile=95\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 3: latency_percentile"), "{e}");
+    let e = parse("[a]\nlatency_target=2ms\n[b]\nlatency_target=3ms\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one latency search per run"), "{e}");
+}
+
+/// fio's random map is its default: a fio job keeps one unless `norandommap`; stormark's own
+/// jobs draw with repeats unless `random_map = true`; `--print-fio` says `norandommap` for
+/// those without one, so fio draws as stormark does.
+#[test]
+fn fios_random_map_is_the_default_of_its_job_files() {
+    let f = parse("[a]\nrw=randread\n[b]\nrw=randread\nnorandommap\n").unwrap();
+    let j = jobs(&f);
+    assert!(j[0].random_map && !j[1].random_map);
+    let printed = to_fio(&j, "/d", true);
+    assert_eq!(printed.matches("norandommap=1").count(), 1, "{printed}");
+    assert!(!JobOpts::default().resolve("x").unwrap().random_map);
+}
+
+proptest::proptest! {
+    /// The keys this release added never panic on any value, and a job's own file name is
+    /// never a path.
+    #[test]
+    fn new_keys_never_panic(value in "[ -~]{0,24}") {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map"] {
+            let mut o = JobOpts::default();
+            if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
+                let f = o.filename.unwrap();
+                proptest::prop_assert!(!f.contains('/') && !f.starts_with('.') && f != "..");
+            }
+        }
+        let _ = parse(&format!("[a]\nlatency_target={value}\nlatency_percentile={value}\n"));
+        let _ = parse(&format!("[a]\ncpumask={value}\nss={value}\n"));
+    }
+}
+
+/// The keys of this release travel to agents as pairs and come back the same job.
+#[test]
+fn new_keys_travel_as_pairs() {
+    let f = parse(
+        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\n[b]\nfilename=/d/two\nprioclass=3\n",
+    )
+    .unwrap();
+    for job in jobs(&f) {
+        let mut again = JobOpts::default();
+        for (k, v) in job.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(again.resolve("x").unwrap(), job);
+    }
+}

@@ -1,0 +1,131 @@
+//! The keys of how a job's workers run beside their I/O: fio's least rates (`ratemin`),
+//! exits (`exitall`), flows, CPUs, memory nodes and priorities.
+
+use std::time::Duration;
+
+use super::JobOpts;
+use crate::units::{parse_bool, parse_duration, parse_size, BOOL_FORM};
+use crate::SpecError;
+
+impl JobOpts {
+    /// The keys of how a job's workers run beside their I/O: fio's least rates, exits, flows,
+    /// CPUs and memory nodes; `false` for another key.
+    pub(super) fn set_run_key(
+        &mut self,
+        canonical: &str,
+        value: &str,
+        bad: &dyn Fn(&str) -> SpecError,
+        count: &dyn Fn(u32) -> Result<u32, SpecError>,
+    ) -> Result<bool, SpecError> {
+        match canonical {
+            "rate_min" | "rate_iops_min" => {
+                let pair = per_direction(value, canonical == "rate_min")
+                    .ok_or_else(|| bad(RATE_MIN_FORM))?;
+                if canonical == "rate_min" {
+                    self.rate_min = Some(pair);
+                } else {
+                    self.rate_iops_min = Some(pair);
+                }
+            }
+            "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "nice" => {
+                self.nice = Some(
+                    value
+                        .trim()
+                        .parse::<i8>()
+                        .ok()
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| bad("a whole number from -20 to 19, as nice takes"))?,
+                )
+            }
+            "prio" | "prioclass" => {
+                let (max, form) = if canonical == "prio" {
+                    (7, "an I/O priority level from 0 (highest) to 7, as ionice -n")
+                } else {
+                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle), as ionice -c")
+                };
+                let n = value
+                    .trim()
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|n| *n <= max && (canonical == "prio" || *n >= 1))
+                    .ok_or_else(|| bad(form))?;
+                if canonical == "prio" {
+                    self.prio = Some(n);
+                } else {
+                    self.prioclass = Some(n);
+                }
+            }
+            "flow" => self.flow = Some(count(1_000_000)?),
+            "flow_id" => {
+                self.flow_id = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| bad("a whole number, such as 0"))?,
+                )
+            }
+            "flow_sleep" => {
+                let d = match value.trim().parse::<u64>() {
+                    Ok(us) => Some(Duration::from_micros(us)),
+                    Err(_) => parse_duration(value),
+                };
+                self.flow_sleep = Some(
+                    d.filter(|d| d.as_secs() <= 60)
+                        .ok_or_else(|| bad("microseconds, or a duration with its unit, of at most 1m, such as 1000"))?,
+                )
+            }
+            "cpus_allowed" | "numa_cpu_nodes" => {
+                let list = crate::placement::CpuList::parse(value)
+                    .ok_or_else(|| bad(crate::placement::CpuList::FORM))?;
+                if canonical == "cpus_allowed" {
+                    self.cpus_allowed = Some(list);
+                } else {
+                    self.numa_cpu_nodes = Some(list);
+                }
+            }
+            "cpus_allowed_policy" => {
+                self.cpus_split = Some(match value.trim() {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(bad("shared (every worker on any of the CPUs) or split (each worker on one of them)")),
+                })
+            }
+            "numa_mem_policy" => {
+                self.numa_mem_policy = Some(
+                    crate::placement::MemPolicy::parse(value)
+                        .ok_or_else(|| bad(crate::placement::MemPolicy::FORM))?,
+                )
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// The accepted form of `rate_min` and `rate_iops_min`.
+const RATE_MIN_FORM: &str =
+    "a least rate a second for reads and writes alike, or R,W for each (an empty side: none), such as 1m or 500,100";
+
+/// fio's `ratemin=R,W` (sizes a second, `bytes`) or `rate_iops_min=R,W`: the least for reads
+/// and for writes (0: none for that direction); one value is both.
+fn per_direction(value: &str, bytes: bool) -> Option<[u64; 2]> {
+    let one = |v: &str| -> Option<u64> {
+        let v = v.trim();
+        if v.is_empty() {
+            return Some(0);
+        }
+        if bytes {
+            parse_size(v)
+        } else {
+            v.parse().ok()
+        }
+    };
+    let parts: Vec<&str> = value.split(',').collect();
+    let pair = match parts.as_slice() {
+        [both] => [one(both)?; 2],
+        [r, w] => [one(r)?, one(w)?],
+        _ => return None,
+    };
+    (pair.iter().any(|n| *n > 0) && pair.iter().all(|n| *n <= 1 << 50)).then_some(pair)
+}
