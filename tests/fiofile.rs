@@ -1117,3 +1117,42 @@ fn flow_shares_the_ios_by_weight() {
         assert!((ratio - 3.0).abs() < 0.1, "{engine}: {ratio}");
     }
 }
+
+/// Issue 31: each new option's mistake is one line naming it and its accepted form, exit 2,
+/// before any load.
+#[test]
+fn the_new_options_mistakes_are_one_line_and_exit_2() {
+    let dir = temp_dir(TMP);
+    for (flag, value) in [
+        ("--filename", "../escape"),
+        ("--flow", "0"),
+        ("--exit-what", "never"),
+        ("--rate-min", "fast"),
+        ("--rate-iops-min", "0,0"),
+        ("--cpus-allowed", "3-1"),
+        ("--cpus-allowed-policy", "spread"),
+        ("--numa-mem-policy", "bind"),
+        ("--nice", "40"),
+        ("--prioclass", "7"),
+        ("--random-map", "maybe"),
+        ("--random-sequence-stride", "2"),
+        ("--random-distribution", "sequence:1,x"),
+        ("--steady-state", "iops_slope:1"),
+    ] {
+        let out = Bin(BIN).run(&[
+            "run",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "null",
+            "--time",
+            "1s",
+            flag,
+            value,
+        ]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{flag} {value}: {said}");
+        assert!(said.contains("expected"), "{flag} {value}: {said}");
+    }
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
