@@ -46,6 +46,9 @@ pub struct Pattern {
     /// Random offsets visit each block once per pass, as fio's random map (when every I/O is
     /// one block of the alignment, uniform, one per offset; see [`RandomMap`]).
     pub random_map: bool,
+    /// fio's strided zones: the I/Os fall in one zone of each file at a time (see
+    /// [`stormark_spec::Zones`]).
+    pub zones: Option<stormark_spec::Zones>,
     /// Trims instead of reads and writes: 1 trims only, 2 each trim followed by a write of
     /// the same range (fio's `trimwrite`).
     pub trim: u8,
@@ -66,6 +69,7 @@ impl Pattern {
             rand_run: 1,
             rand_run_same: false,
             random_map: false,
+            zones: None,
             trim: 0,
         }
     }
@@ -95,11 +99,16 @@ impl RandomMap {
         }
     }
 
+    /// Starts the pass over: no block used.
+    fn clear(&mut self) {
+        self.words.fill(0);
+        self.used = 0;
+    }
+
     /// Marks and returns block `drawn` if free, else the next free block after it (wrapping).
     pub fn take(&mut self, drawn: u64) -> u64 {
         if self.used == self.blocks {
-            self.words.fill(0);
-            self.used = 0;
+            self.clear();
         }
         let n = self.words.len();
         let mut w = (drawn / 64) as usize;
@@ -163,6 +172,17 @@ pub struct OffsetGen {
     then_write: Option<IoReq>,
     /// Per file, fio's random map (empty: offsets drawn with repeats).
     maps: Vec<RandomMap>,
+    /// fio's strided zones, where asked.
+    zone: Option<Box<ZoneWalk>>,
+}
+
+/// Where fio's strided zones have got to: the bytes moved in the current zone, and each
+/// file's current zone start.
+#[derive(Debug, Clone)]
+struct ZoneWalk {
+    zones: stormark_spec::Zones,
+    bytes: u64,
+    start: Vec<u64>,
 }
 
 /// Where a sequential stream goes after an I/O of `len` at `at` with a step `add`; before the
@@ -174,7 +194,7 @@ fn stepped(at: u64, len: u64, add: i64) -> u64 {
 
 /// wyrand (Wang Yi): one multiply per draw, passes BigCrush; plenty for offsets.
 #[inline]
-fn wyrand(state: &mut u64) -> u64 {
+pub(crate) fn wyrand(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0xA076_1D64_78BD_642F);
     let t = u128::from(*state) * u128::from(*state ^ 0xE703_7ED1_A0B4_28DB);
     ((t >> 64) ^ t) as u64
@@ -360,8 +380,11 @@ impl OffsetGen {
             rand_run,
             rand_run_same,
             random_map,
+            zones,
             trim,
         } = pattern;
+        // In zones, random offsets fall over a zone's length, not the file's.
+        let span = |len: u64| zones.map_or(len, |z| z.range.min(len));
         // fio's random map, where each I/O is one block of the alignment drawn uniformly.
         let mapped = random_map
             && random_pct > 0
@@ -373,11 +396,11 @@ impl OffsetGen {
             && trim == 0
             && file_lens
                 .iter()
-                .all(|l| l / bs_align <= RANDOM_MAP_MAX_BLOCKS);
+                .all(|&l| span(l) / bs_align <= RANDOM_MAP_MAX_BLOCKS);
         let maps = if mapped {
             file_lens
                 .iter()
-                .map(|l| RandomMap::new(l / bs_align))
+                .map(|&l| RandomMap::new(span(l) / bs_align))
                 .collect()
         } else {
             Vec::new()
@@ -403,7 +426,7 @@ impl OffsetGen {
         if dist != Distribution::Random {
             let mut last: Option<(u64, Skew)> = None;
             for &len in &file_lens {
-                let positions = len.saturating_sub(bs_max) / bs_align + 1;
+                let positions = span(len).saturating_sub(bs_max) / bs_align + 1;
                 let s = match &last {
                     Some((p, s)) if *p == positions => s.clone(),
                     _ => Skew::new(dist, positions).expect("a skewed distribution"),
@@ -423,7 +446,7 @@ impl OffsetGen {
             seq_pos: vec![[0; 2]; n],
             next_file: 0,
             once: false,
-            plain: trim == 0,
+            plain: trim == 0 && zones.is_none(),
             uniform: dist == Distribution::Random && rand_run <= 1 && !mapped,
             skew,
             split,
@@ -439,6 +462,13 @@ impl OffsetGen {
             trim,
             then_write: None,
             maps,
+            zone: zones.map(|zones| {
+                Box::new(ZoneWalk {
+                    zones,
+                    bytes: 0,
+                    start: vec![0; n],
+                })
+            }),
         }
     }
 
@@ -469,17 +499,7 @@ impl OffsetGen {
         if !self.plain {
             return self.next_special();
         }
-        let op = match self.read_pct {
-            100 => Op::Read,
-            0 => Op::Write,
-            p => {
-                if self.below(100) < u64::from(p) {
-                    Op::Read
-                } else {
-                    Op::Write
-                }
-            }
-        };
+        let op = self.next_op();
         let len = self.next_len();
         let file = self.next_file;
         self.next_file += 1;
@@ -522,6 +542,22 @@ impl OffsetGen {
         })
     }
 
+    /// The next I/O's operation: a read or a write by the mix.
+    #[inline(always)]
+    fn next_op(&mut self) -> Op {
+        match self.read_pct {
+            100 => Op::Read,
+            0 => Op::Write,
+            p => {
+                if self.below(100) < u64::from(p) {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
+        }
+    }
+
     /// The next I/O's length: the one block size, a bssplit's, or one drawn from the range.
     #[inline(always)]
     fn next_len(&mut self) -> u64 {
@@ -556,8 +592,79 @@ impl OffsetGen {
     fn next_special(&mut self) -> Option<IoReq> {
         if self.once {
             self.next_once()
+        } else if self.zone.is_some() {
+            Some(self.next_zoned())
         } else {
             Some(self.next_trim())
+        }
+    }
+
+    /// The next I/O of fio's strided zones (`setup_strided_zone_mode`): once the zone's
+    /// bytes are moved, the file's zone moves on by its range and skip (to the start when
+    /// that leaves no block before the end), sequential streams and the random map start
+    /// over there; each I/O falls within the zone, a sequential stream going round it again.
+    #[inline(never)]
+    fn next_zoned(&mut self) -> IoReq {
+        let op = self.next_op();
+        let len = self.next_len();
+        let file = self.next_file;
+        self.next_file = (self.next_file + 1) % self.file_lens.len();
+        let file_len = self.file_lens[file];
+        let walk = self.zone.as_mut().expect("a zoned generator");
+        let z = walk.zones;
+        if walk.bytes >= z.size {
+            walk.bytes = 0;
+            let next = walk.start[file]
+                .saturating_add(z.range)
+                .saturating_add(z.skip);
+            walk.start[file] = if next.saturating_add(len) > file_len {
+                0
+            } else {
+                next
+            };
+            self.seq_pos[file] = [walk.start[file]; 2];
+            if let Some(m) = self.maps.get_mut(file) {
+                m.clear();
+            }
+        }
+        walk.bytes += len;
+        let start = walk.start[file];
+        let end = start.saturating_add(z.range).min(file_len);
+        let random = match self.random_pct {
+            100 => true,
+            0 => false,
+            p => self.below(100) < u64::from(p),
+        };
+        let offset = if random {
+            let within = if !self.maps.is_empty() {
+                let blocks = self.maps[file].blocks;
+                let drawn = self.below(blocks);
+                self.maps[file].take(drawn) * self.bs_align
+            } else if !self.skew.is_empty() {
+                self.skewed_offset(file)
+            } else {
+                self.below((end - start - len) / self.bs_align + 1) * self.bs_align
+            };
+            // A zone cut short by the file's end holds fewer blocks than the map or skew.
+            if start + within + len <= end {
+                start + within
+            } else {
+                start
+            }
+        } else {
+            let pos = &mut self.seq_pos[file][op.index()];
+            if *pos < start || *pos + len > end {
+                *pos = start;
+            }
+            let at = *pos;
+            *pos += len;
+            at
+        };
+        IoReq {
+            op,
+            file: file as u32,
+            offset,
+            len: len as u32,
         }
     }
 

@@ -213,6 +213,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 rand_run: spec.rand_run,
                 rand_run_same: spec.rand_run_same,
                 random_map: spec.random_map,
+                zones: spec.zones,
                 trim: spec.trim,
             },
             spec.seed,

@@ -227,6 +227,19 @@ impl Distribution {
     }
 }
 
+/// fio's strided zones (`zonemode=strided`): a worker moves `size` bytes in a zone of `range`
+/// bytes (going round it again when `size` is larger), then goes on to the next zone, `skip`
+/// bytes past its end, from the start of the file when that is past the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Zones {
+    /// Bytes moved in a zone before the next.
+    pub size: u64,
+    /// A zone's length.
+    pub range: u64,
+    /// Bytes between a zone's end and the next zone's start.
+    pub skip: u64,
+}
+
 /// fio's `bssplit`: block sizes each drawn for a share of the I/Os (`4k/50:64k/50`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BsSplit {

@@ -397,3 +397,65 @@ fn a_random_map_visits_each_block_once_a_pass() {
     let unread = seen.iter().filter(|s| !**s).count();
     assert!((300..440).contains(&unread), "{unread}");
 }
+
+/// Issue 31: fio's strided zones (`zonemode=strided`), as fio's `setup_strided_zone_mode`
+/// walks them: a zone's bytes, then the next zone a skip past its end, wrapping to the start.
+#[test]
+fn strided_zones_move_on_after_their_bytes() {
+    let zoned = |size, range, skip, random_pct, map| Pattern {
+        zones: Some(stormark_spec::Zones { size, range, skip }),
+        random_map: map,
+        ..Pattern::fixed(100, random_pct, 16 << 10)
+    };
+    let offsets = |g: &mut OffsetGen, n| -> Vec<u64> {
+        (0..n).map(|_| g.next_io().unwrap().offset >> 10).collect()
+    };
+    // A 1 MiB file, zones of 64 KiB read whole, 192 KiB skipped: 0, 256, 512 and 768 KiB,
+    // then the start again.
+    let mut g = OffsetGen::new(
+        vec![1 << 20],
+        zoned(64 << 10, 64 << 10, 192 << 10, 0, false),
+        1,
+    );
+    let want: Vec<u64> = [0, 256, 512, 768, 0]
+        .iter()
+        .flat_map(|z| (0..4).map(move |b| z + b * 16))
+        .collect();
+    assert_eq!(offsets(&mut g, 20), want);
+    // Twice a zone's range moved in it: each zone read round twice before the next.
+    let mut g = OffsetGen::new(vec![1 << 20], zoned(128 << 10, 64 << 10, 0, 0, false), 1);
+    assert_eq!(
+        offsets(&mut g, 12),
+        vec![0, 16, 32, 48, 0, 16, 32, 48, 64, 80, 96, 112]
+    );
+    // Random, with the map: each zone's four blocks once each, then the next zone's.
+    let mut g = OffsetGen::new(
+        vec![1 << 20],
+        zoned(64 << 10, 64 << 10, 192 << 10, 100, true),
+        9,
+    );
+    for zone in [0, 256, 512, 768, 0] {
+        let mut got = offsets(&mut g, 4);
+        got.sort_unstable();
+        assert_eq!(got, vec![zone, zone + 16, zone + 32, zone + 48]);
+    }
+    // Random without the map, in a zone cut short by the file's end (960 KiB to 1 MiB):
+    // every offset within its zone.
+    let mut g = OffsetGen::new(
+        vec![1 << 20],
+        zoned(64 << 10, 128 << 10, 192 << 10, 100, false),
+        5,
+    );
+    for _ in 0..1000 {
+        let r = g.next_io().unwrap();
+        let zone = [0u64, 320 << 10, 640 << 10, 960 << 10]
+            .into_iter()
+            .rev()
+            .find(|z| r.offset >= *z)
+            .unwrap();
+        assert!(
+            r.offset + r.len as u64 <= (zone + (128 << 10)).min(1 << 20),
+            "{r:?}"
+        );
+    }
+}
