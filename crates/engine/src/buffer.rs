@@ -21,17 +21,14 @@ impl AlignedBuf {
     /// allocation is an error, never an abort.
     pub fn filled(len: usize, seed: u64, ratio: f64) -> Result<AlignedBuf, crate::EngineError> {
         let mut buf = AlignedBuf::zeroed(len)?;
-        let random = ((512.0 / ratio.max(1.0)).round() as usize).clamp(16, 512) / 8 * 8;
-        let mut s = seed | 1;
-        for sector in buf.as_mut_slice().chunks_exact_mut(512) {
-            for chunk in sector[..random].chunks_exact_mut(8) {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                chunk.copy_from_slice(&s.to_le_bytes());
-            }
-        }
+        fill(buf.as_mut_slice(), seed, ratio);
         Ok(buf)
+    }
+
+    /// Fills the `len` bytes at `at` (whole sectors) as [`AlignedBuf::filled`] fills a
+    /// buffer, from `seed`.
+    pub(crate) fn fill(&mut self, at: usize, len: usize, seed: u64, ratio: f64) {
+        fill(&mut self.as_mut_slice()[at..at + len], seed, ratio);
     }
 
     /// Allocates `len` bytes of `pattern` repeated (fio's `buffer_pattern`); with a `ratio`
@@ -119,6 +116,22 @@ impl AlignedBuf {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr is valid for layout.size() bytes and uniquely owned.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
+    }
+}
+
+/// Every 512-byte sector of `bytes`: `512 / ratio` random bytes from `seed` (at least 16,
+/// where the stamps go), then zeros.
+fn fill(bytes: &mut [u8], seed: u64, ratio: f64) {
+    let random = ((512.0 / ratio.max(1.0)).round() as usize).clamp(16, 512) / 8 * 8;
+    let mut s = seed | 1;
+    for sector in bytes.chunks_exact_mut(512) {
+        for chunk in sector[..random].chunks_exact_mut(8) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            chunk.copy_from_slice(&s.to_le_bytes());
+        }
+        sector[random..].fill(0);
     }
 }
 

@@ -35,10 +35,12 @@ pub fn buffer_bytes(slots: u64, bs_max: u64, reads: bool, writes: bool, shape: &
         slots * region
     } else {
         let lanes = lanes(slots as usize, region as usize) as u128;
-        let sources = if shape.dedup_ratio > 1.0 {
-            SOURCES as u128 * u128::from(shape.dedup_block)
-        } else {
-            0
+        let block = u128::from(shape.dedup_block);
+        let sources = match (shape.dedup_ratio > 1.0, shape.dedup_set) {
+            (false, _) => 0,
+            (true, 0) => SOURCES as u128 * block,
+            // A working set's blocks are made in room of each slot's own.
+            (true, _) => slots * (region / block.max(1) + 2) * block,
         };
         slots * region * lanes + sources
     };
@@ -91,7 +93,11 @@ pub(crate) struct Buffers {
 
 /// Duplicate blocks, chosen in an exact share.
 struct Dedup {
+    /// The [`SOURCES`] blocks duplicates are copies of, in turn.
     sources: AlignedBuf,
+    /// Or a working set, duplicates made from it as written.
+    set: Option<WorkingSet>,
+    compress_ratio: f64,
     block: usize,
     /// Share of blocks written as duplicates, and how much of one is owed.
     share: f64,
@@ -102,17 +108,40 @@ struct Dedup {
     per_slot: usize,
 }
 
+/// fio's dedupe working set: each duplicate block one of `blocks` blocks drawn at random,
+/// made (its random bytes from its number and the set's seed) in room of its slot's own.
+struct WorkingSet {
+    blocks: u64,
+    seed: u64,
+    rng: u64,
+    made: AlignedBuf,
+}
+
 impl Dedup {
-    /// Whether the next block is a duplicate (an exact share, spread evenly).
+    /// Whether the next block is a duplicate (an exact share, spread evenly), and where its
+    /// bytes are: the `nth` duplicate of a write from `slot`.
     #[inline]
-    fn take(&mut self) -> Option<*const u8> {
+    fn take(&mut self, slot: usize, nth: usize) -> Option<*const u8> {
         self.owed += self.share;
         if self.owed < 1.0 {
             return None;
         }
         self.owed -= 1.0;
-        self.next = (self.next + 1) % SOURCES;
-        Some(self.sources.at(self.next * self.block).cast_const())
+        let Some(set) = &mut self.set else {
+            self.next = (self.next + 1) % SOURCES;
+            return Some(self.sources.at(self.next * self.block).cast_const());
+        };
+        let drawn = crate::offsets::wyrand(&mut set.rng) % set.blocks;
+        let at = (slot * self.per_slot + nth) * self.block;
+        let seed = (drawn ^ set.seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        set.made.fill(at, self.block, seed, self.compress_ratio);
+        set.made.scramble(
+            at,
+            self.block,
+            (1 << 63) + drawn * self.block as u64,
+            set.seed,
+        );
+        Some(set.made.at(at).cast_const())
     }
 }
 
@@ -152,10 +181,28 @@ impl Buffers {
         };
         let dedup = if writes && !shape.zero && shape.dedup_ratio > 1.0 {
             let block = shape.dedup_block.max(512) as usize;
-            let sources = dedup_sources(block, shape.compress_ratio)?;
             let per_slot = region / block + 2;
+            let (sources, set) = if shape.dedup_set == 0 {
+                (dedup_sources(block, shape.compress_ratio)?, None)
+            } else {
+                let set_seed = if shape.dedup_set_seed == 0 {
+                    SOURCE_SEED
+                } else {
+                    shape.dedup_set_seed
+                };
+                let set = WorkingSet {
+                    blocks: shape.dedup_set,
+                    seed: set_seed,
+                    // The worker's own draws from the set.
+                    rng: seed,
+                    made: AlignedBuf::zeroed(slots.saturating_mul(per_slot).saturating_mul(block))?,
+                };
+                (AlignedBuf::zeroed(ALIGN)?, Some(set))
+            };
             Some(Dedup {
                 sources,
+                set,
+                compress_ratio: shape.compress_ratio,
                 block,
                 share: 1.0 - 1.0 / shape.dedup_ratio,
                 owed: 0.0,
@@ -226,7 +273,7 @@ impl Buffers {
         let base = self.pool.at(at).cast_const();
         match &mut self.dedup {
             None => Payload::Plain(base),
-            Some(d) if len == d.block => Payload::Plain(d.take().unwrap_or(base)),
+            Some(d) if len == d.block => Payload::Plain(d.take(slot, 0).unwrap_or(base)),
             Some(d) => d.vectored(slot, base, len),
         }
     }
@@ -241,7 +288,7 @@ impl Dedup {
         let mut run_start = 0;
         let mut pos = 0;
         while pos + self.block <= len {
-            if let Some(src) = self.take() {
+            if let Some(src) = self.take(slot, pos / self.block) {
                 if pos > run_start {
                     // SAFETY: run_start < pos <= len, within the region.
                     self.iov[first + n] = iovec(unsafe { base.add(run_start) }, pos - run_start);
@@ -327,6 +374,42 @@ mod tests {
                 (got / ratio - 1.0).abs() < 0.02,
                 "bs {bs}: {got} for {ratio}"
             );
+        }
+    }
+
+    /// Issue 31: fio's dedupe working set: the duplicates are the blocks of a set of the
+    /// size asked, drawn at random, the same set for every worker unless each has its own
+    /// (fio's `dedupe_global=0`); in single-block writes and in writes of several blocks.
+    #[test]
+    fn working_set_duplicates_come_from_a_set_of_its_size() {
+        let set = |seed, bs| -> (usize, HashSet<Vec<u8>>) {
+            let shape = DataShape {
+                dedup_ratio: 2.0,
+                dedup_set: 64,
+                dedup_set_seed: seed,
+                ..DataShape::default()
+            };
+            let data = written(shape, bs, (8u64 << 20) / u64::from(bs));
+            let mut seen = std::collections::HashMap::new();
+            for b in data.chunks(4096) {
+                *seen.entry(b.to_vec()).or_insert(0usize) += 1;
+            }
+            let dups: HashSet<Vec<u8>> = seen
+                .iter()
+                .filter(|(_, n)| **n > 1)
+                .map(|(b, _)| b.clone())
+                .collect();
+            (seen.len(), dups)
+        };
+        for bs in [4096, 65536] {
+            let (distinct, shared) = set(0, bs);
+            // 2048 blocks, half of them duplicates of 64: 1024 unique and the 64.
+            assert_eq!((distinct, shared.len()), (1024 + 64, 64), "bs {bs}");
+            let (_, again) = set(0, bs);
+            assert_eq!(again, shared, "one set for every worker");
+            let (_, own) = set(5, bs);
+            assert_eq!(own.len(), 64);
+            assert!(own.is_disjoint(&shared), "a worker's own set");
         }
     }
 

@@ -128,6 +128,8 @@ pub struct WorkerSpec {
     pub rand_run_same: bool,
     /// Random offsets visit each block once per pass (fio's random map).
     pub random_map: bool,
+    /// fio's strided zones: the I/Os move on zone by zone.
+    pub zones: Option<stormark_spec::Zones>,
     /// Trims (1), or each trim followed by a write of its range (2, fio's `trimwrite`); 0:
     /// reads and writes.
     pub trim: u8,
@@ -227,6 +229,7 @@ impl WorkerSpec {
             rand_run: 1,
             rand_run_same: false,
             random_map: false,
+            zones: None,
             trim: 0,
             bs_min: 4096,
             bs_max: 4096,
@@ -395,6 +398,7 @@ impl WorkerSpec {
             rand_run: job.rand_run,
             rand_run_same: job.rand_run_same,
             random_map: job.random_map,
+            zones: job.zones,
             trim: match job.rw {
                 stormark_spec::Rw::Trim | stormark_spec::Rw::RandTrim => 1,
                 stormark_spec::Rw::TrimWrite => 2,
@@ -426,6 +430,13 @@ impl WorkerSpec {
                 compress_ratio: job.compress_ratio,
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
+                // fio's working set: that share of the job's bytes on this host, in blocks.
+                dedup_set: job.dedup_working_set.map_or(0, |p| {
+                    let bytes = u128::from(one_pass) * at.workers.max(1) as u128;
+                    let blocks = bytes * u128::from(p) / 100 / u128::from(job.dedup_block.max(1));
+                    blocks.clamp(1, u128::from(u64::MAX)) as u64
+                }),
+                dedup_set_seed: if job.dedup_global { 0 } else { seed | 1 },
             },
             verify: job.verify.then(|| crate::VerifySpec {
                 block: verify_block(bs_min, bs_align),

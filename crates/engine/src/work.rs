@@ -179,6 +179,12 @@ pub struct DataShape {
     pub dedup_ratio: f64,
     /// The unit of deduplication, bytes (a multiple of 512).
     pub dedup_block: u64,
+    /// Duplicates drawn at random from a working set of this many blocks, each made when
+    /// written (fio's `dedupe_mode=working_set`); 0: copies of a few shared blocks in turn.
+    pub dedup_set: u64,
+    /// The working set's own seed (a worker's, fio's `dedupe_global=0`); 0: one set for
+    /// every worker and host.
+    pub dedup_set_seed: u64,
     /// Bytes every write repeats (fio's `buffer_pattern`), unstamped; with a compression
     /// ratio, the compressible part of each sector.
     pub pattern: Option<stormark_spec::FillPattern>,
@@ -191,6 +197,8 @@ impl Default for DataShape {
             compress_ratio: 1.0,
             dedup_ratio: 1.0,
             dedup_block: 4096,
+            dedup_set: 0,
+            dedup_set_seed: 0,
             pattern: None,
         }
     }

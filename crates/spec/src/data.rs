@@ -65,6 +65,22 @@ pub(crate) fn resolve(opts: &JobOpts, bs: BlockSize) -> Result<(f64, f64, u64), 
             return Err(SpecError::invalid("--buffer-pattern", &p.text(), why));
         }
     }
+    if let Some(p) = opts.dedup_working_set {
+        let why = if s3 {
+            Some("a working set for the duplicate blocks of file jobs")
+        } else if dedup <= 1.0 {
+            Some("with --dedup-ratio above 1 (fio's dedupe_percentage): the share of blocks drawn from the set")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(SpecError::invalid(
+                "--dedup-working-set",
+                &p.to_string(),
+                why,
+            ));
+        }
+    }
     let block = opts.dedup_block.unwrap_or(bs.min);
     if dedup > 1.0 && (block < 512 || !block.is_multiple_of(512) || (block > bs.min && !s3)) {
         return Err(SpecError::invalid(

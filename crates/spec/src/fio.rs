@@ -279,6 +279,10 @@ struct FioState {
     /// fio judges nothing).
     steady: Option<String>,
     steady_window: Option<String>,
+    /// fio's `zonemode=none`: the zone keys say nothing.
+    zones_off: bool,
+    /// fio's `dedupe_mode=working_set`.
+    dedupe_working_set: bool,
 }
 
 impl FioState {
@@ -320,6 +324,17 @@ impl FioState {
                 &format!("{rule}:{window}"),
                 crate::workload::Source::Key(context),
             )?;
+        }
+        if self.zones_off {
+            (job.zone_size, job.zone_range, job.zone_skip) = (None, None, None);
+        }
+        // fio's working set (5% of the file unless given) is each job's own unless
+        // `dedupe_global`; without `dedupe_mode=working_set` its keys say nothing.
+        if self.dedupe_working_set {
+            job.dedup_working_set = job.dedup_working_set.or(Some(5));
+            job.dedup_global = job.dedup_global.or(Some(false));
+        } else {
+            job.dedup_working_set = None;
         }
         // A runtime given on the command line (fio --runtime, stormark --time) is the usual
         // companion of such a file: the request checks that one was.

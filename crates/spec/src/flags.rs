@@ -52,6 +52,9 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("random_distribution", "DIST", "How random offsets fall, as fio's: random, zipf:1.2, pareto:0.2 or normal:10 [default: random]."),
     text("random_map", "BOOL", "Random offsets visit each block once a pass, none twice, as fio's default random map (false: drawn with repeats, as fio's norandommap) [default: false]."),
     text("random_sequence_stride", "0|1", "With --random-distribution sequence:2,0,1: 1 moves each round on by the sequence's length (fio's random_sequence_stride) [default: 0]."),
+    text("zone_size", "SIZE", "Strided zones, as fio's zonemode=strided: move this many bytes in a zone, then go on to the next (with --zone-range, --zone-skip), such as --zone-size 256m --zone-skip 2g to profile a disk's zones."),
+    text("zone_range", "SIZE", "With --zone-size, each zone's length (fio's zonerange) [default: --zone-size]."),
+    text("zone_skip", "SIZE", "With --zone-size, the bytes skipped between a zone's end and the next zone (fio's zoneskip) [default: 0]."),
     text("bs", "SIZE", "Block size, or a range such as 4k-64k [default: 4k]."),
     text("startdelay", "DURATION", "Wait this long after the group starts before the job's first I/O, then run its whole --time (fio's startdelay)."),
     text("bssplit", "SPLIT", "Block sizes by share of the I/Os, as fio's bssplit: 4k/50:64k/50 (a last share left empty takes the rest)."),
@@ -108,6 +111,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("compress_ratio", "R", "Fill writes so that compressors (zstd, lz4, gzip) reach about R, from 1 (incompressible, the default) to 32; fio's buffer_compress_percentage=50 is 2."),
     text("dedup_ratio", "D", "Write that share of blocks as duplicates: written blocks over distinct blocks is about D (1, every block unique, is the default); fio's dedupe_percentage=50 is 2."),
     text("dedup_block", "SIZE", "The unit of --dedup-ratio, a multiple of 512 [default: the block size]."),
+    text("dedup_working_set", "PCT", "With --dedup-ratio, the duplicates are blocks drawn at random from a working set of this share of the job's bytes, as fio's dedupe_mode=working_set (--dedup-working-set 5); without it, copies of eight blocks."),
+    text("dedup_global", "BOOL", "With --dedup-working-set, one set for every worker (fio's dedupe_global=1), or each worker its own [default: true]."),
     Flag {
         key: "verify",
         long: None,

@@ -56,6 +56,9 @@ pub const JOB_KEYS: &[&str] = &[
     "random_distribution",
     "random_sequence_stride",
     "random_map",
+    "zone_size",
+    "zone_range",
+    "zone_skip",
     "bs",
     "bssplit",
     "bs_align",
@@ -107,6 +110,8 @@ pub const JOB_KEYS: &[&str] = &[
     "compress_ratio",
     "dedup_ratio",
     "dedup_block",
+    "dedup_working_set",
+    "dedup_global",
     "buffer_compress_percentage",
     "dedupe_percentage",
     "refill_buffers",
@@ -164,6 +169,12 @@ pub struct JobOpts {
     /// Random offsets visit each block once per pass (fio's random map, its default; fio's
     /// `norandommap` is `false`).
     pub random_map: Option<bool>,
+    /// fio's strided zones: bytes moved in a zone (`zonesize`).
+    pub zone_size: Option<u64>,
+    /// A zone's length (`zonerange`; `zone_size` when not given).
+    pub zone_range: Option<u64>,
+    /// Bytes skipped after a zone (`zoneskip`).
+    pub zone_skip: Option<u64>,
     /// Block size or range.
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
@@ -244,6 +255,11 @@ pub struct JobOpts {
     pub dedup_ratio: Option<f64>,
     /// The unit of deduplication.
     pub dedup_block: Option<u64>,
+    /// Duplicates drawn from a working set of this share of the job's bytes, percent (fio's
+    /// `dedupe_mode=working_set` with `dedupe_working_set_percentage`).
+    pub dedup_working_set: Option<u8>,
+    /// One working set for every worker (fio's `dedupe_global`), or each its own.
+    pub dedup_global: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
@@ -494,6 +510,18 @@ impl JobOpts {
                         .ok_or_else(|| bad(data::DEDUP_PERCENT_FORM))?,
                 )
             }
+            "dedup_working_set" => {
+                self.dedup_working_set = Some(
+                    crate::units::parse_percent(value)
+                        .filter(|p| *p > 0)
+                        .ok_or_else(|| {
+                            bad("a percentage of the job's bytes from 1 to 100, such as 5")
+                        })?,
+                )
+            }
+            "dedup_global" => {
+                self.dedup_global = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "dedup_block" => {
                 self.dedup_block = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
             }
@@ -522,6 +550,9 @@ impl JobOpts {
             distribution,
             sequence_stride,
             random_map,
+            zone_size,
+            zone_range,
+            zone_skip,
             bs,
             bs_align,
             bs_split,
@@ -559,6 +590,8 @@ impl JobOpts {
             compress_ratio,
             dedup_ratio,
             dedup_block,
+            dedup_working_set,
+            dedup_global,
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,
@@ -632,6 +665,11 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         "iodepth_batch_submit" => "iodepth_batch",
         "iodepth_batch_complete_max" => "iodepth_batch_complete",
         "percentage_random" => "random_pct",
+        "dedupe_working_set_percentage" => "dedup_working_set",
+        "dedupe_global" => "dedup_global",
+        "zonesize" => "zone_size",
+        "zonerange" => "zone_range",
+        "zoneskip" => "zone_skip",
         "steadystate" | "ss" => "steady_state",
         "ratemin" => "rate_min",
         "concurrency" => "jobs",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 pub use crate::choices::{
     BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
-    SyncMode, MAX_ZONES,
+    SyncMode, Zones, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 pub use crate::placement::{CpuList, MemPolicy};
@@ -47,6 +47,8 @@ pub struct Job {
     /// Random offsets visit each block once per pass, none twice, as fio's random map (its
     /// default); `false`: drawn with repeats (fio's `norandommap`, stormark's default).
     pub random_map: bool,
+    /// fio's strided zones: where a worker's I/Os fall moves on zone by zone.
+    pub zones: Option<Zones>,
     /// Where the region used starts in a file or device the workers share (fio's `offset`).
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
@@ -123,6 +125,11 @@ pub struct Job {
     pub dedup_ratio: f64,
     /// The unit of deduplication, bytes (the smallest block size unless given).
     pub dedup_block: u64,
+    /// Duplicates copies of blocks drawn from a working set of this share of the job's
+    /// bytes, percent (fio's `dedupe_mode=working_set`); `None`: of eight blocks.
+    pub dedup_working_set: Option<u8>,
+    /// Every worker draws from one working set (fio's `dedupe_global`), or each from its own.
+    pub dedup_global: bool,
     /// Written blocks carry headers, read back and checked after the load (file jobs).
     pub verify: bool,
     /// Only check what a `--keep` run with `--verify` left: nothing is written.
@@ -279,6 +286,10 @@ impl Job {
         if self.dedup_ratio > 1.0 {
             pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));
             pairs.push(("dedup_block", format_size(self.dedup_block)));
+            if let Some(p) = self.dedup_working_set {
+                pairs.push(("dedup_working_set", p.to_string()));
+                pairs.push(("dedup_global", self.dedup_global.to_string()));
+            }
         }
         if let Some(s) = self.size {
             pairs.push(("size", format_size(s)));
@@ -352,6 +363,11 @@ impl Job {
         }
         if let crate::Distribution::Sequence { stride: true, .. } = self.distribution {
             pairs.push(("random_sequence_stride", "1".into()));
+        }
+        if let Some(z) = self.zones {
+            pairs.push(("zone_size", z.size.to_string()));
+            pairs.push(("zone_range", z.range.to_string()));
+            pairs.push(("zone_skip", z.skip.to_string()));
         }
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));

@@ -207,6 +207,7 @@ impl Bucket {
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
                 pattern: job.buffer_pattern,
+                ..stormark_engine::DataShape::default()
             },
             verify: s3.verify,
             prepare: None,

@@ -61,6 +61,9 @@ impl Need {
                 dedup_ratio: job.dedup_ratio,
                 dedup_block: job.dedup_block,
                 pattern: job.buffer_pattern,
+                // A working set's blocks are made as written: its size takes no memory.
+                dedup_set: u64::from(job.dedup_working_set.is_some()),
+                dedup_set_seed: 0,
             },
         }
     }

@@ -21,6 +21,7 @@ const REPORTING: &[&str] = &[
     "write_lat_log",
     "write_iops_log",
     "write_hist_log",
+    "log_offset",
     "log_avg_msec",
     "log_hist_msec",
     "per_job_logs",
@@ -141,7 +142,9 @@ pub(super) fn apply(
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
-        | "blockalign" => set(job, key, &sizes(v, kb_1000))?,
+        | "blockalign" | "zonesize" | "zonerange" | "zoneskip" => {
+            set(job, key, &sizes(v, kb_1000))?
+        }
         k if REPORTING.contains(&k) => {}
         _ => match crate::options::canonical_key(key) {
             // Keys fio and stormark share (numjobs, iodepth, runtime, fsync, ...).
@@ -193,6 +196,21 @@ fn fio_forms(
         }
         "directory" => fio.directory = Some(v.to_string()),
         // fio keeps a random map unless told not to: each block once a pass.
+        // How fio makes a duplicate block: a copy of an earlier write's (`repeat`), which is
+        // what stormark's copies of a few shared blocks give a deduplicating target; or a
+        // block drawn from a working set, a share of the file's size.
+        "dedupe_mode" => match v.trim() {
+            "repeat" => fio.dedupe_working_set = false,
+            "working_set" => fio.dedupe_working_set = true,
+            _ => return Ok(Some(false)),
+        },
+        // fio's strided zones (also what zonesize alone means); `none` leaves the zone keys
+        // out; zoned block devices (`zbd`) are not run.
+        "zonemode" => match v.trim() {
+            "strided" => fio.zones_off = false,
+            "none" => fio.zones_off = true,
+            _ => return Ok(Some(false)),
+        },
         "norandommap" => job.random_map = Some(crate::units::parse_bool(v) == Some(false)),
         // fio's search for the most load within a latency: stormark's --target-latency.
         "latency_target" | "latency_window" => {

@@ -136,6 +136,12 @@ fn pattern(out: &mut String, job: &Job) {
     if job.rand_run_same {
         out.push_str("rw_sequencer=identical\n");
     }
+    if let Some(z) = job.zones {
+        out.push_str(&format!(
+            "zonemode=strided\nzonesize={}\nzonerange={}\nzoneskip={}\n",
+            z.size, z.range, z.skip
+        ));
+    }
     if job.offset > 0 {
         out.push_str(&format!("offset={}\n", job.offset));
     }
@@ -259,6 +265,12 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     if job.dedup_ratio > 1.0 {
         let p = (100.0 - 100.0 / job.dedup_ratio).round();
         out.push_str(&format!("dedupe_percentage={p}\n"));
+        if let Some(w) = job.dedup_working_set {
+            out.push_str(&format!(
+                "dedupe_mode=working_set\ndedupe_working_set_percentage={w}\ndedupe_global={}\n",
+                u8::from(job.dedup_global)
+            ));
+        }
     }
     if job.verify {
         out.push_str("verify=crc32c\n");

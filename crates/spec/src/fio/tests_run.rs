@@ -175,7 +175,7 @@ proptest::proptest! {
     /// never a path.
     #[test]
     fn new_keys_never_panic(value in "[ -~]{0,24}") {
-        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map"] {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global"] {
             let mut o = JobOpts::default();
             if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
                 let f = o.filename.unwrap();
@@ -191,7 +191,7 @@ proptest::proptest! {
 #[test]
 fn new_keys_travel_as_pairs() {
     let f = parse(
-        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\n[b]\nfilename=/d/two\nprioclass=3\n",
+        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\nzonesize=256k\nzoneskip=1m\n[b]\nrw=write\ndedupe_percentage=50\ndedupe_mode=working_set\n\nfilename=/d/two\nprioclass=3\n",
     )
     .unwrap();
     for job in jobs(&f) {
@@ -201,4 +201,84 @@ fn new_keys_travel_as_pairs() {
         }
         assert_eq!(again.resolve("x").unwrap(), job);
     }
+}
+
+/// fio's strided zones: `zonesize` alone or with `zonemode=strided`, the range its size unless
+/// given; `zonemode=none` leaves them out and zoned devices are not run; a skip without a size,
+/// a range smaller than a block, or zones with trims are one line each.
+#[test]
+fn strided_zones_from_fio_and_their_mistakes() {
+    let f = parse(
+        "[global]\nbs=64k\n[a]\nzonemode=strided\nzonesize=256m\nzoneskip=2g\n[b]\nzonesize=1m\nzonerange=4m\n\
+         [c]\nzonemode=none\nzonesize=1m\n",
+    )
+    .unwrap();
+    let z: Vec<_> = jobs(&f).iter().map(|j| j.zones).collect();
+    let zones = |size, range, skip| Some(crate::Zones { size, range, skip });
+    assert_eq!(
+        z,
+        [
+            zones(256 << 20, 256 << 20, 2 << 30),
+            zones(1 << 20, 4 << 20, 0),
+            None
+        ]
+    );
+    assert!(to_fio(&jobs(&f), "/d", true).contains(
+        "zonemode=strided\nzonesize=268435456\nzonerange=268435456\nzoneskip=2147483648\n"
+    ));
+    let e = parse("[a]\nzonemode=zbd\nzonesize=1m\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 2: zonemode"), "{e}");
+    for (keys, says) in [
+        (vec![("zone_skip", "1m")], "with zone_size"),
+        (
+            vec![("bs", "64k"), ("zone_size", "16k")],
+            "at least the largest block (64k)",
+        ),
+        (vec![("rw", "randtrim"), ("zone_size", "1m")], "not trims"),
+        (vec![("zone_size", "0")], "a size such as 256m"),
+    ] {
+        let mut o = JobOpts::default();
+        let e = keys
+            .iter()
+            .try_for_each(|(k, v)| o.set(k, v, Source::Flag))
+            .and_then(|()| o.resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says) && !e.contains('\n'), "{keys:?}: {e}");
+    }
+}
+
+/// fio's dedupe modes: `repeat` is stormark's way; `working_set` takes its share (5% unless
+/// given) and is each job's own unless `dedupe_global`; the share without the mode says
+/// nothing, as in fio.
+#[test]
+fn dedupe_working_sets_from_fio() {
+    let f = parse(
+        "[global]\nrw=write\ndedupe_percentage=50\n[a]\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\ndedupe_global=1\n\
+         [b]\ndedupe_mode=working_set\n[c]\ndedupe_working_set_percentage=50\n[d]\ndedupe_mode=repeat\n",
+    )
+    .unwrap();
+    let got: Vec<_> = jobs(&f)
+        .iter()
+        .map(|j| (j.dedup_working_set, j.dedup_global))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some(50), true),
+            (Some(5), false),
+            (None, true),
+            (None, true)
+        ]
+    );
+    assert!(to_fio(&jobs(&f), "/d", true)
+        .contains("dedupe_mode=working_set\ndedupe_working_set_percentage=5\ndedupe_global=0\n"));
+    let e = parse("[a]\ndedupe_mode=other\n").unwrap_err().to_string();
+    assert!(e.contains("line 2: dedupe_mode"), "{e}");
+    let mut o = JobOpts::default();
+    o.set("dedup_working_set", "5", Source::Flag).unwrap();
+    let e = o.resolve("x").unwrap_err().to_string();
+    assert!(e.contains("with --dedup-ratio above 1"), "{e}");
 }

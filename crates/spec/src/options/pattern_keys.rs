@@ -71,6 +71,16 @@ impl JobOpts {
                         .ok_or_else(|| bad("true (each block once per pass, fio's default) or false (with repeats, fio's norandommap)"))?,
                 )
             }
+            "zone_size" | "zone_range" | "zone_skip" => {
+                let n = parse_size(value)
+                    .filter(|n| *n <= 1 << 50 && (*n > 0 || canonical == "zone_skip"))
+                    .ok_or_else(|| bad("a size such as 256m (zone_skip may be 0)"))?;
+                match canonical {
+                    "zone_size" => self.zone_size = Some(n),
+                    "zone_range" => self.zone_range = Some(n),
+                    _ => self.zone_skip = Some(n),
+                }
+            }
             "random_sequence_stride" => {
                 self.sequence_stride = Some(match value.trim() {
                     "0" => false,

@@ -76,6 +76,7 @@ impl JobOpts {
             rand_run: self.rand_run.unwrap_or(1),
             rand_run_same: self.rand_run_same.unwrap_or(false),
             random_map: self.random_map.unwrap_or(false),
+            zones: self.zones(bs.max)?,
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
             filename: self.filename.clone(),
@@ -114,6 +115,8 @@ impl JobOpts {
             compress_ratio,
             dedup_ratio,
             dedup_block,
+            dedup_working_set: self.dedup_working_set.filter(|_| dedup_ratio > 1.0),
+            dedup_global: self.dedup_global.unwrap_or(true),
             verify,
             verify_only,
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
@@ -166,6 +169,48 @@ impl JobOpts {
                 (class, level) => Some((class.unwrap_or(2), level.unwrap_or(4))),
             },
         }
+    }
+
+    /// fio's strided zones: `zone_size` needed with the others, the range (`zone_size` unless
+    /// given) holding a block.
+    fn zones(&self, bs_max: u64) -> Result<Option<crate::Zones>, SpecError> {
+        let Some(size) = self.zone_size else {
+            return match (self.zone_range, self.zone_skip) {
+                (None, None) => Ok(None),
+                (r, _) => Err(SpecError::invalid(
+                    if r.is_some() {
+                        "zone_range"
+                    } else {
+                        "zone_skip"
+                    },
+                    &format_size(r.or(self.zone_skip).unwrap_or(0)),
+                    "with zone_size, the bytes moved in each zone (fio's zonesize)",
+                )),
+            };
+        };
+        if self.rand_run.unwrap_or(1) > 1
+            || self.seq_add.unwrap_or(0) != 0
+            || self.rw.is_some_and(|rw| rw.trims())
+        {
+            return Err(SpecError::invalid(
+                "zone_size",
+                &format_size(size),
+                "with reads and writes (read, randwrite, rw, ...), not trims or fio's read:-8k and randread:8 forms",
+            ));
+        }
+        let range = self.zone_range.unwrap_or(size);
+        if range < bs_max {
+            return Err(SpecError::invalid(
+                "zone_range",
+                &format_size(range),
+                format!("at least the largest block ({})", format_size(bs_max)),
+            ));
+        }
+        Ok(Some(crate::Zones {
+            size,
+            range,
+            skip: self.zone_skip.unwrap_or(0),
+        }))
     }
 
     /// The distribution, a sequence's stride set on it.
