@@ -5,6 +5,7 @@
 mod cluster;
 mod data;
 mod device;
+mod fio_errors;
 mod fiofile;
 mod fuzz;
 mod meta;

@@ -265,6 +265,9 @@ impl Coordinator {
             },
             other => other,
         };
+        for p in &mut results.phases {
+            mark_ignored(p, workload);
+        }
         let outcome = self.end(results, start, outcome);
         // A mesh's matrices, of its pairs' phases.
         results.mesh = stormark_stats::mesh_of(results);
@@ -423,10 +426,13 @@ impl Coordinator {
 
     fn end(&mut self, results: &mut Results, start: Instant, outcome: Outcome) -> Outcome {
         results.duration_ns = start.elapsed().as_nanos() as u64;
+        if let Some(note) = ignored_note(results) {
+            results.notes.push(note);
+        }
         match &outcome {
-            Outcome::Completed if results.total_errors() > 0 => {
+            Outcome::Completed if results.failing_errors() > 0 => {
                 results.status = RunStatus::Failed;
-                results.failure = Some(format!("{} I/O errors", results.total_errors()));
+                results.failure = Some(format!("{} I/O errors", results.failing_errors()));
             }
             Outcome::Completed => results.status = RunStatus::Ok,
             Outcome::Refused(m) | Outcome::Failed(m) => {
@@ -440,6 +446,40 @@ impl Coordinator {
         }
         outcome
     }
+}
+
+/// Marks the errors of `phase` of a kind their job ignores (fio's `ignore_error`), and says
+/// so in a note: they are counted and shown, and do not fail the run.
+fn mark_ignored(phase: &mut stormark_stats::Phase, workload: &Workload) {
+    for e in &mut phase.errors {
+        e.ignored = workload
+            .jobs
+            .iter()
+            .any(|j| j.name == e.job && j.ignore_errors.contains(&e.kind));
+    }
+}
+
+/// The note of the errors a run's jobs ignored, if any.
+fn ignored_note(results: &Results) -> Option<String> {
+    let mut by: std::collections::BTreeMap<(&str, &str), u64> = Default::default();
+    for e in results
+        .phases
+        .iter()
+        .flat_map(|p| &p.errors)
+        .filter(|e| e.ignored)
+    {
+        *by.entry((e.job.as_str(), e.kind.as_str())).or_default() += e.count;
+    }
+    (!by.is_empty()).then(|| {
+        let each: Vec<String> = by
+            .iter()
+            .map(|((job, kind), n)| format!("{n} {kind} of job {job}"))
+            .collect();
+        format!(
+            "errors counted but not failing the run, as their jobs ask (ignore_errors, fio's ignore_error): {}",
+            each.join(", ")
+        )
+    })
 }
 
 /// Host names for results: each agent's host name, or `name@address` where two agents share

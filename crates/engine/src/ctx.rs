@@ -505,7 +505,10 @@ impl Ctx<'_> {
             ErrorKind::Short
         };
         self.rec.record_error(req.op, kind, req.offset, req.file);
-        self.consecutive_errors += 1;
+        // An error the job ignores is counted, and the worker goes on as fio's would.
+        if !self.spec.ignore_errors.contains(&kind) {
+            self.consecutive_errors += 1;
+        }
     }
 
     /// Records the outcome of one I/O of an open loop: response time from its schedule,

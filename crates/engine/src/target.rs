@@ -130,6 +130,9 @@ pub struct WorkerSpec {
     pub random_map: bool,
     /// fio's strided zones: the I/Os move on zone by zone.
     pub zones: Option<stormark_spec::Zones>,
+    /// Errors of these kinds do not count toward giving up on a failing target (fio's
+    /// `ignore_error`: the job goes on).
+    pub ignore_errors: Vec<stormark_stats::ErrorKind>,
     /// Trims (1), or each trim followed by a write of its range (2, fio's `trimwrite`); 0:
     /// reads and writes.
     pub trim: u8,
@@ -230,6 +233,7 @@ impl WorkerSpec {
             rand_run_same: false,
             random_map: false,
             zones: None,
+            ignore_errors: Vec::new(),
             trim: 0,
             bs_min: 4096,
             bs_max: 4096,
@@ -399,6 +403,11 @@ impl WorkerSpec {
             rand_run_same: job.rand_run_same,
             random_map: job.random_map,
             zones: job.zones,
+            ignore_errors: job
+                .ignore_errors
+                .iter()
+                .filter_map(|n| stormark_stats::ErrorKind::named(n))
+                .collect(),
             trim: match job.rw {
                 stormark_spec::Rw::Trim | stormark_spec::Rw::RandTrim => 1,
                 stormark_spec::Rw::TrimWrite => 2,

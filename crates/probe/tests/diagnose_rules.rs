@@ -363,6 +363,7 @@ fn s3_throttling() {
         kind: "throttled".into(),
         count: 120,
         first_offset: 0,
+        ignored: false,
     });
     assert_eq!(codes(&r), ["s3-throttled"]);
 }
@@ -376,6 +377,7 @@ fn s3_server_failures_and_a_full_server() {
         kind: kind.into(),
         count,
         first_offset: 0,
+        ignored: false,
     };
     let mut r = run(120, |_| {});
     r.phases[0].errors.push(error("http-500", 7));

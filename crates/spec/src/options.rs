@@ -90,6 +90,7 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_min",
     "rate_iops_min",
     "exitall",
+    "ignore_errors",
     "exit_what",
     "flow",
     "flow_id",
@@ -274,6 +275,8 @@ pub struct JobOpts {
     pub rate_iops_min: Option<[u64; 2]>,
     /// When the job ends, the jobs running with it stop (fio's `exitall`).
     pub exitall: Option<bool>,
+    /// Errors of these kinds are counted but do not fail the run (fio's `ignore_error`).
+    pub ignore_errors: Option<Vec<String>>,
     /// Which jobs `exitall` stops (fio's `exit_what`).
     pub exit_what: Option<crate::choices::ExitWhat>,
     /// The job's weight among the jobs of its flow (fio's `flow`).
@@ -599,6 +602,7 @@ impl JobOpts {
             rate_min,
             rate_iops_min,
             exitall,
+            ignore_errors,
             exit_what,
             flow,
             flow_id,

@@ -155,6 +155,9 @@ pub struct Job {
     pub rate_iops_min: Option<[u64; 2]>,
     /// When a worker of the job ends, these jobs stop (fio's `exitall` and `exit_what`).
     pub exit: Option<crate::choices::ExitWhat>,
+    /// Errors of these kinds (as results name them: `enospc`, `errno-61`) are counted but do
+    /// not fail the run (fio's `ignore_error`).
+    pub ignore_errors: Vec<String>,
     /// Where the workers run and take their memory (fio's `cpus_allowed`, `numa_*`).
     pub placement: Placement,
     /// fio's `flow`: the job's share of the I/Os among the jobs of its flow on a host.
@@ -349,6 +352,9 @@ impl Job {
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
+        }
+        if !self.ignore_errors.is_empty() {
+            pairs.push(("ignore_errors", self.ignore_errors.join(",")));
         }
     }
 

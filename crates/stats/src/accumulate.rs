@@ -239,6 +239,7 @@ impl PhaseAccumulator {
                     kind: e.kind.name(),
                     count: e.count,
                     first_offset: e.first_offset,
+                    ignored: false,
                 });
             }
             match &mut current {

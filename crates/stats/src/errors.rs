@@ -51,6 +51,20 @@ impl ErrorKind {
         }
     }
 
+    /// The kind of an I/O error by its [`ErrorKind::name`] (`eio`, `enospc`, `einval`,
+    /// `short`, `errno-N`); `None` for another name.
+    pub fn named(name: &str) -> Option<ErrorKind> {
+        Some(match name {
+            "short" => ErrorKind::Short,
+            n => ErrorKind::from_errno(match n {
+                "eio" => 5,
+                "enospc" => 28,
+                "einval" => 22,
+                n => n.strip_prefix("errno-")?.parse().ok()?,
+            }),
+        })
+    }
+
     /// A stable name for results: `eio`, `enospc`, `einval`, `short`, `errno-N`.
     pub fn name(self) -> String {
         match self {

@@ -101,6 +101,18 @@ impl Results {
     pub fn total_errors(&self) -> u64 {
         self.phases.iter().map(|p| p.total.errors).sum()
     }
+
+    /// Errors that fail the run: all but those of a kind their job ignores.
+    pub fn failing_errors(&self) -> u64 {
+        let ignored: u64 = self
+            .phases
+            .iter()
+            .flat_map(|p| &p.errors)
+            .filter(|e| e.ignored)
+            .map(|e| e.count)
+            .sum();
+        self.total_errors().saturating_sub(ignored)
+    }
 }
 
 /// The program that wrote a document.
@@ -364,6 +376,10 @@ pub struct ErrorSummary {
     pub count: u64,
     /// Offset of the first failure of this kind.
     pub first_offset: u64,
+    /// The job asked for errors of this kind to be counted without failing the run (fio's
+    /// `ignore_error`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored: bool,
 }
 
 /// One second of a phase.

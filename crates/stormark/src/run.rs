@@ -328,7 +328,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         return Ok(Ending::Failed);
     }
     Ok(match outcome {
-        Outcome::Completed if results.total_errors() == 0 && results.status == RunStatus::Ok => {
+        Outcome::Completed if results.failing_errors() == 0 && results.status == RunStatus::Ok => {
             Ending::Success
         }
         _ => Ending::Failed,

@@ -49,6 +49,14 @@ const REPORTING: &[&str] = &[
     // fio reads back what it wrote after every N writes, during the load; stormark reads back
     // every block written once the load is over (the same blocks, checked later).
     "verify_backlog",
+    // fio verifies in threads of its own with it; stormark checks every block after the load.
+    "verify_async",
+    // Where fio prints an error's details: stormark counts each error by kind, with the first
+    // offset of each.
+    "error_dump",
+    // fio makes the file when it opens it, not before the job: stormark lays its files out
+    // before the load (the first writes' cost may differ).
+    "create_on_open",
 ];
 
 /// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
@@ -196,6 +204,26 @@ fn fio_forms(
         }
         "directory" => fio.directory = Some(v.to_string()),
         // fio keeps a random map unless told not to: each block once a pass.
+        // Which errors end a job: stormark's workers go on after any error, counting each by
+        // kind (a worker stops after 100 in a row), and the run exits 1 unless its kinds are
+        // ignored (`ignore_error`); fio's default ends the job at its first.
+        "continue_on_error"
+            if matches!(
+                v.trim(),
+                "none" | "0" | "false" | "write" | "read" | "io" | "verify" | "all" | "1" | "true"
+            ) => {}
+        // fio's lists of errors to go on after, for reads, writes and verifies: one list of
+        // kinds in stormark (an error of a listed kind is ignored whatever it did).
+        "ignore_error" => {
+            let words: Vec<&str> = v
+                .split([',', ':'])
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .collect();
+            if !words.is_empty() {
+                set(job, "ignore_errors", &words.join(","))?;
+            }
+        }
         // How fio makes a duplicate block: a copy of an earlier write's (`repeat`), which is
         // what stormark's copies of a few shared blocks give a deduplicating target; or a
         // block drawn from a working set, a share of the file's size.

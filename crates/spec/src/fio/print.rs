@@ -175,6 +175,20 @@ fn pattern(out: &mut String, job: &Job) {
     if let Some(e) = job.exit {
         out.push_str(&format!("exitall=1\nexit_what={}\n", e.name()));
     }
+    // fio's lists (reads, writes, verifies) of errno names or numbers: stormark's kinds that
+    // are errnos, in each.
+    let errnos: Vec<String> = job
+        .ignore_errors
+        .iter()
+        .filter_map(|k| match k.as_str() {
+            "eio" | "enospc" | "einval" => Some(k.to_ascii_uppercase()),
+            k => k.strip_prefix("errno-").map(str::to_string),
+        })
+        .collect();
+    if !errnos.is_empty() {
+        let list = errnos.join(":");
+        out.push_str(&format!("ignore_error={list},{list},{list}\n"));
+    }
     if let Some(f) = job.flow {
         out.push_str(&format!(
             "flow={}\nflow_id={}\nflow_sleep={}\n",

@@ -175,7 +175,7 @@ proptest::proptest! {
     /// never a path.
     #[test]
     fn new_keys_never_panic(value in "[ -~]{0,24}") {
-        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global"] {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global", "ignore_errors"] {
             let mut o = JobOpts::default();
             if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
                 let f = o.filename.unwrap();
@@ -191,7 +191,7 @@ proptest::proptest! {
 #[test]
 fn new_keys_travel_as_pairs() {
     let f = parse(
-        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\nzonesize=256k\nzoneskip=1m\n[b]\nrw=write\ndedupe_percentage=50\ndedupe_mode=working_set\n\nfilename=/d/two\nprioclass=3\n",
+        "[a]\nrw=randread\nfilename=/d/one\nrandom_distribution=sequence:2,0,1\nrandom_sequence_stride=1\nratemin=1m,2m\nexitall\nexit_what=all\nflow=3\nflow_sleep=100\ncpus_allowed=0\ncpus_allowed_policy=split\nnuma_mem_policy=local\nnice=-3\nprio=2\nss=iops_slope:1%\nss_dur=10s\nzonesize=256k\nzoneskip=1m\nignore_error=EIO:61,ENOSPC\n[b]\nrw=write\ndedupe_percentage=50\ndedupe_mode=working_set\n\nfilename=/d/two\nprioclass=3\n",
     )
     .unwrap();
     for job in jobs(&f) {
@@ -281,4 +281,28 @@ fn dedupe_working_sets_from_fio() {
     o.set("dedup_working_set", "5", Source::Flag).unwrap();
     let e = o.resolve("x").unwrap_err().to_string();
     assert!(e.contains("with --dedup-ratio above 1"), "{e}");
+}
+
+/// fio's error handling: `ignore_error`'s lists (reads, writes, verifies) as one list of
+/// kinds, named as the results name them and printed back as fio's; `continue_on_error` is
+/// stormark's way (go on, counting), and an unknown error name is one line.
+#[test]
+fn ignore_error_lists_as_kinds() {
+    let f = parse(
+        "[a]\nrw=randwrite\ncontinue_on_error=write\nignore_error=EIO:61,ENOSPC,\nerror_dump=0\n",
+    )
+    .unwrap();
+    let j = jobs(&f);
+    assert_eq!(j[0].ignore_errors, ["eio", "errno-61", "enospc"]);
+    assert!(
+        to_fio(&j, "/d", true).contains("ignore_error=EIO:61:ENOSPC,EIO:61:ENOSPC,EIO:61:ENOSPC\n")
+    );
+    let e = parse("[a]\nignore_error=,ENOTANERROR\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("ENOTANERROR") && e.contains("errno names") && !e.contains('\n'),
+        "{e}"
+    );
+    assert!(parse("[a]\ncontinue_on_error=sometimes\n").is_err());
 }

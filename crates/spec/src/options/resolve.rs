@@ -127,6 +127,7 @@ impl JobOpts {
             placement: self.placement(),
             rate_min: self.rate_min,
             rate_iops_min: self.rate_iops_min,
+            ignore_errors: self.ignore_errors.clone().unwrap_or_default(),
             exit: self
                 .exitall
                 .unwrap_or(false)

@@ -28,6 +28,18 @@ impl JobOpts {
                 }
             }
             "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "ignore_errors" => {
+                self.ignore_errors = Some(
+                    value
+                        .split([',', ':'])
+                        .map(str::trim)
+                        .filter(|k| !k.is_empty())
+                        .map(error_kind)
+                        .collect::<Option<Vec<String>>>()
+                        .filter(|l| !l.is_empty() && l.len() <= 64)
+                        .ok_or_else(|| bad(IGNORE_FORM))?,
+                )
+            }
             "nice" => {
                 self.nice = Some(
                     value
@@ -128,4 +140,76 @@ fn per_direction(value: &str, bytes: bool) -> Option<[u64; 2]> {
         _ => return None,
     };
     (pair.iter().any(|n| *n > 0) && pair.iter().all(|n| *n <= 1 << 50)).then_some(pair)
+}
+
+/// The accepted form of `ignore_errors`.
+pub(crate) const IGNORE_FORM: &str = "error kinds as errno names or numbers, or stormark's names, separated by commas, such as ENOSPC,EIO or enospc,short";
+
+/// errno names fio's `ignore_error` takes, with their numbers on Linux.
+const ERRNO: &[(&str, i32)] = &[
+    ("EPERM", 1),
+    ("ENOENT", 2),
+    ("EINTR", 4),
+    ("EIO", 5),
+    ("ENXIO", 6),
+    ("EBADF", 9),
+    ("EAGAIN", 11),
+    ("ENOMEM", 12),
+    ("EACCES", 13),
+    ("EFAULT", 14),
+    ("EBUSY", 16),
+    ("EEXIST", 17),
+    ("ENODEV", 19),
+    ("EINVAL", 22),
+    ("EFBIG", 27),
+    ("ENOSPC", 28),
+    ("EROFS", 30),
+    ("ENODATA", 61),
+    ("ETIME", 62),
+    ("EOVERFLOW", 75),
+    ("EILSEQ", 84),
+    ("EOPNOTSUPP", 95),
+    ("ENOTSUP", 95),
+    ("ETIMEDOUT", 110),
+    ("EREMOTEIO", 121),
+    ("EDQUOT", 122),
+    ("EMEDIUMTYPE", 124),
+];
+
+/// One error kind as the results name it (`enospc`, `eio`, `errno-61`, `short`, ...): from an
+/// errno name or number, or that name itself.
+pub(crate) fn error_kind(word: &str) -> Option<String> {
+    let errno = match word.parse::<i32>() {
+        Ok(n) if (1..4096).contains(&n) => Some(n),
+        Ok(_) => return None,
+        Err(_) => ERRNO
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(word))
+            .map(|&(_, n)| n),
+    };
+    if let Some(n) = errno {
+        return Some(match n {
+            5 => "eio".into(),
+            28 => "enospc".into(),
+            22 => "einval".into(),
+            n => format!("errno-{n}"),
+        });
+    }
+    let w = word.to_ascii_lowercase();
+    let named = matches!(
+        w.as_str(),
+        "eio"
+            | "enospc"
+            | "einval"
+            | "short"
+            | "throttled"
+            | "timeout"
+            | "reset"
+            | "refused"
+            | "network"
+    ) || w
+        .strip_prefix("errno-")
+        .or_else(|| w.strip_prefix("http-"))
+        .is_some_and(|n| n.parse::<u16>().is_ok());
+    named.then_some(w)
 }
