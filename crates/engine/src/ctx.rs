@@ -377,6 +377,8 @@ pub(crate) struct Ctx<'a> {
     pub think_left: u32,
     /// I/Os this worker issued within its flow (fio's `flow`).
     pub flow_own: u64,
+    /// What each I/O is timed by.
+    pub clock: crate::clock::Clock,
 }
 
 impl Ctx<'_> {
@@ -541,6 +543,27 @@ impl Ctx<'_> {
             Some(t) => {
                 let response = now.saturating_duration_since(t).as_nanos() as u64;
                 self.complete_scheduled(req, res, response, service)
+            }
+        }
+    }
+
+    /// Records an I/O timed by the worker's clock: `service_ns` from its start to its end at
+    /// `now`; in an open loop (`due` set) its latency counts from `due`, with the service
+    /// time beside it.
+    #[inline]
+    pub fn complete_timed(
+        &mut self,
+        req: &IoReq,
+        res: i64,
+        service_ns: u64,
+        now: Instant,
+        due: Option<Instant>,
+    ) {
+        match due {
+            None => self.complete(req, res, service_ns),
+            Some(t) => {
+                let response = now.saturating_duration_since(t).as_nanos() as u64;
+                self.complete_scheduled(req, res, response.max(service_ns), service_ns)
             }
         }
     }

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod buffer;
+mod clock;
 mod ctx;
 mod data;
 mod error;

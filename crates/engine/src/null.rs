@@ -28,17 +28,19 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             wait_until(t, ctx.stop);
             t
         });
-        let start = Instant::now();
+        let start = ctx.clock.ticks();
         if let Some((at, len)) = stall {
-            if start >= at {
+            if Instant::now() >= at {
                 // The injected stall (tests): this one I/O takes `len`.
                 std::thread::sleep(len);
                 stall = None;
             }
         }
-        let now = Instant::now();
+        let end = ctx.clock.ticks();
+        let now = ctx.clock.instant(end);
+        let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete_at(&req, i64::from(req.len), now, start, due);
+        ctx.complete_timed(&req, i64::from(req.len), service, now, due);
         if ctx.pace.expired(now) {
             break;
         }

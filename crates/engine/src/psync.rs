@@ -1,7 +1,5 @@
 //! The psync backend: `pread`/`pwrite`, one I/O at a time per worker (fio's `psync`).
 
-use std::time::Instant;
-
 use stormark_stats::Op;
 
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
@@ -41,7 +39,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let len = req.len as usize;
         let off = (base + req.offset) as libc::off_t;
         let payload = (req.op == Op::Write).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
-        let start = Instant::now();
+        let start = ctx.clock.ticks();
         // SAFETY: the read region and the payload hold at least req.len <= bs_max bytes and
         // stay untouched until the call returns; fd is open for this op.
         let res = unsafe {
@@ -61,9 +59,11 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         } else {
             res as i64
         };
-        let now = Instant::now();
+        let end = ctx.clock.ticks();
+        let now = ctx.clock.instant(end);
+        let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete_at(&req, res, now, start, due);
+        ctx.complete_timed(&req, res, service, now, due);
         ctx.bufs.done(0);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);

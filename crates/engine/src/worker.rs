@@ -90,6 +90,7 @@ pub(crate) fn run_worker(
         },
         think_left: spec.think.map_or(0, |t| t.every),
         flow_own: 0,
+        clock: crate::clock::Clock::new(),
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {
