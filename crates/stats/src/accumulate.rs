@@ -18,6 +18,32 @@ pub struct WorkerKey {
     pub worker: u32,
 }
 
+/// What one host and job did over the phase.
+#[derive(Debug)]
+enum Source {
+    Full(Snapshot),
+    Sparse([Option<SparseRecord>; Op::COUNT], ErrorTally),
+}
+
+impl Source {
+    /// The snapshot it amounts to (a remote source's histograms made whole, one at a time).
+    fn into_snapshot(self) -> Snapshot {
+        match self {
+            Source::Full(s) => s,
+            Source::Sparse(ops, errors) => {
+                let mut s = Snapshot::new();
+                for (i, r) in ops.iter().enumerate() {
+                    if let Some(r) = r {
+                        *s.op_mut(Op::ALL[i]) += r;
+                    }
+                }
+                s.errors = errors;
+                s
+            }
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct WorkerState {
     last_interval: Option<u32>,
@@ -31,7 +57,9 @@ pub struct PhaseAccumulator {
     name: String,
     hosts: Vec<String>,
     jobs: Vec<PhaseJob>,
-    per_source: BTreeMap<(u16, u16), Snapshot>,
+    /// Each host and job's whole phase: a local worker's as snapshots, a remote agent's as
+    /// the non-zero counts of its histograms (a few KiB a host, not 256 KiB a histogram).
+    per_source: BTreeMap<(u16, u16), Source>,
     workers: HashMap<WorkerKey, WorkerState>,
     open: BTreeMap<u32, Snapshot>,
     closed: Vec<Interval>,
@@ -102,7 +130,15 @@ impl PhaseAccumulator {
                 self.count(key.host, interval, op, r);
             }
         }
-        *self.per_source.entry((key.host, key.job)).or_default() += snap;
+        match self
+            .per_source
+            .entry((key.host, key.job))
+            .or_insert_with(|| Source::Full(Snapshot::new()))
+        {
+            Source::Full(s) => *s += snap,
+            // One source is local or remote, never both.
+            Source::Sparse(..) => unreachable!("a remote source's seconds come as parts"),
+        }
         *self.open.entry(interval).or_default() += snap;
         let state = self.workers.entry(key).or_default();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
@@ -120,11 +156,24 @@ impl PhaseAccumulator {
         for (op, r) in ops {
             self.count_of(key.host, interval, *op, (r.ops, r.bytes, r.errors));
         }
-        let source = self.per_source.entry((key.host, key.job)).or_default();
-        for (op, r) in ops {
-            *source.op_mut(*op) += r;
+        let source = self
+            .per_source
+            .entry((key.host, key.job))
+            .or_insert_with(|| Source::Sparse(Default::default(), ErrorTally::default()));
+        match source {
+            Source::Sparse(mine, tally) => {
+                for (op, r) in ops {
+                    *mine[op.index()].get_or_insert_with(SparseRecord::default) += r;
+                }
+                *tally += errors;
+            }
+            Source::Full(s) => {
+                for (op, r) in ops {
+                    *s.op_mut(*op) += r;
+                }
+                s.errors += errors;
+            }
         }
-        source.errors += errors;
         let open = self.open.entry(interval).or_default();
         for (op, r) in ops {
             *open.op_mut(*op) += r;
@@ -222,7 +271,8 @@ impl PhaseAccumulator {
         let mut by_host: BTreeMap<String, Breakdown> = BTreeMap::new();
         let mut current: Option<(u16, Snapshot)> = None;
         let sources = std::mem::take(&mut self.per_source);
-        for ((host, job), snap) in sources {
+        for ((host, job), source) in sources {
+            let snap = source.into_snapshot();
             total += &snap;
             *by_job.entry(job).or_default() += &snap;
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();

@@ -87,6 +87,42 @@ impl SparseHist {
         self.counts.is_empty()
     }
 
+    /// Adds `other`'s counts into these (both in index order, so one pass over each).
+    pub fn merge(&mut self, other: &SparseHist) {
+        if other.counts.is_empty() {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.counts.clone_from(&other.counts);
+            return;
+        }
+        let mut out = Vec::with_capacity(self.counts.len().max(other.counts.len()));
+        let (mut a, mut b) = (self.counts.iter().peekable(), other.counts.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(&&(i, x)), Some(&&(j, y))) if i == j => {
+                    out.push((i, x + y));
+                    a.next();
+                    b.next();
+                }
+                (Some(&&x), Some(&&y)) if x.0 < y.0 => {
+                    out.push(x);
+                    a.next();
+                }
+                (_, Some(&&y)) => {
+                    out.push(y);
+                    b.next();
+                }
+                (Some(&&x), None) => {
+                    out.push(x);
+                    a.next();
+                }
+                (None, None) => break,
+            }
+        }
+        self.counts = out;
+    }
+
     /// Adds its counts into `h` (a histogram of stormark's configuration), each at its index.
     pub fn add_to(&self, h: &mut Histogram<u64>) {
         for &(index, count) in &self.counts {
@@ -126,6 +162,23 @@ pub struct SparseRecord {
     pub bytes: u64,
     /// Failed operations.
     pub errors: u64,
+}
+
+impl std::ops::AddAssign<&SparseRecord> for SparseRecord {
+    fn add_assign(&mut self, r: &SparseRecord) {
+        self.hist.merge(&r.hist);
+        for (mine, theirs) in [
+            (&mut self.service, &r.service),
+            (&mut self.first_byte, &r.first_byte),
+        ] {
+            if let Some(t) = theirs {
+                mine.get_or_insert_with(SparseHist::default).merge(t);
+            }
+        }
+        self.ops += r.ops;
+        self.bytes += r.bytes;
+        self.errors += r.errors;
+    }
 }
 
 impl std::ops::AddAssign<&SparseRecord> for OpRecord {
@@ -179,5 +232,33 @@ mod tests {
         assert!(SparseHist::decode(&ob).is_none());
         assert!(SparseHist::decode(&bytes[..bytes.len() - 1]).is_none());
         assert!(SparseHist::decode(&[0u8; 40]).is_none());
+    }
+
+    /// Seconds merged as their non-zero counts hold what the full histograms merged hold.
+    #[test]
+    fn merged_sparse_seconds_equal_merged_histograms() {
+        let second = |seed: u64| {
+            let mut h = crate::new_histogram();
+            let mut x = seed;
+            for _ in 0..3_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                h.record(1 + (x >> 30) % (1 << (x % 30))).unwrap();
+            }
+            let mut bytes = Vec::new();
+            V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+            (h, SparseHist::decode(&bytes).unwrap())
+        };
+        let mut full = crate::new_histogram();
+        let mut sparse = SparseHist::default();
+        for seed in 1..20 {
+            let (h, s) = second(seed);
+            full.add(&h).unwrap();
+            sparse.merge(&s);
+        }
+        sparse.merge(&SparseHist::default());
+        assert!(sparse.counts.windows(2).all(|w| w[0].0 < w[1].0), "in index order");
+        let mut back = crate::new_histogram();
+        sparse.add_to(&mut back);
+        assert_eq!(back, full);
     }
 }
