@@ -6,6 +6,7 @@ mod cluster;
 mod data;
 mod device;
 mod fio_errors;
+mod fio_prio;
 mod fiofile;
 mod fuzz;
 mod meta;

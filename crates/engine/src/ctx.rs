@@ -232,8 +232,8 @@ impl<'a> Pace<'a> {
         let mut done = [(0u64, 0u64); 2];
         for (op, r) in snap.ops() {
             let d = match op {
-                Op::Read => 0,
-                Op::Write => 1,
+                Op::Read | Op::ReadPrio => 0,
+                Op::Write | Op::WritePrio => 1,
                 _ => continue,
             };
             done[d] = (done[d].0 + r.ops, done[d].1 + r.bytes);

@@ -45,6 +45,12 @@ pub fn allowed(p: &Placement) -> Result<Option<Vec<u16>>, String> {
     if p.ioprio.is_some_and(|(class, _)| class == 1) && !root {
         return Err("prioclass 1 (real time) needs root (CAP_SYS_NICE); give 2 or 3".into());
     }
+    if p.cmdprio.is_some_and(|c| c.class == 1) && !root {
+        return Err(
+            "cmdprio_class 1 (real time, fio's default) needs root (CAP_SYS_ADMIN); give --cmdprio-class 2 or 3"
+                .into(),
+        );
+    }
     let online = online_cpus();
     let have = nodes();
     let shown = |v: &[u16]| CpuList(v.to_vec()).text();

@@ -130,6 +130,8 @@ pub struct WorkerSpec {
     pub random_map: bool,
     /// fio's strided zones: the I/Os move on zone by zone.
     pub zones: Option<stormark_spec::Zones>,
+    /// fio's per-I/O priorities (io_uring): a share of the I/Os submitted with their own.
+    pub cmdprio: Option<stormark_spec::CmdPrio>,
     /// Errors of these kinds do not count toward giving up on a failing target (fio's
     /// `ignore_error`: the job goes on).
     pub ignore_errors: Vec<stormark_stats::ErrorKind>,
@@ -233,6 +235,7 @@ impl WorkerSpec {
             rand_run_same: false,
             random_map: false,
             zones: None,
+            cmdprio: None,
             ignore_errors: Vec::new(),
             trim: 0,
             bs_min: 4096,
@@ -403,6 +406,7 @@ impl WorkerSpec {
             rand_run_same: job.rand_run_same,
             random_map: job.random_map,
             zones: job.zones,
+            cmdprio: job.placement.cmdprio,
             ignore_errors: job
                 .ignore_errors
                 .iter()

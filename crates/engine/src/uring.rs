@@ -93,6 +93,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // fio's flow: a worker ahead of its share issues nothing more until it is not.
     let flows = ctx.spec.flow_group.is_some();
     let mut flow_due = false;
+    // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
+    let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -117,11 +119,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 };
                 free.pop_front();
-                let entry = entry_of(ctx, fds[req.file as usize], slot, &req);
+                let (ioprio, counted) = match &mut prio {
+                    None => (0, req),
+                    Some(p) => p.take(req),
+                };
+                let entry = entry_of(ctx, fds[req.file as usize], slot, &req, ioprio);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
                 // completion is reaped below; the ring has one entry per slot.
                 unsafe { sq.push(&entry) }.expect("the ring has an entry for every free slot");
-                slots[slot as usize].0 = req;
+                slots[slot as usize].0 = counted;
                 if let Some(s) = &mut ctx.schedule {
                     due[slot as usize] = s.take();
                 }
@@ -222,19 +228,61 @@ fn entry_of(
     (fd, base): (types::Fd, u64),
     slot: u32,
     req: &IoReq,
+    ioprio: u16,
 ) -> squeue::Entry {
     let offset = base + req.offset;
     match req.op {
         Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
             .offset(offset)
+            .ioprio(ioprio)
             .build(),
         // The offset generator makes only reads and writes.
         _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-            Payload::Plain(p) => opcode::Write::new(fd, p, req.len).offset(offset).build(),
-            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n).offset(offset).build(),
+            Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
+                .offset(offset)
+                .ioprio(ioprio)
+                .build(),
+            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
+                .offset(offset)
+                .ioprio(ioprio)
+                .build(),
         },
     }
     .user_data(u64::from(slot))
+}
+
+/// fio's `cmdprio_percentage`: which reads and writes carry the priority, an exact share of
+/// each spread evenly, and the value the kernel takes (`class << 13 | level`).
+struct CmdPrioShare {
+    share: [f64; 2],
+    owed: [f64; 2],
+    value: u16,
+}
+
+impl CmdPrioShare {
+    fn new(c: stormark_spec::CmdPrio) -> CmdPrioShare {
+        CmdPrioShare {
+            share: c.share.map(|p| f64::from(p) / 100.0),
+            owed: [0.0; 2],
+            value: u16::from(c.class) << 13 | u16::from(c.level),
+        }
+    }
+
+    /// The priority `req` is submitted with (0: the worker's own), and the request as it is
+    /// counted (`read-prio`, `write-prio` for those with the priority).
+    fn take(&mut self, req: IoReq) -> (u16, IoReq) {
+        let (d, op) = match req.op {
+            Op::Read => (0, Op::ReadPrio),
+            Op::Write => (1, Op::WritePrio),
+            _ => return (0, req),
+        };
+        self.owed[d] += self.share[d];
+        if self.owed[d] < 1.0 - 1e-9 {
+            return (0, req);
+        }
+        self.owed[d] -= 1.0;
+        (self.value, IoReq { op, ..req })
+    }
 }
 
 /// Open loop with nothing in flight: sleeps until `t`, when the next I/O is due; `false` when

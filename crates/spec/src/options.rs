@@ -102,6 +102,9 @@ pub const JOB_KEYS: &[&str] = &[
     "nice",
     "prio",
     "prioclass",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
     "zero_buffers",
     "buffer_pattern",
     "sync",
@@ -300,6 +303,13 @@ pub struct JobOpts {
     pub prio: Option<u8>,
     /// The workers' I/O priority class (fio's `prioclass`).
     pub prioclass: Option<u8>,
+    /// Shares of reads and of writes submitted with their own priority (fio's
+    /// `cmdprio_percentage`), percent.
+    pub cmdprio_percentage: Option<[u8; 2]>,
+    /// Those I/Os' priority class (fio's `cmdprio_class`).
+    pub cmdprio_class: Option<u8>,
+    /// Those I/Os' priority level (fio's `cmdprio`).
+    pub cmdprio: Option<u8>,
     /// S3: `http://host:port` of the service.
     pub endpoint: Option<String>,
     /// S3: the bucket.
@@ -614,6 +624,9 @@ impl JobOpts {
             nice,
             prio,
             prioclass,
+            cmdprio_percentage,
+            cmdprio_class,
+            cmdprio,
             endpoint,
             bucket,
             buckets,

@@ -349,6 +349,14 @@ impl Job {
             pairs.push(("prioclass", class.to_string()));
             pairs.push(("prio", level.to_string()));
         }
+        if let Some(c) = p.cmdprio {
+            pairs.push((
+                "cmdprio_percentage",
+                format!("{},{}", c.share[0], c.share[1]),
+            ));
+            pairs.push(("cmdprio_class", c.class.to_string()));
+            pairs.push(("cmdprio", c.level.to_string()));
+        }
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
@@ -438,6 +446,20 @@ pub struct Placement {
     /// The threads' I/O priority: class (1 real time, 2 best effort, 3 idle) and level 0-7
     /// (fio's `prioclass` and `prio`).
     pub ioprio: Option<(u8, u8)>,
+    /// A share of the I/Os submitted with a priority of their own (fio's `cmdprio_*`).
+    pub cmdprio: Option<CmdPrio>,
+}
+
+/// fio's per-I/O priorities: a share of reads and of writes, each submitted with this class
+/// and level (io_uring's per-submission `ioprio`), counted as `read-prio` and `write-prio`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CmdPrio {
+    /// Shares of reads and of writes, percent.
+    pub share: [u8; 2],
+    /// Class: 1 real time, 2 best effort, 3 idle.
+    pub class: u8,
+    /// Level, 0 (highest) to 7.
+    pub level: u8,
 }
 
 impl Placement {
@@ -448,6 +470,7 @@ impl Placement {
             || self.mem.is_some()
             || self.nice.is_some()
             || self.ioprio.is_some()
+            || self.cmdprio.is_some()
     }
 }
 

@@ -50,11 +50,16 @@ pub enum Op {
     /// A trim: a range's space released (a hole punched in a file, a discard of a device's
     /// blocks; fio's `trim`).
     Trim,
+    /// A read submitted with a priority of its own (fio's `cmdprio_percentage`): counted
+    /// apart from the other reads, so that each priority's latency shows.
+    ReadPrio,
+    /// A write submitted with a priority of its own.
+    WritePrio,
 }
 
 impl Op {
     /// Every operation, in index order.
-    pub const ALL: [Op; 21] = [
+    pub const ALL: [Op; 23] = [
         Op::Read,
         Op::Write,
         Op::Get,
@@ -76,6 +81,8 @@ impl Op {
         Op::Rmdir,
         Op::Dirstat,
         Op::Trim,
+        Op::ReadPrio,
+        Op::WritePrio,
     ];
     /// How many operation kinds there are.
     pub const COUNT: usize = Op::ALL.len();
@@ -104,6 +111,8 @@ impl Op {
             Op::Rmdir => "rmdir",
             Op::Dirstat => "dirstat",
             Op::Trim => "trim",
+            Op::ReadPrio => "read-prio",
+            Op::WritePrio => "write-prio",
         }
     }
 

@@ -97,7 +97,10 @@ impl SparseHist {
             return;
         }
         let mut out = Vec::with_capacity(self.counts.len().max(other.counts.len()));
-        let (mut a, mut b) = (self.counts.iter().peekable(), other.counts.iter().peekable());
+        let (mut a, mut b) = (
+            self.counts.iter().peekable(),
+            other.counts.iter().peekable(),
+        );
         loop {
             match (a.peek(), b.peek()) {
                 (Some(&&(i, x)), Some(&&(j, y))) if i == j => {
@@ -241,7 +244,9 @@ mod tests {
             let mut h = crate::new_histogram();
             let mut x = seed;
             for _ in 0..3_000 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 h.record(1 + (x >> 30) % (1 << (x % 30))).unwrap();
             }
             let mut bytes = Vec::new();
@@ -256,7 +261,10 @@ mod tests {
             sparse.merge(&s);
         }
         sparse.merge(&SparseHist::default());
-        assert!(sparse.counts.windows(2).all(|w| w[0].0 < w[1].0), "in index order");
+        assert!(
+            sparse.counts.windows(2).all(|w| w[0].0 < w[1].0),
+            "in index order"
+        );
         let mut back = crate::new_histogram();
         sparse.add_to(&mut back);
         assert_eq!(back, full);

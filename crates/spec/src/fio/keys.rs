@@ -22,6 +22,7 @@ const REPORTING: &[&str] = &[
     "write_iops_log",
     "write_hist_log",
     "log_offset",
+    "log_prio",
     "log_avg_msec",
     "log_hist_msec",
     "per_job_logs",

@@ -216,6 +216,12 @@ fn pattern(out: &mut String, job: &Job) {
     if let Some((class, level)) = p.ioprio {
         out.push_str(&format!("prioclass={class}\nprio={level}\n"));
     }
+    if let Some(c) = p.cmdprio {
+        out.push_str(&format!(
+            "cmdprio_percentage={},{}\ncmdprio_class={}\ncmdprio={}\n",
+            c.share[0], c.share[1], c.class, c.level
+        ));
+    }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {
         out.push_str(&format!("percentage_random={}\n", job.random_pct));

@@ -175,7 +175,7 @@ proptest::proptest! {
     /// never a path.
     #[test]
     fn new_keys_never_panic(value in "[ -~]{0,24}") {
-        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global", "ignore_errors"] {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global", "ignore_errors", "cmdprio_percentage", "cmdprio_class", "cmdprio"] {
             let mut o = JobOpts::default();
             if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
                 let f = o.filename.unwrap();
@@ -305,4 +305,47 @@ fn ignore_error_lists_as_kinds() {
         "{e}"
     );
     assert!(parse("[a]\ncontinue_on_error=sometimes\n").is_err());
+}
+
+/// fio's per-I/O priorities: a share (one for both directions, or R,W), the class (1 unless
+/// given) and level (0 unless given), on io_uring (fio's libaio) only; they travel as pairs
+/// and print back as fio's.
+#[test]
+fn cmdprio_from_fio() {
+    let f = parse(
+        "[a]\nioengine=libaio\nrw=randrw\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\nlog_prio=1\n\
+         [b]\nioengine=io_uring\ncmdprio_percentage=10,30\ncmdprio_class=2,2\ncmdprio=5\n",
+    )
+    .unwrap();
+    let got: Vec<_> = jobs(&f).iter().map(|j| j.placement.cmdprio).collect();
+    let c = |share, class, level| {
+        Some(crate::workload::CmdPrio {
+            share,
+            class,
+            level,
+        })
+    };
+    assert_eq!(got, [c([20, 20], 1, 0), c([10, 30], 2, 5)]);
+    for job in jobs(&f) {
+        let mut again = JobOpts::default();
+        for (k, v) in job.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(again.resolve("x").unwrap(), job);
+    }
+    assert!(to_fio(&jobs(&f), "/d", true)
+        .contains("cmdprio_percentage=10,30\ncmdprio_class=2\ncmdprio=5\n"));
+    for (file, says) in [
+        ("[a]\ncmdprio_percentage=20\n", "with --engine io_uring"),
+        (
+            "[a]\nioengine=libaio\ncmdprio_class=1,2\ncmdprio_percentage=5\n",
+            "one for reads and writes",
+        ),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{file}: {e}");
+    }
 }

@@ -10,6 +10,7 @@ impl JobOpts {
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let rw = self.rw.unwrap_or(Rw::Read);
         let (bs, bs_align, direct) = self.block_sizes()?;
+        self.check_cmdprio()?;
         self.check_amounts(bs)?;
         let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
         let (verify, verify_only) = data::resolve_verify(self, rw, bs, bs_align)?;
@@ -169,7 +170,43 @@ impl JobOpts {
                 (None, None) => None,
                 (class, level) => Some((class.unwrap_or(2), level.unwrap_or(4))),
             },
+            // fio: the highest class and level unless given.
+            cmdprio: self
+                .cmdprio_percentage
+                .map(|share| crate::workload::CmdPrio {
+                    share,
+                    class: self.cmdprio_class.unwrap_or(1),
+                    level: self.cmdprio.unwrap_or(0),
+                }),
         }
+    }
+
+    /// fio's per-I/O priorities ride on io_uring's submissions: only with that engine, and
+    /// the class and level only with a share.
+    fn check_cmdprio(&self) -> Result<(), SpecError> {
+        if self.cmdprio_percentage.is_none() {
+            return match (self.cmdprio_class, self.cmdprio) {
+                (None, None) => Ok(()),
+                (c, l) => Err(SpecError::invalid(
+                    if c.is_some() {
+                        "cmdprio_class"
+                    } else {
+                        "cmdprio"
+                    },
+                    &c.or(l).unwrap_or(0).to_string(),
+                    "with cmdprio_percentage, the share of I/Os given that priority",
+                )),
+            };
+        }
+        if self.engine != Some(crate::EngineChoice::IoUring) {
+            let p = self.cmdprio_percentage.unwrap_or_default();
+            return Err(SpecError::invalid(
+                "cmdprio_percentage",
+                &format!("{},{}", p[0], p[1]),
+                "with --engine io_uring (each submission carries its priority; fio's libaio maps to it)",
+            ));
+        }
+        Ok(())
     }
 
     /// fio's strided zones: `zone_size` needed with the others, the range (`zone_size` unless

@@ -68,6 +68,33 @@ impl JobOpts {
                     self.prioclass = Some(n);
                 }
             }
+            "cmdprio_percentage" => {
+                let pair = per_direction(value, false)
+                    .filter(|p| p.iter().all(|n| *n <= 100))
+                    .ok_or_else(|| bad("a percentage of the I/Os from 1 to 100, or R,W for reads and writes, such as 20"))?;
+                self.cmdprio_percentage = Some(pair.map(|n| n as u8));
+            }
+            "cmdprio_class" | "cmdprio" => {
+                let (max, form) = if canonical == "cmdprio" {
+                    (7, "an I/O priority level from 0 (highest) to 7 (one for reads and writes)")
+                } else {
+                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle) (one for reads and writes)")
+                };
+                // fio's R,W form with the same value for both.
+                let mut parts = value.split(',').map(str::trim);
+                let first = parts.next().unwrap_or_default();
+                let n = first
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|n| *n <= max && (canonical == "cmdprio" || *n >= 1))
+                    .filter(|_| parts.all(|p| p == first))
+                    .ok_or_else(|| bad(form))?;
+                if canonical == "cmdprio" {
+                    self.cmdprio = Some(n);
+                } else {
+                    self.cmdprio_class = Some(n);
+                }
+            }
             "flow" => self.flow = Some(count(1_000_000)?),
             "flow_id" => {
                 self.flow_id = Some(
