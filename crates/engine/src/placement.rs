@@ -210,6 +210,7 @@ mod tests {
             mem: None,
             nice: None,
             ioprio: None,
+            cmdprio: None,
         };
         assert_eq!(allowed(&p(None, None, false)), Ok(None));
         assert_eq!(allowed(&p(Some("0"), None, false)), Ok(Some(vec![0])));

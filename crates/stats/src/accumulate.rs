@@ -22,7 +22,7 @@ pub struct WorkerKey {
 #[derive(Debug)]
 enum Source {
     Full(Snapshot),
-    Sparse([Option<SparseRecord>; Op::COUNT], ErrorTally),
+    Sparse(Box<[Option<SparseRecord>; Op::COUNT]>, ErrorTally),
 }
 
 impl Source {
@@ -159,7 +159,7 @@ impl PhaseAccumulator {
         let source = self
             .per_source
             .entry((key.host, key.job))
-            .or_insert_with(|| Source::Sparse(Default::default(), ErrorTally::default()));
+            .or_insert_with(|| Source::Sparse(Box::default(), ErrorTally::default()));
         match source {
             Source::Sparse(mine, tally) => {
                 for (op, r) in ops {
