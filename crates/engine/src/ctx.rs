@@ -526,27 +526,6 @@ impl Ctx<'_> {
         }
     }
 
-    /// Records an I/O that started at `start` and completed at `now`; in an open loop (`due`
-    /// set) its latency counts from `due`, with the service time beside it.
-    #[inline]
-    pub fn complete_at(
-        &mut self,
-        req: &IoReq,
-        res: i64,
-        now: Instant,
-        start: Instant,
-        due: Option<Instant>,
-    ) {
-        let service = now.saturating_duration_since(start).as_nanos() as u64;
-        match due {
-            None => self.complete(req, res, service),
-            Some(t) => {
-                let response = now.saturating_duration_since(t).as_nanos() as u64;
-                self.complete_scheduled(req, res, response, service)
-            }
-        }
-    }
-
     /// Records an I/O timed by the worker's clock: `service_ns` from its start to its end at
     /// `now`; in an open loop (`due` set) its latency counts from `due`, with the service
     /// time beside it.

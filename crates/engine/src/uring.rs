@@ -75,7 +75,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         offset: 0,
         len: 0,
     };
-    let mut slots: Vec<(IoReq, Instant)> = vec![(placeholder, Instant::now()); depth];
+    // Each slot's I/O and its start, in the worker clock's ticks.
+    let mut slots: Vec<(IoReq, u64)> = vec![(placeholder, 0); depth];
     // Open loop: when each slot's I/O was due.
     let mut due: Vec<Instant> =
         vec![Instant::now(); if ctx.schedule.is_some() { depth } else { 0 }];
@@ -138,7 +139,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 pending.push(slot);
                 inflight += 1;
                 if pending.len() >= batch {
-                    submit(&submitter, &mut sq, &mut pending, &mut slots, 0)?;
+                    submit(&submitter, &mut sq, &mut pending, &mut slots, &ctx.clock, 0)?;
                 }
             }
         }
@@ -173,9 +174,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             let wait = usize::from(cq.is_empty());
             match next_due {
                 Some(t) if wait == 1 && !free.is_empty() => {
-                    submit_until(&submitter, &mut sq, &mut pending, &mut slots, t)?
+                    submit_until(&submitter, &mut sq, &mut pending, &mut slots, &ctx.clock, t)?
                 }
-                _ => submit(&submitter, &mut sq, &mut pending, &mut slots, wait)?,
+                _ => submit(
+                    &submitter,
+                    &mut sq,
+                    &mut pending,
+                    &mut slots,
+                    &ctx.clock,
+                    wait,
+                )?,
             }
             cq.sync();
         }
@@ -183,14 +191,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // turns into 1 by default), then refill: the queue stays at its depth instead of
         // draining while a large batch is replaced one submission at a time. One timestamp
         // per reap, as fio (fio_gettime in init_icd).
-        let now = Instant::now();
+        let end = ctx.clock.ticks();
+        let now = ctx.clock.instant(end);
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
             // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
             let scheduled = due.get(slot as usize).copied();
-            ctx.complete_at(&req, i64::from(cqe.result()), now, started, scheduled);
+            let service = ctx.clock.ns(end.saturating_sub(started));
+            ctx.complete_timed(&req, i64::from(cqe.result()), service, now, scheduled);
             ctx.bufs.done(slot as usize);
             free.push_back(slot);
             inflight -= 1;
@@ -300,14 +310,15 @@ fn submit_until(
     submitter: &io_uring::Submitter<'_>,
     sq: &mut io_uring::SubmissionQueue<'_>,
     pending: &mut Vec<u32>,
-    slots: &mut [(IoReq, Instant)],
+    slots: &mut [(IoReq, u64)],
+    clock: &crate::clock::Clock,
     until: Instant,
 ) -> Result<(), EngineError> {
     let left = until.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return submit(submitter, sq, pending, slots, 0);
+        return submit(submitter, sq, pending, slots, clock, 0);
     }
-    let start = Instant::now();
+    let start = clock.ticks();
     for &slot in pending.iter() {
         slots[slot as usize].1 = start;
     }
@@ -326,7 +337,7 @@ fn submit_until(
             Ok(())
         }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            submit(submitter, sq, pending, slots, 0)?;
+            submit(submitter, sq, pending, slots, clock, 0)?;
             std::thread::sleep(left.min(std::time::Duration::from_micros(50)));
             Ok(())
         }
@@ -340,10 +351,11 @@ fn submit(
     submitter: &io_uring::Submitter<'_>,
     sq: &mut io_uring::SubmissionQueue<'_>,
     pending: &mut Vec<u32>,
-    slots: &mut [(IoReq, Instant)],
+    slots: &mut [(IoReq, u64)],
+    clock: &crate::clock::Clock,
     wait: usize,
 ) -> Result<(), EngineError> {
-    let start = Instant::now();
+    let start = clock.ticks();
     for &slot in pending.iter() {
         slots[slot as usize].1 = start;
     }
