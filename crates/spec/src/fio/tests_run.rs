@@ -184,6 +184,11 @@ proptest::proptest! {
         }
         let _ = parse(&format!("[a]\nlatency_target={value}\nlatency_percentile={value}\n"));
         let _ = parse(&format!("[a]\ncpumask={value}\nss={value}\n"));
+        for key in ["zonemode", "zonesize", "zonerange", "zoneskip", "dedupe_mode", "dedupe_working_set_percentage", "ignore_error", "continue_on_error", "cmdprio_percentage", "cmdprio_class", "cmdprio"] {
+            if let Ok(f) = parse(&format!("[a]\nioengine=libaio\ndedupe_percentage=50\n{key}={value}\n")) {
+                let _ = f.file.jobs[0].resolve("x");
+            }
+        }
     }
 }
 
