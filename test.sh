@@ -14,9 +14,10 @@ cd "$(dirname "$0")"
 
 cat >&2 <<'EOF'
 stormark tests: what this installs, if missing, and how long it takes
-  Debian packages: mount e2fsprogs iproute2 openssl curl strace zstd lz4 faketime chromium fio
-    (loop devices, namespaces, TLS certificates, syscall counts, compressors, a clock moved
-    an hour, a real browser for the HTML report, fio's fio-genzipf for skewed offsets)
+  Debian packages: mount e2fsprogs xfsprogs iproute2 openssl curl strace zstd lz4 faketime
+    chromium fio (loop devices, XFS for atomic writes, namespaces, TLS certificates, syscall
+    counts, compressors, a clock moved an hour, a real browser for the HTML report, fio's
+    fio-genzipf for skewed offsets)
   MinIO and versitygw, pinned versions built with Go into Go's bin directory, outside the
     repository (about 6 minutes the first time on 2 cores, then kept)
   then: cargo fmt --check, cargo clippy -D warnings, cargo test (build about 8 minutes cold,
@@ -34,6 +35,7 @@ missing=()
 need() { command -v "$1" >/dev/null || missing+=("$2"); }
 need losetup mount
 need mkfs.ext4 e2fsprogs
+need mkfs.xfs xfsprogs
 need ip iproute2
 need openssl openssl
 need curl curl

@@ -414,6 +414,19 @@ fn fios_own_examples_keep_their_verdicts() {
             other => panic!("{name}: exit {other:?}: {}", text(&out)),
         };
         let (want, flags) = &recorded[name];
+        // Read and printed as written, but refused by this machine's target before any load
+        // (atomic writes where the scratch directory's file system takes none).
+        if verdict == "runs" && want == "refused-here" {
+            let out = Bin(BIN).run(&args(&["-q"]).iter().map(String::as_str).collect::<Vec<_>>());
+            let said = text(&out);
+            match out.status.code() {
+                // A scratch directory whose file system takes them: it runs.
+                Some(0) => {}
+                Some(2) => assert_eq!(said.trim().lines().count(), 1, "{name}: {said}"),
+                other => panic!("{name}: exit {other:?}: {said}"),
+            }
+            continue;
+        }
         if verdict != want {
             differ.push(format!("{name}: {verdict}, recorded {want}"));
             continue;

@@ -301,6 +301,7 @@ impl Agent for LocalAgent {
         let decided = self.decide_direct(&mut notes);
         self.notes.extend(notes);
         decided?;
+        self.decide_atomic()?;
         self.run_preparation(on_event)
     }
 

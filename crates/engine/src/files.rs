@@ -356,6 +356,34 @@ pub fn open_checked(path: &Path, flags: libc::c_int, expect: Identity) -> io::Re
     Ok(file)
 }
 
+/// The sizes an open file or device takes atomic writes of (`RWF_ATOMIC`), least and most,
+/// as the kernel says through `statx` (`STATX_WRITE_ATOMIC`); `None` where it takes none
+/// (or a kernel before 6.11 says nothing of them).
+pub fn atomic_write_units(file: &File) -> io::Result<Option<(u32, u32)>> {
+    use std::os::fd::AsRawFd;
+    const STATX_WRITE_ATOMIC: u32 = 0x10000;
+    // struct statx: stx_mask at 0, stx_atomic_write_unit_min and _max at 0xa8 and 0xac.
+    let mut buf = [0u64; 32];
+    // SAFETY: statx writes at most 256 bytes into buf, which holds 256; the empty path with
+    // AT_EMPTY_PATH names the descriptor itself.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_statx,
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            STATX_WRITE_ATOMIC,
+            buf.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let u32_at = |i: usize| u32::from_ne_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+    let (min, max) = (u32_at(0xa8), u32_at(0xac));
+    Ok((u32_at(0) & STATX_WRITE_ATOMIC != 0 && max > 0).then_some((min, max)))
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,7 +55,7 @@ mod worker;
 pub use ctx::WorkerMsg;
 pub use data::{buffer_bytes, DataShape, POOL_BYTES};
 pub use error::EngineError;
-pub use files::{open_checked, Dir, Identity};
+pub use files::{atomic_write_units, open_checked, Dir, Identity};
 pub use meta::tree::{meta_stat_op, MetaTree};
 pub use net::net_op;
 pub use offsets::{IoReq, OffsetGen};

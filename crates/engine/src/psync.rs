@@ -23,6 +23,8 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let thinks = ctx.spec.think.is_some();
     // fio's flow, likewise.
     let flows = ctx.spec.flow_group.is_some();
+    // fio's atomic: each write all or nothing (checked possible before the load).
+    let atomic = ctx.spec.atomic;
     loop {
         if flows && !ctx.flow_wait() {
             break;
@@ -46,6 +48,13 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             match payload {
                 None if req.op == Op::Trim => trim(fd, off, len, devices[req.file as usize]),
                 None => libc::pread(fd, ctx.bufs.read_at(0).cast(), len, off),
+                Some(Payload::Plain(p)) if atomic => {
+                    let iov = libc::iovec {
+                        iov_base: p.cast_mut().cast(),
+                        iov_len: len,
+                    };
+                    libc::pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC)
+                }
                 Some(Payload::Plain(p)) => libc::pwrite(fd, p.cast(), len, off),
                 Some(Payload::Vectored(iov, n)) => libc::pwritev(fd, iov, n as i32, off),
             }

@@ -132,6 +132,8 @@ pub struct WorkerSpec {
     pub zones: Option<stormark_spec::Zones>,
     /// fio's per-I/O priorities (io_uring): a share of the I/Os submitted with their own.
     pub cmdprio: Option<stormark_spec::CmdPrio>,
+    /// Writes with torn-write protection (`RWF_ATOMIC`).
+    pub atomic: bool,
     /// Errors of these kinds do not count toward giving up on a failing target (fio's
     /// `ignore_error`: the job goes on).
     pub ignore_errors: Vec<stormark_stats::ErrorKind>,
@@ -236,6 +238,7 @@ impl WorkerSpec {
             random_map: false,
             zones: None,
             cmdprio: None,
+            atomic: false,
             ignore_errors: Vec::new(),
             trim: 0,
             bs_min: 4096,
@@ -407,6 +410,7 @@ impl WorkerSpec {
             random_map: job.random_map,
             zones: job.zones,
             cmdprio: job.placement.cmdprio,
+            atomic: job.atomic,
             ignore_errors: job
                 .ignore_errors
                 .iter()

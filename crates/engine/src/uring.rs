@@ -251,6 +251,7 @@ fn entry_of(
             Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
                 .offset(offset)
                 .ioprio(ioprio)
+                .rw_flags(if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 })
                 .build(),
             Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
                 .offset(offset)

@@ -115,6 +115,12 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("compress_ratio", "R", "Fill writes so that compressors (zstd, lz4, gzip) reach about R, from 1 (incompressible, the default) to 32; fio's buffer_compress_percentage=50 is 2."),
     text("dedup_ratio", "D", "Write that share of blocks as duplicates: written blocks over distinct blocks is about D (1, every block unique, is the default); fio's dedupe_percentage=50 is 2."),
     text("dedup_block", "SIZE", "The unit of --dedup-ratio, a multiple of 512 [default: the block size]."),
+    Flag {
+        key: "atomic",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Each write all or nothing on a crash (RWF_ATOMIC, fio's atomic), with --direct and one block size the file system or device writes atomically (refused before the load where it does not): stormark run /data --rw randwrite --bs 16k --direct --atomic --verify.",
+    },
     text("dedup_working_set", "PCT", "With --dedup-ratio, the duplicates are blocks drawn at random from a working set of this share of the job's bytes, as fio's dedupe_mode=working_set (--dedup-working-set 5); without it, copies of eight blocks."),
     text("dedup_global", "BOOL", "With --dedup-working-set, one set for every worker (fio's dedupe_global=1), or each worker its own [default: true]."),
     Flag {

@@ -114,6 +114,7 @@ pub const JOB_KEYS: &[&str] = &[
     "dedup_block",
     "dedup_working_set",
     "dedup_global",
+    "atomic",
     "buffer_compress_percentage",
     "dedupe_percentage",
     "refill_buffers",
@@ -262,6 +263,8 @@ pub struct JobOpts {
     pub dedup_working_set: Option<u8>,
     /// One working set for every worker (fio's `dedupe_global`), or each its own.
     pub dedup_global: Option<bool>,
+    /// Writes with torn-write protection (`RWF_ATOMIC`, fio's `atomic`).
+    pub atomic: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
@@ -527,6 +530,7 @@ impl JobOpts {
             dedup_block,
             dedup_working_set,
             dedup_global,
+            atomic,
             iodepth_batch,
             iodepth_batch_complete,
             rate_iops,

@@ -130,6 +130,9 @@ pub struct Job {
     pub dedup_working_set: Option<u8>,
     /// Every worker draws from one working set (fio's `dedupe_global`), or each from its own.
     pub dedup_global: bool,
+    /// Each write all or nothing on a crash (`RWF_ATOMIC`, fio's `atomic`): direct, one block
+    /// size, where the file system or device takes atomic writes of that size.
+    pub atomic: bool,
     /// Written blocks carry headers, read back and checked after the load (file jobs).
     pub verify: bool,
     /// Only check what a `--keep` run with `--verify` left: nothing is written.
@@ -285,6 +288,9 @@ impl Job {
         }
         if self.verify_only {
             pairs.push(("verify_only", "true".into()));
+        }
+        if self.atomic {
+            pairs.push(("atomic", "true".into()));
         }
         if self.dedup_ratio > 1.0 {
             pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));

@@ -47,6 +47,12 @@ impl LoopDevice {
         run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&self.path))
     }
 
+    /// Puts an XFS filesystem on the device (which takes atomic writes, since Linux 6.16, on
+    /// any device).
+    pub fn mkfs_xfs(&self) -> Result<(), String> {
+        run(Command::new("mkfs.xfs").args(["-q", "-f"]).arg(&self.path))
+    }
+
     /// Mounts the device on a fresh directory and returns it; unmounted on drop.
     pub fn mount(&mut self) -> Result<PathBuf, String> {
         let at = self._dir.path().join("mnt");

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use stormark_engine::{
     io_uring_available, run_stage, Backend, FileTarget, Load, Place, WorkerSpec,
 };
+use stormark_spec::units::format_size;
 use stormark_spec::Direct;
 use stormark_stats::PhaseJob;
 
@@ -56,6 +57,62 @@ impl LocalAgent {
                     false
                 }
             };
+        }
+        Ok(())
+    }
+
+    /// fio's `atomic`: refused before any load where the target takes no atomic writes of the
+    /// jobs' block sizes (as `statx` says of the run directory's file system, or of the file
+    /// or device).
+    pub(super) fn decide_atomic(&mut self) -> Result<(), AgentError> {
+        let sizes: Vec<u64> = self
+            .stages
+            .iter()
+            .flatten()
+            .filter(|r| r.job.atomic && r.backend.touches_files())
+            .map(|r| r.job.bs.min)
+            .collect();
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        let (units, what) = match &self.place {
+            Some(Where::Dir(ws)) => (
+                ws.atomic_units()?,
+                format!("the file system of {}", self.opts.path.display()),
+            ),
+            Some(Where::Existing { path, id }) => {
+                let units = FileTarget {
+                    place: Place::Path(path.clone()),
+                    expect: Some(*id),
+                    start: 0,
+                    len: 0,
+                }
+                .open(false, true)
+                .and_then(|f| stormark_engine::atomic_write_units(&f))
+                .map_err(|e| AgentError::target(path.display().to_string(), e.to_string()))?;
+                (units, path.display().to_string())
+            }
+            None => return Ok(()),
+        };
+        for bs in sizes {
+            let fits =
+                units.is_some_and(|(min, max)| (u64::from(min)..=u64::from(max)).contains(&bs));
+            if !fits {
+                let takes = units.map_or("none".to_string(), |(min, max)| {
+                    format!(
+                        "{} to {}",
+                        format_size(u64::from(min)),
+                        format_size(u64::from(max))
+                    )
+                });
+                return Err(AgentError::option(
+                    "--atomic",
+                    format!(
+                        "{what} takes no atomic writes of {} (statx: {takes}); give a --bs it takes, or a target that takes atomic writes (an NVMe device, XFS), or leave out --atomic",
+                        format_size(bs)
+                    ),
+                ));
+            }
         }
         Ok(())
     }

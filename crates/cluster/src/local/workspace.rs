@@ -325,6 +325,21 @@ impl Workspace {
         Ok(supported)
     }
 
+    /// The sizes the file system of the run directory takes atomic writes of (least, most),
+    /// from a probe file made and removed there; `None` where it takes none.
+    pub fn atomic_units(&self) -> Result<Option<(u32, u32)>, AgentError> {
+        let run = self
+            .run
+            .as_ref()
+            .expect("probed after the run directory is made");
+        const PROBE: &str = ".stormark-atomic-probe";
+        let units = run
+            .create_file(PROBE, libc::O_DIRECT)
+            .and_then(|f| stormark_engine::atomic_write_units(&f));
+        let _ = run.remove_file(PROBE);
+        units.map_err(|e| AgentError::target(run.shown(PROBE), e.to_string()))
+    }
+
     /// The engine's handle on planned file `i`: its name beneath the held run directory and
     /// the identity it must still have.
     pub fn target(&self, i: usize, start: u64, len: u64) -> FileTarget {

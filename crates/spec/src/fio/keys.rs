@@ -52,6 +52,9 @@ const REPORTING: &[&str] = &[
     "verify_backlog",
     // fio verifies in threads of its own with it; stormark checks every block after the load.
     "verify_async",
+    // fio's check of each block's write sequence (off when jobs overwrite each other's
+    // blocks): stormark's workers write blocks of their own, and it checks the sequence.
+    "verify_write_sequence",
     // Where fio prints an error's details: stormark counts each error by kind, with the first
     // offset of each.
     "error_dump",

@@ -292,6 +292,9 @@ fn writes_and_cache(out: &mut String, job: &Job) {
             ));
         }
     }
+    if job.atomic {
+        out.push_str("atomic=1\n");
+    }
     if job.verify {
         out.push_str("verify=crc32c\n");
     }

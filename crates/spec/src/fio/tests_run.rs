@@ -175,7 +175,7 @@ proptest::proptest! {
     /// never a path.
     #[test]
     fn new_keys_never_panic(value in "[ -~]{0,24}") {
-        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global", "ignore_errors", "cmdprio_percentage", "cmdprio_class", "cmdprio"] {
+        for key in ["nice", "prio", "prioclass", "filename", "rate_min", "rate_iops_min", "exitall", "exit_what", "flow", "flow_id", "flow_sleep", "cpus_allowed", "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "random_sequence_stride", "random_map", "zone_size", "zone_range", "zone_skip", "dedup_working_set", "dedup_global", "ignore_errors", "cmdprio_percentage", "cmdprio_class", "cmdprio", "atomic"] {
             let mut o = JobOpts::default();
             if o.set(key, &value, Source::Flag).is_ok() && key == "filename" {
                 let f = o.filename.unwrap();
@@ -352,5 +352,35 @@ fn cmdprio_from_fio() {
             .unwrap_err()
             .to_string();
         assert!(e.contains(says), "{file}: {e}");
+    }
+}
+
+/// fio's `atomic`: with direct I/O and one block size, a power of two; printed back; the
+/// rest refused in one line.
+#[test]
+fn atomic_from_fio() {
+    let f = parse("[a]\nrw=randwrite\nbs=4k\ndirect=1\nioengine=libaio\natomic=1\nverify=crc64\nverify_write_sequence=0\n").unwrap();
+    assert!(jobs(&f)[0].atomic);
+    assert!(to_fio(&jobs(&f), "/d", true).contains("atomic=1\n"));
+    for (file, says) in [
+        ("[a]\nrw=randwrite\natomic=1\n", "with --direct"),
+        (
+            "[a]\nrw=randwrite\ndirect=1\nbs=4k-8k\natomic=1\n",
+            "a power of two",
+        ),
+        (
+            "[a]\nrw=randwrite\ndirect=1\nbs=12k\natomic=1\n",
+            "a power of two",
+        ),
+        (
+            "[a]\nrw=randwrite\ndirect=1\nbs=4k\ndedupe_percentage=50\natomic=1\n",
+            "one piece",
+        ),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says) && !e.contains('\n'), "{file}: {e}");
     }
 }

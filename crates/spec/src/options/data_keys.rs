@@ -68,6 +68,7 @@ impl JobOpts {
                         })?,
                 )
             }
+            "atomic" => self.atomic = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "dedup_global" => {
                 self.dedup_global = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }

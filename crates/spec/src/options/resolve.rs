@@ -11,6 +11,7 @@ impl JobOpts {
         let rw = self.rw.unwrap_or(Rw::Read);
         let (bs, bs_align, direct) = self.block_sizes()?;
         self.check_cmdprio()?;
+        self.check_atomic(bs, bs_align, direct)?;
         self.check_amounts(bs)?;
         let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
         let (verify, verify_only) = data::resolve_verify(self, rw, bs, bs_align)?;
@@ -118,6 +119,7 @@ impl JobOpts {
             dedup_block,
             dedup_working_set: self.dedup_working_set.filter(|_| dedup_ratio > 1.0),
             dedup_global: self.dedup_global.unwrap_or(true),
+            atomic: self.atomic.unwrap_or(false),
             verify,
             verify_only,
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
@@ -178,6 +180,29 @@ impl JobOpts {
                     class: self.cmdprio_class.unwrap_or(1),
                     level: self.cmdprio.unwrap_or(0),
                 }),
+        }
+    }
+
+    /// fio's `atomic`: `RWF_ATOMIC` asks O_DIRECT, one block size (a power of two) at offsets
+    /// aligned to it, each write one piece (no dedup's vectored writes).
+    fn check_atomic(&self, bs: BlockSize, bs_align: u64, direct: Direct) -> Result<(), SpecError> {
+        if self.atomic != Some(true) {
+            return Ok(());
+        }
+        let why = if direct != Direct::Yes {
+            Some("with --direct: the kernel takes atomic writes with O_DIRECT only")
+        } else if bs.min != bs.max || self.bs_split.is_some() || !bs.min.is_power_of_two() {
+            Some("with one block size, a power of two such as 4k or 16k (--bs), as the device's atomic write unit")
+        } else if !bs_align.is_multiple_of(bs.min) {
+            Some("with offsets aligned to the block size (--bs-align a multiple of --bs)")
+        } else if self.dedup_ratio.unwrap_or(1.0) > 1.0 {
+            Some("without --dedup-ratio: an atomic write is one piece")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(SpecError::invalid("--atomic", "true", why)),
+            None => Ok(()),
         }
     }
 
