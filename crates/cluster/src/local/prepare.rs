@@ -28,13 +28,7 @@ impl LocalAgent {
                 format!("the filesystem of {}", self.opts.path.display()),
             ),
             Some(Where::Existing { path, id }) => {
-                let r = FileTarget {
-                    place: Place::Path(path.clone()),
-                    expect: Some(*id),
-                    start: 0,
-                    len: 0,
-                }
-                .open(false, true);
+                let r = open_direct(path, *id);
                 (
                     !matches!(&r, Err(e) if e.raw_os_error() == Some(libc::EINVAL)),
                     path.display().to_string(),
@@ -81,15 +75,9 @@ impl LocalAgent {
                 format!("the file system of {}", self.opts.path.display()),
             ),
             Some(Where::Existing { path, id }) => {
-                let units = FileTarget {
-                    place: Place::Path(path.clone()),
-                    expect: Some(*id),
-                    start: 0,
-                    len: 0,
-                }
-                .open(false, true)
-                .and_then(|f| stormark_engine::atomic_write_units(&f))
-                .map_err(|e| AgentError::target(path.display().to_string(), e.to_string()))?;
+                let units = open_direct(path, *id)
+                    .and_then(|f| stormark_engine::atomic_write_units(&f))
+                    .map_err(|e| AgentError::target(path.display().to_string(), e.to_string()))?;
                 (units, path.display().to_string())
             }
             None => return Ok(()),
@@ -234,4 +222,19 @@ struct FilePreparation {
     /// The workspace's files it writes.
     todo: Vec<usize>,
     job: PhaseJob,
+}
+
+/// The existing file or device `path` (still identity `id`), opened for reading with
+/// O_DIRECT: what the run's workers will open.
+fn open_direct(
+    path: &std::path::Path,
+    id: stormark_engine::Identity,
+) -> std::io::Result<std::fs::File> {
+    FileTarget {
+        place: Place::Path(path.to_path_buf()),
+        expect: Some(id),
+        start: 0,
+        len: 0,
+    }
+    .open(false, true)
 }
