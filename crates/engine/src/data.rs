@@ -232,11 +232,12 @@ impl Buffers {
         })
     }
 
-    /// The write of `slot` has completed (what `--verify` needs to know of writes racing).
+    /// The I/O of `slot` has completed, `ok` or failed (what `--verify` needs to know of
+    /// writes racing, and of writes that did not land).
     #[inline]
-    pub(crate) fn done(&mut self, slot: usize) {
+    pub(crate) fn done(&mut self, slot: usize, ok: bool) {
         if let Some(v) = &mut self.verifier {
-            v.done(slot);
+            v.done(slot, ok);
         }
     }
 

@@ -73,7 +73,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_timed(&req, res, service, now, due);
-        ctx.bufs.done(0);
+        ctx.bufs.done(0, res == len as i64);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);
         }

@@ -201,7 +201,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             let scheduled = due.get(slot as usize).copied();
             let service = ctx.clock.ns(end.saturating_sub(started));
             ctx.complete_timed(&req, i64::from(cqe.result()), service, now, scheduled);
-            ctx.bufs.done(slot as usize);
+            ctx.bufs.done(slot as usize, cqe.result() == req.len as i32);
             free.push_back(slot);
             inflight -= 1;
         }

@@ -113,9 +113,16 @@ impl Verifier {
         self.inflight[slot] = Some((file, first, end));
     }
 
-    /// The write of `slot` has completed.
+    /// The write of `slot` has completed; `ok` false when it failed (an error, or fewer
+    /// bytes than asked): what its blocks hold is then not known (the earlier write, zeros, or
+    /// part of this one), so they are left out of the check (the failure itself is counted).
     #[inline]
-    pub(crate) fn done(&mut self, slot: usize) {
+    pub(crate) fn done(&mut self, slot: usize, ok: bool) {
+        if let (false, Some((file, first, end))) = (ok, self.inflight[slot]) {
+            if let Some(blocks) = self.files[file as usize].get_mut(first..end) {
+                blocks.fill(0);
+            }
+        }
         self.inflight[slot] = None;
     }
 
@@ -258,8 +265,27 @@ mod tests {
     fn block_of(v: &mut Verifier, file: u32, off: u64) -> Vec<u8> {
         let buf = AlignedBuf::filled(4096, 3, 1.0).unwrap();
         v.stamp(&buf, 0, 4096, 0, file, off);
-        v.done(0);
+        v.done(0, true);
         buf.as_slice()[..4096].to_vec()
+    }
+
+    /// A write that failed (ENOSPC, EIO, a short write) leaves its blocks out of the check:
+    /// they may hold the earlier write, zeros or part of it, and the failure is counted
+    /// already; a block written before and not by the failed write keeps its expectation.
+    #[test]
+    fn a_failed_write_leaves_its_blocks_unchecked() {
+        let mut v = Verifier::new(77, 4096, &[1 << 20], 2);
+        let buf = AlignedBuf::filled(8192, 3, 1.0).unwrap();
+        v.stamp(&buf, 0, 8192, 0, 0, 0);
+        v.done(0, true);
+        assert_eq!(&v.files[0][..2], &[1, 1]);
+        v.stamp(&buf, 0, 4096, 1, 0, 4096);
+        v.done(1, false);
+        assert_eq!(
+            &v.files[0][..2],
+            &[1, 0],
+            "the failed write's block unchecked, the other kept"
+        );
     }
 
     #[test]
@@ -299,8 +325,8 @@ mod tests {
         v.stamp(&buf, 0, 4096, 0, 0, 0);
         v.stamp(&buf, 4096, 4096, 1, 0, 0);
         assert_eq!(v.files[0][0], EITHER);
-        v.done(0);
-        v.done(1);
+        v.done(0, true);
+        v.done(1, true);
         v.stamp(&buf, 0, 4096, 0, 0, 0);
         assert_eq!(v.files[0][0], 3);
     }
@@ -330,13 +356,13 @@ mod tests {
         v.stamp(&buf, 8192, 4096, 1, 0, 4096);
         v.stamp(&buf, 16384, 4096, 2, 0, 4096);
         assert_eq!((v.files[0][0], v.files[0][1]), (1, EITHER));
-        v.done(0);
-        v.done(1);
+        v.done(0, true);
+        v.done(1, true);
         // Write 3 still in flight; a fourth from the freed slot 0 races it.
         v.stamp(&buf, 0, 4096, 0, 0, 4096);
         assert_eq!(v.files[0][1], EITHER);
-        v.done(0);
-        v.done(2);
+        v.done(0, true);
+        v.done(2, true);
         v.stamp(&buf, 0, 4096, 0, 0, 4096);
         assert_eq!(v.files[0][1], 5);
     }
