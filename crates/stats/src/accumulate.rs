@@ -130,14 +130,17 @@ impl PhaseAccumulator {
                 self.count(key.host, interval, op, r);
             }
         }
-        match self
+        let source = self
             .per_source
             .entry((key.host, key.job))
-            .or_insert_with(|| Source::Full(Snapshot::new()))
-        {
-            Source::Full(s) => *s += snap,
-            // One source is local or remote, never both.
-            Source::Sparse(..) => unreachable!("a remote source's seconds come as parts"),
+            .or_insert_with(|| Source::Full(Snapshot::new()));
+        // A source is local or remote; were it both, its parts are made whole first.
+        if let Source::Sparse(..) = source {
+            let parts = std::mem::replace(source, Source::Full(Snapshot::new()));
+            *source = Source::Full(parts.into_snapshot());
+        }
+        if let Source::Full(s) = source {
+            *s += snap;
         }
         *self.open.entry(interval).or_default() += snap;
         let state = self.workers.entry(key).or_default();

@@ -50,22 +50,20 @@ impl JobOpts {
                         .ok_or_else(|| bad("a whole number from -20 to 19, as nice takes"))?,
                 )
             }
-            "prio" | "prioclass" => {
-                let (max, form) = if canonical == "prio" {
-                    (7, "an I/O priority level from 0 (highest) to 7, as ionice -n")
-                } else {
-                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle), as ionice -c")
-                };
-                let n = value
-                    .trim()
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|n| *n <= max && (canonical == "prio" || *n >= 1))
-                    .ok_or_else(|| bad(form))?;
-                if canonical == "prio" {
-                    self.prio = Some(n);
-                } else {
-                    self.prioclass = Some(n);
+            "prio" | "prioclass" | "cmdprio" | "cmdprio_class" => {
+                let level = matches!(canonical, "prio" | "cmdprio");
+                let n = io_priority(value, level).ok_or_else(|| {
+                    bad(if level {
+                        "an I/O priority level from 0 (highest) to 7, as ionice -n (R,W: one for reads and writes)"
+                    } else {
+                        "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle), as ionice -c (R,W: one for reads and writes)"
+                    })
+                })?;
+                match canonical {
+                    "prio" => self.prio = Some(n),
+                    "prioclass" => self.prioclass = Some(n),
+                    "cmdprio" => self.cmdprio = Some(n),
+                    _ => self.cmdprio_class = Some(n),
                 }
             }
             "cmdprio_percentage" => {
@@ -73,27 +71,6 @@ impl JobOpts {
                     .filter(|p| p.iter().all(|n| *n <= 100))
                     .ok_or_else(|| bad("a percentage of the I/Os from 1 to 100, or R,W for reads and writes, such as 20"))?;
                 self.cmdprio_percentage = Some(pair.map(|n| n as u8));
-            }
-            "cmdprio_class" | "cmdprio" => {
-                let (max, form) = if canonical == "cmdprio" {
-                    (7, "an I/O priority level from 0 (highest) to 7 (one for reads and writes)")
-                } else {
-                    (3, "an I/O priority class: 1 (real time), 2 (best effort) or 3 (idle) (one for reads and writes)")
-                };
-                // fio's R,W form with the same value for both.
-                let mut parts = value.split(',').map(str::trim);
-                let first = parts.next().unwrap_or_default();
-                let n = first
-                    .parse::<u8>()
-                    .ok()
-                    .filter(|n| *n <= max && (canonical == "cmdprio" || *n >= 1))
-                    .filter(|_| parts.all(|p| p == first))
-                    .ok_or_else(|| bad(form))?;
-                if canonical == "cmdprio" {
-                    self.cmdprio = Some(n);
-                } else {
-                    self.cmdprio_class = Some(n);
-                }
             }
             "flow" => self.flow = Some(count(1_000_000)?),
             "flow_id" => {
@@ -167,6 +144,16 @@ fn per_direction(value: &str, bytes: bool) -> Option<[u64; 2]> {
         _ => return None,
     };
     (pair.iter().any(|n| *n > 0) && pair.iter().all(|n| *n <= 1 << 50)).then_some(pair)
+}
+
+/// An I/O priority level (0 to 7) or class (1 to 3), alone or as fio's `R,W` with one value
+/// for both.
+fn io_priority(value: &str, level: bool) -> Option<u8> {
+    let mut parts = value.split(',').map(str::trim);
+    let first = parts.next()?;
+    let n: u8 = first.parse().ok()?;
+    let fits = if level { n <= 7 } else { (1..=3).contains(&n) };
+    (fits && parts.all(|p| p == first)).then_some(n)
 }
 
 /// The accepted form of `ignore_errors`.
