@@ -102,3 +102,61 @@ fn a_share_of_the_ios_carries_its_own_priority() {
     assert_eq!(phase["total"]["errors"], 0);
     assert_eq!(phase["total"]["ops"].as_u64().unwrap() as f64, plain + prio);
 }
+
+/// fio's `cmdprio_bssplit` with a `bssplit` of its own reads' and writes' lists: half of the
+/// 4 KiB reads carry a priority and no other I/O does, so `read-prio` holds only 4 KiB
+/// reads, half of them to the I/O, and the writes (16 KiB only) none.
+#[test]
+fn shares_of_one_block_size_carry_their_priority() {
+    let test = "shares_of_one_block_size_carry_their_priority";
+    if !require_root(test) {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let json = dir.path().join("r.json");
+    let job = dir.path().join("p.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[p]\nfilename={}/f\nsize=16m\nioengine=libaio\niodepth=8\nrw=randrw\n\
+             bssplit=4k/50:8k/50,16k/100\ncmdprio_bssplit=4k/50/2/1:8k/0,16k/0\n\
+             runtime=2\ntime_based\n",
+            t.display()
+        ),
+    )
+    .unwrap();
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        job.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let phase = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap();
+    let op = |op: &str, f: &str| phase["by_op"][op][f].as_u64().unwrap_or(0);
+    let prio = op("read-prio", "ops");
+    assert!(prio > 200, "{}", phase["by_op"]);
+    assert_eq!(op("read-prio", "bytes"), prio * 4096, "only 4 KiB reads");
+    assert_eq!(op("write-prio", "ops"), 0);
+    assert_eq!(op("write", "bytes"), op("write", "ops") * 16384);
+    // The 4 KiB reads are half of the reads (the bssplit draws), half of those prioritized.
+    let four_k = 2 * prio;
+    let (reads, read_bytes) = (op("read", "ops") + prio, op("read", "bytes") + prio * 4096);
+    let eight_k = (read_bytes - four_k * 4096) / 8192;
+    assert!(
+        four_k + eight_k <= reads + 1 && four_k + eight_k + 1 >= reads,
+        "{}",
+        phase["by_op"]
+    );
+    assert_eq!(phase["total"]["errors"], 0);
+}

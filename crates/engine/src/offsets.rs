@@ -158,8 +158,9 @@ pub struct OffsetGen {
     uniform: bool,
     /// Per file, how its random offsets are skewed (empty: uniform, the common case).
     skew: Vec<Skew>,
-    /// fio's `bssplit`, cumulative (empty: sizes drawn evenly from the range).
-    split: Box<[(u8, u64)]>,
+    /// fio's `bssplit`, cumulative, for reads and for writes (empty: sizes drawn evenly from
+    /// the range).
+    split: [Box<[(u8, u64)]>; 2],
     /// What a sequential stream adds after each I/O beyond it.
     seq_add: i64,
     /// fio's `randread:N` (1: every random I/O its own offset), and what is left of the run
@@ -244,17 +245,17 @@ impl OffsetGen {
             Vec::new()
         };
         // A bssplit as cumulative shares: (share up to here, size).
-        let split: Box<[(u8, u64)]> = split
-            .map(|s| {
-                let mut acc = 0u8;
-                s.entries()
-                    .iter()
-                    .map(|&(size, pct)| {
-                        acc += pct;
-                        (acc, size)
-                    })
-                    .collect()
-            })
+        let cumulative = |list: &[(u64, u8)]| -> Box<[(u8, u64)]> {
+            let mut acc = 0u8;
+            list.iter()
+                .map(|&(size, pct)| {
+                    acc += pct;
+                    (acc, size)
+                })
+                .collect()
+        };
+        let split = split
+            .map(|s| [cumulative(s.reads()), cumulative(s.writes())])
             .unwrap_or_default();
         let bs_slots = (bs_max - bs_min) / bs_align + 1;
         let n = file_lens.len();
@@ -338,7 +339,7 @@ impl OffsetGen {
             return self.next_special();
         }
         let op = self.next_op();
-        let len = self.next_len();
+        let len = self.next_len(op);
         let file = self.next_file;
         self.next_file += 1;
         if self.next_file == self.file_lens.len() {
@@ -396,13 +397,14 @@ impl OffsetGen {
         }
     }
 
-    /// The next I/O's length: the one block size, a bssplit's, or one drawn from the range.
+    /// The next I/O's length: the one block size, a bssplit's (the reads' or the writes' for
+    /// `op`), or one drawn from the range.
     #[inline(always)]
-    fn next_len(&mut self) -> u64 {
+    fn next_len(&mut self, op: Op) -> u64 {
         if self.bs_slots == 1 {
             self.bs_min
-        } else if !self.split.is_empty() {
-            self.split_len()
+        } else if !self.split[0].is_empty() {
+            self.split_len(op)
         } else {
             self.bs_min + self.below(self.bs_slots) * self.bs_align
         }
@@ -410,9 +412,9 @@ impl OffsetGen {
 
     /// A block size of a bssplit (kept out of the common path's code).
     #[inline(never)]
-    fn split_len(&mut self) -> u64 {
+    fn split_len(&mut self, op: Op) -> u64 {
         let pick = self.below(100) as u8;
-        self.split
+        self.split[usize::from(op != Op::Read)]
             .iter()
             .find(|s| pick < s.0)
             .map_or(self.bs_min, |s| s.1)
@@ -444,7 +446,7 @@ impl OffsetGen {
     #[inline(never)]
     fn next_zoned(&mut self) -> IoReq {
         let op = self.next_op();
-        let len = self.next_len();
+        let len = self.next_len(op);
         let file = self.next_file;
         self.next_file = (self.next_file + 1) % self.file_lens.len();
         let file_len = self.file_lens[file];
@@ -553,7 +555,7 @@ impl OffsetGen {
         if let Some(w) = self.then_write.take() {
             return w;
         }
-        let len = self.next_len();
+        let len = self.next_len(Op::Trim);
         let file = self.next_file;
         self.next_file = (self.next_file + 1) % self.file_lens.len();
         let file_len = self.file_lens[file];

@@ -240,42 +240,58 @@ pub struct Zones {
     pub skip: u64,
 }
 
-/// fio's `bssplit`: block sizes each drawn for a share of the I/Os (`4k/50:64k/50`).
+/// fio's `bssplit`: block sizes each drawn for a share of the I/Os (`4k/50:64k/50`), one list
+/// for reads and writes or fio's `READS,WRITES` (`64k/40:1m/60,1m/100`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BsSplit {
-    /// `(bytes, percent)` in the order given; those past `count` unused.
-    pub sizes: [(u64, u8); MAX_SPLIT],
-    /// How many.
-    pub count: u8,
+    /// `(bytes, percent)` in the order given, the reads' list and then the writes' where they
+    /// differ; those past `count` unused.
+    sizes: [(u64, u8); 2 * MAX_SPLIT],
+    /// How many, of both lists.
+    count: u8,
+    /// How many are the reads' (`count`: writes draw from the same list).
+    reads: u8,
 }
 
-/// The most sizes a `bssplit` has.
+/// The most sizes a `bssplit`'s list has.
 pub const MAX_SPLIT: usize = 16;
 
 impl BsSplit {
     /// The accepted form, for messages.
-    pub const FORM: &'static str = "SIZE/PCT:SIZE/PCT:..., the shares adding up to 100 (a last share left empty takes the rest), such as 4k/50:64k/50";
+    pub const FORM: &'static str = "SIZE/PCT:SIZE/PCT:..., the shares adding up to 100 (a last share left empty takes the rest), such as 4k/50:64k/50, or READS,WRITES such as 64k/40:1m/60,1m/100";
 
-    /// Parses fio's form. fio's separate lists for reads and writes (`...,...`) are taken
-    /// when they are the same list.
+    /// Parses fio's form: one list, or one for reads and one for writes (a third, fio's
+    /// trims', the same as the writes' or left empty). One list: `SIZE/PCT:...`.
     pub fn parse(text: &str) -> Option<BsSplit> {
-        let mut lists = text.split(',').map(str::trim).filter(|l| !l.is_empty());
-        let first = BsSplit::parse_list(lists.next()?)?;
-        for other in lists {
-            if BsSplit::parse_list(other)? != first {
-                return None;
+        let lists: Vec<&str> = text.split(',').map(str::trim).collect();
+        let (reads, writes) = match lists.as_slice() {
+            [one] => (*one, None),
+            [r, w] | [r, w, ""] => (*r, Some(*w).filter(|w| !w.is_empty())),
+            [r, w, t] if w == t => (*r, Some(*w)),
+            _ => return None,
+        };
+        let mut split = BsSplit {
+            sizes: [(0, 0); 2 * MAX_SPLIT],
+            count: 0,
+            reads: 0,
+        };
+        split.push_list(reads)?;
+        split.reads = split.count;
+        if let Some(w) = writes {
+            split.push_list(w)?;
+            if split.writes_own() == split.reads() {
+                split.count = split.reads;
             }
         }
-        Some(first)
+        Some(split)
     }
 
-    /// One list: `SIZE/PCT:...`.
-    fn parse_list(list: &str) -> Option<BsSplit> {
+    /// Appends one list, its shares adding up to 100.
+    fn push_list(&mut self, list: &str) -> Option<()> {
         let parts: Vec<&str> = list.split(':').collect();
-        if parts.is_empty() || parts.len() > MAX_SPLIT {
+        if parts.len() > MAX_SPLIT {
             return None;
         }
-        let mut sizes = [(0u64, 0u8); MAX_SPLIT];
         let mut total = 0u32;
         for (i, p) in parts.iter().enumerate() {
             let (size, pct) = p.split_once('/')?;
@@ -285,26 +301,49 @@ impl BsSplit {
                 p => p.parse().ok().filter(|p| *p <= 100)?,
             };
             total += u32::from(pct);
-            sizes[i] = (size, pct);
+            self.sizes[usize::from(self.count)] = (size, pct);
+            self.count += 1;
         }
-        (total == 100).then_some(BsSplit {
-            sizes,
-            count: parts.len() as u8,
-        })
+        (total == 100).then_some(())
     }
 
-    /// The sizes and shares given.
+    /// The sizes and shares given, of both lists.
     pub fn entries(&self) -> &[(u64, u8)] {
         &self.sizes[..usize::from(self.count)]
     }
 
+    /// The reads' sizes and shares.
+    pub fn reads(&self) -> &[(u64, u8)] {
+        &self.sizes[..usize::from(self.reads)]
+    }
+
+    /// The writes' (and trims') sizes and shares.
+    pub fn writes(&self) -> &[(u64, u8)] {
+        if self.reads == self.count {
+            self.reads()
+        } else {
+            self.writes_own()
+        }
+    }
+
+    /// The writes' list where it is its own.
+    fn writes_own(&self) -> &[(u64, u8)] {
+        &self.sizes[usize::from(self.reads)..usize::from(self.count)]
+    }
+
     /// fio's form.
     pub fn name(&self) -> String {
-        self.entries()
-            .iter()
-            .map(|(s, p)| format!("{}/{p}", crate::units::format_size(*s)))
-            .collect::<Vec<_>>()
-            .join(":")
+        let list = |l: &[(u64, u8)]| {
+            l.iter()
+                .map(|(s, p)| format!("{}/{p}", crate::units::format_size(*s)))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        if self.reads == self.count {
+            list(self.reads())
+        } else {
+            format!("{},{}", list(self.reads()), list(self.writes()))
+        }
     }
 }
 

@@ -391,25 +391,24 @@ fn rate_of_caps(
 ) -> Option<u32> {
     let rw = job.rw.unwrap_or(crate::Rw::Read);
     let reads = f64::from(rw.read_pct(job.rwmixread.unwrap_or(50))) / 100.0;
-    let bs = match (&job.bs_split, job.bs) {
-        (Some(split), _) => {
-            split
-                .entries()
-                .iter()
-                .map(|&(size, pct)| size as f64 * f64::from(pct))
-                .sum::<f64>()
-                / 100.0
-        }
-        (None, Some(b)) => b.min.midpoint(b.max) as f64,
-        (None, None) => 4096.0,
+    let mean = |l: &[(u64, u8)]| {
+        l.iter()
+            .map(|&(size, pct)| size as f64 * f64::from(pct))
+            .sum::<f64>()
+            / 100.0
     };
-    let bs = if bytes { bs } else { 1.0 };
-    let cap = |bytes: Option<u64>, share: f64| {
+    let bs = match (&job.bs_split, job.bs) {
+        (Some(split), _) => [mean(split.reads()), mean(split.writes())],
+        (None, Some(b)) => [b.min.midpoint(b.max) as f64; 2],
+        (None, None) => [4096.0; 2],
+    };
+    let bs = if bytes { bs } else { [1.0; 2] };
+    let cap = |bytes: Option<u64>, share: f64, bs: f64| {
         bytes
             .filter(|_| share > 0.0)
             .map(|b| b as f64 / (share * bs))
     };
-    let per_job = match (cap(read, reads), cap(write, 1.0 - reads)) {
+    let per_job = match (cap(read, reads, bs[0]), cap(write, 1.0 - reads, bs[1])) {
         (Some(a), Some(b)) => a.min(b),
         (Some(a), None) | (None, Some(a)) => a,
         (None, None) => return None,

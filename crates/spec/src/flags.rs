@@ -70,6 +70,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("cmdprio_percentage", "PCT", "With --engine io_uring, this share of the I/Os (or R,W: of reads and of writes) is submitted with a priority of its own, counted apart as read-prio and write-prio, as fio's cmdprio_percentage: --cmdprio-percentage 20 --cmdprio-class 1."),
     text("cmdprio_class", "CLASS", "The class of those I/Os: 1 real time (the default; root), 2 best effort, 3 idle (fio's cmdprio_class)."),
     text("cmdprio", "LEVEL", "The level of those I/Os, 0 (highest, the default) to 7 (fio's cmdprio)."),
+    text("cmdprio_hint", "HINT", "The device hint of those I/Os, 0 (none, the default) to 7: a command duration limit's descriptor on a drive that has them (fio's cmdprio_hint)."),
+    text("cmdprio_bssplit", "SPLIT", "With --engine io_uring, shares of each block size's I/Os submitted with a priority (of their own, or --cmdprio-class and --cmdprio), as fio's cmdprio_bssplit: --bssplit 64k/40:1m/60 --cmdprio-bssplit 64k/25/1/0:64k/75/3/2."),
     text("prioclass", "CLASS", "The workers' I/O priority class: 1 real time, 2 best effort, 3 idle, as ionice -c and fio's prioclass."),
     text("flow", "WEIGHT", "The job's share of the I/Os among the jobs of its --flow-id on a host, by weight: jobs of flow 1 and 8 do 1 I/O for every 8 (fio's flow)."),
     text("flow_id", "N", "Which flow the job's --flow weight counts in [default: 0]."),

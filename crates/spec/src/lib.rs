@@ -61,6 +61,6 @@ pub use search::{
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     canonical_key, BlockSize, BsSplit, CmdPrio, CpuList, Direct, Distribution, EngineChoice,
-    ExitWhat, Flow, Invalidate, Job, JobOpts, LoadKind, MemPolicy, Placement, Rw, Source, SyncMode,
-    Workload, Zones, DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
+    ExitWhat, Flow, Invalidate, Job, JobOpts, LoadKind, MemPolicy, Placement, PrioEntry, PrioSplit,
+    Rw, Source, SyncMode, Workload, Zones, DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
 };

@@ -103,6 +103,8 @@ pub const JOB_KEYS: &[&str] = &[
     "cmdprio_percentage",
     "cmdprio_class",
     "cmdprio",
+    "cmdprio_hint",
+    "cmdprio_bssplit",
     "zero_buffers",
     "buffer_pattern",
     "sync",
@@ -311,6 +313,10 @@ pub struct JobOpts {
     pub cmdprio_class: Option<u8>,
     /// Those I/Os' priority level (fio's `cmdprio`).
     pub cmdprio: Option<u8>,
+    /// Those I/Os' device hint (fio's `cmdprio_hint`).
+    pub cmdprio_hint: Option<u8>,
+    /// Shares by block size with priorities of their own (fio's `cmdprio_bssplit`).
+    pub cmdprio_bssplit: Option<crate::PrioSplit>,
     /// S3: `http://host:port` of the service.
     pub endpoint: Option<String>,
     /// S3: the bucket.
@@ -553,6 +559,8 @@ impl JobOpts {
             cmdprio_percentage,
             cmdprio_class,
             cmdprio,
+            cmdprio_hint,
+            cmdprio_bssplit,
             endpoint,
             bucket,
             buckets,

@@ -8,7 +8,7 @@ pub use crate::choices::{
     SyncMode, Zones, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
-pub use crate::placement::{CpuList, MemPolicy};
+pub use crate::placement::{CmdPrio, CpuList, MemPolicy, PrioEntry, PrioSplit};
 use crate::s3::S3Job;
 use crate::search::SteadyState;
 use crate::units::{format_duration, format_size};
@@ -356,12 +356,18 @@ impl Job {
             pairs.push(("prio", level.to_string()));
         }
         if let Some(c) = p.cmdprio {
-            pairs.push((
-                "cmdprio_percentage",
-                format!("{},{}", c.share[0], c.share[1]),
-            ));
+            match &c.split {
+                Some(split) => pairs.push(("cmdprio_bssplit", split.name())),
+                None => pairs.push((
+                    "cmdprio_percentage",
+                    format!("{},{}", c.share[0], c.share[1]),
+                )),
+            }
             pairs.push(("cmdprio_class", c.class.to_string()));
             pairs.push(("cmdprio", c.level.to_string()));
+            if c.hint > 0 {
+                pairs.push(("cmdprio_hint", c.hint.to_string()));
+            }
         }
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
@@ -454,18 +460,6 @@ pub struct Placement {
     pub ioprio: Option<(u8, u8)>,
     /// A share of the I/Os submitted with a priority of their own (fio's `cmdprio_*`).
     pub cmdprio: Option<CmdPrio>,
-}
-
-/// fio's per-I/O priorities: a share of reads and of writes, each submitted with this class
-/// and level (io_uring's per-submission `ioprio`), counted as `read-prio` and `write-prio`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CmdPrio {
-    /// Shares of reads and of writes, percent.
-    pub share: [u8; 2],
-    /// Class: 1 real time, 2 best effort, 3 idle.
-    pub class: u8,
-    /// Level, 0 (highest) to 7.
-    pub level: u8,
 }
 
 impl Placement {

@@ -217,10 +217,17 @@ fn pattern(out: &mut String, job: &Job) {
         out.push_str(&format!("prioclass={class}\nprio={level}\n"));
     }
     if let Some(c) = p.cmdprio {
-        out.push_str(&format!(
-            "cmdprio_percentage={},{}\ncmdprio_class={}\ncmdprio={}\n",
-            c.share[0], c.share[1], c.class, c.level
-        ));
+        match &c.split {
+            Some(split) => out.push_str(&format!("cmdprio_bssplit={}\n", split.name())),
+            None => out.push_str(&format!(
+                "cmdprio_percentage={},{}\n",
+                c.share[0], c.share[1]
+            )),
+        }
+        out.push_str(&format!("cmdprio_class={}\ncmdprio={}\n", c.class, c.level));
+        if c.hint > 0 {
+            out.push_str(&format!("cmdprio_hint={}\n", c.hint));
+        }
     }
     let random_default = if job.rw.is_random() { 100 } else { 0 };
     if job.random_pct != random_default {

@@ -369,10 +369,10 @@ fn bssplit_as_fio_writes_it() {
         text.contains("bssplit=512/10:4k/60:64k/30\n") && !text.contains("\nbs="),
         "{text}"
     );
-    // Different lists for reads and writes, shares not adding up to 100, a size not a
-    // multiple of the alignment: refused with the accepted form.
+    // Shares not adding up to 100 (in either list), a size not a multiple of the alignment:
+    // refused with the accepted form.
     for bad in [
-        "4k/50:8k/50,16k/100",
+        "4k/50:8k/50,16k/90",
         "4k/50:8k/40",
         "4k/50:6000/50",
         "4k",

@@ -328,6 +328,8 @@ fn cmdprio_from_fio() {
             share,
             class,
             level,
+            hint: 0,
+            split: None,
         })
     };
     assert_eq!(got, [c([20, 20], 1, 0), c([10, 30], 2, 5)]);
@@ -346,6 +348,88 @@ fn cmdprio_from_fio() {
             "[a]\nioengine=libaio\ncmdprio_class=1,2\ncmdprio_percentage=5\n",
             "one for reads and writes",
         ),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{file}: {e}");
+    }
+}
+
+/// fio's `cmdprio_bssplit` (its example's three forms: shares of the job's class, a class and
+/// level each, and a hint) beside a `bssplit` with its own reads' and writes' lists; they
+/// travel as pairs and print back as fio's; a size the job has not, a share over 100 and
+/// both forms of share refused.
+#[test]
+fn cmdprio_bssplit_from_fio() {
+    let f = parse(
+        "[global]\nioengine=libaio\ndirect=1\nrw=randrw\nbssplit=64k/40:1024k/60,1024k/100\n\
+         [a]\ncmdprio_bssplit=64k/100:1024k/0,1024k/0\ncmdprio_class=1\ncmdprio=0\n\
+         [b]\nprioclass=2\nprio=7\ncmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n\
+         [c]\nrw=randread\nbssplit=1M/40:2M/60\ncmdprio_bssplit=1M/10/2/0/1:1M/30/2/0/2:1M/60/2/0/0:2M/10/2/0/3:2M/90/2/0/0\n",
+    )
+    .unwrap();
+    let jobs = jobs(&f);
+    let split = jobs[0].bs_split.unwrap();
+    assert_eq!(split.reads(), [(65536, 40), (1 << 20, 60)]);
+    assert_eq!(split.writes(), [(1 << 20, 100)]);
+    assert_eq!(split.name(), "64k/40:1m/60,1m/100");
+    let c = jobs[1].placement.cmdprio.unwrap().split.unwrap();
+    let e: Vec<_> = c.reads().iter().map(|e| (e.bs, e.share, e.prio)).collect();
+    assert_eq!(
+        e,
+        [
+            (65536, 25, Some((1, 1, 0))),
+            (65536, 75, Some((3, 2, 0))),
+            (1 << 20, 0, None)
+        ]
+    );
+    assert_eq!(c.writes()[0].bs, 1 << 20);
+    let hints = jobs[2].placement.cmdprio.unwrap().split.unwrap();
+    assert_eq!(hints.reads()[3].prio, Some((2, 0, 3)));
+    assert_eq!(hints.writes(), hints.reads());
+    assert_eq!(crate::CmdPrio::value(2, 0, 3), 2 << 13 | 3 << 3);
+    for job in &jobs {
+        let mut again = JobOpts::default();
+        for (k, v) in job.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(&again.resolve("x").unwrap(), job);
+    }
+    let printed = to_fio(&jobs, "/d", true);
+    assert!(
+        printed.contains("bssplit=64k/40:1m/60,1m/100\n"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1m/0,1m/0\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("2m/10/2/0/3"), "{printed}");
+    for (file, says) in [
+        (
+            "[a]\nioengine=libaio\nbs=4k\ncmdprio_bssplit=8k/50\n",
+            "none is 8k",
+        ),
+        (
+            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60:4k/50\n",
+            "at most 100",
+        ),
+        (
+            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60\ncmdprio_percentage=5\n",
+            "not both",
+        ),
+        ("[a]\ncmdprio_bssplit=4k/60\n", "with --engine io_uring"),
+        (
+            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60/4/0\n",
+            "SIZE/PCT[/CLASS",
+        ),
+        (
+            "[a]\nioengine=libaio\ncmdprio_hint=2\n",
+            "with cmdprio_percentage or",
+        ),
+        ("[a]\nbssplit=4k/50:8k/50,4k/90\n", "READS,WRITES"),
     ] {
         let e = parse(file)
             .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))

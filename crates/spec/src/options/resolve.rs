@@ -10,7 +10,7 @@ impl JobOpts {
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let rw = self.rw.unwrap_or(Rw::Read);
         let (bs, bs_align, direct) = self.block_sizes()?;
-        self.check_cmdprio()?;
+        self.check_cmdprio(bs)?;
         self.check_atomic(bs, bs_align, direct)?;
         self.check_amounts(bs)?;
         let (compress_ratio, dedup_ratio, dedup_block) = data::resolve(self, bs)?;
@@ -173,13 +173,15 @@ impl JobOpts {
                 (class, level) => Some((class.unwrap_or(2), level.unwrap_or(4))),
             },
             // fio: the highest class and level unless given.
-            cmdprio: self
-                .cmdprio_percentage
-                .map(|share| crate::workload::CmdPrio {
-                    share,
+            cmdprio: (self.cmdprio_percentage.is_some() || self.cmdprio_bssplit.is_some()).then(
+                || crate::CmdPrio {
+                    share: self.cmdprio_percentage.unwrap_or_default(),
                     class: self.cmdprio_class.unwrap_or(1),
                     level: self.cmdprio.unwrap_or(0),
-                }),
+                    hint: self.cmdprio_hint.unwrap_or(0),
+                    split: self.cmdprio_bssplit,
+                },
+            ),
         }
     }
 
@@ -206,30 +208,64 @@ impl JobOpts {
         }
     }
 
-    /// fio's per-I/O priorities ride on io_uring's submissions: only with that engine, and
-    /// the class and level only with a share.
-    fn check_cmdprio(&self) -> Result<(), SpecError> {
-        if self.cmdprio_percentage.is_none() {
-            return match (self.cmdprio_class, self.cmdprio) {
-                (None, None) => Ok(()),
-                (c, l) => Err(SpecError::invalid(
-                    if c.is_some() {
-                        "cmdprio_class"
-                    } else {
-                        "cmdprio"
-                    },
-                    &c.or(l).unwrap_or(0).to_string(),
-                    "with cmdprio_percentage, the share of I/Os given that priority",
-                )),
-            };
-        }
+    /// fio's per-I/O priorities ride on io_uring's submissions: only with that engine, the
+    /// class, level and hint only with a share (`cmdprio_percentage` or `cmdprio_bssplit`, not
+    /// both), and each size of `cmdprio_bssplit` given a share one the job's I/Os have.
+    fn check_cmdprio(&self, bs: BlockSize) -> Result<(), SpecError> {
+        let (key, shown) = match (self.cmdprio_percentage, &self.cmdprio_bssplit) {
+            (Some(_), Some(split)) => {
+                return Err(SpecError::invalid(
+                    "cmdprio_bssplit",
+                    &split.name(),
+                    "without cmdprio_percentage: shares by block size or one share, not both",
+                ))
+            }
+            (Some(p), None) => ("cmdprio_percentage", format!("{},{}", p[0], p[1])),
+            (None, Some(split)) => ("cmdprio_bssplit", split.name()),
+            (None, None) => {
+                let given = [
+                    ("cmdprio_class", self.cmdprio_class),
+                    ("cmdprio", self.cmdprio),
+                    ("cmdprio_hint", self.cmdprio_hint),
+                ];
+                return match given.iter().find(|(_, v)| v.is_some()) {
+                    None => Ok(()),
+                    Some((key, v)) => Err(SpecError::invalid(
+                        key,
+                        &v.unwrap_or(0).to_string(),
+                        "with cmdprio_percentage or cmdprio_bssplit, the share of I/Os given that priority",
+                    )),
+                };
+            }
+        };
         if self.engine != Some(crate::EngineChoice::IoUring) {
-            let p = self.cmdprio_percentage.unwrap_or_default();
             return Err(SpecError::invalid(
-                "cmdprio_percentage",
-                &format!("{},{}", p[0], p[1]),
+                key,
+                &shown,
                 "with --engine io_uring (each submission carries its priority; fio's libaio maps to it)",
             ));
+        }
+        if let Some(split) = &self.cmdprio_bssplit {
+            let sizes: Vec<u64> = match &self.bs_split {
+                Some(s) => s.entries().iter().map(|e| e.0).collect(),
+                None if bs.min == bs.max => vec![bs.min],
+                None => Vec::new(),
+            };
+            let unused = split
+                .reads()
+                .iter()
+                .chain(split.writes())
+                .find(|e| e.share > 0 && !sizes.contains(&e.bs));
+            if let Some(e) = unused {
+                return Err(SpecError::invalid(
+                    "cmdprio_bssplit",
+                    &shown,
+                    format!(
+                        "sizes the job's I/Os have (--bs or --bssplit); none is {}",
+                        format_size(e.bs)
+                    ),
+                ));
+            }
         }
         Ok(())
     }

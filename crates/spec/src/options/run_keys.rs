@@ -66,6 +66,15 @@ impl JobOpts {
                     _ => self.cmdprio_class = Some(n),
                 }
             }
+            "cmdprio_hint" => {
+                self.cmdprio_hint = Some(io_priority(value, true).ok_or_else(|| {
+                    bad("a device hint from 0 (none) to 7, as fio's cmdprio_hint (a command duration limit's descriptor)")
+                })?)
+            }
+            "cmdprio_bssplit" => {
+                self.cmdprio_bssplit =
+                    Some(crate::PrioSplit::parse(value).ok_or_else(|| bad(crate::PrioSplit::FORM))?)
+            }
             "cmdprio_percentage" => {
                 let pair = per_direction(value, false)
                     .filter(|p| p.iter().all(|n| *n <= 100))
