@@ -14,6 +14,7 @@ mod meta;
 mod net;
 mod net_jobs;
 mod package;
+mod precondition;
 mod report;
 mod run;
 mod s3;

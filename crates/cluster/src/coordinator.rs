@@ -455,7 +455,7 @@ fn mark_ignored(phase: &mut stormark_stats::Phase, workload: &Workload) {
         e.ignored = workload
             .jobs
             .iter()
-            .any(|j| j.name == e.job && j.ignore_errors.contains(&e.kind));
+            .any(|j| j.name == e.job && j.ignores(&e.kind));
     }
 }
 
@@ -476,7 +476,7 @@ fn ignored_note(results: &Results) -> Option<String> {
             .map(|((job, kind), n)| format!("{n} {kind} of job {job}"))
             .collect();
         format!(
-            "errors counted but not failing the run, as their jobs ask (ignore_errors, fio's ignore_error): {}",
+            "errors counted but not failing the run, as their jobs ask (ignore_errors, fio's ignore_error; a full file system where a job fills it, fill_device): {}",
             each.join(", ")
         )
     })

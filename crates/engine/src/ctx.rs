@@ -507,6 +507,10 @@ impl Ctx<'_> {
             ErrorKind::Short
         };
         self.rec.record_error(req.op, kind, req.offset, req.file);
+        // fio's fill_device: the space is full, the job's writing is done.
+        if self.spec.fill && kind == ErrorKind::NoSpace {
+            self.io_total = self.issued;
+        }
         // An error the job ignores is counted, and the worker goes on as fio's would.
         if !self.spec.ignore_errors.contains(&kind) {
             self.consecutive_errors += 1;

@@ -5,6 +5,7 @@ use stormark_spec::Distribution;
 use stormark_stats::Op;
 
 use skew::Skew;
+use sprandom::SpRandomGen;
 
 /// One I/O to issue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +55,9 @@ pub struct Pattern {
     /// Trims instead of reads and writes: 1 trims only, 2 each trim followed by a write of
     /// the same range (fio's `trimwrite`).
     pub trim: u8,
+    /// fio's SPRandom preconditioning: writes of one block at offsets of its own, and no more
+    /// once it is done (see [`sprandom::SpRandomGen`]).
+    pub sprandom: Option<stormark_spec::SpRandom>,
 }
 
 impl Pattern {
@@ -73,6 +77,7 @@ impl Pattern {
             random_map: false,
             zones: None,
             trim: 0,
+            sprandom: None,
         }
     }
 }
@@ -177,6 +182,8 @@ pub struct OffsetGen {
     maps: Vec<RandomMap>,
     /// fio's strided zones, where asked.
     zone: Option<Box<ZoneWalk>>,
+    /// fio's SPRandom preconditioning, where asked.
+    spr: Option<Box<SpRandomGen>>,
 }
 
 /// Where fio's strided zones have got to: the bytes moved in the current zone, and each
@@ -221,6 +228,7 @@ impl OffsetGen {
             random_map,
             zones,
             trim,
+            sprandom,
         } = pattern;
         // In zones, random offsets fall over a zone's length, not the file's.
         let span = |len: u64| zones.map_or(len, |z| z.range.min(len));
@@ -274,6 +282,10 @@ impl OffsetGen {
                 skew.push(s);
             }
         }
+        let spr = sprandom.map(|s| {
+            let len = file_lens.first().copied().unwrap_or(0);
+            Box::new(SpRandomGen::new(s, len, bs_min, seed))
+        });
         OffsetGen {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             read_pct,
@@ -285,7 +297,7 @@ impl OffsetGen {
             seq_pos: vec![[0; 2]; n],
             next_file: 0,
             once: false,
-            plain: trim == 0 && zones.is_none(),
+            plain: trim == 0 && zones.is_none() && sprandom.is_none(),
             uniform: dist == Distribution::Random && rand_run <= 1 && !mapped,
             skew,
             split,
@@ -308,6 +320,7 @@ impl OffsetGen {
                     start: vec![0; n],
                 })
             }),
+            spr,
         }
     }
 
@@ -432,6 +445,14 @@ impl OffsetGen {
     fn next_special(&mut self) -> Option<IoReq> {
         if self.once {
             self.next_once()
+        } else if let Some(spr) = &mut self.spr {
+            let offset = spr.next()?;
+            Some(IoReq {
+                op: Op::Write,
+                file: 0,
+                offset,
+                len: self.bs_min as u32,
+            })
         } else if self.zone.is_some() {
             Some(self.next_zoned())
         } else {
@@ -608,5 +629,6 @@ impl OffsetGen {
 }
 
 mod skew;
+mod sprandom;
 #[cfg(test)]
 mod tests;

@@ -130,6 +130,11 @@ pub struct WorkerSpec {
     pub random_map: bool,
     /// fio's strided zones: the I/Os move on zone by zone.
     pub zones: Option<stormark_spec::Zones>,
+    /// fio's SPRandom preconditioning: the writes' offsets its own, the worker done when it is.
+    pub sprandom: Option<stormark_spec::SpRandom>,
+    /// fio's `fill_device`: the first write that finds the space full (ENOSPC) ends the
+    /// worker's load.
+    pub fill: bool,
     /// fio's per-I/O priorities (io_uring): a share of the I/Os submitted with their own.
     pub cmdprio: Option<stormark_spec::CmdPrio>,
     /// Writes with torn-write protection (`RWF_ATOMIC`).
@@ -237,6 +242,8 @@ impl WorkerSpec {
             rand_run_same: false,
             random_map: false,
             zones: None,
+            sprandom: None,
+            fill: false,
             cmdprio: None,
             atomic: false,
             ignore_errors: Vec::new(),
@@ -389,6 +396,17 @@ impl WorkerSpec {
             },
             (time, io_total) => Stop { time, io_total },
         };
+        // fio's SPRandom ends by itself once every block is written and the stale share
+        // again (about the physical capacity: the file's bytes and their over-provisioning),
+        // unless told how much. fio also stops at the physical capacity, which leaves a few
+        // blocks unwritten when the second writes draw high.
+        let stop = match (job.sprandom, job.io_total) {
+            (Some(_), None) => Stop {
+                io_total: Some(u64::MAX),
+                ..stop
+            },
+            _ => stop,
+        };
         // fio's trimwrite trims each byte and then writes it: twice the bytes, as fio allows.
         let stop = match job.rw {
             stormark_spec::Rw::TrimWrite => Stop {
@@ -409,13 +427,19 @@ impl WorkerSpec {
             rand_run_same: job.rand_run_same,
             random_map: job.random_map,
             zones: job.zones,
+            sprandom: job.sprandom,
             cmdprio: job.placement.cmdprio,
             atomic: job.atomic,
             ignore_errors: job
                 .ignore_errors
                 .iter()
                 .filter_map(|n| stormark_stats::ErrorKind::named(n))
+                .chain(
+                    job.fill_device
+                        .then_some(stormark_stats::ErrorKind::NoSpace),
+                )
                 .collect(),
+            fill: job.fill_device,
             trim: match job.rw {
                 stormark_spec::Rw::Trim | stormark_spec::Rw::RandTrim => 1,
                 stormark_spec::Rw::TrimWrite => 2,

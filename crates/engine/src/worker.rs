@@ -215,6 +215,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
                 rand_run_same: spec.rand_run_same,
                 random_map: spec.random_map,
                 zones: spec.zones,
+                sprandom: spec.sprandom,
                 trim: spec.trim,
             },
             spec.seed,

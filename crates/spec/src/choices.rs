@@ -240,6 +240,19 @@ pub struct Zones {
     pub skip: u64,
 }
 
+/// fio's SPRandom preconditioning (`sprandom`): one pass of random writes over every block
+/// and then some, choosing which blocks to write again so that an SSD's erase blocks end up
+/// with the distribution of stale data a long random-write load leaves (Desnoyers' model).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpRandom {
+    /// The drive's over-provisioning, a ratio in (0, 1) (fio's `spr_op`).
+    pub op: f64,
+    /// Regions the physical capacity is cut into (fio's `spr_num_regions`).
+    pub regions: u32,
+    /// The drive's cache, bytes (fio's `spr_cs`; 0: none): rewrites wait a region more.
+    pub cache: u64,
+}
+
 /// fio's `bssplit`: block sizes each drawn for a share of the I/Os (`4k/50:64k/50`), one list
 /// for reads and writes or fio's `READS,WRITES` (`64k/40:1m/60,1m/100`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

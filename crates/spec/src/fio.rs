@@ -110,8 +110,9 @@ pub fn parse_fio_job_file(
         if job.engine.is_none() && job.kind.is_none() {
             job.engine = Some(crate::EngineChoice::Psync);
         }
-        // fio's random map, its default: each block once a pass (norandommap says no).
-        if job.random_map.is_none() {
+        // fio's random map, its default: each block once a pass (norandommap says no, and
+        // sprandom, whose offsets are its own).
+        if job.random_map.is_none() && job.sprandom != Some(true) {
             job.random_map = Some(true);
         }
         // fio runs a file's jobs together, until a stonewall.

@@ -57,6 +57,10 @@ pub const JOB_KEYS: &[&str] = &[
     "zone_size",
     "zone_range",
     "zone_skip",
+    "sprandom",
+    "spr_op",
+    "spr_num_regions",
+    "spr_cs",
     "bs",
     "bssplit",
     "bs_align",
@@ -137,6 +141,7 @@ pub const JOB_KEYS: &[&str] = &[
     "part_size",
     "verify",
     "verify_only",
+    "fill_device",
     "server",
     "mode",
     "msg_size",
@@ -180,6 +185,14 @@ pub struct JobOpts {
     pub zone_range: Option<u64>,
     /// Bytes skipped after a zone (`zoneskip`).
     pub zone_skip: Option<u64>,
+    /// fio's SPRandom preconditioning (`sprandom`).
+    pub sprandom: Option<bool>,
+    /// Its over-provisioning ratio (fio's `spr_op`).
+    pub spr_op: Option<f64>,
+    /// Its regions (fio's `spr_num_regions`).
+    pub spr_num_regions: Option<u32>,
+    /// Its drive cache, bytes (fio's `spr_cs`).
+    pub spr_cs: Option<u64>,
     /// Block size or range.
     pub bs: Option<BlockSize>,
     /// Alignment of offsets and of sizes drawn from a range.
@@ -345,6 +358,8 @@ pub struct JobOpts {
     pub verify: Option<bool>,
     /// Files: only check what a `--keep` run with `--verify` left.
     pub verify_only: Option<bool>,
+    /// Write until the file system or device is full (fio's `fill_device`, `fill_fs`).
+    pub fill_device: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
@@ -497,6 +512,10 @@ impl JobOpts {
             zone_size,
             zone_range,
             zone_skip,
+            sprandom,
+            spr_op,
+            spr_num_regions,
+            spr_cs,
             bs,
             bs_align,
             bs_split,
@@ -578,6 +597,7 @@ impl JobOpts {
             part_size,
             verify,
             verify_only,
+            fill_device,
             server,
             mode,
             msg_size,
@@ -618,6 +638,7 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         "percentage_random" => "random_pct",
         "dedupe_working_set_percentage" => "dedup_working_set",
         "dedupe_global" => "dedup_global",
+        "fill_fs" => "fill_device",
         "zonesize" => "zone_size",
         "zonerange" => "zone_range",
         "zoneskip" => "zone_skip",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 pub use crate::choices::{
     BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
-    SyncMode, Zones, MAX_ZONES,
+    SpRandom, SyncMode, Zones, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 pub use crate::placement::{CmdPrio, CpuList, MemPolicy, PrioEntry, PrioSplit};
@@ -49,6 +49,8 @@ pub struct Job {
     pub random_map: bool,
     /// fio's strided zones: where a worker's I/Os fall moves on zone by zone.
     pub zones: Option<Zones>,
+    /// fio's SPRandom preconditioning: the random writes' offsets, and where they end.
+    pub sprandom: Option<SpRandom>,
     /// Where the region used starts in a file or device the workers share (fio's `offset`).
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
@@ -137,6 +139,9 @@ pub struct Job {
     pub verify: bool,
     /// Only check what a `--keep` run with `--verify` left: nothing is written.
     pub verify_only: bool,
+    /// Write until the file system or device is full (fio's `fill_device`): the size the free
+    /// space unless given, and ENOSPC the job's end, not its failure.
+    pub fill_device: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
@@ -189,6 +194,12 @@ impl Job {
             }
         }
         job
+    }
+
+    /// Whether errors of `kind` (stormark's name, `enospc`) are counted without failing the
+    /// run: those `ignore_errors` names, and a full file system where the job fills it.
+    pub fn ignores(&self, kind: &str) -> bool {
+        self.ignore_errors.iter().any(|k| k == kind) || (self.fill_device && kind == "enospc")
     }
 
     /// Where worker `w`'s region starts in a file or device the workers share: fio's
@@ -288,6 +299,9 @@ impl Job {
         }
         if self.verify_only {
             pairs.push(("verify_only", "true".into()));
+        }
+        if self.fill_device {
+            pairs.push(("fill_device", "true".into()));
         }
         if self.atomic {
             pairs.push(("atomic", "true".into()));
@@ -394,6 +408,12 @@ impl Job {
             pairs.push(("zone_size", z.size.to_string()));
             pairs.push(("zone_range", z.range.to_string()));
             pairs.push(("zone_skip", z.skip.to_string()));
+        }
+        if let Some(s) = self.sprandom {
+            pairs.push(("sprandom", "true".into()));
+            pairs.push(("spr_op", s.op.to_string()));
+            pairs.push(("spr_num_regions", s.regions.to_string()));
+            pairs.push(("spr_cs", s.cache.to_string()));
         }
         if self.offset > 0 {
             pairs.push(("offset", self.offset.to_string()));

@@ -142,6 +142,15 @@ fn pattern(out: &mut String, job: &Job) {
             z.size, z.range, z.skip
         ));
     }
+    if let Some(spr) = job.sprandom {
+        out.push_str(&format!(
+            "sprandom=1\nspr_op={}\nspr_num_regions={}\n",
+            spr.op, spr.regions
+        ));
+        if spr.cache > 0 {
+            out.push_str(&format!("spr_cs={}\n", spr.cache));
+        }
+    }
     if job.offset > 0 {
         out.push_str(&format!("offset={}\n", job.offset));
     }

@@ -439,6 +439,60 @@ fn cmdprio_bssplit_from_fio() {
     }
 }
 
+/// fio's SPRandom (its example's keys, `norandommap` in the global section): its settings
+/// travel as pairs and print back; `sprandom` without random writes, a random map asked, and
+/// its settings without it refused in one line.
+#[test]
+fn sprandom_from_fio() {
+    let f = parse(
+        "[global]\nioengine=libaio\nrw=randwrite\nbs=4096\nblockalign=4096\ndirect=1\nnorandommap=1\niodepth=64\n\
+         [preconditioning]\nsprandom=1\nspr_op=0.21\nspr_num_regions=400\nspr_cs=1m\n",
+    )
+    .unwrap();
+    let got = jobs(&f);
+    assert_eq!(
+        got[0].sprandom,
+        Some(crate::SpRandom {
+            op: 0.21,
+            regions: 400,
+            cache: 1 << 20
+        })
+    );
+    let mut again = JobOpts::default();
+    for (k, v) in got[0].to_pairs() {
+        again.set(k, &v, Source::Flag).unwrap();
+    }
+    assert_eq!(again.resolve("x").unwrap(), got[0]);
+    let printed = to_fio(&got, "/d", true);
+    assert!(
+        printed.contains("sprandom=1\nspr_op=0.21\nspr_num_regions=400\nspr_cs=1048576\n"),
+        "{printed}"
+    );
+    let f = parse("[p]\nrw=randwrite\nsprandom=1\n").unwrap();
+    assert_eq!(
+        jobs(&f)[0].sprandom.map(|s| (s.op, s.regions)),
+        Some((0.15, 100))
+    );
+    for (file, says) in [
+        ("[a]\nrw=randread\nsprandom=1\n", "with --rw randwrite"),
+        (
+            "[a]\nrw=randwrite\nsprandom=1\nnorandommap=0\n",
+            "random map",
+        ),
+        ("[a]\nrw=randwrite\nspr_num_regions=4\n", "with sprandom=1"),
+        (
+            "[a]\nrw=randwrite\nsprandom=1\nspr_op=0\n",
+            "between 0 and 1",
+        ),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{file}: {e}");
+    }
+}
+
 /// fio's `atomic`: with direct I/O and one block size, a power of two; printed back; the
 /// rest refused in one line.
 #[test]

@@ -76,6 +76,9 @@ impl JobOpts {
             "verify_only" => {
                 self.verify_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
+            "fill_device" => {
+                self.fill_device = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "multipart_threshold" => {
                 self.multipart_threshold = Some(parse_size(value).ok_or_else(|| bad(SIZE_FORM))?)
             }

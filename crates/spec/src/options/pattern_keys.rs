@@ -71,6 +71,39 @@ impl JobOpts {
                         .ok_or_else(|| bad("true (each block once per pass, fio's default) or false (with repeats, fio's norandommap)"))?,
                 )
             }
+            "sprandom" => {
+                self.sprandom =
+                    Some(crate::units::parse_bool(value).ok_or_else(|| bad(crate::units::BOOL_FORM))?)
+            }
+            "spr_op" => {
+                self.spr_op = Some(
+                    value
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| *r > 0.0 && *r < 1.0)
+                        .ok_or_else(|| {
+                            bad("an over-provisioning ratio between 0 and 1, such as 0.15 (15%)")
+                        })?,
+                )
+            }
+            "spr_num_regions" => {
+                self.spr_num_regions = Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=1_000_000).contains(n))
+                        .ok_or_else(|| bad("a whole number of regions from 1 to 1000000, such as 100"))?,
+                )
+            }
+            "spr_cs" => {
+                self.spr_cs = Some(
+                    parse_size(value)
+                        .filter(|n| *n <= 1 << 50)
+                        .ok_or_else(|| bad("the drive's cache size, such as 256m (0: none)"))?,
+                )
+            }
             "zone_size" | "zone_range" | "zone_skip" => {
                 let n = parse_size(value)
                     .filter(|n| *n <= 1 << 50 && (*n > 0 || canonical == "zone_skip"))

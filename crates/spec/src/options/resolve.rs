@@ -79,6 +79,7 @@ impl JobOpts {
             rand_run_same: self.rand_run_same.unwrap_or(false),
             random_map: self.random_map.unwrap_or(false),
             zones: self.zones(bs.max)?,
+            sprandom: self.sprandom(rw, bs)?,
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
             filename: self.filename.clone(),
@@ -122,6 +123,7 @@ impl JobOpts {
             atomic: self.atomic.unwrap_or(false),
             verify,
             verify_only,
+            fill_device: self.fill_device(rw)?,
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
@@ -268,6 +270,71 @@ impl JobOpts {
             }
         }
         Ok(())
+    }
+
+    /// fio's `fill_device`: sequential writes of a file job until the space is full.
+    fn fill_device(&self, rw: Rw) -> Result<bool, SpecError> {
+        if self.fill_device != Some(true) {
+            return Ok(false);
+        }
+        if rw != Rw::Write || self.kind.unwrap_or_default() != LoadKind::File {
+            return Err(SpecError::invalid(
+                "fill_device",
+                "true",
+                "with --rw write: it writes front to back until the file system or device is full (fio's fill_device)",
+            ));
+        }
+        Ok(true)
+    }
+
+    /// fio's SPRandom preconditioning: random writes of one block size over one file a
+    /// worker, offsets its own (not a skew, a run, zones or the random map); its settings
+    /// only with it.
+    fn sprandom(&self, rw: Rw, bs: BlockSize) -> Result<Option<crate::SpRandom>, SpecError> {
+        if self.sprandom != Some(true) {
+            let given = [
+                ("spr_op", self.spr_op.map(|r| r.to_string())),
+                (
+                    "spr_num_regions",
+                    self.spr_num_regions.map(|n| n.to_string()),
+                ),
+                ("spr_cs", self.spr_cs.map(format_size)),
+            ];
+            return match given.into_iter().find(|(_, v)| v.is_some()) {
+                None => Ok(None),
+                Some((key, v)) => Err(SpecError::invalid(
+                    key,
+                    &v.unwrap_or_default(),
+                    "with sprandom=1 (fio's SPRandom preconditioning), which it tunes",
+                )),
+            };
+        }
+        let why = if rw != Rw::RandWrite {
+            Some("with --rw randwrite: SPRandom writes every block at random, then some again")
+        } else if bs.min != bs.max || self.bs_split.is_some() {
+            Some("with one block size (--bs, the drive's indirection unit such as 4k)")
+        } else if self.files.unwrap_or(1) > 1 {
+            Some("with one file a worker (--files 1), as fio's")
+        } else if self
+            .distribution
+            .as_ref()
+            .is_some_and(|d| *d != crate::Distribution::Random)
+            || self.rand_run.unwrap_or(1) > 1
+            || self.zone_size.is_some()
+            || self.random_map == Some(true)
+        {
+            Some("without random_distribution, zones, randwrite:N or the random map (fio's norandommap): its offsets are its own")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(SpecError::invalid("sprandom", "1", why));
+        }
+        Ok(Some(crate::SpRandom {
+            op: self.spr_op.unwrap_or(0.15),
+            regions: self.spr_num_regions.unwrap_or(100),
+            cache: self.spr_cs.unwrap_or(0),
+        }))
     }
 
     /// fio's strided zones: `zone_size` needed with the others, the range (`zone_size` unless
