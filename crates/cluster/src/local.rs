@@ -128,10 +128,16 @@ impl LocalAgent {
         if let Some(j) = &self.journal {
             j.add_file(made.path(), made.id(), self.opts.keep);
         }
+        let how = match size {
+            Some(size) => format!(
+                "{} written before the load, as fio lays out a file it creates",
+                human(size)
+            ),
+            None => "the free space less a MiB, for a job to fill".into(),
+        };
         notes.push(format!(
-            "made {} ({} written before the load, as fio lays out a file it creates); {}",
+            "made {} ({how}); {}",
             made.path().display(),
-            human(size),
             if self.opts.keep {
                 "kept (--keep)"
             } else {

@@ -507,8 +507,9 @@ impl Ctx<'_> {
             ErrorKind::Short
         };
         self.rec.record_error(req.op, kind, req.offset, req.file);
-        // fio's fill_device: the space is full, the job's writing is done.
-        if self.spec.fill && kind == ErrorKind::NoSpace {
+        // fio's fill_device: the space is full (ENOSPC, or a write that found room for part
+        // of its bytes only), the job's writing is done.
+        if self.spec.fill && matches!(kind, ErrorKind::NoSpace | ErrorKind::Short) {
             self.io_total = self.issued;
         }
         // An error the job ignores is counted, and the worker goes on as fio's would.

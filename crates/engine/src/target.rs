@@ -430,14 +430,11 @@ impl WorkerSpec {
             sprandom: job.sprandom,
             cmdprio: job.placement.cmdprio,
             atomic: job.atomic,
-            ignore_errors: job
-                .ignore_errors
-                .iter()
-                .filter_map(|n| stormark_stats::ErrorKind::named(n))
-                .chain(
-                    job.fill_device
-                        .then_some(stormark_stats::ErrorKind::NoSpace),
-                )
+            ignore_errors: ["enospc", "short"]
+                .into_iter()
+                .chain(job.ignore_errors.iter().map(String::as_str))
+                .filter(|n| job.ignores(n))
+                .filter_map(stormark_stats::ErrorKind::named)
                 .collect(),
             fill: job.fill_device,
             trim: match job.rw {
@@ -480,8 +477,11 @@ impl WorkerSpec {
                 dedup_set_seed: if job.dedup_global { 0 } else { seed | 1 },
             },
             verify: job.verify.then(|| crate::VerifySpec {
-                block: verify_block(bs_min, bs_align),
+                block: job
+                    .verify_interval
+                    .unwrap_or_else(|| verify_block(bs_min, bs_align)),
                 only: job.verify_only,
+                after: job.verify_after,
             }),
             sync_flags: match job.sync {
                 stormark_spec::SyncMode::None => 0,

@@ -30,6 +30,9 @@ pub struct VerifySpec {
     pub block: u64,
     /// Only check what a kept run left (no load).
     pub only: bool,
+    /// Check the written blocks after the load; `false`: only keep their expected state
+    /// beside a run directory's file, for a later job or `--verify-only` (fio's `do_verify=0`).
+    pub after: bool,
 }
 
 /// The name of the state file beside a run directory's file `name`.

@@ -105,6 +105,19 @@ pub(crate) fn resolve_verify(
 ) -> Result<(bool, bool), SpecError> {
     let only = opts.verify_only.unwrap_or(false);
     let verify = only || opts.verify.unwrap_or(false);
+    if !verify {
+        let given = [
+            ("verify_interval", opts.verify_interval.map(format_size)),
+            ("verify_after", opts.verify_after.map(|b| b.to_string())),
+        ];
+        if let Some((key, Some(v))) = given.into_iter().find(|(_, v)| v.is_some()) {
+            return Err(SpecError::invalid(
+                key,
+                &v,
+                "with --verify, whose blocks it sets or checks",
+            ));
+        }
+    }
     if !verify || opts.kind.unwrap_or_default() != LoadKind::File {
         return Ok((verify, only));
     }
@@ -122,10 +135,21 @@ pub(crate) fn resolve_verify(
     if !only && rw.read_pct(opts.rwmixread.unwrap_or(50)) == 100 {
         return refuse("a job that writes (--rw write, randwrite, rw or randrw); to check the files a --keep run left, --verify-only");
     }
-    if crate::units::gcd(bs.min, bs_align) < 512 {
+    let unit = crate::units::gcd(bs.min, bs_align);
+    if unit < 512 {
         return refuse(
             "I/O sizes and offsets in multiples of 512 bytes or more (--bs, --bs-align)",
         );
+    }
+    if let Some(n) = opts.verify_interval.filter(|n| !unit.is_multiple_of(*n)) {
+        return Err(SpecError::invalid(
+            "verify_interval",
+            &format_size(n),
+            format!(
+                "a size that divides every I/O's size and offset ({}), such as 512",
+                format_size(unit)
+            ),
+        ));
     }
     Ok((verify, only))
 }

@@ -187,7 +187,18 @@ fn settle_places(
     }
     match distinct.as_slice() {
         [] => return Ok(Ok((None, false))),
-        [(one, is_file)] => return Ok(Ok((Some(one.clone()), *is_file))),
+        [(one, is_file)] => {
+            // Jobs that name one file share it, as in fio, also where a directory given as
+            // TARGET replaces it: their file of that name in the run directory (a write job
+            // and a later job reading or checking what it wrote). Not where a job asks for
+            // several files (fio's nrfiles beside one filename): a file per worker, as before.
+            let naming = places.iter().filter(|p| p.is_some()).count();
+            let several = jobs.iter().any(|j| j.files.is_some_and(|n| n > 1));
+            if *is_file && naming > 1 && !several {
+                name_files(jobs, places)?;
+            }
+            return Ok(Ok((Some(one.clone()), *is_file)));
+        }
         _ => {}
     }
     let parent = |(p, is_file): &(String, bool)| -> String {
@@ -214,6 +225,12 @@ fn settle_places(
     if dir == "/dev" || dir.starts_with("/dev/") {
         return Ok(Err(one_target("devices are each a target of their own")));
     }
+    name_files(jobs, places)?;
+    Ok(Ok((Some(dir), false)))
+}
+
+/// Each job that names a file gets its name as `filename`: its file in the run directory.
+fn name_files(jobs: &mut [JobOpts], places: &[Option<(String, bool)>]) -> Result<(), String> {
     for (job, place) in jobs.iter_mut().zip(places) {
         let Some((path, true)) = place else { continue };
         let name = path.rsplit('/').next().unwrap_or(path);
@@ -224,7 +241,7 @@ fn settle_places(
         )
         .map_err(|e| e.to_string())?;
     }
-    Ok(Ok((Some(dir), false)))
+    Ok(())
 }
 
 /// fio lets jobs share a name (`name=` in [global]); stormark's results key by it, so the
@@ -284,6 +301,8 @@ struct FioState {
     zones_off: bool,
     /// fio's `dedupe_mode=working_set`.
     dedupe_working_set: bool,
+    /// fio's `do_verify`.
+    do_verify: Option<bool>,
 }
 
 impl FioState {
@@ -328,6 +347,18 @@ impl FioState {
         }
         if self.zones_off {
             (job.zone_size, job.zone_range, job.zone_skip) = (None, None, None);
+        }
+        // fio's verify on a job that only reads checks what an earlier job of the file wrote
+        // (stormark's --verify-only on the state that job kept); do_verify=0 checks nothing
+        // (a writing job's headers still written, and its state kept).
+        if job.verify == Some(true) {
+            let rw = job.rw.unwrap_or(crate::Rw::Read);
+            if rw.read_pct(job.rwmixread.unwrap_or(50)) == 100 && !rw.trims() {
+                job.verify = None;
+                job.verify_only = Some(self.do_verify != Some(false));
+            } else if self.do_verify == Some(false) {
+                job.verify_after = Some(false);
+            }
         }
         // fio's working set (5% of the file unless given) is each job's own unless
         // `dedupe_global`; without `dedupe_mode=working_set` its keys say nothing.

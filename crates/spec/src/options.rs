@@ -142,6 +142,8 @@ pub const JOB_KEYS: &[&str] = &[
     "verify",
     "verify_only",
     "fill_device",
+    "verify_after",
+    "verify_interval",
     "server",
     "mode",
     "msg_size",
@@ -360,6 +362,10 @@ pub struct JobOpts {
     pub verify_only: Option<bool>,
     /// Write until the file system or device is full (fio's `fill_device`, `fill_fs`).
     pub fill_device: Option<bool>,
+    /// With `verify`: check the written blocks after the load (fio's `do_verify`).
+    pub verify_after: Option<bool>,
+    /// With `verify`: bytes per verified block (fio's `verify_interval`).
+    pub verify_interval: Option<u64>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
@@ -598,6 +604,8 @@ impl JobOpts {
             verify,
             verify_only,
             fill_device,
+            verify_after,
+            verify_interval,
             server,
             mode,
             msg_size,

@@ -139,6 +139,12 @@ pub struct Job {
     pub verify: bool,
     /// Only check what a `--keep` run with `--verify` left: nothing is written.
     pub verify_only: bool,
+    /// With `verify`: the written blocks checked after the load (fio's `do_verify`); `false`:
+    /// headers written and the expected state kept for a later job or `--verify-only`.
+    pub verify_after: bool,
+    /// With `verify`: bytes per verified block, each with its header (fio's
+    /// `verify_interval`); `None`: the largest unit every I/O's offset and size are made of.
+    pub verify_interval: Option<u64>,
     /// Write until the file system or device is full (fio's `fill_device`): the size the free
     /// space unless given, and ENOSPC the job's end, not its failure.
     pub fill_device: bool,
@@ -197,9 +203,11 @@ impl Job {
     }
 
     /// Whether errors of `kind` (stormark's name, `enospc`) are counted without failing the
-    /// run: those `ignore_errors` names, and a full file system where the job fills it.
+    /// run: those `ignore_errors` names, and a full file system where the job fills it (ENOSPC,
+    /// or the short write that found room for part of its bytes).
     pub fn ignores(&self, kind: &str) -> bool {
-        self.ignore_errors.iter().any(|k| k == kind) || (self.fill_device && kind == "enospc")
+        self.ignore_errors.iter().any(|k| k == kind)
+            || (self.fill_device && matches!(kind, "enospc" | "short"))
     }
 
     /// Where worker `w`'s region starts in a file or device the workers share: fio's
@@ -302,6 +310,12 @@ impl Job {
         }
         if self.fill_device {
             pairs.push(("fill_device", "true".into()));
+        }
+        if !self.verify_after {
+            pairs.push(("verify_after", "false".into()));
+        }
+        if let Some(n) = self.verify_interval {
+            pairs.push(("verify_interval", n.to_string()));
         }
         if self.atomic {
             pairs.push(("atomic", "true".into()));

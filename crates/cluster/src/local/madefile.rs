@@ -61,9 +61,17 @@ impl FileId {
     }
 }
 
-/// The size a made file gets: the largest job's size, else what stormark makes files of.
-pub(super) fn size_for(workload: &Workload) -> u64 {
-    workload
+/// The size a made file gets: the largest job's size, else what stormark makes files of;
+/// `None` where a job fills it (fio's `fill_device` without a size): the free space.
+pub(super) fn size_for(workload: &Workload) -> Option<u64> {
+    if workload
+        .jobs
+        .iter()
+        .any(|j| j.fill_device && j.size.is_none())
+    {
+        return None;
+    }
+    let size = workload
         .jobs
         .iter()
         .filter(|j| j.kind.needs_target())
@@ -73,13 +81,15 @@ pub(super) fn size_for(workload: &Workload) -> u64 {
             Some(start.saturating_add(j.size?))
         })
         .max()
-        .unwrap_or(DEFAULT_FILE_SIZE)
+        .unwrap_or(DEFAULT_FILE_SIZE);
+    Some(size)
 }
 
 impl MadeFile {
     /// Makes `path` (it must not exist; its directory must), `size` bytes written in full, as
-    /// fio lays out a file before its job, until `stop`.
-    pub fn make(path: &Path, size: u64, stop: &AtomicBool) -> Result<MadeFile, AgentError> {
+    /// fio lays out a file before its job, until `stop`. Without a size, a job fills it: its
+    /// length is the free space less a MiB (the run's own room), nothing written before.
+    pub fn make(path: &Path, size: Option<u64>, stop: &AtomicBool) -> Result<MadeFile, AgentError> {
         let fail = |why: String| AgentError::target(path.to_path_buf(), why);
         let name = path
             .file_name()
@@ -106,6 +116,17 @@ impl MadeFile {
             name,
             path: path.to_path_buf(),
             id: FileId::of(&meta),
+        };
+        let Some(size) = size else {
+            let room = made
+                .dir
+                .space()
+                .map(|(_, avail, _)| avail.saturating_sub(1 << 20) / 4096 * 4096);
+            if let Err(e) = room.and_then(|room| file.set_len(room)) {
+                let _ = made.remove();
+                return Err(fail(format!("cannot make it: {e}; removed")));
+            }
+            return Ok(made);
         };
         // Bytes that do not compress or deduplicate within a MiB, written a MiB at a time.
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64 ^ size;
@@ -182,7 +203,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let stop = AtomicBool::new(false);
         let path = tmp.path().join("new");
-        let m = MadeFile::make(&path, (3 << 20) + 5, &stop).unwrap();
+        let m = MadeFile::make(&path, Some((3 << 20) + 5), &stop).unwrap();
         let data = std::fs::read(&path).unwrap();
         assert_eq!(data.len(), (3 << 20) + 5);
         assert!(data.iter().any(|&b| b != 0), "laid out, not a hole");
@@ -190,16 +211,16 @@ mod tests {
         assert!(!path.exists());
         // An existing file is never made (nor overwritten).
         std::fs::write(&path, b"theirs").unwrap();
-        assert!(MadeFile::make(&path, 4096, &stop).is_err());
+        assert!(MadeFile::make(&path, Some(4096), &stop).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
         std::fs::remove_file(&path).unwrap();
         // Replaced since it was made: the other file stays.
-        let m = MadeFile::make(&path, 4096, &stop).unwrap();
+        let m = MadeFile::make(&path, Some(4096), &stop).unwrap();
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, b"someone else's").unwrap();
         assert!(m.remove().is_some_and(|n| n.contains("no longer")));
         assert_eq!(std::fs::read(&path).unwrap(), b"someone else's");
         // A directory that is not there.
-        assert!(MadeFile::make(&tmp.path().join("no/such"), 4096, &stop).is_err());
+        assert!(MadeFile::make(&tmp.path().join("no/such"), Some(4096), &stop).is_err());
     }
 }

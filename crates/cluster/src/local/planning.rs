@@ -93,7 +93,21 @@ impl LocalAgent {
         validated: &mut Validated,
     ) -> Result<(), AgentError> {
         let target = self.opts.path.clone();
-        if !self.opts.reuse && stages.iter().flatten().any(|(j, _)| j.verify_only) {
+        // A check of a file that an earlier stage of this run writes with --verify (fio's
+        // read job verifying a write job's blocks) finds its state in this run directory.
+        let written_before = |s: usize, j: &Job| {
+            j.filename.is_some()
+                && stages[..s]
+                    .iter()
+                    .flatten()
+                    .any(|(w, _)| w.verify && !w.verify_only && w.filename == j.filename)
+        };
+        let unkept = stages
+            .iter()
+            .enumerate()
+            .flat_map(|(s, stage)| stage.iter().map(move |(j, _)| (s, j)))
+            .any(|(s, j)| j.verify_only && !written_before(s, j));
+        if !self.opts.reuse && unkept {
             return Err(AgentError::option(
                 "--verify-only",
                 "the run directory a --verify --keep run printed, with --reuse: the expected state of its blocks is kept there",
@@ -192,7 +206,9 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
-            if let Some(name) = &job.filename {
+            // A job file's jobs sharing this very file name it: nothing to say.
+            let own = path.file_name().and_then(|n| n.to_str());
+            if let Some(name) = job.filename.as_ref().filter(|n| Some(n.as_str()) != own) {
                 push_once(
                     &mut validated.notes,
                     format!(
@@ -202,6 +218,19 @@ impl LocalAgent {
                 );
             }
             if job.verify_only {
+                // fio's read job checking an earlier job's writes: its state needs a run
+                // directory.
+                let chained = stages.iter().flatten().any(|(w, _)| {
+                    w.verify && !w.verify_only && w.filename.is_some() && w.filename == job.filename
+                });
+                if chained {
+                    return Err(AgentError::job(
+                        &job.name,
+                        format!(
+                            "checks the blocks an earlier job writes to {shown}: give a directory as TARGET (stormark run DIR --job FILE), where the run keeps their expected state between the jobs"
+                        ),
+                    ));
+                }
                 return Err(AgentError::option(
                     "--verify-only",
                     "the run directory a --verify --keep run printed, with --reuse: the expected state of its blocks is kept there, not beside a file or device",
@@ -434,7 +463,35 @@ fn plan_job_files(
     workload: &Workload,
 ) -> Result<JobRun, AgentError> {
     let align = job.bs_align.max(4096);
-    let size = job.size.unwrap_or(DEFAULT_FILE_SIZE);
+    let size = if job.fill_device {
+        // fio's fill_device: the free space, shared by the job's files, written until full
+        // (at most the size given); less a room kept for the run directory's own writes (a
+        // MiB, and with --verify the expected state saved beside each file: 4 bytes a
+        // verified block).
+        let files = u64::from(job.jobs.max(1)) * u64::from(job.files.max(1));
+        let avail = ws.space()?.1;
+        let state = if job.verify {
+            let block = job
+                .verify_interval
+                .unwrap_or_else(|| stormark_spec::units::gcd(job.bs.min, job.bs_align));
+            avail / block.max(512) * 4 + 4096 * files
+        } else {
+            0
+        };
+        let room = avail.saturating_sub((1 << 20) + state) / files;
+        job.size.map_or(room, |s| s.min(room))
+    } else {
+        // A file an earlier job of the run names (fio's jobs sharing a file): its size, as
+        // fio sizes a job by the file it finds.
+        job.size.unwrap_or_else(|| {
+            job.filename
+                .as_ref()
+                .and_then(|n| index.get(n))
+                .map(|&i| ws.files[i].size)
+                .filter(|s| *s > 0)
+                .unwrap_or(DEFAULT_FILE_SIZE)
+        })
+    };
     let len = size / align * align;
     if len < job.bs.max {
         return Err(AgentError::option(
@@ -467,6 +524,7 @@ fn plan_job_files(
                     needs_data: false,
                     exists: false,
                     prepared: false,
+                    fill: false,
                     id: None,
                 });
                 ws.files.len() - 1
@@ -474,6 +532,7 @@ fn plan_job_files(
             let pf = &mut ws.files[i];
             if backend != Backend::Null {
                 pf.size = pf.size.max(end);
+                pf.fill |= job.fill_device;
                 // --verify-only reads what a kept run left, as it is: never prepared.
                 // What is read, or trimmed (a hole in a hole releases nothing), is written first.
                 pf.needs_data |=
@@ -498,7 +557,10 @@ fn check_space(
     target: &std::path::Path,
     validated: &mut Validated,
 ) -> Result<(), AgentError> {
-    let needed: u64 = ws.files.iter().filter(|f| !f.exists).map(|f| f.size).sum();
+    let made = || ws.files.iter().filter(|f| !f.exists);
+    // A file a job fills takes what room there is (ENOSPC is its end), the rest must fit.
+    let needed: u64 = made().filter(|f| !f.fill).map(|f| f.size).sum();
+    let filled: u64 = made().filter(|f| f.fill).map(|f| f.size).sum();
     let (total, avail, used) = ws.space()?;
     if needed > avail {
         return Err(AgentError::target(
@@ -513,7 +575,7 @@ fn check_space(
     let pct = if total == 0 {
         0.0
     } else {
-        (used + needed) as f64 * 100.0 / total as f64
+        (used + needed + filled.min(avail - needed)) as f64 * 100.0 / total as f64
     };
     if pct > 80.0 {
         validated.findings.push(Finding {

@@ -26,6 +26,9 @@ pub(super) struct PlannedFile {
     pub needs_data: bool,
     pub exists: bool,
     pub prepared: bool,
+    /// A job fills it until the space is full (fio's `fill_device`): its length set, its
+    /// blocks not reserved.
+    pub fill: bool,
     /// What it is, once created or found in a reused run.
     pub id: Option<Identity>,
 }
@@ -296,12 +299,14 @@ impl Workspace {
             self.files[i].exists = true;
             self.files[i].id =
                 Some(Identity::of(&file).map_err(|e| AgentError::io("examine", &shown, e))?);
-            allocate(&file, self.files[i].size).map_err(|e| {
-                AgentError::io(
-                    format!("reserve {} for", format_size(self.files[i].size)),
-                    &shown,
-                    e,
-                )
+            let size = self.files[i].size;
+            let made = if self.files[i].fill {
+                file.set_len(size)
+            } else {
+                allocate(&file, size)
+            };
+            made.map_err(|e| {
+                AgentError::io(format!("reserve {} for", format_size(size)), &shown, e)
             })?;
         }
         self.write_manifest()

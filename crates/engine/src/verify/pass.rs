@@ -32,6 +32,9 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
             }
         }
     }
+    if !spec.after && !spec.only {
+        return Ok(None);
+    }
     let block = v.block;
     let chunk = (CHUNK / block).max(1) * block;
     let buf = AlignedBuf::zeroed(chunk)?;

@@ -114,7 +114,17 @@ pub(super) fn apply(
             Some(on) => set(job, "verify", if on { "true" } else { "false" })?,
             None => return Ok(false),
         },
-        "do_verify" => {}
+        // Whether a job checks its blocks (or, one that only reads, an earlier job's): settled
+        // with the job (FioState::finish).
+        "do_verify" => fio.do_verify = crate::units::parse_bool(v),
+        // fio fills each block with the pattern, and checks it: stormark's header and CRC-32C
+        // cover the pattern written after it (verify on unless the job says otherwise).
+        "verify_pattern" => {
+            set(job, "buffer_pattern", v)?;
+            if job.verify.is_none() {
+                set(job, "verify", "true")?;
+            }
+        }
         "bs" | "blocksize" => {
             // fio's bs=R,W: one size for both is all stormark runs.
             let mut parts = v.split(',').filter(|p| !p.is_empty());
@@ -154,7 +164,7 @@ pub(super) fn apply(
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
-        | "blockalign" | "zonesize" | "zonerange" | "zoneskip" => {
+        | "blockalign" | "zonesize" | "zonerange" | "zoneskip" | "verify_interval" => {
             set(job, key, &sizes(v, kb_1000))?
         }
         k if REPORTING.contains(&k) => {}

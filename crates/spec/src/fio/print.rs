@@ -313,8 +313,17 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     }
     if job.verify {
         out.push_str("verify=crc32c\n");
+        if let Some(n) = job.verify_interval {
+            out.push_str(&format!("verify_interval={n}\n"));
+        }
+        if !job.verify_after && !job.verify_only {
+            out.push_str("do_verify=0\n");
+        }
     }
     if job.verify_only {
         out.push_str("verify_only=1\n");
+    }
+    if job.fill_device {
+        out.push_str("fill_device=1\n");
     }
 }

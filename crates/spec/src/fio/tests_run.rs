@@ -493,6 +493,62 @@ fn sprandom_from_fio() {
     }
 }
 
+/// fio's `surface-scan`: the write job fills the space with verified 512-byte blocks of the
+/// pattern and checks nothing itself (`do_verify=0`); the read job checks them (stormark's
+/// verify_only on the same named file); they travel as pairs and print back; a fill of reads,
+/// an interval that does not divide the blocks, and the verify keys without verify refused.
+#[test]
+fn surface_scan_from_fio() {
+    let f = parse(
+        "[global]\nthread\nbs=64k\ndirect=1\nioengine=sync\nverify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n\
+         [write-phase]\nfilename=datafile.tmp\t; or use a full disk\nrw=write\nfill_device=1\ndo_verify=0\n\
+         [verify-phase]\nstonewall\ncreate_serialize=0\nfilename=datafile.tmp\nrw=read\ndo_verify=1\n",
+    )
+    .unwrap();
+    let got = jobs(&f);
+    let (w, r) = (&got[0], &got[1]);
+    assert!(w.fill_device && w.verify && !w.verify_after && !w.verify_only);
+    assert_eq!(w.verify_interval, Some(512));
+    assert!(w.buffer_pattern.is_some());
+    assert!(r.verify && r.verify_only && !r.fill_device);
+    assert_eq!(r.verify_interval, Some(512));
+    assert_eq!(
+        (w.filename.as_deref(), r.filename.as_deref()),
+        (Some("datafile.tmp"), Some("datafile.tmp"))
+    );
+    for job in &got {
+        let mut again = JobOpts::default();
+        for (k, v) in job.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(&again.resolve("x").unwrap(), job);
+    }
+    let printed = to_fio(&got, "/d", true);
+    assert!(
+        printed.contains("verify=crc32c\nverify_interval=512\ndo_verify=0\nfill_device=1\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("verify_only=1\n"), "{printed}");
+    for (file, says) in [
+        ("[a]\nrw=read\nfill_device=1\n", "with --rw write"),
+        (
+            "[a]\nrw=write\nbs=4k\nverify=crc32c\nverify_interval=8k\n",
+            "divides every",
+        ),
+        (
+            "[a]\nrw=write\nverify=crc32c\nverify_interval=1000\n",
+            "multiple of 512",
+        ),
+        ("[a]\nrw=write\nverify_interval=512\n", "with --verify"),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{file}: {e}");
+    }
+}
+
 /// fio's `atomic`: with direct I/O and one block size, a power of two; printed back; the
 /// rest refused in one line.
 #[test]

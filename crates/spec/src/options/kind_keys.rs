@@ -76,6 +76,16 @@ impl JobOpts {
             "verify_only" => {
                 self.verify_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
+            "verify_after" => {
+                self.verify_after = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "verify_interval" => {
+                self.verify_interval = Some(
+                    parse_size(value)
+                        .filter(|n| *n >= 512 && n.is_multiple_of(512) && *n <= 1 << 30)
+                        .ok_or_else(|| bad("a multiple of 512 bytes, such as 512 or 4k"))?,
+                )
+            }
             "fill_device" => {
                 self.fill_device = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }

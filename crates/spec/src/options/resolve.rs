@@ -124,6 +124,8 @@ impl JobOpts {
             verify,
             verify_only,
             fill_device: self.fill_device(rw)?,
+            verify_after: self.verify_after.unwrap_or(true),
+            verify_interval: self.verify_interval.filter(|_| verify),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             rate_iops: self.rate_iops,
