@@ -7,6 +7,7 @@
 # groups) and the ratio stormark/fio of the medians; docs/performance.md records a run.
 # Usage: bench/fiofile-vs-fio.sh   (env: BENCH_DIR, ROUNDS=3, SIZE=512m, RUNTIME=10, FIO, STORMARK,
 #        CASES="randread mixed seq", or CASES=corpus for every runnable file of tests/fio/corpus,
+#        CASES=examples for every runnable file of fio's examples in tests/fio/examples,
 #        ONLY=REGEX of its names, FROM=NAME to start there)
 # Writes only inside $BENCH_DIR (default ./bench-data) and removes only what it created.
 set -euo pipefail
@@ -91,7 +92,7 @@ normalize() { # shape out dir dev_or_empty
 import os, re, sys
 src, out, jobdir, dev = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 # The file's own flags from VERDICTS (--size=128m, --iodepth=4) for both tools alike.
-flags = dict(f[2:].split("=", 1) for f in sys.argv[5:] if f.startswith("--") and "=" in f)
+flags = dict(f[2:].replace("-", "_").split("=", 1) for f in sys.argv[5:] if f.startswith("--") and "=" in f)
 if "size" in flags:
     os.environ["SIZE"] = flags.pop("size")
 for k in ("time", "ramp", "startdelay"):
@@ -103,7 +104,11 @@ lines = [l.rstrip("\n") for l in open(src) if not l.startswith("#")]
 # One shared file, unless the file asks for several per job (fio asserts on nrfiles with one
 # filename).
 several = any(re.match(r"^(nrfiles|nr_files)=([2-9]|\d\d)", l.strip()) for l in lines)
-shared = any(l.strip() == "filename=data" for l in lines) and not several
+# fio's examples name a device or a file of their own (datafile.tmp, /dev/sda): one name used by
+# every job that names one is that shared file too.
+named = {l.strip().split("=", 1)[1].split(";")[0].strip() for l in lines
+         if l.strip().startswith("filename=")}
+shared = (named == {"data"} or (len(named) == 1 and os.environ.get("EXAMPLES"))) and not several
 place = f"filename={dev}" if dev else (f"filename={jobdir}/data" if shared else f"directory={jobdir}")
 head = ["[global]", place, "size=" + os.environ["SIZE"], "runtime=" + os.environ["RUNTIME"],
         "time_based=1", "ramp_time=0"]
@@ -124,10 +129,14 @@ body = [flagged(capped(l)) for l in lines if not drop.match(l.strip())]
 open(out, "w").write("\n".join(head + body) + "\n")
 PY
 }
-if [ "${CASES:-}" = corpus ]; then
-  CORPUS=tests/fio/corpus
+if [ "${CASES:-}" = corpus ] || [ "${CASES:-}" = examples ]; then
+  CORPUS=tests/fio/$CASES
   truncate -s 0 "$OUT/summary.txt"
-  grep -v '^#' "$CORPUS/VERDICTS" | grep ' runs ' | grep -E "^${ONLY:-.}" | while read -r name _ target rest; do
+  # fio's examples have no target column: every one runs on files here.
+  [ "$CASES" = examples ] && export EXAMPLES=1
+  grep -v '^#' "$CORPUS/VERDICTS" | grep -E ' runs( |$)' | grep -E "^${ONLY:-.}" |
+    if [ "$CASES" = examples ]; then sed 's/ runs/ runs files/'; else cat; fi |
+    while read -r name _ target rest; do
     [[ "$name" < "${FROM:-}" ]] && continue
     vars=$(printf '%s\n' $rest | grep -v '^--' | tr '\n' ' ' || true)
     dev=""; [ "$target" = device ] && { dev="$OUT/device"; [ -f "$dev" ] || head -c 1G /dev/urandom > "$dev"; }
@@ -143,7 +152,11 @@ if [ "${CASES:-}" = corpus ]; then
           # From inside $OUT: fio leaves its verify state files (local-*-verify.state) where it runs.
           (cd "$OUT" && env $vars "$FIO" --output-format=json --output="$OUT/r.json" "$OUT/jobs/fio-$name") >/dev/null 2>&1 || echo '{"jobs":[]}' > "$OUT/r.json"
         else
-          env $vars "$STORMARK" run --job "$OUT/jobs/sm-$name" --allow-overwrite -q --json "$OUT/r.json" >"$OUT/sm.log" 2>&1 || tail -1 "$OUT/sm.log" >&2
+          # A job checking another's blocks (fio's do_verify on a read job) needs a run
+          # directory: the shared file's directory as TARGET, the jobs sharing their file of
+          # that name there. Otherwise the shared file itself is the target, as fio's.
+          on=(); [ -n "${EXAMPLES:-}" ] && grep -q "^do_verify=1" "$OUT/jobs/sm-$name" && on=("$OUT/sm")
+          env $vars "$STORMARK" run "${on[@]}" --job "$OUT/jobs/sm-$name" --allow-overwrite -q --json "$OUT/r.json" >"$OUT/sm.log" 2>&1 || tail -1 "$OUT/sm.log" >&2
         fi
         iops $tool "$OUT/r.json" >> "$OUT/c.$tool.txt" 2>/dev/null || echo 0 >> "$OUT/c.$tool.txt"
       done

@@ -120,7 +120,7 @@ fn shares_of_one_block_size_carry_their_priority() {
     std::fs::write(
         &job,
         format!(
-            "[p]\nfilename={}/f\nsize=16m\nioengine=libaio\niodepth=8\nrw=randrw\n\
+            "[p]\nfilename={}/f\nsize=16m\nioengine=libaio\ndirect=1\niodepth=8\nrw=randrw\n\
              bssplit=4k/50:8k/50,16k/100\ncmdprio_bssplit=4k/50/2/1:8k/0,16k/0\n\
              runtime=2\ntime_based\n",
             t.display()

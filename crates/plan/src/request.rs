@@ -252,6 +252,7 @@ fn job_file(
                     f.ignored.join(", ")
                 ));
             }
+            notes.extend(f.notes.iter().map(|n| format!("{shown}: {n}")));
             f.file
         } else {
             stormark_spec::parse_job_file(text, shown).map_err(|e| e.to_string())?

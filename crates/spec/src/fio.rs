@@ -29,6 +29,9 @@ pub struct FioJobFile {
     /// fio's `latency_target` (with `latency_percentile` and `latency_window`): the latency
     /// target of stormark's search (`p99.9<=500ms`) and its step time (`5s`).
     pub latency_search: Option<(String, Option<String>)>,
+    /// Where a job runs otherwise than its options alone say, to do what fio does: for the
+    /// run's notes.
+    pub notes: Vec<String>,
 }
 
 /// One `key[=value]` line, after expansion.
@@ -121,6 +124,15 @@ pub fn parse_fio_job_file(
         }
         job.group = Some(format!("fio-{group}"));
         fio.finish(&mut job, &context_of(path, name), &mut out.untimed)?;
+        if fio.libaio && job.direct != Some(crate::Direct::Yes) && job.kind.is_none() {
+            // fio's libaio queues only O_DIRECT I/O: on buffered files each I/O completes
+            // within its io_submit, one at a time (fio's HOWTO). So does psync; io_uring would
+            // keep iodepth buffered I/Os in flight, which fio's job never had.
+            job.engine = Some(crate::EngineChoice::Psync);
+            out.notes.push(format!(
+                "job [{name}]: fio's libaio on buffered files completes each I/O within its submission, one at a time (fio's HOWTO: queued only with direct=1), so it runs with psync as under fio; ioengine=io_uring keeps buffered I/Os in flight"
+            ));
+        }
         if fio.overwrite {
             out.file.prepare = Some(true);
         }
@@ -303,6 +315,8 @@ struct FioState {
     dedupe_working_set: bool,
     /// fio's `do_verify`.
     do_verify: Option<bool>,
+    /// The engine named last is fio's `libaio`.
+    libaio: bool,
 }
 
 impl FioState {

@@ -63,7 +63,10 @@ impl JobRun {
         PhaseJob {
             name: self.job.name.clone(),
             engine: self.backend.name().into(),
-            direct: self.direct,
+            // Before O_DIRECT is probed (the plan's jobs, what a phase whose every worker failed
+            // shows): a job that asks for it runs with it or not at all.
+            direct: self.direct
+                || (self.job.direct == stormark_spec::Direct::Yes && self.backend.touches_files()),
             workers: workers as u32,
             iodepth: if self.backend == Backend::Psync {
                 1
@@ -154,5 +157,43 @@ mod tests {
     fn seeds_differ() {
         assert_ne!(seed(0, 0, 0), seed(0, 0, 1));
         assert_ne!(seed(0, 1, 0), seed(1, 0, 0));
+    }
+
+    /// The plan's jobs (what a phase shows when every worker failed) say direct for a job
+    /// that asks for O_DIRECT before it is probed, buffered for one that does not, and what
+    /// was decided once it is.
+    #[test]
+    fn a_planned_job_shows_the_direct_it_asks_for() {
+        let job = |direct: &str| {
+            let mut o = stormark_spec::JobOpts::default();
+            o.set("direct", direct, stormark_spec::Source::Flag)
+                .unwrap();
+            o.resolve("j").unwrap()
+        };
+        let load = StageLoad::default();
+        let run = |j: Job, backend: Backend, direct: bool| JobRun {
+            direct,
+            ..JobRun::without_files(&j, backend)
+        };
+        assert!(
+            run(job("true"), Backend::Psync, false)
+                .phase_job(&load, false)
+                .direct
+        );
+        assert!(
+            !run(job("false"), Backend::Psync, false)
+                .phase_job(&load, false)
+                .direct
+        );
+        assert!(
+            run(job("auto"), Backend::IoUring, true)
+                .phase_job(&load, false)
+                .direct
+        );
+        assert!(
+            !run(job("true"), Backend::Null, false)
+                .phase_job(&load, false)
+                .direct
+        );
     }
 }

@@ -109,7 +109,10 @@ pub(super) fn apply(
         "offset_increment" if v.trim_end().ends_with('%') => return Ok(false),
         "offset" if v.trim_end().ends_with('%') => set(job, key, v)?,
         "offset" | "offset_increment" => set(job, key, &sizes(v, kb_1000))?,
-        "ioengine" => return engine(job, v, context),
+        "ioengine" => {
+            fio.libaio = v == "libaio";
+            return engine(job, v, context);
+        }
         "verify" => match verify_on(v) {
             Some(on) => set(job, "verify", if on { "true" } else { "false" })?,
             None => return Ok(false),

@@ -654,12 +654,21 @@ fn buffer_patterns_as_fio_writes_them() {
 }
 
 /// fio's default engine is psync: a job that names none runs one I/O at a time (fio caps its
-/// iodepth at 1), not io_uring at its depth; one that names an engine keeps it.
+/// iodepth at 1), not io_uring at its depth; one that names an engine keeps it. fio's libaio
+/// queues only O_DIRECT I/O: on buffered files it is psync, said in a note.
 #[test]
 fn a_job_without_an_engine_runs_fios_default_psync() {
-    let f = parse("[a]\nrw=randwrite\niodepth=256\n[b]\nioengine=libaio\niodepth=8\n").unwrap();
+    let f = parse(
+        "[a]\nrw=randwrite\niodepth=256\n[b]\nioengine=libaio\niodepth=8\ndirect=1\n\
+         [c]\nioengine=libaio\niodepth=8\n[d]\nioengine=libaio\nbuffered=0\n",
+    )
+    .unwrap();
     let j = jobs(&f);
     assert_eq!(j[0].engine, crate::EngineChoice::Psync);
     assert_eq!(j[1].engine, crate::EngineChoice::IoUring);
+    assert_eq!(j[2].engine, crate::EngineChoice::Psync);
+    assert_eq!(j[3].engine, crate::EngineChoice::IoUring);
+    assert_eq!(f.notes.len(), 1, "{:?}", f.notes);
+    assert!(f.notes[0].contains("[c]") && f.notes[0].contains("libaio"));
     assert!(to_fio(&j, "/mnt/d", true).contains("[a]\nioengine=psync\n"));
 }

@@ -318,7 +318,7 @@ fn ignore_error_lists_as_kinds() {
 #[test]
 fn cmdprio_from_fio() {
     let f = parse(
-        "[a]\nioengine=libaio\nrw=randrw\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\nlog_prio=1\n\
+        "[a]\nioengine=libaio\ndirect=1\nrw=randrw\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\nlog_prio=1\n\
          [b]\nioengine=io_uring\ncmdprio_percentage=10,30\ncmdprio_class=2,2\ncmdprio=5\n",
     )
     .unwrap();
@@ -345,7 +345,7 @@ fn cmdprio_from_fio() {
     for (file, says) in [
         ("[a]\ncmdprio_percentage=20\n", "with --engine io_uring"),
         (
-            "[a]\nioengine=libaio\ncmdprio_class=1,2\ncmdprio_percentage=5\n",
+            "[a]\nioengine=libaio\ndirect=1\ncmdprio_class=1,2\ncmdprio_percentage=5\n",
             "one for reads and writes",
         ),
     ] {
@@ -409,24 +409,24 @@ fn cmdprio_bssplit_from_fio() {
     assert!(printed.contains("2m/10/2/0/3"), "{printed}");
     for (file, says) in [
         (
-            "[a]\nioengine=libaio\nbs=4k\ncmdprio_bssplit=8k/50\n",
+            "[a]\nioengine=libaio\ndirect=1\nbs=4k\ncmdprio_bssplit=8k/50\n",
             "none is 8k",
         ),
         (
-            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60:4k/50\n",
+            "[a]\nioengine=libaio\ndirect=1\ncmdprio_bssplit=4k/60:4k/50\n",
             "at most 100",
         ),
         (
-            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60\ncmdprio_percentage=5\n",
+            "[a]\nioengine=libaio\ndirect=1\ncmdprio_bssplit=4k/60\ncmdprio_percentage=5\n",
             "not both",
         ),
         ("[a]\ncmdprio_bssplit=4k/60\n", "with --engine io_uring"),
         (
-            "[a]\nioengine=libaio\ncmdprio_bssplit=4k/60/4/0\n",
+            "[a]\nioengine=libaio\ndirect=1\ncmdprio_bssplit=4k/60/4/0\n",
             "SIZE/PCT[/CLASS",
         ),
         (
-            "[a]\nioengine=libaio\ncmdprio_hint=2\n",
+            "[a]\nioengine=libaio\ndirect=1\ncmdprio_hint=2\n",
             "with cmdprio_percentage or",
         ),
         ("[a]\nbssplit=4k/50:8k/50,4k/90\n", "READS,WRITES"),
