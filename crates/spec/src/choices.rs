@@ -269,6 +269,20 @@ pub struct BsSplit {
 /// The most sizes a `bssplit`'s list has.
 pub const MAX_SPLIT: usize = 16;
 
+/// fio's `READS,WRITES,TRIMS` lists of a split: the reads' and, where given, the writes'
+/// (trims' ignored with `any_trims`, else the same as the writes' or empty).
+pub(crate) fn direction_lists(text: &str, any_trims: bool) -> Option<(&str, Option<&str>)> {
+    let lists: Vec<&str> = text.split(',').map(str::trim).collect();
+    match lists.as_slice() {
+        [one] => Some((*one, None)),
+        [r, w] => Some((*r, Some(*w).filter(|w| !w.is_empty()))),
+        [r, w, t] if any_trims || t.is_empty() || w == t => {
+            Some((*r, Some(*w).filter(|w| !w.is_empty())))
+        }
+        _ => None,
+    }
+}
+
 impl BsSplit {
     /// The accepted form, for messages.
     pub const FORM: &'static str = "SIZE/PCT:SIZE/PCT:..., the shares adding up to 100 (a last share left empty takes the rest), such as 4k/50:64k/50, or READS,WRITES such as 64k/40:1m/60,1m/100";
@@ -276,13 +290,7 @@ impl BsSplit {
     /// Parses fio's form: one list, or one for reads and one for writes (a third, fio's
     /// trims', the same as the writes' or left empty). One list: `SIZE/PCT:...`.
     pub fn parse(text: &str) -> Option<BsSplit> {
-        let lists: Vec<&str> = text.split(',').map(str::trim).collect();
-        let (reads, writes) = match lists.as_slice() {
-            [one] => (*one, None),
-            [r, w] | [r, w, ""] => (*r, Some(*w).filter(|w| !w.is_empty())),
-            [r, w, t] if w == t => (*r, Some(*w)),
-            _ => return None,
-        };
+        let (reads, writes) = direction_lists(text, false)?;
         let mut split = BsSplit {
             sizes: [(0, 0); 2 * MAX_SPLIT],
             count: 0,

@@ -181,13 +181,7 @@ impl PrioSplit {
 
     /// Parses fio's form; a third list (trims') is ignored, as fio does.
     pub fn parse(text: &str) -> Option<PrioSplit> {
-        let lists: Vec<&str> = text.split(',').map(str::trim).collect();
-        let (reads, writes) = match lists.as_slice() {
-            [one] => (*one, None),
-            [r, w] => (*r, Some(*w).filter(|w| !w.is_empty())),
-            [r, w, _] => (*r, Some(*w).filter(|w| !w.is_empty())),
-            _ => return None,
-        };
+        let (reads, writes) = crate::choices::direction_lists(text, true)?;
         let mut split = PrioSplit {
             entries: [PrioEntry::default(); 2 * crate::choices::MAX_SPLIT],
             count: 0,
