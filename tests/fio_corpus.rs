@@ -50,11 +50,13 @@ fn fios_own_examples_keep_their_verdicts() {
                 dir.path().display().to_string(),
                 "--job".into(),
                 job.display().to_string(),
-                "--size".into(),
-                "64m".into(),
                 "--time".into(),
                 "1s".into(),
             ];
+            // 64 MiB, unless the file's flags give its own size.
+            if !extra.iter().any(|f| f.starts_with("--size=")) {
+                a.extend(["--size".to_string(), "64m".to_string()]);
+            }
             a.extend(extra.iter().map(|s| s.to_string()));
             a
         };
@@ -70,7 +72,10 @@ fn fios_own_examples_keep_their_verdicts() {
                 .output()
                 .unwrap()
         };
-        let out = run(&["--print-fio"]);
+        // Read with the flags it needs here (the zoned examples' size in whole zones).
+        let mut printing = vec!["--print-fio"];
+        printing.extend(flags.iter().map(|f| f.as_str()));
+        let out = run(&printing);
         let verdict = match out.status.code() {
             Some(0) => "runs",
             Some(2) => {
@@ -129,7 +134,8 @@ fn print_fio_round_trips_through_fio() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio");
     // The files that run of fio's examples and of the third-party corpus, with the
     // variables each needs.
-    let runs = |list: &str| -> Vec<(String, Vec<(String, String)>)> {
+    type Vars = Vec<(String, String)>;
+    let runs = |list: &str| -> Vec<(String, Vars, Vec<String>)> {
         std::fs::read_to_string(root.join(list).join("VERDICTS"))
             .unwrap()
             .lines()
@@ -138,31 +144,44 @@ fn print_fio_round_trips_through_fio() {
                 let mut w = l.split(' ');
                 let name = w.next()?;
                 (w.next()? == "runs").then_some(())?;
-                let vars = w
+                let (flags, vars): (Vec<&str>, Vec<&str>) = w.partition(|v| v.starts_with("--"));
+                let vars = vars
+                    .iter()
                     .filter_map(|v| v.split_once('='))
-                    .filter(|(k, _)| !k.starts_with("--"))
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect();
-                Some((format!("{list}/{name}"), vars))
+                // The flags of the zoned examples' size (in whole zones) and place.
+                let flags = flags
+                    .into_iter()
+                    .filter(|f| f.starts_with("--size=") || f.starts_with("--offset="))
+                    .map(str::to_string)
+                    .collect();
+                Some((format!("{list}/{name}"), vars, flags))
             })
             .collect()
     };
-    let mut files: Vec<(String, Vec<(String, String)>)> = std::fs::read_dir(&root)
+    let mut files: Vec<(String, Vars, Vec<String>)> = std::fs::read_dir(&root)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".fio"))
-        .map(|n| (n, vec![("BS".to_string(), "8k".to_string())]))
+        .map(|n| (n, vec![("BS".to_string(), "8k".to_string())], Vec::new()))
         .collect();
     files.sort();
     files.extend(runs("examples"));
     files.extend(runs("corpus"));
     let mut checked = 0;
-    for (name, vars) in &files {
+    for (name, vars, flags) in &files {
         let printed = dir.path().join("printed.fio");
         let out = std::process::Command::new(BIN)
             .args(["run", dir.path().to_str().unwrap(), "--job"])
             .arg(root.join(name))
-            .args(["--size", "64m", "--time", "1s", "--print-fio"])
+            .args(["--time", "1s", "--print-fio"])
+            .args(if flags.iter().any(|f| f.starts_with("--size=")) {
+                &[][..]
+            } else {
+                &["--size", "64m"][..]
+            })
+            .args(flags)
             .envs(vars.iter().map(|(k, v)| (k, v)))
             .output()
             .unwrap();

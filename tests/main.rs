@@ -24,3 +24,4 @@ mod s3_data;
 mod safety;
 mod shapes;
 mod suite;
+mod zoned;

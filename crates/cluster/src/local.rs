@@ -80,6 +80,9 @@ pub struct LocalAgent {
     net_reports: Vec<stormark_stats::NetReport>,
     /// Ports serving the run's other agents (net jobs between them), until the cleanup.
     peer_ports: Option<peers::PeerPorts>,
+    /// fio's zoned mode: each file's zones, kept for the whole run as fio keeps them, and the
+    /// resets already told.
+    zone_maps: std::sync::Mutex<Vec<stage::ZonedFile>>,
 }
 
 impl LocalAgent {
@@ -106,6 +109,7 @@ impl LocalAgent {
             made: None,
             net_reports: Vec::new(),
             peer_ports: None,
+            zone_maps: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -360,6 +364,7 @@ impl Agent for LocalAgent {
         let out = run_stage_at(specs, self.stop.clone(), start_at, &mut |e| {
             forward(e, &map, on_event, 1)
         });
+        self.note_zone_resets(index);
         for session in sessions {
             let (note, report, _) = session.finish(&self.inventory);
             self.notes.extend(note);

@@ -379,6 +379,8 @@ pub(crate) struct Ctx<'a> {
     pub flow_own: u64,
     /// What each I/O is timed by.
     pub clock: crate::clock::Clock,
+    /// fio's zoned mode: the file's zones and this worker's use of them.
+    pub zones: Option<crate::worker::Zones>,
 }
 
 impl Ctx<'_> {
@@ -391,9 +393,33 @@ impl Ctx<'_> {
         if self.issued >= self.next_pass {
             self.new_pass();
         }
-        let req = self.gen.next_io()?;
+        let mut req = self.gen.next_io()?;
+        if self.zones.is_some() && !self.place_in_zones(&mut req) {
+            // No zone can take it: the worker is done, as fio's job is.
+            self.io_total = self.issued;
+            return None;
+        }
         self.issued += u64::from(req.len);
         Some(req)
+    }
+
+    /// fio's zoned mode: `req` moved to a write pointer, below one, or to a zone's start
+    /// (a trim); a sequential read's stream goes on from where it was moved. `false` when
+    /// no zone can take it.
+    #[inline(never)]
+    fn place_in_zones(&mut self, req: &mut IoReq) -> bool {
+        let Some((map, u)) = &self.zones else {
+            return true;
+        };
+        let was = req.offset;
+        if !map.adjust(req, u) {
+            return false;
+        }
+        if req.op == Op::Read && !u.random && req.offset != was {
+            self.gen
+                .seq_resume(req.file, req.op, req.offset + u64::from(req.len));
+        }
+        true
     }
 
     /// Each file's descriptor and where its region starts (fio's offset), by file index.

@@ -27,6 +27,20 @@ pub enum EngineError {
         /// The largest block, bytes.
         bs: u64,
     },
+    /// A zoned job's region holds no whole zone.
+    #[error(
+        "{path}: the region of {len} bytes from byte {start} holds no whole zone of {zone} bytes"
+    )]
+    NoZone {
+        /// The file.
+        path: PathBuf,
+        /// Where the region starts.
+        start: u64,
+        /// The region's length.
+        len: u64,
+        /// The zone's size.
+        zone: u64,
+    },
     /// The I/O buffers could not be allocated.
     #[error("cannot allocate {bytes} bytes of I/O buffers")]
     Alloc {

@@ -51,6 +51,7 @@ mod uring;
 mod verify;
 mod work;
 mod worker;
+mod zoned;
 
 pub use ctx::WorkerMsg;
 pub use data::{buffer_bytes, DataShape, POOL_BYTES};
@@ -65,3 +66,4 @@ pub use target::{Backend, FileTarget, JobPlacement, Place, RateMin, Stop, Think,
 pub use uring::{io_uring_available, io_uring_depth_ok};
 pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};
 pub use work::{Load, MetaWork, NetConn, NetWork, S3Work, StreamTally};
+pub use zoned::ZoneMap;

@@ -394,6 +394,14 @@ impl OffsetGen {
         })
     }
 
+    /// A sequential stream of `op` on `file` goes on from `at` (fio's zoned mode moved its
+    /// last I/O).
+    pub fn seq_resume(&mut self, file: u32, op: Op, at: u64) {
+        if let Some(p) = self.seq_pos.get_mut(file as usize) {
+            p[op.index()] = at;
+        }
+    }
+
     /// The next I/O's operation: a read or a write by the mix.
     #[inline(always)]
     fn next_op(&mut self) -> Op {

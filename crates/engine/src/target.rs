@@ -132,6 +132,11 @@ pub struct WorkerSpec {
     pub zones: Option<stormark_spec::Zones>,
     /// fio's SPRandom preconditioning: the writes' offsets its own, the worker done when it is.
     pub sprandom: Option<stormark_spec::SpRandom>,
+    /// fio's zoned mode: writes at the zones' write pointers (see [`crate::zoned`]).
+    pub zoned: Option<stormark_spec::Zoned>,
+    /// The zones of the worker's file, shared with every worker on it for the run (set by
+    /// the agent; `None` with `zoned` set: the worker's own).
+    pub zone_map: Option<Arc<crate::zoned::ZoneMap>>,
     /// fio's `fill_device`: the first write that finds the space full (ENOSPC) ends the
     /// worker's load.
     pub fill: bool,
@@ -243,6 +248,8 @@ impl WorkerSpec {
             random_map: false,
             zones: None,
             sprandom: None,
+            zoned: None,
+            zone_map: None,
             fill: false,
             cmdprio: None,
             atomic: false,
@@ -428,6 +435,8 @@ impl WorkerSpec {
             random_map: job.random_map,
             zones: job.zones,
             sprandom: job.sprandom,
+            zoned: job.zoned,
+            zone_map: None,
             cmdprio: job.placement.cmdprio,
             atomic: job.atomic,
             ignore_errors: ["enospc", "short"]

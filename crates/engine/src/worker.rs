@@ -46,7 +46,7 @@ pub(crate) fn run_worker(
         g.weight.fetch_add(u64::from(f.weight), Ordering::Relaxed);
     }
     let t0 = gate.wait();
-    let (files, bufs, gen) = match setup {
+    let (files, bufs, gen, zones) = match setup {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.send(WorkerMsg::Done {
@@ -91,6 +91,7 @@ pub(crate) fn run_worker(
         think_left: spec.think.map_or(0, |t| t.every),
         flow_own: 0,
         clock: crate::clock::Clock::new(),
+        zones,
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {
@@ -130,7 +131,32 @@ pub(crate) fn run_worker(
     ctx.pace.finish(&mut ctx.rec, tx, failure);
 }
 
-type Setup = (Vec<File>, Buffers, OffsetGen);
+type Setup = (Vec<File>, Buffers, OffsetGen, Option<Zones>);
+
+/// A zoned worker's zones and its use of them.
+pub(crate) type Zones = (Arc<crate::zoned::ZoneMap>, crate::zoned::ZoneUse);
+
+/// fio's zoned mode: the file's zones (the run's, or the worker's own) and the whole zones of
+/// the worker's region.
+fn zones(spec: &WorkerSpec) -> Result<Option<Zones>, EngineError> {
+    let (Some(rules), Some(f)) = (spec.zoned, spec.files.first()) else {
+        return Ok(None);
+    };
+    let map = spec
+        .zone_map
+        .clone()
+        .unwrap_or_else(|| Arc::new(crate::zoned::ZoneMap::new(&rules)));
+    let random = spec.random_pct > 0;
+    match map.region(f.start, f.len, spec.bs_min, random, rules) {
+        Some(u) => Ok(Some((map, u))),
+        None => Err(EngineError::NoZone {
+            path: f.shown(),
+            start: f.start,
+            len: f.len,
+            zone: map.zone_size(),
+        }),
+    }
+}
 
 /// fio's `fadvise_hint`: a random pattern's file is advised random (the kernel reads no
 /// more than asked), a sequential one's sequential (a larger readahead); a mix neither.
@@ -221,7 +247,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             spec.seed,
         )
     };
-    Ok((files, bufs, gen))
+    Ok((files, bufs, gen, zones(spec)?))
 }
 
 #[cfg(test)]

@@ -240,6 +240,27 @@ pub struct Zones {
     pub skip: u64,
 }
 
+/// fio's zoned block device mode (`zonemode=zbd`) as fio runs it on a regular file or a
+/// conventional device: the region cut into zones of `size` bytes, each written only at its
+/// write pointer (shared by every job on the file), a full zone reset before it is written
+/// again, reads only below the pointer, and a trim of a zone its reset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Zoned {
+    /// A zone's bytes (fio's `zonesize`).
+    pub size: u64,
+    /// Zones open for writing at once, over every job on the file (fio's `max_open_zones`;
+    /// 0: no limit).
+    pub max_open: u32,
+    /// Share of the region holding data from which writes reset zones (fio's
+    /// `zone_reset_threshold`).
+    pub reset_threshold: f64,
+    /// Share of those writes that reset their zone first (fio's `zone_reset_frequency`; 0:
+    /// none).
+    pub reset_frequency: f64,
+    /// Reads may go past a zone's write pointer (fio's `read_beyond_wp`).
+    pub read_beyond_wp: bool,
+}
+
 /// fio's SPRandom preconditioning (`sprandom`): one pass of random writes over every block
 /// and then some, choosing which blocks to write again so that an SSD's erase blocks end up
 /// with the distribution of stale data a long random-write load leaves (Desnoyers' model).

@@ -108,6 +108,7 @@ pub fn parse_fio_job_file(
                 Err(e) => return Err(e),
             }
         }
+        keys::apply_zone_units(&mut job, &mut fio)?;
         // fio's default engine is psync: a job that names none runs one I/O at a time,
         // whatever its iodepth (fio: "queue depth will be capped at 1").
         if job.engine.is_none() && job.kind.is_none() {
@@ -119,7 +120,19 @@ pub fn parse_fio_job_file(
             job.random_map = Some(true);
         }
         // fio runs a file's jobs together, until a stonewall.
-        if fio.stonewall && !out.file.jobs.is_empty() {
+        let after = fio.wait_for.as_ref().and_then(|name| {
+            let j = out
+                .file
+                .jobs
+                .iter()
+                .find(|j| j.name.as_ref() == Some(name))?;
+            j.group
+                .as_deref()?
+                .strip_prefix("fio-")?
+                .parse::<u32>()
+                .ok()
+        });
+        if fio.stonewall && !out.file.jobs.is_empty() && after.is_none_or(|g| g >= group) {
             group += 1;
         }
         job.group = Some(format!("fio-{group}"));
@@ -206,7 +219,11 @@ fn settle_places(
             // several files (fio's nrfiles beside one filename): a file per worker, as before.
             let naming = places.iter().filter(|p| p.is_some()).count();
             let several = jobs.iter().any(|j| j.files.is_some_and(|n| n > 1));
-            if *is_file && naming > 1 && !several {
+            // A zoned job's clones share its file's zones, as fio's do.
+            let zoned = jobs
+                .iter()
+                .any(|j| j.zoned == Some(true) && j.jobs.is_some_and(|n| n > 1));
+            if *is_file && (naming > 1 || zoned) && !several {
                 name_files(jobs, places)?;
             }
             return Ok(Ok((Some(one.clone()), *is_file)));
@@ -282,6 +299,8 @@ fn context_of(path: &str, name: &str) -> String {
 struct FioState {
     time_based: bool,
     stonewall: bool,
+    /// fio's `wait_for`: the job this one starts after.
+    wait_for: Option<String>,
     /// fio's `filename=`, and `directory=` it lies in when relative.
     filename: Option<String>,
     directory: Option<String>,
@@ -311,6 +330,10 @@ struct FioState {
     steady_window: Option<String>,
     /// fio's `zonemode=none`: the zone keys say nothing.
     zones_off: bool,
+    /// fio's `zonemode=zbd`: stormark's zoned mode.
+    zbd: bool,
+    /// Keys given in zone units (`offset=524z`): key, zones, where.
+    zone_units: Vec<(String, u64, String)>,
     /// fio's `dedupe_mode=working_set`.
     dedupe_working_set: bool,
     /// fio's `do_verify`.
@@ -361,6 +384,9 @@ impl FioState {
         }
         if self.zones_off {
             (job.zone_size, job.zone_range, job.zone_skip) = (None, None, None);
+        }
+        if self.zbd {
+            job.zoned = Some(true);
         }
         // fio's verify on a job that only reads checks what an earlier job of the file wrote
         // (stormark's --verify-only on the state that job kept); do_verify=0 checks nothing

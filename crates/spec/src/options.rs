@@ -21,6 +21,7 @@ mod pattern_keys;
 mod resolve;
 mod run_keys;
 mod s3_job;
+mod zoned;
 
 /// The first of `options` (name, given) that was given, refused as `why`.
 fn refuse_given(options: &[(&str, bool)], why: &str) -> Result<(), SpecError> {
@@ -57,6 +58,11 @@ pub const JOB_KEYS: &[&str] = &[
     "zone_size",
     "zone_range",
     "zone_skip",
+    "zoned",
+    "max_open_zones",
+    "zone_reset_threshold",
+    "zone_reset_frequency",
+    "read_beyond_wp",
     "sprandom",
     "spr_op",
     "spr_num_regions",
@@ -187,6 +193,16 @@ pub struct JobOpts {
     pub zone_range: Option<u64>,
     /// Bytes skipped after a zone (`zoneskip`).
     pub zone_skip: Option<u64>,
+    /// fio's zoned block device mode (`zonemode=zbd`), zones of `zone_size`.
+    pub zoned: Option<bool>,
+    /// Zones open for writing at once (fio's `max_open_zones`).
+    pub max_open_zones: Option<u32>,
+    /// Share of data from which writes reset zones (fio's `zone_reset_threshold`).
+    pub zone_reset_threshold: Option<f64>,
+    /// Share of those writes resetting their zone (fio's `zone_reset_frequency`).
+    pub zone_reset_frequency: Option<f64>,
+    /// Reads past a zone's write pointer (fio's `read_beyond_wp`).
+    pub read_beyond_wp: Option<bool>,
     /// fio's SPRandom preconditioning (`sprandom`).
     pub sprandom: Option<bool>,
     /// Its over-provisioning ratio (fio's `spr_op`).
@@ -418,6 +434,7 @@ impl JobOpts {
         };
         if self.set_kind_key(canonical, value, &bad, &count)?
             || self.set_pattern_key(canonical, value, &bad)?
+            || self.set_zoned_key(canonical, value, &bad)?
             || self.set_region_key(canonical, value, &bad, &count)?
             || self.set_data_key(canonical, value, &bad)?
             || self.set_run_key(canonical, value, &bad, &count)?
@@ -518,6 +535,11 @@ impl JobOpts {
             zone_size,
             zone_range,
             zone_skip,
+            zoned,
+            max_open_zones,
+            zone_reset_threshold,
+            zone_reset_frequency,
+            read_beyond_wp,
             sprandom,
             spr_op,
             spr_num_regions,
@@ -650,6 +672,7 @@ pub fn canonical_key(key: &str) -> Option<&'static str> {
         "zonesize" => "zone_size",
         "zonerange" => "zone_range",
         "zoneskip" => "zone_skip",
+        "zbd_max_open_zones" => "max_open_zones",
         "steadystate" | "ss" => "steady_state",
         "ratemin" => "rate_min",
         "concurrency" => "jobs",

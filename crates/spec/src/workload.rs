@@ -5,7 +5,7 @@ use std::time::Duration;
 
 pub use crate::choices::{
     BlockSize, BsSplit, Direct, Distribution, EngineChoice, ExitWhat, Invalidate, LoadKind, Rw,
-    SpRandom, SyncMode, Zones, MAX_ZONES,
+    SpRandom, SyncMode, Zoned, Zones, MAX_ZONES,
 };
 pub use crate::options::{canonical_key, JobOpts, Source, JOB_KEYS};
 pub use crate::placement::{CmdPrio, CpuList, MemPolicy, PrioEntry, PrioSplit};
@@ -51,6 +51,8 @@ pub struct Job {
     pub zones: Option<Zones>,
     /// fio's SPRandom preconditioning: the random writes' offsets, and where they end.
     pub sprandom: Option<SpRandom>,
+    /// fio's zoned block device mode: writes at each zone's write pointer (see [`Zoned`]).
+    pub zoned: Option<Zoned>,
     /// Where the region used starts in a file or device the workers share (fio's `offset`).
     pub offset: u64,
     /// What each further worker adds to `offset` (fio's `offset_increment`).
@@ -422,6 +424,14 @@ impl Job {
             pairs.push(("zone_size", z.size.to_string()));
             pairs.push(("zone_range", z.range.to_string()));
             pairs.push(("zone_skip", z.skip.to_string()));
+        }
+        if let Some(z) = self.zoned {
+            pairs.push(("zoned", "true".into()));
+            pairs.push(("zone_size", z.size.to_string()));
+            pairs.push(("max_open_zones", z.max_open.to_string()));
+            pairs.push(("zone_reset_threshold", z.reset_threshold.to_string()));
+            pairs.push(("zone_reset_frequency", z.reset_frequency.to_string()));
+            pairs.push(("read_beyond_wp", z.read_beyond_wp.to_string()));
         }
         if let Some(s) = self.sprandom {
             pairs.push(("sprandom", "true".into()));

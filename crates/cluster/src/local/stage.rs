@@ -4,7 +4,9 @@
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use stormark_engine::{Backend, FileTarget, Load, WorkerSpec};
+use std::sync::Arc;
+
+use stormark_engine::{Backend, FileTarget, Load, WorkerSpec, ZoneMap};
 use stormark_spec::StageLoad;
 
 use super::netjob::NetSession;
@@ -98,6 +100,7 @@ impl LocalAgent {
                     b => Load::of_files(b).expect("a backend of files or null"),
                 };
                 let mut spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);
+                spec.zone_map = self.zone_map(&spec, &run.job.name);
                 spec.cpus = stormark_engine::placement::worker_cpus(&run.job.placement, w)
                     .map_err(|e| AgentError::job(&run.job.name, e))?;
                 specs.push(spec);
@@ -105,6 +108,73 @@ impl LocalAgent {
             }
         }
         Ok((specs, map))
+    }
+}
+
+/// fio's zoned mode on one file: its zones, and the resets the notes have told.
+pub(super) struct ZonedFile {
+    shown: std::path::PathBuf,
+    map: Arc<ZoneMap>,
+    told: u64,
+    /// Jobs that read only below the pointers of zones holding no data yet.
+    empty_reads: Vec<String>,
+}
+
+impl LocalAgent {
+    /// The zones of a zoned worker's file: the run's map of that file (of that zone size),
+    /// made at its first use.
+    fn zone_map(&self, spec: &WorkerSpec, job: &str) -> Option<Arc<ZoneMap>> {
+        let (rules, file) = (spec.zoned?, spec.files.first()?);
+        let shown = file.shown();
+        let mut maps = self.zone_maps.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match maps
+            .iter()
+            .position(|z| z.shown == shown && z.map.zone_size() == rules.size)
+        {
+            Some(i) => i,
+            None => {
+                maps.push(ZonedFile {
+                    shown,
+                    map: Arc::new(ZoneMap::new(&rules)),
+                    told: 0,
+                    empty_reads: Vec::new(),
+                });
+                maps.len() - 1
+            }
+        };
+        let z = &mut maps[i];
+        let reads_only = spec.read_pct == 100 && spec.trim == 0;
+        if reads_only
+            && !rules.read_beyond_wp
+            && z.map.bytes_held() == 0
+            && !z.empty_reads.iter().any(|j| j == job)
+        {
+            z.empty_reads.push(job.to_string());
+        }
+        Some(z.map.clone())
+    }
+
+    /// A note of the zones reset in stage `stage` (just run), per file (fio's "zone
+    /// resets"), and of the jobs that found nothing to read.
+    pub(super) fn note_zone_resets(&mut self, stage: usize) {
+        let maps = self.zone_maps.get_mut().unwrap_or_else(|e| e.into_inner());
+        for z in maps.iter_mut() {
+            for job in z.empty_reads.drain(..) {
+                self.notes.push(format!(
+                    "job {job}: it reads only below the zones' write pointers, and no job of this run had written them yet, so it read nothing: zones start empty, as fio's zonemode=zbd on a file or conventional drive (read_beyond_wp=1 reads whole zones)"
+                ));
+            }
+            let now = z.map.resets();
+            if now > z.told {
+                self.notes.push(format!(
+                    "zoned {}: {} zones reset in stage {} (a full zone before it was written again, fio's zone_reset_frequency, or a trim)",
+                    z.shown.display(),
+                    now - z.told,
+                    stage + 1
+                ));
+                z.told = now;
+            }
+        }
     }
 }
 

@@ -63,6 +63,40 @@ const REPORTING: &[&str] = &[
     "create_on_open",
 ];
 
+/// The keys fio takes in zone units (`size=8z`).
+const ZONE_UNIT_KEYS: &[&str] = &[
+    "offset",
+    "offset_increment",
+    "size",
+    "filesize",
+    "io_size",
+    "io_limit",
+    "zoneskip",
+];
+
+/// fio's zone units made bytes once the section's zonesize is known: each such key applied
+/// again with its bytes.
+pub(super) fn apply_zone_units(job: &mut JobOpts, fio: &mut FioState) -> Result<(), SpecError> {
+    for (key, n, context) in std::mem::take(&mut fio.zone_units) {
+        let Some(zone) = job.zone_size else {
+            return Err(SpecError::invalid(
+                &format!("{key} in {context}"),
+                &format!("{n}z"),
+                "zones of zonesize: give zonesize in the job",
+            ));
+        };
+        let bytes = n.checked_mul(zone).ok_or_else(|| {
+            SpecError::invalid(
+                &format!("{key} in {context}"),
+                &format!("{n}z"),
+                "fewer zones",
+            )
+        })?;
+        apply(job, fio, &key, Some(&bytes.to_string()), false, &context)?;
+    }
+    Ok(())
+}
+
 /// Applies one fio option to `job`; `Ok(false)` when stormark does not run it.
 pub(super) fn apply(
     job: &mut JobOpts,
@@ -78,12 +112,31 @@ pub(super) fn apply(
     if let Some(done) = fio_forms(job, fio, key, v, context)? {
         return Ok(done);
     }
+    // fio's zone units (`offset=524z`): a number of zones, counted once zonesize is known.
+    if ZONE_UNIT_KEYS.contains(&key) {
+        fio.zone_units.retain(|(k, _, _)| k != key);
+        let t = v.trim();
+        if let Some(n) = t
+            .strip_suffix(['z', 'Z'])
+            .and_then(|n| n.parse::<u64>().ok())
+        {
+            fio.zone_units
+                .push((key.to_string(), n, context.to_string()));
+            return Ok(true);
+        }
+    }
     match key {
         "name" => job.name = Some(v.to_string()),
         // stormark names the files it makes itself.
         "filename_format" => {}
         "time_based" => fio.time_based = yes,
-        "stonewall" | "wait_for" | "wait_for_previous" => fio.stonewall = true,
+        "stonewall" | "wait_for_previous" => fio.stonewall = true,
+        // After the job named: a new group, unless the jobs before this one already run
+        // after it (fio starts the job once that one is done).
+        "wait_for" => {
+            fio.stonewall = true;
+            fio.wait_for = Some(v.trim().to_string());
+        }
         // A new reporting group, not a stonewall: the job still runs with those before it
         // (stormark reports each job on its own anyway).
         "new_group" => {}
@@ -250,10 +303,11 @@ fn fio_forms(
             _ => return Ok(Some(false)),
         },
         // fio's strided zones (also what zonesize alone means); `none` leaves the zone keys
-        // out; zoned block devices (`zbd`) are not run.
+        // out; `zbd` is stormark's zoned mode, zones of zonesize.
         "zonemode" => match v.trim() {
-            "strided" => fio.zones_off = false,
-            "none" => fio.zones_off = true,
+            "strided" => (fio.zones_off, fio.zbd) = (false, false),
+            "none" => (fio.zones_off, fio.zbd) = (true, false),
+            "zbd" => (fio.zones_off, fio.zbd) = (false, true),
             _ => return Ok(Some(false)),
         },
         "norandommap" => job.random_map = Some(crate::units::parse_bool(v) == Some(false)),

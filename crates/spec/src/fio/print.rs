@@ -142,6 +142,21 @@ fn pattern(out: &mut String, job: &Job) {
             z.size, z.range, z.skip
         ));
     }
+    if let Some(z) = job.zoned {
+        out.push_str(&format!("zonemode=zbd\nzonesize={}\n", z.size));
+        if z.max_open > 0 {
+            out.push_str(&format!("max_open_zones={}\n", z.max_open));
+        }
+        if z.reset_frequency > 0.0 {
+            out.push_str(&format!(
+                "zone_reset_threshold={}\nzone_reset_frequency={}\n",
+                z.reset_threshold, z.reset_frequency
+            ));
+        }
+        if z.read_beyond_wp {
+            out.push_str("read_beyond_wp=1\n");
+        }
+    }
     if let Some(spr) = job.sprandom {
         out.push_str(&format!(
             "sprandom=1\nspr_op={}\nspr_num_regions={}\n",

@@ -209,7 +209,7 @@ fn new_keys_travel_as_pairs() {
 }
 
 /// fio's strided zones: `zonesize` alone or with `zonemode=strided`, the range its size unless
-/// given; `zonemode=none` leaves them out and zoned devices are not run; a skip without a size,
+/// given; `zonemode=none` leaves them out, an unknown mode is refused; a skip without a size,
 /// a range smaller than a block, or zones with trims are one line each.
 #[test]
 fn strided_zones_from_fio_and_their_mistakes() {
@@ -231,7 +231,7 @@ fn strided_zones_from_fio_and_their_mistakes() {
     assert!(to_fio(&jobs(&f), "/d", true).contains(
         "zonemode=strided\nzonesize=268435456\nzonerange=268435456\nzoneskip=2147483648\n"
     ));
-    let e = parse("[a]\nzonemode=zbd\nzonesize=1m\n")
+    let e = parse("[a]\nzonemode=other\nzonesize=1m\n")
         .unwrap_err()
         .to_string();
     assert!(e.contains("line 2: zonemode"), "{e}");
@@ -569,6 +569,85 @@ fn atomic_from_fio() {
         (
             "[a]\nrw=randwrite\ndirect=1\nbs=4k\ndedupe_percentage=50\natomic=1\n",
             "one piece",
+        ),
+    ] {
+        let e = parse(file)
+            .and_then(|f| f.file.jobs[0].resolve("x").map(|_| ()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says) && !e.contains('\n'), "{file}: {e}");
+    }
+}
+
+/// fio's zoned mode (`zonemode=zbd`): sizes and offsets in zones counted once zonesize is
+/// known (also given after them), its settings travel as pairs and print back, `wait_for`
+/// puts the jobs waiting for one job together after it, a zoned job's clones share its file;
+/// its settings without it, a block larger than a zone, a size under a zone and verify are
+/// refused in one line.
+#[test]
+fn zoned_jobs_from_fio() {
+    let f = parse(
+        "[global]\nzonemode=zbd\noffset=524z\nfilename=/dev/sdb\ndirect=1\n\
+         [warmup]\nrw=randwrite\nbs=2M\nsize=128z\nzonesize=256M\nmax_open_zones=32\n\
+         [wjob]\nwait_for=warmup\nrw=randwrite\nbs=2M\nsize=128z\nzonesize=256M\nzone_reset_threshold=0.7\nzone_reset_frequency=0.125\n\
+         [trimjob]\nwait_for=warmup\nrw=randtrim\nbs=256M\nsize=128z\nzonesize=256M\nnumjobs=2\n",
+    )
+    .unwrap();
+    let got = jobs(&f);
+    assert_eq!(got[0].offset, 524 << 28);
+    assert_eq!(got[0].size, Some(128 << 28));
+    assert_eq!(
+        got[0].zoned,
+        Some(crate::Zoned {
+            size: 256 << 20,
+            max_open: 32,
+            reset_threshold: 1.0,
+            reset_frequency: 0.0,
+            read_beyond_wp: false,
+        })
+    );
+    assert_eq!(
+        got[1].zoned.map(|z| (z.reset_threshold, z.reset_frequency)),
+        Some((0.7, 0.125))
+    );
+    let groups: Vec<_> = got.iter().map(|j| j.group.clone().unwrap()).collect();
+    assert_eq!(groups, ["fio-1", "fio-2", "fio-2"]);
+    for j in &got {
+        let mut again = JobOpts::default();
+        for (k, v) in j.to_pairs() {
+            again.set(k, &v, Source::Flag).unwrap();
+        }
+        assert_eq!(again.resolve("x").unwrap(), *j);
+    }
+    let printed = to_fio(&got, "/d", true);
+    assert!(
+        printed.contains("zonemode=zbd\nzonesize=268435456\nmax_open_zones=32\n")
+            && printed.contains("zone_reset_threshold=0.7\nzone_reset_frequency=0.125\n"),
+        "{printed}"
+    );
+    // A zoned job's clones on one file share it under a directory TARGET.
+    let f = parse("[a]\nzonemode=zbd\nzonesize=1m\nfilename=/dev/sdj\nnumjobs=4\nrw=randwrite\n")
+        .unwrap();
+    assert_eq!(f.file.jobs[0].filename.as_deref(), Some("sdj"));
+    let e = parse("[a]\nsize=4z\n").unwrap_err().to_string();
+    assert!(e.contains("give zonesize"), "{e}");
+    for (file, says) in [
+        ("[a]\nmax_open_zones=4\n", "with zoned=true"),
+        (
+            "[a]\nzonemode=zbd\nzonesize=1m\nbs=2m\n",
+            "at least the largest block",
+        ),
+        (
+            "[a]\nzonemode=zbd\nzonesize=1m\nsize=512k\n",
+            "at least one zone",
+        ),
+        (
+            "[a]\nzonemode=zbd\nzonesize=1m\nrw=write\nverify=crc32c\n",
+            "without --verify",
+        ),
+        (
+            "[a]\nzonemode=zbd\nzonesize=1m\nzone_reset_frequency=2\n",
+            "a ratio from 0 to 1",
         ),
     ] {
         let e = parse(file)

@@ -80,6 +80,7 @@ impl JobOpts {
             random_map: self.random_map.unwrap_or(false),
             zones: self.zones(bs.max)?,
             sprandom: self.sprandom(rw, bs)?,
+            zoned: self.zoned(rw, bs.max)?,
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
             filename: self.filename.clone(),
@@ -342,6 +343,10 @@ impl JobOpts {
     /// fio's strided zones: `zone_size` needed with the others, the range (`zone_size` unless
     /// given) holding a block.
     fn zones(&self, bs_max: u64) -> Result<Option<crate::Zones>, SpecError> {
+        // In fio's zoned mode, zone_size is the drive's zone (see `zoned`).
+        if self.zoned == Some(true) {
+            return Ok(None);
+        }
         let Some(size) = self.zone_size else {
             return match (self.zone_range, self.zone_skip) {
                 (None, None) => Ok(None),

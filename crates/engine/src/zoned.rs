@@ -1,0 +1,383 @@
+//! fio's zoned block device mode (`zonemode=zbd`) as fio runs it on a regular file or a
+//! conventional device (fio's `init_zone_info`): zones that start empty, each written only at
+//! its write pointer, shared by every worker of every job on the file for the whole run. A
+//! write goes to the pointer of the zone its offset falls in (or, when `max_open_zones` are
+//! already open, of an open one), a full zone is reset before it is written again, reads stay
+//! below the pointers, and a trim of a zone is its reset. Decisions follow fio's
+//! `zbd_adjust_block` (zbd.c), one lock per I/O as fio's zone locks.
+
+use std::sync::Mutex;
+
+use stormark_spec::Zoned;
+use stormark_stats::Op;
+
+use crate::offsets::IoReq;
+
+/// The zones of one file (or device), shared by the workers using it.
+#[derive(Debug)]
+pub struct ZoneMap {
+    /// A zone's bytes.
+    zone: u64,
+    /// The zones open for writing at once (0: no limit).
+    max_open: u32,
+    state: Mutex<ZoneState>,
+}
+
+#[derive(Debug, Default)]
+struct ZoneState {
+    /// Bytes written in each zone (its write pointer less its start), by absolute zone index;
+    /// grown as workers with regions further on join.
+    wp: Vec<u64>,
+    /// The zones open for writing, in the order opened.
+    open: Vec<u32>,
+    /// Bytes below every write pointer (fio's `wp_valid_data_bytes`).
+    valid: u64,
+    /// Writes left before the next reset fio's `zone_reset_frequency` makes.
+    write_cnt: u64,
+    /// Zones reset so far (full, by the reset rule, or by a trim).
+    resets: u64,
+}
+
+impl ZoneState {
+    /// Zone `i` empty again; a reset counted where it held data (fio's __zbd_reset_zone).
+    fn reset(&mut self, i: usize) {
+        if self.wp[i] > 0 {
+            self.valid -= self.wp[i];
+            self.wp[i] = 0;
+            self.resets += 1;
+        }
+    }
+}
+
+/// Writes between two resets of fio's `zone_reset_frequency` (its `write_cnt`).
+fn reset_every(rules: &Zoned) -> u64 {
+    if rules.reset_frequency > 0.0 {
+        (1.0 / rules.reset_frequency).min(f64::from(u32::MAX)) as u64
+    } else {
+        u64::MAX
+    }
+}
+
+/// What one worker brings to the zones: its region of the file and the rules of its job.
+#[derive(Debug, Clone, Copy)]
+pub struct ZoneUse {
+    /// The first whole zone of the worker's region.
+    pub first: u64,
+    /// The zone after its last.
+    pub end: u64,
+    /// Where the region starts in the file (requests' offsets are from there).
+    pub start: u64,
+    /// The smallest block: writes and reads are cut to whole ones.
+    pub min_bs: u64,
+    /// Random offsets (fio's `td_random`).
+    pub random: bool,
+    /// The job's zoned settings.
+    pub rules: Zoned,
+}
+
+impl ZoneMap {
+    /// The zones of `rules.size` bytes of one file, all empty.
+    pub fn new(rules: &Zoned) -> ZoneMap {
+        ZoneMap {
+            zone: rules.size,
+            max_open: rules.max_open,
+            state: Mutex::new(ZoneState {
+                write_cnt: reset_every(rules),
+                ..ZoneState::default()
+            }),
+        }
+    }
+
+    /// A zone's bytes.
+    pub fn zone_size(&self) -> u64 {
+        self.zone
+    }
+
+    /// Bytes below every write pointer.
+    pub fn bytes_held(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).valid
+    }
+
+    /// Zones reset so far.
+    pub fn resets(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).resets
+    }
+
+    /// The use of a worker whose region is `len` bytes from `start`: the whole zones in it
+    /// (fio rounds the region in to zone boundaries), `None` when it holds none.
+    pub fn region(
+        &self,
+        start: u64,
+        len: u64,
+        min_bs: u64,
+        random: bool,
+        rules: Zoned,
+    ) -> Option<ZoneUse> {
+        let first = start.div_ceil(self.zone);
+        let end = start.saturating_add(len) / self.zone;
+        (end > first).then_some(ZoneUse {
+            first,
+            end,
+            start,
+            min_bs: min_bs.max(1),
+            random,
+            rules,
+        })
+    }
+
+    /// Moves `req` where the zones let it go; `false` when no zone of the region can take it
+    /// (nothing written to read or trim, every open zone outside it): the worker is done, as
+    /// fio's job is at its `io_u_eof`.
+    pub fn adjust(&self, req: &mut IoReq, u: &ZoneUse) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.wp.len() < u.end as usize {
+            st.wp.resize(u.end as usize, 0);
+        }
+        let at = u.start + req.offset;
+        let z0 = (at / self.zone).clamp(u.first, u.end - 1);
+        let placed = match req.op {
+            Op::Write => self.write(&mut st, req, u, at, z0),
+            Op::Trim => self.trim(&mut st, u, z0),
+            _ if u.rules.read_beyond_wp => return true,
+            _ => self.read(&st, req, u, at, z0),
+        };
+        match placed {
+            Some((abs, len)) => {
+                req.offset = abs - u.start;
+                req.len = len as u32;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A write at the pointer of the offset's zone, or of an open zone when no more may open;
+    /// a zone full (or due a reset by fio's `zone_reset_frequency`) reset first.
+    fn write(
+        &self,
+        st: &mut ZoneState,
+        req: &IoReq,
+        u: &ZoneUse,
+        at: u64,
+        z0: u64,
+    ) -> Option<(u64, u64)> {
+        let z = if st.open.contains(&(z0 as u32)) {
+            z0
+        } else if self.max_open == 0 || (st.open.len() as u32) < self.max_open {
+            st.open.push(z0 as u32);
+            z0
+        } else {
+            // fio's pick_random_zone_idx: an open zone by where the offset fell, the next one
+            // of this region's from there.
+            let region = (u.end - u.first) * self.zone;
+            let n = st.open.len() as u64;
+            let from = ((at - u.first * self.zone).min(region - 1) * n / region) as usize;
+            let mine = (0..st.open.len())
+                .map(|i| st.open[(from + i) % st.open.len()])
+                .find(|&z| (u.first..u.end).contains(&u64::from(z)))?;
+            u64::from(mine)
+        };
+        let rules = &u.rules;
+        let mut reset = false;
+        if rules.reset_frequency > 0.0 {
+            let region = ((u.end - u.first) * self.zone) as f64;
+            if st.valid as f64 >= region * rules.reset_threshold {
+                st.write_cnt = st.write_cnt.saturating_sub(1);
+                if st.write_cnt == 0 {
+                    st.write_cnt = reset_every(rules);
+                    reset = true;
+                }
+            }
+        }
+        let i = z as usize;
+        if reset || st.wp[i] + u.min_bs > self.zone {
+            st.reset(i);
+        }
+        let left = self.zone - st.wp[i];
+        let len = u64::from(req.len).min(left) / u.min_bs * u.min_bs;
+        let abs = z * self.zone + st.wp[i];
+        st.wp[i] += len;
+        st.valid += len;
+        // A zone filled leaves the open ones (fio's zbd_end_zone_io).
+        if st.wp[i] + u.min_bs > self.zone {
+            st.open.retain(|&o| o != z as u32);
+        }
+        Some((abs, len))
+    }
+
+    /// A read below a zone's pointer: in the offset's zone if it holds a block, else in the
+    /// nearest zone that does (fio's zbd_find_zone); a random one at the same distance into
+    /// the written part, modulo its length.
+    fn read(
+        &self,
+        st: &ZoneState,
+        req: &IoReq,
+        u: &ZoneUse,
+        at: u64,
+        z0: u64,
+    ) -> Option<(u64, u64)> {
+        let len = u64::from(req.len);
+        let wp = |z: u64| st.wp[z as usize];
+        let mut z = z0;
+        let mut abs = at;
+        let behind = !u.random && at + u.min_bs > z0 * self.zone + wp(z0);
+        if wp(z0) < u.min_bs || behind {
+            z = self.find(st, z0, u)?;
+            if !u.random {
+                abs = z * self.zone;
+            }
+        }
+        let start = z * self.zone;
+        let range = wp(z);
+        if range <= len {
+            abs = start;
+        } else if u.random {
+            abs = start + ((at - z0 * self.zone) % (range - len)) / u.min_bs * u.min_bs;
+        }
+        let len = len.min(start + range - abs) / u.min_bs * u.min_bs;
+        (len > 0).then_some((abs, len))
+    }
+
+    /// The zone nearest `z0` holding at least a block: after it, and for random I/O also
+    /// before it, alternately.
+    fn find(&self, st: &ZoneState, z0: u64, u: &ZoneUse) -> Option<u64> {
+        let holds = |z: u64| st.wp[z as usize] >= u.min_bs;
+        for d in 1..(u.end - u.first) {
+            if z0 + d < u.end && holds(z0 + d) {
+                return Some(z0 + d);
+            }
+            if u.random && z0 >= u.first + d && holds(z0 - d) {
+                return Some(z0 - d);
+            }
+        }
+        None
+    }
+
+    /// A trim is its zone's reset (fio's zbd_do_io_u_trim), from the zone's start; a random
+    /// trim of an empty zone takes the nearest zone with data instead.
+    fn trim(&self, st: &mut ZoneState, u: &ZoneUse, z0: u64) -> Option<(u64, u64)> {
+        let mut z = z0;
+        if u.random && st.wp[z as usize] == 0 {
+            let nearest = self.find(st, z0, &ZoneUse { min_bs: 1, ..*u });
+            z = nearest?;
+        }
+        st.reset(z as usize);
+        st.open.retain(|&o| o != z as u32);
+        Some((z * self.zone, self.zone))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(max_open: u32) -> Zoned {
+        Zoned {
+            size: 1 << 20,
+            max_open,
+            reset_threshold: 1.0,
+            reset_frequency: 0.0,
+            read_beyond_wp: false,
+        }
+    }
+
+    fn req(op: Op, offset: u64, len: u32) -> IoReq {
+        IoReq {
+            op,
+            file: 0,
+            offset,
+            len,
+        }
+    }
+
+    /// Writes land at the write pointers in order, a full zone is reset before the next
+    /// write to it, and reads stay below the pointers.
+    #[test]
+    fn writes_go_to_the_write_pointer_and_reads_stay_below_it() {
+        let r = rules(0);
+        let map = ZoneMap::new(&r);
+        let u = map.region(0, 4 << 20, 64 << 10, true, r).unwrap();
+        let mut at = Vec::new();
+        for _ in 0..17 {
+            let mut q = req(Op::Write, (2 << 20) + 12345, 64 << 10);
+            assert!(map.adjust(&mut q, &u));
+            at.push(q.offset);
+        }
+        // 16 blocks fill zone 2, the 17th resets it and starts again at its start.
+        let want: Vec<u64> = (0..16)
+            .map(|i| (2 << 20) + i * (64 << 10))
+            .chain([2 << 20])
+            .collect();
+        assert_eq!(at, want);
+        assert_eq!(map.resets(), 1);
+        // Zone 2 holds one block now: a read anywhere lands in it.
+        let mut q = req(Op::Read, 0, 64 << 10);
+        assert!(map.adjust(&mut q, &u));
+        assert_eq!((q.offset, q.len), (2 << 20, 64 << 10));
+        // An empty map has nothing to read.
+        let empty = ZoneMap::new(&r);
+        assert!(!empty.adjust(&mut req(Op::Read, 0, 4096), &u));
+    }
+
+    /// With max_open_zones, writes beyond the open zones go to an open one; a zone filled
+    /// leaves them, and the next write opens another.
+    #[test]
+    fn open_zones_are_limited() {
+        let r = rules(2);
+        let map = ZoneMap::new(&r);
+        let u = map.region(0, 8 << 20, 512 << 10, true, r).unwrap();
+        let zone_of = |map: &ZoneMap, off: u64| {
+            let mut q = req(Op::Write, off, 512 << 10);
+            assert!(map.adjust(&mut q, &u));
+            q.offset >> 20
+        };
+        assert_eq!(zone_of(&map, 1 << 20), 1);
+        assert_eq!(zone_of(&map, 5 << 20), 5);
+        // A third zone may not open: the write goes to zone 1 or 5.
+        let z = zone_of(&map, 7 << 20);
+        assert!(z == 1 || z == 5, "{z}");
+        // That zone is full now (two blocks of half a zone): it leaves, zone 7 may open.
+        assert_eq!(zone_of(&map, 7 << 20), 7);
+    }
+
+    /// fio's zone_reset_frequency: above the threshold, every 1/frequency-th write resets
+    /// its zone first; and a trim resets the zone it falls in.
+    #[test]
+    fn resets_by_the_rule_and_by_trims() {
+        let r = Zoned {
+            reset_threshold: 0.5,
+            reset_frequency: 0.25,
+            ..rules(0)
+        };
+        let map = ZoneMap::new(&r);
+        let u = map.region(0, 2 << 20, 256 << 10, false, r).unwrap();
+        for i in 0..4 {
+            let mut q = req(Op::Write, i * (256 << 10), 256 << 10);
+            assert!(map.adjust(&mut q, &u));
+        }
+        assert_eq!(map.resets(), 0, "below half the region, no reset");
+        // Zone 0 full: the next write to it resets it anyway; from then on every fourth.
+        let mut writes = 0;
+        while map.resets() < 3 {
+            let mut q = req(Op::Write, 1 << 20, 256 << 10);
+            assert!(map.adjust(&mut q, &u));
+            writes += 1;
+        }
+        assert!(writes <= 16, "{writes}");
+        let mut t = req(Op::Trim, 0, 1 << 20);
+        let before = map.resets();
+        assert!(map.adjust(&mut t, &u));
+        assert_eq!((t.offset, t.len), (0, 1 << 20));
+        assert_eq!(map.resets(), before + 1);
+    }
+
+    /// A region rounds in to whole zones; one holding none is refused.
+    #[test]
+    fn regions_round_in_to_whole_zones() {
+        let r = rules(0);
+        let map = ZoneMap::new(&r);
+        let u = map.region(1000, 3 << 20, 4096, false, r).unwrap();
+        assert_eq!((u.first, u.end), (1, 3));
+        assert!(map.region(1000, 1 << 20, 4096, false, r).is_none());
+    }
+}
