@@ -371,7 +371,8 @@ pub(crate) struct Ctx<'a> {
     /// workers' or writes' sectors are alike.
     pub tag: u64,
     /// Bytes issued at which the next pass over the files begins, and its files leave the
-    /// page cache (`invalidate = pass`); `u64::MAX` when they never do.
+    /// page cache (`invalidate = pass`); `u64::MAX` when they never do; 0 in fio's zoned
+    /// mode (each I/O placed in the zones, see `next_req`).
     pub next_pass: u64,
     /// I/Os left before fio's thinktime pauses the worker (0: no pauses).
     pub think_left: u32,
@@ -381,6 +382,12 @@ pub(crate) struct Ctx<'a> {
     pub clock: crate::clock::Clock,
     /// fio's zoned mode: the file's zones and this worker's use of them.
     pub zones: Option<crate::worker::Zones>,
+    /// Its I/Os in flight, each holding its zone.
+    pub zone_held: u32,
+    /// An I/O drawn for a zone another worker held, issued next.
+    pub zone_parked: Option<IoReq>,
+    /// Set when the last `next_req` found its zone held by another worker.
+    pub zone_busy: bool,
 }
 
 impl Ctx<'_> {
@@ -390,36 +397,61 @@ impl Ctx<'_> {
         if self.issued >= self.io_total || self.stop.load(Ordering::Relaxed) {
             return None;
         }
+        // One comparison on the common path: a new pass over the files, or fio's zoned mode
+        // (whose `next_pass` is 0: its writes go to the zones' pointers, in no passes).
         if self.issued >= self.next_pass {
+            if self.zones.is_some() {
+                return self.next_in_zones();
+            }
             self.new_pass();
         }
-        let mut req = self.gen.next_io()?;
-        if self.zones.is_some() && !self.place_in_zones(&mut req) {
-            // No zone can take it: the worker is done, as fio's job is.
-            self.io_total = self.issued;
-            return None;
-        }
+        let req = self.gen.next_io()?;
         self.issued += u64::from(req.len);
         Some(req)
     }
 
-    /// fio's zoned mode: `req` moved to a write pointer, below one, or to a zone's start
-    /// (a trim); a sequential read's stream goes on from where it was moved. `false` when
-    /// no zone can take it.
-    #[inline(never)]
-    fn place_in_zones(&mut self, req: &mut IoReq) -> bool {
-        let Some((map, u)) = &self.zones else {
-            return true;
+    /// fio's zoned mode: the next I/O moved to a write pointer, below one, or to a zone's
+    /// start (a trim), its zone held until it completes; a sequential read's stream goes on
+    /// from where it was moved. `None` with `zone_busy` set when the zone is another
+    /// worker's and this one has I/Os in flight (it completes them, then asks again); `None`
+    /// alone when no zone can take it: the worker is done, as fio's job is.
+    #[cold]
+    fn next_in_zones(&mut self) -> Option<IoReq> {
+        let mut req = match self.zone_parked.take() {
+            Some(r) => r,
+            None => self.gen.next_io()?,
         };
+        let (map, u) = self.zones.as_ref()?;
         let was = req.offset;
-        if !map.adjust(req, u) {
-            return false;
+        match map.adjust(&mut req, u, self.zone_held > 0) {
+            crate::zoned::Placed::Go => {}
+            crate::zoned::Placed::Busy => {
+                self.zone_parked = Some(req);
+                self.zone_busy = true;
+                return None;
+            }
+            crate::zoned::Placed::Done => {
+                self.io_total = self.issued;
+                return None;
+            }
         }
         if req.op == Op::Read && !u.random && req.offset != was {
             self.gen
                 .seq_resume(req.file, req.op, req.offset + u64::from(req.len));
         }
-        true
+        self.zone_held += 1;
+        self.issued += u64::from(req.len);
+        Some(req)
+    }
+
+    /// fio's zoned mode: an I/O completed, its zone let go (each backend's loop calls it
+    /// after the I/O's completion, where the job is zoned).
+    #[cold]
+    pub fn zone_done(&mut self, req: &IoReq) {
+        if let Some((map, u)) = &self.zones {
+            map.release(req, u);
+            self.zone_held -= 1;
+        }
     }
 
     /// Each file's descriptor and where its region starts (fio's offset), by file index.

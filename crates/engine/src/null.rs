@@ -16,6 +16,8 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let thinks = ctx.spec.think.is_some();
     // fio's flow, likewise.
     let flows = ctx.spec.flow_group.is_some();
+    // fio's zoned mode: each I/O's zone let go once it completes.
+    let zoned = ctx.zones.is_some();
     loop {
         if flows && !ctx.flow_wait() {
             break;
@@ -41,6 +43,9 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_timed(&req, i64::from(req.len), service, now, due);
+        if zoned {
+            ctx.zone_done(&req);
+        }
         if ctx.pace.expired(now) {
             break;
         }

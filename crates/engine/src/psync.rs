@@ -23,6 +23,8 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let thinks = ctx.spec.think.is_some();
     // fio's flow, likewise.
     let flows = ctx.spec.flow_group.is_some();
+    // fio's zoned mode: each I/O's zone let go once it completes.
+    let zoned = ctx.zones.is_some();
     // fio's atomic: each write all or nothing (checked possible before the load).
     let atomic = ctx.spec.atomic;
     loop {
@@ -73,6 +75,9 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_timed(&req, res, service, now, due);
+        if zoned {
+            ctx.zone_done(&req);
+        }
         ctx.bufs.done(0, res == len as i64);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);

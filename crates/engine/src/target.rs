@@ -107,6 +107,17 @@ pub struct Stop {
     pub io_total: Option<u64>,
 }
 
+/// Whether a job's load comes to the end of a pass over its files, where fio drops them from
+/// the page cache: a forward stream wrapping at the end, a random map used up, a loop (an
+/// `io_total` of whole passes). A stream going backwards wraps at its start and a time-based
+/// random load without the map (fio's `norandommap`) never ends a pass: fio's cache then
+/// holds what it read, and so does stormark's.
+fn ends_passes(job: &stormark_spec::Job) -> bool {
+    let backwards = job.seq_add < 0 && job.random_pct < 100;
+    let unmapped = job.random_pct == 100 && !job.random_map && job.io_total.is_none();
+    !(backwards || unmapped)
+}
+
 /// Everything one worker needs, decided before it starts.
 #[derive(Debug, Clone)]
 pub struct WorkerSpec {
@@ -463,7 +474,8 @@ impl WorkerSpec {
             ramp,
             invalidate_each_pass: !at.direct
                 && job.invalidate == stormark_spec::Invalidate::EachPass
-                && files_touched,
+                && files_touched
+                && ends_passes(job),
             start_delay: job.start_delay,
             think: (!job.thinktime.is_zero()).then_some(Think {
                 every: job.thinktime_blocks.max(1),

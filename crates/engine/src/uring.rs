@@ -93,7 +93,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut think_due = false;
     // fio's flow: a worker ahead of its share issues nothing more until it is not.
     let flows = ctx.spec.flow_group.is_some();
+    // fio's zoned mode: each I/O's zone let go once it completes.
+    let zoned = ctx.zones.is_some();
     let mut flow_due = false;
+    let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
     let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
     let (submitter, mut sq, mut cq) = ring.split();
@@ -116,7 +119,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 }
                 let Some(req) = ctx.next_req() else {
-                    draining = true;
+                    // fio's zoned mode: a zone another worker holds is waited for once what
+                    // this one has in flight completes.
+                    zone_due = std::mem::take(&mut ctx.zone_busy);
+                    draining = !zone_due;
                     break;
                 };
                 free.pop_front();
@@ -146,6 +152,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // Nothing in flight (so nothing pending either): the writes before a sync are done,
         // or a thinktime's pause may start.
         if inflight == 0 && settle(ctx, &mut sync_due, &mut think_due, &raw) {
+            continue;
+        }
+        if inflight == 0 && std::mem::take(&mut zone_due) {
             continue;
         }
         if inflight == 0 && std::mem::take(&mut flow_due) {
@@ -201,6 +210,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             let scheduled = due.get(slot as usize).copied();
             let service = ctx.clock.ns(end.saturating_sub(started));
             ctx.complete_timed(&req, i64::from(cqe.result()), service, now, scheduled);
+            if zoned {
+                ctx.zone_done(&req);
+            }
             ctx.bufs.done(slot as usize, cqe.result() == req.len as i32);
             free.push_back(slot);
             inflight -= 1;

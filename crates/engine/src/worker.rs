@@ -83,7 +83,9 @@ pub(crate) fn run_worker(
         writes_since_sync: 0,
         tag: spec.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 20,
         // The first pass's files left the cache before the stage (the agent's drop).
-        next_pass: if spec.invalidate_each_pass {
+        next_pass: if zones.is_some() {
+            0
+        } else if spec.invalidate_each_pass {
             spec.files.iter().map(|f| f.len).sum::<u64>().max(1)
         } else {
             u64::MAX
@@ -92,6 +94,9 @@ pub(crate) fn run_worker(
         flow_own: 0,
         clock: crate::clock::Clock::new(),
         zones,
+        zone_held: 0,
+        zone_parked: None,
+        zone_busy: false,
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {

@@ -4,9 +4,13 @@
 //! write goes to the pointer of the zone its offset falls in (or, when `max_open_zones` are
 //! already open, of an open one), a full zone is reset before it is written again, reads stay
 //! below the pointers, and a trim of a zone is its reset. Decisions follow fio's
-//! `zbd_adjust_block` (zbd.c), one lock per I/O as fio's zone locks.
+//! `zbd_adjust_block` (zbd.c). As fio's zone locks, a zone serves one worker's I/Os at a
+//! time: another worker's I/O to it waits until they are done (a zone's writes stay in the
+//! order of its pointer, as a zoned drive needs).
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 use stormark_spec::Zoned;
 use stormark_stats::Op;
@@ -21,6 +25,26 @@ pub struct ZoneMap {
     /// The zones open for writing at once (0: no limit).
     max_open: u32,
     state: Mutex<ZoneState>,
+    /// Signalled, one waiter at a time, when a zone is let go: zone `z` on `freed[z %
+    /// FREED]` (a zone's waiters wake in turn, as on fio's zone mutex, not all at once).
+    freed: Box<[Condvar]>,
+    /// Workers that joined, for their marks.
+    workers: AtomicU32,
+}
+
+/// The wake-up signals of a map's zones.
+const FREED: usize = 1024;
+
+/// Where [`ZoneMap::adjust`] put an I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// In a zone, now held by the worker until the I/O completes ([`ZoneMap::release`]).
+    Go,
+    /// In no zone: nothing to read or trim, or every open zone outside the region.
+    Done,
+    /// In a zone another worker holds, and this worker holds zones of its own: it should
+    /// complete what it has in flight, then ask again (waiting then).
+    Busy,
 }
 
 #[derive(Debug, Default)]
@@ -36,6 +60,8 @@ struct ZoneState {
     write_cnt: u64,
     /// Zones reset so far (full, by the reset rule, or by a trim).
     resets: u64,
+    /// Each zone's holder (a worker's mark, 0: none) and its I/Os in flight there.
+    held: Vec<(u32, u32)>,
 }
 
 impl ZoneState {
@@ -67,6 +93,8 @@ pub struct ZoneUse {
     pub end: u64,
     /// Where the region starts in the file (requests' offsets are from there).
     pub start: u64,
+    /// The worker's mark among the file's.
+    pub me: u32,
     /// The smallest block: writes and reads are cut to whole ones.
     pub min_bs: u64,
     /// Random offsets (fio's `td_random`).
@@ -85,6 +113,8 @@ impl ZoneMap {
                 write_cnt: reset_every(rules),
                 ..ZoneState::default()
             }),
+            freed: (0..FREED).map(|_| Condvar::new()).collect(),
+            workers: AtomicU32::new(0),
         }
     }
 
@@ -119,64 +149,111 @@ impl ZoneMap {
             first,
             end,
             start,
+            me: self.workers.fetch_add(1, Ordering::Relaxed) + 1,
             min_bs: min_bs.max(1),
             random,
             rules,
         })
     }
 
-    /// Moves `req` where the zones let it go; `false` when no zone of the region can take it
-    /// (nothing written to read or trim, every open zone outside it): the worker is done, as
-    /// fio's job is at its `io_u_eof`.
-    pub fn adjust(&self, req: &mut IoReq, u: &ZoneUse) -> bool {
+    /// Moves `req` where the zones let it go, and holds its zone for the worker until it
+    /// completes. A zone another worker holds is waited for when `holding` is false (the
+    /// worker holds none, so the wait ends once that worker's I/Os there complete), else
+    /// [`Placed::Busy`]. [`Placed::Done`] when no zone of the region can take it (nothing
+    /// written to read or trim, every open zone outside it): the worker is done, as fio's job
+    /// is at its `io_u_eof`.
+    pub fn adjust(&self, req: &mut IoReq, u: &ZoneUse, holding: bool) -> Placed {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.wp.len() < u.end as usize {
             st.wp.resize(u.end as usize, 0);
+            st.held.resize(u.end as usize, (0, 0));
         }
         let at = u.start + req.offset;
         let z0 = (at / self.zone).clamp(u.first, u.end - 1);
-        let placed = match req.op {
-            Op::Write => self.write(&mut st, req, u, at, z0),
-            Op::Trim => self.trim(&mut st, u, z0),
-            _ if u.rules.read_beyond_wp => return true,
-            _ => self.read(&st, req, u, at, z0),
-        };
-        match placed {
-            Some((abs, len)) => {
-                req.offset = abs - u.start;
-                req.len = len as u32;
-                true
+        // The zone waited for last, whose turn this worker was woken for.
+        let mut waited: Option<u64> = None;
+        let z = loop {
+            // The zone it goes to.
+            let z = match req.op {
+                Op::Write => self.write_zone(&mut st, u, at, z0),
+                Op::Trim => self.trim_zone(&st, u, z0),
+                _ if u.rules.read_beyond_wp => Some(z0),
+                _ => self.read_zone(&st, u, at, z0),
+            };
+            let Some(z) = z else {
+                return Placed::Done;
+            };
+            // Woken for a zone now free that this worker no longer wants: the turn goes on.
+            if let Some(w) = waited
+                .take()
+                .filter(|&w| w != z && st.held[w as usize].0 == 0)
+            {
+                self.freed[w as usize % FREED].notify_one();
             }
-            None => false,
+            let (who, n) = st.held[z as usize];
+            if who == 0 || who == u.me {
+                st.held[z as usize] = (u.me, n + 1);
+                break z;
+            }
+            if holding {
+                return Placed::Busy;
+            }
+            // Bounded, so that a wait never outlives a stop by much.
+            waited = Some(z);
+            st = self.freed[z as usize % FREED]
+                .wait_timeout(st, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        let (abs, len) = match req.op {
+            Op::Write => self.write_at(&mut st, req, u, z),
+            Op::Trim => self.trim_at(&mut st, z),
+            _ if u.rules.read_beyond_wp => return Placed::Go,
+            _ => self.read_at(&st, req, u, at, z0, z),
+        };
+        req.offset = abs - u.start;
+        req.len = len as u32;
+        Placed::Go
+    }
+
+    /// The I/O `req` (as [`ZoneMap::adjust`] placed it) completed: its zone is no longer
+    /// held for it.
+    pub fn release(&self, req: &IoReq, u: &ZoneUse) {
+        let z = ((u.start + req.offset) / self.zone) as usize;
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = st.held.get_mut(z) {
+            h.1 = h.1.saturating_sub(1);
+            if h.1 == 0 {
+                *h = (0, 0);
+                drop(st);
+                self.freed[z % FREED].notify_one();
+            }
         }
     }
 
-    /// A write at the pointer of the offset's zone, or of an open zone when no more may open;
-    /// a zone full (or due a reset by fio's `zone_reset_frequency`) reset first.
-    fn write(
-        &self,
-        st: &mut ZoneState,
-        req: &IoReq,
-        u: &ZoneUse,
-        at: u64,
-        z0: u64,
-    ) -> Option<(u64, u64)> {
-        let z = if st.open.contains(&(z0 as u32)) {
-            z0
-        } else if self.max_open == 0 || (st.open.len() as u32) < self.max_open {
+    /// The zone of a write: the offset's, open or opened now, or, when `max_open_zones` are
+    /// open, one of those.
+    fn write_zone(&self, st: &mut ZoneState, u: &ZoneUse, at: u64, z0: u64) -> Option<u64> {
+        if st.open.contains(&(z0 as u32)) {
+            return Some(z0);
+        }
+        if self.max_open == 0 || (st.open.len() as u32) < self.max_open {
             st.open.push(z0 as u32);
-            z0
-        } else {
-            // fio's pick_random_zone_idx: an open zone by where the offset fell, the next one
-            // of this region's from there.
-            let region = (u.end - u.first) * self.zone;
-            let n = st.open.len() as u64;
-            let from = ((at - u.first * self.zone).min(region - 1) * n / region) as usize;
-            let mine = (0..st.open.len())
-                .map(|i| st.open[(from + i) % st.open.len()])
-                .find(|&z| (u.first..u.end).contains(&u64::from(z)))?;
-            u64::from(mine)
-        };
+            return Some(z0);
+        }
+        // fio's pick_random_zone_idx: an open zone by where the offset fell, the next one of
+        // this region's from there.
+        let region = (u.end - u.first) * self.zone;
+        let n = st.open.len();
+        let from = ((at - u.first * self.zone).min(region - 1) * n as u64 / region) as usize;
+        (0..n)
+            .map(|i| u64::from(st.open[(from + i) % n]))
+            .find(|z| (u.first..u.end).contains(z))
+    }
+
+    /// A write at zone `z`'s pointer, the zone reset first when full or due a reset by fio's
+    /// `zone_reset_frequency`; a zone filled leaves the open ones (fio's zbd_end_zone_io).
+    fn write_at(&self, st: &mut ZoneState, req: &IoReq, u: &ZoneUse, z: u64) -> (u64, u64) {
         let rules = &u.rules;
         let mut reset = false;
         if rules.reset_frequency > 0.0 {
@@ -198,50 +275,52 @@ impl ZoneMap {
         let abs = z * self.zone + st.wp[i];
         st.wp[i] += len;
         st.valid += len;
-        // A zone filled leaves the open ones (fio's zbd_end_zone_io).
         if st.wp[i] + u.min_bs > self.zone {
             st.open.retain(|&o| o != z as u32);
         }
-        Some((abs, len))
+        (abs, len)
     }
 
-    /// A read below a zone's pointer: in the offset's zone if it holds a block, else in the
-    /// nearest zone that does (fio's zbd_find_zone); a random one at the same distance into
-    /// the written part, modulo its length.
-    fn read(
+    /// The zone of a read below the pointers: the offset's if it holds a block there (a
+    /// sequential read: at its offset), else the nearest that does (fio's zbd_find_zone).
+    fn read_zone(&self, st: &ZoneState, u: &ZoneUse, at: u64, z0: u64) -> Option<u64> {
+        let wp = st.wp[z0 as usize];
+        let behind = !u.random && at + u.min_bs > z0 * self.zone + wp;
+        if wp < u.min_bs || behind {
+            self.find(st, z0, u, u.min_bs)
+        } else {
+            Some(z0)
+        }
+    }
+
+    /// Where a read in zone `z` goes: at its offset when that is in the written part of
+    /// `z0`; else at the start of `z` (sequential) or as far into its written part as the
+    /// offset was into `z0`'s, modulo its length (random, fio's); cut at the pointer.
+    fn read_at(
         &self,
         st: &ZoneState,
         req: &IoReq,
         u: &ZoneUse,
         at: u64,
         z0: u64,
-    ) -> Option<(u64, u64)> {
+        z: u64,
+    ) -> (u64, u64) {
         let len = u64::from(req.len);
-        let wp = |z: u64| st.wp[z as usize];
-        let mut z = z0;
-        let mut abs = at;
-        let behind = !u.random && at + u.min_bs > z0 * self.zone + wp(z0);
-        if wp(z0) < u.min_bs || behind {
-            z = self.find(st, z0, u)?;
-            if !u.random {
-                abs = z * self.zone;
-            }
-        }
         let start = z * self.zone;
-        let range = wp(z);
+        let range = st.wp[z as usize];
+        let mut abs = if z == z0 || u.random { at } else { start };
         if range <= len {
             abs = start;
         } else if u.random {
             abs = start + ((at - z0 * self.zone) % (range - len)) / u.min_bs * u.min_bs;
         }
-        let len = len.min(start + range - abs) / u.min_bs * u.min_bs;
-        (len > 0).then_some((abs, len))
+        (abs, len.min(start + range - abs) / u.min_bs * u.min_bs)
     }
 
-    /// The zone nearest `z0` holding at least a block: after it, and for random I/O also
-    /// before it, alternately.
-    fn find(&self, st: &ZoneState, z0: u64, u: &ZoneUse) -> Option<u64> {
-        let holds = |z: u64| st.wp[z as usize] >= u.min_bs;
+    /// The zone nearest `z0` holding at least `least` bytes: after it, and for random I/O
+    /// also before it, alternately.
+    fn find(&self, st: &ZoneState, z0: u64, u: &ZoneUse, least: u64) -> Option<u64> {
+        let holds = |z: u64| st.wp[z as usize] >= least;
         for d in 1..(u.end - u.first) {
             if z0 + d < u.end && holds(z0 + d) {
                 return Some(z0 + d);
@@ -253,17 +332,21 @@ impl ZoneMap {
         None
     }
 
-    /// A trim is its zone's reset (fio's zbd_do_io_u_trim), from the zone's start; a random
-    /// trim of an empty zone takes the nearest zone with data instead.
-    fn trim(&self, st: &mut ZoneState, u: &ZoneUse, z0: u64) -> Option<(u64, u64)> {
-        let mut z = z0;
-        if u.random && st.wp[z as usize] == 0 {
-            let nearest = self.find(st, z0, &ZoneUse { min_bs: 1, ..*u });
-            z = nearest?;
+    /// The zone a trim resets: the offset's, or for a random trim of an empty zone the
+    /// nearest with data.
+    fn trim_zone(&self, st: &ZoneState, u: &ZoneUse, z0: u64) -> Option<u64> {
+        if u.random && st.wp[z0 as usize] == 0 {
+            self.find(st, z0, u, 1)
+        } else {
+            Some(z0)
         }
+    }
+
+    /// A trim is its zone's reset (fio's zbd_do_io_u_trim), over the whole zone.
+    fn trim_at(&self, st: &mut ZoneState, z: u64) -> (u64, u64) {
         st.reset(z as usize);
         st.open.retain(|&o| o != z as u32);
-        Some((z * self.zone, self.zone))
+        (z * self.zone, self.zone)
     }
 }
 
@@ -300,7 +383,7 @@ mod tests {
         let mut at = Vec::new();
         for _ in 0..17 {
             let mut q = req(Op::Write, (2 << 20) + 12345, 64 << 10);
-            assert!(map.adjust(&mut q, &u));
+            assert_eq!(map.adjust(&mut q, &u, false), Placed::Go);
             at.push(q.offset);
         }
         // 16 blocks fill zone 2, the 17th resets it and starts again at its start.
@@ -312,11 +395,14 @@ mod tests {
         assert_eq!(map.resets(), 1);
         // Zone 2 holds one block now: a read anywhere lands in it.
         let mut q = req(Op::Read, 0, 64 << 10);
-        assert!(map.adjust(&mut q, &u));
+        assert_eq!(map.adjust(&mut q, &u, false), Placed::Go);
         assert_eq!((q.offset, q.len), (2 << 20, 64 << 10));
         // An empty map has nothing to read.
         let empty = ZoneMap::new(&r);
-        assert!(!empty.adjust(&mut req(Op::Read, 0, 4096), &u));
+        assert_eq!(
+            empty.adjust(&mut req(Op::Read, 0, 4096), &u, false),
+            Placed::Done
+        );
     }
 
     /// With max_open_zones, writes beyond the open zones go to an open one; a zone filled
@@ -328,7 +414,7 @@ mod tests {
         let u = map.region(0, 8 << 20, 512 << 10, true, r).unwrap();
         let zone_of = |map: &ZoneMap, off: u64| {
             let mut q = req(Op::Write, off, 512 << 10);
-            assert!(map.adjust(&mut q, &u));
+            assert_eq!(map.adjust(&mut q, &u, false), Placed::Go);
             q.offset >> 20
         };
         assert_eq!(zone_of(&map, 1 << 20), 1);
@@ -353,22 +439,54 @@ mod tests {
         let u = map.region(0, 2 << 20, 256 << 10, false, r).unwrap();
         for i in 0..4 {
             let mut q = req(Op::Write, i * (256 << 10), 256 << 10);
-            assert!(map.adjust(&mut q, &u));
+            assert_eq!(map.adjust(&mut q, &u, false), Placed::Go);
         }
         assert_eq!(map.resets(), 0, "below half the region, no reset");
         // Zone 0 full: the next write to it resets it anyway; from then on every fourth.
         let mut writes = 0;
         while map.resets() < 3 {
             let mut q = req(Op::Write, 1 << 20, 256 << 10);
-            assert!(map.adjust(&mut q, &u));
+            assert_eq!(map.adjust(&mut q, &u, false), Placed::Go);
             writes += 1;
         }
         assert!(writes <= 16, "{writes}");
         let mut t = req(Op::Trim, 0, 1 << 20);
         let before = map.resets();
-        assert!(map.adjust(&mut t, &u));
+        assert_eq!(map.adjust(&mut t, &u, false), Placed::Go);
         assert_eq!((t.offset, t.len), (0, 1 << 20));
         assert_eq!(map.resets(), before + 1);
+    }
+
+    /// A zone serves one worker's I/Os at a time: another worker holding zones of its own
+    /// is told it is busy, one holding none waits until the zone is let go.
+    #[test]
+    fn a_zone_serves_one_worker_at_a_time() {
+        let r = rules(0);
+        let map = std::sync::Arc::new(ZoneMap::new(&r));
+        let a = map.region(0, 2 << 20, 4096, false, r).unwrap();
+        let b = map.region(0, 2 << 20, 4096, false, r).unwrap();
+        let mut qa = req(Op::Write, 0, 4096);
+        assert_eq!(map.adjust(&mut qa, &a, false), Placed::Go);
+        // The same worker again: its zone.
+        let mut qa2 = req(Op::Write, 0, 4096);
+        assert_eq!(map.adjust(&mut qa2, &a, true), Placed::Go);
+        assert_eq!(qa2.offset, 4096);
+        assert_eq!(
+            map.adjust(&mut req(Op::Write, 0, 4096), &b, true),
+            Placed::Busy
+        );
+        let waiter = {
+            let map = map.clone();
+            std::thread::spawn(move || {
+                let mut q = req(Op::Write, 0, 4096);
+                (map.adjust(&mut q, &b, false), q.offset)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(!waiter.is_finished(), "it waits while the zone is held");
+        map.release(&qa, &a);
+        map.release(&qa2, &a);
+        assert_eq!(waiter.join().unwrap(), (Placed::Go, 8192));
     }
 
     /// A region rounds in to whole zones; one holding none is refused.
