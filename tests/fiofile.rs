@@ -354,20 +354,20 @@ fn a_filename_that_does_not_exist_is_made_laid_out_and_removed() {
 /// the disk, where dropping them once leaves every pass after the first to the cache. Ground
 /// truth is the disk's own count (/proc/diskstats, in the host's samples): with `pass` (what
 /// a fio job file runs with) the disk reads about what the job read; with `1` (once) only the
-/// file's 16 MiB.
+/// file's 16 MiB; and a stream going backwards, which fio never drops, only about the file.
 #[test]
 fn a_fio_job_files_buffered_passes_each_start_with_a_cold_cache() {
     let dir = temp_dir(TMP);
     let target = dir.path().join("t");
     std::fs::create_dir(&target).unwrap();
     let job = dir.path().join("seq.fio");
-    std::fs::write(
-        &job,
-        "[seq]\nrw=read\nbs=64k\nsize=16m\nioengine=psync\ntime_based\nruntime=3\n",
-    )
-    .unwrap();
-    // (what the job read, what the disks read), bytes.
-    let run = |extra: &[&str]| {
+    // (what the job read, what the disks read), bytes, of the job reading `rw`.
+    let run = |rw: &str, extra: &[&str]| {
+        std::fs::write(
+            &job,
+            format!("[seq]\nrw={rw}\nbs=64k\nsize=16m\nioengine=psync\ntime_based\nruntime=3\n"),
+        )
+        .unwrap();
         let json = dir.path().join("r.json");
         let mut args = vec![
             "run",
@@ -405,7 +405,7 @@ fn a_fio_job_files_buffered_passes_each_start_with_a_cold_cache() {
             .sum();
         (read, disks, doc["spec"]["jobs"][0]["invalidate"].clone())
     };
-    let (read, disks, said) = run(&[]);
+    let (read, disks, said) = run("read", &[]);
     if disks == 0.0 {
         // No block device under the test's directory (tmpfs, an overlay): nothing to count.
         stormark_testkit::skip(
@@ -418,9 +418,17 @@ fn a_fio_job_files_buffered_passes_each_start_with_a_cold_cache() {
     assert_eq!(said, "pass");
     assert!(read > (64 << 20) as f64, "{read}: more than a few passes");
     assert!(disks > 0.5 * read, "job read {read}, disks {disks}");
-    let (read, disks, said) = run(&["--invalidate", "1"]);
+    let (read, disks, said) = run("read", &["--invalidate", "1"]);
     eprintln!("once: job read {read:.0}, disks {disks:.0} bytes");
     assert_eq!(said, "1");
+    assert!(disks < 0.25 * read, "job read {read}, disks {disks}");
+    // Going backwards (fio's read:-128k after 64 KiB reads), fio's stream wraps at the start
+    // and never passes the end, where fio drops the file: the cache keeps it after the
+    // first pass, in both tools.
+    let (read, disks, said) = run("read:-128k", &[]);
+    eprintln!("backwards: job read {read:.0}, disks {disks:.0} bytes");
+    assert_eq!(said, "pass");
+    assert!(read > (64 << 20) as f64, "{read}: more than a few passes");
     assert!(disks < 0.25 * read, "job read {read}, disks {disks}");
 }
 

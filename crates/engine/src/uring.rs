@@ -121,7 +121,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 let Some(req) = ctx.next_req() else {
                     // fio's zoned mode: a zone another worker holds is waited for once what
                     // this one has in flight completes.
-                    zone_due = std::mem::take(&mut ctx.zone_busy);
+                    zone_due = ctx.zone_was_busy();
                     draining = !zone_due;
                     break;
                 };

@@ -94,9 +94,6 @@ pub(crate) fn run_worker(
         flow_own: 0,
         clock: crate::clock::Clock::new(),
         zones,
-        zone_held: 0,
-        zone_parked: None,
-        zone_busy: false,
     };
     let only = spec.verify.is_some_and(|v| v.only);
     let failure = match &spec.load {
@@ -136,14 +133,16 @@ pub(crate) fn run_worker(
     ctx.pace.finish(&mut ctx.rec, tx, failure);
 }
 
-type Setup = (Vec<File>, Buffers, OffsetGen, Option<Zones>);
-
-/// A zoned worker's zones and its use of them.
-pub(crate) type Zones = (Arc<crate::zoned::ZoneMap>, crate::zoned::ZoneUse);
+type Setup = (
+    Vec<File>,
+    Buffers,
+    OffsetGen,
+    Option<Box<crate::zoned::Zoning>>,
+);
 
 /// fio's zoned mode: the file's zones (the run's, or the worker's own) and the whole zones of
 /// the worker's region.
-fn zones(spec: &WorkerSpec) -> Result<Option<Zones>, EngineError> {
+fn zones(spec: &WorkerSpec) -> Result<Option<Box<crate::zoned::Zoning>>, EngineError> {
     let (Some(rules), Some(f)) = (spec.zoned, spec.files.first()) else {
         return Ok(None);
     };
@@ -153,7 +152,14 @@ fn zones(spec: &WorkerSpec) -> Result<Option<Zones>, EngineError> {
         .unwrap_or_else(|| Arc::new(crate::zoned::ZoneMap::new(&rules)));
     let random = spec.random_pct > 0;
     match map.region(f.start, f.len, spec.bs_min, random, rules) {
-        Some(u) => Ok(Some((map, u))),
+        Some(used) => Ok(Some(Box::new(crate::zoned::Zoning {
+            map,
+            used,
+            held: 0,
+            parked: None,
+            busy: false,
+            wrote: false,
+        }))),
         None => Err(EngineError::NoZone {
             path: f.shown(),
             start: f.start,

@@ -9,7 +9,7 @@
 //! order of its pointer, as a zoned drive needs).
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use stormark_spec::Zoned;
@@ -30,6 +30,24 @@ pub struct ZoneMap {
     freed: Box<[Condvar]>,
     /// Workers that joined, for their marks.
     workers: AtomicU32,
+}
+
+/// A worker's part in fio's zoned mode, beside its other state (boxed: nothing of it on the
+/// common path).
+#[derive(Debug)]
+pub(crate) struct Zoning {
+    /// The file's zones.
+    pub map: Arc<ZoneMap>,
+    /// The worker's use of them.
+    pub used: ZoneUse,
+    /// Its I/Os in flight, each holding its zone.
+    pub held: u32,
+    /// An I/O drawn for a zone another worker held, issued next.
+    pub parked: Option<IoReq>,
+    /// Set when the last I/O asked for found its zone held by another worker.
+    pub busy: bool,
+    /// Whether the worker has written (a mixed job's reads are writes until then).
+    pub wrote: bool,
 }
 
 /// The wake-up signals of a map's zones.
