@@ -513,7 +513,16 @@ impl Ctx<'_> {
         if sleep.is_zero() {
             std::thread::yield_now();
         } else {
-            wait_until(std::time::Instant::now() + sleep, self.stop);
+            // Asleep throughout, as fio's usleep: a spin would take the CPU the other jobs
+            // of the flow need to catch up.
+            let until = std::time::Instant::now() + sleep;
+            while !self.stop.load(Ordering::Relaxed) {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
         }
         !(self.stop.load(Ordering::Relaxed) || self.pace.expired(std::time::Instant::now()))
     }

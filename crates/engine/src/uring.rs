@@ -96,6 +96,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // fio's zoned mode: each I/O's zone let go once it completes.
     let zoned = ctx.zones.is_some();
     let mut flow_due = false;
+    let no_flow_sleep = ctx.spec.flow.is_some_and(|f| f.sleep.is_zero());
     let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
     let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
@@ -104,9 +105,17 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
         // the kernel as soon as they are prepared; measured on a virtio disk, submitting all
         // refills in one call kept the device less busy (docs/performance.md).
-        if !draining {
-            sq.sync();
+        // fio's flow: a worker ahead of its share stops issuing, completes what it has in
+        // flight, then pauses `flow_sleep` (fio's io_u_quiesce and usleep); without a
+        // `flow_sleep` it looks again at once, reaping nothing meanwhile, as fio's loop does.
+        if flow_due && (inflight == 0 || no_flow_sleep) {
             flow_due = false;
+            if !ctx.flow_pause() {
+                draining = true;
+            }
+        }
+        if !draining && !flow_due {
+            sq.sync();
             while let (Some(&slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
@@ -157,8 +166,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if inflight == 0 && std::mem::take(&mut zone_due) {
             continue;
         }
-        if inflight == 0 && std::mem::take(&mut flow_due) {
-            draining = !ctx.flow_pause();
+        if flow_due && (inflight == 0 || no_flow_sleep) {
             continue;
         }
         let next_due = ctx
