@@ -368,6 +368,73 @@ impl ZoneMap {
     }
 }
 
+/// fio's zoned mode in a worker's loop: its next I/O placed in the zones, and each one's zone
+/// let go once it completes.
+impl crate::ctx::Ctx<'_> {
+    /// fio's zoned mode: the next I/O moved to a write pointer, below one, or to a zone's
+    /// start (a trim), its zone held until it completes; a sequential read's stream goes on
+    /// from where it was moved. `None` with `busy` set when the zone is another
+    /// worker's and this one has I/Os in flight (it completes them, then asks again); `None`
+    /// alone when no zone can take it: the worker is done, as fio's job is.
+    #[cold]
+    pub(crate) fn next_in_zones(&mut self) -> Option<IoReq> {
+        let parked = self.zones.as_mut()?.parked.take();
+        let mut req = match parked {
+            Some(r) => r,
+            None => self.gen.next_io()?,
+        };
+        let z = self.zones.as_mut()?;
+        // fio's zbd_adjust_ddir: a mixed job's reads are writes until it has written, so
+        // that its first reads find data.
+        if req.op == Op::Read
+            && !z.wrote
+            && self.spec.read_pct < 100
+            && !z.used.rules.read_beyond_wp
+        {
+            req.op = Op::Write;
+        }
+        z.wrote |= req.op == Op::Write;
+        let was = req.offset;
+        match z.map.adjust(&mut req, &z.used, z.held > 0) {
+            crate::zoned::Placed::Go => {}
+            crate::zoned::Placed::Busy => {
+                z.parked = Some(req);
+                z.busy = true;
+                return None;
+            }
+            crate::zoned::Placed::Done => {
+                self.io_total = self.issued;
+                return None;
+            }
+        }
+        z.held += 1;
+        if req.op == Op::Read && !z.used.random && req.offset != was {
+            self.gen
+                .seq_resume(req.file, req.op, req.offset + u64::from(req.len));
+        }
+        self.issued += u64::from(req.len);
+        Some(req)
+    }
+
+    /// fio's zoned mode: an I/O completed, its zone let go (each backend's loop calls it
+    /// after the I/O's completion, where the job is zoned).
+    #[cold]
+    pub fn zone_done(&mut self, req: &IoReq) {
+        if let Some(z) = &mut self.zones {
+            z.map.release(req, &z.used);
+            z.held -= 1;
+        }
+    }
+
+    /// fio's zoned mode: whether the last `next_req` found its zone held by another worker
+    /// (the flag cleared).
+    pub fn zone_was_busy(&mut self) -> bool {
+        self.zones
+            .as_mut()
+            .is_some_and(|z| std::mem::take(&mut z.busy))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
