@@ -134,11 +134,19 @@ fn tsc_rate() -> Option<u64> {
             return None;
         }
         let pair = || {
-            // The counter read between two clock reads: its instant is their middle.
-            let a = Instant::now();
-            let t = read_tsc();
-            let b = Instant::now();
-            (a + (b - a) / 2, t)
+            // The counter read between two clock reads: its instant is their middle, off by
+            // at most half their gap. Of several tries the closest pair, so that a thread
+            // preempted between its reads (a loaded machine) does not skew the rate.
+            (0..16)
+                .map(|_| {
+                    let a = Instant::now();
+                    let t = read_tsc();
+                    let b = Instant::now();
+                    (b - a, a + (b - a) / 2, t)
+                })
+                .min_by_key(|&(gap, _, _)| gap)
+                .map(|(_, at, t)| (at, t))
+                .expect("sixteen tries")
         };
         let (i0, t0) = pair();
         std::thread::sleep(CALIBRATION);
@@ -173,16 +181,23 @@ mod tests {
     use super::*;
 
     /// The counter's nanoseconds agree with CLOCK_MONOTONIC over the same span (a sleep of
-    /// 200 ms, measured by both, read back to back), and its instants stay on the system's
+    /// 200 ms, measured by both, read back to back, the closest of three), and its instants
+    /// stay on the system's
     /// clock; without the counter, the clock is CLOCK_MONOTONIC's own.
     #[test]
     fn the_counter_keeps_the_systems_time() {
         for mut clock in [Clock::new(), Clock::monotonic()] {
-            let (i0, t0) = (Instant::now(), clock.ticks());
-            std::thread::sleep(Duration::from_millis(200));
-            let (t1, i1) = (clock.ticks(), Instant::now());
-            let by_clock = clock.ns(t1 - t0) as f64;
-            let by_system = (i1 - i0).as_nanos() as f64;
+            // Of three spans the closest agreement: a test thread preempted between its two
+            // reads (the suite runs beside other tests) measures the scheduler, not the clock.
+            let (by_clock, by_system) = (0..3)
+                .map(|_| {
+                    let (i0, t0) = (Instant::now(), clock.ticks());
+                    std::thread::sleep(Duration::from_millis(200));
+                    let (t1, i1) = (clock.ticks(), Instant::now());
+                    (clock.ns(t1 - t0) as f64, (i1 - i0).as_nanos() as f64)
+                })
+                .min_by(|a, b| (a.0 - a.1).abs().total_cmp(&(b.0 - b.1).abs()))
+                .unwrap();
             // Within a part in a thousand, and the two reads' own few microseconds.
             assert!(
                 (by_clock - by_system).abs() < by_system * 1e-3 + 20_000.0,
