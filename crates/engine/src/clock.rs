@@ -182,8 +182,7 @@ mod tests {
 
     /// The counter's nanoseconds agree with CLOCK_MONOTONIC over the same span (a sleep of
     /// 200 ms, measured by both, read back to back, the closest of three), and its instants
-    /// stay on the system's
-    /// clock; without the counter, the clock is CLOCK_MONOTONIC's own.
+    /// stay on the system's clock; without the counter, the clock is CLOCK_MONOTONIC's own.
     #[test]
     fn the_counter_keeps_the_systems_time() {
         for mut clock in [Clock::new(), Clock::monotonic()] {
