@@ -71,13 +71,15 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             res as i64
         };
         let end = ctx.clock.ticks();
+        // The zone let go as soon as its I/O is done, as fio's is (zbd_queue_io), before the
+        // I/O is counted.
+        if zoned {
+            ctx.zone_done(&req);
+        }
         let now = ctx.clock.instant(end);
         let service = ctx.clock.ns(end.saturating_sub(start));
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         ctx.complete_timed(&req, res, service, now, due);
-        if zoned {
-            ctx.zone_done(&req);
-        }
         ctx.bufs.done(0, res == len as i64);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);
