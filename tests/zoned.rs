@@ -130,3 +130,65 @@ fn a_read_of_empty_zones_says_why_it_read_nothing() {
         );
     }
 }
+
+/// With `--verify` a zoned job fills its zones once, a full zone never reset: random writes
+/// over 4 zones write each of their 64 blocks exactly once and end, and a later
+/// `--verify-only` reads all 4 MiB back as written.
+#[test]
+fn a_checking_zoned_job_fills_its_zones_once() {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = Bin(BIN).run(&[
+        "run",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "randwrite",
+        "--bs",
+        "64k",
+        "--zoned",
+        "--zone-size",
+        "1m",
+        "--size",
+        "4m",
+        "--verify",
+        "--time",
+        "10s",
+        "--keep",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let run = r["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "run")
+        .unwrap()
+        .clone();
+    assert_eq!(run["by_op"]["write"]["ops"], 64, "{run}");
+    let run_dir = r["target"]["run_dir"].as_str().unwrap().to_string();
+    let out = Bin(BIN).run(&[
+        "run",
+        &run_dir,
+        "--reuse",
+        "--verify-only",
+        "--size",
+        "4m",
+        "--bs",
+        "64k",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    assert_eq!(
+        r["phases"][0]["by_op"]["verify"]["bytes"].as_u64(),
+        Some(4 << 20),
+        "{}",
+        r["phases"][0]
+    );
+    std::fs::remove_dir_all(&run_dir).unwrap();
+}

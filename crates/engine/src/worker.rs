@@ -152,14 +152,21 @@ fn zones(spec: &WorkerSpec) -> Result<Option<Box<crate::zoned::Zoning>>, EngineE
         .unwrap_or_else(|| Arc::new(crate::zoned::ZoneMap::new(&rules)));
     let random = spec.random_pct > 0;
     match map.region(f.start, f.len, spec.bs_min, random, rules) {
-        Some(used) => Ok(Some(Box::new(crate::zoned::Zoning {
-            map,
-            used,
-            held: 0,
-            parked: None,
-            busy: false,
-            wrote: false,
-        }))),
+        Some(mut used) => {
+            // A job checking what it writes fills its zones once, from empty.
+            used.keep = spec.verify.is_some_and(|v| !v.only) && spec.read_pct < 100;
+            if used.keep {
+                map.empty_region(&used);
+            }
+            Ok(Some(Box::new(crate::zoned::Zoning {
+                map,
+                used,
+                held: 0,
+                parked: None,
+                busy: false,
+                wrote: false,
+            })))
+        }
         None => Err(EngineError::NoZone {
             path: f.shown(),
             start: f.start,

@@ -119,6 +119,9 @@ pub struct ZoneUse {
     pub random: bool,
     /// The job's zoned settings.
     pub rules: Zoned,
+    /// The job checks what it writes (`--verify`): a full zone is never reset, writes go to
+    /// zones with room, and none left ends them (fio's zbd_write_zone_get with verify).
+    pub keep: bool,
 }
 
 impl ZoneMap {
@@ -171,7 +174,22 @@ impl ZoneMap {
             min_bs: min_bs.max(1),
             random,
             rules,
+            keep: false,
         })
+    }
+
+    /// A checking job's region starts empty, as fio resets its zones before writing what it
+    /// will verify (zbd_file_reset): what an earlier job of the run left there is let go.
+    pub fn empty_region(&self, u: &ZoneUse) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.wp.len() < u.end as usize {
+            st.wp.resize(u.end as usize, 0);
+            st.held.resize(u.end as usize, (0, 0));
+        }
+        for z in u.first..u.end {
+            st.reset(z as usize);
+            st.open.retain(|&o| u64::from(o) != z);
+        }
     }
 
     /// Moves `req` where the zones let it go, and holds its zone for the worker until it
@@ -252,6 +270,16 @@ impl ZoneMap {
     /// The zone of a write: the offset's, open or opened now, or, when `max_open_zones` are
     /// open, one of those.
     fn write_zone(&self, st: &mut ZoneState, u: &ZoneUse, at: u64, z0: u64) -> Option<u64> {
+        // A checking job never resets a full zone: the next zone with room instead.
+        let full = |st: &ZoneState, z: u64| st.wp[z as usize] + u.min_bs > self.zone;
+        let z0 = if u.keep && full(st, z0) {
+            let n = u.end - u.first;
+            (1..n)
+                .map(|d| u.first + (z0 - u.first + d) % n)
+                .find(|&z| !full(st, z))?
+        } else {
+            z0
+        };
         if st.open.contains(&(z0 as u32)) {
             return Some(z0);
         }
@@ -266,7 +294,7 @@ impl ZoneMap {
         let from = ((at - u.first * self.zone).min(region - 1) * n as u64 / region) as usize;
         (0..n)
             .map(|i| u64::from(st.open[(from + i) % n]))
-            .find(|z| (u.first..u.end).contains(z))
+            .find(|z| (u.first..u.end).contains(z) && !(u.keep && full(st, *z)))
     }
 
     /// A write at zone `z`'s pointer, the zone reset first when full or due a reset by fio's
@@ -285,7 +313,7 @@ impl ZoneMap {
             }
         }
         let i = z as usize;
-        if reset || st.wp[i] + u.min_bs > self.zone {
+        if (reset || st.wp[i] + u.min_bs > self.zone) && !u.keep {
             st.reset(i);
         }
         let left = self.zone - st.wp[i];

@@ -582,8 +582,8 @@ fn atomic_from_fio() {
 /// fio's zoned mode (`zonemode=zbd`): sizes and offsets in zones counted once zonesize is
 /// known (also given after them), its settings travel as pairs and print back, `wait_for`
 /// puts the jobs waiting for one job together after it, a zoned job's clones share its file;
-/// its settings without it, a block larger than a zone, a size under a zone and verify are
-/// refused in one line.
+/// its settings without it, a block larger than a zone, a size under a zone and verify beside
+/// resets are refused in one line.
 #[test]
 fn zoned_jobs_from_fio() {
     let f = parse(
@@ -642,8 +642,8 @@ fn zoned_jobs_from_fio() {
             "at least one zone",
         ),
         (
-            "[a]\nzonemode=zbd\nzonesize=1m\nrw=write\nverify=crc32c\n",
-            "without --verify",
+            "[a]\nzonemode=zbd\nzonesize=1m\nrw=write\nverify=crc32c\nzone_reset_frequency=0.5\n",
+            "no zone_reset_frequency or trims",
         ),
         (
             "[a]\nzonemode=zbd\nzonesize=1m\nzone_reset_frequency=2\n",

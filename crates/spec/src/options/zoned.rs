@@ -50,8 +50,8 @@ impl JobOpts {
 
     /// fio's zoned mode: a file job's zones of `zone_size` (at least the largest block), its
     /// settings only with it, and none of what a zone's reset would break or its write
-    /// pointer decides instead (verify, strided zones, fio's `read:-8k` and `randread:8`
-    /// forms, several files a worker).
+    /// pointer decides instead (resets beside verify, strided zones, fio's `read:-8k` and
+    /// `randread:8` forms, several files a worker).
     pub(super) fn zoned(&self, rw: Rw, bs_max: u64) -> Result<Option<Zoned>, SpecError> {
         if self.zoned != Some(true) {
             let given = [
@@ -101,8 +101,10 @@ impl JobOpts {
             ));
         } else if self.zone_range.is_some() || self.zone_skip.is_some() {
             Some("without zone_range or zone_skip: those are fio's strided zones")
-        } else if self.verify == Some(true) || self.verify_only == Some(true) {
-            Some("without --verify: a zone's reset drops the blocks a check would read")
+        } else if (self.verify == Some(true) || self.verify_only == Some(true))
+            && (self.zone_reset_frequency.unwrap_or(0.0) > 0.0 || rw.trims())
+        {
+            Some("with --verify, no zone_reset_frequency or trims: a zone's reset drops the blocks the check reads")
         } else if rw == Rw::TrimWrite
             || self.rand_run.unwrap_or(1) > 1
             || self.seq_add.unwrap_or(0) != 0
