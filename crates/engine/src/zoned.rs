@@ -405,6 +405,7 @@ impl crate::ctx::Ctx<'_> {
     /// worker's and this one has I/Os in flight (it completes them, then asks again); `None`
     /// alone when no zone can take it: the worker is done, as fio's job is.
     #[cold]
+    #[inline(never)]
     pub(crate) fn next_in_zones(&mut self) -> Option<IoReq> {
         let parked = self.zones.as_mut()?.parked.take();
         let mut req = match parked {
@@ -447,6 +448,7 @@ impl crate::ctx::Ctx<'_> {
     /// fio's zoned mode: an I/O completed, its zone let go (each backend's loop calls it
     /// after the I/O's completion, where the job is zoned).
     #[cold]
+    #[inline(never)]
     pub fn zone_done(&mut self, req: &IoReq) {
         if let Some(z) = &mut self.zones {
             z.map.release(req, &z.used);
