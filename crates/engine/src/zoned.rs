@@ -178,14 +178,25 @@ impl ZoneMap {
         })
     }
 
-    /// A checking job's region starts empty, as fio resets its zones before writing what it
-    /// will verify (zbd_file_reset): what an earlier job of the run left there is let go.
-    pub fn empty_region(&self, u: &ZoneUse) {
+    /// The zones' state, locked, holding every zone of `u`'s region.
+    fn state_for(&self, u: &ZoneUse) -> std::sync::MutexGuard<'_, ZoneState> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if st.wp.len() < u.end as usize {
             st.wp.resize(u.end as usize, 0);
             st.held.resize(u.end as usize, (0, 0));
         }
+        st
+    }
+
+    /// Whether zone `z` has no room for a block of `u`'s.
+    fn full(&self, st: &ZoneState, z: u64, u: &ZoneUse) -> bool {
+        st.wp[z as usize] + u.min_bs > self.zone
+    }
+
+    /// A checking job's region starts empty, as fio resets its zones before writing what it
+    /// will verify (zbd_file_reset): what an earlier job of the run left there is let go.
+    pub fn empty_region(&self, u: &ZoneUse) {
+        let mut st = self.state_for(u);
         for z in u.first..u.end {
             st.reset(z as usize);
             st.open.retain(|&o| u64::from(o) != z);
@@ -199,11 +210,7 @@ impl ZoneMap {
     /// written to read or trim, every open zone outside it): the worker is done, as fio's job
     /// is at its `io_u_eof`.
     pub fn adjust(&self, req: &mut IoReq, u: &ZoneUse, holding: bool) -> Placed {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if st.wp.len() < u.end as usize {
-            st.wp.resize(u.end as usize, 0);
-            st.held.resize(u.end as usize, (0, 0));
-        }
+        let mut st = self.state_for(u);
         let at = u.start + req.offset;
         let z0 = (at / self.zone).clamp(u.first, u.end - 1);
         // The zone waited for last, whose turn this worker was woken for.
@@ -271,7 +278,7 @@ impl ZoneMap {
     /// open, one of those.
     fn write_zone(&self, st: &mut ZoneState, u: &ZoneUse, at: u64, z0: u64) -> Option<u64> {
         // A checking job never resets a full zone: the next zone with room instead.
-        let full = |st: &ZoneState, z: u64| st.wp[z as usize] + u.min_bs > self.zone;
+        let full = |st: &ZoneState, z: u64| self.full(st, z, u);
         let z0 = if u.keep && full(st, z0) {
             let n = u.end - u.first;
             (1..n)
@@ -313,7 +320,7 @@ impl ZoneMap {
             }
         }
         let i = z as usize;
-        if (reset || st.wp[i] + u.min_bs > self.zone) && !u.keep {
+        if (reset || self.full(st, z, u)) && !u.keep {
             st.reset(i);
         }
         let left = self.zone - st.wp[i];
@@ -321,7 +328,7 @@ impl ZoneMap {
         let abs = z * self.zone + st.wp[i];
         st.wp[i] += len;
         st.valid += len;
-        if st.wp[i] + u.min_bs > self.zone {
+        if self.full(st, z, u) {
             st.open.retain(|&o| o != z as u32);
         }
         (abs, len)
