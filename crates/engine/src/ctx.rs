@@ -432,14 +432,7 @@ impl Ctx<'_> {
         let (Some(g), Some(f)) = (&self.spec.flow_group, &self.spec.flow) else {
             return true;
         };
-        let done = g.done.load(Ordering::Relaxed);
-        let total = g.weight.load(Ordering::Relaxed);
-        if u128::from(self.flow_own) * u128::from(total) > u128::from(f.weight) * u128::from(done) {
-            return false;
-        }
-        g.done.fetch_add(1, Ordering::Relaxed);
-        self.flow_own += 1;
-        true
+        g.take(&mut self.flow_own, f.weight)
     }
 
     /// fio's `flow_sleep`: the pause of a worker ahead of its share (a yield of the CPU when

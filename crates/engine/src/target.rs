@@ -4,7 +4,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -306,12 +306,40 @@ impl WorkerSpec {
 
 /// The I/Os of one flow's workers on this host, and their weights: a worker issues only while
 /// its own count is within its weight's share of the flow's (fio's `flow`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FlowGroup {
-    /// I/Os issued by the flow's workers still running.
+    /// I/Os issued by the flow's workers still running, and one: fio's count starts at 1
+    /// (flow.c), which lets a light worker issue two I/Os a turn where it would issue one
+    /// (and a heavy one twice its share), so each pause is shared by twice the I/Os.
     pub done: AtomicU64,
     /// The weights of its workers still running.
     pub weight: AtomicU64,
+}
+
+impl FlowGroup {
+    /// Whether a worker of `weight` that has issued `own` of the flow's I/Os may issue the
+    /// next (it is not ahead of its share), counting it if so: fio's flow_threshold_exceeded.
+    #[inline]
+    pub fn take(&self, own: &mut u64, weight: u32) -> bool {
+        let done = self.done.load(Ordering::Relaxed);
+        let total = self.weight.load(Ordering::Relaxed);
+        if u128::from(*own) * u128::from(total) > u128::from(weight) * u128::from(done) {
+            return false;
+        }
+        self.done.fetch_add(1, Ordering::Relaxed);
+        *own += 1;
+        true
+    }
+}
+
+impl Default for FlowGroup {
+    /// A flow no worker has joined yet.
+    fn default() -> FlowGroup {
+        FlowGroup {
+            done: AtomicU64::new(1),
+            weight: AtomicU64::new(0),
+        }
+    }
 }
 
 /// fio's `ratemin` and `rate_iops_min`: the least bytes and I/Os a second of reads and of
@@ -539,4 +567,33 @@ impl WorkerSpec {
 /// The unit `--verify` checks: every I/O's offset and length are multiples of it.
 pub fn verify_block(bs_min: u64, bs_align: u64) -> u64 {
     stormark_spec::units::gcd(bs_min, bs_align)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fio's flow.c, turn by turn: weights 1 and 8, each worker issuing until the flow stops
+    /// it. fio's count starts at 1, so the light worker issues 2 a turn and the heavy one 16
+    /// (fio 3.33's own pattern under `strace`), not 1 and 8.
+    #[test]
+    fn a_flow_turn_is_two_light_ios_to_sixteen_heavy() {
+        let g = FlowGroup::default();
+        g.weight.store(9, Ordering::Relaxed);
+        let (mut light, mut heavy) = (0, 0);
+        let mut turns = Vec::new();
+        for _ in 0..6 {
+            let mut n = (0, 0);
+            while g.take(&mut heavy, 8) {
+                n.1 += 1;
+            }
+            while g.take(&mut light, 1) {
+                n.0 += 1;
+            }
+            turns.push(n);
+        }
+        assert_eq!(turns[0], (2, 9), "{turns:?}");
+        assert!(turns[1..].iter().all(|&t| t == (2, 16)), "{turns:?}");
+        assert_eq!(heavy, 8 * light + 9 - 16);
+    }
 }
