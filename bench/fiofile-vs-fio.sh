@@ -126,6 +126,9 @@ def flagged(l):
     k = l.strip().partition("=")[0]
     return f"{k}={flags[k]}" if k in flags else l
 body = [flagged(capped(l)) for l in lines if not drop.match(l.strip())]
+# Offsets the VERDICTS line gives (the file's own are dropped above, being a drive's): at the
+# end, in the last job's section, for both tools.
+body += [f"{k}={flags[k]}" for k in ("offset", "offset_increment") if k in flags]
 open(out, "w").write("\n".join(head + body) + "\n")
 PY
 }

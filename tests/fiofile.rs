@@ -474,3 +474,60 @@ fn offsets_give_each_clone_its_region_of_one_file() {
         "{said}"
     );
 }
+
+/// Issue 31: fio's `cross-stripe-verify` on one file: clones checking what they write each
+/// in a region of its own (`offset_increment` past the size each writes) run, every stripe in
+/// its region from the region's start and nothing written between; regions that overlap are
+/// refused in one line, exit 2, before any load.
+#[test]
+fn verifying_clones_on_one_file_each_keep_a_region_of_their_own() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("data");
+    let mb = 1 << 20;
+    std::fs::write(&file, vec![0xabu8; 16 * mb]).unwrap();
+    let job = |inc: &str| {
+        let fio = dir.path().join(format!("cs-{inc}.fio"));
+        std::fs::write(
+            &fio,
+            format!(
+                "[global]\nbs=16k\ndirect=1\nrw=write:112k\nverify=crc32c\nfilename={}\nverify_backlog=1\noffset_increment={inc}\nsize=4m\noffset=120k\nloops=2\n\n[write-verify]\nnumjobs=3\n",
+                file.display()
+            ),
+        )
+        .unwrap();
+        Bin(BIN).run(&["run", fio.to_str().unwrap(), "--allow-overwrite", "-q"])
+    };
+    let out = job("2m");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("regions apart"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+
+    let out = job("4m");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let data = std::fs::read(&file).unwrap();
+    let header = |at: usize| {
+        let b = &data[at..at + 24];
+        (&b[0..8] == b"STMKVRFY").then(|| u64::from_le_bytes(b[16..24].try_into().unwrap()))
+    };
+    for clone in 0..3 {
+        let start = 120 * 1024 + clone * 4 * mb;
+        // Each stripe's header holds its offset in the clone's own region.
+        for stripe in [0, 1, 31] {
+            let at = start + stripe * 128 * 1024;
+            assert_eq!(
+                header(at),
+                Some((stripe * 128 * 1024) as u64),
+                "clone {clone} stripe {stripe}"
+            );
+            // The 112 KiB after each stripe are not written.
+            assert!(data[at + 16 * 1024..at + 128 * 1024]
+                .iter()
+                .all(|&b| b == 0xab));
+        }
+    }
+    assert!(
+        data[..120 * 1024].iter().all(|&b| b == 0xab),
+        "before the first region"
+    );
+}

@@ -236,12 +236,6 @@ impl LocalAgent {
                     "the run directory a --verify --keep run printed, with --reuse: the expected state of its blocks is kept there, not beside a file or device",
                 ));
             }
-            if job.verify && job.jobs > 1 {
-                return Err(AgentError::job(
-                    &job.name,
-                    "--verify on one file or device needs --jobs 1 (workers writing the same blocks cannot say which write should be there); or give a directory, where each worker has its own files",
-                ));
-            }
         }
         let writes = stages
             .iter()
@@ -395,6 +389,18 @@ impl Existing<'_> {
             );
         }
         let len = job.size.unwrap_or(room).min(room) / align * align;
+        // Workers checking what they write need blocks of their own: regions apart (fio's
+        // cross-stripe-verify: each clone its stripe, offset_increment past the last).
+        if job.verify && job.jobs > 1 && job.offset_increment < len {
+            return Err(AgentError::job(
+                &job.name,
+                format!(
+                    "--verify on one file or device with {} workers needs their regions apart: --offset-increment of at least the size each writes ({}), or --jobs 1; or give a directory, where each worker has its own files",
+                    job.jobs,
+                    format_size(len)
+                ),
+            ));
+        }
         if len < job.bs.max {
             return Err(AgentError::target(
                 self.path,
