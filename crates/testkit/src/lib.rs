@@ -16,6 +16,7 @@ mod minio;
 mod netns;
 mod oneshot;
 mod sample;
+mod tgt;
 mod versitygw;
 pub use certs::certificates;
 pub use delay::DelayRelay;
@@ -23,6 +24,7 @@ pub use loopdev::LoopDevice;
 pub use minio::{minio_binary, Minio};
 pub use netns::{require_netns, NetCluster};
 pub use sample::sample_results;
+pub use tgt::Tgt;
 
 /// A free `127.0.0.1:PORT`, never handed out twice in one test process (tests run in parallel
 /// threads; a port just released may be given again by the kernel).

@@ -1,0 +1,152 @@
+//! libiscsi's functions, loaded from `libiscsi.so.7` at first use (Debian's `libiscsi7`,
+//! libiscsi 1.19's ABI): the few a load needs, by name, each checked present.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+pub(crate) const ISCSI_SESSION_NORMAL: c_int = 2;
+pub(crate) const ISCSI_HEADER_DIGEST_NONE: c_int = 0;
+pub(crate) const SCSI_STATUS_GOOD: c_int = 0;
+pub(crate) const SCSI_STATUS_CHECK_CONDITION: c_int = 2;
+
+/// Where a `struct scsi_task` holds its sense key (`sense.key`, an enum): after `status`,
+/// `cdb_size`, `xfer_dir`, `expxferlen` (4 ints), `cdb[16]`, `residual_status` (an enum, then
+/// padding to 8), `residual` (a `size_t`), `sense.error_type` (a byte, then padding to 4).
+pub(crate) const SENSE_KEY_AT: usize = 16 + 16 + 8 + 8 + 4;
+
+/// libiscsi's `struct scsi_readcapacity16`, its first fields.
+#[repr(C)]
+pub(crate) struct ReadCapacity16 {
+    pub returned_lba: u64,
+    pub block_length: u32,
+}
+
+type Ctx = *mut c_void;
+type Task = *mut c_void;
+pub(crate) type CommandCb = extern "C" fn(Ctx, c_int, *mut c_void, *mut c_void);
+
+/// The functions used, from the loaded library.
+pub(crate) struct Lib {
+    pub create_context: unsafe extern "C" fn(*const c_char) -> Ctx,
+    pub destroy_context: unsafe extern "C" fn(Ctx) -> c_int,
+    pub set_targetname: unsafe extern "C" fn(Ctx, *const c_char) -> c_int,
+    pub set_session_type: unsafe extern "C" fn(Ctx, c_int) -> c_int,
+    pub set_header_digest: unsafe extern "C" fn(Ctx, c_int) -> c_int,
+    pub set_initiator_username_pwd:
+        unsafe extern "C" fn(Ctx, *const c_char, *const c_char) -> c_int,
+    pub set_timeout: unsafe extern "C" fn(Ctx, c_int) -> c_int,
+    pub full_connect_sync: unsafe extern "C" fn(Ctx, *const c_char, c_int) -> c_int,
+    pub logout_sync: unsafe extern "C" fn(Ctx) -> c_int,
+    pub get_error: unsafe extern "C" fn(Ctx) -> *const c_char,
+    pub get_fd: unsafe extern "C" fn(Ctx) -> c_int,
+    pub which_events: unsafe extern "C" fn(Ctx) -> c_int,
+    pub service: unsafe extern "C" fn(Ctx, c_int) -> c_int,
+    pub readcapacity16_sync: unsafe extern "C" fn(Ctx, c_int) -> Task,
+    pub datain_unmarshall: unsafe extern "C" fn(Task) -> *mut c_void,
+    pub free_scsi_task: unsafe extern "C" fn(Task),
+    #[allow(clippy::type_complexity)]
+    pub read16_task: unsafe extern "C" fn(
+        Ctx,
+        c_int,
+        u64,
+        u32,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        CommandCb,
+        *mut c_void,
+    ) -> Task,
+    #[allow(clippy::type_complexity)]
+    pub write16_task: unsafe extern "C" fn(
+        Ctx,
+        c_int,
+        u64,
+        *mut u8,
+        u32,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        CommandCb,
+        *mut c_void,
+    ) -> Task,
+    pub add_data_in_buffer: unsafe extern "C" fn(Task, c_int, *mut u8) -> c_int,
+}
+
+/// The library's file name.
+const SONAME: &CStr = c"libiscsi.so.7";
+
+/// The loaded library, or why it could not be loaded (one line naming the package).
+pub(crate) fn lib() -> Result<&'static Lib, String> {
+    static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
+    LIB.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+/// Whether libiscsi can be loaded here: `Err` says what to install.
+pub fn available() -> Result<(), String> {
+    lib().map(|_| ())
+}
+
+/// A symbol's address as the function pointer type `F` (`F` is the field's type: a C
+/// function pointer, the size of an address).
+///
+/// # Safety
+/// `p` must be the address of a function of `F`'s signature.
+unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
+    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: the caller's; the sizes are equal.
+    unsafe { std::mem::transmute_copy(&p) }
+}
+
+fn load() -> Result<Lib, String> {
+    // SAFETY: dlopen of a library by name; its initializers are libiscsi's own.
+    let h = unsafe { libc::dlopen(SONAME.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        return Err(
+            "iscsi:// targets need libiscsi (libiscsi.so.7: on Debian and Ubuntu, apt install libiscsi7)"
+                .into(),
+        );
+    }
+    let sym = |name: &CStr| -> Result<*mut c_void, String> {
+        // SAFETY: a handle dlopen gave; a NUL-terminated name.
+        let p = unsafe { libc::dlsym(h, name.as_ptr()) };
+        if p.is_null() {
+            Err(format!(
+                "libiscsi.so.7 has no {}: libiscsi 1.19 or newer is needed",
+                name.to_string_lossy()
+            ))
+        } else {
+            Ok(p)
+        }
+    };
+    // SAFETY: each symbol is libiscsi's function of that name, whose C signature the field's
+    // type restates (iscsi.h and scsi-lowlevel.h of libiscsi 1.19).
+    unsafe {
+        Ok(Lib {
+            create_context: cast(sym(c"iscsi_create_context")?),
+            destroy_context: cast(sym(c"iscsi_destroy_context")?),
+            set_targetname: cast(sym(c"iscsi_set_targetname")?),
+            set_session_type: cast(sym(c"iscsi_set_session_type")?),
+            set_header_digest: cast(sym(c"iscsi_set_header_digest")?),
+            set_initiator_username_pwd: cast(sym(c"iscsi_set_initiator_username_pwd")?),
+            set_timeout: cast(sym(c"iscsi_set_timeout")?),
+            full_connect_sync: cast(sym(c"iscsi_full_connect_sync")?),
+            logout_sync: cast(sym(c"iscsi_logout_sync")?),
+            get_error: cast(sym(c"iscsi_get_error")?),
+            get_fd: cast(sym(c"iscsi_get_fd")?),
+            which_events: cast(sym(c"iscsi_which_events")?),
+            service: cast(sym(c"iscsi_service")?),
+            readcapacity16_sync: cast(sym(c"iscsi_readcapacity16_sync")?),
+            datain_unmarshall: cast(sym(c"scsi_datain_unmarshall")?),
+            free_scsi_task: cast(sym(c"scsi_free_scsi_task")?),
+            read16_task: cast(sym(c"iscsi_read16_task")?),
+            write16_task: cast(sym(c"iscsi_write16_task")?),
+            add_data_in_buffer: cast(sym(c"scsi_task_add_data_in_buffer")?),
+        })
+    }
+}

@@ -1,0 +1,429 @@
+//! stormark's iSCSI initiator, made for load: a LUN measured as a service, from user space,
+//! with no kernel initiator, no login of the host and no block device (fio's `libiscsi`
+//! engine does the same). Each worker owns one session (its own TCP connection) and keeps its
+//! depth of READ(16) and WRITE(16) commands in flight; each command's latency is the target's
+//! round trip, nothing of a page cache or a block layer in between.
+//!
+//! The protocol is libiscsi's (Debian's `libiscsi7`), loaded with `dlopen` when an `iscsi://`
+//! target is first used: stormark builds and runs without it, and a host without it is told
+//! which package to install. Targets are named as libiscsi and fio name them,
+//! `iscsi://HOST[:PORT]/IQN/LUN`; CHAP credentials never come on the command line (a URL with
+//! `user@` is refused), only from the environment or a file ([`Chap`]).
+#![warn(missing_docs)]
+
+mod ffi;
+mod url;
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void, CString};
+
+pub use ffi::available;
+pub use url::{Url, UrlError};
+
+/// What went wrong with a target, as one line.
+#[derive(Debug, thiserror::Error)]
+pub enum IscsiError {
+    /// libiscsi is not on this host.
+    #[error("{0}")]
+    Library(String),
+    /// The login failed: no portal there, no such target or LUN, CHAP refused.
+    #[error("iscsi://{portal}/{target}/{lun}: {why}")]
+    Connect {
+        /// HOST:PORT.
+        portal: String,
+        /// The target's IQN.
+        target: String,
+        /// The LUN.
+        lun: u16,
+        /// libiscsi's words.
+        why: String,
+    },
+    /// The session failed after its login (the connection lost).
+    #[error("iSCSI session: {0}")]
+    Session(String),
+}
+
+/// CHAP credentials (the initiator's user name and secret).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Chap {
+    /// The user name.
+    pub user: String,
+    /// The secret (never shown, never recorded).
+    pub secret: String,
+}
+
+impl std::fmt::Debug for Chap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chap")
+            .field("user", &self.user)
+            .field("secret", &"<hidden>")
+            .finish()
+    }
+}
+
+impl Chap {
+    /// The credentials of the environment (`STORMARK_ISCSI_USER` and
+    /// `STORMARK_ISCSI_SECRET`), or of the file `STORMARK_ISCSI_CHAP_FILE` names (its first
+    /// line `USER:SECRET`); `None` when neither is set.
+    pub fn from_env() -> Result<Option<Chap>, String> {
+        if let Ok(path) = std::env::var("STORMARK_ISCSI_CHAP_FILE") {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("STORMARK_ISCSI_CHAP_FILE {path}: cannot read it: {e}"))?;
+            let line = text.lines().next().unwrap_or("").trim();
+            return match line.split_once(':') {
+                Some((u, s)) if !u.is_empty() && !s.is_empty() => Ok(Some(Chap {
+                    user: u.to_string(),
+                    secret: s.to_string(),
+                })),
+                _ => Err(format!(
+                    "STORMARK_ISCSI_CHAP_FILE {path}: expected its first line as USER:SECRET"
+                )),
+            };
+        }
+        match (
+            std::env::var("STORMARK_ISCSI_USER"),
+            std::env::var("STORMARK_ISCSI_SECRET"),
+        ) {
+            (Ok(user), Ok(secret)) if !user.is_empty() && !secret.is_empty() => {
+                Ok(Some(Chap { user, secret }))
+            }
+            (Err(_), Err(_)) => Ok(None),
+            _ => Err(
+                "STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET: expected both, not empty".into(),
+            ),
+        }
+    }
+}
+
+/// The direction of a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// READ(16).
+    Read,
+    /// WRITE(16).
+    Write,
+}
+
+/// A command that completed: its tag and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The tag it was submitted with.
+    pub tag: u64,
+    /// `Ok(())`, or why it failed.
+    pub status: Result<(), Failure>,
+}
+
+/// How a command failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The target answered CHECK CONDITION with this sense key (SPC's, 0–15).
+    Sense(u8),
+    /// Another SCSI status (BUSY, RESERVATION CONFLICT, TASK SET FULL, ...).
+    Status(u8),
+    /// The command never completed at the target (the connection was lost, or it timed out).
+    Transport,
+}
+
+impl Failure {
+    /// The sense key's name in SPC's words, or the status's.
+    pub fn name(self) -> String {
+        match self {
+            Failure::Sense(k) => SENSE_KEYS
+                .get(usize::from(k))
+                .map_or_else(|| format!("sense key {k}"), |n| n.to_string()),
+            Failure::Status(0x08) => "busy".into(),
+            Failure::Status(0x18) => "reservation conflict".into(),
+            Failure::Status(0x28) => "task set full".into(),
+            Failure::Status(s) => format!("SCSI status {s:#04x}"),
+            Failure::Transport => "transport".into(),
+        }
+    }
+}
+
+/// SPC's sense keys, by number.
+const SENSE_KEYS: [&str; 15] = [
+    "no sense",
+    "recovered error",
+    "not ready",
+    "medium error",
+    "hardware error",
+    "illegal request",
+    "unit attention",
+    "data protect",
+    "blank check",
+    "vendor specific",
+    "copy aborted",
+    "aborted command",
+    "reserved",
+    "volume overflow",
+    "miscompare",
+];
+
+thread_local! {
+    /// The completions libiscsi's callbacks gave on this thread, taken by the session's
+    /// owner after each service (a session is used by the one thread that made it).
+    static DONE: RefCell<Vec<Completion>> = const { RefCell::new(Vec::new()) };
+}
+
+/// One logged-in session to a LUN.
+pub struct Session {
+    lib: &'static ffi::Lib,
+    ctx: *mut c_void,
+    lun: c_int,
+    block: u32,
+    blocks: u64,
+    inflight: usize,
+}
+
+// SAFETY: a session is moved to its worker's thread before any command, and used only there
+// (libiscsi's context has no thread affinity, only no locking).
+unsafe impl Send for Session {}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("lun", &self.lun)
+            .field("block", &self.block)
+            .field("blocks", &self.blocks)
+            .finish()
+    }
+}
+
+impl Session {
+    /// Logs in to `url`'s target (with `chap`, if given) and asks the LUN's size (READ
+    /// CAPACITY(16)).
+    pub fn connect(url: &Url, chap: Option<&Chap>) -> Result<Session, IscsiError> {
+        let lib = ffi::lib().map_err(IscsiError::Library)?;
+        let fail = |why: String| IscsiError::Connect {
+            portal: url.portal(),
+            target: url.target.clone(),
+            lun: url.lun,
+            why,
+        };
+        let name = CString::new(format!(
+            "iqn.2026-11.org.stormark:{}-{}",
+            std::process::id(),
+            unique()
+        ))
+        .expect("no NUL in a name of digits");
+        // SAFETY: a valid C string; the context is destroyed by Drop (or below on failure).
+        let ctx = unsafe { (lib.create_context)(name.as_ptr()) };
+        if ctx.is_null() {
+            return Err(fail("libiscsi could not make a context".into()));
+        }
+        let mut s = Session {
+            lib,
+            ctx,
+            lun: c_int::from(url.lun),
+            block: 0,
+            blocks: 0,
+            inflight: 0,
+        };
+        let target = CString::new(url.target.as_str()).map_err(|_| fail("NUL in IQN".into()))?;
+        let portal = CString::new(url.portal()).map_err(|_| fail("NUL in portal".into()))?;
+        // SAFETY: ctx is live; the strings outlive the calls (libiscsi copies them).
+        unsafe {
+            (lib.set_targetname)(ctx, target.as_ptr());
+            (lib.set_session_type)(ctx, ffi::ISCSI_SESSION_NORMAL);
+            (lib.set_header_digest)(ctx, ffi::ISCSI_HEADER_DIGEST_NONE);
+            // Sync calls (login, capacity) give up after this many seconds.
+            (lib.set_timeout)(ctx, 10);
+        }
+        if let Some(c) = chap {
+            let user = CString::new(c.user.as_str()).map_err(|_| fail("NUL in CHAP".into()))?;
+            let secret = CString::new(c.secret.as_str()).map_err(|_| fail("NUL in CHAP".into()))?;
+            // SAFETY: as above.
+            if unsafe { (lib.set_initiator_username_pwd)(ctx, user.as_ptr(), secret.as_ptr()) } != 0
+            {
+                return Err(fail(s.error()));
+            }
+        }
+        // SAFETY: as above.
+        if unsafe { (lib.full_connect_sync)(ctx, portal.as_ptr(), s.lun) } != 0 {
+            return Err(fail(s.error()));
+        }
+        // SAFETY: a logged-in context; the task is freed below.
+        let task = unsafe { (lib.readcapacity16_sync)(ctx, s.lun) };
+        if task.is_null() {
+            return Err(fail(format!("READ CAPACITY(16): {}", s.error())));
+        }
+        // SAFETY: a completed task; libiscsi's own struct scsi_readcapacity16, whose first
+        // fields are the last LBA (u64) and the block length (u32).
+        let (status, rc) = unsafe {
+            (
+                *(task as *const c_int),
+                (lib.datain_unmarshall)(task) as *const ffi::ReadCapacity16,
+            )
+        };
+        let got = (status == 0 && !rc.is_null()).then(|| {
+            // SAFETY: checked non-null; valid until the task is freed.
+            unsafe { ((*rc).returned_lba, (*rc).block_length) }
+        });
+        // SAFETY: the task is ours to free, once.
+        unsafe { (lib.free_scsi_task)(task) };
+        let Some((last, block)) = got.filter(|(_, b)| b.is_power_of_two() && *b >= 512) else {
+            return Err(fail("READ CAPACITY(16) failed".into()));
+        };
+        s.block = block;
+        s.blocks = last.saturating_add(1);
+        // Commands wait as long as the run's own rules say, not libiscsi's timer.
+        // SAFETY: as above.
+        unsafe { (lib.set_timeout)(ctx, 0) };
+        Ok(s)
+    }
+
+    /// The LUN's logical block, bytes.
+    pub fn block_size(&self) -> u32 {
+        self.block
+    }
+
+    /// The LUN's size, bytes.
+    pub fn capacity(&self) -> u64 {
+        self.blocks.saturating_mul(u64::from(self.block))
+    }
+
+    /// Commands submitted and not yet completed.
+    pub fn inflight(&self) -> usize {
+        self.inflight
+    }
+
+    /// Queues a READ(16) into, or a WRITE(16) from, the `len` bytes at `buf`, at byte `offset`
+    /// (both multiples of the block); its completion comes from [`Session::wait`] with `tag`.
+    ///
+    /// # Safety
+    /// `buf` must hold `len` bytes that stay valid, and untouched by anything else, until the
+    /// command's completion has been taken.
+    pub unsafe fn submit(
+        &mut self,
+        dir: Dir,
+        offset: u64,
+        buf: *mut u8,
+        len: u32,
+        tag: u64,
+    ) -> Result<(), IscsiError> {
+        let lba = offset / u64::from(self.block);
+        let block = self.block as c_int;
+        let private = tag as usize as *mut c_void;
+        let lib = self.lib;
+        // SAFETY: a logged-in context; the caller keeps `buf` valid until completion.
+        let task = unsafe {
+            match dir {
+                Dir::Read => {
+                    let t = (lib.read16_task)(
+                        self.ctx, self.lun, lba, len, block, 0, 0, 0, 0, 0, done, private,
+                    );
+                    // The data lands in the worker's buffer, not in one libiscsi allocates.
+                    if !t.is_null() && (lib.add_data_in_buffer)(t, len as c_int, buf) != 0 {
+                        return Err(IscsiError::Session(self.error()));
+                    }
+                    t
+                }
+                Dir::Write => (lib.write16_task)(
+                    self.ctx, self.lun, lba, buf, len, block, 0, 0, 0, 0, 0, done, private,
+                ),
+            }
+        };
+        if task.is_null() {
+            return Err(IscsiError::Session(self.error()));
+        }
+        self.inflight += 1;
+        Ok(())
+    }
+
+    /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
+    /// then moves every completion there is into `out`.
+    pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), IscsiError> {
+        let lib = self.lib;
+        // SAFETY: a live context.
+        let mut pfd = libc::pollfd {
+            fd: unsafe { (lib.get_fd)(self.ctx) },
+            events: unsafe { (lib.which_events)(self.ctx) } as i16,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, ours.
+        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Err(IscsiError::Session(format!(
+                "poll: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: as above; the callbacks run here, on this thread.
+        if unsafe { (lib.service)(self.ctx, c_int::from(pfd.revents)) } < 0 {
+            return Err(IscsiError::Session(self.error()));
+        }
+        DONE.with(|d| {
+            let mut d = d.borrow_mut();
+            self.inflight = self.inflight.saturating_sub(d.len());
+            out.append(&mut d);
+        });
+        Ok(())
+    }
+
+    /// libiscsi's last error.
+    fn error(&self) -> String {
+        // SAFETY: a live context; the string is copied before any other call.
+        let p = unsafe { (self.lib.get_error)(self.ctx) };
+        if p.is_null() {
+            return "unknown error".into();
+        }
+        // SAFETY: libiscsi returns a NUL-terminated string.
+        let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
+        let s = s.trim();
+        if s.is_empty() {
+            "unknown error".into()
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: the context is ours; commands still queued are cancelled by the destroy
+        // (their callbacks run, with CANCELLED, and are dropped with the thread's list).
+        unsafe {
+            if self.inflight == 0 {
+                (self.lib.logout_sync)(self.ctx);
+            }
+            (self.lib.destroy_context)(self.ctx);
+        }
+        DONE.with(|d| d.borrow_mut().clear());
+    }
+}
+
+/// libiscsi's completion callback: the command's outcome noted for [`Session::wait`].
+extern "C" fn done(_ctx: *mut c_void, status: c_int, task: *mut c_void, private: *mut c_void) {
+    let status = match status {
+        ffi::SCSI_STATUS_GOOD => Ok(()),
+        ffi::SCSI_STATUS_CHECK_CONDITION if !task.is_null() => {
+            // SAFETY: a task of libiscsi's struct scsi_task; its sense key lies at a fixed
+            // place (ffi::SENSE_KEY_AT, checked against the library's own decoding in the
+            // tests).
+            Err(Failure::Sense(unsafe {
+                *(task as *const u8).add(ffi::SENSE_KEY_AT) & 0x0f
+            }))
+        }
+        s if (0..=0xff).contains(&s) => Err(Failure::Status(s as u8)),
+        _ => Err(Failure::Transport),
+    };
+    if !task.is_null() {
+        if let Ok(lib) = ffi::lib() {
+            // SAFETY: the task is ours to free, once, here.
+            unsafe { (lib.free_scsi_task)(task) };
+        }
+    }
+    DONE.with(|d| {
+        d.borrow_mut().push(Completion {
+            tag: private as usize as u64,
+            status,
+        })
+    });
+}
+
+/// A number no other session of this process has.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

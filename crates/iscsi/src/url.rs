@@ -1,0 +1,200 @@
+//! `iscsi://HOST[:PORT]/IQN/LUN`, as libiscsi and fio write a target.
+
+/// The accepted form, for messages.
+pub const FORM: &str =
+    "iscsi://HOST[:PORT]/IQN/LUN (iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1)";
+
+/// A LUN of a target at a portal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Url {
+    /// The portal's host: a name, an IPv4 address, or an IPv6 address (without brackets).
+    pub host: String,
+    /// The portal's TCP port (3260 unless given).
+    pub port: u16,
+    /// The target's name (`iqn.`, `eui.` or `naa.`).
+    pub target: String,
+    /// The logical unit.
+    pub lun: u16,
+}
+
+/// Why a target URL is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{url}: {why}; expected {FORM}")]
+pub struct UrlError {
+    /// The URL as given, less any credentials.
+    pub url: String,
+    /// What is wrong.
+    pub why: &'static str,
+}
+
+impl Url {
+    /// Whether `text` is meant as an iSCSI target (it starts `iscsi://`).
+    pub fn is_iscsi(text: &str) -> bool {
+        text.get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("iscsi://"))
+    }
+
+    /// Parses `iscsi://HOST[:PORT]/IQN/LUN`. Credentials in it (`user%secret@`) are refused:
+    /// a command line is seen by every user of the host and kept in shells' histories.
+    pub fn parse(text: &str) -> Result<Url, UrlError> {
+        let shown = |t: &str| match t.find('@') {
+            Some(at) => format!("iscsi://<credentials>{}", &t[at..]),
+            None => t.to_string(),
+        };
+        let bad = |why| UrlError {
+            url: shown(text),
+            why,
+        };
+        if !Url::is_iscsi(text) {
+            return Err(bad("not an iscsi:// URL"));
+        }
+        let rest = &text[8..];
+        if rest.contains('@') {
+            return Err(bad("credentials never go in the URL: set STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET, or STORMARK_ISCSI_CHAP_FILE"));
+        }
+        let (portal, path) = rest.split_once('/').ok_or_else(|| bad("no target"))?;
+        let (host, port) = if let Some(v6) = portal.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad("an unclosed [ in the host"))?;
+            match after {
+                "" => (h, None),
+                p => (
+                    h,
+                    Some(p.strip_prefix(':').ok_or_else(|| bad("junk after ]"))?),
+                ),
+            }
+        } else {
+            match portal.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (portal, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        if !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+        {
+            return Err(bad("a host of letters, digits, dots and dashes"));
+        }
+        let port = match port {
+            None => 3260,
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) if p > 0 => p,
+                _ => return Err(bad("a port from 1 to 65535")),
+            },
+        };
+        let (target, lun) = path.rsplit_once('/').ok_or_else(|| bad("no LUN"))?;
+        let lower = target.to_ascii_lowercase();
+        if !(lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa.")) {
+            return Err(bad("a target name starting iqn., eui. or naa."));
+        }
+        if target.len() > 223
+            || !target
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'))
+        {
+            return Err(bad(
+                "a target name of at most 223 letters, digits, dots, dashes and colons",
+            ));
+        }
+        let lun = match lun.parse::<u16>() {
+            Ok(l) if l < 16384 => l,
+            _ => return Err(bad("a LUN from 0 to 16383")),
+        };
+        Ok(Url {
+            host: host.to_string(),
+            port,
+            target: target.to_string(),
+            lun,
+        })
+    }
+
+    /// `HOST:PORT` (`[V6]:PORT`), as libiscsi takes a portal.
+    pub fn portal(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "iscsi://{}/{}/{}", self.portal(), self.target, self.lun)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn targets_as_libiscsi_writes_them() {
+        let u = Url::parse("iscsi://127.0.0.1:3261/iqn.2026-11.org.stormark:t1/1").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.target.as_str(), u.lun),
+            ("127.0.0.1", 3261, "iqn.2026-11.org.stormark:t1", 1)
+        );
+        assert_eq!(
+            u.to_string(),
+            "iscsi://127.0.0.1:3261/iqn.2026-11.org.stormark:t1/1"
+        );
+        let u = Url::parse("iscsi://[fd00::1]/iqn.2003-01.org.x:d/0").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.portal()),
+            ("fd00::1", 3260, "[fd00::1]:3260".into())
+        );
+        assert_eq!(Url::parse("ISCSI://san/naa.600a0b80/3").unwrap().lun, 3);
+    }
+
+    #[test]
+    fn mistakes_say_what_and_never_show_a_secret() {
+        for (url, why) in [
+            ("iscsi://host", "no target"),
+            ("iscsi:///iqn.a:b/1", "no host"),
+            ("iscsi://h:0/iqn.a:b/1", "port"),
+            ("iscsi://h:x/iqn.a:b/1", "port"),
+            ("iscsi://h/disk1/1", "iqn."),
+            ("iscsi://h/iqn.a:b", "iqn."),
+            ("iscsi://h/iqn.a:b/", "LUN"),
+            ("iscsi://h/iqn.a:b/x", "LUN"),
+            ("iscsi://h/iqn.a b/1", "target name"),
+            ("http://h/iqn.a:b/1", "not an iscsi"),
+        ] {
+            let e = Url::parse(url).unwrap_err().to_string();
+            assert!(e.contains(why), "{url}: {e}");
+            assert!(e.contains("expected iscsi://HOST[:PORT]/IQN/LUN"), "{e}");
+        }
+        let e = Url::parse("iscsi://admin%hunter2@h/iqn.a:b/1")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("hunter2") && !e.contains("admin"), "{e}");
+        assert!(e.contains("STORMARK_ISCSI_SECRET"), "{e}");
+    }
+
+    proptest! {
+        /// Any text: parsed or refused in one line, never a panic, never its secret shown.
+        #[test]
+        fn any_text_is_parsed_or_refused(s in "(iscsi://)?[ -~]{0,60}") {
+            match Url::parse(&s) {
+                Ok(u) => {
+                    prop_assert!(Url::parse(&u.to_string()).is_ok());
+                }
+                Err(e) => {
+                    let m = e.to_string();
+                    prop_assert_eq!(m.lines().count(), 1);
+                    if let Some(at) = s.find('@') {
+                        let secret = &s[8.min(at)..at];
+                        prop_assume!(secret.len() > 3 && !FORM.contains(secret));
+                        prop_assert!(!m.contains(secret), "{}", m);
+                    }
+                }
+            }
+        }
+    }
+}

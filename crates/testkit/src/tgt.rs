@@ -1,0 +1,128 @@
+//! A real iSCSI target for the tests: Linux's user-space tgt (`tgtd`, Debian's `tgt`) on a
+//! loopback portal of its own, with one file-backed LUN, stopped when dropped.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::{free_addr, run, temp_dir, wait_listening, TempDir};
+
+/// One `tgtd` serving one target with LUN 1 over a sparse file.
+pub struct Tgt {
+    /// `IP:PORT` of its portal.
+    pub portal: String,
+    /// The target's IQN.
+    pub iqn: String,
+    /// The file behind LUN 1.
+    pub backing: PathBuf,
+    control: u16,
+    child: Child,
+    _dir: TempDir,
+}
+
+impl Tgt {
+    /// Starts `tgtd` with LUN 1 of `size` bytes (zeros), open to every initiator; `chap`:
+    /// the initiators' user and secret it demands. Says why not where it cannot.
+    pub fn start(base: &str, size: u64, chap: Option<(&str, &str)>) -> Result<Tgt, String> {
+        let dir = temp_dir(base);
+        let backing = dir.path().join("lun1.img");
+        std::fs::File::create(&backing)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| format!("backing file: {e}"))?;
+        let portal = free_addr();
+        // Each tgtd its own control socket (/var/run/tgtd/socket.N, N at most 32767): tests
+        // run side by side, in several test processes.
+        static N: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let control = ((std::process::id() as u16).wrapping_mul(64).wrapping_add(n)) % 32000 + 700;
+        let child = Command::new("tgtd")
+            .args(["-f", "-C", &control.to_string(), "--iscsi"])
+            .arg(format!("portal={portal}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("tgtd: {e}"))?;
+        let iqn = format!("iqn.2026-11.org.stormark.test:lun{control}");
+        let mut t = Tgt {
+            portal,
+            iqn,
+            backing,
+            control,
+            child,
+            _dir: dir,
+        };
+        wait_listening(&t.portal, "tgtd");
+        t.adm(&[
+            "--op",
+            "new",
+            "--mode",
+            "target",
+            "--tid",
+            "1",
+            "-T",
+            &t.iqn.clone(),
+        ])?;
+        let b = t.backing.display().to_string();
+        t.adm(&[
+            "--op",
+            "new",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "-b",
+            &b,
+        ])?;
+        t.adm(&[
+            "--op", "bind", "--mode", "target", "--tid", "1", "-I", "ALL",
+        ])?;
+        if let Some((user, secret)) = chap {
+            t.adm(&[
+                "--op",
+                "new",
+                "--mode",
+                "account",
+                "--user",
+                user,
+                "--password",
+                secret,
+            ])?;
+            t.adm(&[
+                "--op", "bind", "--mode", "account", "--tid", "1", "--user", user,
+            ])?;
+        }
+        Ok(t)
+    }
+
+    /// `iscsi://PORTAL/IQN/LUN` of LUN `lun`.
+    pub fn url(&self, lun: u16) -> String {
+        format!("iscsi://{}/{}/{lun}", self.portal, self.iqn)
+    }
+
+    fn adm(&mut self, args: &[&str]) -> Result<(), String> {
+        let control = self.control.to_string();
+        // tgtd answers its control socket a moment after it listens.
+        let mut last = String::new();
+        for _ in 0..50 {
+            match run(Command::new("tgtadm")
+                .args(["-C", &control, "--lld", "iscsi"])
+                .args(args))
+            {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Err(format!("tgtadm {}: {last}", args.join(" ")))
+    }
+}
+
+impl Drop for Tgt {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{}", self.control));
+        let _ = std::fs::remove_file(format!("/var/run/tgtd/socket.{}.lock", self.control));
+    }
+}
