@@ -6,6 +6,7 @@
 mod bucket;
 mod journal;
 mod limits;
+mod lun;
 mod madefile;
 mod manifest;
 mod metajob;
@@ -49,6 +50,8 @@ enum Where {
     Dir(Workspace),
     /// An existing file or device the user named, used in place; it must still be `id`.
     Existing { path: PathBuf, id: Identity },
+    /// An iSCSI LUN, over each worker's own session.
+    Lun(lun::Lun),
 }
 
 /// The agent of a local run.
@@ -215,12 +218,19 @@ impl LocalAgent {
                 start,
                 len,
             }],
+            // Never opened: the worker's region of the LUN, for its offsets.
+            Some(Where::Lun(l)) => vec![FileTarget {
+                place: Place::Path(PathBuf::from(l.url.to_string())),
+                expect: None,
+                start,
+                len,
+            }],
             None => Vec::new(),
         }
     }
 
     fn phase_jobs(&self, index: usize, load: &StageLoad) -> Vec<PhaseJob> {
-        let existing = matches!(self.place, Some(Where::Existing { .. }));
+        let existing = matches!(self.place, Some(Where::Existing { .. } | Where::Lun(_)));
         self.stages[index]
             .iter()
             .map(|r| r.phase_job(load, existing))
@@ -248,6 +258,19 @@ impl Agent for LocalAgent {
             self.plan_without_target(workload, &mut v)?;
             self.open_bucket(workload)?;
             self.check_servers(workload, &mut v)?;
+            return Ok(v);
+        }
+        if let Some(target) = self
+            .opts
+            .path
+            .to_str()
+            .filter(|t| stormark_iscsi::Url::is_iscsi(t))
+        {
+            let target = target.to_string();
+            self.plan_lun(workload, &target, &mut v)?;
+            v.stages = (0..self.stages.len())
+                .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
+                .collect();
             return Ok(v);
         }
         if self.opts.create_file

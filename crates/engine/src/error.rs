@@ -59,6 +59,9 @@ pub enum EngineError {
     /// A net worker lost its server, or had no stream.
     #[error("{0}")]
     Net(String),
+    /// An iSCSI worker could not log in, or its session failed.
+    #[error("{0}")]
+    Iscsi(String),
     /// `--verify` could not save or load the expected state.
     #[error("{0}")]
     Verify(String),

@@ -28,6 +28,8 @@ pub enum Load {
     Net(NetWork),
     /// Metadata calls on a tree of small files.
     Meta(MetaWork),
+    /// READ(16) and WRITE(16) to a LUN over the worker's own iSCSI session.
+    Iscsi(IscsiWork),
 }
 
 impl Load {
@@ -37,7 +39,7 @@ impl Load {
             Backend::IoUring => Some(Load::IoUring),
             Backend::Psync => Some(Load::Psync),
             Backend::Null => Some(Load::Null),
-            Backend::S3 | Backend::Net | Backend::Meta => None,
+            Backend::S3 | Backend::Net | Backend::Meta | Backend::Iscsi => None,
         }
     }
 
@@ -50,6 +52,7 @@ impl Load {
             Load::S3(_) => Backend::S3,
             Load::Net(_) => Backend::Net,
             Load::Meta(_) => Backend::Meta,
+            Load::Iscsi(_) => Backend::Iscsi,
         }
     }
 }
@@ -168,6 +171,15 @@ pub struct MetaWork {
     pub op: Option<MetaOp>,
 }
 
+/// What an iSCSI worker works on: the LUN, and the credentials of its login.
+#[derive(Debug, Clone)]
+pub struct IscsiWork {
+    /// `iscsi://HOST[:PORT]/IQN/LUN`.
+    pub url: Arc<stormark_iscsi::Url>,
+    /// CHAP credentials, when the target asks them.
+    pub chap: Option<Arc<stormark_iscsi::Chap>>,
+}
+
 /// How the bytes of writes are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DataShape {
@@ -219,6 +231,9 @@ pub enum Backend {
     Net,
     /// Metadata calls on a tree of small files (the work in [`crate::Load::Meta`]).
     Meta,
+    /// SCSI commands to a LUN over iSCSI, `iodepth` in flight (the work in
+    /// [`crate::Load::Iscsi`]).
+    Iscsi,
 }
 
 impl Backend {
@@ -231,6 +246,7 @@ impl Backend {
             Backend::S3 => "s3",
             Backend::Net => "net",
             Backend::Meta => "meta",
+            Backend::Iscsi => "iscsi",
         }
     }
 

@@ -34,6 +34,15 @@ pub(crate) fn run_worker(
     if let (Ok(_), Load::Meta(work)) = (&setup, &spec.load) {
         crate::meta::ready(work);
     }
+    // An iSCSI worker logs in to its LUN before the start, so that no login is measured.
+    let mut session = None;
+    let setup = match (setup, &spec.load) {
+        (Ok(s), Load::Iscsi(work)) => crate::iscsi::connect(work).map(|c| {
+            session = Some(c);
+            s
+        }),
+        (s, _) => s,
+    };
     // Everyone waits at the gate, even a worker that failed to set up, so that the others
     // are not left waiting.
     // fio's flow: the worker's weight counts once it is ready, until it ends.
@@ -104,6 +113,10 @@ pub(crate) fn run_worker(
         Load::S3(work) => crate::s3::run_s3(&mut ctx, work),
         Load::Net(work) => crate::net::run_net(&mut ctx, work),
         Load::Meta(work) => crate::meta::run_meta(&mut ctx, work),
+        Load::Iscsi(_) => match session.take() {
+            Some(session) => crate::iscsi::run_iscsi(&mut ctx, session),
+            None => Err(EngineError::Iscsi("no iSCSI session".into())),
+        },
     };
     // fio's end_fsync: every file written, synced once the load ends, each timed.
     if spec.end_fsync && spec.read_pct < 100 && failure.is_ok() {
@@ -219,7 +232,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             bs: spec.bs_max,
         });
     }
-    let slots = if matches!(spec.load, Load::IoUring) {
+    let slots = if matches!(spec.load, Load::IoUring | Load::Iscsi(_)) {
         spec.iodepth as usize
     } else {
         1

@@ -157,6 +157,9 @@ Examples:
       --print-fio writes the fio job file of any run
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
+  stormark run iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1 --rw randread --iodepth 16
+      an iSCSI LUN from user space (libiscsi): no kernel initiator, no login of the host;
+      each worker its own session; CHAP from STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
   stormark run /mnt/data --rw randrw --direct --bssplit 4k/60:64k/40 --random-distribution zipf:1.2
@@ -185,14 +188,16 @@ Examples:
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
-needs no flag; writing needs --allow-device-write, and --force if it holds a filesystem).
+needs no flag; writing needs --allow-device-write, and --force if it holds a filesystem),
+or an iSCSI LUN, iscsi://HOST[:PORT]/IQN/LUN (writing needs --allow-device-write).
 Sizes take k/m/g/t (1024-based, as fio), durations s/ms/m/h.";
 
 /// Options of `stormark run`.
 #[derive(Debug, Default, Args)]
 #[command(after_help = RUN_EXAMPLES)]
 pub struct RunArgs {
-    /// Directory, file or block device to benchmark [default: the current directory].
+    /// Directory, file, block device or iscsi://HOST[:PORT]/IQN/LUN to benchmark [default: the
+    /// current directory].
     pub target: Option<PathBuf>,
 
     /// The workload flags (`--rw`, `--bs`, `--iodepth`, ...), from the spec's table.

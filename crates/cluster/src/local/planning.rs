@@ -325,18 +325,18 @@ impl LocalAgent {
 
 /// One file or device as a target: where, as shown, its length and whether it is a block
 /// device of `lbs`-byte logical blocks.
-struct Existing<'a> {
-    path: &'a std::path::Path,
-    shown: &'a str,
-    total: u64,
-    block: bool,
-    lbs: u64,
+pub(super) struct Existing<'a> {
+    pub path: &'a std::path::Path,
+    pub shown: &'a str,
+    pub total: u64,
+    pub block: bool,
+    pub lbs: u64,
 }
 
 impl Existing<'_> {
     /// How `job` runs on it: its shares of the target settled, each worker's region placed
     /// (fio's offsets) and its length checked against the target.
-    fn job_run(
+    pub(super) fn job_run(
         &self,
         job: &Job,
         backend: Backend,

@@ -34,7 +34,7 @@ impl LocalAgent {
                     path.display().to_string(),
                 )
             }
-            None => (false, String::new()),
+            Some(Where::Lun(_)) | None => (false, String::new()),
         };
         for run in self.stages.iter_mut().flatten() {
             if !run.backend.touches_files() {
@@ -80,7 +80,7 @@ impl LocalAgent {
                     .map_err(|e| AgentError::target(path.display().to_string(), e.to_string()))?;
                 (units, path.display().to_string())
             }
-            None => return Ok(()),
+            Some(Where::Lun(_)) | None => return Ok(()),
         };
         for bs in sizes {
             let fits =

@@ -33,7 +33,10 @@ impl LocalAgent {
             n.iodepth = load.iodepth.map_or(n.iodepth, u64::from);
             needs.push(n);
         }
-        limits::check_stage(&needs, matches!(self.place, Some(Where::Existing { .. })))?;
+        limits::check_stage(
+            &needs,
+            matches!(self.place, Some(Where::Existing { .. } | Where::Lun(_))),
+        )?;
         Ok(())
     }
 
@@ -96,6 +99,15 @@ impl LocalAgent {
                             return Err(AgentError::job(&run.job.name, "no tree was made"));
                         };
                         Load::Meta(tree.work(w, load))
+                    }
+                    Backend::Iscsi => {
+                        let Some(Where::Lun(l)) = &self.place else {
+                            return Err(AgentError::job(&run.job.name, "no LUN was planned"));
+                        };
+                        Load::Iscsi(stormark_engine::IscsiWork {
+                            url: l.url.clone(),
+                            chap: l.chap.clone(),
+                        })
                     }
                     b => Load::of_files(b).expect("a backend of files or null"),
                 };

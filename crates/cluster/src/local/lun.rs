@@ -1,0 +1,137 @@
+//! An iSCSI LUN as the target (`iscsi://HOST[:PORT]/IQN/LUN`): measured from user space over
+//! the workers' own sessions, no kernel initiator, no block device. Its size and block size
+//! come from a login before any load (READ CAPACITY(16)); writes need `--allow-device-write`,
+//! as a local device's do; what stormark cannot do over iSCSI yet is refused in one line.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use stormark_engine::Backend;
+use stormark_iscsi::{Chap, Session, Url};
+use stormark_spec::units::format_size;
+use stormark_spec::{LoadKind, SyncMode, Workload};
+
+use super::planning::Existing;
+use super::{push_once, LocalAgent, Where};
+use crate::agent::{AgentError, Validated};
+
+/// A LUN the run uses: where, and the login's credentials.
+#[derive(Debug, Clone)]
+pub(crate) struct Lun {
+    pub url: Arc<Url>,
+    pub chap: Option<Arc<Chap>>,
+}
+
+impl LocalAgent {
+    /// Plans every job of `workload` on the LUN `target` names: a login to learn its size,
+    /// each job's workers placed on it as on a block device.
+    pub(super) fn plan_lun(
+        &mut self,
+        workload: &Workload,
+        target: &str,
+        v: &mut Validated,
+    ) -> Result<(), AgentError> {
+        let url = Url::parse(target).map_err(|e| AgentError::option("TARGET", e.to_string()))?;
+        stormark_iscsi::available().map_err(|e| AgentError::option("TARGET", e))?;
+        let chap = Chap::from_env().map_err(|e| AgentError::option("TARGET", e))?;
+        let shown = url.to_string();
+        let session = Session::connect(&url, chap.as_ref())
+            .map_err(|e| AgentError::target(&shown, login_failure(&e.to_string())))?;
+        let (total, lbs) = (session.capacity(), u64::from(session.block_size()));
+        drop(session);
+        self.stages.clear();
+        for stage in workload.stages() {
+            let mut runs = Vec::new();
+            for job in stage {
+                // The job's own refusals first, as on any target.
+                self.resolve_backend(job, &mut v.notes)?;
+                let not_yet = |what: &str| {
+                    AgentError::job(
+                        &job.name,
+                        format!("{what} is not run over iSCSI yet; leave it out for {shown}"),
+                    )
+                };
+                if job.kind != LoadKind::File {
+                    return Err(AgentError::job(
+                        &job.name,
+                        format!(
+                            "{shown} takes block I/O (reads and writes); this job's load is {}",
+                            job.kind.name()
+                        ),
+                    ));
+                }
+                if job.verify || job.verify_only {
+                    return Err(not_yet("--verify"));
+                }
+                if job.rw.trims() {
+                    return Err(not_yet("a trim (UNMAP)"));
+                }
+                if job.fsync > 0 || job.fdatasync > 0 || job.end_fsync || job.sync != SyncMode::None
+                {
+                    return Err(not_yet("--fsync (SYNCHRONIZE CACHE)"));
+                }
+                if job.zoned.is_some() || job.flow.is_some() || !job.thinktime.is_zero() {
+                    return Err(not_yet("fio's zoned mode, flow or thinktime"));
+                }
+                if job.atomic {
+                    return Err(not_yet("--atomic"));
+                }
+                if job.dedup_ratio > 1.0 {
+                    return Err(not_yet("--dedup-ratio"));
+                }
+                if job.read_pct() < 100 && !self.opts.allow_device_write {
+                    return Err(AgentError::target(
+                        &shown,
+                        "this workload writes to the LUN, destroying its data; add --allow-device-write if that is intended",
+                    ));
+                }
+                let on = Existing {
+                    path: Path::new(&shown),
+                    shown: &shown,
+                    total,
+                    block: true,
+                    lbs,
+                };
+                let mut run = on.job_run(job, Backend::Iscsi, &mut v.notes)?;
+                run.backend = Backend::Iscsi;
+                // Nothing caches between the worker and the target: every command goes to it.
+                run.direct = true;
+                runs.push(run);
+            }
+            self.stages.push(runs);
+        }
+        push_once(
+            &mut v.notes,
+            format!(
+                "{shown}: {} in {lbs}-byte blocks, each worker its own iSCSI session",
+                format_size(total)
+            ),
+        );
+        v.target = Some(stormark_stats::Target {
+            path: shown.clone(),
+            kind: "iscsi-lun".into(),
+            run_dir: None,
+            kept: false,
+            device: None,
+            fs_type: None,
+        });
+        self.place = Some(Where::Lun(Lun {
+            url: Arc::new(url),
+            chap: chap.map(Arc::new),
+        }));
+        Ok(())
+    }
+}
+
+/// libiscsi's login failure in a user's words, with what to check.
+fn login_failure(why: &str) -> String {
+    let lower = why.to_ascii_lowercase();
+    let hint = if lower.contains("authentication") || lower.contains("chap") {
+        "check STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET (or STORMARK_ISCSI_CHAP_FILE)"
+    } else if lower.contains("not found") || lower.contains("target") {
+        "check the IQN and LUN (iscsi-ls iscsi://HOST lists a portal's targets)"
+    } else {
+        "check the portal's address and port, and that it serves iSCSI"
+    };
+    format!("cannot log in: {why}; {hint}")
+}

@@ -1,0 +1,118 @@
+//! The iSCSI backend: READ(16) and WRITE(16) to a LUN over the worker's own session (fio's
+//! `libiscsi` engine), `iodepth` commands in flight, each timed from its submission to its
+//! completion as io_uring's I/Os are.
+
+use std::time::Instant;
+
+use stormark_iscsi::{Completion, Dir, Failure, Session};
+use stormark_stats::Op;
+
+use crate::ctx::{wait_until, Ctx};
+use crate::data::Payload;
+use crate::error::EngineError;
+use crate::offsets::IoReq;
+
+/// Logs in to the worker's LUN (before the stage's start, so that no login is measured).
+pub(crate) fn connect(work: &crate::IscsiWork) -> Result<Session, EngineError> {
+    Session::connect(&work.url, work.chap.as_deref()).map_err(|e| EngineError::Iscsi(e.to_string()))
+}
+
+/// Runs the loop until the stop rule, the deadline or a failing target.
+pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, mut session: Session) -> Result<(), EngineError> {
+    let depth = ctx.spec.iodepth.max(1) as usize;
+    // Each worker's region of the LUN starts at its file's start (fio's offset).
+    let bases: Vec<u64> = ctx.spec.files.iter().map(|f| f.start).collect();
+    let none = IoReq {
+        op: Op::Read,
+        file: 0,
+        offset: 0,
+        len: 0,
+    };
+    let mut slots: Vec<(IoReq, u64, Option<Instant>)> = vec![(none, 0, None); depth];
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut done: Vec<Completion> = Vec::with_capacity(depth);
+    let mut draining = false;
+    loop {
+        while let (false, Some(&slot)) = (draining, free.last()) {
+            // Open loop: only commands already due are issued.
+            if ctx
+                .schedule
+                .as_ref()
+                .is_some_and(|s| s.peek() > Instant::now())
+            {
+                break;
+            }
+            let Some(req) = ctx.next_req() else {
+                draining = true;
+                break;
+            };
+            free.pop();
+            let (dir, buf) = if req.op == Op::Write {
+                match ctx.bufs.write(slot, &req, ctx.tag ^ ctx.issued) {
+                    Payload::Plain(p) => (Dir::Write, p.cast_mut()),
+                    // Planning refuses what would need gathered writes (deduplicated blocks).
+                    Payload::Vectored(..) => {
+                        return Err(EngineError::Iscsi("a gathered write over iSCSI".into()))
+                    }
+                }
+            } else {
+                (Dir::Read, ctx.bufs.read_at(slot))
+            };
+            let due = ctx.schedule.as_mut().map(|s| s.take());
+            slots[slot] = (req, ctx.clock.ticks(), due);
+            let at = bases[req.file as usize] + req.offset;
+            // SAFETY: the slot's buffer region holds req.len <= bs_max bytes and stays
+            // untouched until the slot comes back free, after its completion.
+            unsafe { session.submit(dir, at, buf, req.len, slot as u64) }
+                .map_err(|e| EngineError::Iscsi(e.to_string()))?;
+        }
+        if session.inflight() == 0 {
+            if draining || ctx.pace.expired(Instant::now()) {
+                return Ok(());
+            }
+            // Open loop, nothing in flight: idle until the next command is due.
+            if let Some(t) = ctx.schedule.as_ref().map(|s| s.peek()) {
+                wait_until(t, ctx.stop);
+                if ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    draining = true;
+                }
+            }
+            continue;
+        }
+        session
+            .wait(100, &mut done)
+            .map_err(|e| EngineError::Iscsi(e.to_string()))?;
+        let end = ctx.clock.ticks();
+        let now = ctx.clock.instant(end);
+        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        for c in done.drain(..) {
+            let slot = c.tag as usize;
+            let (req, started, due) = slots[slot];
+            let res = match c.status {
+                Ok(()) => i64::from(req.len),
+                Err(f) => -i64::from(errno_of(f)),
+            };
+            let service = ctx.clock.ns(end.saturating_sub(started));
+            ctx.complete_timed(&req, res, service, now, due);
+            ctx.bufs.done(slot, c.status.is_ok());
+            free.push(slot);
+        }
+        if ctx.pace.expired(now) || ctx.failing().is_some() {
+            draining = true;
+        }
+    }
+}
+
+/// The error a failed command is counted as: a medium or hardware error is an I/O error, an
+/// illegal request an invalid one, a write-protected LUN read-only, a lost session a reset.
+fn errno_of(f: Failure) -> i32 {
+    match f {
+        Failure::Sense(5) => libc::EINVAL,
+        Failure::Sense(7) => libc::EROFS,
+        Failure::Sense(2) | Failure::Sense(6) | Failure::Status(0x08) | Failure::Status(0x28) => {
+            libc::EAGAIN
+        }
+        Failure::Transport => libc::ECONNRESET,
+        _ => libc::EIO,
+    }
+}

@@ -1,0 +1,232 @@
+//! Issue 34: an iSCSI LUN measured from user space (`stormark run iscsi://PORTAL/IQN/LUN`)
+//! against a real target, tgt's `tgtd` started here on a loopback portal of its own: reads and
+//! writes at depth counted, writes landing where asked and nowhere else, a read-only run
+//! leaving the LUN as it was, and every mistake (a bad URL, credentials in it, an unknown
+//! target, a wrong CHAP secret, writes without `--allow-device-write`) one line, exit 2,
+//! before any load.
+
+use stormark_testkit::{read_json, require_root, require_tool, skip, temp_dir, text, Bin, Tgt};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn target(test: &str, chap: Option<(&str, &str)>) -> Option<Tgt> {
+    if !require_root(test) || !require_tool(test, "tgtd") {
+        return None;
+    }
+    if let Err(e) = stormark_iscsi::available() {
+        skip(test, &e);
+        return None;
+    }
+    Some(Tgt::start(TMP, 64 << 20, chap).expect("tgtd starts"))
+}
+
+fn ops(r: &serde_json::Value, op: &str) -> u64 {
+    stormark_testkit::phase(r, "run")["by_op"][op]["ops"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_lun_is_read_and_written_at_depth() {
+    let Some(t) = target("a_lun_is_read_and_written_at_depth", None) else {
+        return;
+    };
+    let dir = temp_dir(TMP);
+    let url = t.url(1);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "8",
+            "--time",
+            "2s",
+            "--allow-device-write",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(&r, "read") > 100 && ops(&r, "write") > 100, "{out}");
+    let job = &stormark_testkit::phase(&r, "run")["jobs"][0];
+    assert_eq!(job["engine"], "iscsi", "{job}");
+    assert_eq!(job["iodepth"], 8, "{job}");
+    assert_eq!(
+        r["target"]["path"].as_str(),
+        Some(url.as_str()),
+        "{}",
+        r["target"]
+    );
+    let data = std::fs::read(&t.backing).unwrap();
+    assert!(data.iter().any(|&b| b != 0), "the writes reached the LUN");
+}
+
+#[test]
+fn writes_land_in_the_region_asked_and_nowhere_else() {
+    let Some(t) = target("writes_land_in_the_region_asked_and_nowhere_else", None) else {
+        return;
+    };
+    let dir = temp_dir(TMP);
+    let url = t.url(1);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--offset",
+            "1m",
+            "--size",
+            "1m",
+            "--iodepth",
+            "4",
+            "--allow-device-write",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ops(&r, "write"), 16, "{out}");
+    let data = std::fs::read(&t.backing).unwrap();
+    let mb = 1 << 20;
+    assert!(data[..mb].iter().all(|&b| b == 0), "before the region");
+    assert!(data[2 * mb..].iter().all(|&b| b == 0), "after the region");
+    for block in data[mb..2 * mb].chunks(4096) {
+        assert!(
+            block.iter().any(|&b| b != 0),
+            "every block of the region written"
+        );
+    }
+}
+
+#[test]
+fn a_read_only_run_leaves_the_lun_as_it_was() {
+    let Some(t) = target("a_read_only_run_leaves_the_lun_as_it_was", None) else {
+        return;
+    };
+    let before: Vec<u8> = (0..64u32 << 20).map(|i| (i / 4096) as u8 ^ 0x5a).collect();
+    std::fs::write(&t.backing, &before).unwrap();
+    let dir = temp_dir(TMP);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &t.url(1),
+            "--rw",
+            "randread",
+            "--bs",
+            "16k",
+            "--iodepth",
+            "4",
+            "--time",
+            "1s",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(&r, "read") > 100, "{out}");
+    assert!(
+        std::fs::read(&t.backing).unwrap() == before,
+        "the LUN changed"
+    );
+    // Writes without --allow-device-write: refused before any load, the LUN untouched.
+    let out = Bin(BIN).run(&["run", &t.url(1), "--rw", "randwrite", "--time", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("--allow-device-write"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        std::fs::read(&t.backing).unwrap() == before,
+        "the LUN changed"
+    );
+}
+
+#[test]
+fn mistakes_are_one_line_and_exit_2_before_any_load() {
+    let Some(t) = target(
+        "mistakes_are_one_line_and_exit_2_before_any_load",
+        Some(("bench", "s3cret-of-the-lun")),
+    ) else {
+        return;
+    };
+    let closed = stormark_testkit::free_addr();
+    // The URL, the environment it runs with, and what its one line must say.
+    type Case<'a> = (String, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (format!("iscsi://{}/disk1/1", t.portal), vec![], "iqn."),
+        (format!("iscsi://{}/{}", t.portal, t.iqn), vec![], "LUN"),
+        (
+            format!("iscsi://bench%hunter2@{}/{}/1", t.portal, t.iqn),
+            vec![],
+            "never go in the URL",
+        ),
+        (
+            format!("iscsi://{}/iqn.2026-11.org.nowhere:x/1", t.portal),
+            vec![],
+            "cannot log in",
+        ),
+        (
+            format!("iscsi://{closed}/{}/1", t.iqn),
+            vec![],
+            "cannot log in",
+        ),
+        (t.url(1), vec![], "cannot log in"),
+        (
+            t.url(1),
+            vec![
+                ("STORMARK_ISCSI_USER", "bench"),
+                ("STORMARK_ISCSI_SECRET", "wrong-secret-x"),
+            ],
+            "cannot log in",
+        ),
+        (
+            t.url(1),
+            vec![("STORMARK_ISCSI_USER", "bench")],
+            "expected both",
+        ),
+    ];
+    for (url, env, why) in cases {
+        let out = std::process::Command::new(BIN)
+            .args(["run", &url, "--rw", "randread", "--time", "1s", "-q"])
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out));
+        assert!(said.contains(why), "{url}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{url}: {said}");
+        for secret in ["hunter2", "wrong-secret-x", "s3cret-of-the-lun"] {
+            assert!(!said.contains(secret), "{url}: {said}");
+        }
+    }
+    // The right secret, from the environment, logs in.
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = std::process::Command::new(BIN)
+        .args([
+            "run",
+            &t.url(1),
+            "--rw",
+            "randread",
+            "--time",
+            "1s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .env("STORMARK_ISCSI_USER", "bench")
+        .env("STORMARK_ISCSI_SECRET", "s3cret-of-the-lun")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        !doc.contains("s3cret-of-the-lun"),
+        "the secret is in the results"
+    );
+    assert!(ops(&read_json(&json), "read") > 0);
+}
