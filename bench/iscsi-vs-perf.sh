@@ -15,10 +15,11 @@ STORMARK=${STORMARK:-target/release/stormark}
 BENCH_DIR=${BENCH_DIR:-bench-data}
 made_dir=no; [ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
 OUT=$(mktemp -d "$BENCH_DIR/iscsi.XXXX")
-tgt_pid=""
+tgt_pid="" ctl=""
 cleanup() {
   # tgtd holding a target does not stop on SIGTERM.
   [ -n "$tgt_pid" ] && kill -9 "$tgt_pid" 2>/dev/null && { wait "$tgt_pid" 2>/dev/null || true; }
+  [ -n "$tgt_pid" ] && rm -f "/var/run/tgtd/socket.$ctl" "/var/run/tgtd/socket.$ctl.lock"
   rm -rf "$OUT"; [ $made_dir = yes ] && rmdir "$BENCH_DIR" 2>/dev/null; true
 }
 trap cleanup EXIT
