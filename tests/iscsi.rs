@@ -5,20 +5,13 @@
 //! target, a wrong CHAP secret, writes without `--allow-device-write`) one line, exit 2,
 //! before any load.
 
-use stormark_testkit::{read_json, require_root, require_tool, skip, temp_dir, text, Bin, Tgt};
+use stormark_testkit::{read_json, temp_dir, text, Bin, Tgt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn target(test: &str, chap: Option<(&str, &str)>) -> Option<Tgt> {
-    if !require_root(test) || !require_tool(test, "tgtd") {
-        return None;
-    }
-    if let Err(e) = stormark_iscsi::available() {
-        skip(test, &e);
-        return None;
-    }
-    Some(Tgt::start(TMP, 64 << 20, chap).expect("tgtd starts"))
+    Tgt::for_test(TMP, test, 64 << 20, chap)
 }
 
 fn ops(r: &serde_json::Value, op: &str) -> u64 {

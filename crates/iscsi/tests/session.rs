@@ -3,19 +3,12 @@
 //! asked, a read past the end answered with its sense key, a wrong IQN and CHAP refused.
 
 use stormark_iscsi::{Chap, Completion, Dir, Failure, Session, Url};
-use stormark_testkit::{require_root, require_tool, Tgt};
+use stormark_testkit::Tgt;
 
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 
 fn target(test: &str, chap: Option<(&str, &str)>) -> Option<Tgt> {
-    if !require_root(test) || !require_tool(test, "tgtd") {
-        return None;
-    }
-    if let Err(e) = stormark_iscsi::available() {
-        stormark_testkit::skip(test, &e);
-        return None;
-    }
-    Some(Tgt::start(TMP, 64 << 20, chap).expect("tgtd starts"))
+    Tgt::for_test(TMP, test, 64 << 20, chap)
 }
 
 /// Runs every submitted command to its completion.

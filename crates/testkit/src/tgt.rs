@@ -20,6 +20,18 @@ pub struct Tgt {
 }
 
 impl Tgt {
+    /// For test `test`: a target as [`Tgt::start`] makes it, or `None` (the skip recorded)
+    /// where the tests are not root or tgt or libiscsi (`libiscsi-bin` brings it) is missing.
+    pub fn for_test(base: &str, test: &str, size: u64, chap: Option<(&str, &str)>) -> Option<Tgt> {
+        if !crate::require_root(test)
+            || !crate::require_tool(test, "tgtd")
+            || !crate::require_tool(test, "iscsi-inq")
+        {
+            return None;
+        }
+        Some(Tgt::start(base, size, chap).expect("tgtd starts"))
+    }
+
     /// Starts `tgtd` with LUN 1 of `size` bytes (zeros), open to every initiator; `chap`:
     /// the initiators' user and secret it demands. Says why not where it cannot.
     pub fn start(base: &str, size: u64, chap: Option<(&str, &str)>) -> Result<Tgt, String> {

@@ -11,7 +11,7 @@ use stormark_iscsi::{Chap, Session, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::{LoadKind, SyncMode, Workload};
 
-use super::planning::Existing;
+use super::planning::{check_job_here, Existing};
 use super::{push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
@@ -43,8 +43,9 @@ impl LocalAgent {
         for stage in workload.stages() {
             let mut runs = Vec::new();
             for job in stage {
-                // The job's own refusals first, as on any target.
-                self.resolve_backend(job, &mut v.notes)?;
+                // What the job asks of this host, as on any target (not its engine: every
+                // worker of a LUN runs iSCSI commands).
+                check_job_here(job, &mut v.notes)?;
                 let not_yet = |what: &str| {
                     AgentError::job(
                         &job.name,
@@ -93,7 +94,6 @@ impl LocalAgent {
                     lbs,
                 };
                 let mut run = on.job_run(job, Backend::Iscsi, &mut v.notes)?;
-                run.backend = Backend::Iscsi;
                 // Nothing caches between the worker and the target: every command goes to it.
                 run.direct = true;
                 runs.push(run);

@@ -20,23 +20,7 @@ impl LocalAgent {
         job: &Job,
         notes: &mut Vec<String>,
     ) -> Result<Backend, AgentError> {
-        // fio's cpus_allowed and numa_*: CPUs and nodes this host has.
-        if job.placement.any() {
-            stormark_engine::placement::allowed(&job.placement)
-                .map_err(|e| AgentError::job(&job.name, e))?;
-        }
-        let mapped = job.bs.min == job.bs.max
-            && job.bs_align == job.bs.min
-            && job.bs_split.is_none()
-            && job.distribution == stormark_spec::Distribution::Random
-            && job.rand_run <= 1
-            && !job.rw.trims();
-        if job.random_map && job.random_pct > 0 && !mapped {
-            push_once(
-                notes,
-                format!("job {}: fio's random map (each block once a pass) is kept for one block size aligned to itself, drawn uniformly; here offsets are drawn with repeats, as fio's norandommap", job.name),
-            );
-        }
+        check_job_here(job, notes)?;
         match job.kind {
             LoadKind::S3 => return Ok(Backend::S3),
             LoadKind::Net => return Ok(Backend::Net),
@@ -321,6 +305,28 @@ impl LocalAgent {
             .collect();
         Ok(())
     }
+}
+
+/// What a job asks of this host whatever its backend: its CPUs and nodes exist here (fio's
+/// `cpus_allowed`, `numa_*`), and a note where fio's random map is not kept.
+pub(super) fn check_job_here(job: &Job, notes: &mut Vec<String>) -> Result<(), AgentError> {
+    if job.placement.any() {
+        stormark_engine::placement::allowed(&job.placement)
+            .map_err(|e| AgentError::job(&job.name, e))?;
+    }
+    let mapped = job.bs.min == job.bs.max
+        && job.bs_align == job.bs.min
+        && job.bs_split.is_none()
+        && job.distribution == stormark_spec::Distribution::Random
+        && job.rand_run <= 1
+        && !job.rw.trims();
+    if job.random_map && job.random_pct > 0 && !mapped {
+        push_once(
+            notes,
+            format!("job {}: fio's random map (each block once a pass) is kept for one block size aligned to itself, drawn uniformly; here offsets are drawn with repeats, as fio's norandommap", job.name),
+        );
+    }
+    Ok(())
 }
 
 /// One file or device as a target: where, as shown, its length and whether it is a block
