@@ -5,6 +5,7 @@
 //! target, a wrong CHAP secret, writes without `--allow-device-write`) one line, exit 2,
 //! before any load.
 
+use stormark_iscsi::{Session, Url};
 use stormark_testkit::{read_json, temp_dir, text, Bin, Tgt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
@@ -222,4 +223,154 @@ fn mistakes_are_one_line_and_exit_2_before_any_load() {
         "the secret is in the results"
     );
     assert!(ops(&read_json(&json), "read") > 0);
+}
+
+/// `--verify` on a LUN: random writes at depth all check out; then a block that another
+/// initiator's session corrupts behind the run's back, after the run wrote it and before the
+/// check, is found at its offset, counted as corrupt, exit 1.
+#[test]
+fn verify_checks_every_block_and_finds_one_corrupted_by_another_session() {
+    let Some(t) = target(
+        "verify_checks_every_block_and_finds_one_corrupted_by_another_session",
+        None,
+    ) else {
+        return;
+    };
+    let dir = temp_dir(TMP);
+    let url = t.url(1);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--size",
+            "8m",
+            "--iodepth",
+            "8",
+            "--time",
+            "2s",
+            "--verify",
+            "--allow-device-write",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(&r, "write") > 100, "{out}");
+    let run = stormark_testkit::phase(&r, "run");
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+
+    // Sequential writes at 200 a second from 32 MiB on (where the first run wrote nothing):
+    // the block at 32 MiB + 64 KiB is written in the run's first tenth of a second, its check
+    // comes after the last write, 5 s in.
+    let json = dir.path().join("planted.json");
+    let child = std::process::Command::new(BIN)
+        .args([
+            "run",
+            &url,
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--offset",
+            "32m",
+            "--size",
+            "4m",
+            "--rate-iops",
+            "200",
+            "--verify",
+            "--allow-device-write",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    const AT: u64 = (32 << 20) + 65536;
+    let mut other = Session::connect(&Url::parse(&url).unwrap(), None).unwrap();
+    let mut block = vec![0u8; 4096];
+    let written = std::time::Instant::now();
+    loop {
+        assert_eq!(other.read_at(AT, &mut block).unwrap(), Ok(()));
+        if &block[..8] == b"STMKVRFY" {
+            break;
+        }
+        assert!(written.elapsed().as_secs() < 60, "the run never wrote {AT}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    block[1000] ^= 0x40;
+    assert_eq!(other.write_at(AT, &block).unwrap(), Ok(()));
+    drop(other);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains(&format!("offset {AT}: corrupt")), "{said}");
+    assert!(said.contains("1 of 1024 blocks bad"), "{said}");
+    let r = read_json(&json);
+    let errors = stormark_testkit::phase(&r, "run")["errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["kind"], "corrupt");
+    assert_eq!(errors[0]["op"], "verify");
+    assert_eq!(errors[0]["count"].as_u64(), Some(1));
+    assert_eq!(errors[0]["first_offset"].as_u64(), Some(AT));
+}
+
+/// A failed command is counted by its sense key: a write-protected LUN's writes are
+/// `scsi-data-protect` errors (exit 1, the reads beside them counted), and with
+/// `--ignore-errors scsi-data-protect` counted and shown but not the run's failure.
+#[test]
+fn a_write_protected_luns_writes_are_counted_by_sense_key() {
+    let Some(mut t) = target(
+        "a_write_protected_luns_writes_are_counted_by_sense_key",
+        None,
+    ) else {
+        return;
+    };
+    t.set_readonly(true).unwrap();
+    let dir = temp_dir(TMP);
+    let url = t.url(1);
+    let args = [
+        url.as_str(),
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "4",
+        "--time",
+        "1s",
+        "--allow-device-write",
+        "-q",
+    ];
+    let (code, r, out) = Bin(BIN).run_json(&dir, &args);
+    assert_eq!(code, 1, "{out}");
+    let errors = stormark_testkit::phase(&r, "run")["errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["kind"] == "scsi-data-protect" && e["op"] == "write"),
+        "{errors:?}"
+    );
+    assert!(out.contains("scsi-data-protect"), "{out}");
+    let mut ignoring = args.to_vec();
+    ignoring.extend(["--ignore-errors", "scsi-data-protect"]);
+    let (code, r, out) = Bin(BIN).run_json(&dir, &ignoring);
+    assert_eq!(code, 0, "{out}");
+    assert!(ops(&r, "read") > 100, "{out}");
+    let errors = stormark_testkit::phase(&r, "run")["errors"].to_string();
+    assert!(errors.contains("scsi-data-protect"), "{errors}");
+    assert!(
+        std::fs::read(&t.backing).unwrap().iter().all(|&b| b == 0),
+        "a write reached the protected LUN"
+    );
 }

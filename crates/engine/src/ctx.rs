@@ -516,7 +516,20 @@ impl Ctx<'_> {
         } else {
             ErrorKind::Short
         };
-        self.rec.record_error(req.op, kind, req.offset, req.file);
+        self.fail_as(req, kind);
+    }
+
+    /// Records `req` as failed with `kind` (a failure that is no errno: a SCSI sense key).
+    #[cold]
+    pub(crate) fn fail_as(&mut self, req: &IoReq, kind: ErrorKind) {
+        // Where in the file or device, not in the worker's region of it.
+        let base = self
+            .spec
+            .files
+            .get(req.file as usize)
+            .map_or(0, |f| f.start);
+        self.rec
+            .record_error(req.op, kind, base + req.offset, req.file);
         // fio's fill_device: the space is full (ENOSPC, or a write that found room for part
         // of its bytes only), the job's writing is done.
         if self.spec.fill && matches!(kind, ErrorKind::NoSpace | ErrorKind::Short) {

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use stormark_iscsi::{Completion, Dir, Failure, Session};
-use stormark_stats::Op;
+use stormark_stats::{ErrorKind, Op};
 
 use crate::ctx::{wait_until, Ctx};
 use crate::data::Payload;
@@ -18,7 +18,7 @@ pub(crate) fn connect(work: &crate::IscsiWork) -> Result<Session, EngineError> {
 }
 
 /// Runs the loop until the stop rule, the deadline or a failing target.
-pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, mut session: Session) -> Result<(), EngineError> {
+pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     // Each worker's region of the LUN starts at its file's start (fio's offset).
     let bases: Vec<u64> = ctx.spec.files.iter().map(|f| f.start).collect();
@@ -88,12 +88,13 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, mut session: Session) -> Result<(), E
         for c in done.drain(..) {
             let slot = c.tag as usize;
             let (req, started, due) = slots[slot];
-            let res = match c.status {
-                Ok(()) => i64::from(req.len),
-                Err(f) => -i64::from(errno_of(f)),
-            };
-            let service = ctx.clock.ns(end.saturating_sub(started));
-            ctx.complete_timed(&req, res, service, now, due);
+            match c.status {
+                Ok(()) => {
+                    let service = ctx.clock.ns(end.saturating_sub(started));
+                    ctx.complete_timed(&req, i64::from(req.len), service, now, due);
+                }
+                Err(f) => ctx.fail_as(&req, kind_of(f)),
+            }
             ctx.bufs.done(slot, c.status.is_ok());
             free.push(slot);
         }
@@ -103,16 +104,12 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, mut session: Session) -> Result<(), E
     }
 }
 
-/// The error a failed command is counted as: a medium or hardware error is an I/O error, an
-/// illegal request an invalid one, a write-protected LUN read-only, a lost session a reset.
-fn errno_of(f: Failure) -> i32 {
+/// The kind a failed command is counted as: its sense key or status (`scsi-medium-error`,
+/// `scsi-busy`), or a lost session as a reset.
+pub(crate) fn kind_of(f: Failure) -> ErrorKind {
     match f {
-        Failure::Sense(5) => libc::EINVAL,
-        Failure::Sense(7) => libc::EROFS,
-        Failure::Sense(2) | Failure::Sense(6) | Failure::Status(0x08) | Failure::Status(0x28) => {
-            libc::EAGAIN
-        }
-        Failure::Transport => libc::ECONNRESET,
-        _ => libc::EIO,
+        Failure::Sense(key) => ErrorKind::Scsi(stormark_spec::scsi::code(Some(key), 0x02)),
+        Failure::Status(s) => ErrorKind::Scsi(stormark_spec::scsi::code(None, s)),
+        Failure::Transport => ErrorKind::Reset,
     }
 }

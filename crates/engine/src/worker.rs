@@ -113,7 +113,7 @@ pub(crate) fn run_worker(
         Load::S3(work) => crate::s3::run_s3(&mut ctx, work),
         Load::Net(work) => crate::net::run_net(&mut ctx, work),
         Load::Meta(work) => crate::meta::run_meta(&mut ctx, work),
-        Load::Iscsi(_) => match session.take() {
+        Load::Iscsi(_) => match session.as_mut() {
             Some(session) => crate::iscsi::run_iscsi(&mut ctx, session),
             None => Err(EngineError::Iscsi("no iSCSI session".into())),
         },
@@ -130,7 +130,7 @@ pub(crate) fn run_worker(
     // --verify: every block written read back and checked, once the load is over.
     let failure = match failure {
         None if spec.verify.is_some() && !matches!(spec.load, Load::Null) => {
-            match crate::verify::pass::verify_pass(&mut ctx) {
+            match crate::verify::pass::verify_pass(&mut ctx, session.as_mut()) {
                 Ok(bad) => bad,
                 Err(e) => Some(e.to_string()),
             }

@@ -124,41 +124,6 @@ pub enum Failure {
     Transport,
 }
 
-impl Failure {
-    /// The sense key's name in SPC's words, or the status's.
-    pub fn name(self) -> String {
-        match self {
-            Failure::Sense(k) => SENSE_KEYS
-                .get(usize::from(k))
-                .map_or_else(|| format!("sense key {k}"), |n| n.to_string()),
-            Failure::Status(0x08) => "busy".into(),
-            Failure::Status(0x18) => "reservation conflict".into(),
-            Failure::Status(0x28) => "task set full".into(),
-            Failure::Status(s) => format!("SCSI status {s:#04x}"),
-            Failure::Transport => "transport".into(),
-        }
-    }
-}
-
-/// SPC's sense keys, by number.
-const SENSE_KEYS: [&str; 15] = [
-    "no sense",
-    "recovered error",
-    "not ready",
-    "medium error",
-    "hardware error",
-    "illegal request",
-    "unit attention",
-    "data protect",
-    "blank check",
-    "vendor specific",
-    "copy aborted",
-    "aborted command",
-    "reserved",
-    "volume overflow",
-    "miscompare",
-];
-
 thread_local! {
     /// The completions libiscsi's callbacks gave on this thread, taken by the session's
     /// owner after each service (a session is used by the one thread that made it).
@@ -173,6 +138,8 @@ pub struct Session {
     block: u32,
     blocks: u64,
     inflight: usize,
+    /// A service failed: never served again (buffers of commands in flight may be gone).
+    broken: bool,
 }
 
 // SAFETY: a session is moved to its worker's thread before any command, and used only there
@@ -218,6 +185,7 @@ impl Session {
             block: 0,
             blocks: 0,
             inflight: 0,
+            broken: false,
         };
         let target = CString::new(url.target.as_str()).map_err(|_| fail("NUL in IQN".into()))?;
         let portal = CString::new(url.portal()).map_err(|_| fail("NUL in portal".into()))?;
@@ -301,6 +269,9 @@ impl Session {
         len: u32,
         tag: u64,
     ) -> Result<(), IscsiError> {
+        if self.broken {
+            return Err(IscsiError::Session("the session failed earlier".into()));
+        }
         let lba = offset / u64::from(self.block);
         let block = self.block as c_int;
         let private = tag as usize as *mut c_void;
@@ -333,6 +304,9 @@ impl Session {
     /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
     /// then moves every completion there is into `out`.
     pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), IscsiError> {
+        if self.broken {
+            return Err(IscsiError::Session("the session failed earlier".into()));
+        }
         let lib = self.lib;
         // SAFETY: a live context.
         let mut pfd = libc::pollfd {
@@ -343,6 +317,7 @@ impl Session {
         // SAFETY: one pollfd, ours.
         let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
         if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            self.broken = true;
             return Err(IscsiError::Session(format!(
                 "poll: {}",
                 std::io::Error::last_os_error()
@@ -350,6 +325,7 @@ impl Session {
         }
         // SAFETY: as above; the callbacks run here, on this thread.
         if unsafe { (lib.service)(self.ctx, c_int::from(pfd.revents)) } < 0 {
+            self.broken = true;
             return Err(IscsiError::Session(self.error()));
         }
         DONE.with(|d| {
@@ -358,6 +334,50 @@ impl Session {
             out.append(&mut d);
         });
         Ok(())
+    }
+
+    /// Reads `buf.len()` bytes at byte `offset` (multiples of the block), waiting for them;
+    /// `Ok(Err(_))`: the target failed the command. Only with nothing else in flight.
+    pub fn read_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<Result<(), Failure>, IscsiError> {
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        self.one(Dir::Read, offset, ptr, len)
+    }
+
+    /// Writes `buf` at byte `offset` (multiples of the block), waiting for the target's
+    /// answer; `Ok(Err(_))`: the target failed the command. Only with nothing else in flight.
+    pub fn write_at(&mut self, offset: u64, buf: &[u8]) -> Result<Result<(), Failure>, IscsiError> {
+        // libiscsi only reads a write's buffer.
+        self.one(Dir::Write, offset, buf.as_ptr().cast_mut(), buf.len())
+    }
+
+    /// One command, waited for. A session that failed meanwhile is never served again, so
+    /// that nothing reaches `buf` after this returns.
+    fn one(
+        &mut self,
+        dir: Dir,
+        offset: u64,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Result<(), Failure>, IscsiError> {
+        if self.inflight > 0 || self.broken {
+            return Err(IscsiError::Session(
+                "a waited command on a busy or failed session".into(),
+            ));
+        }
+        let len = u32::try_from(len)
+            .map_err(|_| IscsiError::Session("a command of 4 GiB or more".into()))?;
+        // SAFETY: buf holds len bytes, borrowed by the caller until this returns, and the
+        // loop below returns only once the command completed or the session is given up.
+        unsafe { self.submit(dir, offset, buf, len, u64::MAX) }?;
+        let mut done = Vec::with_capacity(1);
+        while done.is_empty() {
+            self.wait(100, &mut done)?;
+        }
+        Ok(done[0].status)
     }
 
     /// libiscsi's last error.

@@ -97,7 +97,11 @@ fn a_read_past_the_end_is_an_illegal_request() {
     let done = drain(&mut s);
     assert_eq!(done.len(), 1);
     assert_eq!(done[0].status, Err(Failure::Sense(5)), "{done:?}");
-    assert_eq!(Failure::Sense(5).name(), "illegal request");
+    // The same, one command waited for; the session goes on after it.
+    assert_eq!(s.read_at(64 << 20, &mut b).unwrap(), Err(Failure::Sense(5)));
+    assert_eq!(s.write_at(4096, &[9u8; 4096]).unwrap(), Ok(()));
+    assert_eq!(s.read_at(4096, &mut b).unwrap(), Ok(()));
+    assert!(b.iter().all(|&x| x == 9));
 }
 
 #[test]

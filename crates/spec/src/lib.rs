@@ -34,6 +34,7 @@ mod options;
 mod placement;
 mod profiles;
 mod s3;
+pub mod scsi;
 mod search;
 pub mod units;
 mod workload;

@@ -38,6 +38,8 @@ pub enum ErrorKind {
     Stale,
     /// `--verify`: a written block reads back as zeros (a hole).
     Hole,
+    /// A SCSI command failed: its sense key or status ([`stormark_spec::scsi::code`]).
+    Scsi(u16),
 }
 
 impl ErrorKind {
@@ -60,6 +62,9 @@ impl ErrorKind {
                 "eio" => 5,
                 "enospc" => 28,
                 "einval" => 22,
+                n if n.starts_with("scsi-") => {
+                    return stormark_spec::scsi::code_of(n).map(ErrorKind::Scsi)
+                }
                 n => n.strip_prefix("errno-")?.parse().ok()?,
             }),
         })
@@ -83,6 +88,7 @@ impl ErrorKind {
             ErrorKind::Misplaced => "misplaced".into(),
             ErrorKind::Stale => "stale".into(),
             ErrorKind::Hole => "hole".into(),
+            ErrorKind::Scsi(code) => stormark_spec::scsi::name(code),
         }
     }
 
@@ -104,6 +110,7 @@ impl ErrorKind {
             ErrorKind::Stale => -9,
             ErrorKind::Hole => -10,
             ErrorKind::Http(status) => -1000 - i32::from(status),
+            ErrorKind::Scsi(code) => -100_000 - i32::from(code),
         }
     }
 
@@ -120,6 +127,7 @@ impl ErrorKind {
             -8 => ErrorKind::Misplaced,
             -9 => ErrorKind::Stale,
             -10 => ErrorKind::Hole,
+            c if c <= -100_000 => ErrorKind::Scsi(u16::try_from(-100_000 - c).unwrap_or(0)),
             c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
             c if c < 0 => ErrorKind::Other(c),
             n => ErrorKind::from_errno(n),

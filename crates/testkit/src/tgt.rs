@@ -112,6 +112,23 @@ impl Tgt {
         format!("iscsi://{}/{}/{lun}", self.portal, self.iqn)
     }
 
+    /// Makes LUN 1 write-protected (its writes then fail with DATA PROTECT), or writable.
+    pub fn set_readonly(&mut self, readonly: bool) -> Result<(), String> {
+        let params = format!("readonly={}", u8::from(readonly));
+        self.adm(&[
+            "--op",
+            "update",
+            "--mode",
+            "logicalunit",
+            "--tid",
+            "1",
+            "--lun",
+            "1",
+            "--params",
+            &params,
+        ])
+    }
+
     fn adm(&mut self, args: &[&str]) -> Result<(), String> {
         let control = self.control.to_string();
         // tgtd answers its control socket a moment after it listens.

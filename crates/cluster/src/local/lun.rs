@@ -61,8 +61,11 @@ impl LocalAgent {
                         ),
                     ));
                 }
-                if job.verify || job.verify_only {
-                    return Err(not_yet("--verify"));
+                if job.verify_only {
+                    return Err(AgentError::option(
+                        "--verify-only",
+                        format!("checks what a kept run left in its run directory; {shown} has none: run --verify, which checks every block it wrote once the load ends"),
+                    ));
                 }
                 if job.rw.trims() {
                     return Err(not_yet("a trim (UNMAP)"));

@@ -16,7 +16,10 @@ use crate::EngineError;
 /// failure of [`Op::Verify`] of its kind. Returns the bad blocks described (the
 /// first few), or `None` when every block was right. Saves the state beside each file of a
 /// run directory for a later `--verify-only`.
-pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineError> {
+pub(crate) fn verify_pass(
+    ctx: &mut Ctx<'_>,
+    mut lun: Option<&mut stormark_iscsi::Session>,
+) -> Result<Option<String>, EngineError> {
     let spec = ctx.spec.verify.expect("a verify pass is asked for");
     let v = match ctx.bufs.take_verifier() {
         Some(v) => v,
@@ -41,7 +44,8 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
     let mut shown = Vec::new();
     let (mut bad, mut checked) = (0u64, 0u64);
     for (i, blocks) in v.files.iter().enumerate() {
-        let fd = ctx.files[i].as_raw_fd();
+        // A LUN's blocks come back over the worker's session; a file's with pread.
+        let fd = ctx.files.get(i).map_or(-1, |f| f.as_raw_fd());
         let base = ctx.spec.files[i].start;
         let per = chunk / block;
         for (c, want) in blocks.chunks(per).enumerate() {
@@ -50,34 +54,25 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
             }
             let off = (c * chunk) as u64;
             let len = want.len() * block;
-            // The next two chunks read ahead while this one is checked (buffered; a hint).
-            // SAFETY: fd is open; the range is within the file.
-            unsafe {
-                libc::posix_fadvise(
-                    fd,
-                    (base + off + len as u64) as libc::off_t,
-                    2 * chunk as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                )
-            };
             let start = Instant::now();
-            // SAFETY: buf holds `chunk` >= len bytes; fd is open for reading.
-            let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, (base + off) as libc::off_t) };
+            let got = match lun.as_deref_mut() {
+                Some(session) => {
+                    // SAFETY: buf holds `chunk` >= len bytes, borrowed here alone.
+                    let into = unsafe { std::slice::from_raw_parts_mut(buf.at(0), len) };
+                    match session.read_at(base + off, into) {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(f)) => Err(crate::iscsi::kind_of(f)),
+                        Err(_) => Err(ErrorKind::Reset),
+                    }
+                }
+                None => read_file(fd, &buf, base + off, len, chunk),
+            };
             let now = Instant::now();
             if spec.only {
                 ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
             }
-            if n != len as isize {
-                let kind = if n < 0 {
-                    ErrorKind::from_errno(
-                        std::io::Error::last_os_error()
-                            .raw_os_error()
-                            .unwrap_or(libc::EIO),
-                    )
-                } else {
-                    ErrorKind::Short
-                };
-                ctx.rec.record_error(Op::Verify, kind, off, i as u32);
+            if let Err(kind) = got {
+                ctx.rec.record_error(Op::Verify, kind, base + off, i as u32);
                 continue;
             }
             // Timed only when it is the whole phase (--verify-only): after a load, the pass
@@ -98,7 +93,7 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
                 let at = off + (b * block) as u64;
                 if let Some((kind, why)) = judge(blk, v.run, i as u32, at, w) {
                     bad += 1;
-                    ctx.rec.record_error(Op::Verify, kind, at, i as u32);
+                    ctx.rec.record_error(Op::Verify, kind, base + at, i as u32);
                     if shown.len() < SHOWN {
                         shown.push(format!(
                             "{} offset {}: {} ({why})",
@@ -122,4 +117,35 @@ pub(crate) fn verify_pass(ctx: &mut Ctx<'_>) -> Result<Option<String>, EngineErr
             }
         )
     }))
+}
+
+/// Reads `len` bytes of file `fd` at `at` into `buf`, the next two chunks read ahead meanwhile
+/// (buffered; a hint).
+fn read_file(
+    fd: i32,
+    buf: &AlignedBuf,
+    at: u64,
+    len: usize,
+    chunk: usize,
+) -> Result<(), ErrorKind> {
+    // SAFETY: fd is open; advice only.
+    unsafe {
+        libc::posix_fadvise(
+            fd,
+            (at + len as u64) as libc::off_t,
+            2 * chunk as libc::off_t,
+            libc::POSIX_FADV_WILLNEED,
+        )
+    };
+    // SAFETY: buf holds `chunk` >= len bytes; fd is open for reading.
+    let n = unsafe { libc::pread(fd, buf.at(0).cast(), len, at as libc::off_t) };
+    match n {
+        n if n == len as isize => Ok(()),
+        n if n < 0 => Err(ErrorKind::from_errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )),
+        _ => Err(ErrorKind::Short),
+    }
 }

@@ -233,6 +233,7 @@ pub(crate) fn error_kind(word: &str) -> Option<String> {
     ) || w
         .strip_prefix("errno-")
         .or_else(|| w.strip_prefix("http-"))
-        .is_some_and(|n| n.parse::<u16>().is_ok());
+        .is_some_and(|n| n.parse::<u16>().is_ok())
+        || crate::scsi::code_of(&w).is_some();
     named.then_some(w)
 }

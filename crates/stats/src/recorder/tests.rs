@@ -37,9 +37,16 @@ fn error_kinds_survive_their_code() {
         ErrorKind::Misplaced,
         ErrorKind::Stale,
         ErrorKind::Hole,
+        ErrorKind::Http(65535),
+        ErrorKind::Scsi(3),
+        ErrorKind::Scsi(0x108),
+        ErrorKind::Scsi(0x1ff),
     ] {
         assert_eq!(ErrorKind::from_code(k.code()), k, "{}", k.name());
+        assert_eq!(ErrorKind::named(&k.name()).unwrap_or(k), k, "{}", k.name());
     }
+    assert_eq!(ErrorKind::Scsi(3).name(), "scsi-medium-error");
+    assert_eq!(ErrorKind::named("scsi-busy"), Some(ErrorKind::Scsi(0x108)));
 }
 
 #[test]
