@@ -374,3 +374,121 @@ fn a_write_protected_luns_writes_are_counted_by_sense_key() {
         "a write reached the protected LUN"
     );
 }
+
+/// Two agents in network namespaces share one LUN of a target on the bridge: each logs in
+/// with CHAP from its own environment (never sent by the coordinator, never in the results),
+/// works on its own half, and checks what it wrote; the totals are the exact sums of the
+/// hosts'. A LUN the agents were not told they may use is refused in one line, exit 2.
+#[test]
+fn two_agents_share_a_lun_each_its_half_merged_exactly() {
+    let test = "two_agents_share_a_lun_each_its_half_merged_exactly";
+    if !stormark_testkit::require_netns(test)
+        || !stormark_testkit::require_tool(test, "tgtd")
+        || !stormark_testkit::require_tool(test, "iscsi-inq")
+    {
+        return;
+    }
+    let mut net = stormark_testkit::NetCluster::new(2).expect("creating the namespaces");
+    let secret = "chap-secret-of-the-agents";
+    let t = Tgt::start_on(TMP, 64 << 20, Some(("bench", secret)), &net.gateway.clone())
+        .expect("tgtd starts");
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "iscsi-cluster-test-token-0123456789\n").unwrap();
+    let allowed = format!("iscsi://{}/{}", t.portal, t.iqn);
+    let mut agents = Vec::new();
+    for i in 0..2 {
+        let listen = format!("{}:7878", net.addresses[i]);
+        let own = dir.path().join(format!("host{i}"));
+        std::fs::create_dir(&own).unwrap();
+        let user = "STORMARK_ISCSI_USER=bench".to_string();
+        let pass = format!("STORMARK_ISCSI_SECRET={secret}");
+        net.spawn(
+            i,
+            "env",
+            &[
+                &user,
+                &pass,
+                BIN,
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                own.to_str().unwrap(),
+                "--state-dir",
+                dir.path().join(format!("state{i}")).to_str().unwrap(),
+                "--allow-iscsi",
+                &allowed,
+            ],
+            &dir.path().join(format!("agent{i}.log")),
+        )
+        .expect("starting an agent");
+        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
+        agents.push(listen);
+    }
+    let list = agents.join(",");
+    let url = t.url(1);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--time",
+            "2s",
+            "--verify",
+            "--allow-device-write",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = stormark_testkit::phase(&r, "run");
+    let hosts = run["by_host"].as_object().unwrap();
+    assert_eq!(hosts.len(), 2, "{run}");
+    let total = run["by_op"]["write"]["ops"].as_u64().unwrap();
+    let sum: u64 = hosts
+        .values()
+        .map(|h| h["by_op"]["write"]["ops"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(total > 100, "{out}");
+    assert_eq!(total, sum, "the total is the exact sum of the hosts'");
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+    assert!(
+        out.contains("host 1 of 2") && out.contains("host 2 of 2"),
+        "{out}"
+    );
+    assert!(!r.to_string().contains(secret) && !out.contains(secret));
+    // Each host wrote in its own half of the LUN.
+    let data = std::fs::read(&t.backing).unwrap();
+    for half in data.chunks(32 << 20) {
+        assert!(half.iter().any(|&b| b != 0), "a half never written");
+    }
+
+    let other = format!("iscsi://{}/iqn.2026-11.org.stormark.test:other/1", t.portal);
+    let out = Bin(BIN).run(&[
+        "run",
+        &other,
+        "--agents",
+        &list,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--time",
+        "1s",
+        "-q",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(said.contains("not a LUN this agent may use"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+}

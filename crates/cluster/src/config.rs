@@ -26,6 +26,22 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
     },
+    /// An `--allow-iscsi` value that is not a target's URL.
+    #[error("--allow-iscsi {value}: {why}; expected iscsi://HOST[:PORT]/IQN (every LUN of the target) or iscsi://HOST[:PORT]/IQN/LUN")]
+    BadIscsi {
+        /// The value as given (never with credentials: those are refused).
+        value: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A LUN the agent was not told it may use.
+    #[error("{url} is not a LUN this agent may use: {allowed}")]
+    IscsiOutside {
+        /// The target as asked.
+        url: String,
+        /// What the agent allows.
+        allowed: String,
+    },
     /// No `--allow-path`.
     #[error("--allow-path: give at least one directory or device coordinators may use, such as --allow-path /mnt/bench")]
     NoAllowedPath,
@@ -82,6 +98,9 @@ pub struct AgentConfig {
     /// by `--allow-path` when it names a device. A device node found under an allowed
     /// directory is refused unless it names one of these.
     pub devices: Vec<u64>,
+    /// iSCSI targets coordinators may use (`--allow-iscsi`): portal, IQN, and a LUN or
+    /// every LUN (`None`).
+    pub iscsi: Vec<(stormark_iscsi::Url, Option<u16>)>,
     /// Coordinator silence after which its session ends.
     pub heartbeat_timeout: Duration,
     /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
@@ -103,6 +122,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("token", &"<redacted>")
             .field("allow", &self.allow)
             .field("devices", &self.devices)
+            .field("iscsi", &self.iscsi)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
             .field("journal", &self.journal)
@@ -138,6 +158,7 @@ impl AgentConfig {
             token,
             allow,
             devices,
+            iscsi: Vec::new(),
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
@@ -162,6 +183,63 @@ impl AgentConfig {
             }
         }
         Ok(self)
+    }
+
+    /// Also allows the iSCSI targets `urls` (`--allow-iscsi`): `iscsi://HOST[:PORT]/IQN` for
+    /// every LUN of a target, with `/LUN` for one.
+    pub fn with_iscsi(mut self, urls: &[String]) -> Result<AgentConfig, ConfigError> {
+        use stormark_iscsi::Url;
+        for value in urls {
+            let bad = |why: String| ConfigError::BadIscsi {
+                value: Url::parse(value).map_or_else(|e| e.url, |u| u.to_string()),
+                why,
+            };
+            let entry = match Url::parse(value) {
+                Ok(u) => {
+                    let lun = u.lun;
+                    (u, Some(lun))
+                }
+                // No LUN: every LUN of the target.
+                Err(e) => match Url::parse(&format!("{}/0", value.trim_end_matches('/'))) {
+                    Ok(u) if !value.contains('@') => (u, None),
+                    _ => return Err(bad(e.why.to_string())),
+                },
+            };
+            self.iscsi.push(entry);
+        }
+        Ok(self)
+    }
+
+    /// The LUN `url` names, if this agent allows it (its portal as written, its IQN in any
+    /// case, its LUN or every LUN).
+    pub fn allowed_lun(&self, url: &str) -> Result<stormark_iscsi::Url, ConfigError> {
+        let outside = |allowed: String| ConfigError::IscsiOutside {
+            url: stormark_iscsi::Url::parse(url).map_or_else(|e| e.url, |u| u.to_string()),
+            allowed,
+        };
+        let asked = stormark_iscsi::Url::parse(url).map_err(|e| outside(e.to_string()))?;
+        let fits = |(a, lun): &(stormark_iscsi::Url, Option<u16>)| {
+            a.host.eq_ignore_ascii_case(&asked.host)
+                && a.port == asked.port
+                && a.target.eq_ignore_ascii_case(&asked.target)
+                && lun.is_none_or(|l| l == asked.lun)
+        };
+        if self.iscsi.iter().any(fits) {
+            return Ok(asked);
+        }
+        Err(outside(if self.iscsi.is_empty() {
+            "it allows no iSCSI target (start it with --allow-iscsi iscsi://HOST/IQN)".into()
+        } else {
+            let list: Vec<String> = self
+                .iscsi
+                .iter()
+                .map(|(u, lun)| match lun {
+                    Some(_) => u.to_string(),
+                    None => format!("iscsi://{}/{} (every LUN)", u.portal(), u.target),
+                })
+                .collect();
+            format!("it allows {}", list.join(", "))
+        }))
     }
 
     /// Warnings about a set-up that works but exposes more than it should: printed at start.
@@ -251,6 +329,7 @@ mod tests {
             token: "s3cret-s3cret-s3cret".into(),
             allow: vec![],
             devices: vec![],
+            iscsi: vec![],
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
@@ -309,5 +388,51 @@ mod tests {
             "{err}"
         );
         assert!(cfg.allowed(Path::new("/does/not/exist")).is_err());
+    }
+
+    #[test]
+    fn luns_are_allowed_by_portal_iqn_and_lun() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
+        let cfg = AgentConfig::new(&f, &[dir.path().to_path_buf()]).unwrap();
+        let none = cfg.allowed_lun("iscsi://10.0.0.5/iqn.2003-01.org.example:d1/1");
+        assert!(none.unwrap_err().to_string().contains("--allow-iscsi"));
+        let cfg = cfg
+            .with_iscsi(&[
+                "iscsi://10.0.0.5/iqn.2003-01.org.example:d1".into(),
+                "iscsi://10.0.0.6:3261/iqn.2003-01.org.example:d2/3".into(),
+            ])
+            .unwrap();
+        for ok in [
+            "iscsi://10.0.0.5/iqn.2003-01.org.example:d1/1",
+            "iscsi://10.0.0.5:3260/IQN.2003-01.org.example:D1/7",
+            "iscsi://10.0.0.6:3261/iqn.2003-01.org.example:d2/3",
+        ] {
+            assert!(cfg.allowed_lun(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "iscsi://10.0.0.5:3261/iqn.2003-01.org.example:d1/1",
+            "iscsi://10.0.0.7/iqn.2003-01.org.example:d1/1",
+            "iscsi://10.0.0.5/iqn.2003-01.org.example:d9/1",
+            "iscsi://10.0.0.6:3261/iqn.2003-01.org.example:d2/4",
+            "iscsi://10.0.0.5/disk/1",
+        ] {
+            let e = cfg.allowed_lun(refused).unwrap_err().to_string();
+            assert!(e.contains("not a LUN this agent may use"), "{refused}: {e}");
+        }
+        for bad in [
+            "nfs://x/y",
+            "iscsi://10.0.0.5",
+            "iscsi://u%p@10.0.0.5/iqn.x:y",
+        ] {
+            let e = AgentConfig::new(&f, &[dir.path().to_path_buf()])
+                .unwrap()
+                .with_iscsi(&[bad.to_string()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("--allow-iscsi"), "{bad}: {e}");
+            assert!(!e.contains("u%p"), "{bad}: {e}");
+        }
     }
 }

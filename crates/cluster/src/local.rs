@@ -222,7 +222,7 @@ impl LocalAgent {
             Some(Where::Lun(l)) => vec![FileTarget {
                 place: Place::Path(PathBuf::from(l.url.to_string())),
                 expect: None,
-                start,
+                start: l.base + start,
                 len,
             }],
             None => Vec::new(),

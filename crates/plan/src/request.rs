@@ -106,6 +106,10 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         .or(file.target.clone().map(PathBuf::from));
     let target_given = given.is_some();
     let target = given.unwrap_or_else(|| args.current_dir.clone());
+    // An iSCSI LUN's URL is checked here, before any agent is asked.
+    if let Some(t) = target.to_str().filter(|t| stormark_iscsi::Url::is_iscsi(t)) {
+        stormark_iscsi::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;
+    }
     if args.auto && args.distributed {
         return Err(
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size".into(),

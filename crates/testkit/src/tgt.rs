@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::{free_addr, run, temp_dir, wait_listening, TempDir};
+use crate::{run, temp_dir, wait_listening, TempDir};
 
 /// One `tgtd` serving one target with LUN 1 over a sparse file.
 pub struct Tgt {
@@ -35,12 +35,23 @@ impl Tgt {
     /// Starts `tgtd` with LUN 1 of `size` bytes (zeros), open to every initiator; `chap`:
     /// the initiators' user and secret it demands. Says why not where it cannot.
     pub fn start(base: &str, size: u64, chap: Option<(&str, &str)>) -> Result<Tgt, String> {
+        Tgt::start_on(base, size, chap, "127.0.0.1")
+    }
+
+    /// As [`Tgt::start`], its portal on `ip` (a bridge's address, where hosts in network
+    /// namespaces reach it).
+    pub fn start_on(
+        base: &str,
+        size: u64,
+        chap: Option<(&str, &str)>,
+        ip: &str,
+    ) -> Result<Tgt, String> {
         let dir = temp_dir(base);
         let backing = dir.path().join("lun1.img");
         std::fs::File::create(&backing)
             .and_then(|f| f.set_len(size))
             .map_err(|e| format!("backing file: {e}"))?;
-        let portal = free_addr();
+        let portal = format!("{ip}:{}", crate::minio::free_port(ip));
         // Each tgtd its own control socket (/var/run/tgtd/socket.N, N at most 32767): tests
         // run side by side, in several test processes.
         static N: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);

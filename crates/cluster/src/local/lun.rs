@@ -20,6 +20,8 @@ use crate::agent::{AgentError, Validated};
 pub(crate) struct Lun {
     pub url: Arc<Url>,
     pub chap: Option<Arc<Chap>>,
+    /// Where this host's slice of the LUN starts (several hosts share it).
+    pub base: u64,
 }
 
 impl LocalAgent {
@@ -37,8 +39,27 @@ impl LocalAgent {
         let shown = url.to_string();
         let session = Session::connect(&url, chap.as_ref())
             .map_err(|e| AgentError::target(&shown, login_failure(&e.to_string())))?;
-        let (total, lbs) = (session.capacity(), u64::from(session.block_size()));
+        let (capacity, lbs) = (session.capacity(), u64::from(session.block_size()));
         drop(session);
+        // Several hosts on one LUN: each its own slice, so that their writes never meet (a
+        // check of one host's blocks would find the other's).
+        let hosts = u64::from(self.hosts.max(1));
+        let align = if capacity / hosts >= 1 << 20 {
+            1 << 20
+        } else {
+            lbs
+        };
+        let total = capacity / hosts / align * align;
+        let base = self.index.min(hosts - 1) * total;
+        if total < lbs {
+            return Err(AgentError::target(
+                &shown,
+                format!(
+                    "holds {} bytes, too few to share among {hosts} hosts",
+                    capacity
+                ),
+            ));
+        }
         self.stages.clear();
         for stage in workload.stages() {
             let mut runs = Vec::new();
@@ -107,9 +128,20 @@ impl LocalAgent {
             &mut v.notes,
             format!(
                 "{shown}: {} in {lbs}-byte blocks, each worker its own iSCSI session",
-                format_size(total)
+                format_size(capacity)
             ),
         );
+        if hosts > 1 {
+            push_once(
+                &mut v.notes,
+                format!(
+                    "{shown}: this host works on its {} from {} (host {} of {hosts}, each its own slice)",
+                    format_size(total),
+                    format_size(base),
+                    self.index + 1
+                ),
+            );
+        }
         v.target = Some(stormark_stats::Target {
             path: shown.clone(),
             kind: "iscsi-lun".into(),
@@ -121,6 +153,7 @@ impl LocalAgent {
         self.place = Some(Where::Lun(Lun {
             url: Arc::new(url),
             chap: chap.map(Arc::new),
+            base,
         }));
         Ok(())
     }
@@ -131,7 +164,10 @@ fn login_failure(why: &str) -> String {
     let lower = why.to_ascii_lowercase();
     let hint = if lower.contains("authentication") || lower.contains("chap") {
         "check STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET (or STORMARK_ISCSI_CHAP_FILE)"
-    } else if lower.contains("not found") || lower.contains("target") {
+    } else if lower.contains("not found")
+        || lower.contains("target")
+        || lower.contains("logical_unit")
+    {
         "check the IQN and LUN (iscsi-ls iscsi://HOST lists a portal's targets)"
     } else {
         "check the portal's address and port, and that it serves iSCSI"

@@ -44,7 +44,7 @@ pub(super) fn jobs(req: &pb::ValidateRequest) -> Result<Vec<Job>, Status> {
 }
 
 /// The target: only file load touches a path, and then it must lie under an `--allow-path`
-/// (a file to make: its directory).
+/// (a file to make: its directory); an iSCSI LUN must be one of the agent's `--allow-iscsi`.
 pub(super) fn target(
     cfg: &AgentConfig,
     req: &pb::ValidateRequest,
@@ -52,6 +52,13 @@ pub(super) fn target(
 ) -> Result<PathBuf, Status> {
     if !jobs.iter().any(|j| j.kind.needs_target()) {
         return Ok(PathBuf::new());
+    }
+    // An iSCSI LUN: one the agent was told it may use, touching no path of the host.
+    if stormark_iscsi::Url::is_iscsi(&req.target) {
+        return cfg
+            .allowed_lun(&req.target)
+            .map(|_| PathBuf::from(&req.target))
+            .map_err(|e| Status::permission_denied(e.to_string()));
     }
     let asked = Path::new(&req.target);
     let allowed = |p: &Path| {
