@@ -333,7 +333,7 @@ fn a_write_protected_luns_writes_are_counted_by_sense_key() {
     ) else {
         return;
     };
-    t.set_readonly(true).unwrap();
+    t.set_lun_params("readonly=1").unwrap();
     let dir = temp_dir(TMP);
     let url = t.url(1);
     let args = [
@@ -491,4 +491,77 @@ fn two_agents_share_a_lun_each_its_half_merged_exactly() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(said.contains("not a LUN this agent may use"), "{said}");
     assert_eq!(said.trim().lines().count(), 1, "{said}");
+}
+
+/// Trims are UNMAPs: a thin LUN releases exactly the range asked (reading back zeros, the rest
+/// as it was); a LUN that is not thin answers each with ILLEGAL REQUEST, counted as such.
+/// `--fsync N` and `--end-fsync` are SYNCHRONIZE CACHE commands, one per N writes and one at
+/// the end, each timed.
+#[test]
+fn trims_are_unmaps_and_syncs_synchronize_the_cache() {
+    let Some(mut t) = target("trims_are_unmaps_and_syncs_synchronize_the_cache", None) else {
+        return;
+    };
+    std::fs::write(&t.backing, vec![0x5au8; 64 << 20]).unwrap();
+    let dir = temp_dir(TMP);
+    let url = t.url(1);
+    let trim = [
+        url.as_str(),
+        "--rw",
+        "trim",
+        "--bs",
+        "64k",
+        "--offset",
+        "1m",
+        "--size",
+        "1m",
+        "--allow-device-write",
+        "-q",
+    ];
+    let (code, r, out) = Bin(BIN).run_json(&dir, &trim);
+    assert_eq!(code, 1, "{out}");
+    let errors = stormark_testkit::phase(&r, "run")["errors"].clone();
+    assert_eq!(errors[0]["kind"], "scsi-illegal-request", "{errors}");
+    assert_eq!(errors[0]["count"].as_u64(), Some(16), "{errors}");
+    assert!(std::fs::read(&t.backing)
+        .unwrap()
+        .iter()
+        .all(|&b| b == 0x5a));
+
+    t.set_lun_params("thin_provisioning=1").unwrap();
+    let (code, r, out) = Bin(BIN).run_json(&dir, &trim);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(ops(&r, "trim"), 16, "{out}");
+    let data = std::fs::read(&t.backing).unwrap();
+    let mb = 1 << 20;
+    assert!(
+        data[mb..2 * mb].iter().all(|&b| b == 0),
+        "the range released"
+    );
+    assert!(data[..mb].iter().all(|&b| b == 0x5a), "before the range");
+    assert!(data[2 * mb..].iter().all(|&b| b == 0x5a), "after the range");
+
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--fsync",
+            "8",
+            "--end-fsync",
+            "--time",
+            "1s",
+            "--allow-device-write",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let writes = ops(&r, "write");
+    assert!(writes > 100, "{out}");
+    assert_eq!(ops(&r, "sync"), writes / 8 + 1, "{out}");
 }

@@ -20,6 +20,8 @@ pub(crate) fn connect(work: &crate::IscsiWork) -> Result<Session, EngineError> {
 /// Runs the loop until the stop rule, the deadline or a failing target.
 pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
+    // fio's sync=1 (O_SYNC, O_DSYNC): every write forced to the medium.
+    session.set_fua(ctx.spec.sync_flags != 0);
     // Each worker's region of the LUN starts at its file's start (fio's offset).
     let bases: Vec<u64> = ctx.spec.files.iter().map(|f| f.start).collect();
     let none = IoReq {
@@ -32,8 +34,11 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), 
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
     let mut draining = false;
+    // fio's fsync=N: after every N writes issued, nothing more until they are done and the
+    // LUN's cache is synchronized (timed as a sync).
+    let mut sync_due = false;
     loop {
-        while let (false, Some(&slot)) = (draining, free.last()) {
+        while let (false, false, Some(&slot)) = (draining, sync_due, free.last()) {
             // Open loop: only commands already due are issued.
             if ctx
                 .schedule
@@ -47,17 +52,20 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), 
                 break;
             };
             free.pop();
-            let (dir, buf) = if req.op == Op::Write {
-                match ctx.bufs.write(slot, &req, ctx.tag ^ ctx.issued) {
+            let (dir, buf) = match req.op {
+                Op::Write => match ctx.bufs.write(slot, &req, ctx.tag ^ ctx.issued) {
                     Payload::Plain(p) => (Dir::Write, p.cast_mut()),
                     // Planning refuses what would need gathered writes (deduplicated blocks).
                     Payload::Vectored(..) => {
                         return Err(EngineError::Iscsi("a gathered write over iSCSI".into()))
                     }
-                }
-            } else {
-                (Dir::Read, ctx.bufs.read_at(slot))
+                },
+                Op::Trim => (Dir::Unmap, std::ptr::null_mut()),
+                _ => (Dir::Read, ctx.bufs.read_at(slot)),
             };
+            if req.op == Op::Write && ctx.write_done() {
+                sync_due = true;
+            }
             let due = ctx.schedule.as_mut().map(|s| s.take());
             slots[slot] = (req, ctx.clock.ticks(), due);
             let at = bases[req.file as usize] + req.offset;
@@ -66,8 +74,16 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), 
             unsafe { session.submit(dir, at, buf, req.len, slot as u64) }
                 .map_err(|e| EngineError::Iscsi(e.to_string()))?;
         }
+        if session.inflight() == 0 && std::mem::take(&mut sync_due) {
+            sync_lun(ctx, session)?;
+            continue;
+        }
         if session.inflight() == 0 {
             if draining || ctx.pace.expired(Instant::now()) {
+                // fio's end_fsync: the LUN synchronized once the load ends, timed.
+                if ctx.spec.end_fsync && ctx.spec.read_pct < 100 {
+                    sync_lun(ctx, session)?;
+                }
                 return Ok(());
             }
             // Open loop, nothing in flight: idle until the next command is due.
@@ -102,6 +118,26 @@ pub(crate) fn run_iscsi(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), 
             draining = true;
         }
     }
+}
+
+/// SYNCHRONIZE CACHE(16) of the whole LUN, waited for and timed as [`Op::Sync`]; a lost
+/// session ends the worker.
+fn sync_lun(ctx: &mut Ctx<'_>, session: &mut Session) -> Result<(), EngineError> {
+    let start = Instant::now();
+    let answer = session
+        .sync_cache()
+        .map_err(|e| EngineError::Iscsi(e.to_string()))?;
+    let now = Instant::now();
+    ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+    match answer {
+        Ok(()) => ctx.rec.record(
+            Op::Sync,
+            0,
+            now.saturating_duration_since(start).as_nanos() as u64,
+        ),
+        Err(f) => ctx.rec.record_error(Op::Sync, kind_of(f), 0, 0),
+    }
+    Ok(())
 }
 
 /// The kind a failed command is counted as: its sense key or status (`scsi-medium-error`,

@@ -76,6 +76,26 @@ pub(crate) struct Lib {
         *mut c_void,
     ) -> Task,
     pub add_data_in_buffer: unsafe extern "C" fn(Task, c_int, *mut u8) -> c_int,
+    pub unmap_task: unsafe extern "C" fn(
+        Ctx,
+        c_int,
+        c_int,
+        c_int,
+        *mut UnmapList,
+        c_int,
+        CommandCb,
+        *mut c_void,
+    ) -> Task,
+    pub synchronizecache16_task:
+        unsafe extern "C" fn(Ctx, c_int, u64, u32, c_int, c_int, CommandCb, *mut c_void) -> Task,
+}
+
+/// libiscsi's `struct unmap_list`: one range of blocks to release (copied into the command
+/// when it is made).
+#[repr(C)]
+pub(crate) struct UnmapList {
+    pub lba: u64,
+    pub num: u32,
 }
 
 /// The library's file name.
@@ -147,6 +167,8 @@ fn load() -> Result<Lib, String> {
             read16_task: cast(sym(c"iscsi_read16_task")?),
             write16_task: cast(sym(c"iscsi_write16_task")?),
             add_data_in_buffer: cast(sym(c"scsi_task_add_data_in_buffer")?),
+            unmap_task: cast(sym(c"iscsi_unmap_task")?),
+            synchronizecache16_task: cast(sym(c"iscsi_synchronizecache16_task")?),
         })
     }
 }

@@ -102,6 +102,10 @@ pub enum Dir {
     Read,
     /// WRITE(16).
     Write,
+    /// UNMAP of the blocks (a trim; no data).
+    Unmap,
+    /// SYNCHRONIZE CACHE(16) of the whole LUN (no data; offset and length unused).
+    Sync,
 }
 
 /// A command that completed: its tag and how.
@@ -140,6 +144,8 @@ pub struct Session {
     inflight: usize,
     /// A service failed: never served again (buffers of commands in flight may be gone).
     broken: bool,
+    /// Writes are forced to the medium before they complete (FUA).
+    fua: bool,
 }
 
 // SAFETY: a session is moved to its worker's thread before any command, and used only there
@@ -186,6 +192,7 @@ impl Session {
             blocks: 0,
             inflight: 0,
             broken: false,
+            fua: false,
         };
         let target = CString::new(url.target.as_str()).map_err(|_| fail("NUL in IQN".into()))?;
         let portal = CString::new(url.portal()).map_err(|_| fail("NUL in portal".into()))?;
@@ -250,17 +257,24 @@ impl Session {
         self.blocks.saturating_mul(u64::from(self.block))
     }
 
+    /// Every write from now on forced to the medium before it completes (Force Unit Access:
+    /// what O_SYNC and O_DSYNC ask of a file).
+    pub fn set_fua(&mut self, fua: bool) {
+        self.fua = fua;
+    }
+
     /// Commands submitted and not yet completed.
     pub fn inflight(&self) -> usize {
         self.inflight
     }
 
     /// Queues a READ(16) into, or a WRITE(16) from, the `len` bytes at `buf`, at byte `offset`
-    /// (both multiples of the block); its completion comes from [`Session::wait`] with `tag`.
+    /// (both multiples of the block), or an UNMAP of those bytes or a SYNCHRONIZE CACHE (`buf`
+    /// unused); its completion comes from [`Session::wait`] with `tag`.
     ///
     /// # Safety
-    /// `buf` must hold `len` bytes that stay valid, and untouched by anything else, until the
-    /// command's completion has been taken.
+    /// For a read or write, `buf` must hold `len` bytes that stay valid, and untouched by
+    /// anything else, until the command's completion has been taken.
     pub unsafe fn submit(
         &mut self,
         dir: Dir,
@@ -290,8 +304,31 @@ impl Session {
                     t
                 }
                 Dir::Write => (lib.write16_task)(
-                    self.ctx, self.lun, lba, buf, len, block, 0, 0, 0, 0, 0, done, private,
+                    self.ctx,
+                    self.lun,
+                    lba,
+                    buf,
+                    len,
+                    block,
+                    0,
+                    0,
+                    c_int::from(self.fua),
+                    0,
+                    0,
+                    done,
+                    private,
                 ),
+                Dir::Unmap => {
+                    // Copied into the command's parameter list as it is made.
+                    let mut range = ffi::UnmapList {
+                        lba,
+                        num: len / self.block,
+                    };
+                    (lib.unmap_task)(self.ctx, self.lun, 0, 0, &mut range, 1, done, private)
+                }
+                Dir::Sync => {
+                    (lib.synchronizecache16_task)(self.ctx, self.lun, 0, 0, 0, 0, done, private)
+                }
             }
         };
         if task.is_null() {
@@ -352,6 +389,12 @@ impl Session {
     pub fn write_at(&mut self, offset: u64, buf: &[u8]) -> Result<Result<(), Failure>, IscsiError> {
         // libiscsi only reads a write's buffer.
         self.one(Dir::Write, offset, buf.as_ptr().cast_mut(), buf.len())
+    }
+
+    /// Asks the LUN to make every write it acknowledged durable (SYNCHRONIZE CACHE(16) of
+    /// all its blocks), waiting for its answer. Only with nothing else in flight.
+    pub fn sync_cache(&mut self) -> Result<Result<(), Failure>, IscsiError> {
+        self.one(Dir::Sync, 0, std::ptr::null_mut(), 0)
     }
 
     /// One command, waited for. A session that failed meanwhile is never served again, so

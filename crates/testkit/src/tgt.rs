@@ -123,9 +123,9 @@ impl Tgt {
         format!("iscsi://{}/{}/{lun}", self.portal, self.iqn)
     }
 
-    /// Makes LUN 1 write-protected (its writes then fail with DATA PROTECT), or writable.
-    pub fn set_readonly(&mut self, readonly: bool) -> Result<(), String> {
-        let params = format!("readonly={}", u8::from(readonly));
+    /// Sets LUN 1's parameters, as `tgtadm --params` takes them: `readonly=1` (its writes
+    /// then fail with DATA PROTECT), `thin_provisioning=1` (it answers UNMAP).
+    pub fn set_lun_params(&mut self, params: &str) -> Result<(), String> {
         self.adm(&[
             "--op",
             "update",
@@ -136,7 +136,7 @@ impl Tgt {
             "--lun",
             "1",
             "--params",
-            &params,
+            params,
         ])
     }
 

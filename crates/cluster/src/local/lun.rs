@@ -9,7 +9,7 @@ use std::sync::Arc;
 use stormark_engine::Backend;
 use stormark_iscsi::{Chap, Session, Url};
 use stormark_spec::units::format_size;
-use stormark_spec::{LoadKind, SyncMode, Workload};
+use stormark_spec::{LoadKind, Workload};
 
 use super::planning::{check_job_here, Existing};
 use super::{push_once, LocalAgent, Where};
@@ -88,12 +88,8 @@ impl LocalAgent {
                         format!("checks what a kept run left in its run directory; {shown} has none: run --verify, which checks every block it wrote once the load ends"),
                     ));
                 }
-                if job.rw.trims() {
-                    return Err(not_yet("a trim (UNMAP)"));
-                }
-                if job.fsync > 0 || job.fdatasync > 0 || job.end_fsync || job.sync != SyncMode::None
-                {
-                    return Err(not_yet("--fsync (SYNCHRONIZE CACHE)"));
+                if job.rw.trims() && job.verify {
+                    return Err(not_yet("--verify with trims (UNMAP)"));
                 }
                 if job.zoned.is_some() || job.flow.is_some() || !job.thinktime.is_zero() {
                     return Err(not_yet("fio's zoned mode, flow or thinktime"));
