@@ -62,6 +62,9 @@ pub enum EngineError {
     /// An iSCSI worker could not log in, or its session failed.
     #[error("{0}")]
     Iscsi(String),
+    /// An NFS worker could not connect or open its files, or its connection failed.
+    #[error("{0}")]
+    Nfs(String),
     /// `--verify` could not save or load the expected state.
     #[error("{0}")]
     Verify(String),

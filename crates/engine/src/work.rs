@@ -30,6 +30,8 @@ pub enum Load {
     Meta(MetaWork),
     /// READ(16) and WRITE(16) to a LUN over the worker's own iSCSI session.
     Iscsi(IscsiWork),
+    /// READ and WRITE RPCs to files of an NFS share over the worker's own connection.
+    Nfs(NfsWork),
 }
 
 impl Load {
@@ -39,7 +41,7 @@ impl Load {
             Backend::IoUring => Some(Load::IoUring),
             Backend::Psync => Some(Load::Psync),
             Backend::Null => Some(Load::Null),
-            Backend::S3 | Backend::Net | Backend::Meta | Backend::Iscsi => None,
+            Backend::S3 | Backend::Net | Backend::Meta | Backend::Iscsi | Backend::Nfs => None,
         }
     }
 
@@ -53,6 +55,7 @@ impl Load {
             Load::Net(_) => Backend::Net,
             Load::Meta(_) => Backend::Meta,
             Load::Iscsi(_) => Backend::Iscsi,
+            Load::Nfs(_) => Backend::Nfs,
         }
     }
 }
@@ -180,6 +183,14 @@ pub struct IscsiWork {
     pub chap: Option<Arc<stormark_iscsi::Chap>>,
 }
 
+/// What an NFS worker works on: the share (its files are the worker's targets, each a path
+/// within the URL's directory).
+#[derive(Debug, Clone)]
+pub struct NfsWork {
+    /// `nfs://SERVER/EXPORT/DIR`.
+    pub url: Arc<stormark_nfs::Url>,
+}
+
 /// How the bytes of writes are made.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DataShape {
@@ -234,6 +245,8 @@ pub enum Backend {
     /// SCSI commands to a LUN over iSCSI, `iodepth` in flight (the work in
     /// [`crate::Load::Iscsi`]).
     Iscsi,
+    /// RPCs to files of an NFS share, `iodepth` in flight (the work in [`crate::Load::Nfs`]).
+    Nfs,
 }
 
 impl Backend {
@@ -247,6 +260,7 @@ impl Backend {
             Backend::Net => "net",
             Backend::Meta => "meta",
             Backend::Iscsi => "iscsi",
+            Backend::Nfs => "nfs",
         }
     }
 

@@ -34,11 +34,17 @@ pub(crate) fn run_worker(
     if let (Ok(_), Load::Meta(work)) = (&setup, &spec.load) {
         crate::meta::ready(work);
     }
-    // An iSCSI worker logs in to its LUN before the start, so that no login is measured.
-    let mut session = None;
+    // A worker of a service logs in (to its LUN) or mounts (its share) and opens its files
+    // before the start, so that none of that is measured.
+    let mut lun = None;
+    let mut share = None;
     let setup = match (setup, &spec.load) {
         (Ok(s), Load::Iscsi(work)) => crate::iscsi::connect(work).map(|c| {
-            session = Some(c);
+            lun = Some(c);
+            s
+        }),
+        (Ok(s), Load::Nfs(work)) => crate::nfs::connect(work, spec).map(|c| {
+            share = Some(c);
             s
         }),
         (s, _) => s,
@@ -113,9 +119,13 @@ pub(crate) fn run_worker(
         Load::S3(work) => crate::s3::run_s3(&mut ctx, work),
         Load::Net(work) => crate::net::run_net(&mut ctx, work),
         Load::Meta(work) => crate::meta::run_meta(&mut ctx, work),
-        Load::Iscsi(_) => match session.as_mut() {
-            Some(session) => crate::iscsi::run_iscsi(&mut ctx, session),
+        Load::Iscsi(_) => match lun.as_mut() {
+            Some(l) => crate::remote::run_remote(&mut ctx, l, EngineError::Iscsi),
             None => Err(EngineError::Iscsi("no iSCSI session".into())),
+        },
+        Load::Nfs(_) => match share.as_mut() {
+            Some(c) => crate::remote::run_remote(&mut ctx, c, EngineError::Nfs),
+            None => Err(EngineError::Nfs("no NFS connection".into())),
         },
     };
     // fio's end_fsync: every file written, synced once the load ends, each timed.
@@ -130,7 +140,14 @@ pub(crate) fn run_worker(
     // --verify: every block written read back and checked, once the load is over.
     let failure = match failure {
         None if spec.verify.is_some() && !matches!(spec.load, Load::Null) => {
-            match crate::verify::pass::verify_pass(&mut ctx, session.as_mut()) {
+            match crate::verify::pass::verify_pass(
+                &mut ctx,
+                match (lun.as_mut(), share.as_mut()) {
+                    (Some(l), _) => Some(l as &mut dyn crate::remote::Remote),
+                    (_, Some(c)) => Some(c as &mut dyn crate::remote::Remote),
+                    _ => None,
+                },
+            ) {
                 Ok(bad) => bad,
                 Err(e) => Some(e.to_string()),
             }
@@ -232,7 +249,7 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             bs: spec.bs_max,
         });
     }
-    let slots = if matches!(spec.load, Load::IoUring | Load::Iscsi(_)) {
+    let slots = if matches!(spec.load, Load::IoUring | Load::Iscsi(_) | Load::Nfs(_)) {
         spec.iodepth as usize
     } else {
         1

@@ -11,6 +11,7 @@ pub use tempfile::TempDir;
 
 mod certs;
 mod delay;
+mod ganesha;
 mod loopdev;
 mod minio;
 mod netns;
@@ -20,6 +21,7 @@ mod tgt;
 mod versitygw;
 pub use certs::certificates;
 pub use delay::DelayRelay;
+pub use ganesha::Ganesha;
 pub use loopdev::LoopDevice;
 pub use minio::{minio_binary, Minio};
 pub use netns::{require_netns, NetCluster};

@@ -70,7 +70,7 @@ impl Need {
 
     fn buffer_bytes(&self) -> u128 {
         let slots = match self.backend {
-            Backend::IoUring | Backend::Iscsi => self.iodepth.max(1),
+            Backend::IoUring | Backend::Iscsi | Backend::Nfs => self.iodepth.max(1),
             Backend::Psync => 1,
             Backend::S3 => {
                 let one = stormark_engine::s3_body_bytes(self.bs_max, self.reads, &self.data);

@@ -18,7 +18,7 @@ use crate::EngineError;
 /// run directory for a later `--verify-only`.
 pub(crate) fn verify_pass(
     ctx: &mut Ctx<'_>,
-    mut lun: Option<&mut stormark_iscsi::Session>,
+    mut remote: Option<&mut dyn crate::remote::Remote>,
 ) -> Result<Option<String>, EngineError> {
     let spec = ctx.spec.verify.expect("a verify pass is asked for");
     let v = match ctx.bufs.take_verifier() {
@@ -44,7 +44,8 @@ pub(crate) fn verify_pass(
     let mut shown = Vec::new();
     let (mut bad, mut checked) = (0u64, 0u64);
     for (i, blocks) in v.files.iter().enumerate() {
-        // A LUN's blocks come back over the worker's session; a file's with pread.
+        // A LUN's or a share's blocks come back over the worker's connection; a file's
+        // with pread.
         let fd = ctx.files.get(i).map_or(-1, |f| f.as_raw_fd());
         let base = ctx.spec.files[i].start;
         let per = chunk / block;
@@ -55,13 +56,14 @@ pub(crate) fn verify_pass(
             let off = (c * chunk) as u64;
             let len = want.len() * block;
             let start = Instant::now();
-            let got = match lun.as_deref_mut() {
-                Some(session) => {
+            let got = match remote.as_deref_mut() {
+                Some(r) => {
                     // SAFETY: buf holds `chunk` >= len bytes, borrowed here alone.
                     let into = unsafe { std::slice::from_raw_parts_mut(buf.at(0), len) };
-                    match session.read_at(base + off, into) {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(f)) => Err(crate::iscsi::kind_of(f)),
+                    match r.read_at(i as u32, base + off, into) {
+                        Ok(Ok(n)) if n as usize == len || n == crate::remote::ALL => Ok(()),
+                        Ok(Ok(_)) => Err(ErrorKind::Short),
+                        Ok(Err(kind)) => Err(kind),
                         Err(_) => Err(ErrorKind::Reset),
                     }
                 }

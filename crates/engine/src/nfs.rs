@@ -1,0 +1,87 @@
+//! The NFS backend: READ, WRITE and COMMIT RPCs to the files of a share over the worker's own
+//! connection (fio's `nfs` engine), driven by the loop of `remote.rs`.
+
+use stormark_nfs::{Client, Completion, Dir};
+use stormark_stats::{ErrorKind, Op};
+
+use crate::error::EngineError;
+use crate::remote::{Done, Remote};
+use crate::target::WorkerSpec;
+
+/// A worker's connection, its files open, with room for its completions.
+pub(crate) struct Share {
+    client: Client,
+    done: Vec<Completion>,
+}
+
+/// Connects to the worker's share and opens its files (before the stage's start, so that no
+/// mount or lookup is measured).
+pub(crate) fn connect(work: &crate::NfsWork, spec: &WorkerSpec) -> Result<Share, EngineError> {
+    let fail = |e: stormark_nfs::NfsError| EngineError::Nfs(e.to_string());
+    let slots = spec.iodepth.max(1) as usize;
+    let mut client = Client::connect(&work.url, slots).map_err(fail)?;
+    let writes = spec.read_pct < 100 || spec.write_once;
+    for f in &spec.files {
+        client
+            .open(&f.shown().to_string_lossy(), writes)
+            .map_err(fail)?;
+    }
+    Ok(Share {
+        client,
+        done: Vec::new(),
+    })
+}
+
+impl Remote for Share {
+    fn inflight(&self) -> usize {
+        self.client.inflight()
+    }
+
+    unsafe fn submit(
+        &mut self,
+        op: Op,
+        file: u32,
+        at: u64,
+        buf: *mut u8,
+        len: u32,
+        tag: u64,
+    ) -> Result<(), String> {
+        let dir = if op == Op::Write {
+            Dir::Write
+        } else {
+            Dir::Read
+        };
+        // SAFETY: the caller's.
+        unsafe { self.client.submit(dir, file, at, buf, len, tag) }.map_err(|e| e.to_string())
+    }
+
+    fn wait(&mut self, ms: i32, out: &mut Vec<Done>) -> Result<(), String> {
+        self.client
+            .wait(ms, &mut self.done)
+            .map_err(|e| e.to_string())?;
+        out.extend(
+            self.done
+                .drain(..)
+                .map(|c| (c.tag, c.status.map_err(ErrorKind::from_errno))),
+        );
+        Ok(())
+    }
+
+    fn sync(&mut self, file: u32) -> Result<Result<(), ErrorKind>, String> {
+        let r = self.client.commit(file).map_err(|e| e.to_string())?;
+        Ok(r.map(|_| ()).map_err(ErrorKind::from_errno))
+    }
+
+    fn read_at(
+        &mut self,
+        file: u32,
+        at: u64,
+        buf: &mut [u8],
+    ) -> Result<Result<u32, ErrorKind>, String> {
+        let r = self
+            .client
+            .read_at(file, at, buf)
+            .map_err(|e| e.to_string())?;
+        Ok(r.map_err(ErrorKind::from_errno))
+    }
+}
