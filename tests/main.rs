@@ -16,6 +16,7 @@ mod iscsi;
 mod meta;
 mod net;
 mod net_jobs;
+mod nfs;
 mod package;
 mod precondition;
 mod report;

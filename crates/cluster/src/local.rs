@@ -15,6 +15,7 @@ mod peers;
 mod planning;
 mod prepare;
 mod rules;
+mod share;
 mod specs;
 mod stage;
 mod workspace;
@@ -52,6 +53,8 @@ enum Where {
     Existing { path: PathBuf, id: Identity },
     /// An iSCSI LUN, over each worker's own session.
     Lun(lun::Lun),
+    /// A run directory made on an NFS share, over each worker's own connection.
+    Share(share::ShareDir),
 }
 
 /// The agent of a local run.
@@ -219,6 +222,7 @@ impl LocalAgent {
                 len,
             }],
             // Never opened: the worker's region of the LUN, for its offsets.
+            Some(Where::Share(sd)) => files.iter().map(|&i| sd.target(i, start, len)).collect(),
             Some(Where::Lun(l)) => vec![FileTarget {
                 place: Place::Path(PathBuf::from(l.url.to_string())),
                 expect: None,
@@ -268,6 +272,19 @@ impl Agent for LocalAgent {
         {
             let target = target.to_string();
             self.plan_lun(workload, &target, &mut v)?;
+            v.stages = (0..self.stages.len())
+                .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
+                .collect();
+            return Ok(v);
+        }
+        if let Some(target) = self
+            .opts
+            .path
+            .to_str()
+            .filter(|t| stormark_nfs::Url::is_nfs(t))
+        {
+            let target = target.to_string();
+            self.plan_share(workload, &target, &mut v)?;
             v.stages = (0..self.stages.len())
                 .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
                 .collect();
@@ -326,8 +343,10 @@ impl Agent for LocalAgent {
         &mut self,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
-        if let Some(Where::Dir(ws)) = &mut self.place {
-            ws.create(&self.stop)?;
+        match &mut self.place {
+            Some(Where::Dir(ws)) => ws.create(&self.stop)?,
+            Some(Where::Share(sd)) => sd.create(&self.stop)?,
+            _ => {}
         }
         self.make_meta_trees()?;
         let mut notes = Vec::new();
@@ -437,8 +456,10 @@ impl Agent for LocalAgent {
         };
         problems.extend(self.remove_meta_trees());
         self.peer_ports = None;
-        if let Some(Where::Dir(ws)) = &mut self.place {
-            problems.extend(ws.cleanup(self.opts.keep));
+        match &mut self.place {
+            Some(Where::Dir(ws)) => problems.extend(ws.cleanup(self.opts.keep)),
+            Some(Where::Share(sd)) => problems.extend(sd.cleanup(self.opts.keep)),
+            _ => {}
         }
         problems.extend(self.remove_made_file());
         problems

@@ -110,6 +110,9 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     if let Some(t) = target.to_str().filter(|t| stormark_iscsi::Url::is_iscsi(t)) {
         stormark_iscsi::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;
     }
+    if let Some(t) = target.to_str().filter(|t| stormark_nfs::Url::is_nfs(t)) {
+        stormark_nfs::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;
+    }
     if args.auto && args.distributed {
         return Err(
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size".into(),

@@ -151,6 +151,9 @@ impl Ganesha {
             .output()
             .map_err(|e| format!("dbus-send: {e}"))?;
         let text = String::from_utf8_lossy(&out.stdout);
+        if text.contains("does not have any NFSv3 activity") {
+            return Ok((0, 0));
+        }
         if !out.status.success() || !text.contains("\"OK\"") {
             return Err(format!(
                 "GetNFSv3IO: {}{}",
@@ -166,7 +169,7 @@ impl Ganesha {
             .filter_map(|n| n.parse().ok())
             .collect();
         match numbers.as_slice() {
-            [_, _, _, _, r_ops, _, _, _, _, _, _, w_ops, ..] => Ok((*r_ops, *w_ops)),
+            [_, _, _, _, r_ops, _, _, _, _, _, w_ops, ..] => Ok((*r_ops, *w_ops)),
             _ => Err(format!("GetNFSv3IO: an answer of another form: {text}")),
         }
     }

@@ -150,8 +150,15 @@ impl LocalAgent {
                     runs.push(JobRun::without_files(job, *backend));
                     continue;
                 }
+                let avail = if job.fill_device { ws.space()?.1 } else { 0 };
                 runs.push(plan_job_files(
-                    &mut ws, &mut index, k, job, *backend, workload,
+                    &mut ws.files,
+                    avail,
+                    &mut index,
+                    k,
+                    job,
+                    *backend,
+                    workload,
                 )?);
             }
             self.stages.push(runs);
@@ -466,8 +473,10 @@ fn check_named_files(stages: &[Vec<(Job, Backend)>]) -> Result<(), AgentError> {
 
 /// Job `k`'s workers' files in the run directory (`index` finds a file another job already
 /// planned): their names, their sizes (the most any job uses), whether they need data.
-fn plan_job_files(
-    ws: &mut Workspace,
+/// `avail`: the free bytes where they go (used by fio's `fill_device` only).
+pub(super) fn plan_job_files(
+    files: &mut Vec<PlannedFile>,
+    avail: u64,
     index: &mut BTreeMap<String, usize>,
     k: usize,
     job: &Job,
@@ -480,17 +489,16 @@ fn plan_job_files(
         // (at most the size given); less a room kept for the run directory's own writes (a
         // MiB, and with --verify the expected state saved beside each file: 4 bytes a
         // verified block).
-        let files = u64::from(job.jobs.max(1)) * u64::from(job.files.max(1));
-        let avail = ws.space()?.1;
+        let count = u64::from(job.jobs.max(1)) * u64::from(job.files.max(1));
         let state = if job.verify {
             let block = job
                 .verify_interval
                 .unwrap_or_else(|| stormark_spec::units::gcd(job.bs.min, job.bs_align));
-            avail / block.max(512) * 4 + 4096 * files
+            avail / block.max(512) * 4 + 4096 * count
         } else {
             0
         };
-        let room = avail.saturating_sub((1 << 20) + state) / files;
+        let room = avail.saturating_sub((1 << 20) + state) / count;
         job.size.map_or(room, |s| s.min(room))
     } else {
         // A file an earlier job of the run names (fio's jobs sharing a file): its size, as
@@ -499,7 +507,7 @@ fn plan_job_files(
             job.filename
                 .as_ref()
                 .and_then(|n| index.get(n))
-                .map(|&i| ws.files[i].size)
+                .map(|&i| files[i].size)
                 .filter(|s| *s > 0)
                 .unwrap_or(DEFAULT_FILE_SIZE)
         })
@@ -529,7 +537,7 @@ fn plan_job_files(
                 None => (format!("j{k}.w{w}.f{f}"), len),
             };
             let i = *index.entry(name.clone()).or_insert_with(|| {
-                ws.files.push(PlannedFile {
+                files.push(PlannedFile {
                     name,
                     shared: job.filename.is_some(),
                     size: 0,
@@ -539,9 +547,9 @@ fn plan_job_files(
                     fill: false,
                     id: None,
                 });
-                ws.files.len() - 1
+                files.len() - 1
             });
-            let pf = &mut ws.files[i];
+            let pf = &mut files[i];
             if backend != Backend::Null {
                 pf.size = pf.size.max(end);
                 pf.fill |= job.fill_device;

@@ -34,7 +34,7 @@ impl LocalAgent {
                     path.display().to_string(),
                 )
             }
-            Some(Where::Lun(_)) | None => (false, String::new()),
+            Some(Where::Lun(_) | Where::Share(_)) | None => (false, String::new()),
         };
         for run in self.stages.iter_mut().flatten() {
             if !run.backend.touches_files() {
@@ -80,7 +80,7 @@ impl LocalAgent {
                     .map_err(|e| AgentError::target(path.display().to_string(), e.to_string()))?;
                 (units, path.display().to_string())
             }
-            Some(Where::Lun(_)) | None => return Ok(()),
+            Some(Where::Lun(_) | Where::Share(_)) | None => return Ok(()),
         };
         for bs in sizes {
             let fits =
@@ -147,32 +147,49 @@ impl LocalAgent {
         if self.stop.load(Ordering::Relaxed) {
             return Err(AgentError::Interrupted(what));
         }
-        if let (Some(Where::Dir(ws)), false) = (&mut self.place, todo.is_empty()) {
-            ws.mark_prepared(&todo)?;
+        match (&mut self.place, todo.is_empty()) {
+            (Some(Where::Dir(ws)), false) => ws.mark_prepared(&todo)?,
+            (Some(Where::Share(sd)), false) => sd.mark_prepared(&todo),
+            _ => {}
         }
         Ok(jobs)
     }
 
     /// The workers that write every file that needs data and has none yet, if any.
     fn file_preparation(&self) -> Result<Option<FilePreparation>, AgentError> {
-        let Some(ws) = self.workspace() else {
-            return Ok(None);
-        };
-        let todo: Vec<usize> = (0..ws.files.len())
-            .filter(|&i| ws.files[i].needs_data && !ws.files[i].prepared && ws.files[i].size > 0)
+        // A local run directory's files, or a share's (written over NFS, as the load is).
+        let (files, target, direct, load): (_, &dyn Fn(usize, u64) -> FileTarget, _, _) =
+            match &self.place {
+                Some(Where::Dir(ws)) => (
+                    &ws.files,
+                    &|i, len| ws.target(i, 0, len),
+                    ws.odirect_supported().unwrap_or(false),
+                    Load::of_files(if io_uring_available().is_ok() {
+                        Backend::IoUring
+                    } else {
+                        Backend::Psync
+                    })
+                    .expect("a file backend prepares"),
+                ),
+                Some(Where::Share(sd)) => (
+                    &sd.files,
+                    &|i, len| sd.target(i, 0, len),
+                    true,
+                    Load::Nfs(stormark_engine::NfsWork {
+                        url: sd.url.clone(),
+                    }),
+                ),
+                _ => return Ok(None),
+            };
+        let todo: Vec<usize> = (0..files.len())
+            .filter(|&i| files[i].needs_data && !files[i].prepared && files[i].size > 0)
             .collect();
         if todo.is_empty() {
             return Ok(None);
         }
-        let direct = ws.odirect_supported().unwrap_or(false);
-        let backend = if io_uring_available().is_ok() {
-            Backend::IoUring
-        } else {
-            Backend::Psync
-        };
+        let backend = load.backend();
         let workers = todo.len().min(4);
-        let bs = ws
-            .files
+        let bs = files
             .iter()
             .filter(|f| f.size > 0)
             .map(|f| f.size)
@@ -188,18 +205,18 @@ impl LocalAgent {
                 read_pct: 0,
                 iodepth: 4,
                 direct,
-                load: Load::of_files(backend).expect("a file backend prepares"),
+                load: load.clone(),
                 seed: 0x5eed + w as u64,
                 ..WorkerSpec::new(
                     todo.iter()
                         .skip(w)
                         .step_by(workers)
-                        .map(|&i| ws.target(i, 0, ws.files[i].size))
+                        .map(|&i| target(i, files[i].size))
                         .collect(),
                 )
             })
             .collect();
-        let working_set_bytes = todo.iter().map(|&i| ws.files[i].size).sum();
+        let working_set_bytes = todo.iter().map(|&i| files[i].size).sum();
         Ok(Some(FilePreparation {
             specs,
             todo,

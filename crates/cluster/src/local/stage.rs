@@ -109,6 +109,14 @@ impl LocalAgent {
                             chap: l.chap.clone(),
                         })
                     }
+                    Backend::Nfs => {
+                        let Some(Where::Share(sd)) = &self.place else {
+                            return Err(AgentError::job(&run.job.name, "no share was planned"));
+                        };
+                        Load::Nfs(stormark_engine::NfsWork {
+                            url: sd.url.clone(),
+                        })
+                    }
                     b => Load::of_files(b).expect("a backend of files or null"),
                 };
                 let mut spec = run.worker_spec(load, work, targets, ramp, seed, self.hosts);

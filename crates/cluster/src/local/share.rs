@@ -1,0 +1,242 @@
+//! An NFS share as the target (`nfs://SERVER/EXPORT/DIR`): measured from user space over the
+//! workers' own connections, no kernel client, no mount. The run directory, its files and
+//! their preparation are made over NFS as in a local directory (the same plan of files), and
+//! exactly what the run made is removed at its end.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use stormark_engine::{Backend, FileTarget, Place};
+use stormark_nfs::{Client, Url};
+use stormark_spec::units::format_size;
+use stormark_spec::{LoadKind, Workload};
+
+use super::planning::{check_job_here, plan_job_files};
+use super::workspace::{stamp, PlannedFile};
+use super::{human, push_once, LocalAgent, Where};
+use crate::agent::{AgentError, Validated};
+
+/// A run directory on a share: where, its files, and what this run made.
+#[derive(Debug)]
+pub(crate) struct ShareDir {
+    pub url: Arc<Url>,
+    /// The agent's own connection: makes and removes the run's files.
+    client: Client,
+    /// The run directory's name in the URL's directory.
+    name: String,
+    pub files: Vec<PlannedFile>,
+    made_dir: bool,
+    /// Names of the files this run created, in order.
+    created: Vec<String>,
+}
+
+impl ShareDir {
+    /// The worker's handle on file `i`: its path within the URL's directory.
+    pub fn target(&self, i: usize, start: u64, len: u64) -> FileTarget {
+        FileTarget {
+            place: Place::Path(PathBuf::from(format!(
+                "{}/{}",
+                self.name, self.files[i].name
+            ))),
+            expect: None,
+            start,
+            len,
+        }
+    }
+
+    /// The run directory as the user would name it.
+    fn shown(&self) -> String {
+        format!("{}/{}", self.url, self.name)
+    }
+
+    /// Makes the run directory and its files (each its length, sparse: what is read is
+    /// written by the preparation).
+    pub fn create(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<(), AgentError> {
+        if !self.made_dir {
+            self.client
+                .mkdir(&self.name)
+                .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
+            self.made_dir = true;
+        }
+        for i in 0..self.files.len() {
+            if self.files[i].exists || self.files[i].size == 0 {
+                continue;
+            }
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(AgentError::Interrupted("creating files"));
+            }
+            let rel = format!("{}/{}", self.name, self.files[i].name);
+            self.client
+                .create(&rel, self.files[i].size)
+                .map_err(|e| AgentError::target(self.shown(), e.to_string()))?;
+            self.created.push(self.files[i].name.clone());
+            self.files[i].exists = true;
+        }
+        Ok(())
+    }
+
+    /// Marks the files the preparation wrote.
+    pub fn mark_prepared(&mut self, done: &[usize]) {
+        for &i in done {
+            self.files[i].prepared = true;
+        }
+    }
+
+    /// Removes what this run made (unless kept); problems as notes.
+    pub fn cleanup(&mut self, keep: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.made_dir {
+            return notes;
+        }
+        if keep {
+            notes.push(format!("kept run directory {}", self.shown()));
+            return notes;
+        }
+        for name in std::mem::take(&mut self.created) {
+            if let Err(e) = self.client.unlink(&format!("{}/{name}", self.name)) {
+                notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
+            }
+        }
+        if let Err(e) = self.client.rmdir(&self.name) {
+            notes.push(format!(
+                "could not remove {}: {e} (files not created by stormark are left in place)",
+                self.shown()
+            ));
+        }
+        self.made_dir = false;
+        notes
+    }
+}
+
+impl LocalAgent {
+    /// Plans every job of `workload` in a run directory to be made on the share `target`
+    /// names: a mount to check the directory and its free space, each job's files planned as
+    /// in a local directory.
+    pub(super) fn plan_share(
+        &mut self,
+        workload: &Workload,
+        target: &str,
+        v: &mut Validated,
+    ) -> Result<(), AgentError> {
+        let url = Url::parse(target).map_err(|e| AgentError::option("TARGET", e.to_string()))?;
+        stormark_nfs::available().map_err(|e| AgentError::option("TARGET", e))?;
+        let shown = url.to_string();
+        let mut client = Client::connect(&url, 1).map_err(|e| {
+            AgentError::target(
+                &shown,
+                format!(
+                    "{}; check the server and its exports (showmount -e SERVER lists them)",
+                    e.to_string().trim_start_matches(&format!("{shown}: "))
+                ),
+            )
+        })?;
+        match client.stat("") {
+            Ok(st) if st.dir => {}
+            Ok(_) => {
+                return Err(AgentError::target(
+                    &shown,
+                    "not a directory; give the directory the run directory is made in",
+                ))
+            }
+            Err(e) => {
+                return Err(AgentError::target(
+                    &shown,
+                    format!("{e}; give an existing directory of the export"),
+                ))
+            }
+        }
+        if self.opts.reuse {
+            return Err(AgentError::option("--reuse", format!("{shown}: a kept run directory on a share is not reused yet; run without --reuse")));
+        }
+        let mut files = Vec::new();
+        let mut index: BTreeMap<String, usize> = BTreeMap::new();
+        self.stages.clear();
+        for stage in workload.stages() {
+            let mut runs = Vec::new();
+            for (k, job) in stage.iter().enumerate() {
+                check_job_here(job, &mut v.notes)?;
+                let not_yet = |what: &str| {
+                    AgentError::job(
+                        &job.name,
+                        format!("{what} is not run over NFS yet; leave it out for {shown}"),
+                    )
+                };
+                if job.kind != LoadKind::File {
+                    return Err(AgentError::job(
+                        &job.name,
+                        format!(
+                            "{shown} takes file I/O (reads and writes); this job's load is {}",
+                            job.kind.name()
+                        ),
+                    ));
+                }
+                if job.rw.trims() {
+                    return Err(not_yet("a trim"));
+                }
+                if job.verify_only {
+                    return Err(AgentError::option("--verify-only", format!("checks what a kept run left in its run directory; {shown} keeps none yet: run --verify, which checks every block it wrote once the load ends")));
+                }
+                if job.fill_device {
+                    return Err(not_yet("--fill-device"));
+                }
+                if job.zoned.is_some() || job.flow.is_some() || !job.thinktime.is_zero() {
+                    return Err(not_yet("fio's zoned mode, flow or thinktime"));
+                }
+                if job.atomic {
+                    return Err(not_yet("--atomic"));
+                }
+                if job.dedup_ratio > 1.0 {
+                    return Err(not_yet("--dedup-ratio"));
+                }
+                let mut run =
+                    plan_job_files(&mut files, 0, &mut index, k, job, Backend::Nfs, workload)?;
+                // Nothing caches between the worker and the server: every operation is an RPC.
+                run.direct = true;
+                runs.push(run);
+            }
+            self.stages.push(runs);
+        }
+        let needed: u64 = files.iter().map(|f| f.size).sum();
+        let (size, avail) = client
+            .space()
+            .map_err(|e| AgentError::target(&shown, e.to_string()))?;
+        if needed > avail {
+            return Err(AgentError::target(
+                &shown,
+                format!(
+                    "the working set needs {} but only {} is free; lower --size, --files or --jobs",
+                    human(needed),
+                    human(avail)
+                ),
+            ));
+        }
+        let name = format!("stormark-{}-{}", stamp(), std::process::id());
+        push_once(
+            &mut v.notes,
+            format!(
+                "{shown}: export {} ({} free of {}), each worker its own NFS connection",
+                client.export(),
+                format_size(avail),
+                format_size(size)
+            ),
+        );
+        v.target = Some(stormark_stats::Target {
+            path: shown.clone(),
+            kind: "nfs-directory".into(),
+            run_dir: Some(format!("{shown}/{name}")),
+            kept: self.opts.keep,
+            device: None,
+            fs_type: Some("nfs".into()),
+        });
+        self.place = Some(Where::Share(ShareDir {
+            url: Arc::new(url),
+            client,
+            name,
+            files,
+            made_dir: false,
+            created: Vec::new(),
+        }));
+        Ok(())
+    }
+}

@@ -1,0 +1,228 @@
+//! Issue 34: an NFS share measured from user space (`stormark run nfs://SERVER/EXPORT/DIR`)
+//! against a real server, nfs-ganesha started here in a namespace of its own: a run directory
+//! made over NFS, its files prepared, read and written at depth, counted as the server counts
+//! them, and removed at the end with nothing else of the export touched; mistakes one line,
+//! exit 2, before any load.
+
+use stormark_testkit::{temp_dir, text, Bin, Ganesha};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+fn ops(r: &serde_json::Value, phase: &str, op: &str) -> u64 {
+    stormark_testkit::phase(r, phase)["by_op"][op]["ops"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The export's files and directories, with their contents, beneath `dir`.
+fn tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.path().display().to_string();
+        if e.file_type().unwrap().is_dir() {
+            out.push((name.clone(), Vec::new()));
+            out.extend(tree(&e.path()));
+        } else {
+            out.push((name, std::fs::read(e.path()).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn randrw_at_depth_counted_as_the_server_counts_and_nothing_left() {
+    let Some(g) = Ganesha::for_test(
+        TMP,
+        "randrw_at_depth_counted_as_the_server_counts_and_nothing_left",
+    ) else {
+        return;
+    };
+    // Someone else's files in the export and in the directory the run uses: left as they are.
+    std::fs::create_dir(g.export.join("bench")).unwrap();
+    std::fs::write(g.export.join("theirs"), b"not stormark's").unwrap();
+    std::fs::write(g.export.join("bench/keep.txt"), vec![7u8; 5000]).unwrap();
+    let before = tree(&g.export);
+    let (r0, w0) = g.v3_io_ops().expect("ganesha's statistics");
+    let dir = temp_dir(TMP);
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &g.url("/bench"),
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "8",
+            "--size",
+            "4m",
+            "--time",
+            "3s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}\n{}", g.log());
+    let (reads, writes) = (ops(&r, "run", "read"), ops(&r, "run", "write"));
+    assert!(reads > 100 && writes > 100, "{out}");
+    let job = &stormark_testkit::phase(&r, "run")["jobs"][0];
+    assert_eq!(job["engine"], "nfs", "{job}");
+    assert_eq!(r["target"]["kind"], "nfs-directory", "{}", r["target"]);
+    // The server's own counts: the preparation's writes (4 MiB in its blocks), then the
+    // run's reads and writes, one RPC each.
+    let (r1, w1) = g.v3_io_ops().unwrap();
+    let prepared = ops(&r, "prepare", "write");
+    assert!(prepared > 0, "{out}");
+    let (served_r, served_w) = (r1 - r0, w1 - w0);
+    assert_eq!(
+        served_r, reads,
+        "ganesha served {served_r} READs, stormark counted {reads}"
+    );
+    assert_eq!(
+        served_w,
+        writes + prepared,
+        "ganesha served {served_w} WRITEs, stormark counted {writes} + {prepared} prepared"
+    );
+    assert_eq!(tree(&g.export), before, "the export is as it was");
+}
+
+#[test]
+fn mistakes_are_one_line_and_exit_2_before_any_load() {
+    let Some(g) = Ganesha::for_test(TMP, "nfs_mistakes_are_one_line_and_exit_2_before_any_load")
+    else {
+        return;
+    };
+    std::fs::write(g.export.join("afile"), b"x").unwrap();
+    let before = tree(&g.export);
+    for (url, why) in [
+        (format!("nfs://{}/", g.host), "no export"),
+        (format!("nfs://user:pw@{}/export", g.host), "credentials"),
+        (format!("nfs://{}/elsewhere", g.host), "cannot mount"),
+        (g.url("/missing"), "existing directory"),
+        (g.url("/afile"), "not a directory"),
+        (format!("nfs://{}/export?version=4", g.host), "mountport"),
+    ] {
+        let out = Bin(BIN).run(&["run", &url, "--rw", "randread", "--time", "1s", "-q"]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {}", text(&out));
+        assert!(said.contains(why), "{url}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{url}: {said}");
+        assert!(!said.contains("pw@"), "{said}");
+    }
+    let out = Bin(BIN).run(&["run", &g.url(""), "--rw", "randtrim", "--time", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(tree(&g.export), before, "the export is as it was");
+}
+
+/// `--verify` over NFS: random writes at depth all check out, `--fsync 8 --end-fsync` is one
+/// COMMIT per 8 writes and one at the end, each timed; then a block changed on the server
+/// between its write and its check is found at its offset, counted as corrupt, exit 1.
+#[test]
+fn verify_and_commit_over_nfs() {
+    let Some(g) = Ganesha::for_test(TMP, "verify_and_commit_over_nfs") else {
+        return;
+    };
+    let dir = temp_dir(TMP);
+    let url = g.url("");
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--size",
+            "2m",
+            "--time",
+            "2s",
+            "--verify",
+            "--fsync",
+            "8",
+            "--end-fsync",
+            "-q",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let writes = ops(&r, "run", "write");
+    assert!(writes > 100, "{out}");
+    assert_eq!(ops(&r, "run", "sync"), writes / 8 + 1, "{out}");
+    let run = stormark_testkit::phase(&r, "run");
+    assert_eq!(run["errors"].as_array().map_or(0, Vec::len), 0, "{run}");
+
+    // Sequential writes at 200 a second: the block at 64 KiB is written in the first tenth
+    // of a second, its check comes after the last write, 2.5 s in.
+    let json = dir.path().join("planted.json");
+    let child = std::process::Command::new(BIN)
+        .args([
+            "run",
+            &url,
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "2m",
+            "--rate-iops",
+            "200",
+            "--verify",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    const AT: usize = 65536;
+    let started = std::time::Instant::now();
+    let file = loop {
+        let found = std::fs::read_dir(&g.export)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
+            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+            .map(|e| e.path())
+            .find(|p| {
+                std::fs::read(p).is_ok_and(|d| d.len() > AT + 4096 && &d[AT..AT + 8] == b"STMKVRFY")
+            });
+        if let Some(f) = found {
+            break f;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the run never wrote 64 KiB"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    // One byte changed in place (the run goes on writing the file's other blocks meanwhile).
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&file)
+        .unwrap();
+    let mut byte = [0u8; 1];
+    f.read_exact_at(&mut byte, (AT + 1000) as u64).unwrap();
+    f.write_all_at(&[byte[0] ^ 0x40], (AT + 1000) as u64)
+        .unwrap();
+    drop(f);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains(&format!("offset {AT}: corrupt")), "{said}");
+    assert!(said.contains("1 of 512 blocks bad"), "{said}");
+    let r = stormark_testkit::read_json(&json);
+    let errors = stormark_testkit::phase(&r, "run")["errors"].clone();
+    assert_eq!(errors[0]["kind"], "corrupt", "{errors}");
+    assert_eq!(
+        errors[0]["first_offset"].as_u64(),
+        Some(AT as u64),
+        "{errors}"
+    );
+    // Both runs removed what they made.
+    assert_eq!(std::fs::read_dir(&g.export).unwrap().count(), 0);
+}
