@@ -226,3 +226,116 @@ fn verify_and_commit_over_nfs() {
     // Both runs removed what they made.
     assert_eq!(std::fs::read_dir(&g.export).unwrap().count(), 0);
 }
+
+/// Two agents in network namespaces measure one share, ganesha in a third: each makes its own
+/// run directory over its own connections, the totals are the exact sums of the hosts' and
+/// what ganesha served, and nothing is left; a share they were not given is refused in one
+/// line, exit 2.
+#[test]
+fn two_agents_share_an_export_merged_exactly() {
+    let test = "two_agents_share_an_export_merged_exactly";
+    if !Ganesha::available(test) {
+        return;
+    }
+    let mut net = stormark_testkit::NetCluster::new(3).expect("creating the namespaces");
+    let g = Ganesha::start_in(TMP, &net.namespaces[2].clone(), &net.addresses[2].clone())
+        .expect("ganesha starts");
+    std::fs::create_dir(g.export.join("bench")).unwrap();
+    let before = tree(&g.export);
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "nfs-cluster-test-token-0123456789\n").unwrap();
+    let url = g.url("/bench");
+    let mut agents = Vec::new();
+    for i in 0..2 {
+        let listen = format!("{}:7878", net.addresses[i]);
+        let own = dir.path().join(format!("host{i}"));
+        std::fs::create_dir(&own).unwrap();
+        net.spawn(
+            i,
+            BIN,
+            &[
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                own.to_str().unwrap(),
+                "--state-dir",
+                dir.path().join(format!("state{i}")).to_str().unwrap(),
+                "--allow-nfs",
+                &url,
+            ],
+            &dir.path().join(format!("agent{i}.log")),
+        )
+        .expect("starting an agent");
+        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
+        agents.push(listen);
+    }
+    let list = agents.join(",");
+    let (r0, w0) = g.v3_io_ops().unwrap();
+    let (code, r, out) = Bin(BIN).run_json(
+        &dir,
+        &[
+            &url,
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--rw",
+            "randrw",
+            "--bs",
+            "4k",
+            "--iodepth",
+            "4",
+            "--size",
+            "2m",
+            "--time",
+            "2s",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let run = stormark_testkit::phase(&r, "run");
+    let hosts = run["by_host"].as_object().unwrap();
+    assert_eq!(hosts.len(), 2, "{run}");
+    for op in ["read", "write"] {
+        let total = run["by_op"][op]["ops"].as_u64().unwrap();
+        let sum: u64 = hosts
+            .values()
+            .map(|h| h["by_op"][op]["ops"].as_u64().unwrap_or(0))
+            .sum();
+        assert!(total > 100, "{op}: {out}");
+        assert_eq!(total, sum, "{op}: the total is the exact sum of the hosts'");
+    }
+    let (r1, w1) = g.v3_io_ops().unwrap();
+    let prepared = ops(&r, "prepare", "write");
+    assert_eq!(r1 - r0, ops(&r, "run", "read"), "READs ganesha served");
+    assert_eq!(
+        w1 - w0,
+        ops(&r, "run", "write") + prepared,
+        "WRITEs ganesha served"
+    );
+    assert_eq!(tree(&g.export), before, "nothing left on the export");
+
+    let out = Bin(BIN).run(&[
+        "run",
+        &g.url(""),
+        "--agents",
+        &list,
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--time",
+        "1s",
+        "-q",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        said.contains("not a share directory this agent may use"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+}

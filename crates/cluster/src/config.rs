@@ -42,6 +42,22 @@ pub enum ConfigError {
         /// What the agent allows.
         allowed: String,
     },
+    /// An `--allow-nfs` value that is not a share's URL.
+    #[error("--allow-nfs {value}: {why}; expected nfs://SERVER[:PORT]/EXPORT[/DIR] (that directory and what lies beneath it)")]
+    BadNfs {
+        /// The value as given (never with credentials: those are refused).
+        value: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A share directory the agent was not told it may use.
+    #[error("{url} is not a share directory this agent may use: {allowed}")]
+    NfsOutside {
+        /// The target as asked.
+        url: String,
+        /// What the agent allows.
+        allowed: String,
+    },
     /// No `--allow-path`.
     #[error("--allow-path: give at least one directory or device coordinators may use, such as --allow-path /mnt/bench")]
     NoAllowedPath,
@@ -101,6 +117,9 @@ pub struct AgentConfig {
     /// iSCSI targets coordinators may use (`--allow-iscsi`): portal, IQN, and a LUN or
     /// every LUN (`None`).
     pub iscsi: Vec<(stormark_iscsi::Url, Option<u16>)>,
+    /// NFS share directories coordinators may use (`--allow-nfs`), each with what lies
+    /// beneath it.
+    pub nfs: Vec<stormark_nfs::Url>,
     /// Coordinator silence after which its session ends.
     pub heartbeat_timeout: Duration,
     /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
@@ -123,6 +142,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("allow", &self.allow)
             .field("devices", &self.devices)
             .field("iscsi", &self.iscsi)
+            .field("nfs", &self.nfs)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
             .field("journal", &self.journal)
@@ -159,6 +179,7 @@ impl AgentConfig {
             allow,
             devices,
             iscsi: Vec::new(),
+            nfs: Vec::new(),
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
@@ -238,6 +259,43 @@ impl AgentConfig {
                     None => format!("iscsi://{}/{} (every LUN)", u.portal(), u.target),
                 })
                 .collect();
+            format!("it allows {}", list.join(", "))
+        }))
+    }
+
+    /// Also allows the NFS share directories `urls` (`--allow-nfs`), each with what lies
+    /// beneath it.
+    pub fn with_nfs(mut self, urls: &[String]) -> Result<AgentConfig, ConfigError> {
+        for value in urls {
+            let u = stormark_nfs::Url::parse(value).map_err(|e| ConfigError::BadNfs {
+                value: e.url.clone(),
+                why: e.why.to_string(),
+            })?;
+            self.nfs.push(u);
+        }
+        Ok(self)
+    }
+
+    /// The share directory `url` names, if this agent allows it: its server as written, its
+    /// path one of the allowed ones or beneath one.
+    pub fn allowed_share(&self, url: &str) -> Result<stormark_nfs::Url, ConfigError> {
+        let outside = |allowed: String| ConfigError::NfsOutside {
+            url: stormark_nfs::Url::parse(url).map_or_else(|e| e.url, |u| u.to_string()),
+            allowed,
+        };
+        let asked = stormark_nfs::Url::parse(url).map_err(|e| outside(e.to_string()))?;
+        let fits = |a: &stormark_nfs::Url| {
+            a.host.eq_ignore_ascii_case(&asked.host)
+                && a.port == asked.port
+                && (asked.path == a.path || asked.path.starts_with(&format!("{}/", a.path)))
+        };
+        if self.nfs.iter().any(fits) {
+            return Ok(asked);
+        }
+        Err(outside(if self.nfs.is_empty() {
+            "it allows no share (start it with --allow-nfs nfs://SERVER/EXPORT/DIR)".into()
+        } else {
+            let list: Vec<String> = self.nfs.iter().map(|u| u.to_string()).collect();
             format!("it allows {}", list.join(", "))
         }))
     }
@@ -330,6 +388,7 @@ mod tests {
             allow: vec![],
             devices: vec![],
             iscsi: vec![],
+            nfs: vec![],
             heartbeat_timeout: Duration::from_secs(5),
             tls: None,
             journal: None,
@@ -434,5 +493,35 @@ mod tests {
             assert!(e.starts_with("--allow-iscsi"), "{bad}: {e}");
             assert!(!e.contains("u%p"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn shares_are_allowed_by_server_and_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
+        let cfg = AgentConfig::new(&f, &[dir.path().to_path_buf()]).unwrap();
+        let none = cfg.allowed_share("nfs://nas/export/bench");
+        assert!(none.unwrap_err().to_string().contains("--allow-nfs"));
+        let cfg = cfg.with_nfs(&["nfs://nas/export/bench".into()]).unwrap();
+        for ok in ["nfs://nas/export/bench", "nfs://NAS/export/bench/a/b"] {
+            assert!(cfg.allowed_share(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "nfs://nas/export",
+            "nfs://nas/export/benchmark",
+            "nfs://nas:2050/export/bench",
+            "nfs://other/export/bench",
+            "nfs://nas/export/bench/../x",
+        ] {
+            let e = cfg.allowed_share(refused).unwrap_err().to_string();
+            assert!(e.contains("not a share directory"), "{refused}: {e}");
+        }
+        let e = AgentConfig::new(&f, &[dir.path().to_path_buf()])
+            .unwrap()
+            .with_nfs(&["nfs://u:pw@nas/e".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--allow-nfs") && !e.contains("pw"), "{e}");
     }
 }

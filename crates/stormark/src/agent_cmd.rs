@@ -13,6 +13,7 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
     let cfg = AgentConfig::new(&args.token_file, &args.allow_path)
         .and_then(|c| c.with_devices(&args.allow_device))
         .and_then(|c| c.with_iscsi(&args.allow_iscsi))
+        .and_then(|c| c.with_nfs(&args.allow_nfs))
         .and_then(|c| match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => c.with_tls(cert, key),
             _ => Ok(c),

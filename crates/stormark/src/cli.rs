@@ -562,7 +562,7 @@ pub struct ReportArgs {
 /// Options of `stormark agent`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-nfs nfs://10.0.0.6/export/bench\n      also a directory of an NFS share, over this host's own connections (no mount)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
 )]
 pub struct AgentArgs {
     /// Address and port to listen on.
@@ -584,6 +584,11 @@ pub struct AgentArgs {
     /// STORMARK_ISCSI_SECRET (or STORMARK_ISCSI_CHAP_FILE), never from the coordinator.
     #[arg(long, value_name = "URL")]
     pub allow_iscsi: Vec<String>,
+    /// An NFS share directory coordinators may use, with what lies beneath it,
+    /// nfs://SERVER[:PORT]/EXPORT[/DIR]; repeat for more. Runs make their run directory there
+    /// and remove it at their end.
+    #[arg(long, value_name = "URL")]
+    pub allow_nfs: Vec<String>,
     /// Where the agent journals the run directories it creates, so that after a crash its
     /// next start removes them (or reports those kept with --keep).
     #[arg(long, value_name = "DIR", default_value = "/var/lib/stormark")]

@@ -25,23 +25,28 @@ impl Ganesha {
     /// where the tests are not root or cannot make namespaces, or ganesha, rpcbind, D-Bus or
     /// libnfs (`libnfs-utils` brings it) is missing.
     pub fn for_test(base: &str, test: &str) -> Option<Ganesha> {
+        Ganesha::available(test).then(|| Ganesha::start(base).expect("ganesha starts"))
+    }
+
+    /// Whether a server can be started here; records why a test skips when not.
+    pub fn available(test: &str) -> bool {
         if !crate::require_netns(test)
             || !crate::require_tool(test, "dbus-daemon")
             || !crate::require_tool(test, "nfs-ls")
         {
-            return None;
+            return false;
         }
         for tool in ["ganesha.nfsd", "rpcbind"] {
-            if Command::new("which")
+            let found = Command::new("which")
                 .arg(tool)
                 .output()
-                .map_or(true, |o| !o.status.success())
-            {
+                .is_ok_and(|o| o.status.success());
+            if !found {
                 crate::skip(test, &format!("`{tool}` is not installed"));
-                return None;
+                return false;
             }
         }
-        Some(Ganesha::start(base).expect("ganesha starts"))
+        true
     }
 
     /// Starts ganesha in a namespace of its own on a fresh bridge.

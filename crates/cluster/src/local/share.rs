@@ -211,7 +211,8 @@ impl LocalAgent {
                 ),
             ));
         }
-        let name = format!("stormark-{}-{}", stamp(), std::process::id());
+        // Hosts of one run on one share: each its own run directory.
+        let name = format!("stormark-{}-{}-{}", stamp(), std::process::id(), self.index);
         push_once(
             &mut v.notes,
             format!(

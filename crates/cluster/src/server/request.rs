@@ -44,7 +44,8 @@ pub(super) fn jobs(req: &pb::ValidateRequest) -> Result<Vec<Job>, Status> {
 }
 
 /// The target: only file load touches a path, and then it must lie under an `--allow-path`
-/// (a file to make: its directory); an iSCSI LUN must be one of the agent's `--allow-iscsi`.
+/// (a file to make: its directory); an iSCSI LUN must be one of the agent's `--allow-iscsi`,
+/// an NFS share's directory one of its `--allow-nfs` or beneath one.
 pub(super) fn target(
     cfg: &AgentConfig,
     req: &pb::ValidateRequest,
@@ -57,6 +58,13 @@ pub(super) fn target(
     if stormark_iscsi::Url::is_iscsi(&req.target) {
         return cfg
             .allowed_lun(&req.target)
+            .map(|_| PathBuf::from(&req.target))
+            .map_err(|e| Status::permission_denied(e.to_string()));
+    }
+    // An NFS share's directory: one the agent was told it may use.
+    if stormark_nfs::Url::is_nfs(&req.target) {
+        return cfg
+            .allowed_share(&req.target)
             .map(|_| PathBuf::from(&req.target))
             .map_err(|e| Status::permission_denied(e.to_string()));
     }
