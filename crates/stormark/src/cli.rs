@@ -160,6 +160,9 @@ Examples:
   stormark run iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1 --rw randread --iodepth 16
       an iSCSI LUN from user space (libiscsi): no kernel initiator, no login of the host;
       each worker its own session; CHAP from STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET
+  stormark run nfs://192.0.2.20/export/bench --rw randrw --bs 4k --iodepth 8 --time 2m
+      an NFS share from user space (libnfs, NFSv3): no mount, no kernel client; its run
+      directory made there and removed after, each worker its own connection
   stormark run /mnt/data --auto --rw randread --direct --time 2m --expect iops=90k,p99=2ms
       jobs, iodepth and size chosen from this host; measured compared with a datasheet
   stormark run /mnt/data --rw randrw --direct --bssplit 4k/60:64k/40 --random-distribution zipf:1.2
@@ -189,15 +192,16 @@ Examples:
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
 needs no flag; writing needs --allow-device-write, and --force if it holds a filesystem),
-or an iSCSI LUN, iscsi://HOST[:PORT]/IQN/LUN (writing needs --allow-device-write).
+or an iSCSI LUN, iscsi://HOST[:PORT]/IQN/LUN (writing needs --allow-device-write), or a
+directory of an NFS share, nfs://SERVER[:PORT]/EXPORT[/DIR] (a run directory made there).
 Sizes take k/m/g/t (1024-based, as fio), durations s/ms/m/h.";
 
 /// Options of `stormark run`.
 #[derive(Debug, Default, Args)]
 #[command(after_help = RUN_EXAMPLES)]
 pub struct RunArgs {
-    /// Directory, file, block device or iscsi://HOST[:PORT]/IQN/LUN to benchmark [default: the
-    /// current directory].
+    /// Directory, file, block device, iscsi://HOST[:PORT]/IQN/LUN or
+    /// nfs://SERVER/EXPORT[/DIR] to benchmark [default: the current directory].
     pub target: Option<PathBuf>,
 
     /// The workload flags (`--rw`, `--bs`, `--iodepth`, ...), from the spec's table.
