@@ -5,8 +5,8 @@ use hdrhistogram::serialization::{Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use stormark_stats::{
     CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
-    MemorySample, NetSample, Op, OpRecord, PhaseJob, Severity, Snapshot, SparseHist, SparseRecord,
-    Target,
+    MemorySample, NetSample, NfsOpSample, NfsSample, Op, OpRecord, PhaseJob, Severity, Snapshot,
+    SparseHist, SparseRecord, Target,
 };
 
 use crate::agent::Validated;
@@ -373,6 +373,31 @@ pub(crate) fn encode_samples(samples: &[HostSample]) -> Vec<pb::HostSample> {
                 })
                 .collect(),
             tcp_retrans_per_s: s.tcp_retrans_per_s,
+            nfs: s
+                .nfs
+                .iter()
+                .map(|(mount, n)| {
+                    let n = pb::NfsSample {
+                        export: n.export.clone(),
+                        ops_per_s: n.ops_per_s,
+                        retrans_per_s: n.retrans_per_s,
+                        timeouts_per_s: n.timeouts_per_s,
+                        by_op: n
+                            .by_op
+                            .iter()
+                            .map(|(op, o)| {
+                                let o = pb::NfsOpSample {
+                                    ops_per_s: o.ops_per_s,
+                                    rtt_ms: o.rtt_ms,
+                                    exe_ms: o.exe_ms,
+                                };
+                                (op.clone(), o)
+                            })
+                            .collect(),
+                    };
+                    (mount.clone(), n)
+                })
+                .collect(),
         })
         .collect()
 }
@@ -432,6 +457,31 @@ pub(crate) fn decode_samples(samples: Vec<pb::HostSample>) -> Vec<HostSample> {
                 })
                 .collect(),
             tcp_retrans_per_s: s.tcp_retrans_per_s,
+            nfs: s
+                .nfs
+                .into_iter()
+                .map(|(mount, n)| {
+                    let n = NfsSample {
+                        export: n.export,
+                        ops_per_s: n.ops_per_s,
+                        retrans_per_s: n.retrans_per_s,
+                        timeouts_per_s: n.timeouts_per_s,
+                        by_op: n
+                            .by_op
+                            .into_iter()
+                            .map(|(op, o)| {
+                                let o = NfsOpSample {
+                                    ops_per_s: o.ops_per_s,
+                                    rtt_ms: o.rtt_ms,
+                                    exe_ms: o.exe_ms,
+                                };
+                                (op, o)
+                            })
+                            .collect(),
+                    };
+                    (mount, n)
+                })
+                .collect(),
         })
         .collect()
 }
@@ -469,6 +519,21 @@ mod tests {
             },
         );
         s.net.insert("eth0".into(), NetSample::default());
+        let mut nfs = NfsSample {
+            export: "nas:/export".into(),
+            ops_per_s: 120.0,
+            retrans_per_s: 2.0,
+            ..NfsSample::default()
+        };
+        nfs.by_op.insert(
+            "READ".into(),
+            NfsOpSample {
+                ops_per_s: 120.0,
+                rtt_ms: 1.5,
+                exe_ms: 1.75,
+            },
+        );
+        s.nfs.insert("/mnt/nas".into(), nfs);
         let back = decode_samples(encode_samples(std::slice::from_ref(&s)));
         assert_eq!(back, vec![s]);
     }

@@ -93,6 +93,8 @@ pub struct Counters {
     tcp_retrans: Option<u64>,
     /// This process's CPU time, user + system, in clock ticks (/proc/self/stat).
     own_ticks: Option<u64>,
+    /// The kernel NFS client's mounts (/proc/self/mountstats).
+    nfs: Vec<crate::NfsMount>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -272,6 +274,12 @@ impl Counters {
         let own_ticks = root
             .read("proc/self/stat")
             .and_then(|t| parse_own_ticks(&t));
+        // Only a host with NFS mounts has more than one line of the file to parse.
+        let nfs = root
+            .read("proc/self/mountstats")
+            .filter(|t| t.contains(" with fstype nfs"))
+            .map(|t| crate::parse_mountstats(&t))
+            .unwrap_or_default();
         Counters {
             cpu,
             disks,
@@ -280,6 +288,7 @@ impl Counters {
             net,
             tcp_retrans,
             own_ticks,
+            nfs,
         }
     }
 
@@ -394,6 +403,14 @@ impl Counters {
             (Some(n), Some(p)) => Some(per_s(n, p)),
             _ => None,
         };
+        let nfs = self
+            .nfs
+            .iter()
+            .filter_map(|m| {
+                let p = prev.nfs.iter().find(|p| p.mount_point == m.mount_point)?;
+                Some((m.mount_point.clone(), m.since(p, secs)?))
+            })
+            .collect();
         HostSample {
             t_ns: 0,
             duration_ns: elapsed.as_nanos() as u64,
@@ -402,6 +419,7 @@ impl Counters {
             disks,
             net,
             tcp_retrans_per_s,
+            nfs,
         }
     }
 }

@@ -38,6 +38,12 @@ pub const STEAL_PCT: f64 = 1.0;
 pub const CACHE_READ_RATIO: f64 = 1.5;
 /// An open loop achieving less than this share of its requested rate fell behind.
 pub const RATE_ACHIEVED: f64 = 0.97;
+/// An NFS operation whose round trip takes this long on average is slow at the server or on
+/// the way (`nfs-slow-rpc`).
+pub const SLOW_NFS_RTT_MS: f64 = 10.0;
+/// RPCs waiting this long in the NFS client's own queue, beyond their round trip, wait for the
+/// client's slots (`nfs-client-queue`).
+pub const NFS_CLIENT_QUEUE_MS: f64 = 5.0;
 
 /// Runs every rule on a finished run's document. The document's own `findings` are not read.
 pub fn diagnose(results: &Results) -> Vec<Finding> {
@@ -77,6 +83,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
             cpu(&ctx, &mut out);
             swapping(&ctx, &mut out);
             page_cache(&ctx, &mut out);
+            nfs_mounts(&ctx, &mut out);
         }
     }
     out
@@ -503,5 +510,103 @@ fn page_cache(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                    "working_set_bytes": working_set, "memory_bytes": ram}),
             "Measure the storage with --direct, or make the working set larger than RAM (--size, --files, --jobs, or --auto).",
         ));
+    }
+}
+
+/// The kernel NFS client's story of each mount the phase used (/proc/self/mountstats): RPCs
+/// sent again, operations slow on the wire, RPCs waiting in the client's own queue.
+fn nfs_mounts(c: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let mut mounts: Vec<&String> = c.samples.iter().flat_map(|s| s.nfs.keys()).collect();
+    mounts.sort();
+    mounts.dedup();
+    for mount in mounts {
+        let of = |s: &&HostSample| {
+            s.nfs
+                .get(mount)
+                .map(|n| (n.clone(), s.duration_ns as f64 / 1e9))
+        };
+        let seconds: Vec<_> = c.samples.iter().filter_map(of).collect();
+        let export = seconds
+            .first()
+            .map(|(n, _)| n.export.clone())
+            .unwrap_or_default();
+        let count = |f: fn(&stormark_stats::NfsSample) -> f64| -> f64 {
+            seconds.iter().map(|(n, secs)| f(n) * secs).sum()
+        };
+        let (rpcs, retrans, timeouts) = (
+            count(|n| n.ops_per_s),
+            count(|n| n.retrans_per_s),
+            count(|n| n.timeouts_per_s),
+        );
+        if retrans >= 1.0 || timeouts >= 1.0 {
+            out.push(finding(
+                Severity::Warning,
+                "nfs-retrans",
+                format!(
+                    "{}: NFS mount {mount} ({export}) sent {retrans:.0} RPCs again ({:.2}% of {rpcs:.0}){}",
+                    c.place(),
+                    100.0 * retrans / rpcs.max(1.0),
+                    if timeouts >= 1.0 { format!(", {timeouts:.0} timed out") } else { String::new() }
+                ),
+                json!({"host": c.host, "phase": c.phase.name, "mount": mount, "export": export,
+                       "rpcs": rpcs.round(), "retransmissions": retrans.round(), "timeouts": timeouts.round()}),
+                "An RPC is sent again when its reply does not come in time: packets lost on the way, or a server too busy to answer. Check the path (stormark net to the server, TCP retransmissions), the server's load, and the mount's timeo and retrans options.",
+            ));
+        }
+        // Per operation over the phase: RPCs, mean round trip, mean time from queue to reply.
+        let mut ops: std::collections::BTreeMap<&str, (f64, f64, f64)> = Default::default();
+        for (n, secs) in &seconds {
+            for (op, o) in &n.by_op {
+                let e = ops.entry(op.as_str()).or_default();
+                let k = o.ops_per_s * secs;
+                e.0 += k;
+                e.1 += o.rtt_ms * k;
+                e.2 += o.exe_ms * k;
+            }
+        }
+        let means: Vec<(&str, f64, f64, f64)> = ops
+            .into_iter()
+            .filter(|(_, (k, _, _))| *k >= 1.0)
+            .map(|(op, (k, rtt, exe))| (op, k, rtt / k, exe / k))
+            .collect();
+        let slowest = means
+            .iter()
+            .max_by(|a, b| a.2.total_cmp(&b.2))
+            .filter(|m| m.2 >= SLOW_NFS_RTT_MS);
+        if let Some(&(op, k, rtt, _)) = slowest {
+            let others: Vec<String> = means
+                .iter()
+                .filter(|m| m.0 != op)
+                .map(|m| format!("{} {:.1} ms", m.0, m.2))
+                .collect();
+            out.push(finding(
+                Severity::Info,
+                "nfs-slow-rpc",
+                format!(
+                    "{}: NFS mount {mount} ({export}): {op} took {rtt:.1} ms round trip on average over {k:.0} RPCs{}",
+                    c.place(),
+                    if others.is_empty() { String::new() } else { format!(" ({})", others.join(", ")) }
+                ),
+                json!({"host": c.host, "phase": c.phase.name, "mount": mount, "export": export,
+                       "op": op, "rpcs": k.round(), "rtt_ms": r3(rtt), "threshold_ms": SLOW_NFS_RTT_MS}),
+                "The round trip is the server's answer plus the network's: compare it with the network's own round trip (stormark net --mode rr) to tell which; a slow READ or WRITE at the server is its storage, a slow GETATTR or LOOKUP its metadata.",
+            ));
+        }
+        for &(op, k, rtt, exe) in &means {
+            if exe - rtt >= NFS_CLIENT_QUEUE_MS.max(rtt) {
+                out.push(finding(
+                    Severity::Info,
+                    "nfs-client-queue",
+                    format!(
+                        "{}: NFS mount {mount} ({export}): {op} RPCs waited {:.1} ms in the client before their {rtt:.1} ms round trip",
+                        c.place(),
+                        exe - rtt
+                    ),
+                    json!({"host": c.host, "phase": c.phase.name, "mount": mount, "export": export,
+                           "op": op, "rpcs": k.round(), "rtt_ms": r3(rtt), "exe_ms": r3(exe)}),
+                    "The client holds RPCs back: its slots to the server are all in use. More connections (the nconnect mount option) or more RPC slots (sunrpc.tcp_max_slot_table_entries) let more go at once; the server itself answers in the round trip.",
+                ));
+            }
+        }
     }
 }

@@ -22,6 +22,7 @@
 mod counters;
 mod diagnose;
 mod inventory;
+mod mountstats;
 mod network;
 mod objects;
 mod safety;
@@ -34,6 +35,7 @@ pub use counters::{
 };
 pub use diagnose::{diagnose, first_look};
 pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
+pub use mountstats::{parse_mountstats, NfsMount, NfsOpCounters};
 pub use safety::{
     classify, device_in_use, file_in_use, fs_signature, space, ProbeError, Space, TargetKind,
 };

@@ -104,6 +104,7 @@ fn calm(disk_iops: f64) -> HostSample {
         )]),
         net: BTreeMap::new(),
         tcp_retrans_per_s: None,
+        nfs: BTreeMap::new(),
     }
 }
 
@@ -655,4 +656,56 @@ fn a_host_clock_far_off_is_said() {
     // Within a second: nothing to say.
     r.hosts[0].clock_offset_ns = Some(-200_000_000);
     assert!(!codes(&r).contains(&"clock-offset".to_string()));
+}
+
+/// The kernel NFS client's own counters of the mount the run used: RPCs sent again, a slow
+/// operation named beside the others, RPCs waiting in the client; a healthy mount says
+/// nothing.
+#[test]
+fn an_nfs_mounts_story() {
+    let nfs = |retrans: f64, read_rtt: f64, read_exe: f64| {
+        move |s: &mut HostSample| {
+            let mut n = stormark_stats::NfsSample {
+                export: "nas:/export".into(),
+                ops_per_s: 2_000.0,
+                retrans_per_s: retrans,
+                ..Default::default()
+            };
+            for (op, rtt, exe) in [("READ", read_rtt, read_exe), ("GETATTR", 0.4, 0.5)] {
+                n.by_op.insert(
+                    op.into(),
+                    stormark_stats::NfsOpSample {
+                        ops_per_s: 1_000.0,
+                        rtt_ms: rtt,
+                        exe_ms: exe,
+                    },
+                );
+            }
+            s.nfs.insert("/mnt/nas".into(), n);
+        }
+    };
+    assert_eq!(codes(&run(120, nfs(0.0, 1.0, 1.2))), Vec::<String>::new());
+    let r = run(120, nfs(0.5, 14.0, 40.0));
+    assert_eq!(
+        codes(&r),
+        ["nfs-retrans", "nfs-slow-rpc", "nfs-client-queue"]
+    );
+    let f = diagnose(&r);
+    assert!(
+        f[0].message
+            .contains("sent 60 RPCs again (0.03% of 240000)"),
+        "{}",
+        f[0].message
+    );
+    assert!(
+        f[1].message.contains("READ took 14.0 ms round trip"),
+        "{}",
+        f[1].message
+    );
+    assert!(f[1].message.contains("GETATTR 0.4 ms"), "{}", f[1].message);
+    assert!(
+        f[2].message.contains("waited 26.0 ms in the client"),
+        "{}",
+        f[2].message
+    );
 }

@@ -217,6 +217,18 @@ fn one_second_of_counters_is_iostat_and_mpstat_arithmetic() {
     );
     assert_eq!(s.tcp_retrans_per_s, Some(10.0));
 
+    // The NFS mount (/proc/self/mountstats): 2000 READs in the second, 6 sent again, 2 timed
+    // out; their mean round trip 12 ms, 13.95 ms from queue to reply. GETATTR did nothing.
+    let nas = &s.nfs["/mnt/nas"];
+    assert_eq!(nas.export, "192.0.2.20:/export");
+    assert_eq!(
+        (nas.ops_per_s, nas.retrans_per_s, nas.timeouts_per_s),
+        (2000.0, 6.0, 2.0)
+    );
+    let read = nas.by_op["READ"];
+    assert_eq!((read.rtt_ms, read.exe_ms), (12.0, 13.95));
+    assert_eq!(nas.by_op.len(), 1);
+
     // Half a second: rates double.
     let half = after.since(&before, Duration::from_millis(500), 4096);
     assert_eq!(half.disks["nvme0n1"].read_iops, 20_000.0);

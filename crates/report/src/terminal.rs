@@ -64,6 +64,32 @@ fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
             }
         }
     }
+    // Each NFS mount of the kernel's client the phase used, as nfsiostat shows it.
+    let mut mounts: Vec<&String> = w.iter().flat_map(|s| s.nfs.keys()).collect();
+    mounts.sort();
+    mounts.dedup();
+    for mount in mounts {
+        let n = |f: fn(&stormark_stats::NfsSample) -> f64| {
+            mean_over(&w, |s| s.nfs.get(mount).map(f)).unwrap_or(0.0)
+        };
+        let _ = write!(
+            line,
+            "; nfs {mount}: {} RPC/s, {:.1} retrans/s",
+            format_iops(n(|x| x.ops_per_s)),
+            n(|x| x.retrans_per_s)
+        );
+        for op in ["READ", "WRITE", "COMMIT", "GETATTR"] {
+            let rtt = mean_over(&w, |s| {
+                s.nfs
+                    .get(mount)
+                    .and_then(|x| x.by_op.get(op))
+                    .map(|o| o.rtt_ms)
+            });
+            if let Some(ms) = rtt {
+                let _ = write!(line, ", {op} rtt {}", format_figure("x_ns", ms * 1e6));
+            }
+        }
+    }
     line.push('\n');
     Some(line)
 }

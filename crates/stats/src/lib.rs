@@ -66,6 +66,7 @@ pub use results::{
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
+    NfsOpSample, NfsSample,
 };
 pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{

@@ -22,6 +22,38 @@ pub struct HostSample {
     pub net: BTreeMap<String, NetSample>,
     /// TCP segments retransmitted per second (/proc/net/snmp `RetransSegs`).
     pub tcp_retrans_per_s: Option<f64>,
+    /// Per NFS mount of the kernel's client that did RPCs this second, by mount point
+    /// (/proc/self/mountstats, as `nfsiostat` reads it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub nfs: BTreeMap<String, NfsSample>,
+}
+
+/// One NFS mount over the second: its RPCs, their round trips, retransmissions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NfsSample {
+    /// The export, `server:/path`.
+    pub export: String,
+    /// RPCs completed per second, every operation.
+    pub ops_per_s: f64,
+    /// RPCs sent again per second (transmissions past each RPC's first): the network or the
+    /// server lost or did not answer them in time.
+    pub retrans_per_s: f64,
+    /// RPCs that timed out (major timeouts) per second.
+    pub timeouts_per_s: f64,
+    /// Per operation that had RPCs this second (`READ`, `WRITE`, `GETATTR`, ...).
+    pub by_op: BTreeMap<String, NfsOpSample>,
+}
+
+/// One NFS operation of a mount over the second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NfsOpSample {
+    /// RPCs completed per second.
+    pub ops_per_s: f64,
+    /// Mean round trip on the wire, ms (`nfsiostat`'s RTT).
+    pub rtt_ms: f64,
+    /// Mean time from queueing to the reply, ms (`nfsiostat`'s exe: RTT plus the client's
+    /// own queue).
+    pub exe_ms: f64,
 }
 
 /// Shares of CPU time over the second, percent of all CPUs together (as `mpstat ALL`).
