@@ -396,39 +396,23 @@ fn two_agents_share_a_lun_each_its_half_merged_exactly() {
     let token = dir.path().join("token");
     std::fs::write(&token, "iscsi-cluster-test-token-0123456789\n").unwrap();
     let allowed = format!("iscsi://{}/{}", t.portal, t.iqn);
-    let mut agents = Vec::new();
-    for i in 0..2 {
-        let listen = format!("{}:7878", net.addresses[i]);
-        let own = dir.path().join(format!("host{i}"));
-        std::fs::create_dir(&own).unwrap();
-        let user = "STORMARK_ISCSI_USER=bench".to_string();
-        let pass = format!("STORMARK_ISCSI_SECRET={secret}");
-        net.spawn(
-            i,
-            "env",
-            &[
-                &user,
-                &pass,
-                BIN,
-                "agent",
-                "--listen",
-                &listen,
-                "--token-file",
-                token.to_str().unwrap(),
-                "--allow-path",
-                own.to_str().unwrap(),
-                "--state-dir",
-                dir.path().join(format!("state{i}")).to_str().unwrap(),
-                "--allow-iscsi",
-                &allowed,
-            ],
-            &dir.path().join(format!("agent{i}.log")),
-        )
-        .expect("starting an agent");
-        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
-        agents.push(listen);
-    }
-    let list = agents.join(",");
+    let own = |i: usize| {
+        let d = dir.path().join(format!("host{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let list = net.start_agents_on(
+        2,
+        BIN,
+        &token,
+        dir.path(),
+        &own,
+        &["--allow-iscsi", &allowed],
+        &[
+            ("STORMARK_ISCSI_USER", "bench"),
+            ("STORMARK_ISCSI_SECRET", secret),
+        ],
+    );
     let url = t.url(1);
     let (code, r, out) = Bin(BIN).run_json(
         &dir,

@@ -246,34 +246,20 @@ fn two_agents_share_an_export_merged_exactly() {
     let token = dir.path().join("token");
     std::fs::write(&token, "nfs-cluster-test-token-0123456789\n").unwrap();
     let url = g.url("/bench");
-    let mut agents = Vec::new();
-    for i in 0..2 {
-        let listen = format!("{}:7878", net.addresses[i]);
-        let own = dir.path().join(format!("host{i}"));
-        std::fs::create_dir(&own).unwrap();
-        net.spawn(
-            i,
-            BIN,
-            &[
-                "agent",
-                "--listen",
-                &listen,
-                "--token-file",
-                token.to_str().unwrap(),
-                "--allow-path",
-                own.to_str().unwrap(),
-                "--state-dir",
-                dir.path().join(format!("state{i}")).to_str().unwrap(),
-                "--allow-nfs",
-                &url,
-            ],
-            &dir.path().join(format!("agent{i}.log")),
-        )
-        .expect("starting an agent");
-        stormark_testkit::wait_listening(&listen, &format!("agent {i}"));
-        agents.push(listen);
-    }
-    let list = agents.join(",");
+    let own = |i: usize| {
+        let d = dir.path().join(format!("host{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let list = net.start_agents_on(
+        2,
+        BIN,
+        &token,
+        dir.path(),
+        &own,
+        &["--allow-nfs", &url],
+        &[],
+    );
     let (r0, w0) = g.v3_io_ops().unwrap();
     let (code, r, out) = Bin(BIN).run_json(
         &dir,

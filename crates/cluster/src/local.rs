@@ -15,6 +15,7 @@ mod peers;
 mod planning;
 mod prepare;
 mod rules;
+mod service;
 mod share;
 mod specs;
 mod stage;

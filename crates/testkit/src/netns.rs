@@ -159,28 +159,50 @@ impl NetCluster {
         dir: &Path,
         allowed: &dyn Fn(usize) -> PathBuf,
     ) -> String {
+        self.start_agents_on(self.addresses.len(), bin, token, dir, allowed, &[], &[])
+    }
+
+    /// As [`NetCluster::start_agents`], on the first `hosts` hosts only, each agent also given
+    /// `extra` arguments and started with the environment variables `env` added.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_agents_on(
+        &mut self,
+        hosts: usize,
+        bin: &str,
+        token: &Path,
+        dir: &Path,
+        allowed: &dyn Fn(usize) -> PathBuf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> String {
         let mut list = Vec::new();
-        for i in 0..self.addresses.len() {
+        for i in 0..hosts {
             let listen = format!("{}:7878", self.addresses[i]);
             let allowed = allowed(i);
             let state = dir.join(format!("state{i}"));
-            self.spawn(
-                i,
-                bin,
-                &[
-                    "agent",
-                    "--listen",
-                    &listen,
-                    "--token-file",
-                    token.to_str().expect("a UTF-8 path"),
-                    "--allow-path",
-                    allowed.to_str().expect("a UTF-8 path"),
-                    "--state-dir",
-                    state.to_str().expect("a UTF-8 path"),
-                ],
-                &dir.join(format!("agent{i}.log")),
-            )
-            .expect("starting an agent");
+            let mut args = vec![
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().expect("a UTF-8 path"),
+                "--allow-path",
+                allowed.to_str().expect("a UTF-8 path"),
+                "--state-dir",
+                state.to_str().expect("a UTF-8 path"),
+            ];
+            args.extend_from_slice(extra);
+            let log =
+                std::fs::File::create(dir.join(format!("agent{i}.log"))).expect("an agent's log");
+            let child = Command::new("ip")
+                .args(["netns", "exec", &self.namespaces[i], bin])
+                .args(&args)
+                .envs(env.iter().copied())
+                .stdout(std::process::Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("starting an agent");
+            self.children.push(child);
             wait_listening(&listen, &format!("agent {i}"));
             list.push(listen);
         }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use stormark_engine::Backend;
 use stormark_iscsi::{Chap, Session, Url};
 use stormark_spec::units::format_size;
-use stormark_spec::{LoadKind, Workload};
+use stormark_spec::Workload;
 
-use super::planning::{check_job_here, Existing};
+use super::planning::Existing;
+use super::service::Service;
 use super::{push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
@@ -65,40 +66,15 @@ impl LocalAgent {
             let mut runs = Vec::new();
             for job in stage {
                 // What the job asks of this host, as on any target (not its engine: every
-                // worker of a LUN runs iSCSI commands).
-                check_job_here(job, &mut v.notes)?;
-                let not_yet = |what: &str| {
-                    AgentError::job(
-                        &job.name,
-                        format!("{what} is not run over iSCSI yet; leave it out for {shown}"),
-                    )
+                // worker of a LUN runs iSCSI commands), and of the LUN.
+                let service = Service {
+                    name: "iSCSI",
+                    takes: "block I/O",
+                    shown: &shown,
                 };
-                if job.kind != LoadKind::File {
-                    return Err(AgentError::job(
-                        &job.name,
-                        format!(
-                            "{shown} takes block I/O (reads and writes); this job's load is {}",
-                            job.kind.name()
-                        ),
-                    ));
-                }
-                if job.verify_only {
-                    return Err(AgentError::option(
-                        "--verify-only",
-                        format!("checks what a kept run left in its run directory; {shown} has none: run --verify, which checks every block it wrote once the load ends"),
-                    ));
-                }
+                service.check(job, &mut v.notes)?;
                 if job.rw.trims() && job.verify {
-                    return Err(not_yet("--verify with trims (UNMAP)"));
-                }
-                if job.zoned.is_some() || job.flow.is_some() || !job.thinktime.is_zero() {
-                    return Err(not_yet("fio's zoned mode, flow or thinktime"));
-                }
-                if job.atomic {
-                    return Err(not_yet("--atomic"));
-                }
-                if job.dedup_ratio > 1.0 {
-                    return Err(not_yet("--dedup-ratio"));
+                    return Err(service.not_yet(job, "--verify with trims (UNMAP)"));
                 }
                 if job.read_pct() < 100 && !self.opts.allow_device_write {
                     return Err(AgentError::target(

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use stormark_engine::{Backend, FileTarget, Place};
 use stormark_nfs::{Client, Url};
 use stormark_spec::units::format_size;
-use stormark_spec::{LoadKind, Workload};
+use stormark_spec::Workload;
 
-use super::planning::{check_job_here, plan_job_files};
+use super::planning::plan_job_files;
+use super::service::Service;
 use super::workspace::{stamp, PlannedFile};
 use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
@@ -155,39 +156,17 @@ impl LocalAgent {
         for stage in workload.stages() {
             let mut runs = Vec::new();
             for (k, job) in stage.iter().enumerate() {
-                check_job_here(job, &mut v.notes)?;
-                let not_yet = |what: &str| {
-                    AgentError::job(
-                        &job.name,
-                        format!("{what} is not run over NFS yet; leave it out for {shown}"),
-                    )
+                let service = Service {
+                    name: "NFS",
+                    takes: "file I/O",
+                    shown: &shown,
                 };
-                if job.kind != LoadKind::File {
-                    return Err(AgentError::job(
-                        &job.name,
-                        format!(
-                            "{shown} takes file I/O (reads and writes); this job's load is {}",
-                            job.kind.name()
-                        ),
-                    ));
-                }
+                service.check(job, &mut v.notes)?;
                 if job.rw.trims() {
-                    return Err(not_yet("a trim"));
-                }
-                if job.verify_only {
-                    return Err(AgentError::option("--verify-only", format!("checks what a kept run left in its run directory; {shown} keeps none yet: run --verify, which checks every block it wrote once the load ends")));
+                    return Err(service.not_yet(job, "a trim"));
                 }
                 if job.fill_device {
-                    return Err(not_yet("--fill-device"));
-                }
-                if job.zoned.is_some() || job.flow.is_some() || !job.thinktime.is_zero() {
-                    return Err(not_yet("fio's zoned mode, flow or thinktime"));
-                }
-                if job.atomic {
-                    return Err(not_yet("--atomic"));
-                }
-                if job.dedup_ratio > 1.0 {
-                    return Err(not_yet("--dedup-ratio"));
+                    return Err(service.not_yet(job, "--fill-device"));
                 }
                 let mut run =
                     plan_job_files(&mut files, 0, &mut index, k, job, Backend::Nfs, workload)?;
