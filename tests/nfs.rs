@@ -325,3 +325,80 @@ fn two_agents_share_an_export_merged_exactly() {
     );
     assert_eq!(said.trim().lines().count(), 1, "{said}");
 }
+
+/// An agent killed in the middle of a run on a share leaves its run directory there; its next
+/// start (the same --state-dir) removes it over NFS, and says so.
+#[test]
+fn a_killed_agents_share_run_directory_is_removed_at_its_next_start() {
+    let Some(g) = Ganesha::for_test(
+        TMP,
+        "a_killed_agents_share_run_directory_is_removed_at_its_next_start",
+    ) else {
+        return;
+    };
+    std::fs::write(g.export.join("theirs"), b"not stormark's").unwrap();
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "nfs-journal-test-token-0123456789\n").unwrap();
+    let listen = stormark_testkit::free_addr();
+    let agent = || {
+        std::process::Command::new(BIN)
+            .args(["agent", "--listen", &listen, "--token-file"])
+            .arg(&token)
+            .arg("--allow-path")
+            .arg(dir.path())
+            .arg("--state-dir")
+            .arg(dir.path().join("state"))
+            .args(["--allow-nfs", &g.url("")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = agent();
+    stormark_testkit::wait_listening(&listen, "the agent");
+    let mut run = std::process::Command::new(BIN)
+        .args(["run", &g.url(""), "--agents", &listen, "--token-file"])
+        .arg(&token)
+        .args(["--rw", "randread", "--size", "1m", "--time", "60s", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its run directory and file are there.
+    let started = std::time::Instant::now();
+    let made = loop {
+        let found = std::fs::read_dir(&g.export)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
+            .filter(|d| std::fs::read_dir(d.path()).is_ok_and(|mut r| r.next().is_some()));
+        if let Some(d) = found {
+            break d.path();
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no run directory was made"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(made.exists());
+    let _ = run.kill();
+    let _ = run.wait();
+    // The next start removes it, and says so.
+    let mut second = agent();
+    stormark_testkit::wait_listening(&listen, "the agent again");
+    second.kill().unwrap();
+    let out = second.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!made.exists(), "{said}");
+    assert!(said.contains("removed nfs://"), "{said}");
+    assert_eq!(
+        std::fs::read_dir(&g.export).unwrap().count(),
+        1,
+        "only their file is left"
+    );
+}

@@ -136,6 +136,27 @@ impl Journal {
         self.update(|e| e.retain(|l| *l != line));
     }
 
+    /// Records a run directory about to be made on an NFS share (`run_dir`, its URL) with
+    /// the names of the files it will hold (`keep`: the coordinator asked to keep it).
+    pub fn add_share(&self, run_dir: &str, files: &[String], keep: bool) {
+        let line = if keep {
+            format!("keep {run_dir}")
+        } else {
+            let names: Vec<String> = files.iter().map(|n| escape(n)).collect();
+            format!("nfs {} {}", escape(run_dir), names.join("/"))
+        };
+        self.update(|e| e.push(line));
+    }
+
+    /// Forgets a share's run directory of [`Journal::add_share`], removed (or kept).
+    pub fn remove_share(&self, run_dir: &str) {
+        let (nfs, keep) = (
+            format!("nfs {} ", escape(run_dir)),
+            format!("keep {run_dir}"),
+        );
+        self.update(|e| e.retain(|l| !l.starts_with(&nfs) && *l != keep));
+    }
+
     /// The journal's file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -160,6 +181,10 @@ fn recover(entries: &[String]) -> Vec<String> {
             notes.push(remove_made_file(path));
             continue;
         }
+        if how == "nfs" {
+            notes.push(remove_share_run(path));
+            continue;
+        }
         if how == "s3" {
             let (run, shown) = path.split_once(' ').unwrap_or((path, "?"));
             notes.push(format!(
@@ -177,6 +202,75 @@ fn recover(entries: &[String]) -> Vec<String> {
         }
     }
     notes
+}
+
+/// A journal line's word: `%`, `/`, spaces and control characters as `%XX`.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b == b'%' || b == b'/' || b <= b' ' || b == 0x7f {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(b as char);
+        }
+    }
+    out
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(v)) => {
+                out.push(v);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Removes a share's run directory a crashed agent left (`URL/NAME FILE/FILE...`): the files
+/// the run planned there, then the directory if empty, over NFS.
+fn remove_share_run(entry: &str) -> String {
+    let (dir, files) = entry.split_once(' ').unwrap_or((entry, ""));
+    let dir = unescape(dir);
+    let Some((parent, name)) = dir.rsplit_once('/') else {
+        return "a damaged journal line was skipped".into();
+    };
+    let client = stormark_nfs::Url::parse(parent)
+        .map_err(|e| e.to_string())
+        .and_then(|u| stormark_nfs::Client::connect(&u, 1).map_err(|e| e.to_string()));
+    let mut client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            return format!(
+                "could not remove {dir}, left by an earlier run that did not finish: {e}"
+            )
+        }
+    };
+    for f in files.split('/').filter(|f| !f.is_empty()) {
+        let _ = client.unlink(&format!("{name}/{}", unescape(f)));
+    }
+    match client.rmdir(name) {
+        Ok(()) => format!("removed {dir}, left by an earlier run that did not finish"),
+        Err(stormark_nfs::NfsError::Op {
+            errno: Some(libc::ENOENT),
+            ..
+        }) => format!("{dir}, left by an earlier run that did not finish, is gone already"),
+        Err(e) => format!(
+            "could not remove {dir}, left by an earlier run: {e} (files stormark did not create are left in place)"
+        ),
+    }
 }
 
 /// Removes a file a run made (`DEV:INO:BORN:PATH`) if what is at its path is still that file.

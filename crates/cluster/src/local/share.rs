@@ -30,6 +30,9 @@ pub(crate) struct ShareDir {
     made_dir: bool,
     /// Names of the files this run created, in order.
     created: Vec<String>,
+    /// An agent's journal, and whether the run directory is to be kept: a crash leaves it to
+    /// the agent's next start.
+    pub journal: Option<(super::journal::Journal, bool)>,
 }
 
 impl ShareDir {
@@ -55,6 +58,10 @@ impl ShareDir {
     /// written by the preparation).
     pub fn create(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<(), AgentError> {
         if !self.made_dir {
+            if let Some((j, keep)) = &self.journal {
+                let names: Vec<String> = self.files.iter().map(|f| f.name.clone()).collect();
+                j.add_share(&self.shown(), &names, *keep);
+            }
             self.client
                 .mkdir(&self.name)
                 .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
@@ -89,6 +96,9 @@ impl ShareDir {
         let mut notes = Vec::new();
         if !self.made_dir {
             return notes;
+        }
+        if let Some((j, _)) = &self.journal {
+            j.remove_share(&self.shown());
         }
         if keep {
             notes.push(format!("kept run directory {}", self.shown()));
@@ -216,6 +226,7 @@ impl LocalAgent {
             files,
             made_dir: false,
             created: Vec::new(),
+            journal: self.journal.clone().map(|j| (j, self.opts.keep)),
         }));
         Ok(())
     }
