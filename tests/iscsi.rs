@@ -549,3 +549,45 @@ fn trims_are_unmaps_and_syncs_synchronize_the_cache() {
     assert!(writes > 100, "{out}");
     assert_eq!(ops(&r, "sync"), writes / 8 + 1, "{out}");
 }
+
+/// fio's own example of its libiscsi engine, run as written (the target's URL in fio's form,
+/// `iscsi\://HOST\:PORT/IQN/LUN`, put in for its example's): every block of the LUN read once
+/// over iSCSI.
+#[test]
+fn fios_libiscsi_example_runs_as_written() {
+    let Some(t) = target("fios_libiscsi_example_runs_as_written", None) else {
+        return;
+    };
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fio/examples/libiscsi.fio"),
+    )
+    .unwrap();
+    let fio_form = t.url(1).replace(':', "\\:");
+    let job = example.replace(
+        "iscsi\\://127.0.0.1/iqn.2016-02.com.fio\\:system\\:fio/1",
+        &fio_form,
+    );
+    assert_ne!(job, example, "the example names its target as it did");
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("libiscsi.fio");
+    std::fs::write(&file, job).unwrap();
+    let json = dir.path().join("r.json");
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        file.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    assert_eq!(r["target"]["kind"], "iscsi-lun", "{}", r["target"]);
+    assert_eq!(
+        stormark_testkit::phase(&r, "run")["jobs"][0]["engine"],
+        "iscsi"
+    );
+    // fio's defaults: a read of every 4 KiB block of the LUN, once.
+    assert_eq!(ops(&r, "read"), (64 << 20) / 4096);
+}

@@ -402,3 +402,60 @@ fn a_killed_agents_share_run_directory_is_removed_at_its_next_start() {
         "only their file is left"
     );
 }
+
+/// fio's own example of its nfs engine, run as written (its `nfs_url=` put in for the
+/// server's, its times shortened): ten workers writing, then ten reading at random, over NFS,
+/// everything made removed.
+#[test]
+fn fios_nfs_example_runs_as_written() {
+    let Some(g) = Ganesha::for_test(TMP, "fios_nfs_example_runs_as_written") else {
+        return;
+    };
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fio/examples/nfs.fio"),
+    )
+    .unwrap();
+    let job = example.replace(
+        "nfs_url=nfs://127.0.0.1/nfs",
+        &format!("nfs_url={}", g.url("")),
+    );
+    assert_ne!(job, example, "the example names its share as it did");
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("nfs.fio");
+    std::fs::write(&file, job).unwrap();
+    let json = dir.path().join("r.json");
+    let out = Bin(BIN).run(&[
+        "run",
+        "--job",
+        file.to_str().unwrap(),
+        "--size",
+        "2m",
+        "--time",
+        "1s",
+        "--ramp",
+        "0s",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = stormark_testkit::read_json(&json);
+    assert_eq!(r["target"]["kind"], "nfs-directory", "{}", r["target"]);
+    let write = stormark_testkit::phase(&r, "run:write");
+    let read = stormark_testkit::phase(&r, "run:read");
+    assert_eq!(write["jobs"][0]["engine"], "nfs", "{write}");
+    assert_eq!(write["jobs"][0]["workers"], 10, "{write}");
+    assert!(
+        write["by_op"]["write"]["ops"].as_u64().unwrap_or(0) > 0,
+        "{write}"
+    );
+    assert!(
+        read["by_op"]["read"]["ops"].as_u64().unwrap_or(0) > 0,
+        "{read}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&g.export).unwrap().count(),
+        0,
+        "nothing left"
+    );
+}

@@ -301,6 +301,8 @@ struct FioState {
     stonewall: bool,
     /// fio's `wait_for`: the job this one starts after.
     wait_for: Option<String>,
+    /// fio's nfs engine's `nfs_url=`: the share's directory the job's files are in.
+    nfs_url: Option<String>,
     /// fio's `filename=`, and `directory=` it lies in when relative.
     filename: Option<String>,
     directory: Option<String>,
@@ -357,8 +359,11 @@ impl FioState {
     /// The job's file (`true`) or directory, as fio joins `directory` and a relative
     /// `filename`.
     fn place(&self) -> Option<(String, bool)> {
+        if let Some(url) = &self.nfs_url {
+            return Some((url.clone(), false));
+        }
         match (&self.filename, &self.directory, &self.clone_dir) {
-            (Some(f), _, _) if f.starts_with('/') => Some((f.clone(), true)),
+            (Some(f), _, _) if f.starts_with('/') || f.contains("://") => Some((f.clone(), true)),
             (Some(f), Some(d), _) => Some((format!("{}/{f}", d.trim_end_matches('/')), true)),
             (Some(f), None, _) => Some((f.clone(), true)),
             (None, _, Some(c)) => Some((c.clone(), false)),

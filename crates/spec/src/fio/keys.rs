@@ -164,8 +164,15 @@ pub(super) fn apply(
         "offset" | "offset_increment" => set(job, key, &sizes(v, kb_1000))?,
         "ioengine" => {
             fio.libaio = v == "libaio";
+            // fio's engines of a service measured from user space: stormark's own, chosen by
+            // the target (`filename=iscsi\://...`, `nfs_url=`).
+            if matches!(v, "libiscsi" | "nfs") {
+                return Ok(true);
+            }
             return engine(job, v, context);
         }
+        // fio's nfs engine's share: the run's target, a directory made there.
+        "nfs_url" => fio.nfs_url = Some(v.trim().to_string()),
         "verify" => match verify_on(v) {
             Some(on) => set(job, "verify", if on { "true" } else { "false" })?,
             None => return Ok(false),
@@ -249,10 +256,15 @@ fn fio_forms(
     let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
     match key {
         "filename" => {
-            // Several files in one job: one target per run.
-            if v.contains(':') {
+            // Several files in one job (fio's `:` between them): one target per run. A colon
+            // of a name is written `\:`, as in a libiscsi URL (`iscsi\://host/iqn...\:x/1`).
+            let unescaped_colon = v
+                .char_indices()
+                .any(|(i, c)| c == ':' && !v[..i].ends_with('\\'));
+            if unescaped_colon {
                 return Ok(Some(false));
             }
+            let v = &v.replace("\\:", ":");
             // A file per job clone or file number (`/data/f.$jobnum`): each worker its own
             // files, which is what stormark does in the directory they would be made in.
             if v.contains("$jobnum") || v.contains("$filenum") || v.contains("$jobname") {
