@@ -113,6 +113,26 @@ fn mistakes_are_one_line_and_exit_2_before_any_load() {
     let out = Bin(BIN).run(&["run", &g.url(""), "--rw", "randtrim", "--time", "1s", "-q"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert_eq!(tree(&g.export), before, "the export is as it was");
+    // An engine of files asked for: said, and the share measured over NFS all the same.
+    let out = Bin(BIN).run(&[
+        "run",
+        &g.url(""),
+        "--engine",
+        "io_uring",
+        "--rw",
+        "randread",
+        "--size",
+        "1m",
+        "--time",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("--engine io_uring is for files and devices"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(tree(&g.export), before, "the export is as it was");
 }
 
 /// `--verify` over NFS: random writes at depth all check out, `--fsync 8 --end-fsync` is one

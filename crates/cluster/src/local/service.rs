@@ -2,7 +2,7 @@
 //! stormark does not run over it yet: the checks `lun.rs` and `share.rs` share, each refusal
 //! one line before any load.
 
-use stormark_spec::{Job, LoadKind};
+use stormark_spec::{EngineChoice, Job, LoadKind};
 
 use super::planning::check_job_here;
 use crate::agent::AgentError;
@@ -57,6 +57,18 @@ impl Service<'_> {
         }
         if job.dedup_ratio > 1.0 {
             return Err(self.not_yet(job, "--dedup-ratio"));
+        }
+        if job.engine != EngineChoice::Auto {
+            super::push_once(
+                notes,
+                format!(
+                    "job {}: --engine {} is for files and devices; {} is reached over stormark's own {} client",
+                    job.name,
+                    job.engine.name(),
+                    self.shown,
+                    self.name
+                ),
+            );
         }
         Ok(())
     }

@@ -104,6 +104,11 @@ impl ShareDir {
             notes.push(format!("kept run directory {}", self.shown()));
             return notes;
         }
+        // A fresh connection: the one held since planning may have been dropped by the
+        // server during a long run.
+        if let Ok(fresh) = Client::connect(&self.url, 1) {
+            self.client = fresh;
+        }
         for name in std::mem::take(&mut self.created) {
             if let Err(e) = self.client.unlink(&format!("{}/{name}", self.name)) {
                 notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
