@@ -479,3 +479,52 @@ fn fios_nfs_example_runs_as_written() {
         "nothing left"
     );
 }
+
+/// Ctrl-C in the middle of a run on a share: the run directory and its files are removed all
+/// the same, and the results are written, interrupted, exit 1.
+#[test]
+fn ctrl_c_still_removes_the_shares_run_directory() {
+    let Some(g) = Ganesha::for_test(TMP, "ctrl_c_still_removes_the_shares_run_directory") else {
+        return;
+    };
+    std::fs::write(g.export.join("theirs"), b"not stormark's").unwrap();
+    let before = tree(&g.export);
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(BIN)
+        .args([
+            "run",
+            &g.url(""),
+            "--rw",
+            "randrw",
+            "--size",
+            "1m",
+            "--time",
+            "60s",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once its files are there and the load has begun.
+    let started = std::time::Instant::now();
+    while tree(&g.export).len() < before.len() + 2 {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no run directory was made"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(tree(&g.export), before, "the export is as it was");
+    let doc = stormark_testkit::read_json(&json);
+    assert_eq!(doc["status"], "interrupted", "{}", doc["status"]);
+}
