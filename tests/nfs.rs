@@ -32,6 +32,29 @@ fn tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The files in the run directories (`stormark-*`) on the export.
+fn run_files(export: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(export)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect()
+}
+
+/// What `found` finds, asked every 10 ms for at most a minute (`what` when it never does).
+fn wait_for<T>(what: &str, mut found: impl FnMut() -> Option<T>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(t) = found() {
+            return t;
+        }
+        assert!(started.elapsed().as_secs() < 60, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn randrw_at_depth_counted_as_the_server_counts_and_nothing_left() {
     let Some(g) = Ganesha::for_test(
@@ -198,26 +221,11 @@ fn verify_and_commit_over_nfs() {
         .spawn()
         .unwrap();
     const AT: usize = 65536;
-    let started = std::time::Instant::now();
-    let file = loop {
-        let found = std::fs::read_dir(&g.export)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
-            .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-            .map(|e| e.path())
-            .find(|p| {
-                std::fs::read(p).is_ok_and(|d| d.len() > AT + 4096 && &d[AT..AT + 8] == b"STMKVRFY")
-            });
-        if let Some(f) = found {
-            break f;
-        }
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "the run never wrote 64 KiB"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    };
+    let file = wait_for("the run never wrote 64 KiB", || {
+        run_files(&g.export).into_iter().find(|p| {
+            std::fs::read(p).is_ok_and(|d| d.len() > AT + 4096 && &d[AT..AT + 8] == b"STMKVRFY")
+        })
+    });
     // One byte changed in place (the run goes on writing the file's other blocks meanwhile).
     use std::os::unix::fs::FileExt;
     let f = std::fs::OpenOptions::new()
@@ -386,22 +394,10 @@ fn a_killed_agents_share_run_directory_is_removed_at_its_next_start() {
         .spawn()
         .unwrap();
     // Killed once its run directory and file are there.
-    let started = std::time::Instant::now();
-    let made = loop {
-        let found = std::fs::read_dir(&g.export)
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
-            .filter(|d| std::fs::read_dir(d.path()).is_ok_and(|mut r| r.next().is_some()));
-        if let Some(d) = found {
-            break d.path();
-        }
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "no run directory was made"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let made = wait_for("no run directory was made", || {
+        let file = run_files(&g.export).into_iter().next()?;
+        file.parent().map(std::path::Path::to_path_buf)
+    });
     std::thread::sleep(std::time::Duration::from_millis(500));
     first.kill().unwrap();
     first.wait().unwrap();
@@ -510,14 +506,9 @@ fn ctrl_c_still_removes_the_shares_run_directory() {
         .spawn()
         .unwrap();
     // Interrupted once its files are there and the load has begun.
-    let started = std::time::Instant::now();
-    while tree(&g.export).len() < before.len() + 2 {
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "no run directory was made"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for("no run directory was made", || {
+        (!run_files(&g.export).is_empty()).then_some(())
+    });
     std::thread::sleep(std::time::Duration::from_millis(1000));
     let _ = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
