@@ -257,7 +257,16 @@ impl PhaseAccumulator {
 
     /// The phase's measured length so far (the latest worker end), ns.
     pub fn end_ns(&self) -> u64 {
-        self.end_ns
+        // A host that failed sent whole seconds only, and no end: what it sent was measured
+        // even when no worker of the phase finished (every host failed, or the only one).
+        let failed_seconds = self
+            .workers
+            .iter()
+            .filter(|(k, _)| self.failed.contains(&k.host))
+            .filter_map(|(_, w)| w.last_interval)
+            .max()
+            .map_or(0, |l| (u64::from(l) + 1) * 1_000_000_000);
+        self.end_ns.max(failed_seconds)
     }
 
     /// Closes the remaining intervals and returns the phase. `duration_ns` is the measured

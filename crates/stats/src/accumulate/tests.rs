@@ -250,3 +250,35 @@ fn a_failed_hosts_rate_is_over_the_time_it_ran() {
         p.total.iops
     );
 }
+
+#[test]
+fn a_phase_whose_every_host_failed_lasts_the_seconds_they_sent() {
+    let keys = [0u16, 1].map(|host| WorkerKey {
+        host,
+        job: 0,
+        worker: 0,
+    });
+    let mut acc = PhaseAccumulator::new("run", vec!["a".into(), "b".into()], vec![job("j")], &keys);
+    // a sends 3 seconds, b 2, then both are cut off: no worker ever says it is done.
+    for t in 0..3 {
+        acc.add(keys[0], t, &snap(1000, 1000));
+        if t < 2 {
+            acc.add(keys[1], t, &snap(500, 1000));
+        }
+    }
+    acc.host_failed(0);
+    acc.host_failed(1);
+    assert_eq!(acc.end_ns(), 3_000_000_000);
+    let end = acc.end_ns();
+    let p = acc.finish(0, end);
+    assert_eq!(p.duration_ns, 3_000_000_000);
+    assert!(
+        (p.total.iops - 4000.0 / 3.0).abs() < 1.0,
+        "{}",
+        p.total.iops
+    );
+    let (ha, hb) = (&p.by_host["a"], &p.by_host["b"]);
+    assert!((ha.total.iops - 1000.0).abs() < 1.0, "{}", ha.total.iops);
+    assert_eq!(hb.ran_ns, Some(2_000_000_000));
+    assert!((hb.total.iops - 500.0).abs() < 1.0, "{}", hb.total.iops);
+}
