@@ -489,6 +489,38 @@ fn an_agent_survives_a_vanished_coordinator() {
 }
 
 #[test]
+fn an_agent_stops_for_a_coordinator_stopped_mid_phase() {
+    // No heartbeats travel during a phase: a stopped coordinator (Ctrl-Z) is found by its
+    // connection no longer answering the agent's pings, not by a closed socket.
+    let Some(s) = Setup::new("an_agent_stops_for_a_coordinator_stopped_mid_phase", 1) else {
+        return;
+    };
+    let json = s.dir.path().join("r.json");
+    let mut coordinator = s.spawn(
+        &json,
+        &["--rw", "randread", "--size", "4m", "--time", "60s"],
+    );
+    wait_until("the run to start", Duration::from_secs(15), || {
+        !entries(&s.targets[0]).is_empty()
+    });
+    let pid = coordinator.id().to_string();
+    let _ = Command::new("kill").args(["-STOP", &pid]).status();
+    wait_until(
+        "the agent to clean up for a stopped coordinator",
+        Duration::from_secs(15),
+        || entries(&s.targets[0]).is_empty(),
+    );
+    coordinator.kill().unwrap();
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    coordinator.wait().unwrap();
+    let out = s.run(
+        &s.dir.path().join("next.json"),
+        &["--rw", "randread", "--size", "4m", "--time", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
 fn ctrl_c_on_the_coordinator_cleans_up_every_agent() {
     let Some(s) = Setup::new("ctrl_c_on_the_coordinator_cleans_up_every_agent", 2) else {
         return;

@@ -51,6 +51,8 @@ pub struct RemoteAgent {
     net_reports: Vec<stormark_stats::NetReport>,
     finished: Option<pb::FinishReply>,
     heartbeat: Option<tokio::task::JoinHandle<()>>,
+    /// A phase's stream is open: the heartbeats pause.
+    streaming: Arc<AtomicBool>,
 }
 
 /// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
@@ -131,12 +133,20 @@ impl RemoteAgent {
             measure(&rt, &mut client, &session).map_err(|s| agent_error(address, s))?;
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
         // Heartbeats keep the session alive while phases run; the agent ends a silent one.
+        // While a phase streams, the agent hears the coordinator by its answers to the
+        // connection's keep-alive pings instead: a call a second to each of a thousand agents
+        // was most of the coordinator's work during a phase.
         let mut hb = client.clone();
         let hb_session = session.clone();
+        let streaming = Arc::new(AtomicBool::new(false));
+        let hb_streaming = streaming.clone();
         let heartbeat = rt.spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
                 every.tick().await;
+                if hb_streaming.load(Ordering::Relaxed) {
+                    continue;
+                }
                 let req = pb::SessionRequest {
                     session: hb_session.clone(),
                 };
@@ -161,6 +171,7 @@ impl RemoteAgent {
             net_reports: Vec::new(),
             finished: None,
             heartbeat: Some(heartbeat),
+            streaming,
         })
     }
 
@@ -203,6 +214,7 @@ impl RemoteAgent {
         let session = self.session_req();
         let mut notes = Vec::new();
         let mut net = Vec::new();
+        self.streaming.store(true, Ordering::Relaxed);
         let result = self.rt.block_on(async {
             let mut stream = stream
                 .await
@@ -274,6 +286,7 @@ impl RemoteAgent {
                 }
             }
         });
+        self.streaming.store(false, Ordering::Relaxed);
         self.notes
             .extend(notes.into_iter().map(|n| format!("{}: {n}", self.address)));
         self.net_reports.extend(net);

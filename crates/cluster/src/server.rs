@@ -92,6 +92,13 @@ impl AgentService {
         }
     }
 
+    /// The coordinator of session `id` is still there: its phase's stream is open.
+    fn heard(&self, id: &str) {
+        if let Some(s) = self.lock().as_mut().filter(|s| s.id == id) {
+            s.last_heard = Instant::now();
+        }
+    }
+
     fn agent(&self, id: &str) -> Result<(Arc<AtomicBool>, SharedAgent), Status> {
         match self.session(id)? {
             (stop, Some(agent)) => Ok((stop, agent)),
@@ -167,9 +174,13 @@ impl AgentService {
         let observer = self.cfg.observer.clone();
         let (tx, rx) = mpsc::channel::<Result<pb::Event, Status>>(256);
         // A tick every second, whatever the engine is doing (creating large files, say), so
-        // the coordinator can tell a busy agent from a dead one.
+        // the coordinator can tell a busy agent from a dead one. While the stream is open,
+        // the coordinator sends no heartbeats: its connection answering the server's
+        // keep-alive pings is what keeps the session (a coordinator that stops answering has
+        // its connection closed, the stream with it, and the session goes silent).
         let done = Arc::new(AtomicBool::new(false));
         let (ticker_tx, ticker_done) = (tx.clone(), done.clone());
+        let (heard, id) = (self.clone(), session.to_string());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
@@ -183,6 +194,7 @@ impl AgentService {
                 if ticker_tx.send(Ok(tick)).await.is_err() {
                     break;
                 }
+                heard.heard(&id);
             }
         });
         tokio::task::spawn_blocking(move || {
@@ -499,7 +511,13 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ConfigError> {
     let token = cfg.token.clone();
-    let mut builder = tonic::transport::Server::builder();
+    // A coordinator sends no heartbeats while a phase streams; a connection it has sent
+    // nothing on for two fifths of the heartbeat timeout is pinged, and closed when the ping
+    // is not answered within the rest of it.
+    let ping = cfg.heartbeat_timeout * 2 / 5;
+    let mut builder = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(ping))
+        .http2_keepalive_timeout(Some(cfg.heartbeat_timeout - ping));
     if let Some((cert, key)) = &cfg.tls {
         let identity = tonic::transport::Identity::from_pem(cert, key);
         builder = builder
