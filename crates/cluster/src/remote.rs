@@ -198,7 +198,7 @@ impl RemoteAgent {
     }
 
     /// Reads a phase's event stream to its end, turning events into [`AgentEvent`]s. Silence
-    /// for [`SILENCE`] (the agent sends a tick at least every quarter second) means the agent
+    /// for [`SILENCE`] (the agent sends an event at least every 2 s, a tick when it has nothing else) means the agent
     /// hung or the link is cut.
     fn pump(
         &mut self,

@@ -178,8 +178,11 @@ impl AgentService {
         // the coordinator sends no heartbeats: its connection answering the server's
         // keep-alive pings is what keeps the session (a coordinator that stops answering has
         // its connection closed, the stream with it, and the session goes silent).
+        // A second in which the phase sent an event of its own needs no tick: the
+        // coordinator hears from the agent at least every 2 s either way.
         let done = Arc::new(AtomicBool::new(false));
-        let (ticker_tx, ticker_done) = (tx.clone(), done.clone());
+        let sent = Arc::new(AtomicBool::new(false));
+        let (ticker_tx, ticker_done, ticker_sent) = (tx.clone(), done.clone(), sent.clone());
         let (heard, id) = (self.clone(), session.to_string());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
@@ -188,11 +191,17 @@ impl AgentService {
                 if ticker_done.load(Ordering::Relaxed) {
                     break;
                 }
-                let tick = pb::Event {
-                    kind: Some(event::Kind::Tick(pb::Empty {})),
-                };
-                if ticker_tx.send(Ok(tick)).await.is_err() {
-                    break;
+                if ticker_sent.swap(false, Ordering::Relaxed) {
+                    if ticker_tx.is_closed() {
+                        break;
+                    }
+                } else {
+                    let tick = pb::Event {
+                        kind: Some(event::Kind::Tick(pb::Empty {})),
+                    };
+                    if ticker_tx.send(Ok(tick)).await.is_err() {
+                        break;
+                    }
                 }
                 heard.heard(&id);
             }
@@ -200,6 +209,7 @@ impl AgentService {
         tokio::task::spawn_blocking(move || {
             let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
             let send = |e: pb::Event| {
+                sent.store(true, Ordering::Relaxed);
                 if tx.blocking_send(Ok(e)).is_err() {
                     // The coordinator is gone: stop the load.
                     stop.store(true, Ordering::Relaxed);
