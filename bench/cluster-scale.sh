@@ -17,7 +17,7 @@
 # with its uncertainty, and the merge's exactness (every sample of the hosts' histograms in
 # the phase's total, counted from the HDR V2 encodings).
 # Without GNU time (a bare machine), the coordinator's CPU and peak RSS come from wait4(2).
-# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3|null), RATE (100), STORMARK=<binary>, BENCH_DIR
+# Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3|null), RATE (100), STORMARK=<binary>, BENCH_DIR, KEEP_JSON
 # Writes only a directory it creates under BENCH_DIR (default ./bench-data) and removes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,6 +102,8 @@ sleep $((RUNTIME - 7))
 t1=$(ticks); s1=$(date +%s.%N)
 wait "$timer"
 printf '%s %s %s %s %s\n' "$t0" "$t1" "$s0" "$s1" "$(getconf CLK_TCK)" >"$WORK/steady"
+# KEEP_JSON=FILE: the run's results document is copied there (its size is printed).
+[ -n "${KEEP_JSON:-}" ] && cp "$WORK/r.json" "$KEEP_JSON" && echo "results document: $(stat -c %s "$KEEP_JSON") bytes"
 python3 - "$WORK" <<'PY'
 import json, sys
 work = sys.argv[1]

@@ -338,6 +338,9 @@ pub enum AgentEvent<'a> {
     Tick,
 }
 
+/// Where a phase's events go, from any thread: owned by whoever reads the phase.
+pub type Sink = Box<dyn FnMut(AgentEvent<'_>) + Send>;
+
 /// One host's share of a run. Calls come in order: `validate`, `start_sampling`, `prepare`,
 /// `run_stage` for each stage, `stop_sampling`, `cleanup` (always, even after a failure). The
 /// coordinator drives each agent from a thread of its own, so that all run at once.
@@ -379,6 +382,22 @@ pub trait Agent: Send {
         start_at: Option<std::time::SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError>;
+    /// [`Agent::prepare`], its events handed to `sink` from wherever the agent reads them
+    /// (a remote agent's from its connection's task, without waking the calling thread).
+    fn prepare_into(&mut self, mut sink: Sink) -> Result<Vec<PhaseJob>, AgentError> {
+        self.prepare(&mut *sink)
+    }
+    /// [`Agent::run_stage`], its events handed to `sink` as [`Agent::prepare_into`]'s are.
+    fn run_stage_into(
+        &mut self,
+        index: usize,
+        load: &StageLoad,
+        peers: &[NetPeer],
+        start_at: Option<std::time::SystemTime>,
+        mut sink: Sink,
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        self.run_stage(index, load, peers, start_at, &mut *sink)
+    }
     /// Removes what this run created (unless kept). Returns notes for the results.
     fn cleanup(&mut self) -> Vec<String>;
     /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.

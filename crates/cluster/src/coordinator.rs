@@ -296,7 +296,7 @@ impl Coordinator {
         next: &mut dyn FnMut(&Results) -> Option<Step>,
     ) -> Outcome {
         // Preparation: its own phase, excluded from the run's figures. No common start.
-        let prepare: &PhaseCall<'_> = &|_, agent, _, sink| agent.prepare(sink);
+        let prepare: &PhaseCall<'_> = &|_, agent, _, sink| agent.prepare_into(sink);
         let n = self.agents.len();
         let (result, phase) = self.phase(
             "prepare",
@@ -349,7 +349,7 @@ impl Coordinator {
             }
             live(Live::PhaseStarted { name: &name });
             let call: &PhaseCall<'_> =
-                &|h, agent, at, sink| agent.run_stage(stage, &load, &peers[h], at, sink);
+                &|h, agent, at, sink| agent.run_stage_into(stage, &load, &peers[h], at, sink);
             let (result, phase) = self.phase(
                 &name,
                 Stage::Run(stage),

@@ -42,10 +42,28 @@ pub struct Guarded {
 struct Entry {
     fd: RawFd,
     talked: AtomicBool,
+    peer: SocketAddr,
 }
 
 /// Live connections by accept order.
 type Table = Mutex<BTreeMap<u64, Arc<Entry>>>;
+
+/// The connections the agent holds open, as the service asks about them: a session lives as
+/// long as the connection its coordinator opened it on (closed by the coordinator, by its
+/// crash, or by the server when the connection's keep-alive pings go unanswered).
+#[derive(Clone)]
+pub struct Connections(Arc<Table>);
+
+impl Connections {
+    /// Whether a connection from `peer` (address and port) is open.
+    pub fn is_open(&self, peer: SocketAddr) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .any(|e| e.peer == peer)
+    }
+}
 
 impl Drop for Guarded {
     fn drop(&mut self) {
@@ -114,14 +132,15 @@ impl AsyncWrite for Guarded {
 /// Binds `addr` and hands guarded connections to the server through the returned channel.
 pub async fn guarded_incoming(
     addr: SocketAddr,
-) -> io::Result<mpsc::Receiver<Result<Guarded, io::Error>>> {
+) -> io::Result<(mpsc::Receiver<Result<Guarded, io::Error>>, Connections)> {
     let listener = TcpListener::bind(addr).await?;
     let table: Arc<Table> = Arc::new(Mutex::new(BTreeMap::new()));
+    let connections = Connections(table.clone());
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
         let mut next_id = 0u64;
         loop {
-            let (io, _) = match listener.accept().await {
+            let (io, peer) = match listener.accept().await {
                 Ok(c) => c,
                 // Out of descriptors and the like: wait a little rather than spin.
                 Err(_) => {
@@ -132,6 +151,7 @@ pub async fn guarded_incoming(
             let entry = Arc::new(Entry {
                 fd: io.as_raw_fd(),
                 talked: AtomicBool::new(false),
+                peer,
             });
             {
                 let mut live = table.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,5 +186,5 @@ pub async fn guarded_incoming(
             }
         }
     });
-    Ok(rx)
+    Ok((rx, connections))
 }

@@ -1,6 +1,7 @@
 //! The coordinator's side of a remote agent: [`RemoteAgent`] implements [`Agent`] over gRPC,
 //! so the coordinator drives hosts across the network exactly as it drives the local one.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -14,7 +15,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 
 use crate::agent::TargetOptions;
-use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, NetPeers, Validated};
+use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, NetPeers, Sink, Validated};
 use crate::auth::Bearer;
 use crate::wire::pb::agent_client::AgentClient;
 use crate::wire::pb::{self, event};
@@ -50,9 +51,6 @@ pub struct RemoteAgent {
     /// The net jobs' session reports of the stages since they were last taken.
     net_reports: Vec<stormark_stats::NetReport>,
     finished: Option<pb::FinishReply>,
-    heartbeat: Option<tokio::task::JoinHandle<()>>,
-    /// A phase's stream is open: the heartbeats pause.
-    streaming: Arc<AtomicBool>,
 }
 
 /// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
@@ -133,26 +131,6 @@ impl RemoteAgent {
             measure(&rt, &mut client, &session).map_err(|s| agent_error(address, s))?;
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
         // Heartbeats keep the session alive while phases run; the agent ends a silent one.
-        // While a phase streams, the agent hears the coordinator by its answers to the
-        // connection's keep-alive pings instead: a call a second to each of a thousand agents
-        // was most of the coordinator's work during a phase.
-        let mut hb = client.clone();
-        let hb_session = session.clone();
-        let streaming = Arc::new(AtomicBool::new(false));
-        let hb_streaming = streaming.clone();
-        let heartbeat = rt.spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                every.tick().await;
-                if hb_streaming.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let req = pb::SessionRequest {
-                    session: hb_session.clone(),
-                };
-                let _ = tokio::time::timeout(Duration::from_secs(2), hb.heartbeat(req)).await;
-            }
-        });
         Ok(RemoteAgent {
             address: address.to_string(),
             rt,
@@ -170,8 +148,6 @@ impl RemoteAgent {
             notes: Vec::new(),
             net_reports: Vec::new(),
             finished: None,
-            heartbeat: Some(heartbeat),
-            streaming,
         })
     }
 
@@ -197,100 +173,91 @@ impl RemoteAgent {
         }
     }
 
-    /// Reads a phase's event stream to its end, turning events into [`AgentEvent`]s. Silence
-    /// for [`SILENCE`] (the agent sends an event at least every 2 s, a tick when it has nothing else) means the agent
-    /// hung or the link is cut.
+    /// The request that runs stage `index` with `load`, starting at `start_at`.
+    fn stage_req(
+        &self,
+        index: usize,
+        load: &StageLoad,
+        peers: &[NetPeer],
+        start_at: Option<SystemTime>,
+    ) -> pb::RunStageRequest {
+        pb::RunStageRequest {
+            session: self.session.clone(),
+            stage: index as u32,
+            // The named start, on the agent's clock.
+            start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
+            jobs: load.jobs,
+            iodepth: load.iodepth,
+            rate_iops: load.rate_iops,
+            bs: load.bs,
+            size: load.size,
+            meta_op: load.meta_op.map(|o| o.index()),
+            net_to: peers
+                .iter()
+                .map(|p| pb::NetPeer {
+                    host: p.host,
+                    address: p.address.to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    /// What reading a phase's stream needs of this agent, owned.
+    fn reader(&self) -> Reader {
+        Reader {
+            address: self.address.clone(),
+            offset: self.offset_ns,
+            stop: self.stop.clone(),
+            stopper: self.client.clone(),
+            session: self.session_req(),
+        }
+    }
+
+    /// Reads a phase's event stream to its end on this thread, handing events to `on_event`.
     fn pump(
         &mut self,
-        stream: impl std::future::Future<
-            Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>,
-        >,
+        stream: impl Future<Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
-        let address = self.address.clone();
-        let offset = self.offset_ns;
-        let stop = self.stop.clone();
-        let stopper = self.client.clone();
-        let session = self.session_req();
-        let mut notes = Vec::new();
-        let mut net = Vec::new();
-        self.streaming.store(true, Ordering::Relaxed);
-        let result = self.rt.block_on(async {
-            let mut stream = stream
-                .await
-                .map_err(|s| agent_error(&address, s))?
-                .into_inner();
-            let mut stop_sent = false;
-            loop {
-                if !stop_sent && stop.load(Ordering::Relaxed) {
-                    stop_sent = true;
-                    let mut c = stopper.clone();
-                    let s = session.clone();
-                    tokio::spawn(async move {
-                        let _ = tokio::time::timeout(SILENCE, c.stop(s)).await;
-                    });
-                }
-                let next = tokio::time::timeout(SILENCE, stream.message()).await;
-                let event = match next {
-                    Err(_) => {
-                        return Err(AgentError::RemoteFailed {
-                            agent: address.to_string(),
-                            message: format!(
-                                "no word for {} s: hung, or the network is cut",
-                                SILENCE.as_secs()
-                            ),
-                        })
-                    }
-                    Ok(Err(s)) => return Err(agent_error(&address, s)),
-                    Ok(Ok(None)) => {
-                        return Err(AgentError::RemoteFailed {
-                            agent: address.to_string(),
-                            message: "the stream ended before the phase did".into(),
-                        })
-                    }
-                    Ok(Ok(Some(e))) => e,
-                };
-                match event.kind {
-                    Some(event::Kind::StartedUnixNs(ns)) => on_event(AgentEvent::Started {
-                        at: from_unix_ns(ns - offset),
-                    }),
-                    Some(event::Kind::Interval(i)) => {
-                        let (ops, errors) =
-                            i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
-                                AgentError::RemoteFailed {
-                                    agent: address.to_string(),
-                                    message: "a malformed snapshot".into(),
-                                }
-                            })?;
-                        on_event(AgentEvent::Interval {
-                            job: i.job as u16,
-                            worker: i.worker,
-                            interval: i.interval,
-                            second: crate::agent::Second::Parts(ops, Box::new(errors)),
-                        });
-                    }
-                    Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {
-                        job: d.job as u16,
-                        worker: d.worker,
-                        end_ns: d.end_ns,
-                        failure: (!d.failure.is_empty()).then_some(d.failure.as_str()),
-                    }),
-                    Some(event::Kind::Tick(_)) | None => on_event(AgentEvent::Tick),
-                    Some(event::Kind::Finished(f)) => {
-                        notes = f.notes;
-                        net = f.net.into_iter().map(crate::wire::decode_net).collect();
-                        let jobs: Vec<PhaseJob> =
-                            f.jobs.into_iter().map(crate::wire::decode_job).collect();
-                        return Ok(jobs);
-                    }
-                }
-            }
+        let read = self.rt.block_on(self.reader().read(stream, on_event));
+        self.ended(read)
+    }
+
+    /// [`RemoteAgent::pump`], the stream read by a task of the connections' runtime that hands
+    /// each event to `sink` itself: the calling thread sleeps until the phase ends instead of
+    /// being woken for every event (a thousand agents' seconds were a thousand thread wake-ups
+    /// a second).
+    fn pump_into(
+        &mut self,
+        stream: impl Future<Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>>
+            + Send
+            + 'static,
+        mut sink: Sink,
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let reader = self.reader();
+        let task = self
+            .rt
+            .spawn(async move { reader.read(stream, &mut *sink).await });
+        let read = self.rt.block_on(task).unwrap_or_else(|e| Read {
+            jobs: Err(AgentError::RemoteFailed {
+                agent: self.address.clone(),
+                message: format!("reading its events failed: {e}"),
+            }),
+            notes: Vec::new(),
+            net: Vec::new(),
         });
-        self.streaming.store(false, Ordering::Relaxed);
-        self.notes
-            .extend(notes.into_iter().map(|n| format!("{}: {n}", self.address)));
-        self.net_reports.extend(net);
-        result
+        self.ended(read)
+    }
+
+    /// A phase's stream read to its end: its notes and net reports kept, its jobs returned.
+    fn ended(&mut self, read: Read) -> Result<Vec<PhaseJob>, AgentError> {
+        self.notes.extend(
+            read.notes
+                .into_iter()
+                .map(|n| format!("{}: {n}", self.address)),
+        );
+        self.net_reports.extend(read.net);
+        read.jobs
     }
 
     fn finish(&mut self) -> pb::FinishReply {
@@ -302,9 +269,6 @@ impl RemoteAgent {
         let reply = self
             .rt
             .block_on(async { tokio::time::timeout(SILENCE, client.finish(req)).await });
-        if let Some(h) = self.heartbeat.take() {
-            h.abort();
-        }
         let reply = match reply {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(s)) => pb::FinishReply {
@@ -324,6 +288,127 @@ impl RemoteAgent {
     }
 }
 
+/// Reads one phase's event stream of an agent.
+struct Reader {
+    address: String,
+    offset: i64,
+    stop: Arc<AtomicBool>,
+    stopper: Client,
+    session: pb::SessionRequest,
+}
+
+/// A phase's stream read to its end.
+struct Read {
+    jobs: Result<Vec<PhaseJob>, AgentError>,
+    notes: Vec<String>,
+    net: Vec<stormark_stats::NetReport>,
+}
+
+impl Reader {
+    /// Reads the stream to its end, turning events into [`AgentEvent`]s. Silence for
+    /// [`SILENCE`] (the agent sends an event at least every 2 s, a tick when it has nothing
+    /// else) means the agent hung or the link is cut.
+    async fn read<F: FnMut(AgentEvent<'_>) + ?Sized>(
+        self,
+        stream: impl Future<Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>>,
+        on_event: &mut F,
+    ) -> Read {
+        let mut read = Read {
+            jobs: Ok(Vec::new()),
+            notes: Vec::new(),
+            net: Vec::new(),
+        };
+        read.jobs = self
+            .events(stream, on_event, &mut read.notes, &mut read.net)
+            .await;
+        read
+    }
+
+    async fn events<F: FnMut(AgentEvent<'_>) + ?Sized>(
+        &self,
+        stream: impl Future<Output = Result<tonic::Response<tonic::Streaming<pb::Event>>, Status>>,
+        on_event: &mut F,
+        notes: &mut Vec<String>,
+        net: &mut Vec<stormark_stats::NetReport>,
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let Reader {
+            address,
+            offset,
+            stop,
+            stopper,
+            session,
+        } = self;
+        let offset = *offset;
+        let mut stream = stream
+            .await
+            .map_err(|s| agent_error(address, s))?
+            .into_inner();
+        let mut stop_sent = false;
+        loop {
+            if !stop_sent && stop.load(Ordering::Relaxed) {
+                stop_sent = true;
+                let mut c = stopper.clone();
+                let s = session.clone();
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(SILENCE, c.stop(s)).await;
+                });
+            }
+            let next = tokio::time::timeout(SILENCE, stream.message()).await;
+            let event = match next {
+                Err(_) => {
+                    return Err(AgentError::RemoteFailed {
+                        agent: address.to_string(),
+                        message: format!(
+                            "no word for {} s: hung, or the network is cut",
+                            SILENCE.as_secs()
+                        ),
+                    })
+                }
+                Ok(Err(s)) => return Err(agent_error(address, s)),
+                Ok(Ok(None)) => {
+                    return Err(AgentError::RemoteFailed {
+                        agent: address.to_string(),
+                        message: "the stream ended before the phase did".into(),
+                    })
+                }
+                Ok(Ok(Some(e))) => e,
+            };
+            match event.kind {
+                Some(event::Kind::StartedUnixNs(ns)) => on_event(AgentEvent::Started {
+                    at: from_unix_ns(ns - offset),
+                }),
+                Some(event::Kind::Interval(i)) => {
+                    let (ops, errors) =
+                        i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
+                            AgentError::RemoteFailed {
+                                agent: address.to_string(),
+                                message: "a malformed snapshot".into(),
+                            }
+                        })?;
+                    on_event(AgentEvent::Interval {
+                        job: i.job as u16,
+                        worker: i.worker,
+                        interval: i.interval,
+                        second: crate::agent::Second::Parts(ops, Box::new(errors)),
+                    });
+                }
+                Some(event::Kind::Done(d)) => on_event(AgentEvent::Done {
+                    job: d.job as u16,
+                    worker: d.worker,
+                    end_ns: d.end_ns,
+                    failure: (!d.failure.is_empty()).then_some(d.failure.as_str()),
+                }),
+                Some(event::Kind::Tick(_)) | None => on_event(AgentEvent::Tick),
+                Some(event::Kind::Finished(f)) => {
+                    *notes = f.notes;
+                    *net = f.net.into_iter().map(crate::wire::decode_net).collect();
+                    return Ok(f.jobs.into_iter().map(crate::wire::decode_job).collect());
+                }
+            }
+        }
+    }
+}
+
 impl Drop for RemoteAgent {
     /// A session never finished (another agent refused at connect, the run stopped early) is
     /// released at once, so that a corrected re-run is not refused as busy.
@@ -334,9 +419,6 @@ impl Drop for RemoteAgent {
             let _ = self.rt.block_on(async {
                 tokio::time::timeout(Duration::from_secs(1), client.finish(req)).await
             });
-        }
-        if let Some(h) = self.heartbeat.take() {
-            h.abort();
         }
     }
 }
@@ -446,6 +528,12 @@ impl Agent for RemoteAgent {
         self.pump(async move { client.prepare(req).await }, on_event)
     }
 
+    fn prepare_into(&mut self, sink: Sink) -> Result<Vec<PhaseJob>, AgentError> {
+        let mut client = self.client.clone();
+        let req = self.session_req();
+        self.pump_into(async move { client.prepare(req).await }, sink)
+    }
+
     fn run_stage(
         &mut self,
         index: usize,
@@ -455,26 +543,21 @@ impl Agent for RemoteAgent {
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
         let mut client = self.client.clone();
-        let req = pb::RunStageRequest {
-            session: self.session.clone(),
-            stage: index as u32,
-            // The named start, on the agent's clock.
-            start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
-            jobs: load.jobs,
-            iodepth: load.iodepth,
-            rate_iops: load.rate_iops,
-            bs: load.bs,
-            size: load.size,
-            meta_op: load.meta_op.map(|o| o.index()),
-            net_to: peers
-                .iter()
-                .map(|p| pb::NetPeer {
-                    host: p.host,
-                    address: p.address.to_string(),
-                })
-                .collect(),
-        };
+        let req = self.stage_req(index, load, peers, start_at);
         self.pump(async move { client.run_stage(req).await }, on_event)
+    }
+
+    fn run_stage_into(
+        &mut self,
+        index: usize,
+        load: &StageLoad,
+        peers: &[NetPeer],
+        start_at: Option<SystemTime>,
+        sink: Sink,
+    ) -> Result<Vec<PhaseJob>, AgentError> {
+        let mut client = self.client.clone();
+        let req = self.stage_req(index, load, peers, start_at);
+        self.pump_into(async move { client.run_stage(req).await }, sink)
     }
 
     fn cleanup(&mut self) -> Vec<String> {

@@ -2,9 +2,10 @@
 //!
 //! Every call must carry the agent's token (compared in constant time). Targets must lie under
 //! one of the agent's `--allow-path` directories or devices. One coordinator at a time: a
-//! second is refused while a session is open. A coordinator that goes silent (no heartbeat for
-//! [`AgentConfig::heartbeat_timeout`]) loses its session: the load stops, the run directory is
-//! removed, and the next coordinator is welcome. The agent runs nothing but stormark's own
+//! second is refused while a session is open. A session lives as long as the connection its
+//! coordinator opened it on: a coordinator that crashes, stops answering the connection's
+//! keep-alive pings (within [`AgentConfig::heartbeat_timeout`]) or is cut off loses its session:
+//! the load stops, the run directory is removed, and the next coordinator is welcome. The agent runs nothing but stormark's own
 //! engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
@@ -40,6 +41,8 @@ struct Session {
     coordinator: String,
     since: SystemTime,
     last_heard: Instant,
+    /// The coordinator's end of the connection the session was opened on.
+    peer: Option<SocketAddr>,
     stop: Arc<AtomicBool>,
     agent: Option<Arc<Mutex<LocalAgent>>>,
     /// Its coordinator asked to finish: the session ends once its cleanup has run.
@@ -57,6 +60,8 @@ pub struct AgentService {
     session: Arc<Mutex<Option<Session>>>,
     /// Set on SIGTERM or Ctrl-C: a phase that ends now ends as this host's failure.
     terminating: Arc<AtomicBool>,
+    /// The connections open, when served by [`serve`]: a session ends with its connection.
+    connections: Option<crate::listen::Connections>,
 }
 
 /// The session's agent, shared between calls and the blocking thread that runs a phase.
@@ -71,6 +76,23 @@ impl AgentService {
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(None)),
             terminating: Arc::new(AtomicBool::new(false)),
+            connections: None,
+        }
+    }
+
+    /// Sessions end with the connection they were opened on, as `connections` shows them.
+    pub fn with_connections(mut self, connections: crate::listen::Connections) -> Self {
+        self.connections = Some(connections);
+        self
+    }
+
+    /// Whether session `s`'s coordinator is gone: its connection closed (crashed, stopped
+    /// and no longer answering pings, cut off), or, where connections are not known, nothing
+    /// heard for the heartbeat timeout.
+    fn gone(&self, s: &Session) -> bool {
+        match (s.peer, &self.connections) {
+            (Some(peer), Some(c)) => !c.is_open(peer),
+            _ => s.last_heard.elapsed() > self.cfg.heartbeat_timeout,
         }
     }
 
@@ -111,9 +133,7 @@ impl AgentService {
     pub fn watchdog_tick(&self) {
         let ended = {
             let mut guard = self.lock();
-            let stale = guard
-                .as_ref()
-                .is_some_and(|s| s.last_heard.elapsed() > self.cfg.heartbeat_timeout);
+            let stale = guard.as_ref().is_some_and(|s| self.gone(s));
             if !stale {
                 return;
             }
@@ -128,7 +148,7 @@ impl AgentService {
         };
         if let Some(s) = ended {
             eprintln!(
-                "stormark agent: coordinator {} silent for over {} s: load stopped, cleaning up",
+                "stormark agent: coordinator {} gone (its connection closed, or silent for over {} s): load stopped, cleaning up",
                 s.coordinator,
                 self.cfg.heartbeat_timeout.as_secs()
             );
@@ -316,6 +336,7 @@ impl AgentRpc for AgentService {
         &self,
         req: Request<pb::HandshakeRequest>,
     ) -> Result<Response<pb::HandshakeReply>, Status> {
+        let peer = req.remote_addr();
         let req = req.into_inner();
         let version = env!("CARGO_PKG_VERSION");
         if req.version != version {
@@ -347,6 +368,7 @@ impl AgentRpc for AgentService {
                 coordinator: req.coordinator,
                 since: SystemTime::now(),
                 last_heard: Instant::now(),
+                peer,
                 stop: Arc::new(AtomicBool::new(false)),
                 agent: None,
                 finishing: false,
@@ -521,9 +543,9 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ConfigError> {
     let token = cfg.token.clone();
-    // A coordinator sends no heartbeats while a phase streams; a connection it has sent
-    // nothing on for two fifths of the heartbeat timeout is pinged, and closed when the ping
-    // is not answered within the rest of it.
+    // A session lives as long as its coordinator's connection: a connection the coordinator
+    // has sent nothing on for two fifths of the heartbeat timeout is pinged, and closed when
+    // the ping is not answered within the rest of it.
     let ping = cfg.heartbeat_timeout * 2 / 5;
     let mut builder = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(ping))
@@ -537,7 +559,14 @@ pub async fn serve(
                 cause: e.to_string(),
             })?;
     }
-    let service = AgentService::new(cfg);
+    let (incoming, connections) =
+        crate::listen::guarded_incoming(addr)
+            .await
+            .map_err(|e| ConfigError::Serve {
+                option: format!("--listen {addr}"),
+                cause: e.to_string(),
+            })?;
+    let service = AgentService::new(cfg).with_connections(connections);
     let watchdog = service.clone();
     let on_shutdown = service.clone();
     let on_term = service.clone();
@@ -552,12 +581,6 @@ pub async fn serve(
     let server = AgentServer::with_interceptor(service, move |req: Request<()>| {
         check_token(&token, &req).map(|()| req)
     });
-    let incoming = crate::listen::guarded_incoming(addr)
-        .await
-        .map_err(|e| ConfigError::Serve {
-            option: format!("--listen {addr}"),
-            cause: e.to_string(),
-        })?;
     // On SIGTERM or Ctrl-C: the running load stops at once and is reported to the coordinator
     // as this host's failure; then connections get a short grace, and idle ones no more.
     let (stopped_tx, stopped_rx) = tokio::sync::oneshot::channel::<()>();

@@ -138,18 +138,29 @@ impl Output {
     /// Writes `data` whole: to standard output, or to a temporary file that is synced and
     /// renamed over the name. On failure the previous file is left as it was.
     pub fn write(&self, data: &[u8]) -> io::Result<()> {
+        self.write_with(|w| w.write_all(data))
+    }
+
+    /// [`Output::write`], the data written by `fill` as it is made (buffered), never held
+    /// whole in memory.
+    pub fn write_with(
+        &self,
+        fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         match self {
             Output::Stdout => {
-                let mut out = io::stdout().lock();
-                out.write_all(data)?;
+                let mut out = io::BufWriter::new(io::stdout().lock());
+                fill(&mut out)?;
                 out.flush()
             }
             Output::File { path, .. } => {
                 let tmp = self.temp_path();
                 let result = (|| {
                     let _ = std::fs::remove_file(&tmp);
-                    let mut f = File::options().write(true).create_new(true).open(&tmp)?;
-                    f.write_all(data)?;
+                    let f = File::options().write(true).create_new(true).open(&tmp)?;
+                    let mut w = io::BufWriter::with_capacity(1 << 16, f);
+                    fill(&mut w)?;
+                    let f = w.into_inner().map_err(|e| e.into_error())?;
                     f.sync_all()?;
                     std::fs::rename(&tmp, path)
                 })();

@@ -13,13 +13,15 @@ pub const REPEAT_CV: f64 = 0.03;
 /// over repetitions, and findings said once with how many repetitions showed them.
 pub fn combine_repetitions(reps: Vec<Results>) -> Results {
     let n = reps.len();
-    let mut out = reps
-        .first()
-        .cloned()
-        .unwrap_or_else(|| Results::new(vec![]));
     if n <= 1 {
-        return out;
+        // One repetition is its own document: moved, not copied (a thousand hosts' samples
+        // are hundreds of MiB).
+        return reps
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Results::new(vec![]));
     }
+    let mut out = reps[0].clone();
     out.phases.clear();
     out.findings.clear();
     out.notes.clear();

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use stormark_net::{ClientOptions, Mode, NetError, ServerOptions, DEFAULT_PORT};
-use stormark_report::{Json, Render};
+use stormark_report::Json;
 use stormark_spec::parse_size;
 use stormark_stats::{NetReport, Results, RunStatus};
 
@@ -226,7 +226,7 @@ fn path_mtu(args: &NetClientArgs, server: SocketAddr) -> Result<Ending> {
     });
     outln!("{}", stormark_report::path_mtu_line(net));
     if let Some(out) = json {
-        out.write(Json.render(&results).as_bytes())
+        out.write_with(|w| Json.write_to(&results, w))
             .with_context(|| "writing the results document")?;
     }
     Ok(if found.is_some() {

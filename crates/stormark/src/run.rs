@@ -206,11 +206,15 @@ fn write_partial(out: Option<&Output>, done: &[Results], current: &Results) {
     let Some(out) = out.filter(|o| !o.is_stdout()) else {
         return;
     };
-    let mut all = done.to_vec();
-    all.push(current.clone());
-    let mut doc = combine_repetitions(all);
+    let mut doc = if done.is_empty() {
+        current.clone()
+    } else {
+        let mut all = done.to_vec();
+        all.push(current.clone());
+        combine_repetitions(all)
+    };
     doc.status = RunStatus::Running;
-    let _ = out.write(Json.render(&doc).as_bytes());
+    let _ = out.write_with(|w| Json.write_to(&doc, w));
 }
 
 fn run(args: RunArgs) -> Result<Ending> {
@@ -420,7 +424,7 @@ fn write_outputs(
 ) -> Option<String> {
     let mut failed = None;
     if let (Some(out), Some(path)) = (json, &args.output.json) {
-        if let Err(e) = out.write(Json.render(results).as_bytes()) {
+        if let Err(e) = out.write_with(|w| Json.write_to(results, w)) {
             failed = Some(format!(
                 "--json {}: cannot write results: {e}",
                 path.display()
@@ -481,7 +485,8 @@ impl Runner<'_> {
                         results.failure = Some(e.to_string());
                         reps.push(results);
                         if let Some(out) = self.json {
-                            let _ = out.write(Json.render(&combine_repetitions(reps)).as_bytes());
+                            let _ =
+                                out.write_with(|w| Json.write_to(&combine_repetitions(reps), w));
                         }
                         return Err(e);
                     }

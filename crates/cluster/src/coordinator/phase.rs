@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use stormark_stats::{HostFailure, Phase, PhaseAccumulator, PhaseJob, WorkerKey};
 
 use super::{Coordinator, Live, OnAgentFailure, START_LEAD};
-use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, Second, Stage};
+use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, Second, Sink, Stage};
 
 /// An agent's event, owned, on its way from the agent's thread to the coordinator's.
 enum Msg {
@@ -20,12 +20,7 @@ enum Msg {
 
 /// What a phase asks of host `h`'s agent: prepare, or run a stage starting at the named
 /// instant.
-pub(super) type PhaseCall<'c> = dyn Fn(
-        usize,
-        &mut dyn Agent,
-        Option<SystemTime>,
-        &mut dyn FnMut(AgentEvent<'_>),
-    ) -> Result<Vec<PhaseJob>, AgentError>
+pub(super) type PhaseCall<'c> = dyn Fn(usize, &mut dyn Agent, Option<SystemTime>, Sink) -> Result<Vec<PhaseJob>, AgentError>
     + Sync
     + 'c;
 
@@ -157,9 +152,9 @@ fn merge_second(
     }
 }
 
-/// Forwards an agent's events to the coordinator's thread, owned.
-fn sink(h: usize, tx: &Sender<Msg>) -> impl FnMut(AgentEvent<'_>) + '_ {
-    move |e| {
+/// Forwards host `h`'s events to the coordinator's thread, owned.
+fn sink(h: usize, tx: Sender<Msg>) -> Sink {
+    Box::new(move |e| {
         let msg = match e {
             AgentEvent::Started { at } => Msg::Started(h, at),
             AgentEvent::Interval {
@@ -177,7 +172,7 @@ fn sink(h: usize, tx: &Sender<Msg>) -> impl FnMut(AgentEvent<'_>) + '_ {
             AgentEvent::Tick => return,
         };
         let _ = tx.send(msg);
-    }
+    })
 }
 
 impl Coordinator {
@@ -244,7 +239,7 @@ impl Coordinator {
                 std::thread::Builder::new()
                     .name(format!("stormark-agent{h}"))
                     .spawn_scoped(scope, move || {
-                        let r = call(h, agent.as_mut(), start_at, &mut sink(h, &tx));
+                        let r = call(h, agent.as_mut(), start_at, sink(h, tx.clone()));
                         let _ = tx.send(Msg::Finished(h, r));
                     })
                     .expect("spawning an agent thread");
