@@ -194,12 +194,10 @@ impl AgentService {
         let observer = self.cfg.observer.clone();
         let (tx, rx) = mpsc::channel::<Result<pb::Event, Status>>(256);
         // A tick every second, whatever the engine is doing (creating large files, say), so
-        // the coordinator can tell a busy agent from a dead one. While the stream is open,
-        // the coordinator sends no heartbeats: its connection answering the server's
-        // keep-alive pings is what keeps the session (a coordinator that stops answering has
-        // its connection closed, the stream with it, and the session goes silent).
-        // A second in which the phase sent an event of its own needs no tick: the
-        // coordinator hears from the agent at least every 2 s either way.
+        // the coordinator can tell a busy agent from a dead one; a second in which the phase
+        // sent an event of its own needs none (the coordinator hears from the agent at least
+        // every 2 s either way). Where connections are not known (an agent service not
+        // served by `serve`), an open stream is what keeps the session.
         let done = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicBool::new(false));
         let (ticker_tx, ticker_done, ticker_sent) = (tx.clone(), done.clone(), sent.clone());
