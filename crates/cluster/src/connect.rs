@@ -49,7 +49,6 @@ impl Fleet {
         // SAFETY: mallopt only tunes the allocator; called before the agent threads exist.
         unsafe {
             libc::mallopt(libc::M_ARENA_MAX, 4);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
         }
         let rt = Arc::new(
             tokio::runtime::Builder::new_multi_thread()

@@ -37,14 +37,18 @@ impl Latency {
         if h.is_empty() {
             return None;
         }
+        // One pass over the counts for the five quantiles (each exactly what
+        // `value_at_quantile` gives), not five.
+        let mut q = h.value_at_quantiles([0.50, 0.90, 0.99, 0.999, 0.9999]);
+        let mut next = || q.next().unwrap_or(0);
         Some(Latency {
             min: h.min(),
             mean: h.mean(),
-            p50: h.value_at_quantile(0.50),
-            p90: h.value_at_quantile(0.90),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            p9999: h.value_at_quantile(0.9999),
+            p50: next(),
+            p90: next(),
+            p99: next(),
+            p999: next(),
+            p9999: next(),
             max: h.max(),
         })
     }
@@ -115,6 +119,26 @@ mod tests {
         assert!(close(l.max, 1_000_000), "{l:?}");
         assert!(close(l.min, 1_000), "{l:?}");
         assert!((l.mean - 500_500.0).abs() / 500_500.0 < 0.001, "{l:?}");
+    }
+
+    proptest::proptest! {
+        /// The one-pass quantiles are each exactly what `value_at_quantile` gives.
+        #[test]
+        fn one_pass_quantiles_are_the_histograms_own(
+            values in proptest::collection::vec((1u64..10_000_000_000, 1u64..1000), 1..200),
+        ) {
+            let mut r = Recorder::new();
+            for (v, n) in values {
+                for _ in 0..n.min(20) {
+                    r.record(Op::Read, 4096, v);
+                }
+            }
+            let snap = r.take();
+            let h = &snap.op(Op::Read).hist;
+            let l = Latency::of_histogram(h).unwrap();
+            let want = [0.50, 0.90, 0.99, 0.999, 0.9999].map(|q| h.value_at_quantile(q));
+            proptest::prop_assert_eq!([l.p50, l.p90, l.p99, l.p999, l.p9999], want);
+        }
     }
 
     #[test]
