@@ -14,6 +14,7 @@ use stormark_stats::{
 use crate::agent::{Agent, AgentError, Stage};
 use stormark_plan::{stage_steps, Step};
 
+mod fan;
 mod peers;
 mod phase;
 
@@ -195,14 +196,15 @@ impl Coordinator {
                 self.peers = Some(map);
             }
             Err(msg) => {
-                for agent in &mut self.agents {
-                    let _ = agent.cleanup();
-                }
+                self.cleanup_all();
                 return self.end(results, start, Outcome::Refused(msg));
             }
         }
-        for (i, agent) in self.agents.iter_mut().enumerate() {
-            match agent.validate(workload) {
+        let all = vec![true; self.agents.len()];
+        let validated = fan::each(&mut self.agents, &all, |_, a| a.validate(workload));
+        for (i, validated) in validated.into_iter().enumerate() {
+            let Some(validated) = validated else { continue };
+            match validated {
                 Ok(v) => {
                     if let Some(map) = &mut self.peers {
                         map.set_ports(i, v.net_ports.clone());
@@ -223,30 +225,27 @@ impl Coordinator {
                     } else {
                         e.to_string()
                     };
-                    // Agents validated so far end their sessions; nothing was written.
-                    for agent in &mut self.agents {
-                        let _ = agent.cleanup();
-                    }
+                    // Every agent ends its session; nothing was written.
+                    self.cleanup_all();
                     return self.end(results, start, Outcome::Refused(msg));
                 }
             }
         }
         // The samplers run from here to the end, beside every phase.
         let sampling_from = start.elapsed().as_nanos() as u64;
-        for agent in &mut self.agents {
-            agent.start_sampling();
-        }
+        fan::each(&mut self.agents, &all, |_, a| a.start_sampling());
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
-        for (agent, host) in self.agents.iter_mut().zip(results.hosts.iter_mut()) {
-            let (mut samples, cpu_ns) = agent.stop_sampling();
+        let sampled = fan::each(&mut self.agents, &all, |_, a| a.stop_sampling());
+        for (sampled, host) in sampled.into_iter().zip(results.hosts.iter_mut()) {
+            let (mut samples, cpu_ns) = sampled.unwrap_or_default();
             for s in &mut samples {
                 s.t_ns += sampling_from;
             }
             host.samples = samples;
             host.sampler_cpu_ns = cpu_ns;
         }
-        for agent in &mut self.agents {
-            results.notes.extend(agent.cleanup());
+        for notes in fan::each(&mut self.agents, &all, |_, a| a.cleanup()) {
+            results.notes.extend(notes.unwrap_or_default());
         }
         for ((host, failure), clock) in results
             .hosts
@@ -275,6 +274,12 @@ impl Coordinator {
         let found = stormark_probe::diagnose(results);
         results.findings.extend(found);
         outcome
+    }
+
+    /// Every agent removes what the run made and ends its session (a refusal before load).
+    fn cleanup_all(&mut self) {
+        let all = vec![true; self.agents.len()];
+        fan::each(&mut self.agents, &all, |_, a| a.cleanup());
     }
 
     fn agents_len(&self) -> usize {

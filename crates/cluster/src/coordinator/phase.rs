@@ -318,6 +318,9 @@ impl Coordinator {
     /// on every host: the largest uncertainty (half a round trip), which goes on record.
     fn measure_clocks(&mut self, alive: &[bool], stage: Stage) -> Option<u64> {
         if stage != Stage::Prepare {
+            // One agent at a time: round trips measured side by side queue behind each other
+            // in the coordinator and widen the clocks' uncertainty (1.5 ms against 0.3 ms
+            // with a thousand agents).
             for (h, agent) in self.agents.iter_mut().enumerate() {
                 if alive[h] {
                     if let Some(c) = agent.measure_clock() {
