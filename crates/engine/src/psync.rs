@@ -49,7 +49,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let res = unsafe {
             match payload {
                 None if req.op == Op::Trim => trim(fd, off, len, devices[req.file as usize]),
-                None => libc::pread(fd, ctx.bufs.read_at(0).cast(), len, off),
+                None => pread(fd, ctx.bufs.read_at(0).cast(), len, off),
                 Some(Payload::Plain(p)) if atomic => {
                     let iov = libc::iovec {
                         iov_base: p.cast_mut().cast(),
@@ -57,7 +57,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     };
                     libc::pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC)
                 }
-                Some(Payload::Plain(p)) => libc::pwrite(fd, p.cast(), len, off),
+                Some(Payload::Plain(p)) => pwrite(fd, p.cast(), len, off),
                 Some(Payload::Vectored(iov, n)) => libc::pwritev(fd, iov, n as i32, off),
             }
         };
@@ -122,3 +122,32 @@ fn trim(fd: i32, off: libc::off_t, len: usize, device: bool) -> isize {
 
 /// `_IO(0x12, 119)`: discard a range of a block device.
 const BLKDISCARD: libc::c_ulong = 0x1277;
+
+/// pread(2) as the system call itself. glibc's `pread` is a cancellation point: in a process
+/// with threads it marks the thread cancellable around every call (two more calls, each an
+/// atomic update), about 4% of a page-cached 4 KiB read; stormark never cancels a thread.
+/// Returns what `pread` would, errno set the same way.
+///
+/// # Safety
+/// As `pread`: `buf` holds `len` writable bytes until the call returns.
+#[inline]
+#[cfg(target_pointer_width = "64")]
+unsafe fn pread(fd: i32, buf: *mut libc::c_void, len: usize, off: libc::off_t) -> isize {
+    // SAFETY: the caller's promise, as pread's.
+    unsafe { libc::syscall(libc::SYS_pread64, fd, buf, len, off) as isize }
+}
+
+/// Where a 64-bit offset is split over two registers, glibc's own.
+#[cfg(not(target_pointer_width = "64"))]
+use libc::{pread, pwrite};
+
+/// pwrite(2) as the system call itself, as [`pread`].
+///
+/// # Safety
+/// As `pwrite`: `buf` holds `len` readable bytes until the call returns.
+#[inline]
+#[cfg(target_pointer_width = "64")]
+unsafe fn pwrite(fd: i32, buf: *const libc::c_void, len: usize, off: libc::off_t) -> isize {
+    // SAFETY: the caller's promise, as pwrite's.
+    unsafe { libc::syscall(libc::SYS_pwrite64, fd, buf, len, off) as isize }
+}
