@@ -385,7 +385,13 @@ fn a_killed_agent_is_detected_and_results_are_written() {
     let r = read_json(&json);
     assert_eq!(r["status"], "failed");
     let failure = &r["hosts"][1]["failure"];
-    assert!(failure["message"].as_str().is_some(), "{}", r["hosts"]);
+    assert!(
+        failure["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("connection closed")),
+        "{}",
+        r["hosts"]
+    );
     assert_eq!(failure["phase"], "run");
     let noticed = failure_unix_ns(&r, 1).saturating_sub(killed_at);
     assert!(

@@ -60,6 +60,13 @@ pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
         m if m.contains("deadline has elapsed") || m.contains("Timeout expired") => {
             format!("no answer within {} s", SILENCE.as_secs())
         }
+        // HTTP/2's words for a peer gone mid-call.
+        m if m.contains("error reading a body from connection")
+            || m.contains("connection reset")
+            || m.contains("broken pipe") =>
+        {
+            "its connection closed in the middle of a call: the agent was killed, or its host or the network went down".into()
+        }
         // The agent's words: on one line, no escape sequence reaches the terminal.
         m => stormark_spec::printable(&one_cause(m), 500),
     };
@@ -130,7 +137,6 @@ impl RemoteAgent {
         let (rtt, offset_ns) =
             measure(&rt, &mut client, &session).map_err(|s| agent_error(address, s))?;
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
-        // Heartbeats keep the session alive while phases run; the agent ends a silent one.
         Ok(RemoteAgent {
             address: address.to_string(),
             rt,

@@ -394,14 +394,6 @@ impl AgentRpc for AgentService {
         }))
     }
 
-    async fn heartbeat(
-        &self,
-        req: Request<pb::SessionRequest>,
-    ) -> Result<Response<pb::Empty>, Status> {
-        self.session(&req.into_inner().session)?;
-        Ok(Response::new(pb::Empty {}))
-    }
-
     async fn validate(
         &self,
         req: Request<pb::ValidateRequest>,
