@@ -4,9 +4,9 @@
 //! one of the agent's `--allow-path` directories or devices. One coordinator at a time: a
 //! second is refused while a session is open. A session lives as long as the connection its
 //! coordinator opened it on: a coordinator that crashes, stops answering the connection's
-//! keep-alive pings (within [`AgentConfig::heartbeat_timeout`]) or is cut off loses its session:
-//! the load stops, the run directory is removed, and the next coordinator is welcome. The agent runs nothing but stormark's own
-//! engine: no command from the wire is ever executed.
+//! keep-alive pings (within [`AgentConfig::heartbeat_timeout`]) or is cut off loses its
+//! session: the load stops, the run directory is removed, and the next coordinator is welcome.
+//! The agent runs nothing but stormark's own engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
 
