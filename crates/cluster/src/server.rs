@@ -40,9 +40,8 @@ struct Session {
     id: String,
     coordinator: String,
     since: SystemTime,
-    last_heard: Instant,
     /// The coordinator's end of the connection the session was opened on.
-    peer: Option<SocketAddr>,
+    peer: SocketAddr,
     stop: Arc<AtomicBool>,
     agent: Option<Arc<Mutex<LocalAgent>>>,
     /// Its coordinator asked to finish: the session ends once its cleanup has run.
@@ -60,8 +59,8 @@ pub struct AgentService {
     session: Arc<Mutex<Option<Session>>>,
     /// Set on SIGTERM or Ctrl-C: a phase that ends now ends as this host's failure.
     terminating: Arc<AtomicBool>,
-    /// The connections open, when served by [`serve`]: a session ends with its connection.
-    connections: Option<crate::listen::Connections>,
+    /// The connections open: a session ends with its connection.
+    connections: crate::listen::Connections,
 }
 
 /// The session's agent, shared between calls and the blocking thread that runs a phase.
@@ -70,54 +69,33 @@ type SharedAgent = Arc<Mutex<LocalAgent>>;
 type EventStream = Pin<Box<dyn Stream<Item = Result<pb::Event, Status>> + Send>>;
 
 impl AgentService {
-    /// A service configured by `cfg`.
-    pub fn new(cfg: AgentConfig) -> AgentService {
+    /// A service configured by `cfg`, its sessions living by `connections`.
+    pub fn new(cfg: AgentConfig, connections: crate::listen::Connections) -> AgentService {
         AgentService {
             cfg: Arc::new(cfg),
             session: Arc::new(Mutex::new(None)),
             terminating: Arc::new(AtomicBool::new(false)),
-            connections: None,
+            connections,
         }
     }
 
-    /// Sessions end with the connection they were opened on, as `connections` shows them.
-    pub fn with_connections(mut self, connections: crate::listen::Connections) -> Self {
-        self.connections = Some(connections);
-        self
-    }
-
-    /// Whether session `s`'s coordinator is gone: its connection closed (crashed, stopped
-    /// and no longer answering pings, cut off), or, where connections are not known, nothing
-    /// heard for the heartbeat timeout.
+    /// Whether session `s`'s coordinator is gone: its connection closed (it crashed or
+    /// exited, was stopped and no longer answered pings, or was cut off).
     fn gone(&self, s: &Session) -> bool {
-        match (s.peer, &self.connections) {
-            (Some(peer), Some(c)) => !c.is_open(peer),
-            _ => s.last_heard.elapsed() > self.cfg.heartbeat_timeout,
-        }
+        !self.connections.is_open(s.peer)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Session>> {
         self.session.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The session's agent and stop flag, after checking the id; hearing from the coordinator.
+    /// The session's agent and stop flag, after checking the id.
     fn session(&self, id: &str) -> Result<(Arc<AtomicBool>, Option<SharedAgent>), Status> {
-        let mut guard = self.lock();
-        match guard.as_mut() {
-            Some(s) if s.id == id => {
-                s.last_heard = Instant::now();
-                Ok((s.stop.clone(), s.agent.clone()))
-            }
+        match self.lock().as_ref() {
+            Some(s) if s.id == id => Ok((s.stop.clone(), s.agent.clone())),
             _ => Err(Status::failed_precondition(
-                "no such session: it ended (coordinator silent too long?); start the run again",
+                "no such session: it ended (its connection closed?); start the run again",
             )),
-        }
-    }
-
-    /// The coordinator of session `id` is still there: its phase's stream is open.
-    fn heard(&self, id: &str) {
-        if let Some(s) = self.lock().as_mut().filter(|s| s.id == id) {
-            s.last_heard = Instant::now();
         }
     }
 
@@ -148,9 +126,8 @@ impl AgentService {
         };
         if let Some(s) = ended {
             eprintln!(
-                "stormark agent: coordinator {} gone (its connection closed, or silent for over {} s): load stopped, cleaning up",
-                s.coordinator,
-                self.cfg.heartbeat_timeout.as_secs()
+                "stormark agent: coordinator {} gone (its connection closed): load stopped, cleaning up",
+                s.coordinator
             );
             finish(s.agent);
         }
@@ -196,12 +173,10 @@ impl AgentService {
         // A tick every second, whatever the engine is doing (creating large files, say), so
         // the coordinator can tell a busy agent from a dead one; a second in which the phase
         // sent an event of its own needs none (the coordinator hears from the agent at least
-        // every 2 s either way). Where connections are not known (an agent service not
-        // served by `serve`), an open stream is what keeps the session.
+        // every 2 s either way).
         let done = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicBool::new(false));
         let (ticker_tx, ticker_done, ticker_sent) = (tx.clone(), done.clone(), sent.clone());
-        let (heard, id) = (self.clone(), session.to_string());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(1));
             loop {
@@ -221,7 +196,6 @@ impl AgentService {
                         break;
                     }
                 }
-                heard.heard(&id);
             }
         });
         tokio::task::spawn_blocking(move || {
@@ -334,7 +308,10 @@ impl AgentRpc for AgentService {
         &self,
         req: Request<pb::HandshakeRequest>,
     ) -> Result<Response<pb::HandshakeReply>, Status> {
-        let peer = req.remote_addr();
+        // Served by `serve`, every connection has its peer's address.
+        let peer = req
+            .remote_addr()
+            .ok_or_else(|| Status::internal("the connection's peer address is unknown"))?;
         let req = req.into_inner();
         let version = env!("CARGO_PKG_VERSION");
         if req.version != version {
@@ -365,7 +342,6 @@ impl AgentRpc for AgentService {
                 id: id.clone(),
                 coordinator: req.coordinator,
                 since: SystemTime::now(),
-                last_heard: Instant::now(),
                 peer,
                 stop: Arc::new(AtomicBool::new(false)),
                 agent: None,
@@ -556,7 +532,7 @@ pub async fn serve(
                 option: format!("--listen {addr}"),
                 cause: e.to_string(),
             })?;
-    let service = AgentService::new(cfg).with_connections(connections);
+    let service = AgentService::new(cfg, connections);
     let watchdog = service.clone();
     let on_shutdown = service.clone();
     let on_term = service.clone();
