@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use stormark_spec::{LoadKind, StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
@@ -83,7 +83,7 @@ pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
 }
 
 impl RemoteAgent {
-    /// Connects to the agent at `address` (`host:port`), opens a session and measures its
+    /// Connects to the agent at `address` (`host:port`), opens a session and estimates its
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
     /// With `tls_ca` (PEM), the connection is TLS and the agent's certificate must chain to
     /// that CA and name the host.
@@ -113,6 +113,8 @@ impl RemoteAgent {
                 .unwrap_or_else(|_| "?".into()),
             std::process::id()
         );
+        let sent = SystemTime::now();
+        let t = Instant::now();
         let hello = rt
             .block_on(client.handshake(pb::HandshakeRequest {
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -133,9 +135,11 @@ impl RemoteAgent {
                 refused(message)
             })?
             .into_inner();
-        let session = hello.session.clone();
+        // The first offset, from the handshake itself: exact enough for the host's samples;
+        // a stage's start is named by the clocks measured before it.
         let (rtt, offset_ns) =
-            measure(&rt, &mut client, &session).map_err(|s| agent_error(address, s))?;
+            link::offset(sent, t.elapsed(), hello.received_unix_ns, hello.unix_ns);
+        let session = hello.session.clone();
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
         Ok(RemoteAgent {
             address: address.to_string(),

@@ -308,6 +308,7 @@ impl AgentRpc for AgentService {
         &self,
         req: Request<pb::HandshakeRequest>,
     ) -> Result<Response<pb::HandshakeReply>, Status> {
+        let received = SystemTime::now();
         // Served by `serve`, every connection has its peer's address.
         let peer = req
             .remote_addr()
@@ -357,6 +358,8 @@ impl AgentRpc for AgentService {
             host: inv.hostname.clone(),
             inventory_json: serde_json::to_string(&inv).expect("an inventory serializes"),
             heartbeat_timeout_s: self.cfg.heartbeat_timeout.as_secs() as u32,
+            received_unix_ns: unix_ns(received),
+            unix_ns: unix_ns(SystemTime::now()),
         }))
     }
 

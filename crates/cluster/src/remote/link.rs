@@ -163,27 +163,43 @@ pub(super) fn measure(
     client: &mut Client,
     session: &str,
 ) -> Result<(Duration, i64), Status> {
-    let mut best: Option<(Duration, i64)> = None;
-    for _ in 0..5 {
-        let sent = SystemTime::now();
-        let t = Instant::now();
-        // A host cut off answers nothing: waited for as long as any call's silence.
-        let reply = rt
-            .block_on(async {
-                let req = pb::SessionRequest {
-                    session: session.to_string(),
-                };
-                tokio::time::timeout(SILENCE, client.clock(req)).await
-            })
-            .map_err(|_| Status::deadline_exceeded("no answer to a clock reading"))??
-            .into_inner();
-        let rtt = t.elapsed();
-        let mid = unix_ns(sent) + (rtt.as_nanos() / 2) as i64;
-        if best.is_none_or(|(b, _)| rtt < b) {
-            best = Some((rtt, reply.unix_ns - mid));
+    // The round trips in one wait: the calling thread is woken once, not once a trip.
+    rt.block_on(async {
+        let mut best: Option<(Duration, i64)> = None;
+        for _ in 0..5 {
+            let sent = SystemTime::now();
+            let t = Instant::now();
+            let req = pb::SessionRequest {
+                session: session.to_string(),
+            };
+            // A host cut off answers nothing: waited for as long as any call's silence.
+            let reply = tokio::time::timeout(SILENCE, client.clock(req))
+                .await
+                .map_err(|_| Status::deadline_exceeded("no answer to a clock reading"))??
+                .into_inner();
+            let (rtt, offset) = offset(sent, t.elapsed(), reply.unix_ns, reply.unix_ns);
+            if best.is_none_or(|(b, _)| rtt < b) {
+                best = Some((rtt, offset));
+            }
         }
-    }
-    Ok(best.expect("five round trips were made"))
+        Ok(best.expect("five round trips were made"))
+    })
+}
+
+/// NTP's estimate from one call sent at `sent` and answered `elapsed` later, which the agent
+/// received at its `received_ns` and answered at its `answered_ns` (ns since the Unix epoch):
+/// (the round trip less the agent's time on the call, the agent's clock minus ours).
+pub(super) fn offset(
+    sent: SystemTime,
+    elapsed: Duration,
+    received_ns: i64,
+    answered_ns: i64,
+) -> (Duration, i64) {
+    let held = answered_ns.saturating_sub(received_ns).max(0) as u64;
+    let rtt = elapsed.saturating_sub(Duration::from_nanos(held));
+    let t1 = unix_ns(sent);
+    let t4 = t1 + elapsed.as_nanos() as i64;
+    (rtt, ((received_ns - t1) + (answered_ns - t4)) / 2)
 }
 
 /// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
@@ -205,6 +221,21 @@ pub(super) fn one_cause(chain: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_offset_leaves_out_the_agents_time_on_the_call() {
+        // The agent's clock 1 s ahead; 100 us each way; the agent held the call 2 ms.
+        let sent = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let t1 = unix_ns(sent);
+        let received = t1 + 100_000 + 1_000_000_000;
+        let answered = received + 2_000_000;
+        let (rtt, ahead) = offset(sent, Duration::from_micros(2_200), received, answered);
+        assert_eq!(rtt, Duration::from_micros(200));
+        assert_eq!(ahead, 1_000_000_000);
+        // An answer the agent says it sent before it came (a clock step) holds the call 0 ns.
+        let (rtt, _) = offset(sent, Duration::from_micros(300), t1 + 50_000, t1);
+        assert_eq!(rtt, Duration::from_micros(300));
+    }
 
     #[test]
     fn first_bytes_say_what_answered() {
