@@ -354,6 +354,11 @@ impl Reader {
             .map_err(|s| agent_error(address, s))?
             .into_inner();
         let mut stop_sent = false;
+        // One timer for the stream, moved on only when it fires: a timer made and dropped
+        // for each event cost more than reading the event (a thousand agents a second).
+        let silence = tokio::time::sleep(SILENCE);
+        tokio::pin!(silence);
+        let mut heard = tokio::time::Instant::now();
         loop {
             if !stop_sent && stop.load(Ordering::Relaxed) {
                 stop_sent = true;
@@ -363,8 +368,16 @@ impl Reader {
                     let _ = tokio::time::timeout(SILENCE, c.stop(s)).await;
                 });
             }
-            let next = tokio::time::timeout(SILENCE, stream.message()).await;
+            let next = tokio::select! {
+                biased;
+                m = stream.message() => Ok(m),
+                () = &mut silence => Err(heard.elapsed()),
+            };
             let event = match next {
+                Err(quiet) if quiet < SILENCE => {
+                    silence.as_mut().reset(heard + SILENCE);
+                    continue;
+                }
                 Err(_) => {
                     return Err(AgentError::RemoteFailed {
                         agent: address.to_string(),
@@ -381,7 +394,10 @@ impl Reader {
                         message: "the stream ended before the phase did".into(),
                     })
                 }
-                Ok(Ok(Some(e))) => e,
+                Ok(Ok(Some(e))) => {
+                    heard = tokio::time::Instant::now();
+                    e
+                }
             };
             match event.kind {
                 Some(event::Kind::StartedUnixNs(ns)) => on_event(AgentEvent::Started {
