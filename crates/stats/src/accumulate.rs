@@ -42,6 +42,21 @@ impl Source {
             }
         }
     }
+
+    /// Adds what it holds into `s`: a remote source by its non-zero counts only.
+    fn add_into(&self, s: &mut Snapshot) {
+        match self {
+            Source::Full(snap) => *s += snap,
+            Source::Sparse(ops, errors) => {
+                for (i, r) in ops.iter().enumerate() {
+                    if let Some(r) = r {
+                        *s.op_mut(Op::ALL[i]) += r;
+                    }
+                }
+                s.errors += errors;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -284,9 +299,9 @@ impl PhaseAccumulator {
         let mut current: Option<(u16, Snapshot)> = None;
         let sources = std::mem::take(&mut self.per_source);
         for ((host, job), source) in sources {
+            source.add_into(&mut total);
+            source.add_into(by_job.entry(job).or_default());
             let snap = source.into_snapshot();
-            total += &snap;
-            *by_job.entry(job).or_default() += &snap;
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
             let job_name = self
                 .jobs
@@ -476,16 +491,20 @@ impl PhaseAccumulator {
 fn breakdown(s: &Snapshot, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
     // The total of a single operation is that operation's record: figured as it is, not
     // copied into a new one (two whole histograms a host, allocated and filled, at a
-    // thousand hosts' phase end).
+    // thousand hosts' phase end), and its figures are that operation's, not figured twice.
+    let by_op = by_op(s, ran);
     let mut workload = s.ops().filter(|(op, _)| op.of_workload());
     let total = match (workload.next(), workload.next()) {
-        (Some((_, only)), None) => Summary::of(only, ran),
+        (Some((op, only)), None) => by_op
+            .get(op.name())
+            .cloned()
+            .unwrap_or_else(|| Summary::of(only, ran)),
         _ => Summary::of(&s.total(), ran),
     };
     Breakdown {
         ran_ns: (ran < duration_ns).then_some(ran),
         total,
-        by_op: by_op(s, ran),
+        by_op,
         seconds,
     }
 }

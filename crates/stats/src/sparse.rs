@@ -96,6 +96,18 @@ impl SparseHist {
             self.counts.clone_from(&other.counts);
             return;
         }
+        // A host's second (a few counters) into its phase so far (hundreds): each found by
+        // halving, mostly already there, the rest inserted in place; no new vector, and a
+        // few of the cache lines of a thousand hosts' counts touched, not all of this one's.
+        if other.counts.len() * 8 <= self.counts.len() {
+            for &(i, n) in &other.counts {
+                match self.counts.binary_search_by_key(&i, |c| c.0) {
+                    Ok(at) => self.counts[at].1 += n,
+                    Err(at) => self.counts.insert(at, (i, n)),
+                }
+            }
+            return;
+        }
         let mut out = Vec::with_capacity(self.counts.len().max(other.counts.len()));
         let (mut a, mut b) = (
             self.counts.iter().peekable(),
@@ -235,6 +247,31 @@ mod tests {
         assert!(SparseHist::decode(&ob).is_none());
         assert!(SparseHist::decode(&bytes[..bytes.len() - 1]).is_none());
         assert!(SparseHist::decode(&[0u8; 40]).is_none());
+    }
+
+    proptest::proptest! {
+        /// A merge, by one pass over both or by halving into the larger, holds every count
+        /// of both, in index order.
+        #[test]
+        fn a_merge_holds_both(
+            a in proptest::collection::btree_map(0u32..4_000, 1u64..1_000, 0..600),
+            b in proptest::collection::btree_map(0u32..4_000, 1u64..1_000, 0..60),
+        ) {
+            let mut want = a.clone();
+            for (i, n) in &b {
+                *want.entry(*i).or_default() += n;
+            }
+            let (a, b) = (
+                SparseHist { counts: a.into_iter().collect() },
+                SparseHist { counts: b.into_iter().collect() },
+            );
+            let (mut ab, mut ba) = (a.clone(), b.clone());
+            ab.merge(&b);
+            ba.merge(&a);
+            let want: Vec<(u32, u64)> = want.into_iter().collect();
+            proptest::prop_assert_eq!(&ab.counts, &want);
+            proptest::prop_assert_eq!(&ba.counts, &want);
+        }
     }
 
     /// Seconds merged as their non-zero counts hold what the full histograms merged hold.
