@@ -159,7 +159,7 @@ impl Coordinator {
         workload: &Workload,
         results: &mut Results,
         live: &mut dyn FnMut(Live<'_>),
-        next: &mut dyn FnMut(&Results) -> Option<Step>,
+        next: &mut dyn FnMut(&mut Results) -> Option<Step>,
     ) -> Outcome {
         let start = Instant::now();
         let start_wall = SystemTime::now();
@@ -298,7 +298,7 @@ impl Coordinator {
         start: Instant,
         start_wall: SystemTime,
         live: &mut dyn FnMut(Live<'_>),
-        next: &mut dyn FnMut(&Results) -> Option<Step>,
+        next: &mut dyn FnMut(&mut Results) -> Option<Step>,
     ) -> Outcome {
         // Preparation: its own phase, excluded from the run's figures. No common start.
         let prepare: &PhaseCall<'_> = &|_, agent, _, sink| agent.prepare_into(sink);

@@ -202,17 +202,20 @@ fn output(
 
 /// Writes the document so far (after a phase), so that a crash loses at most the phase that
 /// was running. Failures are left to the final write, which reports them.
-fn write_partial(out: Option<&Output>, done: &[Results], current: &Results) {
+fn write_partial(out: Option<&Output>, done: &[Results], current: &mut Results) {
     let Some(out) = out.filter(|o| !o.is_stdout()) else {
         return;
     };
-    let mut doc = if done.is_empty() {
-        current.clone()
-    } else {
-        let mut all = done.to_vec();
-        all.push(current.clone());
-        combine_repetitions(all)
-    };
+    if done.is_empty() {
+        // Written as it stands, said to be running: a thousand hosts' document not copied.
+        let status = std::mem::replace(&mut current.status, RunStatus::Running);
+        let _ = out.write_with(|w| Json.write_to(current, w));
+        current.status = status;
+        return;
+    }
+    let mut all = done.to_vec();
+    all.push(current.clone());
+    let mut doc = combine_repetitions(all);
     doc.status = RunStatus::Running;
     let _ = out.write_with(|w| Json.write_to(&doc, w));
 }
@@ -520,7 +523,7 @@ impl Runner<'_> {
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
         let mut plan = Plan::new(self.shape, self.workload, hosts);
-        let mut next = |r: &Results| {
+        let mut next = |r: &mut Results| {
             write_partial(self.json, reps, r);
             plan.next(r)
         };
