@@ -10,6 +10,9 @@ use stormark_stats::{HostFailure, Phase, PhaseAccumulator, PhaseJob, WorkerKey};
 use super::{Coordinator, Live, OnAgentFailure, START_LEAD};
 use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, Second, Sink, Stage};
 
+/// The least time between two wake-ups of the coordinator's thread for its agents' events.
+const BATCH: Duration = Duration::from_millis(10);
+
 /// An agent's event, owned, on its way from the agent's thread to the coordinator's.
 enum Msg {
     Started(usize, SystemTime),
@@ -246,11 +249,25 @@ impl Coordinator {
             }
             drop(tx);
             let mut finished = 0;
+            let mut batch_from = Instant::now();
             while finished < running {
-                let msg = match rx.recv_timeout(Duration::from_millis(250)) {
+                let msg = match rx.try_recv() {
                     Ok(m) => m,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
+                    Err(_) => {
+                        // What arrived is merged; the thread then rests a moment, so that a
+                        // thousand agents' seconds are taken a batch at a time, not each
+                        // with a wake-up of its own.
+                        if let Some(rest) = BATCH.checked_sub(batch_from.elapsed()) {
+                            std::thread::sleep(rest);
+                        }
+                        let m = rx.recv_timeout(Duration::from_millis(250));
+                        batch_from = Instant::now();
+                        match m {
+                            Ok(m) => m,
+                            Err(RecvTimeoutError::Timeout) => continue,
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
                 };
                 match msg {
                     Msg::Started(h, at) => got.host_starts[h] = Some(at),
