@@ -195,7 +195,7 @@ impl RemoteAgent {
             session: self.session.clone(),
             stage: index as u32,
             // The named start, on the agent's clock.
-            start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t) + self.offset_ns),
+            start_at_unix_ns: start_at.map_or(0, |t| unix_ns(t).saturating_add(self.offset_ns)),
             jobs: load.jobs,
             iodepth: load.iodepth,
             rate_iops: load.rate_iops,
@@ -401,7 +401,7 @@ impl Reader {
             };
             match event.kind {
                 Some(event::Kind::StartedUnixNs(ns)) => on_event(AgentEvent::Started {
-                    at: from_unix_ns(ns - offset),
+                    at: from_unix_ns(ns.saturating_sub(offset)),
                 }),
                 Some(event::Kind::Interval(i)) => {
                     let (ops, errors) =

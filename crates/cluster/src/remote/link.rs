@@ -197,9 +197,11 @@ pub(super) fn offset(
 ) -> (Duration, i64) {
     let held = answered_ns.saturating_sub(received_ns).max(0) as u64;
     let rtt = elapsed.saturating_sub(Duration::from_nanos(held));
-    let t1 = unix_ns(sent);
-    let t4 = t1 + elapsed.as_nanos() as i64;
-    (rtt, ((received_ns - t1) + (answered_ns - t4)) / 2)
+    // In i128: whatever times an agent sends, no overflow.
+    let t1 = i128::from(unix_ns(sent));
+    let t4 = t1 + elapsed.as_nanos() as i128;
+    let offset = ((i128::from(received_ns) - t1) + (i128::from(answered_ns) - t4)) / 2;
+    (rtt, offset.clamp(i64::MIN.into(), i64::MAX.into()) as i64)
 }
 
 /// A chain of causes said once each: `dns error: dns error: failed to lookup` becomes
@@ -235,6 +237,11 @@ mod tests {
         // An answer the agent says it sent before it came (a clock step) holds the call 0 ns.
         let (rtt, _) = offset(sent, Duration::from_micros(300), t1 + 50_000, t1);
         assert_eq!(rtt, Duration::from_micros(300));
+        // Times at the ends of the range: an offset, not an overflow.
+        let (_, ahead) = offset(sent, Duration::from_micros(300), i64::MAX, i64::MAX);
+        assert!(ahead > 0);
+        let (_, behind) = offset(sent, Duration::from_micros(300), i64::MIN, i64::MIN);
+        assert!(behind < 0);
     }
 
     #[test]
