@@ -1,7 +1,6 @@
 //! The coordinator: drives agents through the phases, all at once, and merges what they
 //! measure.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -33,7 +32,7 @@ pub enum Live<'a> {
         /// The merged second.
         interval: &'a Interval,
         /// With several hosts: each host's counts in that second, by operation.
-        hosts: &'a [(&'a str, &'a BTreeMap<Op, Counts>)],
+        hosts: &'a [(&'a str, &'a [(Op, Counts)])],
     },
     /// A phase ended.
     PhaseDone {

@@ -227,13 +227,7 @@ impl LiveMetrics {
 
     /// A closed second of a run over agents: each host's counts, labelled with the host.
     /// Hosts that did nothing in the second keep their counters and show a rate of 0.
-    pub fn hosts(
-        &self,
-        hosts: &[(
-            &str,
-            &std::collections::BTreeMap<stormark_stats::Op, stormark_stats::Counts>,
-        )],
-    ) {
+    pub fn hosts(&self, hosts: &[(&str, &[(stormark_stats::Op, stormark_stats::Counts)])]) {
         // Every host's rates of the last second: a host idle in it reads 0, not its last.
         for g in [&self.host_iops, &self.host_bandwidth] {
             g.clear();
@@ -458,15 +452,14 @@ mod tests {
             },
         );
         m.second(&i);
-        let mut ops = std::collections::BTreeMap::new();
-        ops.insert(
+        let ops = [(
             stormark_stats::Op::Read,
             stormark_stats::Counts {
                 ops: 5,
                 bytes: 20480,
                 errors: 0,
             },
-        );
+        )];
         m.hosts(&[("host-a", &ops)]);
         let text = m.text();
         assert!(
