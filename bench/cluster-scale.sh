@@ -4,7 +4,8 @@
 # 127.0.0.1, each with its own directory, runs one coordinator over all of them for RUNTIME
 # seconds (1 MiB file per agent, 4 KiB direct random reads, psync: every agent sends a
 # snapshot with its histograms every second), and prints the coordinator's CPU time over its
-# wall time and its peak RSS (GNU time), and its CPU share in the steady state of the run.
+# wall time and its peak RSS (GNU time), and its CPU share and resident memory (at both ends)
+# in the steady state of the run.
 # KIND=s3 runs an S3 workload instead (every agent GETs and PUTs 4 KiB objects, 70/30, over
 # one connection against the coordinator's embedded server, `stormark s3 --embedded`): each
 # snapshot then carries a histogram per operation and GET's first-byte times. The embedded
@@ -97,11 +98,13 @@ ticks() {
   echo "${v:-0}"
 }
 sleep 5
-t0=$(ticks); s0=$(date +%s.%N)
+# Its resident memory at both ends of the steady state: what a phase's seconds cost it.
+rss() { awk '/^VmRSS:/ {print $2}' /proc/"$coord"/status 2>/dev/null || echo 0; }
+t0=$(ticks); s0=$(date +%s.%N); r0=$(rss)
 sleep $((RUNTIME - 7))
-t1=$(ticks); s1=$(date +%s.%N)
+t1=$(ticks); s1=$(date +%s.%N); r1=$(rss)
 wait "$timer"
-printf '%s %s %s %s %s\n' "$t0" "$t1" "$s0" "$s1" "$(getconf CLK_TCK)" >"$WORK/steady"
+printf '%s %s %s %s %s %s %s\n' "$t0" "$t1" "$s0" "$s1" "$(getconf CLK_TCK)" "${r0:-0}" "${r1:-0}" >"$WORK/steady"
 # KEEP_JSON=FILE: the run's results document is copied there (its size is printed).
 [ -n "${KEEP_JSON:-}" ] && cp "$WORK/r.json" "$KEEP_JSON" && echo "results document: $(stat -c %s "$KEEP_JSON") bytes"
 python3 - "$WORK" <<'PY'
@@ -142,10 +145,10 @@ print(f"merge: total {run['total']['ops']} ops, hosts' ops {ops}, hosts' histogr
 print(f"coordinator (with the embedded server, if any): wall {wall:.1f} s  cpu {cpu:.2f} s = {100 * cpu / wall:.2f}% of one core  "
       f"peak RSS {float(rss_kib) / 1024:.1f} MiB  (run {r['duration_ns'] / 1e9:.1f} s of it; the rest is connecting, cleaning up, writing)")
 steady = open(work + "/steady").read().split()
-t0, t1, s0, s1, hz = (float(x) for x in steady[:5]) if len(steady) == 5 else (0, 0, 0, 1, 1)
-if len(steady) != 5:
+t0, t1, s0, s1, hz, r0, r1 = (float(x) for x in steady[:7]) if len(steady) == 7 else (0, 0, 0, 1, 1, 0, 0)
+if len(steady) != 7:
     print(f"steady state not measured: {steady}")
 elif t1 > 0:
     print(f"coordinator steady state: {(t1 - t0) / hz:.2f} s of CPU in {s1 - s0:.1f} s = "
-          f"{100 * (t1 - t0) / hz / (s1 - s0):.2f}% of one core")
+          f"{100 * (t1 - t0) / hz / (s1 - s0):.2f}% of one core; RSS {r0 / 1024:.1f} -> {r1 / 1024:.1f} MiB")
 PY
