@@ -16,7 +16,8 @@
 # Also printed: the time from the coordinator's start to its run's start (connecting to every
 # agent, handshakes and clocks; validation follows inside the run), the stage's start spread
 # with its uncertainty, and the merge's exactness (every sample of the hosts' histograms in
-# the phase's total, counted from the HDR V2 encodings).
+# the phase's total, counted from the HDR V2 encodings), and what the agents logged beyond
+# their start (after a failed run: which side gave up on a connection).
 # Without GNU time (a bare machine), the coordinator's CPU and peak RSS come from wait4(2).
 # Usage: bench/cluster-scale.sh   env: AGENTS (64), RUNTIME (30), KIND (file|s3|null), RATE (100), STORMARK=<binary>, BENCH_DIR, KEEP_JSON
 # Writes only a directory it creates under BENCH_DIR (default ./bench-data) and removes it.
@@ -105,6 +106,11 @@ sleep $((RUNTIME - 7))
 t1=$(ticks); s1=$(date +%s.%N); r1=$(rss)
 wait "$timer"
 printf '%s %s %s %s %s %s %s\n' "$t0" "$t1" "$s0" "$s1" "$(getconf CLK_TCK)" "${r0:-0}" "${r1:-0}" >"$WORK/steady"
+# What the agents said beyond their start (counted, most frequent first): after a failed run,
+# which side gave up on a connection.
+said=$(cat "$WORK"/agent*.log 2>/dev/null | grep -v -e '^warning: --token-file' -e ' listening on ' \
+  | sed 's/coordinator [^ ]* /coordinator * /' | sort | uniq -c | sort -rn | head -5 || true)
+[ -n "$said" ] && printf 'agents said (times, line):\n%s\n' "$said"
 # KEEP_JSON=FILE: the run's results document is copied there (its size is printed).
 [ -n "${KEEP_JSON:-}" ] && cp "$WORK/r.json" "$KEEP_JSON" && echo "results document: $(stat -c %s "$KEEP_JSON") bytes"
 python3 - "$WORK" <<'PY'
