@@ -482,7 +482,9 @@ fn an_agent_outlives(test: &str, lose: impl FnOnce(&mut std::process::Child)) {
         !entries(&s.targets[0]).is_empty()
     });
     lose(&mut coordinator);
-    wait_until("the agent to clean up", Duration::from_secs(15), || {
+    // A closed connection at once; a frozen coordinator within 15 s (the agent's ping after
+    // 10 s without a byte, unanswered for 5 s), with room for a loaded machine.
+    wait_until("the agent to clean up", Duration::from_secs(25), || {
         entries(&s.targets[0]).is_empty()
     });
     let _ = coordinator.kill();

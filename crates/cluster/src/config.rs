@@ -120,8 +120,10 @@ pub struct AgentConfig {
     /// NFS share directories coordinators may use (`--allow-nfs`), each with what lies
     /// beneath it.
     pub nfs: Vec<stormark_nfs::Url>,
-    /// Coordinator silence after which its session ends: its connection is pinged after two
-    /// fifths of it without a byte, and closed when the ping is not answered in the rest.
+    /// How soon a lost coordinator's session ends: its host or network lost, within this
+    /// (the kernel's keep-alive probes and `TCP_USER_TIMEOUT`); its process frozen, within
+    /// three times this (an HTTP/2 ping after twice this without a byte, answered within the
+    /// rest).
     pub heartbeat_timeout: Duration,
     /// Certificate chain and private key (PEM) to serve TLS with; plain HTTP/2 without.
     pub tls: Option<(Vec<u8>, Vec<u8>)>,

@@ -24,15 +24,29 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 /// needs one.
 pub const MAX_CONNECTIONS: usize = 64;
 
-/// A connection that sends nothing for this long is closed: first bytes (the TLS or HTTP/2
-/// handshake) must come within it, and a coordinator calls at least once a second.
+/// A connection that sends nothing for this long from its start is closed: its first bytes
+/// (the TLS or HTTP/2 handshake) must come within it.
 pub const SILENCE_LIMIT: Duration = Duration::from_secs(10);
 
-/// A connection held under the cap, closed after [`SILENCE_LIMIT`] without a byte from the
-/// peer.
+/// How the agent tells a live coordinator from a lost one, on each connection it accepts.
+#[derive(Clone, Copy, Debug)]
+pub struct Liveness {
+    /// A dead or unreachable peer host is given up within this: the kernel probes a connection
+    /// idle for two fifths of it (TCP keep-alive, answered by the peer's kernel, not its
+    /// process) and closes it when sent data or a probe goes unanswered this long
+    /// (`TCP_USER_TIMEOUT`).
+    pub lost: Duration,
+    /// A connection that has talked and then sent nothing for this long is closed: longer than
+    /// the HTTP/2 pings that find a peer process that is alive but frozen (Ctrl-Z).
+    pub quiet: Duration,
+}
+
+/// A connection held under the cap, closed after [`SILENCE_LIMIT`] without a first byte from
+/// the peer, and after [`Liveness::quiet`] without a later one.
 pub struct Guarded {
     io: TcpStream,
     deadline: Pin<Box<Sleep>>,
+    quiet: Duration,
     entry: Arc<Entry>,
     id: u64,
     table: Arc<Table>,
@@ -95,7 +109,8 @@ impl AsyncRead for Guarded {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
                     self.entry.talked.store(true, Ordering::Relaxed);
-                    self.deadline.as_mut().reset(Instant::now() + SILENCE_LIMIT);
+                    let quiet = self.quiet;
+                    self.deadline.as_mut().reset(Instant::now() + quiet);
                 }
                 Poll::Ready(Ok(()))
             }
@@ -132,6 +147,7 @@ impl AsyncWrite for Guarded {
 /// Binds `addr` and hands guarded connections to the server through the returned channel.
 pub async fn guarded_incoming(
     addr: SocketAddr,
+    liveness: Liveness,
 ) -> io::Result<(mpsc::Receiver<Result<Guarded, io::Error>>, Connections)> {
     let listener = TcpListener::bind(addr).await?;
     let table: Arc<Table> = Arc::new(Mutex::new(BTreeMap::new()));
@@ -174,9 +190,11 @@ pub async fn guarded_incoming(
                 live.insert(next_id, entry.clone());
             }
             let _ = io.set_nodelay(true);
+            watch_peer(io.as_raw_fd(), liveness.lost);
             let conn = Guarded {
                 io,
                 deadline: Box::pin(tokio::time::sleep(SILENCE_LIMIT)),
+                quiet: liveness.quiet,
                 entry,
                 id: next_id,
                 table: table.clone(),
@@ -187,4 +205,32 @@ pub async fn guarded_incoming(
         }
     });
     Ok((rx, connections))
+}
+
+/// Asks the kernel to give up on the peer of `fd` within `lost` (see [`Liveness::lost`]): a
+/// thousand coordinators' connections cost their processes nothing to keep this way, where an
+/// HTTP/2 ping every 2 s woke the coordinator's connection task for each of them.
+fn watch_peer(fd: RawFd, lost: Duration) {
+    let idle = (lost * 2 / 5).as_secs().max(1) as libc::c_int;
+    let user_timeout = lost.as_millis().min(u32::MAX as u128) as libc::c_uint;
+    let set = |level, name, value: libc::c_int| {
+        // SAFETY: fd is an open socket, and value lives for the call.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, idle);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1);
+    set(
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        user_timeout as libc::c_int,
+    );
 }

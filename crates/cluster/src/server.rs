@@ -3,9 +3,9 @@
 //! Every call must carry the agent's token (compared in constant time). Targets must lie under
 //! one of the agent's `--allow-path` directories or devices. One coordinator at a time: a
 //! second is refused while a session is open. A session lives as long as the connection its
-//! coordinator opened it on: a coordinator that crashes, stops answering the connection's
-//! keep-alive pings (within [`AgentConfig::heartbeat_timeout`]) or is cut off loses its
-//! session: the load stops, the run directory is removed, and the next coordinator is welcome.
+//! coordinator opened it on: a coordinator that crashes or is cut off (given up within
+//! [`AgentConfig::heartbeat_timeout`]) or stops answering the connection's keep-alive pings
+//! (within three times that) loses its session: the load stops, the run directory is removed, and the next coordinator is welcome.
 //! The agent runs nothing but stormark's own engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
@@ -512,13 +512,20 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ConfigError> {
     let token = cfg.token.clone();
-    // A session lives as long as its coordinator's connection: a connection the coordinator
-    // has sent nothing on for two fifths of the heartbeat timeout is pinged, and closed when
-    // the ping is not answered within the rest of it.
-    let ping = cfg.heartbeat_timeout * 2 / 5;
+    // A session lives as long as its coordinator's connection. A coordinator whose host or
+    // network is lost is given up by the kernel within the heartbeat timeout (keep-alive
+    // probes and a limit on unacknowledged data, answered without waking the coordinator); a
+    // coordinator process that is alive but answers nothing (Ctrl-Z) is found by an HTTP/2
+    // ping after twice the timeout without a byte, and closed when the ping is not answered
+    // in one more.
+    let (ping, pong) = (cfg.heartbeat_timeout * 2, cfg.heartbeat_timeout);
+    let liveness = crate::listen::Liveness {
+        lost: cfg.heartbeat_timeout,
+        quiet: ping + pong + Duration::from_secs(1),
+    };
     let mut builder = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(ping))
-        .http2_keepalive_timeout(Some(cfg.heartbeat_timeout - ping));
+        .http2_keepalive_timeout(Some(pong));
     if let Some((cert, key)) = &cfg.tls {
         let identity = tonic::transport::Identity::from_pem(cert, key);
         builder = builder
@@ -528,13 +535,12 @@ pub async fn serve(
                 cause: e.to_string(),
             })?;
     }
-    let (incoming, connections) =
-        crate::listen::guarded_incoming(addr)
-            .await
-            .map_err(|e| ConfigError::Serve {
-                option: format!("--listen {addr}"),
-                cause: e.to_string(),
-            })?;
+    let (incoming, connections) = crate::listen::guarded_incoming(addr, liveness)
+        .await
+        .map_err(|e| ConfigError::Serve {
+            option: format!("--listen {addr}"),
+            cause: e.to_string(),
+        })?;
     let service = AgentService::new(cfg, connections);
     let watchdog = service.clone();
     let on_shutdown = service.clone();
