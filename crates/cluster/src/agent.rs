@@ -351,9 +351,10 @@ pub trait Agent: Send {
     fn address(&self) -> Option<String> {
         None
     }
-    /// Measures the agent's clock again (before each phase); `None` in-process, where it is
-    /// the coordinator's own.
-    fn measure_clock(&mut self) -> Option<Clock> {
+    /// Measures the agent's clock again (before each phase): the fastest of up to five round
+    /// trips, ended early by one of `enough_ns` or less. `None` in-process, where it is the
+    /// coordinator's own.
+    fn measure_clock(&mut self, _enough_ns: Option<u64>) -> Option<Clock> {
         None
     }
     /// The host's inventory, for `hosts[].inventory`.

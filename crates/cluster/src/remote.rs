@@ -454,11 +454,15 @@ impl Agent for RemoteAgent {
         &self.host
     }
 
-    fn measure_clock(&mut self) -> Option<crate::agent::Clock> {
-        let mut client = self.client.clone();
+    fn measure_clock(&mut self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
         // A failed measurement keeps the last offset: the phase call itself reports a host
         // that is gone.
-        if let Ok((rtt, offset)) = measure(&self.rt, &mut client, &self.session) {
+        if let Ok((rtt, offset)) = measure(
+            &self.rt,
+            &self.client,
+            &self.session,
+            enough_ns.map(Duration::from_nanos),
+        ) {
             self.rtt = rtt;
             self.offset_ns = offset;
         }
