@@ -1,5 +1,7 @@
 //! The results document as JSON.
 
+use std::io::Write;
+
 use crate::Render;
 
 /// Pretty-printed JSON of the whole document.
@@ -11,10 +13,15 @@ impl Json {
     pub fn write_to(
         &self,
         results: &stormark_stats::Results,
-        w: &mut dyn std::io::Write,
+        w: &mut dyn Write,
     ) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut *w, results)?;
-        w.write_all(b"\n")
+        // Serialized into a buffer of its own type, so that serde's many small writes are
+        // not each a call through `dyn Write` (a quarter of the time of a thousand hosts'
+        // document).
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, w);
+        serde_json::to_writer_pretty(&mut w, results)?;
+        w.write_all(b"\n")?;
+        w.flush()
     }
 }
 
