@@ -418,3 +418,17 @@ fn enough(fastest: &[u64]) -> Option<u64> {
         median + median / 2
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::enough;
+
+    #[test]
+    fn a_clock_measurement_ends_early_only_against_eight_agents_or_more() {
+        let fastest: Vec<u64> = (1..=7).map(|i| i * 100_000).collect();
+        assert_eq!(enough(&fastest), None, "fewer than eight: five round trips");
+        let fastest: Vec<u64> = (1..=9).map(|i| i * 100_000).collect();
+        // The median (500 µs) and half of it again.
+        assert_eq!(enough(&fastest), Some(750_000));
+    }
+}
