@@ -238,6 +238,14 @@ fn three_hosts_sum_exactly_and_start_together() {
         assert!(rtt / 2 <= uncertainty, "{rtt} {uncertainty}");
         assert!(h["inventory"]["cpus"].as_u64().is_some());
         assert!(!h["samples"].as_array().unwrap().is_empty());
+        // On the run's time line: the sampler started with the host's validation, before
+        // the phase, and its first sample ends about a second later.
+        let first = h["samples"][0]["t_ns"].as_u64().unwrap();
+        let phase_start = p["start_offset_ns"].as_u64().unwrap();
+        assert!(
+            first >= 900_000_000 && first < phase_start + 1_200_000_000,
+            "first sample at {first} ns, the phase at {phase_start} ns"
+        );
     }
     let shown = text(&out);
     assert!(shown.contains("system"), "{shown}");

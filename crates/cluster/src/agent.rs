@@ -410,8 +410,14 @@ pub trait Agent: Send {
     }
     /// The workers of each job in `stage`, for merging.
     fn workers(&self, stage: Stage) -> Vec<u32>;
-    /// Starts sampling the host's counters once a second (after validation, before load).
+    /// Starts sampling the host's counters once a second (after validation, before load); an
+    /// agent whose sampler started with its validation does nothing.
     fn start_sampling(&mut self);
+    /// When the host sampler started, on the coordinator's clock, where the agent started it
+    /// on its own (with its validation); `None`: when [`Agent::start_sampling`] was called.
+    fn sampling_since(&self) -> Option<std::time::SystemTime> {
+        None
+    }
     /// Stops sampling. Returns the samples (`t_ns` counted from the sampler's start) and the
     /// CPU time the sampler used.
     fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>);

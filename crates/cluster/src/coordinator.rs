@@ -234,11 +234,24 @@ impl Coordinator {
         let sampling_from = start.elapsed().as_nanos() as u64;
         fan::each(&mut self.agents, &all, |_, a| a.start_sampling());
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
+        // Each host's samples counted from its sampler's start: an agent that started it
+        // with its validation says when.
+        let since: Vec<u64> = self
+            .agents
+            .iter()
+            .map(|a| {
+                a.sampling_since().map_or(sampling_from, |t| {
+                    t.duration_since(start_wall)
+                        .map_or(0, |d| d.as_nanos() as u64)
+                })
+            })
+            .collect();
         let sampled = fan::each(&mut self.agents, &all, |_, a| a.stop_sampling());
-        for (sampled, host) in sampled.into_iter().zip(results.hosts.iter_mut()) {
+        for ((sampled, host), from) in sampled.into_iter().zip(results.hosts.iter_mut()).zip(since)
+        {
             let (mut samples, cpu_ns) = sampled.unwrap_or_default();
             for s in &mut samples {
-                s.t_ns += sampling_from;
+                s.t_ns += from;
             }
             host.samples = samples;
             host.sampler_cpu_ns = cpu_ns;

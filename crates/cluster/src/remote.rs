@@ -51,6 +51,9 @@ pub struct RemoteAgent {
     /// The net jobs' session reports of the stages since they were last taken.
     net_reports: Vec<stormark_stats::NetReport>,
     finished: Option<pb::FinishReply>,
+    /// When the host sampler started at validation, on the agent's clock (ns since the Unix
+    /// epoch).
+    sampling_since: Option<i64>,
 }
 
 /// A call's failure as the coordinator sees it: the agent's refusals (bad target, path not
@@ -158,6 +161,7 @@ impl RemoteAgent {
             notes: Vec::new(),
             net_reports: Vec::new(),
             finished: None,
+            sampling_since: None,
         })
     }
 
@@ -534,6 +538,8 @@ impl Agent for RemoteAgent {
                 insecure: a.insecure,
                 endpoint: a.endpoint.clone().unwrap_or_default(),
             }),
+            // The sampler starts with validation: the StartSampling round trip saved.
+            start_sampling: true,
         };
         let mut client = self.client.clone();
         let reply = self
@@ -542,6 +548,8 @@ impl Agent for RemoteAgent {
             .map_err(|s| agent_error(&self.address, s))?
             .into_inner();
         self.workers = reply.stages.iter().map(|s| s.workers.clone()).collect();
+        self.sampling_since =
+            (reply.sampling_since_unix_ns != 0).then_some(reply.sampling_since_unix_ns);
         let mut v: Validated = crate::wire::decode_validated(reply);
         for n in &mut v.notes {
             *n = format!("{}: {n}", self.address);
@@ -620,6 +628,9 @@ impl Agent for RemoteAgent {
     }
 
     fn start_sampling(&mut self) {
+        if self.sampling_since.is_some() {
+            return;
+        }
         let mut client = self.client.clone();
         let req = self.session_req();
         if let Err(s) = self.rt.block_on(client.start_sampling(req)) {
@@ -629,6 +640,11 @@ impl Agent for RemoteAgent {
                 s.message()
             ));
         }
+    }
+
+    fn sampling_since(&self) -> Option<SystemTime> {
+        self.sampling_since
+            .map(|ns| crate::wire::from_unix_ns(ns.saturating_sub(self.offset_ns)))
     }
 
     fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>) {

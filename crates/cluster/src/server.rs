@@ -388,14 +388,20 @@ impl AgentRpc for AgentService {
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);
         let journal = self.cfg.journal.clone();
-        let (validated, agent) = tokio::task::spawn_blocking(move || {
+        let sample = req.start_sampling;
+        let (validated, agent, sampling_since) = tokio::task::spawn_blocking(move || {
             let mut agent = LocalAgent::new(opts)
                 .with_journal(journal)
                 .with_stop(stop)
                 .with_seed_salt(index)
                 .with_hosts(hosts);
             let v = agent.validate(&workload);
-            (v, agent)
+            let mut since = 0;
+            if v.is_ok() && sample {
+                since = unix_ns(SystemTime::now());
+                agent.start_sampling();
+            }
+            (v, agent, since)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))?;
@@ -414,9 +420,9 @@ impl AgentRpc for AgentService {
                 ))
             }
         }
-        Ok(Response::new(crate::wire::encode_validated(
-            &validated, stages,
-        )))
+        let mut reply = crate::wire::encode_validated(&validated, stages);
+        reply.sampling_since_unix_ns = sampling_since;
+        Ok(Response::new(reply))
     }
 
     type PrepareStream = EventStream;

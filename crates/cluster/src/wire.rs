@@ -272,6 +272,7 @@ pub(crate) fn encode_validated(v: &Validated, stages: Vec<pb::StageWorkers>) -> 
             })
             .collect(),
         net_ports: v.net_ports.iter().map(|&p| u32::from(p)).collect(),
+        sampling_since_unix_ns: 0,
     }
 }
 
