@@ -1084,3 +1084,81 @@ fn thirty_agents_are_a_distribution_and_the_slowest_ten_not_thirty_rows() {
         "ten slowest hosts named"
     );
 }
+
+/// Issue 33: what listens at an agent's address, when it is not an agent, is named, and the
+/// token never travels: a server that speaks first (an SSH banner), one that answers only when
+/// asked, and one that says nothing at all.
+#[test]
+fn something_other_than_an_agent_is_named_and_gets_no_token() {
+    use std::io::{Read, Write};
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "not-for-strangers-0123456789\n").unwrap();
+    // Each server records what it was sent.
+    let serve = |greet: Option<&'static [u8]>, reply: Option<&'static [u8]>| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let heard = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            for _ in 0..2 {
+                let Ok((mut c, _)) = l.accept() else { break };
+                c.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+                if let Some(g) = greet {
+                    let _ = c.write_all(g);
+                }
+                let mut buf = [0u8; 4096];
+                if let Ok(n) = c.read(&mut buf) {
+                    all.extend_from_slice(&buf[..n]);
+                    if let Some(r) = reply {
+                        let _ = c.write_all(r);
+                    }
+                }
+                let _ = c.read(&mut buf).map(|n| all.extend_from_slice(&buf[..n]));
+            }
+            all
+        });
+        (addr, heard)
+    };
+    let cases: [(Option<&'static [u8]>, Option<&'static [u8]>, &str); 3] = [
+        (
+            Some(b"SSH-2.0-OpenSSH_9.2\r\n"),
+            None,
+            "not a stormark agent",
+        ),
+        (
+            None,
+            Some(b"HTTP/1.1 400 Bad Request\r\n\r\n"),
+            "not a stormark agent",
+        ),
+        (None, None, "no answer"),
+    ];
+    for (greet, reply, says) in cases {
+        let (addr, heard) = serve(greet, reply);
+        let out = Command::new(BIN)
+            .args([
+                "run",
+                dir.path().to_str().unwrap(),
+                "--agents",
+                &addr,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--rw",
+                "randread",
+                "--size",
+                "4m",
+                "--time",
+                "1s",
+                "--quiet",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(says), "{says}: {}", text(&out));
+        assert!(text(&out).contains(&addr), "{}", text(&out));
+        let sent = heard.join().unwrap();
+        assert!(
+            !String::from_utf8_lossy(&sent).contains("not-for-strangers"),
+            "the token was sent to {addr}"
+        );
+    }
+}

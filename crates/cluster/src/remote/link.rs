@@ -37,6 +37,14 @@ pub(super) fn channel(
         agent: address.to_string(),
         message,
     };
+    if tls_ca.is_none() {
+        // In clear, the agent speaks first (its SETTINGS frame): the connection that heard
+        // it becomes the channel's, so each agent costs one connection, not a probe and then
+        // a second one.
+        if let Some(channel) = first_word(rt, address)? {
+            return Ok(channel);
+        }
+    }
     match (answer(address), tls_ca.is_some()) {
         (Ok(Answer::Tls), false) => {
             return Err(refused(
@@ -94,6 +102,168 @@ pub(super) fn channel(
         };
         refused(format!("cannot connect: {why}"))
     })
+}
+
+/// How long the agent has to say its first word (an HTTP/2 server's SETTINGS, sent as soon as
+/// it accepts) before [`answer`] asks it with a preface of ours.
+const FIRST_WORD: Duration = Duration::from_secs(1);
+
+/// The channel over a connection to `address` on which a plain HTTP/2 server spoke first;
+/// `None` when nothing was said in [`FIRST_WORD`] (a TLS server waits for its client), for
+/// [`answer`] to find out what listens. An error: nothing to connect to, or something other
+/// than an agent answered. Nothing is sent before the server's first word.
+fn first_word(rt: &Runtime, address: &str) -> Result<Option<Channel>, AgentError> {
+    use tokio::io::AsyncReadExt;
+    let refused = |message: String| AgentError::RemoteRefused {
+        agent: address.to_string(),
+        message,
+    };
+    let heard = rt.block_on(async {
+        let io = tokio::time::timeout(SILENCE, tokio::net::TcpStream::connect(address))
+            .await
+            .map_err(|_| format!("cannot connect: no answer within {} s", SILENCE.as_secs()))?
+            .map_err(|e| format!("cannot connect: {}", one_cause(&e.to_string())))?;
+        let _ = io.set_nodelay(true);
+        let mut io = io;
+        let mut head = vec![0u8; 9];
+        let mut got = 0;
+        let deadline = tokio::time::Instant::now() + FIRST_WORD;
+        while got < head.len() {
+            match tokio::time::timeout_at(deadline, io.read(&mut head[got..])).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => got += n,
+                Err(_) if got == 0 => return Ok(None),
+                Err(_) => break,
+            }
+        }
+        head.truncate(got);
+        Ok(Some((io, head)))
+    });
+    let (io, head) = match heard.map_err(refused)? {
+        Some(h) => h,
+        None => return Ok(None),
+    };
+    match classify(&head) {
+        Answer::PlainHttp2 => {}
+        // A server that closed without a word, or said something else: asked again by
+        // [`answer`], which names it.
+        _ => return Ok(None),
+    }
+    let endpoint = Endpoint::from_shared(format!("http://{address}"))
+        .map_err(|e| refused(format!("not an address (expected host:port): {e}")))?
+        .timeout(Duration::from_secs(30));
+    // The first connection is the one that was heard; a reconnection (the channel's own,
+    // after a broken connection) is heard again before it is used.
+    let first = std::sync::Mutex::new(Some(Heard { io, head, at: 0 }));
+    let target = address.to_string();
+    let connector = tower_service_fn(move |_| {
+        let ready = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let target = target.clone();
+        async move {
+            let heard = match ready {
+                Some(h) => h,
+                None => rehear(&target).await?,
+            };
+            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(heard))
+        }
+    });
+    rt.block_on(endpoint.connect_with_connector(connector))
+        .map(Some)
+        .map_err(|e| refused(format!("cannot connect: {}", one_cause(&e.to_string()))))
+}
+
+/// A new connection to `target` on which a plain HTTP/2 server spoke first.
+async fn rehear(target: &str) -> std::io::Result<Heard> {
+    use tokio::io::AsyncReadExt;
+    let mut io = tokio::time::timeout(SILENCE, tokio::net::TcpStream::connect(target))
+        .await
+        .map_err(|_| std::io::Error::other("no answer"))??;
+    let _ = io.set_nodelay(true);
+    let mut head = vec![0u8; 9];
+    tokio::time::timeout(SILENCE, io.read_exact(&mut head))
+        .await
+        .map_err(|_| std::io::Error::other("no word from the agent"))??;
+    if classify(&head) != Answer::PlainHttp2 {
+        return Err(std::io::Error::other("not a stormark agent in clear"));
+    }
+    Ok(Heard { io, head, at: 0 })
+}
+
+/// A connection whose first bytes were read to hear what answers; the HTTP/2 client reads
+/// them again before the rest.
+struct Heard {
+    io: tokio::net::TcpStream,
+    head: Vec<u8>,
+    at: usize,
+}
+
+impl tokio::io::AsyncRead for Heard {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.at < self.head.len() {
+            let n = (self.head.len() - self.at).min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.head[at..at + n]);
+            self.at += n;
+            return std::task::Poll::Ready(Ok(()));
+        }
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Heard {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+/// A connector (a `Service<Uri>`) made of a closure.
+fn tower_service_fn<F, Fut>(f: F) -> ServiceFn<F>
+where
+    F: FnMut(tonic::codegen::http::Uri) -> Fut,
+{
+    ServiceFn(f)
+}
+
+struct ServiceFn<F>(F);
+
+impl<F, Fut, T, E> tonic::codegen::Service<tonic::codegen::http::Uri> for ServiceFn<F>
+where
+    F: FnMut(tonic::codegen::http::Uri) -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    type Response = T;
+    type Error = E;
+    type Future = Fut;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), E>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, uri: tonic::codegen::http::Uri) -> Fut {
+        (self.0)(uri)
+    }
 }
 
 /// What the process at `address` answers to the HTTP/2 client preface. No token is sent.
