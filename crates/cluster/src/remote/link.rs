@@ -109,9 +109,9 @@ pub(super) fn channel(
 const FIRST_WORD: Duration = Duration::from_secs(1);
 
 /// The channel over a connection to `address` on which a plain HTTP/2 server spoke first;
-/// `None` when nothing was said in [`FIRST_WORD`] (a TLS server waits for its client), for
-/// [`answer`] to find out what listens. An error: nothing to connect to, or something other
-/// than an agent answered. Nothing is sent before the server's first word.
+/// `None` when nothing was said in [`FIRST_WORD`] (a TLS server waits for its client) or
+/// something else was, for [`answer`] to find out what listens. An error: nothing to connect
+/// to. Nothing is sent before the server's first word.
 fn first_word(rt: &Runtime, address: &str) -> Result<Option<Channel>, AgentError> {
     use tokio::io::AsyncReadExt;
     let refused = |message: String| AgentError::RemoteRefused {
