@@ -1119,7 +1119,9 @@ fn something_other_than_an_agent_is_named_and_gets_no_token() {
         });
         (addr, heard)
     };
-    let cases: [(Option<&'static [u8]>, Option<&'static [u8]>, &str); 3] = [
+    // What the server says first, what it answers to what it hears, what stormark says.
+    type Case = (Option<&'static [u8]>, Option<&'static [u8]>, &'static str);
+    let cases: [Case; 3] = [
         (
             Some(b"SSH-2.0-OpenSSH_9.2\r\n"),
             None,
