@@ -113,35 +113,15 @@ const FIRST_WORD: Duration = Duration::from_secs(1);
 /// something else was, for [`answer`] to find out what listens. An error: nothing to connect
 /// to. Nothing is sent before the server's first word.
 fn first_word(rt: &Runtime, address: &str) -> Result<Option<Channel>, AgentError> {
-    use tokio::io::AsyncReadExt;
     let refused = |message: String| AgentError::RemoteRefused {
         agent: address.to_string(),
         message,
     };
-    let heard = rt.block_on(async {
-        let io = tokio::time::timeout(SILENCE, tokio::net::TcpStream::connect(address))
-            .await
-            .map_err(|_| format!("cannot connect: no answer within {} s", SILENCE.as_secs()))?
-            .map_err(|e| format!("cannot connect: {}", one_cause(&e.to_string())))?;
-        let _ = io.set_nodelay(true);
-        let mut io = io;
-        let mut head = vec![0u8; 9];
-        let mut got = 0;
-        let deadline = tokio::time::Instant::now() + FIRST_WORD;
-        while got < head.len() {
-            match tokio::time::timeout_at(deadline, io.read(&mut head[got..])).await {
-                Ok(Ok(0)) | Ok(Err(_)) => break,
-                Ok(Ok(n)) => got += n,
-                Err(_) if got == 0 => return Ok(None),
-                Err(_) => break,
-            }
-        }
-        head.truncate(got);
-        Ok(Some((io, head)))
-    });
-    let (io, head) = match heard.map_err(refused)? {
-        Some(h) => h,
-        None => return Ok(None),
+    let heard = rt
+        .block_on(hear(address, FIRST_WORD))
+        .map_err(|e| refused(format!("cannot connect: {e}")))?;
+    let Some((io, head)) = heard else {
+        return Ok(None);
     };
     match classify(&head) {
         Answer::PlainHttp2 => {}
@@ -174,19 +154,38 @@ fn first_word(rt: &Runtime, address: &str) -> Result<Option<Channel>, AgentError
 
 /// A new connection to `target` on which a plain HTTP/2 server spoke first.
 async fn rehear(target: &str) -> std::io::Result<Heard> {
+    match hear(target, SILENCE).await.map_err(std::io::Error::other)? {
+        Some((io, head)) if classify(&head) == Answer::PlainHttp2 => Ok(Heard { io, head, at: 0 }),
+        _ => Err(std::io::Error::other("not a stormark agent in clear")),
+    }
+}
+
+/// A connection to `target` and the first bytes (up to a frame header's nine) its server sent
+/// within `wait`, fewer when it closed or stopped; `None` when it said nothing in that time.
+/// The error says why there is no connection, in one line.
+async fn hear(
+    target: &str,
+    wait: Duration,
+) -> Result<Option<(tokio::net::TcpStream, Vec<u8>)>, String> {
     use tokio::io::AsyncReadExt;
     let mut io = tokio::time::timeout(SILENCE, tokio::net::TcpStream::connect(target))
         .await
-        .map_err(|_| std::io::Error::other("no answer"))??;
+        .map_err(|_| format!("no answer within {} s", SILENCE.as_secs()))?
+        .map_err(|e| one_cause(&e.to_string()))?;
     let _ = io.set_nodelay(true);
     let mut head = vec![0u8; 9];
-    tokio::time::timeout(SILENCE, io.read_exact(&mut head))
-        .await
-        .map_err(|_| std::io::Error::other("no word from the agent"))??;
-    if classify(&head) != Answer::PlainHttp2 {
-        return Err(std::io::Error::other("not a stormark agent in clear"));
+    let mut got = 0;
+    let deadline = tokio::time::Instant::now() + wait;
+    while got < head.len() {
+        match tokio::time::timeout_at(deadline, io.read(&mut head[got..])).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => got += n,
+            Err(_) if got == 0 => return Ok(None),
+            Err(_) => break,
+        }
     }
-    Ok(Heard { io, head, at: 0 })
+    head.truncate(got);
+    Ok(Some((io, head)))
 }
 
 /// A connection whose first bytes were read to hear what answers; the HTTP/2 client reads
