@@ -148,6 +148,8 @@ impl RandomMap {
 #[derive(Debug, Clone)]
 pub struct OffsetGen {
     rng: u64,
+    /// The last I/O of the uncommon paths ([`OffsetGen::next_special`]).
+    special: IoReq,
     read_pct: u8,
     random_pct: u8,
     bs_min: u64,
@@ -287,6 +289,12 @@ impl OffsetGen {
             Box::new(SpRandomGen::new(s, len, bs_min, seed))
         });
         OffsetGen {
+            special: IoReq {
+                op: Op::Read,
+                file: 0,
+                offset: 0,
+                len: 0,
+            },
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             read_pct,
             random_pct,
@@ -349,7 +357,18 @@ impl OffsetGen {
     #[inline]
     pub fn next_io(&mut self) -> Option<IoReq> {
         if !self.plain {
-            return self.next_special();
+            // Handed over in `self.special`, not returned: returned, it was merged with the
+            // common path's I/O in memory, and every I/O paid a store-forwarding stall.
+            if !self.next_special() {
+                return None;
+            }
+            let r = &self.special;
+            return Some(IoReq {
+                op: r.op,
+                file: r.file,
+                offset: r.offset,
+                len: r.len,
+            });
         }
         let op = self.next_op();
         let len = self.next_len(op);
@@ -449,13 +468,14 @@ impl OffsetGen {
 
     /// The preparation pass's next write, or a trim pattern's next I/O (kept out of the
     /// common path's code).
+    /// The I/O in `self.special`; `false` when a one-pass generator is done.
+    #[cold]
     #[inline(never)]
-    fn next_special(&mut self) -> Option<IoReq> {
-        if self.once {
+    fn next_special(&mut self) -> bool {
+        let req = if self.once {
             self.next_once()
         } else if let Some(spr) = &mut self.spr {
-            let offset = spr.next()?;
-            Some(IoReq {
+            spr.next().map(|offset| IoReq {
                 op: Op::Write,
                 file: 0,
                 offset,
@@ -465,6 +485,13 @@ impl OffsetGen {
             Some(self.next_zoned())
         } else {
             Some(self.next_trim())
+        };
+        match req {
+            Some(r) => {
+                self.special = r;
+                true
+            }
+            None => false,
         }
     }
 
