@@ -85,6 +85,21 @@ pub(crate) fn agent_error(address: &str, s: Status) -> AgentError {
     }
 }
 
+/// This coordinator as an agent busy with it names it to others, `host:pid`: read once for a
+/// fleet, not once an agent.
+fn coordinator_name() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        format!(
+            "{}:{}",
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "?".into()),
+            std::process::id()
+        )
+    })
+}
+
 impl RemoteAgent {
     /// Connects to the agent at `address` (`host:port`), opens a session and estimates its
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
@@ -109,13 +124,7 @@ impl RemoteAgent {
             .map_err(|_| refused("the token holds characters a header cannot carry".into()))?;
         let mut client = AgentClient::with_interceptor(channel, Bearer(bearer))
             .max_decoding_message_size(64 << 20);
-        let coordinator = format!(
-            "{}:{}",
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| "?".into()),
-            std::process::id()
-        );
+        let coordinator = coordinator_name().to_string();
         let sent = SystemTime::now();
         let t = Instant::now();
         let hello = rt

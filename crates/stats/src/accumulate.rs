@@ -132,6 +132,9 @@ impl PhaseAccumulator {
         let at = match second.binary_search_by_key(&op, |(o, _)| *o) {
             Ok(at) => at,
             Err(at) => {
+                // Room for one operation more, not the four a vector's first growth makes:
+                // most seconds hold one or two, and a thousand hosts keep one a second each.
+                second.reserve_exact(1);
                 second.insert(at, (op, Counts::default()));
                 at
             }
