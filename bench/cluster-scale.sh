@@ -25,6 +25,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 AGENTS=${AGENTS:-64}
 RUNTIME=${RUNTIME:-30}
+# The steady state is measured from 6 s after the coordinator's start to about 2 s before the run's end.
+case "$RUNTIME" in
+  ''|*[!0-9]*) echo "RUNTIME=$RUNTIME: expected whole seconds, at least 10" >&2; exit 2 ;;
+esac
+[ "$RUNTIME" -ge 10 ] || { echo "RUNTIME=$RUNTIME: expected at least 10 (the steady state is measured from 6 s after the start to about 2 s before the end)" >&2; exit 2; }
 KIND=${KIND:-file}
 BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
 if [ -z "${STORMARK:-}" ]; then
