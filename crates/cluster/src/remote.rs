@@ -283,16 +283,24 @@ impl RemoteAgent {
         read.jobs
     }
 
-    fn finish(&mut self) -> pb::FinishReply {
-        if let Some(f) = &self.finished {
-            return f.clone();
+    /// The session ended (once; the agent then cleans up) and its reply, kept for the
+    /// samples and notes that are asked for after.
+    fn finish(&mut self) -> &mut pb::FinishReply {
+        if self.finished.is_none() {
+            let reply = self.end_session();
+            self.finished = Some(reply);
         }
+        self.finished.get_or_insert_with(Default::default)
+    }
+
+    /// The Finish call; its failure said as a note.
+    fn end_session(&self) -> pb::FinishReply {
         let mut client = self.client.clone();
         let req = self.session_req();
         let reply = self
             .rt
             .block_on(async { tokio::time::timeout(SILENCE, client.finish(req)).await });
-        let reply = match reply {
+        match reply {
             Ok(Ok(r)) => r.into_inner(),
             Ok(Err(s)) => pb::FinishReply {
                 notes: vec![format!("cleanup failed: {}", s.message())],
@@ -305,9 +313,7 @@ impl RemoteAgent {
                 )],
                 ..Default::default()
             },
-        };
-        self.finished = Some(reply.clone());
-        reply
+        }
     }
 }
 
@@ -608,14 +614,9 @@ impl Agent for RemoteAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
-        let reply = self.finish();
+        let said = self.finish().notes.clone();
         let mut notes = std::mem::take(&mut self.notes);
-        notes.extend(
-            reply
-                .notes
-                .into_iter()
-                .map(|n| format!("{}: {n}", self.address)),
-        );
+        notes.extend(said.into_iter().map(|n| format!("{}: {n}", self.address)));
         notes
     }
 
@@ -657,11 +658,10 @@ impl Agent for RemoteAgent {
     }
 
     fn stop_sampling(&mut self) -> (Vec<HostSample>, Option<u64>) {
+        // Taken, not copied: a thousand hosts' samples are the largest part of a run's end.
         let reply = self.finish();
-        (
-            crate::wire::decode_samples(reply.samples),
-            reply.sampler_cpu_ns,
-        )
+        let samples = std::mem::take(&mut reply.samples);
+        (crate::wire::decode_samples(samples), reply.sampler_cpu_ns)
     }
 }
 
