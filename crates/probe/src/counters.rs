@@ -6,7 +6,6 @@
 //! missing or malformed (containers, other kernels): that part of the sample is then `None`
 //! or empty, never an error.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -362,7 +361,7 @@ impl Counters {
                 swap_out_bytes_per_s: swap_out,
             }
         });
-        let mut disks = BTreeMap::new();
+        let mut disks = stormark_stats::Names::new();
         for d in &self.disks {
             let Some(p) = prev.disks.iter().find(|p| p.name == d.name) else {
                 continue;
@@ -385,7 +384,7 @@ impl Counters {
                 },
             );
         }
-        let mut net = BTreeMap::new();
+        let mut net = stormark_stats::Names::new();
         for (name, n) in &self.net {
             let Some((_, p)) = prev.net.iter().find(|(pn, _)| pn == name) else {
                 continue;

@@ -89,7 +89,7 @@ fn calm(disk_iops: f64) -> HostSample {
             swap_in_bytes_per_s: 0.0,
             swap_out_bytes_per_s: 0.0,
         }),
-        disks: BTreeMap::from([(
+        disks: stormark_stats::Names::from([(
             "sdb".to_string(),
             DiskSample {
                 read_iops: disk_iops,

@@ -44,7 +44,7 @@ fn host_line(p: &Phase, host: &Host, name_it: bool) -> Option<String> {
     }
     if let Some((name, util)) = disks.first() {
         let d = |f: fn(&stormark_stats::DiskSample) -> Option<f64>| {
-            mean_over(&w, |s| s.disks.get(*name).and_then(f))
+            mean_over(&w, |s| s.disks.get(name).and_then(f))
         };
         let iops = d(|x| Some(x.read_iops + x.write_iops)).unwrap_or(0.0);
         let bw = d(|x| Some(x.read_bytes_per_s + x.write_bytes_per_s)).unwrap_or(0.0);

@@ -454,7 +454,7 @@ impl PhaseAccumulator {
                 .map(|c| HostSecond {
                     t_s: c.t_s,
                     duration_ns: c.duration_ns,
-                    by_op: BTreeMap::new(),
+                    by_op: Default::default(),
                 })
                 .collect();
             seconds.insert(h as u16, list);
@@ -467,7 +467,7 @@ impl PhaseAccumulator {
                 continue;
             };
             for (op, c) in ops {
-                let t = s.by_op.entry(op.name().to_string()).or_default();
+                let t = s.by_op.entry_or_default(op.name());
                 t.ops += c.ops;
                 t.bytes += c.bytes;
                 t.errors += c.errors;

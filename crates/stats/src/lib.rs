@@ -30,6 +30,7 @@ mod errors;
 mod expect;
 mod format;
 mod mesh;
+mod names;
 mod netreport;
 mod op;
 mod recorder;
@@ -53,6 +54,7 @@ pub use compare::{
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use mesh::mesh_of;
+pub use names::Names;
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,

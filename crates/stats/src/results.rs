@@ -347,7 +347,7 @@ pub struct HostSecond {
     /// Length, ns (as the phase's interval).
     pub duration_ns: u64,
     /// Per operation: completed, bytes, failed.
-    pub by_op: BTreeMap<String, Counts>,
+    pub by_op: crate::Names<Counts>,
 }
 
 /// What one operation did in a span.

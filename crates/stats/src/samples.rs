@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Names;
+
 /// One second of one host's counters, as the differences between two reads of /proc.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSample {
@@ -17,15 +19,15 @@ pub struct HostSample {
     /// Memory and swap (/proc/meminfo, /proc/vmstat).
     pub memory: Option<MemorySample>,
     /// Per whole block device (/proc/diskstats), by kernel name (`sda`, `nvme0n1`).
-    pub disks: BTreeMap<String, DiskSample>,
+    pub disks: Names<DiskSample>,
     /// Per network interface (/proc/net/dev).
-    pub net: BTreeMap<String, NetSample>,
+    pub net: Names<NetSample>,
     /// TCP segments retransmitted per second (/proc/net/snmp `RetransSegs`).
     pub tcp_retrans_per_s: Option<f64>,
     /// Per NFS mount of the kernel's client that did RPCs this second, by mount point
     /// (/proc/self/mountstats, as `nfsiostat` reads it).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub nfs: BTreeMap<String, NfsSample>,
+    #[serde(default, skip_serializing_if = "Names::is_empty")]
+    pub nfs: Names<NfsSample>,
 }
 
 /// One NFS mount over the second: its RPCs, their round trips, retransmissions.
