@@ -351,10 +351,16 @@ pub trait Agent: Send {
     fn address(&self) -> Option<String> {
         None
     }
-    /// Measures the agent's clock again (before each phase): the fastest of up to five round
-    /// trips, ended early by one of `enough_ns` or less. `None` in-process, where it is the
-    /// coordinator's own.
-    fn measure_clock(&mut self, _enough_ns: Option<u64>) -> Option<Clock> {
+    /// What measures the agent's clock again (before each phase): the fastest of up to five
+    /// round trips, ended early by one of a given round trip or less, made by a task of its
+    /// connection's runtime so that a fleet's are measured one after another by one task.
+    /// `None` in-process, where the clock is the coordinator's own.
+    fn clock_probe(&self) -> Option<crate::ClockProbe> {
+        None
+    }
+    /// Keeps what its [`Agent::clock_probe`] measured (`None`: the measurement failed and the
+    /// last one stands); the clock now known.
+    fn keep_clock(&mut self, _measured: Option<Clock>) -> Option<Clock> {
         None
     }
     /// The host's inventory, for `hosts[].inventory`.

@@ -45,6 +45,6 @@ pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{
     is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
 };
-pub use remote::{RemoteAgent, SILENCE};
+pub use remote::{ClockProbe, RemoteAgent, SILENCE};
 pub use server::{serve, AgentService};
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

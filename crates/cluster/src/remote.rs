@@ -22,7 +22,7 @@ use crate::wire::pb::{self, event};
 use crate::wire::{decode_parts, from_unix_ns, unix_ns};
 
 mod link;
-use link::{measure, one_cause};
+use link::one_cause;
 
 /// Silence after which an agent is taken for hung or cut off. Agents send something at least
 /// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
@@ -98,6 +98,42 @@ fn coordinator_name() -> &'static str {
             std::process::id()
         )
     })
+}
+
+/// A remote agent's clock measurement, made by a task of its connection's runtime (see
+/// [`Agent::clock_probe`]).
+pub struct ClockProbe {
+    rt: Arc<Runtime>,
+    client: Client,
+    session: String,
+}
+
+impl ClockProbe {
+    /// The runtime of the agent's connection.
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// The fastest of up to five round trips, ended early by one of `enough_ns` or less;
+    /// `None` when the measurement failed.
+    pub(crate) async fn measure(self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
+        link::trips(
+            self.client,
+            self.session,
+            enough_ns.map(Duration::from_nanos),
+        )
+        .await
+        .ok()
+        .map(clock_of)
+    }
+}
+
+/// A clock from a measurement's (round trip, offset).
+fn clock_of((rtt, offset_ns): (Duration, i64)) -> crate::agent::Clock {
+    crate::agent::Clock {
+        offset_ns,
+        rtt_ns: rtt.as_nanos() as u64,
+    }
 }
 
 impl RemoteAgent {
@@ -473,17 +509,20 @@ impl Agent for RemoteAgent {
         &self.host
     }
 
-    fn measure_clock(&mut self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
+    fn clock_probe(&self) -> Option<ClockProbe> {
+        Some(ClockProbe {
+            rt: self.rt.clone(),
+            client: self.client.clone(),
+            session: self.session.clone(),
+        })
+    }
+
+    fn keep_clock(&mut self, measured: Option<crate::agent::Clock>) -> Option<crate::agent::Clock> {
         // A failed measurement keeps the last offset: the phase call itself reports a host
         // that is gone.
-        if let Ok((rtt, offset)) = measure(
-            &self.rt,
-            &self.client,
-            &self.session,
-            enough_ns.map(Duration::from_nanos),
-        ) {
-            self.rtt = rtt;
-            self.offset_ns = offset;
+        if let Some(c) = measured {
+            self.rtt = Duration::from_nanos(c.rtt_ns);
+            self.offset_ns = c.offset_ns;
         }
         Some(crate::agent::Clock {
             offset_ns: self.offset_ns,

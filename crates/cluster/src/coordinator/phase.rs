@@ -341,13 +341,32 @@ impl Coordinator {
             // the usual agent's fastest: its offset is then known about as well as most, the
             // slowest agents (whose round trips bound the uncertainty) still get their five,
             // and a fleet's clocks cost two round trips or so per agent, not five.
-            let mut fastest: Vec<u64> = Vec::new();
-            for (h, agent) in self.agents.iter_mut().enumerate() {
-                if alive[h] {
-                    if let Some(c) = agent.measure_clock(enough(&fastest)) {
-                        let at = fastest.partition_point(|&f| f < c.rtt_ns);
-                        fastest.insert(at, c.rtt_ns);
-                        self.clocks[h] = Some(c);
+            //
+            // Remote agents are measured by one task of their connections' runtime, one after
+            // another: this thread waits once, and no task is started and no thread woken
+            // between one agent and the next.
+            let probes: Vec<(usize, crate::ClockProbe)> = (0..self.agents.len())
+                .filter(|h| alive[*h])
+                .filter_map(|h| self.agents[h].clock_probe().map(|p| (h, p)))
+                .collect();
+            if let Some(rt) = probes.first().map(|(_, p)| p.runtime().clone()) {
+                let measuring = rt.spawn(async move {
+                    let mut fastest: Vec<u64> = Vec::new();
+                    let mut measured = Vec::with_capacity(probes.len());
+                    for (h, probe) in probes {
+                        let c = probe.measure(enough(&fastest)).await;
+                        if let Some(c) = c {
+                            let at = fastest.partition_point(|&f| f < c.rtt_ns);
+                            fastest.insert(at, c.rtt_ns);
+                        }
+                        measured.push((h, c));
+                    }
+                    measured
+                });
+                // A runtime that failed the task leaves every offset as it was.
+                if let Ok(measured) = rt.block_on(measuring) {
+                    for (h, c) in measured {
+                        self.clocks[h] = self.agents[h].keep_clock(c);
                     }
                 }
             }

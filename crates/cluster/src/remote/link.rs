@@ -326,44 +326,35 @@ fn classify(head: &[u8]) -> Answer {
 }
 
 /// The clock offset as NTP estimates it: the agent's clock against the midpoint of the call,
-/// from the fastest of up to five round trips, the first of `enough` or less ending it.
-/// Returns (round trip, offset).
-pub(super) fn measure(
-    rt: &Runtime,
-    client: &Client,
-    session: &str,
+/// from the fastest of up to five round trips, the first of `enough` or less ending it; made
+/// by the task that awaits this (a task of the connections' runtime: each answer reaches it on
+/// the thread that read it). Returns (round trip, offset).
+pub(super) async fn trips(
+    mut client: Client,
+    session: String,
     enough: Option<Duration>,
 ) -> Result<(Duration, i64), Status> {
-    // The round trips made by a task of the connections' runtime, in one wait of the calling
-    // thread: the thread is woken once, not once a trip, and each answer reaches the task
-    // that asked on the runtime's thread that read it.
-    let mut client = client.clone();
-    let session = session.to_string();
-    let trips = rt.spawn(async move {
-        let mut best: Option<(Duration, i64)> = None;
-        for _ in 0..5 {
-            let sent = SystemTime::now();
-            let t = Instant::now();
-            let req = pb::SessionRequest {
-                session: session.clone(),
-            };
-            // A host cut off answers nothing: waited for as long as any call's silence.
-            let reply = tokio::time::timeout(SILENCE, client.clock(req))
-                .await
-                .map_err(|_| Status::deadline_exceeded("no answer to a clock reading"))??
-                .into_inner();
-            let (rtt, offset) = offset(sent, t.elapsed(), reply.unix_ns, reply.unix_ns);
-            if best.is_none_or(|(b, _)| rtt < b) {
-                best = Some((rtt, offset));
-            }
-            if enough.is_some_and(|e| rtt <= e) {
-                break;
-            }
+    let mut best: Option<(Duration, i64)> = None;
+    for _ in 0..5 {
+        let sent = SystemTime::now();
+        let t = Instant::now();
+        let req = pb::SessionRequest {
+            session: session.clone(),
+        };
+        // A host cut off answers nothing: waited for as long as any call's silence.
+        let reply = tokio::time::timeout(SILENCE, client.clock(req))
+            .await
+            .map_err(|_| Status::deadline_exceeded("no answer to a clock reading"))??
+            .into_inner();
+        let (rtt, offset) = offset(sent, t.elapsed(), reply.unix_ns, reply.unix_ns);
+        if best.is_none_or(|(b, _)| rtt < b) {
+            best = Some((rtt, offset));
         }
-        Ok(best.expect("five round trips were made"))
-    });
-    rt.block_on(trips)
-        .unwrap_or_else(|e| Err(Status::internal(format!("measuring the clock: {e}"))))
+        if enough.is_some_and(|e| rtt <= e) {
+            break;
+        }
+    }
+    Ok(best.expect("five round trips were made"))
 }
 
 /// NTP's estimate from one call sent at `sent` and answered `elapsed` later, which the agent
