@@ -964,13 +964,19 @@ fn compare_documents_and_gate_on_regressions() {
         .find(|r| r["figure"] == "iops")
         .unwrap()
         .clone();
-    if iops["verdict"] == "worse" {
+    // The gate's call is its own test (worse by more than the limit, at 95%), not the
+    // verdict's (different from A): a 20% drop can be significantly worse (WORSE) and still
+    // not shown to be worse by more than 5% (inconclusive at the gate; seen at p = 0.044).
+    if text.contains("regression: run read IOPS") {
         assert!(
             text.contains("WORSE") && text.contains("regression: run read IOPS -20.0%"),
             "{text}"
         );
     } else {
-        assert_eq!(iops["verdict"], "inconclusive", "{iops}");
+        assert!(
+            iops["verdict"] == "inconclusive" || iops["verdict"] == "worse",
+            "{iops}"
+        );
         assert!(
             text.contains("inconclusive: run read IOPS -20.0%") && text.contains("would decide it"),
             "{text}"
