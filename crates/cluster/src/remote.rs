@@ -23,6 +23,7 @@ use crate::wire::{decode_parts, from_unix_ns, unix_ns};
 
 mod link;
 use link::one_cause;
+pub use link::ClockProbe;
 
 /// Silence after which an agent is taken for hung or cut off. Agents send something at least
 /// every second, so 4 s of silence is not a slow agent; a failure is known within 5 s.
@@ -98,42 +99,6 @@ fn coordinator_name() -> &'static str {
             std::process::id()
         )
     })
-}
-
-/// A remote agent's clock measurement, made by a task of its connection's runtime (see
-/// [`Agent::clock_probe`]).
-pub struct ClockProbe {
-    rt: Arc<Runtime>,
-    client: Client,
-    session: String,
-}
-
-impl ClockProbe {
-    /// The runtime of the agent's connection.
-    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
-        &self.rt
-    }
-
-    /// The fastest of up to five round trips, ended early by one of `enough_ns` or less;
-    /// `None` when the measurement failed.
-    pub(crate) async fn measure(self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
-        link::trips(
-            self.client,
-            self.session,
-            enough_ns.map(Duration::from_nanos),
-        )
-        .await
-        .ok()
-        .map(clock_of)
-    }
-}
-
-/// A clock from a measurement's (round trip, offset).
-fn clock_of((rtt, offset_ns): (Duration, i64)) -> crate::agent::Clock {
-    crate::agent::Clock {
-        offset_ns,
-        rtt_ns: rtt.as_nanos() as u64,
-    }
 }
 
 impl RemoteAgent {
@@ -510,11 +475,11 @@ impl Agent for RemoteAgent {
     }
 
     fn clock_probe(&self) -> Option<ClockProbe> {
-        Some(ClockProbe {
-            rt: self.rt.clone(),
-            client: self.client.clone(),
-            session: self.session.clone(),
-        })
+        Some(ClockProbe::new(
+            self.rt.clone(),
+            self.client.clone(),
+            self.session.clone(),
+        ))
     }
 
     fn keep_clock(&mut self, measured: Option<crate::agent::Clock>) -> Option<crate::agent::Clock> {

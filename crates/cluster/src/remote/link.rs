@@ -1,6 +1,7 @@
 //! Reaching an agent: what answers at its address (before any token travels), the gRPC
 //! channel in clear or TLS, and its clock's offset.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::runtime::Runtime;
@@ -389,6 +390,51 @@ pub(super) fn one_cause(chain: &str) -> String {
         }
     }
     parts.join(": ")
+}
+
+/// A remote agent's clock measurement, made by a task of its connection's runtime (see
+/// [`crate::Agent::clock_probe`]).
+pub struct ClockProbe {
+    rt: Arc<Runtime>,
+    client: Client,
+    session: String,
+}
+
+impl ClockProbe {
+    /// The probe of the agent reached by `client` in `session`, over runtime `rt`.
+    pub(super) fn new(rt: Arc<Runtime>, client: Client, session: String) -> ClockProbe {
+        ClockProbe {
+            rt,
+            client,
+            session,
+        }
+    }
+
+    /// The runtime of the agent's connection.
+    pub(crate) fn runtime(&self) -> &Arc<Runtime> {
+        &self.rt
+    }
+
+    /// The fastest of up to five round trips, ended early by one of `enough_ns` or less;
+    /// `None` when the measurement failed.
+    pub(crate) async fn measure(self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
+        trips(
+            self.client,
+            self.session,
+            enough_ns.map(Duration::from_nanos),
+        )
+        .await
+        .ok()
+        .map(clock_of)
+    }
+}
+
+/// A clock from a measurement's (round trip, offset).
+fn clock_of((rtt, offset_ns): (Duration, i64)) -> crate::agent::Clock {
+    crate::agent::Clock {
+        offset_ns,
+        rtt_ns: rtt.as_nanos() as u64,
+    }
 }
 
 #[cfg(test)]
