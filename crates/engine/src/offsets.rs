@@ -466,9 +466,9 @@ impl OffsetGen {
         self.skew[file].draw(&mut self.rng) * self.bs_align
     }
 
-    /// The preparation pass's next write, or a trim pattern's next I/O (kept out of the
-    /// common path's code).
-    /// The I/O in `self.special`; `false` when a one-pass generator is done.
+    /// The preparation pass's next write, or a trim, zoned or sprandom pattern's next I/O,
+    /// left in `self.special` (kept out of the common path's code); `false` when a one-pass
+    /// generator is done.
     #[cold]
     #[inline(never)]
     fn next_special(&mut self) -> bool {
