@@ -322,6 +322,9 @@ impl BsSplit {
         if let Some(w) = writes {
             split.push_list(w)?;
             if split.writes_own() == split.reads() {
+                // The same list twice is one list: the copy goes, so that equal splits compare
+                // equal however they were written.
+                split.sizes[usize::from(split.reads)..usize::from(split.count)].fill((0, 0));
                 split.count = split.reads;
             }
         }

@@ -191,7 +191,11 @@ impl PrioSplit {
         split.reads = split.count;
         if let Some(w) = writes {
             split.push_list(w)?;
-            if split.entries[usize::from(split.reads)..usize::from(split.count)] == *split.reads() {
+            let (reads, count) = (usize::from(split.reads), usize::from(split.count));
+            if split.entries[reads..count] == *split.reads() {
+                // The same list twice is one list: the copy goes, so that equal splits compare
+                // equal however they were written.
+                split.entries[reads..count].fill(PrioEntry::default());
                 split.count = split.reads;
             }
         }
@@ -283,6 +287,17 @@ mod tests {
     use super::*;
     use crate::choices::{Distribution, ExitWhat, MAX_SEQUENCE};
     use proptest::prelude::*;
+
+    /// A writes' list equal to the reads' is one list, and compares equal to it written once.
+    #[test]
+    fn the_same_list_twice_is_the_list_once() {
+        let twice = PrioSplit::parse("148k/20,148k/20").unwrap();
+        assert_eq!(twice.name(), "148k/20");
+        assert_eq!(Some(twice), PrioSplit::parse("148k/20"));
+        assert_eq!(twice.writes(), twice.reads());
+        let sizes = crate::BsSplit::parse("4k/50:8k/50,4k/50:8k/50").unwrap();
+        assert_eq!(Some(sizes), crate::BsSplit::parse("4k/50:8k/50"));
+    }
 
     proptest! {
         /// fio's CPU lists, memory policies and sequences: any text never panics, and what
