@@ -87,7 +87,14 @@ impl SparseHist {
         self.counts.is_empty()
     }
 
-    /// Adds `other`'s counts into these (both in index order, so one pass over each).
+    /// Adds `other`'s counts into these, in place.
+    ///
+    /// A host's second (a few counters) goes into its phase so far (hundreds), a thousand
+    /// hosts' a second: each of its counters is looked for from where the one before it was
+    /// found, by steps that double (a search from the start touched a far cache line at each
+    /// halving, and those lines are rarely cached when a thousand hosts' counts lie between
+    /// one second of a host and its next); what is already there is added to, and the new
+    /// counters are placed in one pass from the end, the tail moved once.
     pub fn merge(&mut self, other: &SparseHist) {
         if other.counts.is_empty() {
             return;
@@ -96,46 +103,39 @@ impl SparseHist {
             self.counts.clone_from(&other.counts);
             return;
         }
-        // A host's second (a few counters) into its phase so far (hundreds): each found by
-        // halving, mostly already there, the rest inserted in place; no new vector, and a
-        // few of the cache lines of a thousand hosts' counts touched, not all of this one's.
-        if other.counts.len() * 8 <= self.counts.len() {
-            for &(i, n) in &other.counts {
-                match self.counts.binary_search_by_key(&i, |c| c.0) {
-                    Ok(at) => self.counts[at].1 += n,
-                    Err(at) => self.counts.insert(at, (i, n)),
-                }
+        let mine = &mut self.counts;
+        let mut new = 0usize;
+        let mut from = 0usize;
+        for &(i, n) in &other.counts {
+            from = gallop(&mine[from..], i) + from;
+            match mine.get_mut(from) {
+                Some(c) if c.0 == i => c.1 += n,
+                _ => new += 1,
             }
+        }
+        if new == 0 {
             return;
         }
-        let mut out = Vec::with_capacity(self.counts.len().max(other.counts.len()));
-        let (mut a, mut b) = (
-            self.counts.iter().peekable(),
-            other.counts.iter().peekable(),
-        );
-        loop {
-            match (a.peek(), b.peek()) {
-                (Some(&&(i, x)), Some(&&(j, y))) if i == j => {
-                    out.push((i, x + y));
-                    a.next();
-                    b.next();
-                }
-                (Some(&&x), Some(&&y)) if x.0 < y.0 => {
-                    out.push(x);
-                    a.next();
-                }
-                (_, Some(&&y)) => {
-                    out.push(y);
-                    b.next();
-                }
-                (Some(&&x), None) => {
-                    out.push(x);
-                    a.next();
-                }
-                (None, None) => break,
+        // From the end: each slot filled by the larger of this' last unplaced counter and
+        // `other`'s last not yet added; `other`'s counters found above were added already.
+        let old = mine.len();
+        mine.resize(old + new, (0, 0));
+        let (mut a, mut k) = (old, old + new);
+        for &(i, n) in other.counts.iter().rev() {
+            while a > 0 && mine[a - 1].0 > i {
+                a -= 1;
+                k -= 1;
+                mine[k] = mine[a];
+            }
+            if a > 0 && mine[a - 1].0 == i {
+                continue;
+            }
+            k -= 1;
+            mine[k] = (i, n);
+            if k == a {
+                break;
             }
         }
-        self.counts = out;
     }
 
     /// Adds its counts into `h` (a histogram of stormark's configuration), each at its index.
@@ -211,6 +211,18 @@ impl std::ops::AddAssign<&SparseRecord> for OpRecord {
     }
 }
 
+/// The first place in `counts` (in index order) whose index is at least `i`: looked at 1, 2,
+/// 4, ... counters on, then halved between the last two looked at.
+fn gallop(counts: &[(u32, u64)], i: u32) -> usize {
+    let mut hi = 1usize;
+    while hi < counts.len() && counts[hi - 1].0 < i {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(counts.len());
+    lo + counts[lo..hi].partition_point(|c| c.0 < i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,12 +262,13 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// A merge, by one pass over both or by halving into the larger, holds every count
-        /// of both, in index order.
+        /// A merge, of a few counters into many, of many into a few or of as many, holds
+        /// every count of both, in index order.
         #[test]
         fn a_merge_holds_both(
             a in proptest::collection::btree_map(0u32..4_000, 1u64..1_000, 0..600),
             b in proptest::collection::btree_map(0u32..4_000, 1u64..1_000, 0..60),
+            c in proptest::collection::btree_map(0u32..400, 1u64..1_000, 0..300),
         ) {
             let mut want = a.clone();
             for (i, n) in &b {
@@ -271,6 +284,14 @@ mod tests {
             let want: Vec<(u32, u64)> = want.into_iter().collect();
             proptest::prop_assert_eq!(&ab.counts, &want);
             proptest::prop_assert_eq!(&ba.counts, &want);
+            // Dense against dense: most counters shared.
+            let c = SparseHist { counts: c.into_iter().collect() };
+            let mut want = ab.counts.iter().copied().collect::<std::collections::BTreeMap<_, _>>();
+            for (i, n) in &c.counts {
+                *want.entry(*i).or_default() += n;
+            }
+            ab.merge(&c);
+            proptest::prop_assert_eq!(ab.counts, want.into_iter().collect::<Vec<_>>());
         }
     }
 
