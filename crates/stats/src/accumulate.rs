@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use crate::results::{
     encode_histogram, Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phase, PhaseJob,
 };
-use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseRecord, Summary};
+use base64::Engine as _;
+
+use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseHist, SparseRecord, Summary};
 
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,6 +41,77 @@ impl Source {
                 }
                 s.errors = errors;
                 s
+            }
+        }
+    }
+
+    /// Takes in another source of the same host (its next job): kept as counts when both
+    /// are.
+    fn absorb(&mut self, other: Source) {
+        match (self, other) {
+            (Source::Sparse(mine, tally), Source::Sparse(theirs, t)) => {
+                for (m, r) in mine.iter_mut().zip(theirs.iter()) {
+                    if let Some(r) = r {
+                        *m.get_or_insert_with(SparseRecord::default) += r;
+                    }
+                }
+                *tally += &t;
+            }
+            (me, other) => {
+                let mine = std::mem::replace(me, Source::Full(Snapshot::new()));
+                let mut s = mine.into_snapshot();
+                other.add_into(&mut s);
+                *me = Source::Full(s);
+            }
+        }
+    }
+
+    /// Its errors.
+    fn errors(&self) -> &ErrorTally {
+        match self {
+            Source::Full(s) => &s.errors,
+            Source::Sparse(_, errors) => errors,
+        }
+    }
+
+    /// Its figures over `ran` ns of a `duration_ns` phase, with its seconds: a remote
+    /// source's from its counts, its histograms never made whole (a thousand hosts' at a
+    /// phase's end).
+    fn breakdown(&self, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
+        match self {
+            Source::Full(s) => breakdown(s, seconds, ran, duration_ns),
+            Source::Sparse(ops, _) => {
+                let present: Vec<(Op, &SparseRecord)> = Op::ALL
+                    .iter()
+                    .zip(ops.iter())
+                    .filter_map(|(op, r)| r.as_ref().map(|r| (*op, r)))
+                    .collect();
+                let by_op: BTreeMap<String, Summary> = present
+                    .iter()
+                    .filter(|(_, r)| r.ops + r.errors > 0 || r.bytes > 0)
+                    .map(|(op, r)| (op.name().to_string(), Summary::of_sparse(r, ran)))
+                    .collect();
+                let workload: Vec<&(Op, &SparseRecord)> =
+                    present.iter().filter(|(op, _)| op.of_workload()).collect();
+                let total = match workload.as_slice() {
+                    [(op, only)] => by_op
+                        .get(op.name())
+                        .cloned()
+                        .unwrap_or_else(|| Summary::of_sparse(only, ran)),
+                    all => {
+                        let mut t = SparseRecord::default();
+                        for (_, r) in all {
+                            t += r;
+                        }
+                        Summary::of_sparse(&t, ran)
+                    }
+                };
+                Breakdown {
+                    ran_ns: (ran < duration_ns).then_some(ran),
+                    total,
+                    by_op,
+                    seconds,
+                }
             }
         }
     }
@@ -301,22 +374,30 @@ impl PhaseAccumulator {
         let mut histograms = BTreeMap::new();
         let mut errors = Vec::new();
         let mut seconds = self.host_seconds_list();
-        // Each host's figures as soon as its sources are merged, its snapshot then dropped:
-        // a thousand hosts' histograms are never all held twice.
-        let mut by_host: BTreeMap<String, Breakdown> = BTreeMap::new();
-        let mut current: Option<(u16, Snapshot)> = None;
+        // Each host's figures as soon as its sources are merged, its sources then dropped:
+        // a thousand hosts' histograms are never all held twice, and a remote host's are
+        // never made whole.
         let sources = std::mem::take(&mut self.per_source);
+        let mut by_host: BTreeMap<String, Breakdown> = BTreeMap::new();
+        let mut current: Option<(u16, Source)> = None;
+        let mut host_done =
+            |(h, s): (u16, Source), seconds: &mut BTreeMap<u16, Vec<HostSecond>>| {
+                let mine = seconds.remove(&h).unwrap_or_default();
+                by_host.insert(
+                    self.hosts[h as usize].clone(),
+                    s.breakdown(mine, self.ran_ns(h, duration_ns), duration_ns),
+                );
+            };
         for ((host, job), source) in sources {
             source.add_into(&mut total);
             source.add_into(by_job.entry(job).or_default());
-            let snap = source.into_snapshot();
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
             let job_name = self
                 .jobs
                 .get(job as usize)
                 .map_or_else(|| format!("job{job}"), |j| j.name.clone());
-            self.source_histograms(&mut histograms, &host_name, &job_name, &snap);
-            for e in snap.errors.entries() {
+            source_histograms(&mut histograms, &format!("{host_name}/{job_name}"), &source);
+            for e in source.errors().entries() {
                 errors.push(ErrorSummary {
                     host: host_name.clone(),
                     job: job_name.clone(),
@@ -328,25 +409,17 @@ impl PhaseAccumulator {
                 });
             }
             match &mut current {
-                Some((h, s)) if *h == host => *s += &snap,
+                Some((h, s)) if *h == host => s.absorb(source),
                 _ => {
-                    if let Some((h, s)) = current.take() {
-                        let mine = seconds.remove(&h).unwrap_or_default();
-                        by_host.insert(
-                            self.hosts[h as usize].clone(),
-                            breakdown(&s, mine, self.ran_ns(h, duration_ns), duration_ns),
-                        );
+                    if let Some(done) = current.take() {
+                        host_done(done, &mut seconds);
                     }
-                    current = Some((host, snap));
+                    current = Some((host, source));
                 }
             }
         }
-        if let Some((h, s)) = current.take() {
-            let mine = seconds.remove(&h).unwrap_or_default();
-            by_host.insert(
-                self.hosts[h as usize].clone(),
-                breakdown(&s, mine, self.ran_ns(h, duration_ns), duration_ns),
-            );
+        if let Some(done) = current.take() {
+            host_done(done, &mut seconds);
         }
         Phase {
             name: self.name,
@@ -375,36 +448,6 @@ impl PhaseAccumulator {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
-        }
-    }
-
-    /// The histograms of one source (host and job), encoded, keyed `<host>/<job>/<op>`.
-    fn source_histograms(
-        &self,
-        out: &mut BTreeMap<String, String>,
-        host_name: &str,
-        job_name: &str,
-        snap: &Snapshot,
-    ) {
-        for (op, r) in snap.ops() {
-            if r.ops > 0 {
-                out.insert(
-                    format!("{host_name}/{job_name}/{}", op.name()),
-                    encode_histogram(&r.hist),
-                );
-                if let Some(service) = &r.service {
-                    out.insert(
-                        format!("{host_name}/{job_name}/{}/service", op.name()),
-                        encode_histogram(service),
-                    );
-                }
-                if let Some(first) = &r.first_byte {
-                    out.insert(
-                        format!("{host_name}/{job_name}/{}/first-byte", op.name()),
-                        encode_histogram(first),
-                    );
-                }
-            }
         }
     }
 
@@ -491,6 +534,43 @@ impl PhaseAccumulator {
         last.map_or(duration_ns, |l| {
             ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
         })
+    }
+}
+
+/// The histograms of one source (`<host>/<job>`), encoded, keyed `<host>/<job>/<op>`: a
+/// remote source's encoded from its counts.
+fn source_histograms(out: &mut BTreeMap<String, String>, source_name: &str, source: &Source) {
+    let mut put = |op: Op, what: &str, encoded: String| {
+        out.insert(format!("{source_name}/{}{what}", op.name()), encoded);
+    };
+    match source {
+        Source::Full(snap) => {
+            for (op, r) in snap.ops().filter(|(_, r)| r.ops > 0) {
+                put(op, "", encode_histogram(&r.hist));
+                if let Some(service) = &r.service {
+                    put(op, "/service", encode_histogram(service));
+                }
+                if let Some(first) = &r.first_byte {
+                    put(op, "/first-byte", encode_histogram(first));
+                }
+            }
+        }
+        Source::Sparse(ops, _) => {
+            let encode =
+                |h: &SparseHist| base64::engine::general_purpose::STANDARD.encode(h.encode_v2());
+            for (op, r) in Op::ALL.iter().zip(ops.iter()) {
+                let Some(r) = r.as_ref().filter(|r| r.ops > 0) else {
+                    continue;
+                };
+                put(*op, "", encode(&r.hist));
+                if let Some(service) = &r.service {
+                    put(*op, "/service", encode(service));
+                }
+                if let Some(first) = &r.first_byte {
+                    put(*op, "/first-byte", encode(first));
+                }
+            }
+        }
     }
 }
 

@@ -147,6 +147,97 @@ impl SparseHist {
     }
 }
 
+impl SparseHist {
+    /// The figures of a histogram: its count, minimum, mean, the values at `quantiles`
+    /// (ascending) and maximum, each exactly what hdrhistogram gives for the full histogram
+    /// these counts stand for (the same sums in the same order), without making it.
+    /// `None` when it holds no sample.
+    pub(crate) fn figures<const N: usize>(
+        &self,
+        quantiles: [f64; N],
+    ) -> Option<(u64, f64, [u64; N], u64)> {
+        let (&(first, _), &(last, _)) = (self.counts.first()?, self.counts.last()?);
+        let h = shape();
+        let total = self.len();
+        let min = if first == 0 { 0 } else { value_for(first) };
+        let max = h.highest_equivalent(value_for(last));
+        let mean = self.counts.iter().fold(0.0_f64, |sum, &(i, n)| {
+            let v = h.highest_equivalent(value_for(i));
+            sum + h.median_equivalent(v) as f64 * n as f64 / total as f64
+        });
+        let mut at = [0u64; N];
+        let (mut seen, mut entries, mut index) = (0u64, self.counts.iter(), first);
+        for (q, out) in quantiles.into_iter().zip(&mut at) {
+            let target = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+            while seen < target {
+                let Some(&(i, n)) = entries.next() else { break };
+                (index, seen) = (i, seen + n);
+            }
+            let v = value_for(index);
+            *out = if q == 0.0 {
+                h.lowest_equivalent(v)
+            } else {
+                h.highest_equivalent(v)
+            };
+        }
+        Some((min, mean, at, max))
+    }
+
+    /// Its HDR V2 encoding (uncompressed), byte for byte what hdrhistogram's `V2Serializer`
+    /// writes for the full histogram: its counters up to the last non-zero one, a run of
+    /// zeros as one negative number, each ZigZag LEB128.
+    pub fn encode_v2(&self) -> Vec<u8> {
+        let mut counts = Vec::with_capacity(self.counts.len() * 4 + 2);
+        let mut next = 0u32;
+        for &(i, n) in &self.counts {
+            match i - next {
+                0 => {}
+                1 => varint(0, &mut counts),
+                run => varint(zigzag(-i64::from(run)), &mut counts),
+            }
+            varint(zigzag(n.min(i64::MAX as u64) as i64), &mut counts);
+            next = i + 1;
+        }
+        if self.counts.is_empty() {
+            varint(0, &mut counts);
+        }
+        let mut out = Vec::with_capacity(40 + counts.len());
+        out.extend_from_slice(&V2_COOKIE.to_be_bytes());
+        out.extend_from_slice(&(counts.len() as u32).to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes());
+        out.extend_from_slice(&3u32.to_be_bytes());
+        out.extend_from_slice(&1u64.to_be_bytes());
+        out.extend_from_slice(&HIGHEST_NS.to_be_bytes());
+        out.extend_from_slice(&1f64.to_bits().to_be_bytes());
+        out.extend_from_slice(&counts);
+        out
+    }
+}
+
+/// An empty histogram of stormark's configuration, for its mapping of values to counters
+/// (made once; its counters, never written, stay untouched zero pages).
+fn shape() -> &'static Histogram<u64> {
+    static SHAPE: std::sync::OnceLock<Histogram<u64>> = std::sync::OnceLock::new();
+    SHAPE.get_or_init(crate::new_histogram)
+}
+
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+/// hdrhistogram's LEB128 of at most 9 bytes (the ninth holds a whole byte).
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    for _ in 0..8 {
+        if v < 0x80 {
+            out.push(v as u8);
+            return;
+        }
+        out.push(0x80 | (v & 0x7f) as u8);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 /// The lowest value counted at `index` of a histogram of stormark's configuration (unit 1 ns,
 /// 2,048 sub-buckets): hdrhistogram's own mapping.
 fn value_for(index: u32) -> u64 {
@@ -293,6 +384,51 @@ mod tests {
             ab.merge(&c);
             proptest::prop_assert_eq!(ab.counts, want.into_iter().collect::<Vec<_>>());
         }
+    }
+
+    proptest::proptest! {
+        /// A histogram's figures and V2 encoding from its non-zero counts are exactly those
+        /// of the full histogram: minimum, mean (the same sum in the same order), quantiles,
+        /// maximum, and the encoding byte for byte.
+        #[test]
+        fn figures_and_encoding_are_the_full_histograms(
+            values in proptest::collection::vec((0u64..4_000_000_000_000, 1u64..5_000), 0..300),
+            small in proptest::collection::vec(0u64..3_000, 0..50),
+            huge in proptest::option::of(1u64 << 57..1 << 62),
+        ) {
+            let mut h = crate::new_histogram();
+            for (v, n) in &values {
+                h.record_n(*v, *n).unwrap();
+            }
+            for v in &small {
+                h.record(*v).unwrap();
+            }
+            if let Some(n) = huge {
+                h.record_n(123_456, n).unwrap();
+            }
+            let mut bytes = Vec::new();
+            V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+            let sparse = SparseHist::decode(&bytes).unwrap_or_else(|| {
+                // The decoder reads counts below 2^56 (a count of eight bytes is not a second's).
+                let mut s = SparseHist::default();
+                for (i, n) in h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())) {
+                    s.counts.push((index_of(&h, i), n));
+                }
+                s
+            });
+            proptest::prop_assert_eq!(sparse.encode_v2(), bytes);
+            proptest::prop_assert_eq!(
+                crate::Latency::of_sparse(&sparse),
+                crate::Latency::of_histogram(&h)
+            );
+        }
+    }
+
+    /// The counter of `value` in a histogram of stormark's configuration.
+    fn index_of(h: &Histogram<u64>, value: u64) -> u32 {
+        (0..1u32 << 16)
+            .find(|&i| h.highest_equivalent(value_for(i)) >= value)
+            .unwrap()
     }
 
     /// Seconds merged as their non-zero counts hold what the full histograms merged hold.

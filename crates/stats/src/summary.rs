@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::OpRecord;
+use crate::{OpRecord, SparseHist, SparseRecord};
 
 /// Latency distribution of completed I/Os, in nanoseconds. Percentiles are read from the
 /// merged HDR histogram, so they are exact to its 0.1% resolution.
@@ -52,6 +52,23 @@ impl Latency {
             max: h.max(),
         })
     }
+
+    /// The distribution of a histogram held as its non-zero counts, exactly what
+    /// [`Latency::of_histogram`] gives for the full histogram, or `None` when it is empty.
+    pub fn of_sparse(h: &SparseHist) -> Option<Latency> {
+        let (min, mean, [p50, p90, p99, p999, p9999], max) =
+            h.figures([0.50, 0.90, 0.99, 0.999, 0.9999])?;
+        Some(Latency {
+            min,
+            mean,
+            p50,
+            p90,
+            p99,
+            p999,
+            p9999,
+            max,
+        })
+    }
 }
 
 /// Throughput and latency of one operation (or all) over a span of time.
@@ -81,17 +98,38 @@ pub struct Summary {
 impl Summary {
     /// Summarises a record that covers `duration_ns`.
     pub fn of(r: &OpRecord, duration_ns: u64) -> Summary {
-        let secs = duration_ns as f64 / 1e9;
-        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         Summary {
-            ops: r.ops,
-            bytes: r.bytes,
-            iops: per_s(r.ops),
-            bw_bytes_per_s: per_s(r.bytes),
-            errors: r.errors,
             latency_ns: Latency::of(r),
             service_latency_ns: r.service.as_ref().and_then(Latency::of_histogram),
             first_byte_latency_ns: r.first_byte.as_ref().and_then(Latency::of_histogram),
+            ..Summary::counted(r.ops, r.bytes, r.errors, duration_ns)
+        }
+    }
+
+    /// [`Summary::of`] a record held as its histograms' non-zero counts (a remote host's),
+    /// the same figures without making its histograms whole.
+    pub fn of_sparse(r: &SparseRecord, duration_ns: u64) -> Summary {
+        Summary {
+            latency_ns: Latency::of_sparse(&r.hist),
+            service_latency_ns: r.service.as_ref().and_then(Latency::of_sparse),
+            first_byte_latency_ns: r.first_byte.as_ref().and_then(Latency::of_sparse),
+            ..Summary::counted(r.ops, r.bytes, r.errors, duration_ns)
+        }
+    }
+
+    /// The counters and rates over `duration_ns`, no latency.
+    fn counted(ops: u64, bytes: u64, errors: u64, duration_ns: u64) -> Summary {
+        let secs = duration_ns as f64 / 1e9;
+        let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        Summary {
+            ops,
+            bytes,
+            iops: per_s(ops),
+            bw_bytes_per_s: per_s(bytes),
+            errors,
+            latency_ns: None,
+            service_latency_ns: None,
+            first_byte_latency_ns: None,
         }
     }
 }

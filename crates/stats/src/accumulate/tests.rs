@@ -282,3 +282,73 @@ fn a_phase_whose_every_host_failed_lasts_the_seconds_they_sent() {
     assert_eq!(hb.ran_ns, Some(2_000_000_000));
     assert!((hb.total.iops - 500.0).abs() < 1.0, "{}", hb.total.iops);
 }
+
+/// A snapshot as a remote agent's second arrives: each histogram as its non-zero counts.
+fn parts(s: &Snapshot) -> Vec<(Op, SparseRecord)> {
+    use hdrhistogram::serialization::{Serializer as _, V2Serializer};
+    let sparse = |h: &hdrhistogram::Histogram<u64>| {
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(h, &mut bytes).unwrap();
+        SparseHist::decode(&bytes).unwrap()
+    };
+    s.ops()
+        .map(|(op, r)| {
+            let record = SparseRecord {
+                hist: sparse(&r.hist),
+                service: r.service.as_ref().map(sparse),
+                first_byte: r.first_byte.as_ref().map(sparse),
+                ops: r.ops,
+                bytes: r.bytes,
+                errors: r.errors,
+            };
+            (op, record)
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+
+    /// A phase of remote hosts, their seconds merged as counts and their figures made from
+    /// them, is the phase of the same seconds merged as whole snapshots: every host's, job's
+    /// and the total's figures, the encoded histograms byte for byte, the errors.
+    #[test]
+    fn remote_hosts_figures_are_those_of_their_whole_histograms(
+        seconds in proptest::collection::vec(
+            proptest::collection::vec((0usize..4, 1u64..50_000_000, 0u64..3), 0..40),
+            1..4,
+        ),
+    ) {
+        // Host 0 one job; host 1 two jobs; host 2 reads and writes under an open-loop rate.
+        let keys = [(0u16, 0u16), (1, 0), (1, 1), (2, 0)].map(|(host, job)| WorkerKey { host, job, worker: 0 });
+        let hosts = vec!["h0".to_string(), "h1".into(), "h2".into()];
+        let mut whole = PhaseAccumulator::new("run:p", hosts.clone(), vec![job("a"), job("b")], &keys);
+        let mut counts = PhaseAccumulator::new("run:p", hosts, vec![job("a"), job("b")], &keys);
+        for (t, second) in seconds.iter().enumerate() {
+            for (w, key) in keys.iter().enumerate() {
+                let mut r = Recorder::new();
+                for &(_, lat, kind) in second.iter().filter(|s| s.0 == w) {
+                    let op = if kind == 1 { Op::Write } else { Op::Read };
+                    match (w, kind) {
+                        (3, _) => r.record_scheduled(op, 4096, lat + lat / 2, lat),
+                        (_, 2) => r.record_error(op, crate::ErrorKind::Io, lat, 0),
+                        _ => r.record(op, 4096, lat),
+                    }
+                }
+                let s = r.take();
+                whole.add(*key, t as u32, &s);
+                counts.add_parts(*key, t as u32, &parts(&s), &s.errors);
+            }
+        }
+        for key in keys {
+            whole.worker_done(key, 3_000_000_000);
+            counts.worker_done(key, 3_000_000_000);
+        }
+        let (a, b) = (whole.finish(0, 3_000_000_000), counts.finish(0, 3_000_000_000));
+        proptest::prop_assert_eq!(&a.by_host, &b.by_host);
+        proptest::prop_assert_eq!(&a.by_job, &b.by_job);
+        proptest::prop_assert_eq!(&a.total, &b.total);
+        proptest::prop_assert_eq!(&a.histograms, &b.histograms);
+        proptest::prop_assert_eq!(&a.errors, &b.errors);
+    }
+}
