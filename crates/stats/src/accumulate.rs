@@ -2,12 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::results::{
-    encode_histogram, Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phase, PhaseJob,
-};
-use base64::Engine as _;
-
-use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseHist, SparseRecord, Summary};
+use crate::results::{Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phase, PhaseJob};
+use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseRecord, Summary};
+use source::{source_histograms, Figures, Source};
 
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -18,118 +15,6 @@ pub struct WorkerKey {
     pub job: u16,
     /// Worker number within the job on that host.
     pub worker: u32,
-}
-
-/// What one host and job did over the phase.
-#[derive(Debug)]
-enum Source {
-    Full(Snapshot),
-    Sparse(Box<[Option<SparseRecord>; Op::COUNT]>, ErrorTally),
-}
-
-impl Source {
-    /// The snapshot it amounts to (a remote source's histograms made whole, one at a time).
-    fn into_snapshot(self) -> Snapshot {
-        match self {
-            Source::Full(s) => s,
-            Source::Sparse(ops, errors) => {
-                let mut s = Snapshot::new();
-                for (i, r) in ops.iter().enumerate() {
-                    if let Some(r) = r {
-                        *s.op_mut(Op::ALL[i]) += r;
-                    }
-                }
-                s.errors = errors;
-                s
-            }
-        }
-    }
-
-    /// Takes in another source of the same host (its next job): kept as counts when both
-    /// are.
-    fn absorb(&mut self, other: Source) {
-        match (self, other) {
-            (Source::Sparse(mine, tally), Source::Sparse(theirs, t)) => {
-                for (m, r) in mine.iter_mut().zip(theirs.iter()) {
-                    if let Some(r) = r {
-                        *m.get_or_insert_with(SparseRecord::default) += r;
-                    }
-                }
-                *tally += &t;
-            }
-            (me, other) => {
-                let mine = std::mem::replace(me, Source::Full(Snapshot::new()));
-                let mut s = mine.into_snapshot();
-                other.add_into(&mut s);
-                *me = Source::Full(s);
-            }
-        }
-    }
-
-    /// Its errors.
-    fn errors(&self) -> &ErrorTally {
-        match self {
-            Source::Full(s) => &s.errors,
-            Source::Sparse(_, errors) => errors,
-        }
-    }
-
-    /// Its figures over `ran` ns of a `duration_ns` phase, with its seconds: a remote
-    /// source's from its counts, its histograms never made whole (a thousand hosts' at a
-    /// phase's end).
-    fn breakdown(&self, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
-        match self {
-            Source::Full(s) => breakdown(s, seconds, ran, duration_ns),
-            Source::Sparse(ops, _) => {
-                let present: Vec<(Op, &SparseRecord)> = Op::ALL
-                    .iter()
-                    .zip(ops.iter())
-                    .filter_map(|(op, r)| r.as_ref().map(|r| (*op, r)))
-                    .collect();
-                let by_op: BTreeMap<String, Summary> = present
-                    .iter()
-                    .filter(|(_, r)| r.ops + r.errors > 0 || r.bytes > 0)
-                    .map(|(op, r)| (op.name().to_string(), Summary::of_sparse(r, ran)))
-                    .collect();
-                let workload: Vec<&(Op, &SparseRecord)> =
-                    present.iter().filter(|(op, _)| op.of_workload()).collect();
-                let total = match workload.as_slice() {
-                    [(op, only)] => by_op
-                        .get(op.name())
-                        .cloned()
-                        .unwrap_or_else(|| Summary::of_sparse(only, ran)),
-                    all => {
-                        let mut t = SparseRecord::default();
-                        for (_, r) in all {
-                            t += r;
-                        }
-                        Summary::of_sparse(&t, ran)
-                    }
-                };
-                Breakdown {
-                    ran_ns: (ran < duration_ns).then_some(ran),
-                    total,
-                    by_op,
-                    seconds,
-                }
-            }
-        }
-    }
-
-    /// Adds what it holds into `s`: a remote source by its non-zero counts only.
-    fn add_into(&self, s: &mut Snapshot) {
-        match self {
-            Source::Full(snap) => *s += snap,
-            Source::Sparse(ops, errors) => {
-                for (i, r) in ops.iter().enumerate() {
-                    if let Some(r) = r {
-                        *s.op_mut(Op::ALL[i]) += r;
-                    }
-                }
-                s.errors += errors;
-            }
-        }
-    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -229,14 +114,14 @@ impl PhaseAccumulator {
         let source = self
             .per_source
             .entry((key.host, key.job))
-            .or_insert_with(|| Source::Full(Snapshot::new()));
+            .or_insert_with(|| Source::Full(Box::default()));
         // A source is local or remote; were it both, its parts are made whole first.
-        if let Source::Sparse(..) = source {
-            let parts = std::mem::replace(source, Source::Full(Snapshot::new()));
-            *source = Source::Full(parts.into_snapshot());
+        if let Source::Remote(..) = source {
+            let parts = std::mem::replace(source, Source::Full(Box::default()));
+            *source = Source::Full(Box::new(parts.settled().into_snapshot()));
         }
         if let Source::Full(s) = source {
-            *s += snap;
+            **s += snap;
         }
         *self.open.entry(interval).or_default() += snap;
         let state = self.workers.entry(key).or_default();
@@ -258,14 +143,9 @@ impl PhaseAccumulator {
         let source = self
             .per_source
             .entry((key.host, key.job))
-            .or_insert_with(|| Source::Sparse(Box::default(), ErrorTally::default()));
+            .or_insert_with(|| Source::Remote(Box::default()));
         match source {
-            Source::Sparse(mine, tally) => {
-                for (op, r) in ops {
-                    *mine[op.index()].get_or_insert_with(SparseRecord::default) += r;
-                }
-                *tally += errors;
-            }
+            Source::Remote(mine) => mine.add(ops, errors),
             Source::Full(s) => {
                 for (op, r) in ops {
                     *s.op_mut(*op) += r;
@@ -379,9 +259,9 @@ impl PhaseAccumulator {
         // never made whole.
         let sources = std::mem::take(&mut self.per_source);
         let mut by_host: BTreeMap<String, Breakdown> = BTreeMap::new();
-        let mut current: Option<(u16, Source)> = None;
+        let mut current: Option<(u16, Figures)> = None;
         let mut host_done =
-            |(h, s): (u16, Source), seconds: &mut BTreeMap<u16, Vec<HostSecond>>| {
+            |(h, s): (u16, Figures), seconds: &mut BTreeMap<u16, Vec<HostSecond>>| {
                 let mine = seconds.remove(&h).unwrap_or_default();
                 by_host.insert(
                     self.hosts[h as usize].clone(),
@@ -389,6 +269,7 @@ impl PhaseAccumulator {
                 );
             };
         for ((host, job), source) in sources {
+            let source = source.settled();
             source.add_into(&mut total);
             source.add_into(by_job.entry(job).or_default());
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
@@ -537,43 +418,6 @@ impl PhaseAccumulator {
     }
 }
 
-/// The histograms of one source (`<host>/<job>`), encoded, keyed `<host>/<job>/<op>`: a
-/// remote source's encoded from its counts.
-fn source_histograms(out: &mut BTreeMap<String, String>, source_name: &str, source: &Source) {
-    let mut put = |op: Op, what: &str, encoded: String| {
-        out.insert(format!("{source_name}/{}{what}", op.name()), encoded);
-    };
-    match source {
-        Source::Full(snap) => {
-            for (op, r) in snap.ops().filter(|(_, r)| r.ops > 0) {
-                put(op, "", encode_histogram(&r.hist));
-                if let Some(service) = &r.service {
-                    put(op, "/service", encode_histogram(service));
-                }
-                if let Some(first) = &r.first_byte {
-                    put(op, "/first-byte", encode_histogram(first));
-                }
-            }
-        }
-        Source::Sparse(ops, _) => {
-            let encode =
-                |h: &SparseHist| base64::engine::general_purpose::STANDARD.encode(h.encode_v2());
-            for (op, r) in Op::ALL.iter().zip(ops.iter()) {
-                let Some(r) = r.as_ref().filter(|r| r.ops > 0) else {
-                    continue;
-                };
-                put(*op, "", encode(&r.hist));
-                if let Some(service) = &r.service {
-                    put(*op, "/service", encode(service));
-                }
-                if let Some(first) = &r.first_byte {
-                    put(*op, "/first-byte", encode(first));
-                }
-            }
-        }
-    }
-}
-
 /// A host's or job's figures: over `ran` ns of a `duration_ns` phase (less for a host that
 /// failed), with its seconds.
 fn breakdown(s: &Snapshot, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
@@ -614,5 +458,6 @@ fn interval_of(i: u32, duration_ns: u64, s: &Snapshot) -> Interval {
     }
 }
 
+mod source;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! Tests of accumulate.rs.
 
 use super::*;
-use crate::{decode_histogram, Recorder};
+use crate::{decode_histogram, Recorder, SparseHist};
 
 fn job(name: &str) -> PhaseJob {
     PhaseJob {
@@ -307,16 +307,16 @@ fn parts(s: &Snapshot) -> Vec<(Op, SparseRecord)> {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
 
-    /// A phase of remote hosts, their seconds merged as counts and their figures made from
-    /// them, is the phase of the same seconds merged as whole snapshots: every host's, job's
+    /// A phase of remote hosts, their seconds gathered and merged as counts (a batch at a
+    /// time, in seconds enough for several) and their figures made from them, is the phase of the same seconds merged as whole snapshots: every host's, job's
     /// and the total's figures, the encoded histograms byte for byte, the errors.
     #[test]
     fn remote_hosts_figures_are_those_of_their_whole_histograms(
         seconds in proptest::collection::vec(
-            proptest::collection::vec((0usize..4, 1u64..50_000_000, 0u64..3), 0..40),
-            1..4,
+            proptest::collection::vec((0usize..4, 1u64..50_000_000, 0u64..3), 0..80),
+            1..10,
         ),
     ) {
         // Host 0 one job; host 1 two jobs; host 2 reads and writes under an open-loop rate.
