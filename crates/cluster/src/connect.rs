@@ -41,10 +41,10 @@ impl Fleet {
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
     ) -> Result<Vec<RemoteAgent>, AgentError> {
-        // One thread per agent decodes that agent's snapshots (each histogram is about
-        // 270 KiB); with glibc's default of up to 8 arenas per core, each thread keeps its own
-        // freed blocks and the coordinator's memory grows with the agent count. A few shared
-        // arenas keep it flat (glibc mallopt(3), M_ARENA_MAX).
+        // Each phase drives every agent from a thread of its own, and the calls to all agents
+        // fan out over threads; with glibc's default of up to 8 arenas per core, each thread
+        // keeps its own freed blocks and the coordinator's memory grows with the agent count.
+        // A few shared arenas keep it flat (glibc mallopt(3), M_ARENA_MAX).
         #[cfg(target_env = "gnu")]
         // SAFETY: mallopt only tunes the allocator; called before the agent threads exist.
         unsafe {
