@@ -352,3 +352,36 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&a.errors, &b.errors);
     }
 }
+
+/// A source that sends seconds both as counts and as snapshots (never so in a run, but
+/// possible) is made whole once and loses nothing: its counts gathered but not yet merged
+/// included.
+#[test]
+fn a_source_sent_as_counts_then_whole_keeps_every_count() {
+    let key = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let hosts = vec!["h0".to_string(), "h1".into()];
+    let mut both = PhaseAccumulator::new("run:m", hosts.clone(), vec![job("a")], &[key]);
+    let mut whole = PhaseAccumulator::new("run:m", hosts, vec![job("a")], &[key]);
+    let seconds: Vec<Snapshot> = (0..5u64).map(|t| snap(3 + t, 1_000 * (t + 1))).collect();
+    for (t, s) in seconds.iter().enumerate() {
+        if t < 3 {
+            both.add_parts(key, t as u32, &parts(s), &s.errors);
+        } else {
+            both.add(key, t as u32, s);
+        }
+        whole.add(key, t as u32, s);
+    }
+    both.worker_done(key, 5_000_000_000);
+    whole.worker_done(key, 5_000_000_000);
+    let (a, b) = (
+        both.finish(0, 5_000_000_000),
+        whole.finish(0, 5_000_000_000),
+    );
+    assert_eq!(a.by_host["h0"].total.ops, 3 + 4 + 5 + 6 + 7);
+    assert_eq!(a.by_host, b.by_host);
+    assert_eq!(a.histograms, b.histograms);
+}
