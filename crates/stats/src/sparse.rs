@@ -148,8 +148,8 @@ impl SparseHist {
 }
 
 impl SparseHist {
-    /// The figures of a histogram: its count, minimum, mean, the values at `quantiles`
-    /// (ascending) and maximum, each exactly what hdrhistogram gives for the full histogram
+    /// The figures of a histogram: its minimum, mean, the values at `quantiles` (ascending)
+    /// and maximum, each exactly what hdrhistogram gives for the full histogram
     /// these counts stand for (the same sums in the same order), without making it.
     /// `None` when it holds no sample.
     pub(crate) fn figures<const N: usize>(
