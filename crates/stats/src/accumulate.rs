@@ -421,17 +421,66 @@ impl PhaseAccumulator {
 /// A host's or job's figures: over `ran` ns of a `duration_ns` phase (less for a host that
 /// failed), with its seconds.
 fn breakdown(s: &Snapshot, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64) -> Breakdown {
+    let ops: Vec<(Op, &OpRecord)> = s.ops().collect();
+    breakdown_of(
+        &ops,
+        || Summary::of(&s.total(), ran),
+        seconds,
+        ran,
+        duration_ns,
+    )
+}
+
+/// A record figured into a [`Summary`]: a whole one, or one held as its histograms' counts.
+trait Figured {
+    /// Whether it did anything (completed, failed or moved bytes).
+    fn active(&self) -> bool;
+    /// Its figures over `duration_ns`.
+    fn summary(&self, duration_ns: u64) -> Summary;
+}
+
+impl Figured for OpRecord {
+    fn active(&self) -> bool {
+        self.ops + self.errors > 0 || self.bytes > 0
+    }
+    fn summary(&self, duration_ns: u64) -> Summary {
+        Summary::of(self, duration_ns)
+    }
+}
+
+impl Figured for SparseRecord {
+    fn active(&self) -> bool {
+        self.ops + self.errors > 0 || self.bytes > 0
+    }
+    fn summary(&self, duration_ns: u64) -> Summary {
+        Summary::of_sparse(self, duration_ns)
+    }
+}
+
+/// [`breakdown`] of the records of `ops`, whichever their form; `all` figures the workload's
+/// operations together, asked for only when there are several.
+fn breakdown_of<R: Figured>(
+    ops: &[(Op, &R)],
+    all: impl FnOnce() -> Summary,
+    seconds: Vec<HostSecond>,
+    ran: u64,
+    duration_ns: u64,
+) -> Breakdown {
+    let by_op: BTreeMap<String, Summary> = ops
+        .iter()
+        .filter(|(_, r)| r.active())
+        .map(|(op, r)| (op.name().to_string(), r.summary(ran)))
+        .collect();
     // The total of a single operation is that operation's record: figured as it is, not
     // copied into a new one (two whole histograms a host, allocated and filled, at a
     // thousand hosts' phase end), and its figures are that operation's, not figured twice.
-    let by_op = by_op(s, ran);
-    let mut workload = s.ops().filter(|(op, _)| op.of_workload());
+    let mut workload = ops.iter().filter(|(op, _)| op.of_workload());
     let total = match (workload.next(), workload.next()) {
         (Some((op, only)), None) => by_op
             .get(op.name())
             .cloned()
-            .unwrap_or_else(|| Summary::of(only, ran)),
-        _ => Summary::of(&s.total(), ran),
+            .unwrap_or_else(|| only.summary(ran)),
+        _ => all(),
     };
     Breakdown {
         ran_ns: (ran < duration_ns).then_some(ran),
@@ -444,7 +493,7 @@ fn breakdown(s: &Snapshot, seconds: Vec<HostSecond>, ran: u64, duration_ns: u64)
 /// Per-operation summaries of the operations that did anything.
 fn by_op(s: &Snapshot, duration_ns: u64) -> BTreeMap<String, Summary> {
     s.ops()
-        .filter(|(_, r)| r.ops + r.errors > 0 || r.bytes > 0)
+        .filter(|(_, r)| r.active())
         .map(|(op, r): (Op, _)| (op.name().to_string(), Summary::of(r, duration_ns)))
         .collect()
 }

@@ -196,32 +196,14 @@ impl Figures {
                     .zip(ops.iter())
                     .filter_map(|(op, r)| r.as_ref().map(|r| (*op, r)))
                     .collect();
-                let by_op: BTreeMap<String, Summary> = present
-                    .iter()
-                    .filter(|(_, r)| r.ops + r.errors > 0 || r.bytes > 0)
-                    .map(|(op, r)| (op.name().to_string(), Summary::of_sparse(r, ran)))
-                    .collect();
-                let workload: Vec<&(Op, &SparseRecord)> =
-                    present.iter().filter(|(op, _)| op.of_workload()).collect();
-                let total = match workload.as_slice() {
-                    [(op, only)] => by_op
-                        .get(op.name())
-                        .cloned()
-                        .unwrap_or_else(|| Summary::of_sparse(only, ran)),
-                    all => {
-                        let mut t = SparseRecord::default();
-                        for (_, r) in all {
-                            t += r;
-                        }
-                        Summary::of_sparse(&t, ran)
+                let all = || {
+                    let mut t = SparseRecord::default();
+                    for (_, r) in present.iter().filter(|(op, _)| op.of_workload()) {
+                        t += r;
                     }
+                    Summary::of_sparse(&t, ran)
                 };
-                Breakdown {
-                    ran_ns: (ran < duration_ns).then_some(ran),
-                    total,
-                    by_op,
-                    seconds,
-                }
+                super::breakdown_of(&present, all, seconds, ran, duration_ns)
             }
         }
     }
