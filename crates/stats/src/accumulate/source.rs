@@ -26,6 +26,13 @@ impl Source {
     }
 }
 
+/// Counts gathered before a merge, at least: a few seconds of a narrow distribution's.
+const GATHERED_LEAST: usize = 64;
+
+/// Counts gathered before a merge, at most (16 KiB a source): a wide distribution (an object
+/// store's tens of thousands of counters) is merged a pass at a time, not held a quarter over.
+const GATHERED_MOST: usize = 1024;
+
 /// A remote host and job's seconds so far: their counters added as each arrives, their
 /// histograms' counts gathered and merged into the whole when as many have gathered as a
 /// quarter of the whole holds ([`GATHERED_LEAST`] to [`GATHERED_MOST`]).
@@ -34,13 +41,6 @@ impl Source {
 /// touched a far cache line of its host's whole, rarely cached when a thousand hosts' counts
 /// lie between one second of a host and its next. Gathered, a second is one short copy to the
 /// end of its host's list, and the whole is merged in one pass over each, in order.
-/// Counts gathered before a merge, at least: a few seconds of a narrow distribution's.
-const GATHERED_LEAST: usize = 64;
-
-/// Counts gathered before a merge, at most (16 KiB a source): a wide distribution (an object
-/// store's tens of thousands of counters) is merged a pass at a time, not held a quarter over.
-const GATHERED_MOST: usize = 1024;
-
 #[derive(Debug, Default)]
 pub(super) struct Remote {
     ops: [Option<SparseRecord>; Op::COUNT],
