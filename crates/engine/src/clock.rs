@@ -78,6 +78,11 @@ impl Clock {
         ((u128::from(ticks) * u128::from(self.mult)) >> 32) as u64
     }
 
+    /// The ticks in `ns` nanoseconds, rounded down.
+    pub(crate) fn ticks_in(&self, ns: u64) -> u64 {
+        ((u128::from(ns) << 32) / u128::from(self.mult.max(1))).min(u128::from(u64::MAX)) as u64
+    }
+
     /// The instant of tick `t` (read after the base's), on the system's monotonic clock.
     #[inline]
     pub(crate) fn instant(&mut self, t: u64) -> Instant {

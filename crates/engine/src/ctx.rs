@@ -312,6 +312,13 @@ impl<'a> Pace<'a> {
         now >= self.next_boundary
     }
 
+    /// The earlier of the current second's end and the measured time's: before it, a
+    /// completion changes nothing but the last completion's time.
+    pub fn next_turn(&self) -> Instant {
+        self.deadline
+            .map_or(self.next_boundary, |d| d.min(self.next_boundary))
+    }
+
     /// When the measured time ends, if it is timed.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
@@ -380,6 +387,11 @@ pub(crate) struct Ctx<'a> {
     pub flow_own: u64,
     /// What each I/O is timed by.
     pub clock: crate::clock::Clock,
+    /// The clock's tick from which a completion may close a second or end the measured time
+    /// (0: the next one does): before it, [`Ctx::pace_at`] compares two numbers.
+    pub pace_check: u64,
+    /// The tick of the last completion [`Ctx::pace_at`] counted (0: none yet).
+    pub last_end: u64,
     /// fio's zoned mode: the file's zones and this worker's use of them.
     pub zones: Option<Box<crate::zoned::Zoning>>,
 }
@@ -551,6 +563,38 @@ impl Ctx<'_> {
             self.consecutive_errors = 0;
         } else {
             self.fail(req, res);
+        }
+    }
+
+    /// Counts a completion at tick `end` in the pace: the second closed and the measured time
+    /// ended as [`Pace::tick`] and [`Pace::expired`] do, both looked at only from the tick at
+    /// which the earlier of them falls (one comparison per I/O until then, not an instant
+    /// made and compared). Whether the measured time is over. A loop that counts with it
+    /// calls [`Ctx::pace_settle`] once it ends.
+    #[inline]
+    pub fn pace_at(&mut self, end: u64) -> bool {
+        self.last_end = end;
+        end >= self.pace_check && self.pace_turn(end)
+    }
+
+    /// [`Ctx::pace_at`] at or past the tick it watches for.
+    #[inline(never)]
+    fn pace_turn(&mut self, end: u64) -> bool {
+        let now = self.clock.instant(end);
+        self.pace.tick(now, &mut self.rec, self.tx);
+        let next = self.pace.next_turn();
+        // Rounded down: a check a few ticks early only looks again.
+        let ahead = next.saturating_duration_since(now).as_nanos() as u64;
+        self.pace_check = end.saturating_add(self.clock.ticks_in(ahead));
+        self.pace.expired(now)
+    }
+
+    /// The last completion [`Ctx::pace_at`] counted, as the worker's end (the pace saw only
+    /// those at its turns).
+    pub fn pace_settle(&mut self) {
+        if self.last_end != 0 {
+            let now = self.clock.instant(self.last_end);
+            self.pace.completed_at(now);
         }
     }
 

@@ -39,19 +39,25 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             }
         }
         let end = ctx.clock.ticks();
-        let now = ctx.clock.instant(end);
         let service = ctx.clock.ns(end.saturating_sub(start));
-        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete_timed(&req, i64::from(req.len), service, now, due);
+        let over = ctx.pace_at(end);
+        match due {
+            None => ctx.complete(&req, i64::from(req.len), service),
+            Some(_) => {
+                let now = ctx.clock.instant(end);
+                ctx.complete_timed(&req, i64::from(req.len), service, now, due);
+            }
+        }
         if zoned {
             ctx.zone_done(&req);
         }
-        if ctx.pace.expired(now) {
+        if over {
             break;
         }
         if thinks && ctx.think_due() {
             ctx.think();
         }
     }
+    ctx.pace_settle();
     Ok(())
 }

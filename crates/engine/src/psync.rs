@@ -76,21 +76,27 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if zoned {
             ctx.zone_done(&req);
         }
-        let now = ctx.clock.instant(end);
         let service = ctx.clock.ns(end.saturating_sub(start));
-        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
-        ctx.complete_timed(&req, res, service, now, due);
+        let over = ctx.pace_at(end);
+        match due {
+            None => ctx.complete(&req, res, service),
+            Some(_) => {
+                let now = ctx.clock.instant(end);
+                ctx.complete_timed(&req, res, service, now, due);
+            }
+        }
         ctx.bufs.done(0, res == len as i64);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);
         }
-        if ctx.pace.expired(now) || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+        if over || ctx.consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
             break;
         }
         if thinks && ctx.think_due() {
             ctx.think();
         }
     }
+    ctx.pace_settle();
     Ok(())
 }
 

@@ -108,6 +108,8 @@ pub(crate) fn run_worker(
         think_left: spec.think.map_or(0, |t| t.every),
         flow_own: 0,
         clock: crate::clock::Clock::new(),
+        pace_check: 0,
+        last_end: 0,
         zones,
     };
     let only = spec.verify.is_some_and(|v| v.only);
@@ -388,5 +390,58 @@ mod tests {
         assert!(end[0] < end[1], "{end:?}");
         // Its second of load starts at 2 s: it cannot end before 3 s.
         assert!(end[1] >= 2_999_000_000, "{end:?}");
+    }
+
+    /// A loop that looks at the time only once a second (`Ctx::pace_at`) still ends at its
+    /// last completion: stopped by a count, the worker's end lies past every I/O it timed
+    /// (one at a time, their service times add up to no more than it), not at the first
+    /// completion the pace looked at; stopped by the time, at or past the deadline.
+    #[test]
+    fn a_worker_ends_at_its_last_completion_whatever_stops_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let run = |load: crate::Load, stop: Stop| {
+            let spec = WorkerSpec {
+                load,
+                stop,
+                ..WorkerSpec::new(vec![FileTarget::path(path.clone(), 1 << 20)])
+            };
+            let (mut ops, mut busy_ns, mut end) = (0u64, 0.0f64, 0u64);
+            run_stage(
+                vec![spec],
+                Arc::new(AtomicBool::new(false)),
+                &mut |e| match e {
+                    StageEvent::Interval { snap, .. } => {
+                        for (_, r) in snap.ops() {
+                            ops += r.ops;
+                            busy_ns += r.hist.mean() * r.hist.len() as f64;
+                        }
+                    }
+                    StageEvent::Done { end_ns, .. } => end = end_ns,
+                    _ => {}
+                },
+            );
+            (ops, busy_ns, end)
+        };
+        for load in [crate::Load::Null, crate::Load::Psync] {
+            let counted = Stop {
+                time: None,
+                io_total: Some(200_000 * 4096),
+            };
+            let (ops, busy_ns, end) = run(load.clone(), counted);
+            assert_eq!(ops, 200_000, "{load:?}");
+            assert!(
+                end as f64 >= busy_ns,
+                "{load:?}: end {end} ns, busy {busy_ns} ns"
+            );
+            let timed = Stop {
+                time: Some(Duration::from_millis(1500)),
+                io_total: None,
+            };
+            let (ops, _, end) = run(load.clone(), timed);
+            assert!(ops > 0, "{load:?}");
+            assert!(end >= 1_500_000_000, "{load:?}: end {end} ns");
+        }
     }
 }
