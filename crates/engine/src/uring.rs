@@ -181,7 +181,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     draining = !idle_until(ctx, t);
                     continue;
                 }
-                _ => return Ok(()),
+                _ => {
+                    ctx.pace_settle();
+                    return Ok(());
+                }
             }
         }
         // Wait only when nothing is ready (submitting what is left, if anything); in an open
@@ -209,15 +212,20 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // draining while a large batch is replaced one submission at a time. One timestamp
         // per reap, as fio (fio_gettime in init_icd).
         let end = ctx.clock.ticks();
-        let now = ctx.clock.instant(end);
-        ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
+        let over = ctx.pace_at(end);
+        // Open loop: latency from when each I/O was due, to the reap's instant (`due` is
+        // empty in a closed loop, which needs no instant).
+        let now = (!due.is_empty()).then(|| ctx.clock.instant(end));
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
-            // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
-            let scheduled = due.get(slot as usize).copied();
             let service = ctx.clock.ns(end.saturating_sub(started));
-            ctx.complete_timed(&req, i64::from(cqe.result()), service, now, scheduled);
+            match (now, due.get(slot as usize)) {
+                (Some(now), Some(&at)) => {
+                    ctx.complete_timed(&req, i64::from(cqe.result()), service, now, Some(at))
+                }
+                _ => ctx.complete(&req, i64::from(cqe.result()), service),
+            }
             if zoned {
                 ctx.zone_done(&req);
             }
@@ -225,7 +233,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             free.push_back(slot);
             inflight -= 1;
         }
-        if ctx.pace.expired(now) || ctx.failing().is_some() {
+        if over || ctx.failing().is_some() {
             draining = true;
         }
     }

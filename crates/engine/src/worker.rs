@@ -394,7 +394,7 @@ mod tests {
 
     /// A loop that looks at the time only once a second (`Ctx::pace_at`) still ends at its
     /// last completion: stopped by a count, the worker's end lies past every I/O it timed
-    /// (one at a time, their service times add up to no more than it), not at the first
+    /// (at depth 1, their service times add up to no more than it), not at the first
     /// completion the pace looked at; stopped by the time, at or past the deadline.
     #[test]
     fn a_worker_ends_at_its_last_completion_whatever_stops_it() {
@@ -424,7 +424,11 @@ mod tests {
             );
             (ops, busy_ns, end)
         };
-        for load in [crate::Load::Null, crate::Load::Psync] {
+        let mut loads = vec![crate::Load::Null, crate::Load::Psync];
+        if crate::io_uring_available().is_ok() {
+            loads.push(crate::Load::IoUring);
+        }
+        for load in loads {
             let counted = Stop {
                 time: None,
                 io_total: Some(200_000 * 4096),
