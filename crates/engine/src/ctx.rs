@@ -599,20 +599,21 @@ impl Ctx<'_> {
     }
 
     /// Records an I/O timed by the worker's clock: `service_ns` from its start to its end at
-    /// `now`; in an open loop (`due` set) its latency counts from `due`, with the service
-    /// time beside it.
+    /// tick `end`; in an open loop (`due` set) its latency counts from `due` to the end's
+    /// instant (made only then), with the service time beside it.
     #[inline]
     pub fn complete_timed(
         &mut self,
         req: &IoReq,
         res: i64,
         service_ns: u64,
-        now: Instant,
+        end: u64,
         due: Option<Instant>,
     ) {
         match due {
             None => self.complete(req, res, service_ns),
             Some(t) => {
+                let now = self.clock.instant(end);
                 let response = now.saturating_duration_since(t).as_nanos() as u64;
                 self.complete_scheduled(req, res, response.max(service_ns), service_ns)
             }

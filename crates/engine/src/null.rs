@@ -41,13 +41,7 @@ pub(crate) fn run_null(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let end = ctx.clock.ticks();
         let service = ctx.clock.ns(end.saturating_sub(start));
         let over = ctx.pace_at(end);
-        match due {
-            None => ctx.complete(&req, i64::from(req.len), service),
-            Some(_) => {
-                let now = ctx.clock.instant(end);
-                ctx.complete_timed(&req, i64::from(req.len), service, now, due);
-            }
-        }
+        ctx.complete_timed(&req, i64::from(req.len), service, end, due);
         if zoned {
             ctx.zone_done(&req);
         }

@@ -78,13 +78,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         }
         let service = ctx.clock.ns(end.saturating_sub(start));
         let over = ctx.pace_at(end);
-        match due {
-            None => ctx.complete(&req, res, service),
-            Some(_) => {
-                let now = ctx.clock.instant(end);
-                ctx.complete_timed(&req, res, service, now, due);
-            }
-        }
+        ctx.complete_timed(&req, res, service, end, due);
         ctx.bufs.done(0, res == len as i64);
         if req.op == Op::Write && ctx.write_done() {
             ctx.sync_file(fd, req.file, ctx.spec.datasync);

@@ -154,7 +154,7 @@ pub(crate) fn run_remote<R: Remote>(
                 Ok(n) => {
                     let n = n.min(req.len);
                     let service = ctx.clock.ns(end.saturating_sub(started));
-                    ctx.complete_timed(&req, i64::from(n), service, now, due);
+                    ctx.complete_timed(&req, i64::from(n), service, end, due);
                     n == req.len
                 }
                 Err(kind) => {

@@ -213,19 +213,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // per reap, as fio (fio_gettime in init_icd).
         let end = ctx.clock.ticks();
         let over = ctx.pace_at(end);
-        // Open loop: latency from when each I/O was due, to the reap's instant (`due` is
-        // empty in a closed loop, which needs no instant).
-        let now = (!due.is_empty()).then(|| ctx.clock.instant(end));
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
+            // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
+            let scheduled = due.get(slot as usize).copied();
             let service = ctx.clock.ns(end.saturating_sub(started));
-            match (now, due.get(slot as usize)) {
-                (Some(now), Some(&at)) => {
-                    ctx.complete_timed(&req, i64::from(cqe.result()), service, now, Some(at))
-                }
-                _ => ctx.complete(&req, i64::from(cqe.result()), service),
-            }
+            ctx.complete_timed(&req, i64::from(cqe.result()), service, end, scheduled);
             if zoned {
                 ctx.zone_done(&req);
             }
