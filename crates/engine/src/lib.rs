@@ -43,6 +43,7 @@ mod net;
 mod nfs;
 mod null;
 mod offsets;
+mod pace;
 pub mod placement;
 mod psync;
 mod remote;
