@@ -12,6 +12,7 @@ mod fio_prio;
 mod fio_run;
 mod fiofile;
 mod fuzz;
+mod hostile;
 mod iscsi;
 mod meta;
 mod net;

@@ -37,9 +37,18 @@ impl Url {
     /// Parses `iscsi://HOST[:PORT]/IQN/LUN`. Credentials in it (`user%secret@`) are refused:
     /// a command line is seen by every user of the host and kept in shells' histories.
     pub fn parse(text: &str) -> Result<Url, UrlError> {
-        let shown = |t: &str| match t.find('@') {
-            Some(at) => format!("iscsi://<credentials>{}", &t[at..]),
-            None => t.to_string(),
+        // Credentials (`user%secret@`) and a query (`?secret=`) are not repeated, and control
+        // characters are escaped: the error is printed.
+        let shown = |t: &str| {
+            let t = match t.rfind('@') {
+                Some(at) => format!("iscsi://<credentials>{}", &t[at..]),
+                None => t.to_string(),
+            };
+            let t = match t.find(['?', '#']) {
+                Some(q) => format!("{}?<query hidden>", &t[..q]),
+                None => t,
+            };
+            t.chars().flat_map(char::escape_default).collect::<String>()
         };
         let bad = |why| UrlError {
             url: shown(text),
@@ -175,6 +184,19 @@ mod tests {
             .to_string();
         assert!(!e.contains("hunter2") && !e.contains("admin"), "{e}");
         assert!(e.contains("STORMARK_ISCSI_SECRET"), "{e}");
+        // Issue 54: a query and a user:secret pair, and control characters.
+        for url in [
+            "iscsi://h/iqn.a:b/1?secret=hunter2",
+            "iscsi://user:hunter2@h/iqn.a:b/1",
+            "iscsi://h/iqn.a:b/x#hunter2",
+        ] {
+            let e = Url::parse(url).unwrap_err().to_string();
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+        let e = Url::parse("iscsi://h\x1b[2J/iqn.a:b/1")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\x1b'), "{e}");
     }
 
     proptest! {

@@ -106,6 +106,19 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         .or(file.target.clone().map(PathBuf::from));
     let target_given = given.is_some();
     let target = given.unwrap_or_else(|| args.current_dir.clone());
+    // A control character in a target would reach the terminal, the results and a printed
+    // fio job file (a newline there starts a line of fio's options): no target has one.
+    if target
+        .as_os_str()
+        .to_string_lossy()
+        .chars()
+        .any(char::is_control)
+    {
+        return Err(format!(
+            "TARGET {}: holds a control character; name a path or URL without one",
+            stormark_spec::shown(&target.as_os_str().to_string_lossy())
+        ));
+    }
     // An iSCSI LUN's URL is checked here, before any agent is asked.
     if let Some(t) = target.to_str().filter(|t| stormark_iscsi::Url::is_iscsi(t)) {
         stormark_iscsi::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;

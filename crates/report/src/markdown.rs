@@ -36,12 +36,17 @@ fn cell(text: &str) -> String {
 }
 
 /// Inline code that survives backticks inside it, on one line (a blank line would end the
-/// code span and let what follows be read as HTML).
+/// code span and let what follows be read as HTML). CommonMark ends a code span at the first
+/// run of backticks as long as the one that opened it: the fence is one longer than the
+/// longest run inside (a directory named with ``` `` ``` once closed a fence of two and let
+/// an `<img onerror>` after it be read as HTML), padded with a space when the text starts or
+/// ends with a backtick.
 fn code(text: &str) -> String {
     let text = stormark_spec::printable(&text.replace(['\n', '\r'], " "), 4096);
-    let fence = if text.contains('`') { "`` " } else { "`" };
-    let close = if text.contains('`') { " ``" } else { "`" };
-    format!("{fence}{text}{close}")
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if longest > 0 { " " } else { "" };
+    format!("{fence}{pad}{text}{pad}{fence}")
 }
 
 const HEADER: &str = "| phase | host | op | IOPS | bandwidth | p50 | p99 | p99.9 | max | errors |\n|---|---|---|--:|--:|--:|--:|--:|--:|--:|\n";
@@ -268,5 +273,10 @@ mod tests {
         assert!(!code("a\n\n<b>").contains('\n'));
         assert_eq!(code("x"), "`x`");
         assert_eq!(code("a`b"), "`` a`b ``");
+        // Issue 54: a run of two backticks closed a fence of two; the fence is now longer
+        // than any run inside, so the span ends only at its own end.
+        let breakout = code("/t``<img src=x onerror=alert(9)>``");
+        assert_eq!(breakout, "``` /t``<img src=x onerror=alert(9)>`` ```");
+        assert_eq!(code("````"), "````` ```` `````");
     }
 }

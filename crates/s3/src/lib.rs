@@ -43,7 +43,13 @@ impl Endpoint {
     /// Parses `http://host[:port]` (port 80 by default) or `https://host[:port]` (443) and
     /// resolves it. Every mistake is one line naming the accepted form.
     pub fn parse(url: &str) -> Result<Endpoint, S3Error> {
-        let bad = |why: &str| S3Error::Config(format!("--endpoint {url}: {why}"));
+        // A URL pasted with credentials (`user:secret@`) or a signed query is not repeated.
+        let shown = if url.contains(['@', '?', '#']) || url.chars().any(char::is_control) {
+            "(the URL given: it holds credentials, a query or a control character, not shown)"
+        } else {
+            url
+        };
+        let bad = |why: &str| S3Error::Config(format!("--endpoint {shown}: {why}"));
         let (rest, https) =
             match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
                 (Some(rest), _) => (rest, false),

@@ -52,6 +52,27 @@ pub fn shown(value: &str) -> String {
     printable(value, SHOWN_MAX)
 }
 
+/// A URL as an error may quote it: credentials (`user:secret@`) and a query (`?secret=`)
+/// replaced by a mention, as [`shown`] otherwise. A mistaken URL is often one pasted with its
+/// secret; the error is printed, logged and pasted again.
+pub fn shown_url(value: &str) -> String {
+    let (scheme, rest) = value.split_once("://").unwrap_or(("", value));
+    let (before_query, query) = match rest.find(['?', '#']) {
+        Some(i) => (&rest[..i], "?<query hidden>"),
+        None => (rest, ""),
+    };
+    let (authority_end, path) = match before_query.find('/') {
+        Some(i) => (&before_query[..i], &before_query[i..]),
+        None => (before_query, ""),
+    };
+    let host = match authority_end.rfind('@') {
+        Some(i) => format!("<credentials hidden>{}", &authority_end[i..]),
+        None => authority_end.to_string(),
+    };
+    let sep = if value.contains("://") { "://" } else { "" };
+    shown(&format!("{scheme}{sep}{host}{path}{query}"))
+}
+
 /// Text that came from elsewhere (a server's refusal, an agent's message, a service's
 /// error) as stormark prints or records it: on one line, every control character escaped
 /// (an escape sequence cannot clear the screen, retitle the window or forge a line of
@@ -82,6 +103,11 @@ mod tests {
     fn text_from_elsewhere_cannot_drive_the_terminal() {
         let evil = "busy\x1b[2J\x1b]0;owned\x07\nstatus: ok\u{202e}";
         let p = printable(evil, 500);
+        assert_eq!(
+            shown_url("http://AK:SeCrEt@h:9000/p?X-Amz-Signature=SeCrEt2"),
+            "http://<credentials hidden>@h:9000/p?<query hidden>"
+        );
+        assert_eq!(shown_url("http://h:9000"), "http://h:9000");
         assert!(!p.chars().any(|c| c.is_control()), "{p}");
         assert!(!p.contains('\u{202e}'), "{p}");
         assert_eq!(p.lines().count(), 1);

@@ -57,7 +57,8 @@ pub fn parse_fio_job_file(
     };
     // Sections in order: (name, lines).
     let mut sections: Vec<(String, Vec<Line>)> = Vec::new();
-    read_lines(text, path, env, include, 0, &mut sections).map_err(fail)?;
+    let mut budget = IncludeBudget::default();
+    read_lines(text, path, env, include, 0, &mut budget, &mut sections).map_err(fail)?;
     let mut out = FioJobFile::default();
     let mut unsupported: Vec<String> = Vec::new();
     let mut global_lines: Vec<(usize, String, Option<String>)> = Vec::new();
@@ -501,10 +502,18 @@ fn read_lines(
     env: &dyn Fn(&str) -> Option<String>,
     include: &dyn Fn(&str) -> Result<String, String>,
     depth: u32,
+    budget: &mut IncludeBudget,
     sections: &mut Vec<(String, Vec<Line>)>,
 ) -> Result<(), String> {
     if depth > 8 {
         return Err("includes nested more than 8 deep (an include of itself?)".into());
+    }
+    budget.bytes += text.len() as u64;
+    if budget.bytes > MAX_INCLUDED_BYTES {
+        return Err(format!(
+            "a job file and its includes of more than {} in all (an include repeated many times?); include each file once",
+            crate::units::format_size(MAX_INCLUDED_BYTES)
+        ));
     }
     for (i, raw) in text.lines().enumerate() {
         let no = i + 1;
@@ -514,8 +523,22 @@ fn read_lines(
         }
         if let Some(rest) = line.strip_prefix("include ") {
             // Said by line only: what was written may be anything (a path to a secret).
+            budget.includes += 1;
+            if budget.includes > MAX_INCLUDES {
+                return Err(format!(
+                    "line {no}: include: more than {MAX_INCLUDES} includes in all (a file included again and again?); include each file once"
+                ));
+            }
             let included = include(rest.trim()).map_err(|e| format!("line {no}: include: {e}"))?;
-            read_lines(&included, rest.trim(), env, include, depth + 1, sections)?;
+            read_lines(
+                &included,
+                rest.trim(),
+                env,
+                include,
+                depth + 1,
+                budget,
+                sections,
+            )?;
             continue;
         }
         if let Some(name) = line.strip_prefix('[') {
@@ -528,10 +551,23 @@ fn read_lines(
                     "line {no}: a section needs a name of 1 to 128 characters"
                 ));
             }
+            // A job's name reaches the terminal, the results and a printed job file.
+            if name.chars().any(char::is_control) {
+                return Err(format!(
+                    "line {no}: a section name holds a control character; name it with printable characters"
+                ));
+            }
             sections.push((name.to_string(), Vec::new()));
             continue;
         }
         let line = expand(line, env).map_err(|e| format!("line {no}: {e}"))?;
+        // A variable's value may hold anything: a newline in a name or a filename would forge
+        // a line of the terminal's report or of a printed fio job file. Tabs are blanks.
+        if line.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(format!(
+                "line {no}: a value holds a control character (a newline from a variable?); values are one line of printable characters"
+            ));
+        }
         let (key, value) = match line.split_once('=') {
             Some((k, v)) => (k.trim().to_ascii_lowercase(), Some(v.trim().to_string())),
             None => (line.trim().to_ascii_lowercase(), None),
@@ -611,6 +647,12 @@ fn expand(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
             rest = tail;
             continue;
         }
+        if looks_secret(name) {
+            return Err(format!(
+                "{}: a variable named like a secret is not expanded in a job file (its value would reach the output); give the value itself, or rename the variable",
+                shown_var(name)
+            ));
+        }
         let value = env(name).ok_or_else(|| format!("{} is not set", shown_var(name)))?;
         if out.len() + value.len() + rest.len() > MAX_EXPANDED_LINE {
             return Err(format!(
@@ -622,6 +664,39 @@ fn expand(line: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, St
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Whether a variable's name says it holds a secret (`AWS_SECRET_ACCESS_KEY`, `API_TOKEN`,
+/// `DB_PASSWORD`, `SSH_KEY`), which a job file may not expand: a job's name, a file name or
+/// an option's value is printed, recorded in the results and sent to agents. A key's id
+/// (`AWS_ACCESS_KEY_ID`) names a key without being one.
+fn looks_secret(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    [
+        "SECRET",
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|w| up.contains(w))
+        || (up.contains("KEY") && !up.ends_with("KEY_ID") && !up.ends_with("KEYID"))
+}
+
+/// The most includes a job file may make in all, however nested: 7 files of 1 KB each
+/// including the next 12 times once made 35 million (issue 54).
+const MAX_INCLUDES: u32 = 1024;
+
+/// The most text a job file and everything it includes may hold in all.
+const MAX_INCLUDED_BYTES: u64 = 16 << 20;
+
+/// What a job file's includes have used of [`MAX_INCLUDES`] and [`MAX_INCLUDED_BYTES`].
+#[derive(Default)]
+struct IncludeBudget {
+    includes: u32,
+    bytes: u64,
 }
 
 /// The longest a line may grow by expanding its variables: a variable of 100 kB used ten
@@ -657,7 +732,7 @@ mod expr;
 mod keys;
 mod print;
 use expr::{eval, is_arithmetic};
-pub use print::to_fio;
+pub use print::{fio_check, to_fio};
 
 #[cfg(test)]
 mod tests;

@@ -10,12 +10,17 @@ use std::time::Duration;
 /// What a size option accepts, for error messages.
 pub const SIZE_FORM: &str = "a size such as 4k, 64KiB or 1m";
 /// What a duration option accepts, for error messages.
-pub const DURATION_FORM: &str = "a duration such as 30s, 500ms, 5m or 1h";
+pub const DURATION_FORM: &str = "a duration such as 30s, 500ms, 5m or 1h, at most 365d";
+/// The longest duration any option takes: a year. Longer is a typo (or an attack: a
+/// deadline of `u64::MAX` seconds overflows every clock it is added to).
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 /// What a percentage option accepts, for error messages.
 pub const PERCENT_FORM: &str = "a percentage from 0 to 100, such as 70 or 70%";
 
 /// Parses a size in bytes: digits with an optional fraction and an optional binary unit
-/// (`b`, `k`/`kb`/`kib`/`ki`, `m`, `g`, `t`, `p`, any case). Fractions round down to whole bytes.
+/// (`b`, `k`/`kb`/`kib`/`ki`, `m`, `g`, `t`, `p`, any case). A fraction of a unit rounds down
+/// to whole bytes (`1.1k` is 1126); a fraction of a byte (`1.5`, `1.5b`) is refused, never
+/// made a 1-byte block.
 pub fn parse_size(text: &str) -> Option<u64> {
     let s = text.trim();
     let split = s
@@ -46,19 +51,22 @@ pub fn parse_size(text: &str) -> Option<u64> {
     };
     let scale = 10u128.pow(frac.len() as u32);
     let value = int.checked_mul(scale)?.checked_add(frac_value)?;
-    let bytes = value.checked_mul(1u128 << shift)? / scale;
-    u64::try_from(bytes).ok()
+    let scaled = value.checked_mul(1u128 << shift)?;
+    if shift == 0 && scaled % scale != 0 {
+        return None;
+    }
+    u64::try_from(scaled / scale).ok()
 }
 
 /// Parses a duration: one or more `<number><unit>` parts (`1h30m`), units `ns`, `us`, `ms`,
-/// `s`, `m`, `h`, `d`; a bare number is seconds.
+/// `s`, `m`, `h`, `d`; a bare number is seconds. At most [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let s = text.trim();
     if s.is_empty() {
         return None;
     }
     if let Ok(secs) = s.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+        return Some(Duration::from_secs(secs)).filter(|d| *d <= MAX_DURATION);
     }
     let mut total_ns: u128 = 0;
     let mut rest = s;
@@ -98,7 +106,10 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         };
         total_ns = total_ns.checked_add(ns)?;
     }
-    u64::try_from(total_ns).ok().map(Duration::from_nanos)
+    u64::try_from(total_ns)
+        .ok()
+        .map(Duration::from_nanos)
+        .filter(|d| *d <= MAX_DURATION)
 }
 
 /// Parses a percentage from 0 to 100, with or without a trailing `%`.
@@ -186,6 +197,8 @@ mod tests {
         assert_eq!(parse_size("512b"), Some(512));
         assert_eq!(parse_size(" 8k "), Some(8192));
         assert_eq!(parse_size("0"), Some(0));
+        assert_eq!(parse_size("2.0"), Some(2));
+        assert_eq!(parse_size("1.1k"), Some(1126));
     }
 
     #[test]
@@ -200,6 +213,9 @@ mod tests {
             "abc",
             "99999999999999999999999p",
             "16777216p",
+            // A fraction of a byte (issue 54: `--bs 1.5` made a 1-byte job).
+            "1.5",
+            "0.5b",
         ] {
             assert_eq!(parse_size(bad), None, "{bad}");
         }
@@ -220,7 +236,21 @@ mod tests {
 
     #[test]
     fn durations_rejected() {
-        for bad in ["", "s", "30x", "-1s", "1..2s", "1e400s"] {
+        assert_eq!(parse_duration("365d"), Some(MAX_DURATION));
+        // Past a year (issue 54: u64::MAX seconds overflowed the run's deadline and panicked).
+        for bad in [
+            "",
+            "s",
+            "30x",
+            "-1s",
+            "1..2s",
+            "1e400s",
+            "366d",
+            "31536001",
+            "4294967296",
+            "18446744073709551615",
+            "18446744073709551615ns",
+        ] {
             assert_eq!(parse_duration(bad), None, "{bad}");
         }
     }

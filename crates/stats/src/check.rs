@@ -131,7 +131,21 @@ pub fn check_document(doc: &mut serde_json::Value) -> Result<(), String> {
         }
         Ok(())
     }
-    walk(doc, &mut String::new(), "")
+    walk(doc, &mut String::new(), "")?;
+    // A document written by hand or by another tool may carry a secret in its command line:
+    // hidden as stormark hides its own before anything renders it.
+    if let Some(command) = doc.get_mut("command").and_then(|c| c.as_array_mut()) {
+        if command.iter().all(serde_json::Value::is_string) {
+            let args = command
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_string));
+            *command = redact_command(args.collect::<Vec<_>>())
+                .into_iter()
+                .map(serde_json::Value::String)
+                .collect();
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -154,5 +168,16 @@ mod check_tests {
         assert!(check_document(&mut negative)
             .unwrap_err()
             .contains("never negative"));
+    }
+
+    #[test]
+    fn a_documents_secret_is_hidden_before_it_is_rendered() {
+        // Issue 54: `report` printed a `--secret-key` of a document's command in full.
+        let mut doc =
+            json!({"command": ["stormark", "s3", "--secret-key", "SeCrEt", "--secret=x2"]});
+        check_document(&mut doc).unwrap();
+        let text = doc.to_string();
+        assert!(!text.contains("SeCrEt") && !text.contains("x2"), "{text}");
+        assert_eq!(doc["command"][3], "<hidden>");
     }
 }

@@ -54,7 +54,13 @@ fn output(
 /// given by mistake (a device, a huge log) is refused, never read whole into memory.
 fn read_limited(path: &std::path::Path, limit: u64, what: &str) -> std::io::Result<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO given as the file must not hang the open until a writer comes
+    // (nothing reads a FIFO here: it is refused below, and a regular file ignores the flag).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     // A device, a FIFO or a directory is not a file of ours (`/dev/zero` would be read to
     // the limit), and a file over the limit is refused before it is read.
     let meta = file.metadata()?;
@@ -186,7 +192,30 @@ fn fio_spellings(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     out
 }
 
+/// Signals whose default action ends the process at once, leaving a run directory and a
+/// results document that says `running` (SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM), each taken as
+/// Ctrl-C: the command's own SIGINT handler (or SIGINT's default where it has none) decides.
+/// SIGTERM and SIGHUP are Ctrl-C's already (ctrlc's `termination`).
+fn signals_as_ctrl_c() {
+    extern "C" fn forward(_: libc::c_int) {
+        // SAFETY: getpid(2) and kill(2) are async-signal-safe.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGINT);
+        }
+    }
+    for sig in [libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM] {
+        // SAFETY: the handler calls async-signal-safe functions only.
+        unsafe {
+            libc::signal(
+                sig,
+                forward as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
 fn main() {
+    signals_as_ctrl_c();
     let cli = cli::Cli::parse_from(fio_spellings(std::env::args_os().collect()));
     let result = match cli.command {
         cli::Command::Run(args) => run::main(*args),

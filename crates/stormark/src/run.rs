@@ -233,6 +233,8 @@ fn run(args: RunArgs) -> Result<Ending> {
         target_is_file,
     } = request(&request_options(&args)?).map_err(usage)?;
     if args.print_fio {
+        stormark_spec::fio_check(&workload.jobs, &target.display().to_string())
+            .map_err(|e| usage(format!("--print-fio: {e}")))?;
         outln!(
             "{}",
             stormark_spec::to_fio(
@@ -330,8 +332,10 @@ fn run(args: RunArgs) -> Result<Ending> {
     } else {
         out!("{}", Terminal.render(&results));
     }
-    if let Some(msg) = write_failed {
-        eprintln!("error: {msg}");
+    if !write_failed.is_empty() {
+        for msg in &write_failed {
+            eprintln!("error: {msg}");
+        }
         return Ok(Ending::Failed);
     }
     Ok(match outcome {
@@ -418,17 +422,18 @@ fn repeat_and_policy(args: &RunArgs) -> Result<(u32, OnAgentFailure)> {
     Ok((repeat, policy))
 }
 
-/// Writes `--json` and `--html`; what could not be written, said.
+/// Writes `--json` and `--html`; each one that could not be written, said (both, when the
+/// file system under them is full).
 fn write_outputs(
     args: &RunArgs,
     json: Option<&Output>,
     html: Option<&Output>,
     results: &Results,
-) -> Option<String> {
-    let mut failed = None;
+) -> Vec<String> {
+    let mut failed = Vec::new();
     if let (Some(out), Some(path)) = (json, &args.output.json) {
         if let Err(e) = out.write_with(|w| Json.write_to(results, w)) {
-            failed = Some(format!(
+            failed.push(format!(
                 "--json {}: cannot write results: {e}",
                 path.display()
             ));
@@ -436,7 +441,7 @@ fn write_outputs(
     }
     if let (Some(out), Some(path)) = (html, &args.output.html) {
         if let Err(e) = out.write(Html.render(results).as_bytes()) {
-            failed = Some(format!(
+            failed.push(format!(
                 "--html {}: cannot write the report: {e}",
                 path.display()
             ));

@@ -5,25 +5,74 @@ use crate::units::{format_duration, format_size};
 use crate::workload::Job;
 use crate::LoadKind;
 
+/// Why `value` (of the option `what`) cannot be written into a fio job file as it is: a
+/// control character (a newline would start a line of fio's options of its own:
+/// `exec_prerun=`), or a `;` or `#` after a blank, where fio's line ends in a comment.
+fn fio_unwritable(what: &str, value: &str) -> Option<String> {
+    let why = if value.chars().any(char::is_control) {
+        "holds a control character"
+    } else if [" ;", " #", "\t;", "\t#"].iter().any(|c| value.contains(c)) {
+        "holds a ';' or '#' after a blank, where fio reads a comment"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{what} {}: {why}; a fio job file cannot carry it (rename it to print the job file)",
+        crate::shown(value)
+    ))
+}
+
+/// The first value of `jobs` on `target` that a fio job file cannot carry as it is (a
+/// control character, or a `;` or `#` after a blank), said in one line: checked before
+/// [`to_fio`] prints anything.
+pub fn fio_check(jobs: &[Job], target: &str) -> Result<(), String> {
+    if let Some(e) = fio_unwritable("TARGET", target) {
+        return Err(e);
+    }
+    for job in jobs {
+        let name = fio_unwritable("job name", &job.name);
+        let file = job
+            .filename
+            .as_deref()
+            .and_then(|f| fio_unwritable("filename", f));
+        if let Some(e) = name.or(file) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// A value as it goes into a line of the job file: its control characters as `?`, so that
+/// nothing given to [`to_fio`] unchecked can start a line (callers check first, with
+/// [`fio_check`], and refuse).
+fn one_line(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
 /// The fio job file of `jobs` on `target`: what fio would run for the same workload (jobs of
-/// one group together, a `stonewall` between groups).
+/// one group together, a `stonewall` between groups). Values that [`fio_check`] refuses are
+/// never written as they are.
 pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
     let mut out = String::from("; written by stormark run --print-fio\n[global]\n");
     out.push_str(&format!(
-        "{}={target}\ngroup_reporting=1\n",
-        if is_dir { "directory" } else { "filename" }
+        "{}={}\ngroup_reporting=1\n",
+        if is_dir { "directory" } else { "filename" },
+        one_line(target)
     ));
     let mut last_group: Option<&Option<String>> = None;
     for job in jobs {
         if matches!(job.kind, LoadKind::S3 | LoadKind::Net) {
             out.push_str(&format!(
                 "\n; job {}: a {} job, which fio does not run (left out)\n",
-                job.name,
+                one_line(&job.name),
                 job.kind.name()
             ));
             continue;
         }
-        out.push_str(&format!("\n[{}]\n", job.name));
+        out.push_str(&format!("\n[{}]\n", one_line(&job.name)));
         let new_group = last_group.is_some_and(|g| job.group.is_none() || *g != job.group);
         if new_group {
             out.push_str("stonewall\n");
@@ -37,7 +86,7 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         out.push_str(&format!("ioengine={engine}\nrw={}\n", job.rw_text()));
         // The job's own file in the directory (on one file or device, that target).
         if let Some(f) = job.filename.as_ref().filter(|_| is_dir) {
-            out.push_str(&format!("filename={f}\n"));
+            out.push_str(&format!("filename={}\n", one_line(f)));
         }
         pattern(&mut out, job);
         out.push_str(&format!(

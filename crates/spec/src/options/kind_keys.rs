@@ -31,7 +31,20 @@ impl JobOpts {
         }
         match canonical {
             "endpoint" => {
-                self.endpoint = Some(parse_endpoint(value).ok_or_else(|| bad(ENDPOINT_FORM))?)
+                // Said without what may be a secret (`user:secret@`, `?secret=`).
+                self.endpoint =
+                    Some(
+                        parse_endpoint(value).ok_or_else(|| match bad(ENDPOINT_FORM) {
+                            SpecError::Invalid {
+                                option, expected, ..
+                            } => SpecError::Invalid {
+                                option,
+                                value: crate::shown_url(value),
+                                expected,
+                            },
+                            other => other,
+                        })?,
+                    )
             }
             "bucket" => {
                 if !valid_bucket(value) {

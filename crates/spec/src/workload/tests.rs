@@ -122,7 +122,7 @@ fn rejected_values_name_option_and_form() {
         (
             "time",
             "10x",
-            "--time 10x: expected a duration such as 30s, 500ms, 5m or 1h",
+            "--time 10x: expected a duration such as 30s, 500ms, 5m or 1h, at most 365d",
         ),
         (
             "direct",
