@@ -417,3 +417,44 @@ fn every_output_that_cannot_be_written_is_said() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(err.contains("--json") && err.contains("--html"), "{err}");
 }
+
+/// Issue 54: a FIFO or `/dev/zero` given where the binary reads a file (a job file, an agents
+/// file, a results document, a suite file) is refused at once, never waited on or read whole.
+#[test]
+fn a_fifo_or_a_device_given_as_a_file_is_refused_at_once() {
+    let dir = temp_dir(TMP);
+    // Named as a suite file is (a `.toml`), so that `suite` reads it too.
+    let fifo = dir.path().join("f.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let md = dir.path().join("r.md");
+    let (f, t, md) = (
+        fifo.to_str().unwrap(),
+        target.to_str().unwrap(),
+        md.to_str().unwrap(),
+    );
+    for file in [f, "/dev/zero"] {
+        for args in [
+            vec!["run", t, "--job", file],
+            vec!["run", t, "--agents-file", file, "--token-file", file],
+            vec!["report", file, "--markdown", md],
+            vec!["compare", file, file],
+            vec!["suite", file, t],
+        ] {
+            if args[0] == "suite" && !file.ends_with(".toml") {
+                continue;
+            }
+            // Bounded so that a regression fails here instead of hanging the suite.
+            let (out, ended) = run_bounded(&args, &[], Duration::from_secs(60));
+            assert!(ended, "{args:?}: still waiting");
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("not a regular file"),
+                "{args:?}: {}",
+                text(&out)
+            );
+        }
+    }
+}

@@ -588,10 +588,11 @@ fn read_lines(
             ),
             v => v,
         };
+        // Not named: the first line of a file that is no job file (a token, a key given as
+        // --job by mistake) would be printed.
         let Some((_, lines)) = sections.last_mut() else {
             return Err(format!(
-                "line {no}: {} before any section: put it under [global]",
-                shown_key(&key)
+                "line {no}: an option before any section: put it under [global] (or give a fio job file)"
             ));
         };
         let _ = path;
