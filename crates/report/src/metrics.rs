@@ -460,8 +460,11 @@ mod tests {
                 errors: 0,
             },
         )];
-        m.hosts(&[("host-a", &ops)]);
+        m.hosts(&[("host-a", &ops), ("evil\"} 1\nstormark_forged{x=\"", &ops)]);
         let text = m.text();
+        // Issue 54: a host's name is a label value, escaped (quote, newline), never a line
+        // of its own.
+        assert!(!text.lines().any(|l| l.starts_with("stormark_forged")), "{text}");
         assert!(
             text.contains("stormark_host_iops{host=\"host-a\",op=\"read\"} 5"),
             "{text}"
