@@ -464,7 +464,10 @@ mod tests {
         let text = m.text();
         // Issue 54: a host's name is a label value, escaped (quote, newline), never a line
         // of its own.
-        assert!(!text.lines().any(|l| l.starts_with("stormark_forged")), "{text}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("stormark_forged")),
+            "{text}"
+        );
         assert!(
             text.contains("stormark_host_iops{host=\"host-a\",op=\"read\"} 5"),
             "{text}"
