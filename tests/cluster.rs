@@ -1164,3 +1164,74 @@ fn something_other_than_an_agent_is_named_and_gets_no_token() {
         );
     }
 }
+
+/// A child that must end within `limit`: killed and failed otherwise, so that a regression
+/// that waits forever fails rather than hangs.
+fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting stormark");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("still running after {limit:?}: {}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 54: a token file that is a FIFO (no writer ever comes) or a device (`/dev/zero`,
+/// endless) is refused at once in one line, exit 2, by the agent, the coordinator and the net
+/// server alike; never waited on, never read to exhaustion.
+#[test]
+fn a_token_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let dir = temp_dir(TMP);
+    let fifo = dir.path().join("token-fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let addr = stormark_testkit::free_addr();
+    for file in [fifo.as_path(), Path::new("/dev/zero")] {
+        let f = file.to_str().unwrap();
+        let dir = dir.path().to_str().unwrap();
+        let commands: [&[&str]; 3] = [
+            &[
+                "agent",
+                "--listen",
+                &addr,
+                "--token-file",
+                f,
+                "--allow-path",
+                dir,
+            ],
+            &[
+                "run",
+                dir,
+                "--agents",
+                &addr,
+                "--token-file",
+                f,
+                "--time",
+                "1s",
+            ],
+            &["net", "server", "--listen", &addr, "--token-file", f],
+        ];
+        for args in commands {
+            let mut cmd = Command::new(BIN);
+            cmd.args(args);
+            let out = output_within(cmd, Duration::from_secs(5));
+            let said = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+            assert!(
+                said.contains(&format!("--token-file {f}: ")),
+                "{args:?}: {said}"
+            );
+            assert!(said.contains("not a regular file"), "{args:?}: {said}");
+            assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+        }
+    }
+}
