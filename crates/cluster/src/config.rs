@@ -372,23 +372,45 @@ impl AgentConfig {
     }
 
     /// Whether `target` lies under an allowed path; returns its canonical form.
+    ///
+    /// A target outside the allowed paths gets one answer whether it exists or not, so that
+    /// a coordinator cannot probe the host's other paths: a target that cannot be resolved is
+    /// said to be missing only when the deepest of its ancestors that resolves lies under an
+    /// allowed path (after links and `..`), and is outside otherwise.
     pub fn allowed(&self, target: &Path) -> Result<PathBuf, ConfigError> {
-        let real = std::fs::canonicalize(target).map_err(|source| ConfigError::TargetMissing {
+        let inside = |real: &Path| self.allow.iter().any(|root| real.starts_with(root));
+        let outside = || ConfigError::Outside {
             path: target.to_path_buf(),
-            source,
-        })?;
-        if self.allow.iter().any(|root| real.starts_with(root)) {
-            Ok(real)
-        } else {
-            Err(ConfigError::Outside {
-                path: target.to_path_buf(),
-                allowed: self
-                    .allow
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+            allowed: self
+                .allow
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        match std::fs::canonicalize(target) {
+            Ok(real) if inside(&real) => Ok(real),
+            Ok(_) => Err(outside()),
+            Err(source) => {
+                let resolved = target
+                    .ancestors()
+                    .skip(1)
+                    .map(|a| {
+                        if a.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            a
+                        }
+                    })
+                    .find_map(|a| std::fs::canonicalize(a).ok());
+                match resolved {
+                    Some(real) if inside(&real) => Err(ConfigError::TargetMissing {
+                        path: target.to_path_buf(),
+                        source,
+                    }),
+                    _ => Err(outside()),
+                }
+            }
         }
     }
 }
@@ -633,6 +655,48 @@ mod tests {
         );
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(cfg.warnings(&lo, &token, Some(&key)).is_empty());
+    }
+
+    /// Issue 54: whether a path outside the allowed ones exists cannot be told from the
+    /// answer: the same words, apart from the path.
+    #[test]
+    fn a_target_outside_is_refused_alike_whether_it_exists_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
+        let inside = dir.path().join("bench");
+        std::fs::create_dir(&inside).unwrap();
+        let cfg = AgentConfig::new(&f, std::slice::from_ref(&inside)).unwrap();
+        let said = |p: &Path| {
+            let e = cfg.allowed(p).unwrap_err().to_string();
+            e.replace(&p.display().to_string(), "PATH")
+        };
+        let outside = format!(
+            "target PATH is outside this agent's --allow-path list ({})",
+            inside.display()
+        );
+        for p in [
+            Path::new("/etc/passwd"),
+            Path::new("/etc/stormark-no-such-file"),
+            Path::new("/etc/passwd/below-a-file"),
+            Path::new("/no-such-dir/x/y"),
+            &dir.path().join("token"),
+            &dir.path().join("no-such-file"),
+            &inside.join("../no-such-file"),
+        ] {
+            assert_eq!(said(p), outside, "{}", p.display());
+        }
+        // Beneath an allowed path, a missing target is said to be missing.
+        let e = cfg
+            .allowed(&inside.join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("No such file"), "{e}");
+        // Also through a link planted inside that leads outside.
+        std::os::unix::fs::symlink("/etc", inside.join("etc")).unwrap();
+        for p in ["etc/passwd", "etc/stormark-no-such-file"] {
+            assert_eq!(said(&inside.join(p)), outside, "{p}");
+        }
     }
 
     #[test]
