@@ -1354,3 +1354,76 @@ fn connections_without_the_token_cannot_lock_coordinators_out() {
         h.join().unwrap();
     }
 }
+
+/// Issue 54: an agent whose every connection holds the token turns a new one away, and the
+/// coordinator says so rather than "not a stormark agent".
+#[test]
+fn an_agent_full_of_authenticated_connections_is_said_to_be_full() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    let secret = "full-agent-test-token-0123456789";
+    std::fs::write(&token, format!("{secret}\n")).unwrap();
+    let addr = stormark_testkit::free_addr();
+    let _agent = LoopbackAgents(vec![Command::new(BIN)
+        .args(["agent", "--listen", &addr, "--token-file"])
+        .arg(&token)
+        .arg("--allow-path")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting an agent")]);
+    wait_until("the agent listening", Duration::from_secs(30), || {
+        TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(200)).is_ok()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // 64 connections, each authenticated by a handshake that carries the token (the first
+    // opens a session, the others are told the agent is busy).
+    let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {secret}").parse().unwrap();
+    let held: Vec<_> = (0..64)
+        .map(|_| {
+            rt.block_on(async {
+                let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                    .unwrap()
+                    .connect()
+                    .await
+                    .expect("connecting to the agent");
+                let bearer = bearer.clone();
+                let mut c = stormark_cluster::pb::agent_client::AgentClient::with_interceptor(
+                    channel,
+                    move |mut req: tonic::Request<()>| {
+                        req.metadata_mut().insert("authorization", bearer.clone());
+                        Ok(req)
+                    },
+                );
+                let said = c
+                    .handshake(stormark_cluster::pb::HandshakeRequest {
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        coordinator: "holder".into(),
+                    })
+                    .await;
+                if let Err(s) = &said {
+                    assert!(s.message().starts_with("busy"), "{s:?}");
+                }
+                c
+            })
+        })
+        .collect();
+    let out = Command::new(BIN)
+        .args(["run", "--agents", &addr, "--token-file"])
+        .arg(&token)
+        .args([
+            "--rw", "randread", "--size", "4m", "--time", "1s", "--quiet",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("the agent's connections are full"), "{said}");
+    drop(held);
+}
