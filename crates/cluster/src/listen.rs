@@ -3,10 +3,11 @@
 //! the agent from exiting: a connection must present the token (a call carrying it) within
 //! [`AUTH_LIMIT`] of its accept; at most [`PER_SOURCE`] connections of one source wait to do
 //! so (a new one evicts that source's oldest); at most [`MAX_CONNECTIONS`] are held at once,
-//! where a new connection evicts the oldest one not yet authenticated, never an authenticated
-//! one, and is turned away (told so by an HTTP/2 GOAWAY) only when every one holds the token.
+//! where a new connection evicts one not yet authenticated (the oldest of the source with the
+//! most), never an authenticated one, and is turned away (told so by an HTTP/2 GOAWAY) only
+//! when every one holds the token.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -32,9 +33,9 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// TLS included, so this only ends connections that will never authenticate.
 pub const AUTH_LIMIT: Duration = Duration::from_secs(2);
 
-/// Connections from one source (an IPv4 address, an IPv6 /64) waiting to authenticate; a new
-/// one from that source evicts the oldest, so that one source cannot take the room meant for
-/// coordinators elsewhere.
+/// Connections from one source (an address) waiting to authenticate; a new one from that
+/// source evicts the oldest, so that one source cannot take the room meant for coordinators
+/// elsewhere.
 pub const PER_SOURCE: usize = 4;
 
 /// What a connection turned away is sent before it is closed: an HTTP/2 GOAWAY frame (RFC
@@ -237,25 +238,18 @@ pub async fn guarded_incoming(
     Ok((rx, connections))
 }
 
-/// The source a connection from `peer` counts against: its IPv4 address, or its IPv6
-/// address's /64 (one host commonly holds a whole /64).
+/// The source a connection from `peer` counts against: its address, an IPv4-mapped IPv6 one
+/// as IPv4. Not an IPv6 /64: the hosts of one LAN commonly share one, and a coordinator would
+/// count against a neighbour's flood.
 fn source(peer: SocketAddr) -> IpAddr {
-    match peer.ip() {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let s = v6.segments();
-                IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-            }
-        },
-        v4 => v4,
-    }
+    peer.ip().to_canonical()
 }
 
 /// Makes room in `live` for a new connection from `peer`: evicts the oldest connection of its
-/// source not yet authenticated when that source has [`PER_SOURCE`] of them, then the oldest
-/// not yet authenticated of any source when [`MAX_CONNECTIONS`] are held. False when there is
-/// no room: every connection held is authenticated.
+/// source not yet authenticated when that source has [`PER_SOURCE`] of them; then, when
+/// [`MAX_CONNECTIONS`] are held, the oldest not yet authenticated of the source with the most
+/// of them (a coordinator waits with one, a flood from many addresses with up to
+/// [`PER_SOURCE`] each). False when there is no room: every connection held is authenticated.
 fn make_room(live: &mut BTreeMap<u64, Arc<Entry>>, peer: SocketAddr) -> bool {
     let waiting = |e: &Entry| !e.authenticated.load(Ordering::Relaxed);
     let from = source(peer);
@@ -271,8 +265,16 @@ fn make_room(live: &mut BTreeMap<u64, Arc<Entry>>, peer: SocketAddr) -> bool {
     if live.len() < MAX_CONNECTIONS {
         return true;
     }
-    let oldest = live.iter().find(|(_, e)| waiting(e)).map(|(id, _)| *id);
-    match oldest {
+    let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+    for e in live.values().filter(|e| waiting(e)) {
+        *counts.entry(source(e.peer)).or_default() += 1;
+    }
+    let victim = live
+        .iter()
+        .filter(|(_, e)| waiting(e))
+        .max_by_key(|(id, e)| (counts[&source(e.peer)], std::cmp::Reverse(**id)))
+        .map(|(id, _)| *id);
+    match victim {
         Some(id) => {
             evict(live, id);
             true
@@ -376,8 +378,8 @@ mod tests {
                 "10.0.0.1:103"
             ]
         );
-        // IPv6: one /64 is one source; an IPv4-mapped address is its IPv4 source.
-        assert_eq!(
+        // An IPv4-mapped address is its IPv4 source; IPv6 addresses are each their own.
+        assert_ne!(
             source("[2001:db8:1:2:aa::1]:5".parse().unwrap()),
             source("[2001:db8:1:2:bb::2]:6".parse().unwrap())
         );
@@ -407,6 +409,32 @@ mod tests {
         }
         assert!(!make_room(&mut all, "10.0.5.1:1".parse().unwrap()));
         assert_eq!(all.len(), MAX_CONNECTIONS);
+    }
+
+    /// Issue 54: at the cap, a flood from many addresses gives up its connections before a
+    /// coordinator's, even one that has waited longer, as long as some of its addresses wait
+    /// with more than one (a flood from as many addresses as there are slots, one each, ties
+    /// with the coordinator, and the oldest goes).
+    #[test]
+    fn the_source_with_the_most_waiting_makes_room() {
+        let mut live = BTreeMap::new();
+        fill(&mut live, ["10.0.9.9:1".to_string()]);
+        fill(
+            &mut live,
+            (0..MAX_CONNECTIONS - 1).map(|i| format!("10.0.8.{}:{}", i / PER_SOURCE, i)),
+        );
+        assert_eq!(live.len(), MAX_CONNECTIONS);
+        // 15 addresses wait with 4 each, one with 3: 47 of them go before any ties.
+        for i in 0..47 {
+            let peer: SocketAddr = format!("10.0.7.{i}:1").parse().unwrap();
+            assert!(make_room(&mut live, peer));
+            let id = live.keys().last().unwrap() + 1;
+            live.insert(id, entry(&peer.to_string(), false));
+            assert!(
+                live.values().any(|e| e.peer.to_string() == "10.0.9.9:1"),
+                "the coordinator's connection evicted at {i}"
+            );
+        }
     }
 
     #[test]
