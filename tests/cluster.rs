@@ -1164,3 +1164,266 @@ fn something_other_than_an_agent_is_named_and_gets_no_token() {
         );
     }
 }
+
+/// A child that must end within `limit`: killed and failed otherwise, so that a regression
+/// that waits forever fails rather than hangs.
+fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting stormark");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("still running after {limit:?}: {}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 54: a token file that is a FIFO (no writer ever comes) or a device (`/dev/zero`,
+/// endless) is refused at once in one line, exit 2, by the agent, the coordinator and the net
+/// server alike; never waited on, never read to exhaustion.
+#[test]
+fn a_token_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let dir = temp_dir(TMP);
+    let fifo = dir.path().join("token-fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let addr = stormark_testkit::free_addr();
+    for file in [fifo.as_path(), Path::new("/dev/zero")] {
+        let f = file.to_str().unwrap();
+        let dir = dir.path().to_str().unwrap();
+        let commands: [&[&str]; 3] = [
+            &[
+                "agent",
+                "--listen",
+                &addr,
+                "--token-file",
+                f,
+                "--allow-path",
+                dir,
+            ],
+            &[
+                "run",
+                dir,
+                "--agents",
+                &addr,
+                "--token-file",
+                f,
+                "--time",
+                "1s",
+            ],
+            &["net", "server", "--listen", &addr, "--token-file", f],
+        ];
+        for args in commands {
+            let mut cmd = Command::new(BIN);
+            cmd.args(args);
+            let out = output_within(cmd, Duration::from_secs(5));
+            let said = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+            assert!(
+                said.contains(&format!("--token-file {f}: ")),
+                "{args:?}: {said}"
+            );
+            assert!(said.contains("not a regular file"), "{args:?}: {said}");
+            assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+        }
+    }
+}
+
+/// The HTTP/2 client preface (RFC 9113 §3.4) and an empty SETTINGS frame.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+/// A PING frame (type 6) on stream 0 with eight bytes of data.
+const PING: &[u8] = b"\x00\x00\x08\x06\x00\x00\x00\x00\x00stormark";
+
+/// Issue 54: whoever reaches an agent's port without the token cannot lock coordinators out.
+/// 64 connections from another address (127.0.0.2: another host, as far as the agent can
+/// tell) speak HTTP/2 as a client would (the preface, SETTINGS, then a PING every 2 s) and
+/// are opened again as soon as the agent closes them; a coordinator's run still gets through.
+/// Before issue 54 they held all of the agent's 64 connections, and every coordinator was
+/// turned away ("closed the connection without a word").
+#[test]
+fn connections_without_the_token_cannot_lock_coordinators_out() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "hostile-test-token-0123456789\n").unwrap();
+    let addr = stormark_testkit::free_addr();
+    let _agent = LoopbackAgents(vec![Command::new(BIN)
+        .args(["agent", "--listen", &addr, "--token-file"])
+        .arg(&token)
+        .arg("--allow-path")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting an agent")]);
+    let target: std::net::SocketAddr = addr.parse().unwrap();
+    wait_until("the agent listening", Duration::from_secs(30), || {
+        TcpStream::connect_timeout(&target, Duration::from_millis(200)).is_ok()
+    });
+    // Connections from 127.0.0.2 need a socket bound before it connects: tokio's.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicUsize::new(0));
+    let connect = {
+        let handle = rt.handle().clone();
+        move || -> std::io::Result<TcpStream> {
+            let s = tokio::net::TcpSocket::new_v4()?;
+            s.bind("127.0.0.2:0".parse().unwrap())?;
+            let io = handle.block_on(s.connect(target))?.into_std()?;
+            io.set_nonblocking(false)?;
+            Ok(io)
+        }
+    };
+    let hostile: Vec<_> = (0..64)
+        .map(|_| {
+            let (stop, opened, connect) = (stop.clone(), opened.clone(), connect.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Ok(mut io) = connect() else {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    if io.write_all(PREFACE).is_err() {
+                        continue;
+                    }
+                    io.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                    let mut buf = [0u8; 4096];
+                    // Read what the agent says; a PING every 2 s; closed: open another.
+                    while !stop.load(Ordering::Relaxed) {
+                        match io.read(&mut buf) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(e)
+                                if e.kind() == std::io::ErrorKind::WouldBlock
+                                    || e.kind() == std::io::ErrorKind::TimedOut =>
+                            {
+                                if io.write_all(PING).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    wait_until("64 hostile connections", Duration::from_secs(30), || {
+        opened.load(Ordering::Relaxed) >= 64
+    });
+    // Let them settle into whatever the agent does with them.
+    std::thread::sleep(Duration::from_secs(3));
+    let job = dir.path().join("null.toml");
+    std::fs::write(
+        &job,
+        "kind = \"null\"\ntime = \"1s\"\n[[job]]\nname = \"n\"\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let mut run = Command::new(BIN);
+    run.arg("run")
+        .args(["--agents", &addr, "--token-file"])
+        .arg(&token)
+        .arg("--job")
+        .arg(&job)
+        .arg("--quiet")
+        .arg("--json")
+        .arg(&json);
+    // 5 s to get through, 1 s of load, and the rest of a run.
+    let out = output_within(run, Duration::from_secs(10));
+    stop.store(true, Ordering::Relaxed);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let r = read_json(&json);
+    assert!(run_phase(&r)["total"]["ops"].as_u64().unwrap() > 0, "{r}");
+    for h in hostile {
+        h.join().unwrap();
+    }
+}
+
+/// Issue 54: an agent whose every connection holds the token turns a new one away, and the
+/// coordinator says so rather than "not a stormark agent".
+#[test]
+fn an_agent_full_of_authenticated_connections_is_said_to_be_full() {
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    let secret = "full-agent-test-token-0123456789";
+    std::fs::write(&token, format!("{secret}\n")).unwrap();
+    let addr = stormark_testkit::free_addr();
+    let _agent = LoopbackAgents(vec![Command::new(BIN)
+        .args(["agent", "--listen", &addr, "--token-file"])
+        .arg(&token)
+        .arg("--allow-path")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting an agent")]);
+    wait_until("the agent listening", Duration::from_secs(30), || {
+        TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(200)).is_ok()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // 64 connections, each authenticated by a handshake that carries the token (the first
+    // opens a session, the others are told the agent is busy).
+    let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {secret}").parse().unwrap();
+    let held: Vec<_> = (0..64)
+        .map(|_| {
+            rt.block_on(async {
+                let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+                    .unwrap()
+                    .connect()
+                    .await
+                    .expect("connecting to the agent");
+                let bearer = bearer.clone();
+                let mut c = stormark_cluster::pb::agent_client::AgentClient::with_interceptor(
+                    channel,
+                    move |mut req: tonic::Request<()>| {
+                        req.metadata_mut().insert("authorization", bearer.clone());
+                        Ok(req)
+                    },
+                );
+                let said = c
+                    .handshake(stormark_cluster::pb::HandshakeRequest {
+                        version: env!("CARGO_PKG_VERSION").into(),
+                        coordinator: "holder".into(),
+                    })
+                    .await;
+                if let Err(s) = &said {
+                    assert!(s.message().starts_with("busy"), "{s:?}");
+                }
+                c
+            })
+        })
+        .collect();
+    let out = Command::new(BIN)
+        .args(["run", "--agents", &addr, "--token-file"])
+        .arg(&token)
+        .args([
+            "--rw", "randread", "--size", "4m", "--time", "1s", "--quiet",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("the agent's connections are full"), "{said}");
+    drop(held);
+}

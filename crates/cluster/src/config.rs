@@ -20,6 +20,31 @@ pub enum ConfigError {
         /// Why.
         source: std::io::Error,
     },
+    /// A file given by an option that is not a regular file (a FIFO, a device, a directory):
+    /// refused before anything is read from it, never waited on.
+    #[error("{option} {}: {found}, not a regular file; give {expected}", path.display())]
+    NotAFile {
+        /// The option (`--token-file`, `--tls-cert`, ...).
+        option: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What it is instead (`a FIFO`, `a character device`, ...).
+        found: &'static str,
+        /// What the option expects.
+        expected: &'static str,
+    },
+    /// A file given by an option larger than such a file can be.
+    #[error("{option} {}: larger than {limit} bytes; give {expected}", path.display())]
+    TooLarge {
+        /// The option.
+        option: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The most it may hold, in bytes.
+        limit: u64,
+        /// What the option expects.
+        expected: &'static str,
+    },
     /// The token file holds no usable token.
     #[error("--token-file {}: expected one line of at least {MIN_TOKEN_LEN} characters without spaces or control characters, such as the output of `head -c 32 /dev/urandom | base64`", path.display())]
     BadToken {
@@ -304,18 +329,28 @@ impl AgentConfig {
     }
 
     /// Warnings about a set-up that works but exposes more than it should: printed at start.
-    pub fn warnings(&self, listen: &std::net::SocketAddr, token_file: &Path) -> Vec<String> {
+    /// `tls_key` is the file given with `--tls-key`, if any.
+    pub fn warnings(
+        &self,
+        listen: &std::net::SocketAddr,
+        token_file: &Path,
+        tls_key: Option<&Path>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         if self.tls.is_none() && !listen.ip().is_loopback() {
             out.push(format!("listening on {listen} without TLS: the token and every request travel in clear; give --tls-cert and --tls-key (docs/security.md)"));
         }
-        if let Ok(m) = std::fs::metadata(token_file) {
-            if m.mode() & 0o077 != 0 {
-                out.push(format!(
-                    "--token-file {}: readable by group or others (mode {:o}); chmod 600 it",
-                    token_file.display(),
-                    m.mode() & 0o777
-                ));
+        let secrets = [("--token-file", Some(token_file)), ("--tls-key", tls_key)];
+        for (option, file) in secrets {
+            let Some(file) = file else { continue };
+            if let Ok(m) = std::fs::metadata(file) {
+                if m.mode() & 0o077 != 0 {
+                    out.push(format!(
+                        "{option} {}: readable by group or others (mode {:o}); chmod 600 it",
+                        file.display(),
+                        m.mode() & 0o777
+                    ));
+                }
             }
         }
         if self.allow.iter().any(|p| p == Path::new("/")) {
@@ -326,46 +361,150 @@ impl AgentConfig {
 
     /// Serves TLS with this certificate chain and key (PEM files).
     pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<AgentConfig, ConfigError> {
-        let read = |option: &'static str, p: &Path| {
-            std::fs::read(p).map_err(|source| ConfigError::Unreadable {
-                option,
-                path: p.to_path_buf(),
-                source,
-            })
+        let read = |option: &'static str, p: &Path, expected: &'static str| {
+            read_regular(p, option, PEM_LIMIT, expected)
         };
-        self.tls = Some((read("--tls-cert", cert)?, read("--tls-key", key)?));
+        self.tls = Some((
+            read("--tls-cert", cert, "a PEM file of the certificate chain")?,
+            read("--tls-key", key, "a PEM file of the private key")?,
+        ));
         Ok(self)
     }
 
     /// Whether `target` lies under an allowed path; returns its canonical form.
+    ///
+    /// A target outside the allowed paths gets one answer whether it exists or not, so that
+    /// a coordinator cannot probe the host's other paths: a target that cannot be resolved is
+    /// said to be missing only when the deepest of its ancestors that resolves lies under an
+    /// allowed path (after links and `..`), and is outside otherwise.
     pub fn allowed(&self, target: &Path) -> Result<PathBuf, ConfigError> {
-        let real = std::fs::canonicalize(target).map_err(|source| ConfigError::TargetMissing {
+        let inside = |real: &Path| self.allow.iter().any(|root| real.starts_with(root));
+        let outside = || ConfigError::Outside {
             path: target.to_path_buf(),
-            source,
-        })?;
-        if self.allow.iter().any(|root| real.starts_with(root)) {
-            Ok(real)
-        } else {
-            Err(ConfigError::Outside {
-                path: target.to_path_buf(),
-                allowed: self
-                    .allow
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+            allowed: self
+                .allow
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        match std::fs::canonicalize(target) {
+            Ok(real) if inside(&real) => Ok(real),
+            Ok(_) => Err(outside()),
+            Err(source) => {
+                let resolved = target
+                    .ancestors()
+                    .skip(1)
+                    .map(|a| {
+                        if a.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            a
+                        }
+                    })
+                    .find_map(|a| std::fs::canonicalize(a).ok());
+                match resolved {
+                    Some(real) if inside(&real) => Err(ConfigError::TargetMissing {
+                        path: target.to_path_buf(),
+                        source,
+                    }),
+                    _ => Err(outside()),
+                }
+            }
         }
     }
 }
 
-/// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes.
-pub fn read_token(path: &Path) -> Result<String, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
-        option: "--token-file",
+/// The most a token file may hold: a token is one line.
+pub const TOKEN_FILE_LIMIT: u64 = 4 << 10;
+
+/// The most a PEM file of certificates or a key may hold.
+pub const PEM_LIMIT: u64 = 1 << 20;
+
+/// Reads a file named by an option or the environment (`option` names it in errors), as a
+/// regular file only: opened without blocking (a FIFO is refused, never waited on for a
+/// writer; `O_NOCTTY`, so a terminal never becomes the agent's), refused in one line unless
+/// `fstat` says it is a regular file (`/dev/zero` is refused, not read), and refused when
+/// larger than `limit` bytes. `expected` says what the option wants, as in "a file holding
+/// the token".
+pub fn read_regular(
+    path: &Path,
+    option: &'static str,
+    limit: u64,
+    expected: &'static str,
+) -> Result<Vec<u8>, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unreadable = |source| ConfigError::Unreadable {
+        option,
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)
+        .map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
+    let kind = meta.file_type();
+    let found = if kind.is_file() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    };
+    if let Some(found) = found {
+        return Err(ConfigError::NotAFile {
+            option,
+            path: path.to_path_buf(),
+            found,
+            expected,
+        });
+    }
+    let too_large = || ConfigError::TooLarge {
+        option,
+        path: path.to_path_buf(),
+        limit,
+        expected,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    // A regular file ignores O_NONBLOCK. Read to one byte past the limit: a file that grew
+    // since fstat is refused too.
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// Reads a token file: one line, at least [`MIN_TOKEN_LEN`] bytes, from a regular file of at
+/// most [`TOKEN_FILE_LIMIT`] bytes (see [`read_regular`]).
+pub fn read_token(path: &Path) -> Result<String, ConfigError> {
+    let bytes = read_regular(
+        path,
+        "--token-file",
+        TOKEN_FILE_LIMIT,
+        "a file holding the token, one line",
+    )?;
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(ConfigError::BadToken {
+            path: path.to_path_buf(),
+        });
+    };
     let token = text.trim().to_string();
     if token.len() < MIN_TOKEN_LEN
         || token.contains(char::is_whitespace)
@@ -450,6 +589,114 @@ mod tests {
             "{err}"
         );
         assert!(cfg.allowed(Path::new("/does/not/exist")).is_err());
+    }
+
+    /// Issue 54: a token file that is a FIFO or a device is refused at once, in one line,
+    /// never waited on or read to exhaustion; a file over the limit is refused.
+    #[test]
+    fn token_files_are_regular_files_of_a_few_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: c is a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // No writer ever comes: a blocking open would hang here.
+        let e = read_token(&fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        assert!(
+            e.starts_with(&format!("--token-file {}", fifo.display())),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let e = read_token(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--token-file /dev/zero: a character device, not a regular file; give a file holding the token, one line"
+        );
+        let e = read_token(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("a directory, not a regular file"), "{e}");
+        let big = dir.path().join("big");
+        std::fs::write(&big, "a".repeat(TOKEN_FILE_LIMIT as usize + 1)).unwrap();
+        let e = read_token(&big).unwrap_err().to_string();
+        assert!(e.contains("larger than 4096 bytes"), "{e}");
+        let e = read_token(&dir.path().join("none"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read it"), "{e}");
+        let ok = dir.path().join("ok");
+        std::fs::write(&ok, "0123456789abcdef0123\n").unwrap();
+        assert_eq!(read_token(&ok).unwrap(), "0123456789abcdef0123");
+        // TLS files go through the same reader.
+        let cfg = AgentConfig::new(&ok, &[dir.path().to_path_buf()]).unwrap();
+        let e = cfg.with_tls(&fifo, &ok).unwrap_err().to_string();
+        assert!(e.starts_with("--tls-cert") && e.contains("a FIFO"), "{e}");
+    }
+
+    /// Issue 54: a key file readable by others is warned about, as the token file is.
+    #[test]
+    fn a_tls_key_readable_by_others_is_warned_about() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "0123456789abcdef0123\n").unwrap();
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let key = dir.path().join("key.pem");
+        std::fs::write(&key, "key").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let cfg = AgentConfig::new(&token, &[dir.path().to_path_buf()]).unwrap();
+        let lo = "127.0.0.1:7878".parse().unwrap();
+        let w = cfg.warnings(&lo, &token, Some(&key));
+        assert_eq!(
+            w,
+            [format!(
+                "--tls-key {}: readable by group or others (mode 640); chmod 600 it",
+                key.display()
+            )]
+        );
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(cfg.warnings(&lo, &token, Some(&key)).is_empty());
+    }
+
+    /// Issue 54: whether a path outside the allowed ones exists cannot be told from the
+    /// answer: the same words, apart from the path.
+    #[test]
+    fn a_target_outside_is_refused_alike_whether_it_exists_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "0123456789abcdef0123\n").unwrap();
+        let inside = dir.path().join("bench");
+        std::fs::create_dir(&inside).unwrap();
+        let cfg = AgentConfig::new(&f, std::slice::from_ref(&inside)).unwrap();
+        let said = |p: &Path| {
+            let e = cfg.allowed(p).unwrap_err().to_string();
+            e.replace(&p.display().to_string(), "PATH")
+        };
+        let outside = format!(
+            "target PATH is outside this agent's --allow-path list ({})",
+            inside.display()
+        );
+        for p in [
+            Path::new("/etc/passwd"),
+            Path::new("/etc/stormark-no-such-file"),
+            Path::new("/etc/passwd/below-a-file"),
+            Path::new("/no-such-dir/x/y"),
+            &dir.path().join("token"),
+            &dir.path().join("no-such-file"),
+            &inside.join("../no-such-file"),
+        ] {
+            assert_eq!(said(p), outside, "{}", p.display());
+        }
+        // Beneath an allowed path, a missing target is said to be missing.
+        let e = cfg
+            .allowed(&inside.join("missing"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("No such file"), "{e}");
+        // Also through a link planted inside that leads outside.
+        std::os::unix::fs::symlink("/etc", inside.join("etc")).unwrap();
+        for p in ["etc/passwd", "etc/stormark-no-such-file"] {
+            assert_eq!(said(&inside.join(p)), outside, "{p}");
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub use agent::{
     TargetOptions, Validated,
 };
 pub use auth::{check_token, MIN_TOKEN_LEN};
-pub use config::read_token;
+pub use config::{read_regular, read_token, PEM_LIMIT, TOKEN_FILE_LIMIT};
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
 pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};

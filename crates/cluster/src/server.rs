@@ -547,7 +547,7 @@ pub async fn serve(
             option: format!("--listen {addr}"),
             cause: e.to_string(),
         })?;
-    let service = AgentService::new(cfg, connections);
+    let service = AgentService::new(cfg, connections.clone());
     let watchdog = service.clone();
     let on_shutdown = service.clone();
     let on_term = service.clone();
@@ -559,8 +559,14 @@ pub async fn serve(
             let _ = tokio::task::spawn_blocking(move || w.watchdog_tick()).await;
         }
     });
+    // A connection that carried the token is kept past the limit on unauthenticated ones,
+    // and never evicted for another (`listen.rs`).
     let server = AgentServer::with_interceptor(service, move |req: Request<()>| {
-        check_token(&token, &req).map(|()| req)
+        check_token(&token, &req)?;
+        if let Some(peer) = req.remote_addr() {
+            connections.authenticated(peer);
+        }
+        Ok(req)
     });
     // On SIGTERM or Ctrl-C: the running load stops at once and is reported to the coordinator
     // as this host's failure; then connections get a short grace, and idle ones no more.

@@ -65,7 +65,7 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
             "--listen {addr}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:7878"
         ))
     })?);
-    for w in cfg.warnings(&addr, &args.token_file) {
+    for w in cfg.warnings(&addr, &args.token_file, args.tls_key.as_deref()) {
         eprintln!("warning: {w}");
     }
     eprintln!(

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome, TargetOptions,
+    read_regular, read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome,
+    TargetOptions,
 };
 use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::PROFILES;
@@ -129,8 +130,13 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     let token = read_token(token_file).map_err(|e| usage(e.to_string()))?;
     let tls_ca = match &args.distributed.tls_ca {
         Some(p) => Some(
-            std::fs::read(p)
-                .map_err(|e| usage(format!("--tls-ca {}: cannot read it: {e}", p.display())))?,
+            read_regular(
+                p,
+                "--tls-ca",
+                stormark_cluster::PEM_LIMIT,
+                "a PEM file of the CA that signed the agents' certificates",
+            )
+            .map_err(|e| usage(e.to_string()))?,
         ),
         None => None,
     };

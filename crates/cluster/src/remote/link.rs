@@ -20,6 +20,9 @@ enum Answer {
     PlainHttp2,
     /// A TLS record (an alert to what is not a ClientHello): a TLS server.
     Tls,
+    /// An HTTP/2 GOAWAY before anything else: an agent with no room for another connection
+    /// (every one it holds carries the token).
+    Full,
     /// Closed or reset without a word.
     Closed,
     /// Something else, its first bytes as printable text: not a stormark agent.
@@ -47,6 +50,7 @@ pub(super) fn channel(
         }
     }
     match (answer(address), tls_ca.is_some()) {
+        (Ok(Answer::Full), _) => return Err(refused(FULL.into())),
         (Ok(Answer::Tls), false) => {
             return Err(refused(
                 "it serves TLS; give --tls-ca with the CA of its certificate. Nothing was sent"
@@ -105,6 +109,9 @@ pub(super) fn channel(
     })
 }
 
+/// What a coordinator is told when the agent turned its connection away.
+const FULL: &str = "the agent's connections are full: every connection it holds carries the token (another coordinator's, or stuck); try again when they close. Nothing was sent";
+
 /// How long the agent has to say its first word (an HTTP/2 server's SETTINGS, sent as soon as
 /// it accepts) before [`answer`] asks it with a preface of ours.
 const FIRST_WORD: Duration = Duration::from_secs(1);
@@ -126,6 +133,7 @@ fn first_word(rt: &Runtime, address: &str) -> Result<Option<Channel>, AgentError
     };
     match classify(&head) {
         Answer::PlainHttp2 => {}
+        Answer::Full => return Err(refused(FULL.into())),
         // A server that closed without a word, or said something else: asked again by
         // [`answer`], which names it.
         _ => return Ok(None),
@@ -317,6 +325,8 @@ fn classify(head: &[u8]) -> Answer {
         [] => Answer::Closed,
         // A frame header whose type is SETTINGS (4) on stream 0.
         [_, _, _, 4, _, 0, 0, 0, 0] => Answer::PlainHttp2,
+        // A GOAWAY frame (7) on stream 0 in its place: no room (`listen::FULL_GOAWAY`).
+        [_, _, _, 7, _, 0, 0, 0, 0] => Answer::Full,
         // A TLS record: alert (21) or handshake (22), version 3.x.
         [21 | 22, 3, ..] => Answer::Tls,
         other => Answer::Other(stormark_spec::printable(
@@ -467,6 +477,7 @@ mod tests {
         assert_eq!(classify(&[0, 0, 6, 4, 0, 0, 0, 0, 0]), Answer::PlainHttp2);
         assert_eq!(classify(&[21, 3, 3, 0, 2, 2, 70]), Answer::Tls);
         assert_eq!(classify(&[]), Answer::Closed);
+        assert_eq!(classify(&crate::listen::FULL_GOAWAY[..9]), Answer::Full);
         assert_eq!(classify(b"SSH-2.0-O"), Answer::Other("SSH-2.0-O".into()));
         assert_eq!(classify(b"HTTP/1.1 "), Answer::Other("HTTP/1.1 ".into()));
     }

@@ -8,7 +8,7 @@ use stormark_spec::{Job, JobOpts, LoadKind, Source};
 use tonic::Status;
 
 use crate::agent::{NetPeer, NetPeers, TargetOptions};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, ConfigError};
 use crate::wire::pb;
 
 /// The jobs, each resolved from its key/values as a job file's would be.
@@ -69,18 +69,22 @@ pub(super) fn target(
             .map_err(|e| Status::permission_denied(e.to_string()));
     }
     let asked = Path::new(&req.target);
-    let allowed = |p: &Path| {
-        cfg.allowed(p)
-            .map_err(|e| Status::permission_denied(e.to_string()))
+    let denied = |e: ConfigError| Status::permission_denied(e.to_string());
+    // The target is held to the allowed paths before anything else looks at it: one outside
+    // them is refused in the same words whether it exists or not.
+    let missing = match cfg.allowed(asked) {
+        Ok(real) => return Ok(real),
+        Err(e @ ConfigError::TargetMissing { .. }) => e,
+        Err(e) => return Err(denied(e)),
     };
     match (req.create_file, asked.parent(), asked.file_name()) {
         // A file to make: its directory must be allowed (the name is made beneath it).
         (true, Some(parent), Some(name))
             if std::fs::symlink_metadata(asked).is_err() && !parent.as_os_str().is_empty() =>
         {
-            Ok(allowed(parent)?.join(name))
+            Ok(cfg.allowed(parent).map_err(denied)?.join(name))
         }
-        _ => allowed(asked),
+        _ => Err(denied(missing)),
     }
 }
 
@@ -160,4 +164,62 @@ pub(super) fn net_to(req: &pb::RunStageRequest) -> Result<Vec<NetPeer>, Status> 
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 54: through an agent, a path outside its allowed list gets the same answer
+    /// whether it exists or not, a file to make included.
+    #[test]
+    fn a_target_outside_gets_one_answer_whether_it_exists_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "0123456789abcdef0123\n").unwrap();
+        let inside = dir.path().join("bench");
+        std::fs::create_dir(&inside).unwrap();
+        let cfg = AgentConfig::new(&token, std::slice::from_ref(&inside)).unwrap();
+        let said = |target: &str, create_file: bool| {
+            let req = pb::ValidateRequest {
+                target: target.into(),
+                create_file,
+                jobs: vec![pb::JobSpec {
+                    options: vec![],
+                    kind: pb::LoadKind::File as i32,
+                }],
+                ..Default::default()
+            };
+            let jobs = jobs(&req).unwrap();
+            let s = super::target(&cfg, &req, &jobs).unwrap_err();
+            (s.code(), s.message().replace(target, "PATH"))
+        };
+        let shadow = said("/etc/passwd", false);
+        assert_eq!(shadow.0, tonic::Code::PermissionDenied);
+        assert!(
+            shadow.1.contains("outside this agent's --allow-path"),
+            "{shadow:?}"
+        );
+        for create_file in [false, true] {
+            for p in [
+                "/etc/passwd",
+                "/etc/stormark-no-such-file",
+                "/no-such-dir/f",
+            ] {
+                assert_eq!(said(p, create_file), shadow, "{p} {create_file}");
+            }
+        }
+        // A file to make beneath an allowed directory is still made there.
+        let req = pb::ValidateRequest {
+            target: inside.join("new").display().to_string(),
+            create_file: true,
+            jobs: vec![pb::JobSpec {
+                options: vec![],
+                kind: pb::LoadKind::File as i32,
+            }],
+            ..Default::default()
+        };
+        let made = super::target(&cfg, &req, &jobs(&req).unwrap()).unwrap();
+        assert_eq!(made, inside.canonicalize().unwrap().join("new"));
+    }
 }
