@@ -6,6 +6,7 @@ mod atomic;
 mod cluster;
 mod data;
 mod device;
+mod faults;
 mod fio_corpus;
 mod fio_errors;
 mod fio_prio;

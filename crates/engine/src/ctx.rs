@@ -125,6 +125,26 @@ pub enum WorkerMsg {
 /// spinning on errors measures nothing (fio stops at the first error by default).
 pub(crate) const MAX_CONSECUTIVE_ERRORS: u32 = 100;
 
+/// The least a request to a remote service (S3, an iSCSI LUN, an NFS share) still in flight
+/// at the phase's end may take before it counts as a timeout of its age: twice the longest
+/// answer the worker has seen, and at least this ([`give_up_at`]).
+pub(crate) const END_GRACE: Duration = Duration::from_secs(2);
+
+/// The longest a request to a remote service may go unanswered in a phase with no deadline
+/// (a run bounded by size), and S3's limit on one request: then it counts as a timeout.
+pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(30);
+
+/// When a request in flight, sent at `sent`, is given up and counted as a timeout of its age:
+/// the phase's `deadline` plus the grace (twice the `longest` answer seen, at least
+/// [`END_GRACE`]), and never later than [`STALL_LIMIT`] (or twice the longest answer) after
+/// it was sent. One rule for every remote service: a stalled server neither stretches the
+/// phase past its time and the grace nor hides its unanswered requests.
+pub(crate) fn give_up_at(sent: Instant, deadline: Option<Instant>, longest: Duration) -> Instant {
+    let grace = (2 * longest).max(END_GRACE);
+    let stalled = sent + (2 * longest).max(STALL_LIMIT);
+    deadline.map_or(stalled, |d| (d + grace).min(stalled))
+}
+
 /// State shared by the loops of every backend.
 pub(crate) struct Ctx<'a> {
     pub spec: &'a WorkerSpec,

@@ -1,12 +1,20 @@
 //! The loop of the services measured from user space (an iSCSI LUN, an NFS share): the
 //! worker's own connection keeps `iodepth` requests in flight, each timed from its submission
 //! to its completion as io_uring's I/Os are, through a [`Remote`] (`iscsi.rs`, `nfs.rs`).
+//!
+//! A service fails as a service: a connection that hangs up fails what was in flight at once
+//! (counted as `reset`, the worker stops); a request still unanswered at the phase's end
+//! plus the grace, or [`crate::ctx::STALL_LIMIT`] after it was sent, counts as a timeout of
+//! its age, in the latency histogram, and the worker stops (`ctx::give_up_at`, S3's rule);
+//! Ctrl-C abandons what is in flight at once. A stopped or dead server can neither stretch a
+//! phase past its time and the grace nor hide its failures.
 
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use stormark_stats::{ErrorKind, Op};
 
-use crate::ctx::{wait_until, Ctx};
+use crate::ctx::{give_up_at, wait_until, Ctx};
 use crate::data::Payload;
 use crate::error::EngineError;
 use crate::offsets::IoReq;
@@ -80,6 +88,11 @@ pub(crate) fn run_remote<R: Remote>(
     };
     let mut slots: Vec<(IoReq, u64, Option<Instant>)> = vec![(none, 0, None); depth];
     let mut free: Vec<usize> = (0..depth).rev().collect();
+    // Which slots are in flight, and the longest answer seen: what a stall is judged by,
+    // once a second (and at every wake while draining), never per I/O.
+    let mut busy = vec![false; depth];
+    let mut longest_ns: u64 = 0;
+    let mut next_check = Instant::now() + Duration::from_secs(1);
     let mut done: Vec<Done> = Vec::with_capacity(depth);
     let mut draining = false;
     // fio's fsync=N: after every N writes issued, nothing more until they are done and the
@@ -114,6 +127,7 @@ pub(crate) fn run_remote<R: Remote>(
             }
             let due = ctx.schedule.as_mut().map(|s| s.take());
             slots[slot] = (req, ctx.clock.ticks(), due);
+            busy[slot] = true;
             let at = bases[req.file as usize] + req.offset;
             // SAFETY: the slot's buffer region holds req.len <= bs_max bytes and stays
             // untouched until the slot comes back free, after its completion.
@@ -143,7 +157,7 @@ pub(crate) fn run_remote<R: Remote>(
             }
             continue;
         }
-        remote.wait(100, &mut done).map_err(fail)?;
+        let waited = remote.wait(100, &mut done);
         let end = ctx.clock.ticks();
         let now = ctx.clock.instant(end);
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
@@ -154,6 +168,7 @@ pub(crate) fn run_remote<R: Remote>(
                 Ok(n) => {
                     let n = n.min(req.len);
                     let service = ctx.clock.ns(end.saturating_sub(started));
+                    longest_ns = longest_ns.max(service);
                     ctx.complete_timed(&req, i64::from(n), service, end, due);
                     n == req.len
                 }
@@ -163,12 +178,73 @@ pub(crate) fn run_remote<R: Remote>(
                 }
             };
             ctx.bufs.done(slot, ok);
+            busy[slot] = false;
             free.push(slot);
+        }
+        if let Err(e) = waited {
+            // The connection is gone (the server hung up or reset it): what was in flight
+            // failed with it, each counted.
+            for slot in (0..depth).filter(|&s| busy[s]) {
+                ctx.fail_as(&slots[slot].0, ErrorKind::Reset);
+            }
+            return Err(fail(e));
         }
         if ctx.pace.expired(now) || ctx.failing().is_some() {
             draining = true;
         }
+        if remote.inflight() > 0 && (draining || now >= next_check) {
+            next_check = now + Duration::from_secs(1);
+            if ctx.stop.load(Ordering::Relaxed) {
+                // Ctrl-C (or another host failed): not waited on; the connection's drop
+                // cancels what is in flight.
+                return Ok(());
+            }
+            let (deadline, longest) = (ctx.pace.deadline(), Duration::from_nanos(longest_ns));
+            // The oldest request's age, from the clock's ticks (an old tick has no instant).
+            let age = Duration::from_nanos(ctx.clock.ns(end.saturating_sub(oldest(&slots, &busy))));
+            let sent = now.checked_sub(age).unwrap_or(now);
+            if now >= give_up_at(sent, deadline, longest) {
+                let n = time_out(ctx, &slots, &busy, end);
+                return Err(fail(format!(
+                    "{n} request(s) unanswered, the oldest for {:.1} s: counted as timeouts of their age (the server stalled or stopped answering)",
+                    age.as_secs_f64()
+                )));
+            }
+        }
     }
+}
+
+/// The clock's ticks when the oldest request in flight was sent (the oldest gives up first).
+fn oldest(slots: &[(IoReq, u64, Option<Instant>)], busy: &[bool]) -> u64 {
+    slots
+        .iter()
+        .zip(busy)
+        .filter(|(_, b)| **b)
+        .map(|(s, _)| s.1)
+        .min()
+        .unwrap_or(0)
+}
+
+/// Every request in flight counted as a timeout of its age at `end` (from when it was due, in
+/// an open loop): the latency histogram holds what the stall cost. How many there were.
+fn time_out(
+    ctx: &mut Ctx<'_>,
+    slots: &[(IoReq, u64, Option<Instant>)],
+    busy: &[bool],
+    end: u64,
+) -> usize {
+    let now = Instant::now();
+    let mut n = 0;
+    for (slot, _) in busy.iter().enumerate().filter(|(_, b)| **b) {
+        let (req, started, due) = slots[slot];
+        let waited = due.map_or_else(
+            || ctx.clock.ns(end.saturating_sub(started)),
+            |t| now.saturating_duration_since(t).as_nanos() as u64,
+        );
+        ctx.rec.record_timeout(req.op, waited);
+        n += 1;
+    }
+    n
 }
 
 /// Makes file `file`'s writes durable, waited for and timed as [`Op::Sync`]; a lost

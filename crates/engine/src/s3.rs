@@ -9,13 +9,10 @@ use std::time::{Duration, Instant};
 use stormark_s3::{Client, Fetched, S3Error};
 use stormark_stats::{ErrorKind, Op};
 
-use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
+use crate::ctx::{wait_until, Ctx, END_GRACE, MAX_CONSECUTIVE_ERRORS};
 use crate::error::EngineError;
 use crate::s3_body::Bodies;
 use crate::work::S3Work;
-
-/// The least a request in flight at the stage's end may still take (see `longest`).
-const END_GRACE: Duration = Duration::from_secs(2);
 
 /// Whether a verified GET of prepared object `object` (or `range` of it) brought every byte
 /// back as written: a short body is corrupt too.

@@ -13,6 +13,7 @@ use crate::data::Buffers;
 use crate::error::EngineError;
 use crate::gate::Gate;
 use crate::offsets::OffsetGen;
+use crate::remote::Remote;
 use crate::target::WorkerSpec;
 use crate::verify::Verifier;
 use crate::work::Load;
@@ -140,8 +141,11 @@ pub(crate) fn run_worker(
     }
     let failure = failure.err().or_else(|| ctx.failing());
     // --verify: every block written read back and checked, once the load is over.
+    // Requests abandoned in flight (Ctrl-C during a stall): the connection is not read again.
+    let abandoned = lun.as_ref().is_some_and(|l| l.inflight() > 0)
+        || share.as_ref().is_some_and(|c| c.inflight() > 0);
     let failure = match failure {
-        None if spec.verify.is_some() && !matches!(spec.load, Load::Null) => {
+        None if spec.verify.is_some() && !matches!(spec.load, Load::Null) && !abandoned => {
             match crate::verify::pass::verify_pass(
                 &mut ctx,
                 match (lun.as_mut(), share.as_mut()) {

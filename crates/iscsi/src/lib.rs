@@ -370,6 +370,17 @@ impl Session {
             self.inflight = self.inflight.saturating_sub(d.len());
             out.append(&mut d);
         });
+        // The target closed or reset the connection: what it answered before is taken above;
+        // what is still in flight is lost. The library would reconnect and poll again at
+        // once (a dead target spun at 78,000 polls a second for ever): the session fails here,
+        // and the worker counts what was in flight.
+        if n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            self.broken = true;
+            return Err(IscsiError::Session(format!(
+                "the target closed the connection ({} request(s) in flight)",
+                self.inflight
+            )));
+        }
         Ok(())
     }
 

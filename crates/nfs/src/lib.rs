@@ -52,6 +52,31 @@ pub enum NfsError {
     Session(String),
 }
 
+impl NfsError {
+    /// Whether the server did not answer (the call timed out, or the connection is gone),
+    /// rather than refusing: nothing more is to be asked of it now. libnfs ends a call
+    /// waited for past its timeout with EINTR.
+    pub fn is_unanswered(&self) -> bool {
+        match self {
+            NfsError::Op { errno, why, .. } => {
+                matches!(
+                    errno,
+                    Some(
+                        libc::EINTR
+                            | libc::ETIMEDOUT
+                            | libc::ECONNRESET
+                            | libc::EPIPE
+                            | libc::ENOTCONN
+                    )
+                ) || why.contains("timed out")
+                    || why.contains("timeout")
+            }
+            NfsError::Session(_) => true,
+            NfsError::Library(_) | NfsError::Mount { .. } => false,
+        }
+    }
+}
+
 /// The direction of an RPC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
@@ -282,6 +307,14 @@ impl Client {
             .ok_or_else(|| self.op_error("rmdir", rel, rc))
     }
 
+    /// Sets how long each call made and waited for here (a stat, a create, a removal) may
+    /// wait for the server's answer before it fails with a timeout.
+    pub fn set_timeout(&mut self, limit: std::time::Duration) {
+        let ms = c_int::try_from(limit.as_millis()).unwrap_or(c_int::MAX);
+        // SAFETY: a live context.
+        unsafe { (self.lib.set_timeout)(self.ctx, ms) };
+    }
+
     /// Removes the file `rel`.
     pub fn unlink(&mut self, rel: &str) -> Result<(), NfsError> {
         // SAFETY: as above.
@@ -419,6 +452,17 @@ impl Client {
             self.inflight = self.inflight.saturating_sub(d.len());
             out.append(&mut d);
         });
+        // The server closed or reset the connection: what it answered before is taken above;
+        // what is still in flight is lost. The library would reconnect and poll again at
+        // once (a dead server spun at 78,000 polls a second for ever): the session fails here,
+        // and the worker counts what was in flight.
+        if n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            self.broken = true;
+            return Err(NfsError::Session(format!(
+                "the server closed the connection ({} request(s) in flight)",
+                self.inflight
+            )));
+        }
         Ok(())
     }
 

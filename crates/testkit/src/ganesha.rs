@@ -179,6 +179,14 @@ impl Ganesha {
         }
     }
 
+    /// The process id of ganesha (to stop, resume or kill it as a failing server would).
+    pub fn pid(&self) -> u32 {
+        std::fs::read_to_string(self.dir.path().join("ganesha.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or(self.child.id())
+    }
+
     /// ganesha's log so far (for a failing test's message).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("ganesha.log")).unwrap_or_default()

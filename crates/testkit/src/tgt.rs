@@ -118,6 +118,11 @@ impl Tgt {
         Ok(t)
     }
 
+    /// The process id of `tgtd` (to stop, resume or kill it as a failing target would).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `iscsi://PORTAL/IQN/LUN` of LUN `lun`.
     pub fn url(&self, lun: u16) -> String {
         format!("iscsi://{}/{}/{lun}", self.portal, self.iqn)

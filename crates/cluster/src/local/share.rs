@@ -18,6 +18,9 @@ use super::workspace::{stamp, PlannedFile};
 use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
+/// How long each removal at the end may wait for the server.
+const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A run directory on a share: where, its files, and what this run made.
 #[derive(Debug)]
 pub(crate) struct ShareDir {
@@ -91,16 +94,18 @@ impl ShareDir {
         }
     }
 
-    /// Removes what this run made (unless kept); problems as notes.
+    /// Removes what this run made (unless kept); problems as notes. A server that does not
+    /// answer is asked nothing more: what is left is named, and stays in the agent's journal
+    /// for its next start.
     pub fn cleanup(&mut self, keep: bool) -> Vec<String> {
         let mut notes = Vec::new();
         if !self.made_dir {
             return notes;
         }
-        if let Some((j, _)) = &self.journal {
-            j.remove_share(&self.shown());
-        }
         if keep {
+            if let Some((j, _)) = &self.journal {
+                j.remove_share(&self.shown());
+            }
             notes.push(format!("kept run directory {}", self.shown()));
             return notes;
         }
@@ -109,16 +114,40 @@ impl ShareDir {
         if let Ok(fresh) = Client::connect(&self.url, 1) {
             self.client = fresh;
         }
-        for name in std::mem::take(&mut self.created) {
-            if let Err(e) = self.client.unlink(&format!("{}/{name}", self.name)) {
-                notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
+        // Removals are quick on a server that answers; one that stalled is not waited on
+        // for the RPC's minute per file.
+        self.client.set_timeout(CLEANUP_TIMEOUT);
+        let names = std::mem::take(&mut self.created);
+        let mut left = 0;
+        for (i, name) in names.iter().enumerate() {
+            match self.client.unlink(&format!("{}/{name}", self.name)) {
+                Ok(()) => {}
+                Err(e) if e.is_unanswered() => {
+                    left = names.len() - i;
+                    notes.push(format!(
+                        "could not remove {}: the server did not answer ({e}); {left} file(s) of the run and its directory are left: remove {} when the server is back",
+                        self.shown(),
+                        self.shown()
+                    ));
+                    break;
+                }
+                Err(e) => notes.push(format!("could not remove {}/{name}: {e}", self.shown())),
             }
         }
-        if let Err(e) = self.client.rmdir(&self.name) {
-            notes.push(format!(
-                "could not remove {}: {e} (files not created by stormark are left in place)",
-                self.shown()
-            ));
+        let removed = left == 0
+            && match self.client.rmdir(&self.name) {
+                Ok(()) => true,
+                Err(e) => {
+                    notes.push(format!(
+                        "could not remove {}: {e} (files not created by stormark are left in place)",
+                        self.shown()
+                    ));
+                    false
+                }
+            };
+        // The journal forgets the directory only once it is gone.
+        if let (true, Some((j, _))) = (removed, &self.journal) {
+            j.remove_share(&self.shown());
         }
         self.made_dir = false;
         notes

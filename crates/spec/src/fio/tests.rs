@@ -727,6 +727,14 @@ fn a_job_file_cannot_leak_a_secret_forge_a_line_or_explode() {
             "[global]\nbs=4k\n".into()
         })
     };
+    // A token file given as a job file: its first line is not printed.
+    let token = parse("s3cr3tt0kenvalue1234567890\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        !token.contains("s3cr3t") && token.contains("before any section"),
+        "{token}"
+    );
     let e = parse_fio_job_file(
         "include f1.fio\n[j]\nrw=read\n",
         "t.fio",
@@ -736,14 +744,6 @@ fn a_job_file_cannot_leak_a_secret_forge_a_line_or_explode() {
     )
     .unwrap_err()
     .to_string();
-    // A token file given as a job file: its first line is not printed.
-    let e = parse("s3cr3tt0kenvalue1234567890\n")
-        .unwrap_err()
-        .to_string();
-    assert!(
-        !e.contains("s3cr3t") && e.contains("before any section"),
-        "{e}"
-    );
     // Refused by the count, after at most MAX_INCLUDES reads, not after millions.
     assert!(e.contains("includes in all"), "{e}");
 }
