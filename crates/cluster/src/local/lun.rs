@@ -36,7 +36,11 @@ impl LocalAgent {
     ) -> Result<(), AgentError> {
         let url = Url::parse(target).map_err(|e| AgentError::option("TARGET", e.to_string()))?;
         stormark_iscsi::available().map_err(|e| AgentError::option("TARGET", e))?;
-        let chap = Chap::from_env().map_err(|e| AgentError::option("TARGET", e))?;
+        let mut warnings = Vec::new();
+        let chap = Chap::from_env(&mut warnings).map_err(|e| AgentError::option("TARGET", e))?;
+        for w in warnings {
+            push_once(&mut v.notes, w);
+        }
         let shown = url.to_string();
         let session = Session::connect(&url, chap.as_ref())
             .map_err(|e| AgentError::target(&shown, login_failure(&e.to_string())))?;
