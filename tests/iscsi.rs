@@ -630,3 +630,36 @@ fn a_chap_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
         assert_eq!(said.trim().lines().count(), 1, "{file}: {said}");
     }
 }
+
+/// Issue 54: `--bs 3000` on a LUN of 512-byte blocks failed mid-run, command after command:
+/// a size, alignment or offset that is not whole blocks is refused before any load, one line
+/// naming the LUN's block size and the form accepted, exit 2.
+#[test]
+fn sizes_and_offsets_not_in_whole_blocks_are_refused_before_load() {
+    let Some(t) = target(
+        "sizes_and_offsets_not_in_whole_blocks_are_refused_before_load",
+        None,
+    ) else {
+        return;
+    };
+    // (An offset off a 512-byte sector is refused for every target already.)
+    let cases: [&[&str]; 3] = [
+        &["--bs", "3000"],
+        &["--bs", "512-3000"],
+        &["--bssplit", "3000/50:6000/50"],
+    ];
+    for flags in cases {
+        let out = std::process::Command::new(BIN)
+            .args(["run", &t.url(1), "--rw", "randread", "--time", "2s", "-q"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", text(&out));
+        assert_eq!(said.trim().lines().count(), 1, "{flags:?}: {said}");
+        assert!(
+            said.contains("512-byte blocks") && said.contains("a multiple of 512"),
+            "{flags:?}: {said}"
+        );
+    }
+}
