@@ -531,3 +531,25 @@ fn verifying_clones_on_one_file_each_keep_a_region_of_their_own() {
         "before the first region"
     );
 }
+
+/// Issue 54: `--print-fio` of an iSCSI LUN wrote `directory=iscsi://...` with io_uring, a job
+/// fio would run on a directory of that name: a LUN or an NFS share is refused in one line
+/// naming fio's own form for it, exit 2.
+#[test]
+fn print_fio_of_a_lun_or_a_share_is_refused_with_fios_form() {
+    let cases = [
+        (
+            "iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1",
+            "ioengine=libiscsi",
+        ),
+        ("nfs://192.0.2.10/export/bench", "ioengine=nfs"),
+    ];
+    for (target, form) in cases {
+        let out = Bin(BIN).run(&["run", target, "--rw", "randread", "--print-fio"]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{target}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{target}: {said}");
+        assert!(said.contains(form), "{target}: {said}");
+        assert!(!said.contains("directory="), "{target}: {said}");
+    }
+}

@@ -591,3 +591,75 @@ fn fios_libiscsi_example_runs_as_written() {
     // fio's defaults: a read of every 4 KiB block of the LUN, once.
     assert_eq!(ops(&r, "read"), (64 << 20) / 4096);
 }
+
+/// Issue 54: `STORMARK_ISCSI_CHAP_FILE` naming a FIFO blocked in `open` for ever (deaf to
+/// Ctrl-C), naming `/dev/zero` read until memory ran out: each is refused at once, one line,
+/// exit 2, before any login (no target is needed to see it).
+#[test]
+fn a_chap_file_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let dir = temp_dir(TMP);
+    let fifo = dir.path().join("chap.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let url = format!(
+        "iscsi://{}/iqn.2026-11.org.example:nowhere/1",
+        stormark_testkit::free_addr()
+    );
+    for file in [fifo.to_str().unwrap(), "/dev/zero"] {
+        // `timeout`: a regression fails here instead of hanging the tests.
+        let out = std::process::Command::new("timeout")
+            .args([
+                "-k", "5", "20", BIN, "run", &url, "--rw", "randread", "--time", "1s", "-q",
+            ])
+            .env("STORMARK_ISCSI_CHAP_FILE", file)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        if said.contains("libiscsi") {
+            stormark_testkit::skip(
+                "a_chap_file_that_is_a_fifo_or_a_device_is_refused_at_once",
+                &said,
+            );
+            return;
+        }
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", text(&out));
+        assert!(said.contains("not a regular file"), "{file}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{file}: {said}");
+    }
+}
+
+/// Issue 54: `--bs 3000` on a LUN of 512-byte blocks failed mid-run, command after command:
+/// a size, alignment or offset that is not whole blocks is refused before any load, one line
+/// naming the LUN's block size and the form accepted, exit 2.
+#[test]
+fn sizes_and_offsets_not_in_whole_blocks_are_refused_before_load() {
+    let Some(t) = target(
+        "sizes_and_offsets_not_in_whole_blocks_are_refused_before_load",
+        None,
+    ) else {
+        return;
+    };
+    // (An offset off a 512-byte sector is refused for every target already.)
+    let cases: [&[&str]; 3] = [
+        &["--bs", "3000"],
+        &["--bs", "512-3000"],
+        &["--bssplit", "3000/50:6000/50"],
+    ];
+    for flags in cases {
+        let out = std::process::Command::new(BIN)
+            .args(["run", &t.url(1), "--rw", "randread", "--time", "2s", "-q"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", text(&out));
+        assert_eq!(said.trim().lines().count(), 1, "{flags:?}: {said}");
+        assert!(
+            said.contains("512-byte blocks") && said.contains("a multiple of 512"),
+            "{flags:?}: {said}"
+        );
+    }
+}

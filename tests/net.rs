@@ -1088,3 +1088,93 @@ fn a_refusal_with_escape_sequences_is_printed_escaped() {
     assert!(said.contains("busy"), "{said}");
     assert!(!said.lines().any(|l| l.trim() == "status: ok"), "{said}");
 }
+
+/// Issue 54: a UDP receiver that claims more than was sent (10^12 of a few hundred datagrams)
+/// is a protocol error: counted as one of its own kind, its counts not used (no rate above
+/// what was sent), the peer named as not to be believed, exit 1.
+#[test]
+fn a_udp_receiver_claiming_more_than_was_sent_is_not_believed() {
+    use std::io::{BufRead, BufReader, Write};
+    let addr = free_addr();
+    let listener = std::net::TcpListener::bind(&addr).unwrap();
+    // The datagrams land somewhere (no port-unreachable errors), unread.
+    let _udp = std::net::UdpSocket::bind(&addr).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            let _ = r.read_line(&mut line);
+            let hello: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            let mut w = conn;
+            let _ = writeln!(w, "{}", serde_json::json!({"kind": "accepted"}));
+            if hello["check_only"] == true {
+                continue;
+            }
+            let _ = writeln!(w, "{}", serde_json::json!({"kind": "started"}));
+            let claim = 1_000_000_000_000u64;
+            let _ = writeln!(
+                w,
+                "{}",
+                serde_json::json!({"kind": "second", "t": 0, "bytes": [claim * 1400]})
+            );
+            let ms = hello["time_ms"].as_u64().unwrap_or(1000);
+            std::thread::sleep(Duration::from_millis(ms));
+            let end = serde_json::json!({"kind": "end", "bytes": [claim * 1400],
+                "duration_ns": ms * 1_000_000, "tcp": [],
+                "udp": [{"datagrams": claim, "bytes": claim * 1400, "out_of_order": 0, "jitter_ns": 0}]});
+            let _ = writeln!(w, "{end}");
+            // The client closes the session.
+            let _ = r.read_line(&mut line);
+            return;
+        }
+    });
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("udp.json");
+    let out = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "60",
+            BIN,
+            "net",
+            "client",
+            &addr,
+            "--udp",
+            "--bitrate",
+            "1m",
+        ])
+        .args(["--time", "2s", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("not to be believed"), "{t}");
+    assert!(!t.contains("status: ok"), "{t}");
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "failed", "{doc}");
+    let run = measured(&doc);
+    let errors = run["errors"].as_array().cloned().unwrap_or_default();
+    assert!(
+        errors.iter().any(|e| e["kind"] == "protocol"),
+        "{:#}",
+        run["errors"]
+    );
+    // Never above what was sent: 1 Mbit/s for 2 s.
+    let sent = doc["net"]["streams"][0]["datagrams_sent"].as_u64().unwrap();
+    let bytes = run["total"]["bytes"].as_u64().unwrap_or(0);
+    assert!(
+        bytes <= sent * 1400,
+        "{bytes} bytes credited of {sent} datagrams sent"
+    );
+    assert!(
+        run["total"]["bw_bytes_per_s"].as_f64().unwrap_or(0.0) < 1e6,
+        "{run}"
+    );
+    assert!(
+        doc["net"]["streams"][0]["datagrams_received"].is_null(),
+        "{}",
+        doc["net"]
+    );
+}

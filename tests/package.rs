@@ -150,3 +150,73 @@ fn the_package_installs_with_dpkg_and_its_agent_serves_a_run() {
     assert!(!installed.exists());
     assert!(root.join("etc/default/stormark-agent").exists());
 }
+
+/// Issue 54: the package's root entry (`./`) is drwxr-xr-x, so that `dpkg-deb -x` (or
+/// `dpkg -i`) leaves the directory it unpacks into, `/` itself, readable by every user; and
+/// the directory the agent is allowed by default (`--allow-path` in its settings) is in the
+/// package, so that the packaged agent starts instead of exiting 2 and being restarted for ever.
+#[test]
+fn the_packages_root_is_0755_and_it_holds_the_default_allowed_directory() {
+    let test = "the_packages_root_is_0755_and_it_holds_the_default_allowed_directory";
+    if !require_tool(test, "dpkg-deb") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    // Any executable will do for the package's layout.
+    let out = Command::new("bash")
+        .arg(format!("{REPO}/deploy/deb/build.sh"))
+        .arg("/bin/true")
+        .arg(dir.path())
+        .env("DEB_COMPRESSION", "none")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let deb = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let out = Command::new("dpkg-deb")
+        .args(["-c", &deb])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let listing = String::from_utf8_lossy(&out.stdout).to_string();
+    // `drwxr-xr-x root/root 0 2026-11-29 07:00 ./`: mode, owner, size, date, time, name.
+    let entry = |name: &str| {
+        listing
+            .lines()
+            .find(|l| l.split_whitespace().nth(5) == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in the package:\n{listing}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(entry("./"), "drwxr-xr-x", "{listing}");
+    let defaults =
+        std::fs::read_to_string(format!("{REPO}/deploy/deb/stormark-agent.default")).unwrap();
+    let args: Vec<&str> = defaults
+        .lines()
+        .find_map(|l| l.strip_prefix("STORMARK_AGENT_ARGS="))
+        .expect("the unit's options")
+        .trim_matches('"')
+        .split_whitespace()
+        .collect();
+    let allowed = args
+        .iter()
+        .position(|a| *a == "--allow-path")
+        .map(|i| args[i + 1])
+        .expect("a default --allow-path");
+    assert_eq!(entry(&format!(".{allowed}/")), "drwxr-xr-x", "{listing}");
+
+    // Unpacked, the directory it goes into stays readable by others.
+    let into = dir.path().join("x");
+    std::fs::create_dir(&into).unwrap();
+    let out = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&into)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&into).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "{mode:o}");
+}

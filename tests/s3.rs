@@ -1,6 +1,7 @@
 //! Issue 18: `stormark s3` against a real MinIO started by the test (never a mock): a mixed
 //! workload measured and cleaned up, preflight refusals, the server killed or paused mid-run,
-//! and Ctrl-C. `.ci/run` builds MinIO, so none of these skip.
+//! and Ctrl-C. `.ci/run` builds MinIO, so none of these skip. One service made here
+//! misbehaves on purpose (an endless listing), which MinIO cannot be made to do.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -1618,4 +1619,158 @@ fn a_killed_agents_objects_are_removed_by_the_coordinator() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// A hostile S3 service on 127.0.0.1 (not a mock of MinIO: a service that misbehaves on
+/// purpose): it takes every PUT, and answers every listing of more than one key with an
+/// empty page and a continuation token never seen before. Returns its endpoint and its
+/// counts of (PUTs, such listings).
+fn endless_listing_service() -> (
+    String,
+    std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let counts = std::sync::Arc::new(Default::default());
+    let c = std::sync::Arc::clone(&counts);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let counts: std::sync::Arc<(
+                std::sync::atomic::AtomicU64,
+                std::sync::atomic::AtomicU64,
+            )> = std::sync::Arc::clone(&c);
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(conn.try_clone().unwrap());
+                let mut w = conn;
+                loop {
+                    let mut request = String::new();
+                    if r.read_line(&mut request).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let mut len = 0usize;
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = h.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                len = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0u8; len];
+                    if std::io::Read::read_exact(&mut r, &mut body).is_err() {
+                        return;
+                    }
+                    let mut words = request.split_whitespace();
+                    let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                    let answer = if method == "PUT" {
+                        counts.0.fetch_add(1, Ordering::Relaxed);
+                        String::new()
+                    } else if method == "GET" && target.contains("list-type=2") {
+                        if target.contains("max-keys=1&") {
+                            "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>"
+                                .to_string()
+                        } else {
+                            let n = counts.1.fetch_add(1, Ordering::Relaxed);
+                            format!("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t{n}</NextContinuationToken></ListBucketResult>")
+                        }
+                    } else {
+                        String::new()
+                    };
+                    let status = if method == "DELETE" {
+                        "204 No Content"
+                    } else {
+                        "200 OK"
+                    };
+                    let shown = if method == "HEAD" {
+                        ""
+                    } else {
+                        answer.as_str()
+                    };
+                    let reply = format!(
+                        "HTTP/1.1 {status}\r\nETag: \"0\"\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{shown}",
+                        answer.len()
+                    );
+                    if w.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (endpoint, counts)
+}
+
+/// Issue 54: a service that hands out a new continuation token for ever kept the cleanup's
+/// listing going for 100,000 pages: it stops once its pages could hold every object the run
+/// wrote (a tenth of a page each, and ten more), and the notes say what may be left, where,
+/// and how to remove it.
+#[test]
+fn an_endless_listing_stops_at_what_the_run_can_have_written() {
+    use std::sync::atomic::Ordering;
+    let (endpoint, counts) = endless_listing_service();
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let out = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            BIN,
+            "s3",
+            "--endpoint",
+            &endpoint,
+            "--bucket",
+            "endless",
+        ])
+        .args([
+            "--access-key",
+            "AKIAEXAMPLEEXAMPLE01",
+            "--secret-key",
+            "secret-example-key-0123456789",
+        ])
+        .args([
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "1k",
+            "--concurrency",
+            "1",
+            "--time",
+            "1s",
+        ])
+        .args(["-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "still listing after 120 s: {said}"
+    );
+    let (puts, lists) = (
+        counts.0.load(Ordering::Relaxed),
+        counts.1.load(Ordering::Relaxed),
+    );
+    assert!(puts > 0, "{said}");
+    assert!(
+        lists <= puts.div_ceil(100) + 10,
+        "{lists} pages listed after {puts} PUTs: {said}"
+    );
+    let notes = read_json(&json)["notes"].to_string();
+    assert!(
+        notes.contains("listing stopped after")
+            && notes.contains("s3://endless/stormark/")
+            && notes.contains("stormark s3 --remove-run "),
+        "{notes}"
+    );
 }

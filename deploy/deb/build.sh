@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds stormark's Debian package with Debian's own dpkg-deb: the binary in /usr/bin, the
 # agent's systemd unit, its settings in /etc/default/stormark-agent (a conffile: an upgrade
-# keeps the host's edits) and /etc/stormark for the token (mode 700). No maintainer scripts:
+# keeps the host's edits), /etc/stormark for the token (mode 700) and /srv/stormark, the
+# directory those settings allow coordinators to benchmark. No maintainer scripts:
 # installing starts nothing and makes no secret; the host's administrator does both.
 #
 #   deploy/deb/build.sh [BINARY] [OUT_DIR]
@@ -24,10 +25,16 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -1)
 arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+# The package's `./` entry: mktemp's 0700 would make the directory it is unpacked into (`/`
+# itself with dpkg -i) unreadable to every other user.
+chmod 755 "$stage"
 install -D -m 755 "$bin" "$stage/usr/bin/stormark"
 install -D -m 644 "$here/stormark-agent.service" "$stage/lib/systemd/system/stormark-agent.service"
 install -D -m 644 "$here/stormark-agent.default" "$stage/etc/default/stormark-agent"
 install -d -m 700 "$stage/etc/stormark"
+# The directory the agent's settings allow by default: without it the agent refuses to start
+# (exit 2) and systemd restarts it for ever.
+install -d -m 755 "$stage/srv/stormark"
 install -D -m 644 "$repo/README.md" "$stage/usr/share/doc/stormark/README.md"
 install -D -m 644 "$repo/docs/distributed.md" "$stage/usr/share/doc/stormark/distributed.md"
 install -d "$stage/DEBIAN"

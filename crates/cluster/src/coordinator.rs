@@ -272,6 +272,9 @@ impl Coordinator {
         let outcome = match outcome {
             Outcome::Completed => match self.failures.iter().flatten().next() {
                 Some(f) => Outcome::Failed(format!("an agent failed: {}", f.message)),
+                // A Ctrl-C during the cleanup (a second one leaves a stalled object store's
+                // objects in place): the run did not end as it was asked to.
+                None if self.stop.load(Ordering::Relaxed) => Outcome::Interrupted,
                 None => Outcome::Completed,
             },
             other => other,

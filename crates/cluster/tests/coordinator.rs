@@ -32,6 +32,8 @@ struct Scripted {
     latency_ns: u64,
     fail: FailAt,
     cleaned: Arc<AtomicUsize>,
+    /// Set during the cleanup: a Ctrl-C while the run's objects are being removed.
+    stop_in_cleanup: Option<Arc<AtomicBool>>,
 }
 
 impl Scripted {
@@ -44,6 +46,7 @@ impl Scripted {
             latency_ns,
             fail,
             cleaned: Arc::new(AtomicUsize::new(0)),
+            stop_in_cleanup: None,
         }
     }
 }
@@ -132,6 +135,9 @@ impl Agent for Scripted {
 
     fn cleanup(&mut self) -> Vec<String> {
         self.cleaned.fetch_add(1, Ordering::Relaxed);
+        if let Some(stop) = &self.stop_in_cleanup {
+            stop.store(true, Ordering::Relaxed);
+        }
         Vec::new()
     }
 
@@ -337,4 +343,19 @@ fn a_late_host_is_merged_whole_and_its_start_recorded() {
         starts["late"] >= starts["early"] + 300_000_000,
         "the late start is on record: {starts:?}"
     );
+}
+
+/// Issue 54: Ctrl-C pressed during the cleanup (twice, to leave a stalled object store's
+/// objects) after a load that ran its time ended `status: ok`, exit 0: the run is interrupted.
+#[test]
+fn a_ctrl_c_during_the_cleanup_ends_the_run_interrupted() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut a = Scripted::new("a", 100, 1000, FailAt::Nowhere);
+    a.stop_in_cleanup = Some(stop.clone());
+    let mut c = Coordinator::new(vec![Box::new(a) as Box<dyn Agent>], stop);
+    let mut results = Results::new(vec!["test".into()]);
+    let outcome = c.run(&workload(), &mut results, &mut |_| {});
+    assert_eq!(outcome, Outcome::Interrupted);
+    assert_eq!(results.status, RunStatus::Interrupted);
+    assert_eq!(results.failure.as_deref(), Some("interrupted"));
 }

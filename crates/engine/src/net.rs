@@ -48,6 +48,7 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
             NetConn::Tcp(s) => bytes_acked(s).unwrap_or(0),
             NetConn::Udp(..) => 0,
         },
+        false_claim: None,
     };
     let result = match conn {
         NetConn::Tcp(stream) => tcp(ctx, work, stream, &mut credit),
@@ -75,15 +76,27 @@ pub(crate) fn run_net(ctx: &mut Ctx<'_>, work: &NetWork) -> Result<(), EngineErr
 struct Credit<'w> {
     work: &'w NetWork,
     credited: u64,
+    /// UDP: the receiver's count when it claimed more than this stream had sent (a count
+    /// no honest receiver makes), with what had been sent; nothing more is credited.
+    false_claim: Option<(u64, u64)>,
 }
 
 impl Credit<'_> {
-    /// Adds what the server counted since the last call to the current second (UDP).
+    /// Adds what the server counted since the last call to the current second (UDP), when it
+    /// is at most the `sent` bytes this stream had sent before the count was read: a count
+    /// above them is a protocol error, counted once, and no count of that server is credited
+    /// again.
     #[inline]
-    fn counted(&mut self, ctx: &mut Ctx<'_>) {
+    fn counted(&mut self, ctx: &mut Ctx<'_>, sent: u64) {
         if let Some((counts, i, _)) = &self.work.counted {
             let now = counts[*i].load(Ordering::Acquire);
-            self.add(ctx, now);
+            if now > sent && self.false_claim.is_none() {
+                ctx.rec.record_error(Op::Send, ErrorKind::Protocol, 0, 0);
+                self.false_claim = Some((now, sent));
+            }
+            if self.false_claim.is_none() {
+                self.add(ctx, now);
+            }
         }
     }
 
@@ -104,14 +117,14 @@ impl Credit<'_> {
 
     /// After the last datagram: waits (at most `FINAL`) for the server's final count, which
     /// comes once the session has ended, and credits it.
-    fn last_counted(&mut self, ctx: &mut Ctx<'_>) {
+    fn last_counted(&mut self, ctx: &mut Ctx<'_>, sent: u64) {
         if let Some((_, _, ended)) = &self.work.counted {
             let until = Instant::now() + FINAL;
             while !ended.load(Ordering::Acquire) && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
-        self.counted(ctx);
+        self.counted(ctx, sent);
     }
 
     /// After the last write: waits (at most `FINAL`) until the receiver acknowledged
@@ -320,9 +333,10 @@ fn udp(
     let per_sec = work.bitrate / 8.0 / f64::from(work.msg_size);
     let epoch = Instant::now();
     let mut sent = 0u64;
+    let size = u64::from(work.msg_size);
     while !ctx.stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        credit.counted(ctx);
+        credit.counted(ctx, sent * size);
         ctx.pace.tick(now, &mut ctx.rec, ctx.tx);
         if ctx.pace.expired(now) {
             break;
@@ -346,8 +360,14 @@ fn udp(
         }
     }
     work.tally.datagrams.store(sent, Ordering::Relaxed);
-    credit.last_counted(ctx);
-    Ok(())
+    credit.last_counted(ctx, sent * size);
+    match credit.false_claim {
+        Some((claimed, sent)) => Err(EngineError::Net(format!(
+            "{}: the receiver claims {claimed} bytes received of the {sent} this stream sent: a peer whose counts are not to be believed (protocol error; its counts are not used)",
+            work.server
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// CPU time of the calling thread, ns.

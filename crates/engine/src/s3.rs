@@ -252,6 +252,7 @@ impl S3Worker {
         };
         Ok(match req.op {
             Op::Put => {
+                work.puts.fetch_add(1, Ordering::Relaxed);
                 let size = req.size;
                 let data = match (&self.prepare, req.object) {
                     (Some(_), Some(i)) => {

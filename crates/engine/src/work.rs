@@ -99,6 +99,9 @@ pub struct S3Work {
     pub prepare_next: Vec<(String, stormark_spec::ObjSize)>,
     /// Operations after which the worker stops (its share of `--ops`).
     pub ops: Option<u64>,
+    /// PUTs sent under the run's prefix by every worker of this host, counted as each is sent:
+    /// the most keys its cleanup can find there (a longer listing is the service's).
+    pub puts: Arc<AtomicU64>,
 }
 
 impl S3Work {

@@ -64,21 +64,11 @@ impl std::fmt::Debug for Chap {
 impl Chap {
     /// The credentials of the environment (`STORMARK_ISCSI_USER` and
     /// `STORMARK_ISCSI_SECRET`), or of the file `STORMARK_ISCSI_CHAP_FILE` names (its first
-    /// line `USER:SECRET`); `None` when neither is set.
-    pub fn from_env() -> Result<Option<Chap>, String> {
+    /// line `USER:SECRET`, read as [`Chap::from_file`] reads it); `None` when neither is set.
+    /// What is worth a warning (a file others may read) is added to `warnings`.
+    pub fn from_env(warnings: &mut Vec<String>) -> Result<Option<Chap>, String> {
         if let Ok(path) = std::env::var("STORMARK_ISCSI_CHAP_FILE") {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("STORMARK_ISCSI_CHAP_FILE {path}: cannot read it: {e}"))?;
-            let line = text.lines().next().unwrap_or("").trim();
-            return match line.split_once(':') {
-                Some((u, s)) if !u.is_empty() && !s.is_empty() => Ok(Some(Chap {
-                    user: u.to_string(),
-                    secret: s.to_string(),
-                })),
-                _ => Err(format!(
-                    "STORMARK_ISCSI_CHAP_FILE {path}: expected its first line as USER:SECRET"
-                )),
-            };
+            return Chap::from_file(std::path::Path::new(&path), warnings).map(Some);
         }
         match (
             std::env::var("STORMARK_ISCSI_USER"),
@@ -93,7 +83,63 @@ impl Chap {
             ),
         }
     }
+
+    /// The credentials in the file `path` (`STORMARK_ISCSI_CHAP_FILE`): its first line
+    /// `USER:SECRET`. Only a regular file is read, at most [`CHAP_FILE_LIMIT`] bytes of it:
+    /// it is opened without waiting (`O_NONBLOCK`: a FIFO's open would wait for a writer for
+    /// ever) and checked by its descriptor (`fstat`) before any read, so that a FIFO, a
+    /// device (`/dev/zero` would be read for ever) or a directory is refused at once. A file
+    /// that group or others may read is read, with a warning added to `warnings`.
+    pub fn from_file(path: &std::path::Path, warnings: &mut Vec<String>) -> Result<Chap, String> {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let shown = path.display();
+        let fail = |why: String| format!("STORMARK_ISCSI_CHAP_FILE {shown}: {why}");
+        // std opens with O_CLOEXEC.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|e| fail(format!("cannot read it: {e}")))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| fail(format!("cannot read it: {e}")))?;
+        if !meta.file_type().is_file() {
+            return Err(fail(
+                "not a regular file (a FIFO, device or directory is refused); give a file whose first line is USER:SECRET".into(),
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            warnings.push(fail(format!(
+                "readable by group or others (mode {:o}); chmod 600 it",
+                meta.mode() & 0o777
+            )));
+        }
+        let mut bytes = Vec::new();
+        file.take(CHAP_FILE_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(format!("cannot read it: {e}")))?;
+        if bytes.len() as u64 > CHAP_FILE_LIMIT {
+            return Err(fail(format!(
+                "larger than {} KiB; expected one line USER:SECRET",
+                CHAP_FILE_LIMIT >> 10
+            )));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| fail("not text; expected one line USER:SECRET".into()))?;
+        let line = text.lines().next().unwrap_or("").trim();
+        match line.split_once(':') {
+            Some((u, s)) if !u.is_empty() && !s.is_empty() => Ok(Chap {
+                user: u.to_string(),
+                secret: s.to_string(),
+            }),
+            _ => Err(fail("expected its first line as USER:SECRET".into())),
+        }
+    }
 }
+
+/// The most of a CHAP file read: its first line is one `USER:SECRET`.
+pub const CHAP_FILE_LIMIT: u64 = 4 << 10;
 
 /// The direction of a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -500,4 +546,73 @@ fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// `from_file` on `path` in a thread of its own: its answer within a second, or a
+    /// failure (never a test that hangs).
+    fn within_a_second(path: &std::path::Path) -> (Result<Chap, String>, Vec<String>) {
+        let path = path.to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut warnings = Vec::new();
+            let got = Chap::from_file(&path, &mut warnings);
+            let _ = tx.send((got, warnings));
+        });
+        rx.recv_timeout(Duration::from_secs(1))
+            .expect("an answer within a second")
+    }
+
+    /// Issue 54: a FIFO blocked in `open` for ever, `/dev/zero` was read until memory ran out.
+    #[test]
+    fn a_chap_file_that_is_no_regular_file_is_refused_at_once() {
+        let dir = stormark_testkit::temp_dir(&std::env::temp_dir().to_string_lossy());
+        let fifo = dir.path().join("chap.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [fifo.as_path(), "/dev/zero".as_ref(), dir.path()] {
+            let (got, _) = within_a_second(path);
+            let e = got.expect_err("refused");
+            assert!(e.contains("not a regular file"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_chap_file_is_read_up_to_its_limit_and_warned_of_when_others_may_read_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = stormark_testkit::temp_dir(&std::env::temp_dir().to_string_lossy());
+        let file = dir.path().join("chap");
+        std::fs::write(&file, "bench:s3cret\nmore\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (got, warnings) = within_a_second(&file);
+        assert_eq!(
+            got,
+            Ok(Chap {
+                user: "bench".into(),
+                secret: "s3cret".into()
+            })
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (got, warnings) = within_a_second(&file);
+        assert!(got.is_ok());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("chmod 600"), "{warnings:?}");
+        assert!(!warnings[0].contains("s3cret"), "{warnings:?}");
+        let big = format!("bench:s3cret\n{}", "x".repeat(CHAP_FILE_LIMIT as usize));
+        std::fs::write(&file, big).unwrap();
+        let e = within_a_second(&file).0.expect_err("too large");
+        assert!(
+            e.contains("larger than 4 KiB") && !e.contains("s3cret"),
+            "{e}"
+        );
+        std::fs::write(&file, "no colon\n").unwrap();
+        assert!(within_a_second(&file).0.is_err());
+    }
 }

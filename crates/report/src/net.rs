@@ -75,6 +75,19 @@ pub(crate) fn net_text(r: &Results) -> String {
 
 fn udp(out: &mut String, net: &NetReport, ns: u64) {
     let sent: u64 = net.streams.iter().filter_map(|s| s.datagrams_sent).sum();
+    if net.streams.iter().any(|s| s.datagrams_received.is_none()) {
+        // No count from the receiver (it sent none, or one not to be believed): no loss.
+        let why = net
+            .failure
+            .as_deref()
+            .unwrap_or("the receiver said nothing");
+        let _ = writeln!(
+            out,
+            "  {sent} datagrams sent, received not known: {}",
+            stormark_spec::printable(why, 400)
+        );
+        return;
+    }
     let got: u64 = net
         .streams
         .iter()

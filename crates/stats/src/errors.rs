@@ -40,6 +40,9 @@ pub enum ErrorKind {
     Hole,
     /// A SCSI command failed: its sense key or status ([`stormark_spec::scsi::code`]).
     Scsi(u16),
+    /// The other end broke the protocol: a claim it cannot have made honestly (a UDP
+    /// receiver counting more than was sent). Its figure is not used.
+    Protocol,
 }
 
 impl ErrorKind {
@@ -88,6 +91,7 @@ impl ErrorKind {
             ErrorKind::Misplaced => "misplaced".into(),
             ErrorKind::Stale => "stale".into(),
             ErrorKind::Hole => "hole".into(),
+            ErrorKind::Protocol => "protocol".into(),
             ErrorKind::Scsi(code) => stormark_spec::scsi::name(code),
         }
     }
@@ -109,6 +113,7 @@ impl ErrorKind {
             ErrorKind::Misplaced => -8,
             ErrorKind::Stale => -9,
             ErrorKind::Hole => -10,
+            ErrorKind::Protocol => -11,
             ErrorKind::Http(status) => -1000 - i32::from(status),
             ErrorKind::Scsi(code) => -100_000 - i32::from(code),
         }
@@ -127,6 +132,7 @@ impl ErrorKind {
             -8 => ErrorKind::Misplaced,
             -9 => ErrorKind::Stale,
             -10 => ErrorKind::Hole,
+            -11 => ErrorKind::Protocol,
             c if c <= -100_000 => ErrorKind::Scsi(u16::try_from(-100_000 - c).unwrap_or(0)),
             c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
             c if c < 0 => ErrorKind::Other(c),

@@ -226,6 +226,28 @@ fn write_partial(out: Option<&Output>, done: &[Results], current: &mut Results) 
     let _ = out.write_with(|w| Json.write_to(&doc, w));
 }
 
+/// `--print-fio` of a target fio reaches by an engine of its own (an iSCSI LUN, an NFS
+/// share), not by a path: refused, naming fio's form for it, until it is printed so.
+fn check_print_fio(args: &RunArgs, target: &Path) -> Result<()> {
+    let shown = target.display().to_string();
+    let remote = [
+        (
+            stormark_iscsi::Url::is_iscsi(&shown),
+            "an iSCSI LUN",
+            "ioengine=libiscsi and filename=iscsi\\://HOST[\\:PORT]/IQN/LUN, its colons escaped",
+        ),
+        (
+            stormark_nfs::Url::is_nfs(&shown),
+            "an NFS share",
+            "ioengine=nfs and nfs_url=nfs://SERVER/EXPORT",
+        ),
+    ];
+    match remote.iter().find(|r| args.print_fio && r.0) {
+        Some((_, what, form)) => Err(usage(format!("--print-fio: {shown} is {what}, which --print-fio does not write as a fio job yet (fio runs one with {form}); leave out --print-fio"))),
+        None => Ok(()),
+    }
+}
+
 fn run(args: RunArgs) -> Result<Ending> {
     let Request {
         workload,
@@ -238,6 +260,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         first_look,
         target_is_file,
     } = request(&request_options(&args)?).map_err(usage)?;
+    check_print_fio(&args, &target)?;
     if args.print_fio {
         stormark_spec::fio_check(&workload.jobs, &target.display().to_string())
             .map_err(|e| usage(format!("--print-fio: {e}")))?;

@@ -3,7 +3,7 @@
 //! uses, the objects GET and HEAD read, and at the end the removal of every key under that
 //! prefix, which are exactly the keys this run wrote.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -31,6 +31,10 @@ pub(super) struct Bucket {
     keep: bool,
     /// The run's id, common to its hosts (what `--remove-run` takes).
     run: String,
+    /// This host's PUTs under `base` so far (its workers count them as they send them), when
+    /// this is the host's own bucket of the run: its cleanup lists no more pages than they
+    /// can fill. `None` where what was written is not known (a failed host's, `--remove-run`).
+    puts: Option<Arc<AtomicU64>>,
 }
 
 fn map_err(option: String, e: S3Error) -> AgentError {
@@ -138,6 +142,7 @@ impl Bucket {
             base: format!("{}/{run}-h{host}/", job.prefix),
             keep,
             run: run.to_string(),
+            puts: None,
         })
     }
 
@@ -213,6 +218,7 @@ impl Bucket {
             prepare: None,
             prepare_next: Vec::new(),
             ops: ops.map(|n| share(n, w, workers)),
+            puts: self.puts.clone().unwrap_or_default(),
         }
     }
 
@@ -276,9 +282,12 @@ impl Bucket {
         let abandoned = || abandon.is_some_and(|f| f.load(Ordering::Relaxed));
         let (mut removed, mut failed) = (0u64, 0u64);
         let mut first_error = None;
+        // A listing of this host's own prefix holds at most the keys it wrote.
+        let most = self.puts.as_ref().map(|p| p.load(Ordering::Relaxed));
+        let pages = most.map_or(MAX_LIST_PAGES, list_pages);
         for bucket in &self.buckets {
             // Each page listed, then its keys removed; the next page's token back.
-            let stopped = each_page(|token| {
+            let stopped = each_page(pages, most, |token| {
                 if abandoned() {
                     return Err(ABANDONED.into());
                 }
@@ -311,6 +320,12 @@ impl Bucket {
             None => Vec::new(),
             Some(e) if abandoned() => vec![format!(
                 "left the run's objects under {} in place ({e}, after removing {removed}); remove them with `stormark s3 --remove-run {}` and the run's --endpoint, --bucket and --prefix",
+                self.shown(),
+                self.run
+            )],
+            // The listing stopped (a page failed, or the service would not end it).
+            Some(e) if failed == 0 => vec![format!(
+                "removed {removed} objects under {}, then stopped: {e}; remove what is left with `stormark s3 --remove-run {}` and the run's --endpoint, --bucket and --prefix",
                 self.shown(),
                 self.run
             )],
@@ -396,20 +411,31 @@ pub fn remove_run_objects(
     Ok((removed, shown, notes))
 }
 
-/// The most pages one listing of the run's objects reads (a thousand keys each: far more
-/// objects than a run writes).
+/// The most pages one listing of the run's objects reads where what it wrote is not known (a
+/// thousand keys each: far more objects than a run writes).
 const MAX_LIST_PAGES: u32 = 100_000;
+
+/// The most pages a listing of a prefix holding at most `keys` keys takes: a page for each
+/// hundred (a tenth of the thousand asked, for a service that answers in smaller pages) and
+/// ten more, within [`MAX_LIST_PAGES`]. A service handing out continuation tokens beyond it
+/// is stopped there, not after a hundred thousand pages.
+fn list_pages(keys: u64) -> u32 {
+    u32::try_from(keys.div_ceil(100) + 10).map_or(MAX_LIST_PAGES, |p| p.min(MAX_LIST_PAGES))
+}
 
 /// Goes through a listing page by page: `page` reads the page at a continuation token (and
 /// deals with its keys) and answers the next token. Stops, saying why, when a page fails,
 /// when the service repeats a continuation token (a broken or hostile service would keep a
-/// cleanup listing forever) or after [`MAX_LIST_PAGES`] pages.
+/// cleanup listing forever) or after `pages` pages (of a prefix of at most `keys` keys, when
+/// known).
 fn each_page(
+    pages: u32,
+    keys: Option<u64>,
     mut page: impl FnMut(Option<&str>) -> Result<Option<String>, String>,
 ) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
     let mut token: Option<String> = None;
-    for _ in 0..MAX_LIST_PAGES {
+    for _ in 0..pages {
         match page(token.as_deref()) {
             Err(e) => return Some(e),
             Ok(None) => return None,
@@ -422,9 +448,12 @@ fn each_page(
             Ok(Some(t)) => token = Some(t),
         }
     }
-    Some(format!(
-        "listing stopped after {MAX_LIST_PAGES} pages; more objects may be left"
-    ))
+    Some(match keys {
+        Some(keys) => format!(
+            "listing stopped after {pages} pages, more than the {keys} objects this host wrote there fill (the service kept handing out continuation tokens); more objects may be left"
+        ),
+        None => format!("listing stopped after {pages} pages; more objects may be left"),
+    })
 }
 
 /// Worker `w`'s share of `n` operations over `workers`.
@@ -477,7 +506,9 @@ impl super::LocalAgent {
             )
         })?;
         let host = u32::try_from(self.index).unwrap_or(u32::MAX);
-        let bucket = Bucket::open(first, &access, self.opts.keep, &self.opts.run, host)?;
+        let mut bucket = Bucket::open(first, &access, self.opts.keep, &self.opts.run, host)?;
+        // Its workers count what they write, so that the cleanup's listing is bounded by it.
+        bucket.puts = Some(Arc::default());
         self.notes
             .push(format!("objects of this run go under {}", bucket.shown()));
         // Journaled until removed: an agent killed before its cleanup names them when it

@@ -36,7 +36,11 @@ impl LocalAgent {
     ) -> Result<(), AgentError> {
         let url = Url::parse(target).map_err(|e| AgentError::option("TARGET", e.to_string()))?;
         stormark_iscsi::available().map_err(|e| AgentError::option("TARGET", e))?;
-        let chap = Chap::from_env().map_err(|e| AgentError::option("TARGET", e))?;
+        let mut warnings = Vec::new();
+        let chap = Chap::from_env(&mut warnings).map_err(|e| AgentError::option("TARGET", e))?;
+        for w in warnings {
+            push_once(&mut v.notes, w);
+        }
         let shown = url.to_string();
         let session = Session::connect(&url, chap.as_ref())
             .map_err(|e| AgentError::target(&shown, login_failure(&e.to_string())))?;
@@ -82,6 +86,7 @@ impl LocalAgent {
                         "this workload writes to the LUN, destroying its data; add --allow-device-write if that is intended",
                     ));
                 }
+                unaligned(job, lbs, &shown)?;
                 let on = Existing {
                     path: Path::new(&shown),
                     shown: &shown,
@@ -129,6 +134,39 @@ impl LocalAgent {
         }));
         Ok(())
     }
+}
+
+/// Every command on a LUN moves whole blocks: an I/O size, alignment or offset of `job` that
+/// is not a multiple of the LUN's `lbs`-byte blocks is refused before any load (it failed
+/// mid-run, command after command), naming the option and the form accepted.
+fn unaligned(job: &stormark_spec::Job, lbs: u64, shown: &str) -> Result<(), AgentError> {
+    let split = job.bs_split.iter().flat_map(|s| s.entries());
+    let sizes = [
+        ("--bs", job.bs.to_string(), job.bs.min),
+        ("--bs", job.bs.to_string(), job.bs.max),
+        ("--bs-align", format_size(job.bs_align), job.bs_align),
+        ("--offset", format_size(job.offset), job.offset),
+        (
+            "--offset-increment",
+            format_size(job.offset_increment),
+            job.offset_increment,
+        ),
+    ]
+    .into_iter()
+    .chain(split.map(|&(b, _)| ("--bssplit", format_size(b), b)));
+    for (option, value, bytes) in sizes {
+        if !bytes.is_multiple_of(lbs) {
+            let near = bytes.div_ceil(lbs) * lbs;
+            return Err(AgentError::option(
+                format!("{option} {value}"),
+                format!(
+                    "{shown} has {lbs}-byte blocks and every command moves whole blocks: expected a multiple of {lbs} (such as {})",
+                    format_size(near)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// libiscsi's login failure in a user's words, with what to check.

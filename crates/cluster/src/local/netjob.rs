@@ -434,6 +434,13 @@ impl NetSession {
         } else {
             self.started.elapsed().as_nanos() as u64
         };
+        // A UDP receiver that counts more than a stream sent is not to be believed: none of
+        // its counts are used.
+        let false_claim = self.false_claim(&counted, &udp);
+        let (counted, udp) = match false_claim {
+            Some(_) => (vec![0; counted.len()], Vec::new()),
+            None => (counted, udp),
+        };
         let mut report = self.report(&counted, &tcp, &server_tcp, &udp, &server_cpu, duration_ns);
         report.to = self.to;
         report.duration_ns = duration_ns;
@@ -442,7 +449,8 @@ impl NetSession {
         report.failure = self
             .tallies
             .iter()
-            .find_map(|t| t.failure.lock().ok().and_then(|f| f.clone()));
+            .find_map(|t| t.failure.lock().ok().and_then(|f| f.clone()))
+            .or_else(|| false_claim.clone());
         // The interface the test left by, with its rated speed and MTU.
         report.interface = self.local.and_then(|a| stormark_net::interface_of(a.ip()));
         if let Some(link) = report
@@ -454,6 +462,10 @@ impl NetSession {
             report.mtu = link.mtu;
         }
         let total: u64 = counted.iter().take(self.sending).sum();
+        if let Some(claim) = false_claim {
+            let note = format!("net job {}: {claim}", self.name);
+            return (Some(note), report, duration_ns);
+        }
         // A mesh's pairs say theirs in its matrices.
         let note = (self.to.is_none() && self.net.mode == NetMode::Send && end.is_some() && duration_ns > 0).then(|| {
             format!(
@@ -466,6 +478,27 @@ impl NetSession {
             )
         });
         (note, report, duration_ns)
+    }
+
+    /// UDP: the first stream whose receiver counted more datagrams or bytes than this host
+    /// sent on it, in words (a protocol error: its counts are not to be believed).
+    fn false_claim(&self, counted: &[u64], udp: &[UdpStats]) -> Option<String> {
+        if !self.net.udp {
+            return None;
+        }
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        self.tallies.iter().enumerate().find_map(|(w, tally)| {
+            let datagrams = load(&tally.datagrams);
+            let bytes = datagrams.saturating_mul(u64::from(self.net.msg_size));
+            let claimed = udp.get(w).map_or(0, |u| u.datagrams);
+            let claimed_bytes = counted.get(w).copied().unwrap_or(0);
+            (claimed > datagrams || claimed_bytes > bytes).then(|| {
+                format!(
+                    "{} claims {claimed} datagrams ({claimed_bytes} bytes) received on stream {w}, of the {datagrams} ({bytes} bytes) this host sent: a peer whose counts are not to be believed (protocol error; its counts are not used)",
+                    self.server
+                )
+            })
+        })
     }
 
     /// Each stream as its ends saw it: TCP_INFO of whichever end sent, each end's thread CPU,

@@ -37,6 +37,7 @@ fn error_kinds_survive_their_code() {
         ErrorKind::Misplaced,
         ErrorKind::Stale,
         ErrorKind::Hole,
+        ErrorKind::Protocol,
         ErrorKind::Http(65535),
         ErrorKind::Scsi(3),
         ErrorKind::Scsi(0x108),

@@ -28,13 +28,13 @@ fn shares_add_up() {
 }
 
 mod listing_tests {
-    use super::each_page;
+    use super::{each_page, list_pages, MAX_LIST_PAGES};
 
     #[test]
     fn a_listing_ends_on_a_repeated_token_or_a_page_limit() {
         // A service that answers every page with the same token: stopped at the second.
         let mut calls = 0;
-        let why = each_page(|_| {
+        let why = each_page(MAX_LIST_PAGES, None, |_| {
             calls += 1;
             Ok(Some("again".into()))
         })
@@ -43,7 +43,7 @@ mod listing_tests {
         assert!(why.contains("same continuation token"), "{why}");
         // Tokens that never repeat: stopped at the limit, said.
         let mut n = 0u64;
-        let why = each_page(|_| {
+        let why = each_page(MAX_LIST_PAGES, None, |_| {
             n += 1;
             Ok(Some(n.to_string()))
         })
@@ -52,11 +52,29 @@ mod listing_tests {
         // A listing that ends, ends.
         let mut left = 3;
         assert_eq!(
-            each_page(|_| {
+            each_page(MAX_LIST_PAGES, None, |_| {
                 left -= 1;
                 Ok((left > 0).then(|| left.to_string()))
             }),
             None
         );
+    }
+
+    /// Issue 54: a listing of a host's own prefix that a service keeps handing new tokens for
+    /// went on for a hundred thousand pages: it stops once the pages could hold every key
+    /// the host wrote there, a tenth of a page each, and ten more.
+    #[test]
+    fn a_listing_of_what_a_host_wrote_stops_once_it_could_hold_it_all() {
+        assert_eq!(list_pages(0), 10);
+        assert_eq!(list_pages(1500), 25);
+        assert_eq!(list_pages(u64::MAX), MAX_LIST_PAGES);
+        let mut n = 0u32;
+        let why = each_page(list_pages(1500), Some(1500), |_| {
+            n += 1;
+            Ok(Some(n.to_string()))
+        })
+        .unwrap();
+        assert_eq!(n, 25);
+        assert!(why.contains("the 1500 objects this host wrote"), "{why}");
     }
 }
