@@ -50,7 +50,14 @@ pub fn find_credentials(
 /// by mistake is not read).
 fn read_small(path: &std::path::Path) -> Option<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: a FIFO planted as AWS_SHARED_CREDENTIALS_FILE must not hang the open; it is
+    // refused below as not a regular file.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > FILE_LIMIT {
         return None;
@@ -102,5 +109,26 @@ mod profile_tests {
         assert_eq!(profile_credentials(text, "bench").unwrap().secret_key, "S2");
         assert!(profile_credentials(text, "other").is_none());
         assert!(profile_credentials("[x]\naws_access_key_id=A", "x").is_none());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_small;
+
+    /// Issue 54: a FIFO or a device named as the credentials file is passed over at once,
+    /// never waited on for a writer or read without end.
+    #[test]
+    fn a_fifo_or_a_device_is_no_credentials_file() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let fifo = dir.path().join("credentials");
+        let c = std::ffi::CString::new(fifo.to_str().expect("UTF-8")).expect("no NUL");
+        // SAFETY: mkfifo(3) with a C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(read_small(&fifo), None);
+        assert_eq!(read_small(std::path::Path::new("/dev/zero")), None);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "[default]\n").expect("written");
+        assert_eq!(read_small(&file).as_deref(), Some("[default]\n"));
     }
 }
