@@ -519,3 +519,84 @@ fn ctrl_c_still_removes_the_shares_run_directory() {
     let doc = stormark_testkit::read_json(&json);
     assert_eq!(doc["status"], "interrupted", "{}", doc["status"]);
 }
+
+/// Issue 52: a neighbour on the share swaps the run directory during a two-stage job, once for
+/// a directory of links to a file of root's (`j0.w0.f0 -> ../important.db`), once for a plain
+/// directory of its own files, both through the server (a libnfs client of the test's). The
+/// root-owned file and the neighbour's files stay byte for byte as they were: the second
+/// stage opens only the objects the run made (never through a link), its refusal is said, and
+/// the cleanup removes nothing under a name that no longer leads to what the run made.
+#[test]
+fn a_neighbour_swapping_the_run_directory_gets_nothing_written_or_removed() {
+    let Some(g) = Ganesha::for_test(
+        TMP,
+        "a_neighbour_swapping_the_run_directory_gets_nothing_written_or_removed",
+    ) else {
+        return;
+    };
+    let important = g.export.join("important.db");
+    std::fs::write(&important, b"root's data, not to be touched").unwrap();
+    let url = stormark_nfs::Url::parse(&g.url("")).unwrap();
+    for links in [true, false] {
+        let dir = temp_dir(TMP);
+        let job = dir.path().join("two.fio");
+        std::fs::write(
+            &job,
+            "[global]\nrw=write\nbs=64k\nsize=1m\ntime_based\nruntime=4\n[a]\n[b]\nstonewall\n",
+        )
+        .unwrap();
+        let json = dir.path().join("r.json");
+        let run = std::process::Command::new(BIN)
+            .args(["run", &g.url(""), "--job"])
+            .arg(&job)
+            .arg("--json")
+            .arg(&json)
+            .arg("-q")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The neighbour waits for the first stage's writes in the run directory, then swaps
+        // its own directory in, through NFS, before the second stage opens its file.
+        let made = wait_for("the first stage wrote nothing", || {
+            use std::os::unix::fs::MetadataExt;
+            let file = run_files(&g.export)
+                .into_iter()
+                .find(|f| std::fs::metadata(f).is_ok_and(|m| m.blocks() > 0))?;
+            file.parent()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        });
+        let mut neighbour = stormark_nfs::Client::connect(&url, 1).unwrap();
+        neighbour.mkdir(".theirs").unwrap();
+        for name in ["j0.w0.f0", "j1.w0.f0"] {
+            let rel = format!(".theirs/{name}");
+            if links {
+                neighbour.symlink("../important.db", &rel).unwrap();
+            } else {
+                neighbour.create(&rel, 4096).unwrap();
+            }
+        }
+        neighbour.rename(&made, ".moved").unwrap();
+        neighbour.rename(".theirs", &made).unwrap();
+        let theirs = tree(&g.export.join(&made));
+        let out = run.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            std::fs::read(&important).unwrap(),
+            b"root's data, not to be touched",
+            "{said}"
+        );
+        assert_eq!(tree(&g.export.join(&made)), theirs, "links {links}: {said}");
+        // The second stage is refused, said in the results; the cleanup says what it left.
+        assert_eq!(out.status.code(), Some(1), "links {links}: {said}");
+        let r = stormark_testkit::read_json(&json);
+        let all = r.to_string();
+        // The first stage ran in the run's own directory.
+        assert!(ops(&r, "run:a", "write") > 0, "links {links}: {all}");
+        assert!(all.contains("no longer"), "links {links}: {all}");
+        assert!(!all.contains("files not created by stormark"), "{all}");
+        // The run's own files, moved away by the neighbour, are the test's to remove.
+        std::fs::remove_dir_all(g.export.join(".moved")).unwrap();
+        std::fs::remove_dir_all(g.export.join(&made)).unwrap();
+    }
+}

@@ -22,8 +22,13 @@ pub(crate) fn connect(work: &crate::NfsWork, spec: &WorkerSpec) -> Result<Share,
     let mut client = Client::connect(&work.url, slots).map_err(fail)?;
     let writes = spec.read_pct < 100 || spec.write_once;
     for f in &spec.files {
+        // The object the run made, whatever is now at its name.
+        let expect = match f.expect {
+            Some(crate::Identity::File { dev, ino }) => Some(stormark_nfs::FileId { dev, ino }),
+            _ => None,
+        };
         client
-            .open(&f.shown().to_string_lossy(), writes)
+            .open(&f.shown().to_string_lossy(), writes, expect)
             .map_err(fail)?;
     }
     Ok(Share {

@@ -102,8 +102,38 @@ pub struct Completion {
 pub struct Stat {
     /// A directory.
     pub dir: bool,
+    /// A symbolic link (only from [`Client::lstat`], which does not follow one).
+    pub link: bool,
     /// Bytes.
     pub size: u64,
+    /// Which object it is on the server, whatever its name: the file system's id and the
+    /// file's (NFSv3's fsid and fileid).
+    pub id: FileId,
+}
+
+/// An object on the server, whatever its name: what a run recorded when it made a file or
+/// directory, checked again before it is written or removed by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// The file system (NFSv3's fsid).
+    pub dev: u64,
+    /// The file (NFSv3's fileid).
+    pub ino: u64,
+}
+
+impl Stat {
+    fn of(st: &ffi::Stat64) -> Stat {
+        let kind = st.mode & u64::from(libc::S_IFMT);
+        Stat {
+            dir: kind == u64::from(libc::S_IFDIR),
+            link: kind == u64::from(libc::S_IFLNK),
+            size: st.size,
+            id: FileId {
+                dev: st.dev,
+                ino: st.ino,
+            },
+        }
+    }
 }
 
 /// Where a read in flight lands, so that its callback can copy the reply there.
@@ -268,10 +298,29 @@ impl Client {
         if rc != 0 {
             return Err(self.op_error("stat", rel, rc));
         }
-        Ok(Stat {
-            dir: st.mode & u64::from(libc::S_IFMT) == u64::from(libc::S_IFDIR),
-            size: st.size,
-        })
+        Ok(Stat::of(&st))
+    }
+
+    /// What `rel` is, a symbolic link itself rather than what it names.
+    pub fn lstat(&mut self, rel: &str) -> Result<Stat, NfsError> {
+        let mut st = ffi::Stat64::default();
+        // SAFETY: a live context, a C string, a struct of libnfs's layout.
+        let rc = unsafe { (self.lib.lstat64)(self.ctx, self.path(rel).as_ptr(), &mut st) };
+        if rc != 0 {
+            return Err(self.op_error("lstat", rel, rc));
+        }
+        Ok(Stat::of(&st))
+    }
+
+    /// What the open handle `fh` is.
+    fn fstat(&self, fh: ffi::Fh, rel: &str) -> Result<Stat, NfsError> {
+        let mut st = ffi::Stat64::default();
+        // SAFETY: a live context, an open handle of it, a struct of libnfs's layout.
+        let rc = unsafe { (self.lib.fstat64)(self.ctx, fh, &mut st) };
+        if rc != 0 {
+            return Err(self.op_error("fstat", rel, rc));
+        }
+        Ok(Stat::of(&st))
     }
 
     /// The file system's size and the bytes free to this user, as FSSTAT says.
@@ -315,6 +364,26 @@ impl Client {
         unsafe { (self.lib.set_timeout)(self.ctx, ms) };
     }
 
+    /// Renames `from` to `to` (both within the URL's directory).
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), NfsError> {
+        let (f, t) = (self.path(from), self.path(to));
+        // SAFETY: as above.
+        let rc = unsafe { (self.lib.rename)(self.ctx, f.as_ptr(), t.as_ptr()) };
+        (rc == 0)
+            .then_some(())
+            .ok_or_else(|| self.op_error("rename", from, rc))
+    }
+
+    /// Makes `rel` a symbolic link to `target` (taken as written, not as a path of ours).
+    pub fn symlink(&mut self, target: &str, rel: &str) -> Result<(), NfsError> {
+        let t = CString::new(target).map_err(|_| self.op_error("symlink", rel, -libc::EINVAL))?;
+        // SAFETY: as above.
+        let rc = unsafe { (self.lib.symlink)(self.ctx, t.as_ptr(), self.path(rel).as_ptr()) };
+        (rc == 0)
+            .then_some(())
+            .ok_or_else(|| self.op_error("symlink", rel, rc))
+    }
+
     /// Removes the file `rel`.
     pub fn unlink(&mut self, rel: &str) -> Result<(), NfsError> {
         // SAFETY: as above.
@@ -324,8 +393,10 @@ impl Client {
             .ok_or_else(|| self.op_error("unlink", rel, rc))
     }
 
-    /// Makes the file `rel`, which must not exist, `len` bytes long (sparse), and closes it.
-    pub fn create(&mut self, rel: &str, len: u64) -> Result<(), NfsError> {
+    /// Makes the file `rel`, which must not exist (an exclusive CREATE: nothing planted under
+    /// its name is opened), `len` bytes long (sparse), and closes it: the object made, by its
+    /// handle, before anything else can be put under its name.
+    pub fn create(&mut self, rel: &str, len: u64) -> Result<FileId, NfsError> {
         let mut fh: ffi::Fh = std::ptr::null_mut();
         let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
         // SAFETY: as above; the handle is closed below.
@@ -334,23 +405,58 @@ impl Client {
         if rc != 0 {
             return Err(self.op_error("create", rel, rc));
         }
+        let made = self.fstat(fh, rel);
         // SAFETY: an open handle of this context.
         let rc = unsafe { (self.lib.ftruncate)(self.ctx, fh, len) };
         // SAFETY: as above, closed once.
         unsafe { (self.lib.close)(self.ctx, fh) };
-        (rc == 0)
-            .then_some(())
-            .ok_or_else(|| self.op_error("truncate", rel, rc))
+        if rc != 0 {
+            return Err(self.op_error("truncate", rel, rc));
+        }
+        made.map(|st| st.id)
     }
 
-    /// Opens the file `rel` (for writing too with `write`) as the next file index.
-    pub fn open(&mut self, rel: &str, write: bool) -> Result<u32, NfsError> {
+    /// Opens the file `rel` (for writing too with `write`) as the next file index, never
+    /// through a symbolic link at its name; with `expect`, only when the object opened is
+    /// the one recorded (a file swapped in under the name, or through a swapped directory, is
+    /// refused before a byte is read or written: the RPCs then go to the handle checked).
+    pub fn open(
+        &mut self,
+        rel: &str,
+        write: bool,
+        expect: Option<FileId>,
+    ) -> Result<u32, NfsError> {
         let mut fh: ffi::Fh = std::ptr::null_mut();
-        let flags = if write { libc::O_RDWR } else { libc::O_RDONLY };
-        // SAFETY: as above; the handle is closed by Drop.
+        let flags = libc::O_NOFOLLOW | if write { libc::O_RDWR } else { libc::O_RDONLY };
+        // SAFETY: as above; the handle is closed by Drop, or below.
         let rc = unsafe { (self.lib.open)(self.ctx, self.path(rel).as_ptr(), flags, &mut fh) };
+        if rc == -libc::ELOOP {
+            return Err(NfsError::Op {
+                url: self.url.clone(),
+                path: format!("/{rel}"),
+                what: "open",
+                why: "a symbolic link stands at its name (replaced since?); never opened through"
+                    .into(),
+                errno: Some(libc::ELOOP),
+            });
+        }
         if rc != 0 {
             return Err(self.op_error("open", rel, rc));
+        }
+        if let Some(id) = expect {
+            let found = self.fstat(fh, rel).map(|st| st.id);
+            if found.as_ref().ok() != Some(&id) {
+                // SAFETY: the handle just opened, closed once.
+                unsafe { (self.lib.close)(self.ctx, fh) };
+                return Err(found.err().unwrap_or_else(|| NfsError::Op {
+                    url: self.url.clone(),
+                    path: format!("/{rel}"),
+                    what: "open",
+                    why: "no longer the file stormark created (replaced since, or its directory)"
+                        .into(),
+                    errno: None,
+                }));
+            }
         }
         self.files.push(fh);
         Ok(self.files.len() as u32 - 1)

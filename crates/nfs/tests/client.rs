@@ -27,9 +27,23 @@ fn files_are_made_written_read_and_removed_at_depth() {
     assert!(c.export().starts_with("/export"), "{}", c.export());
     assert!(c.stat("").unwrap().dir);
     c.mkdir("run").unwrap();
-    c.create("run/f", 1 << 20).unwrap();
+    let made = c.create("run/f", 1 << 20).unwrap();
     assert_eq!(c.stat("run/f").unwrap().size, 1 << 20);
-    let f = c.open("run/f", true).unwrap();
+    assert_eq!(c.lstat("run/f").unwrap().id, made);
+    // Issue 52: opened only when it is the object made, never through a link at its name.
+    std::os::unix::fs::symlink("f", g.export.join("bench/run/l")).unwrap();
+    assert!(c.lstat("run/l").unwrap().link);
+    assert!(
+        c.open("run/l", true, None).is_err(),
+        "opened through a link"
+    );
+    let other = c.create("run/g", 4096).unwrap();
+    assert_ne!(other, made);
+    let e = c.open("run/g", true, Some(made)).unwrap_err().to_string();
+    assert!(e.contains("no longer the file stormark created"), "{e}");
+    c.unlink("run/g").unwrap();
+    c.unlink("run/l").unwrap();
+    let f = c.open("run/f", true, Some(made)).unwrap();
     let mut bufs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i + 1; 4096]).collect();
     for (i, b) in bufs.iter_mut().enumerate() {
         // SAFETY: each buffer outlives its RPC (drained below).

@@ -148,6 +148,27 @@ impl Journal {
         self.update(|e| e.push(line));
     }
 
+    /// Records what a share's run directory of [`Journal::add_share`] is on the server and
+    /// the files made in it so far, each by its object: all that a restarted agent removes
+    /// (`nfs URL/NAME NAME@DEV.INO/... DEV.INO`).
+    pub(super) fn share_made(
+        &self,
+        run_dir: &str,
+        dir: stormark_nfs::FileId,
+        files: &[(String, stormark_nfs::FileId)],
+    ) {
+        let prefix = format!("nfs {} ", escape(run_dir));
+        let names: Vec<String> = files
+            .iter()
+            .map(|(n, id)| format!("{}@{}.{}", escape(n), id.dev, id.ino))
+            .collect();
+        let line = format!("{prefix}{} {}.{}", names.join("/"), dir.dev, dir.ino);
+        self.update(|e| {
+            e.retain(|l| !l.starts_with(&prefix));
+            e.push(line);
+        });
+    }
+
     /// Forgets a share's run directory of [`Journal::add_share`], removed (or kept).
     pub fn remove_share(&self, run_dir: &str) {
         let (nfs, keep) = (
@@ -239,13 +260,34 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Removes a share's run directory a crashed agent left (`URL/NAME FILE/FILE...`): the files
-/// the run planned there, then the directory if empty, over NFS.
+/// An object as [`Journal::share_made`] writes it (`DEV.INO`).
+fn file_id(text: &str) -> Option<stormark_nfs::FileId> {
+    let (dev, ino) = text.split_once('.')?;
+    Some(stormark_nfs::FileId {
+        dev: dev.parse().ok()?,
+        ino: ino.parse().ok()?,
+    })
+}
+
+/// Removes a share's run directory a crashed agent left (`URL/NAME NAME@ID/... DIRID`): each
+/// file still the object the run made, then the directory if it is still the run's and
+/// empty, over NFS. What was made but not yet recorded, or is no longer what was made (a
+/// directory or file swapped in under its name), is left and said.
 fn remove_share_run(entry: &str) -> String {
-    let (dir, files) = entry.split_once(' ').unwrap_or((entry, ""));
+    let mut parts = entry.splitn(3, ' ');
+    let (dir, files, dir_id) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().and_then(file_id),
+    );
     let dir = unescape(dir);
     let Some((parent, name)) = dir.rsplit_once('/') else {
         return "a damaged journal line was skipped".into();
+    };
+    let Some(dir_id) = dir_id else {
+        return format!(
+            "left {dir}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
+        );
     };
     let client = stormark_nfs::Url::parse(parent)
         .map_err(|e| e.to_string())
@@ -258,17 +300,42 @@ fn remove_share_run(entry: &str) -> String {
             )
         }
     };
-    for f in files.split('/').filter(|f| !f.is_empty()) {
-        let _ = client.unlink(&format!("{name}/{}", unescape(f)));
-    }
-    match client.rmdir(name) {
-        Ok(()) => format!("removed {dir}, left by an earlier run that did not finish"),
+    match client.lstat(name) {
+        Ok(st) if st.id == dir_id && !st.link => {}
         Err(stormark_nfs::NfsError::Op {
             errno: Some(libc::ENOENT),
             ..
-        }) => format!("{dir}, left by an earlier run that did not finish, is gone already"),
+        }) => return format!("{dir}, left by an earlier run that did not finish, is gone already"),
+        Ok(_) => {
+            return format!(
+                "left {dir}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
+            )
+        }
+        Err(e) => return format!("could not remove {dir}, left by an earlier run: {e}"),
+    }
+    let mut others = 0;
+    for f in files.split('/').filter(|f| !f.is_empty()) {
+        let (file, id) = f
+            .rsplit_once('@')
+            .map_or((f, None), |(n, id)| (n, file_id(id)));
+        let rel = format!("{name}/{}", unescape(file));
+        match (client.lstat(&rel), id) {
+            (Ok(st), Some(id)) if st.id == id && !st.link => {
+                let _ = client.unlink(&rel);
+            }
+            (Err(_), _) => {}
+            _ => others += 1,
+        }
+    }
+    if others > 0 {
+        return format!(
+            "left {dir}, left by an earlier run that did not finish: {others} file(s) under its names are not what it made; the rest of its files were removed"
+        );
+    }
+    match client.rmdir(name) {
+        Ok(()) => format!("removed {dir}, left by an earlier run that did not finish"),
         Err(e) => format!(
-            "could not remove {dir}, left by an earlier run: {e} (files stormark did not create are left in place)"
+            "could not remove {dir}, left by an earlier run: {e} (what others put in it is left in place)"
         ),
     }
 }

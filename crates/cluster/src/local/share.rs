@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stormark_engine::{Backend, FileTarget, Place};
-use stormark_nfs::{Client, Url};
+use stormark_engine::{Backend, FileTarget, Identity, Place};
+use stormark_nfs::{Client, FileId, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::Workload;
 
@@ -30,9 +30,14 @@ pub(crate) struct ShareDir {
     /// The run directory's name in the URL's directory.
     name: String,
     pub files: Vec<PlannedFile>,
-    made_dir: bool,
-    /// Names of the files this run created, in order.
-    created: Vec<String>,
+    /// The run directory as the server knows it, once made: what is removed at the end
+    /// only while its name still leads to it.
+    dir_id: Option<FileId>,
+    /// Each planned file's object, once made: what its workers open (and nothing else put
+    /// under its name) and what is removed.
+    ids: Vec<Option<FileId>>,
+    /// Names of the files this run created, in order, with their objects.
+    created: Vec<(String, FileId)>,
     /// An agent's journal, and whether the run directory is to be kept: a crash leaves it to
     /// the agent's next start.
     pub journal: Option<(super::journal::Journal, bool)>,
@@ -46,7 +51,12 @@ impl ShareDir {
                 "{}/{}",
                 self.name, self.files[i].name
             ))),
-            expect: None,
+            // The object made, checked by its worker's open: a file swapped in under the
+            // name (a neighbour's link to a file of root's) is never written.
+            expect: self.ids.get(i).copied().flatten().map(|id| Identity::File {
+                dev: id.dev,
+                ino: id.ino,
+            }),
             start,
             len,
         }
@@ -60,31 +70,58 @@ impl ShareDir {
     /// Makes the run directory and its files (each its length, sparse: what is read is
     /// written by the preparation).
     pub fn create(&mut self, stop: &std::sync::atomic::AtomicBool) -> Result<(), AgentError> {
-        if !self.made_dir {
+        if self.dir_id.is_none() {
             if let Some((j, keep)) = &self.journal {
                 let names: Vec<String> = self.files.iter().map(|f| f.name.clone()).collect();
                 j.add_share(&self.shown(), &names, *keep);
             }
+            // MKDIR fails on a name that exists: nothing planted is used.
             self.client
                 .mkdir(&self.name)
                 .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
-            self.made_dir = true;
+            let made = self
+                .client
+                .lstat(&self.name)
+                .ok()
+                .filter(|st| st.dir && !st.link);
+            self.dir_id = Some(made.map(|st| st.id).ok_or_else(|| {
+                AgentError::target(
+                    self.shown(),
+                    "replaced right after it was made (by another user of the share?); nothing was written",
+                )
+            })?);
+            self.ids = vec![None; self.files.len()];
         }
+        let mut made = false;
         for i in 0..self.files.len() {
             if self.files[i].exists || self.files[i].size == 0 {
                 continue;
             }
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                self.journal_ids();
                 return Err(AgentError::Interrupted("creating files"));
             }
             let rel = format!("{}/{}", self.name, self.files[i].name);
-            self.client
+            let id = self
+                .client
                 .create(&rel, self.files[i].size)
                 .map_err(|e| AgentError::target(self.shown(), e.to_string()))?;
-            self.created.push(self.files[i].name.clone());
+            self.created.push((self.files[i].name.clone(), id));
+            self.ids[i] = Some(id);
             self.files[i].exists = true;
+            made = true;
+        }
+        if made {
+            self.journal_ids();
         }
         Ok(())
+    }
+
+    /// The objects made so far, into the agent's journal: what a restarted agent removes.
+    fn journal_ids(&self) {
+        if let (Some((j, false)), Some(dir)) = (&self.journal, self.dir_id) {
+            j.share_made(&self.shown(), dir, &self.created);
+        }
     }
 
     /// Marks the files the preparation wrote.
@@ -99,9 +136,9 @@ impl ShareDir {
     /// for its next start.
     pub fn cleanup(&mut self, keep: bool) -> Vec<String> {
         let mut notes = Vec::new();
-        if !self.made_dir {
+        let Some(dir_id) = self.dir_id else {
             return notes;
-        }
+        };
         if keep {
             if let Some((j, _)) = &self.journal {
                 j.remove_share(&self.shown());
@@ -118,40 +155,88 @@ impl ShareDir {
         // for the RPC's minute per file.
         self.client.set_timeout(CLEANUP_TIMEOUT);
         let names = std::mem::take(&mut self.created);
-        let mut left = 0;
-        for (i, name) in names.iter().enumerate() {
-            match self.client.unlink(&format!("{}/{name}", self.name)) {
-                Ok(()) => {}
-                Err(e) if e.is_unanswered() => {
-                    left = names.len() - i;
-                    notes.push(format!(
-                        "could not remove {}: the server did not answer ({e}); {left} file(s) of the run and its directory are left: remove {} when the server is back",
-                        self.shown(),
-                        self.shown()
-                    ));
-                    break;
-                }
-                Err(e) => notes.push(format!("could not remove {}/{name}: {e}", self.shown())),
+        // What is at each name is removed only while it is the object this run made: a
+        // directory swapped in under the run's name, or a file under a file's, stays.
+        let removed = match self.client.lstat(&self.name) {
+            Err(e) if e.is_unanswered() => {
+                notes.push(unanswered(&self.shown(), names.len(), &e));
+                false
             }
-        }
-        let removed = left == 0
-            && match self.client.rmdir(&self.name) {
-                Ok(()) => true,
-                Err(e) => {
-                    notes.push(format!(
-                        "could not remove {}: {e} (files not created by stormark are left in place)",
-                        self.shown()
-                    ));
-                    false
-                }
-            };
+            Ok(st) if st.id == dir_id && !st.link => self.remove_made(&names, &mut notes),
+            _ => {
+                notes.push(format!(
+                    "{}: no longer the directory this run made (replaced or removed by someone else); nothing under that name was removed, and the {} file(s) the run made are wherever it was moved",
+                    self.shown(),
+                    names.len()
+                ));
+                false
+            }
+        };
         // The journal forgets the directory only once it is gone.
         if let (true, Some((j, _))) = (removed, &self.journal) {
             j.remove_share(&self.shown());
         }
-        self.made_dir = false;
+        self.dir_id = None;
         notes
     }
+}
+
+impl ShareDir {
+    /// Removes each of `names` that is still the object made, then the run directory when
+    /// nothing else is left: whether it is gone.
+    fn remove_made(&mut self, names: &[(String, FileId)], notes: &mut Vec<String>) -> bool {
+        let mut all = true;
+        for (i, (name, id)) in names.iter().enumerate() {
+            let rel = format!("{}/{name}", self.name);
+            let removed = match self.client.lstat(&rel) {
+                Ok(st) if st.id == *id && !st.link => self.client.unlink(&rel),
+                Ok(_) => {
+                    notes.push(format!(
+                        "left {}/{name}: not the file this run made (replaced by someone else)",
+                        self.shown()
+                    ));
+                    all = false;
+                    continue;
+                }
+                Err(e) => Err(e),
+            };
+            match removed {
+                Ok(()) => {}
+                Err(e) if e.is_unanswered() => {
+                    notes.push(unanswered(&self.shown(), names.len() - i, &e));
+                    return false;
+                }
+                Err(e) => {
+                    notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
+                    all = false;
+                }
+            }
+        }
+        if !all {
+            notes.push(format!(
+                "left {}: it holds what this run did not make",
+                self.shown()
+            ));
+            return false;
+        }
+        match self.client.rmdir(&self.name) {
+            Ok(()) => true,
+            Err(e) => {
+                notes.push(format!(
+                    "could not remove {}: {e} (what others put in it is left in place)",
+                    self.shown()
+                ));
+                false
+            }
+        }
+    }
+}
+
+/// What is left on a server that stopped answering during the cleanup.
+fn unanswered(shown: &str, files: usize, e: &stormark_nfs::NfsError) -> String {
+    format!(
+        "could not remove {shown}: the server did not answer ({e}); {files} file(s) of the run and its directory are left: remove {shown} when the server is back"
+    )
 }
 
 impl LocalAgent {
@@ -234,8 +319,14 @@ impl LocalAgent {
                 ),
             ));
         }
-        // Hosts of one run on one share: each its own run directory.
-        let name = format!("stormark-{}-{}-{}", stamp(), std::process::id(), self.index);
+        // Hosts of one run on one share: each its own run directory, named so that nobody
+        // can plant one in its place beforehand (a PID is predictable).
+        let name = format!(
+            "stormark-{}-{}-{}",
+            stamp(),
+            &crate::auth::session_id()[..12],
+            self.index
+        );
         push_once(
             &mut v.notes,
             format!(
@@ -258,7 +349,8 @@ impl LocalAgent {
             client,
             name,
             files,
-            made_dir: false,
+            dir_id: None,
+            ids: Vec::new(),
             created: Vec::new(),
             journal: self.journal.clone().map(|j| (j, self.opts.keep)),
         }));
