@@ -108,11 +108,13 @@ impl TargetOptions {
 pub fn new_run_id() -> String {
     let t = stormark_stats::format_rfc3339(std::time::SystemTime::now());
     let digits: String = t.chars().filter(|c| c.is_ascii_digit()).collect();
+    // 48 random bits, not the PID (which a PID namespace makes predictable): nobody can
+    // plant a directory or objects under a name a run will use.
     format!(
         "{}-{}-{}",
         &digits[..8],
         &digits[8..14.min(digits.len())],
-        std::process::id()
+        &crate::auth::session_id()[..12]
     )
 }
 

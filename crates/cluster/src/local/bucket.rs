@@ -372,13 +372,16 @@ pub fn remove_host_objects(
     }
 }
 
-/// Whether `run` has the form of a run id ([`crate::new_run_id`]: `YYYYMMDD-HHMMSS-PID`), so
-/// that removing its objects can never name a prefix wider than one run's.
+/// Whether `run` has the form of a run id ([`crate::new_run_id`]: `YYYYMMDD-HHMMSS-RANDOM`,
+/// 12 lowercase hex digits, or an earlier run's `YYYYMMDD-HHMMSS-PID`), so that removing its
+/// objects can never name a prefix wider than one run's.
 pub fn is_run_id(run: &str) -> bool {
+    let digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
     let parts: Vec<&str> = run.split('-').collect();
     matches!(parts.as_slice(), [d, t, p]
-        if d.len() == 8 && t.len() == 6 && (1..=10).contains(&p.len())
-            && parts.iter().all(|x| x.bytes().all(|b| b.is_ascii_digit())))
+        if d.len() == 8 && t.len() == 6 && digits(d) && digits(t)
+            && (((1..=10).contains(&p.len()) && digits(p))
+                || (p.len() == 12 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))))
 }
 
 /// Removes every object run `run` left under the job's prefix, of every host

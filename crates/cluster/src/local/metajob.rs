@@ -74,11 +74,21 @@ impl LocalAgent {
             let (home, home_parent, name, tops, top_names) = if meta.shared {
                 let name = shared_name(&self.opts.run, &job);
                 // Made by whichever host comes first; the others open it, never through a link.
+                // Its name carries the run's random id, so nothing is there before the run;
+                // a run of one host that finds it there refuses it.
                 let home = match parent.create_dir(&name) {
                     Ok(d) => d,
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => parent
-                        .open_dir(&name)
-                        .map_err(|e| io("open", &parent, &name, e))?,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && self.hosts > 1 => {
+                        parent
+                            .open_dir(&name)
+                            .map_err(|e| io("open", &parent, &name, e))?
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Err(AgentError::target(
+                            parent.shown(&name),
+                            "exists already, made by someone else before the run: nothing in it is used or removed; remove it, or run again",
+                        ))
+                    }
                     Err(e) => return Err(io("create", &parent, &name, e)),
                 };
                 let home = Arc::new(home);

@@ -65,7 +65,8 @@ impl Workspace {
         }
         Ok(Workspace {
             parent: Some(Arc::new(parent)),
-            name: format!("stormark-{}-{}", stamp(), std::process::id()),
+            // Random, not the PID: nobody can plant a directory under its name beforehand.
+            name: format!("stormark-{}-{}", stamp(), &crate::auth::session_id()[..12]),
             run: None,
             reused: false,
             created_dir: false,

@@ -3,7 +3,10 @@ use super::*;
 #[test]
 fn only_a_run_id_names_objects_to_remove() {
     assert!(is_run_id("20261126-001739-11450"));
+    assert!(is_run_id("20261126-001739-0a1b2c3d4e5f"));
     assert!(is_run_id(&crate::new_run_id()));
+    // Issue 52: a run's id is not predictable from the time and the PID.
+    assert_ne!(crate::new_run_id(), crate::new_run_id());
     for bad in [
         "",
         "2026",
@@ -14,6 +17,9 @@ fn only_a_run_id_names_objects_to_remove() {
         "../20261126-001739-1",
         "2026112a-001739-1",
         "20261126-001739-12345678901",
+        "20261126-001739-0A1B2C3D4E5F",
+        "20261126-001739-0a1b2c3d4e5g",
+        "20261126-001739-0a1b2c3d4e5",
     ] {
         assert!(!is_run_id(bad), "{bad}");
     }
