@@ -587,6 +587,41 @@ fn an_open_loop_past_what_the_path_carries_shows_in_response_time_not_service_ti
     );
 }
 
+/// Each stream's bytes in `net` are the receiver's final count (its end report), not its last
+/// per-second line: a test of a second and a half counted whole, not as its first second.
+#[test]
+fn a_streams_bytes_are_the_receivers_final_count() {
+    let dir = temp_dir(TMP);
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let json = dir.path().join("n.json");
+    let out = Bin(BIN).run(&[
+        "net",
+        "client",
+        &server,
+        "--time",
+        "1500ms",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    // What the sender's kernel saw acknowledged, over the whole test.
+    let acked = measured(&doc)["by_op"]["send"]["bytes"].as_u64().unwrap();
+    let counted: u64 = doc["net"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert!(acked > 0, "{doc}");
+    assert!(
+        counted as f64 >= 0.99 * acked as f64,
+        "the receiver counted {counted} of {acked} bytes acknowledged"
+    );
+}
+
 #[test]
 fn a_server_with_a_token_serves_only_clients_that_give_it() {
     let dir = temp_dir(TMP);
