@@ -289,6 +289,45 @@ impl Minio {
         out.stdout
     }
 
+    /// Makes `bucket`, with curl's SigV4 (not stormark's client).
+    pub fn make_bucket(&self, bucket: &str) {
+        let ok = Command::new("curl")
+            .args([
+                "-sf",
+                "-X",
+                "PUT",
+                "--aws-sigv4",
+                "aws:amz:us-east-1:s3",
+                "--user",
+            ])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .arg(format!("{}/{bucket}", self.endpoint))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "curl could not make bucket {bucket}");
+    }
+
+    /// Stores `data` as object `key` of `bucket`, with curl's SigV4 (not stormark's client).
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8]) {
+        // From a file: curl 7.88 signs a body from stdin wrongly (SignatureDoesNotMatch).
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file = std::env::temp_dir().join(format!("stormark-put-{}-{n}", std::process::id()));
+        std::fs::write(&file, data).expect("writing the object's file");
+        let ok = Command::new("curl")
+            .args(["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .arg("-T")
+            .arg(&file)
+            .arg(format!("{}/{bucket}/{key}", self.endpoint))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let _ = std::fs::remove_file(&file);
+        assert!(ok, "curl could not PUT {bucket}/{key}");
+    }
+
     /// The objects stored in `bucket` whose key starts with `prefix`, as MinIO's data
     /// directory holds them (one directory per object holding `xl.meta`).
     pub fn objects(&self, bucket: &str, prefix: &str) -> Vec<String> {
