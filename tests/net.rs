@@ -587,6 +587,41 @@ fn an_open_loop_past_what_the_path_carries_shows_in_response_time_not_service_ti
     );
 }
 
+/// Each stream's bytes in `net` are the receiver's final count (its end report), not its last
+/// per-second line: a test of a second and a half counted whole, not as its first second.
+#[test]
+fn a_streams_bytes_are_the_receivers_final_count() {
+    let dir = temp_dir(TMP);
+    let server = free_addr();
+    let _s = Server::start(&server);
+    let json = dir.path().join("n.json");
+    let out = Bin(BIN).run(&[
+        "net",
+        "client",
+        &server,
+        "--time",
+        "1500ms",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    // What the sender's kernel saw acknowledged, over the whole test.
+    let acked = measured(&doc)["by_op"]["send"]["bytes"].as_u64().unwrap();
+    let counted: u64 = doc["net"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_u64().unwrap())
+        .sum();
+    assert!(acked > 0, "{doc}");
+    assert!(
+        counted as f64 >= 0.99 * acked as f64,
+        "the receiver counted {counted} of {acked} bytes acknowledged"
+    );
+}
+
 #[test]
 fn a_server_with_a_token_serves_only_clients_that_give_it() {
     let dir = temp_dir(TMP);
@@ -924,6 +959,105 @@ fn a_mesh_host_cut_off_mid_run_is_named_and_the_rest_is_measured() {
         }
     }
     assert!(said.contains("failed:"), "{said}");
+}
+
+/// Issue 53: an agent killed between its tests (after its own pairs, before the others' pairs
+/// to it) is a host failure, not the user's mistake: its remaining pairs are not run, with the
+/// reason, and every pair of the hosts left is measured.
+#[test]
+fn a_mesh_agent_killed_between_its_tests_is_a_host_failure_and_the_rest_is_measured() {
+    if !require_netns("a_mesh_agent_killed_between_its_tests") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let list = agents(&mut c, &dir);
+    let json = dir.path().join("mesh.json");
+    let token = dir.path().join("token");
+    let mut child = Command::new(BIN)
+        .args(["net", "--agents", &list, "--token-file"])
+        .arg(&token)
+        .args(["--time", "1s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The document is written before each phase: once it holds host 1's last test of its own
+    // (rtt:1->2), host 1's agent is killed. Host 2's pairs to host 0 run meanwhile; its pair
+    // to host 1 and the pairs at once come after.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let ran = std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|d| {
+                d["phases"]
+                    .as_array()
+                    .is_some_and(|ps| ps.iter().any(|p| p["name"] == "rtt:1->2"))
+            });
+        if ran {
+            break;
+        }
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("rtt:1->2 never done:\n{}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.kill_agent(1).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let doc = read_json(&json);
+    assert_eq!(doc["status"], "failed", "{}", doc["status"]);
+    let a1 = &c.addresses[1];
+    let failure = &doc["hosts"][1]["failure"];
+    assert!(
+        failure["message"].is_string(),
+        "hosts[1]: {}",
+        doc["hosts"][1]
+    );
+    assert_ne!(failure["phase"], "all-pairs", "{failure}");
+    for h in [0, 2] {
+        assert!(doc["hosts"][h]["failure"].is_null(), "{}", doc["hosts"][h]);
+    }
+    assert!(said.contains(&format!("agent {a1}")), "{said}");
+    let mesh = &doc["mesh"];
+    let measured = |matrix: &str, from, to| {
+        let p = mesh_pair(&mesh[matrix], from, to);
+        assert!(p["failure"].is_null(), "{matrix} {from} -> {to}: {p}");
+        assert!(p["bits_per_s"].as_f64().unwrap() > 1e8, "{p}");
+    };
+    let not_run = |matrix: &str, from, to| {
+        let p = mesh_pair(&mesh[matrix], from, to);
+        let why = p["failure"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{matrix} {from} -> {to}: {p}"));
+        assert!(
+            why.starts_with("not run") && why.contains(a1.as_str()),
+            "{matrix} {from} -> {to}: {why}"
+        );
+        assert_eq!(p["bytes"], 0, "{p}");
+    };
+    // Alone: every pair before the kill, and host 2's to host 0 after it; host 2's to the
+    // dead host not run.
+    for (from, to) in [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0)] {
+        measured("alone", from, to);
+    }
+    not_run("alone", 2, 1);
+    // At once: the two hosts left, between themselves; nothing to or from host 1.
+    for (from, to) in [(0, 2), (2, 0)] {
+        measured("loaded", from, to);
+    }
+    for (from, to) in [(0, 1), (1, 0), (1, 2), (2, 1)] {
+        not_run("loaded", from, to);
+    }
+    // The matrices are in the terminal output too.
+    assert!(said.contains("each pair alone: Gbit/s"), "{said}");
+    assert!(said.contains("all pairs at once: Gbit/s"), "{said}");
 }
 
 #[test]

@@ -272,6 +272,47 @@ fn keep_leaves_the_objects_and_nothing_else_is_touched() {
     assert_eq!(m.objects("kept", "other/").len(), 5);
 }
 
+/// Issue 53: `--remove-run ID` removes the keys of the run's hosts, `ID-h<N>/...` (N digits),
+/// and none of the keys that only begin the same: `ID-h1x/`, `ID-hx/`, `ID-h/`,
+/// `ID-hosts.csv`, or an object named `ID-h3` itself.
+#[test]
+fn remove_run_removes_its_hosts_prefixes_and_nothing_that_only_begins_the_same() {
+    let m = Minio::start(TMP);
+    m.make_bucket("neighbours");
+    let id = "20261129-070000-4242";
+    let ours = [
+        format!("stormark/{id}-h0/job/w0/r0"),
+        format!("stormark/{id}-h12/job/w1/r3"),
+    ];
+    let mut theirs = vec![
+        format!("stormark/{id}-h1x/a"),
+        format!("stormark/{id}-hx/b"),
+        format!("stormark/{id}-h/c"),
+        format!("stormark/{id}-hosts.csv"),
+        format!("stormark/{id}-h3"),
+    ];
+    for key in ours.iter().chain(&theirs) {
+        m.put("neighbours", key, b"x");
+    }
+    let out = Bin(BIN).run(&[
+        "s3",
+        "--endpoint",
+        &m.endpoint,
+        "--bucket",
+        "neighbours",
+        "--access-key",
+        &m.access_key,
+        "--secret-key",
+        &m.secret_key,
+        "--remove-run",
+        id,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("removed 2 objects"), "{}", text(&out));
+    theirs.sort();
+    assert_eq!(m.objects("neighbours", "stormark/"), theirs);
+}
+
 #[test]
 fn preflight_mistakes_are_one_line_and_exit_2() {
     let m = Minio::start(TMP);

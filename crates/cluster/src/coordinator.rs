@@ -350,19 +350,45 @@ impl Coordinator {
                 pair,
             } = step;
             // Where each host's streams to the run's agents go; the hosts that run the step
-            // (the first `hosts`, a pair's sender, one with somewhere to stream).
-            let peers = match &self.peers {
-                Some(map) => map.peers(pair, &self.alive),
-                None => vec![Vec::new(); n],
+            // (the first `hosts`, a pair's sender, one with somewhere to stream). Streams
+            // between agents reach a host that does not run the step (a pair's receiver): every
+            // host the step involves must still answer, and one that does not (killed between
+            // its tests) is out of the run before the step, which is planned again without it.
+            let (peers, selected) = loop {
+                let peers = match &self.peers {
+                    Some(map) => map.peers(pair, &self.alive),
+                    None => vec![Vec::new(); n],
+                };
+                let only_to_agents = self.peers.as_ref().is_some_and(|m| m.only_to_agents(stage));
+                let selected: Vec<bool> = (0..n)
+                    .map(|h| {
+                        hosts.is_none_or(|c| h < c)
+                            && pair.is_none_or(|(from, _)| h == from)
+                            && !(only_to_agents && peers[h].is_empty())
+                    })
+                    .collect();
+                if self.peers.is_none() {
+                    break (peers, selected);
+                }
+                let involved: Vec<usize> = (0..n)
+                    .filter(|&h| {
+                        self.alive[h]
+                            && (selected[h]
+                                || (0..n).any(|s| {
+                                    selected[s] && peers[s].iter().any(|p| p.host as usize == h)
+                                }))
+                    })
+                    .collect();
+                let gone = self.measure(&involved);
+                if gone.is_empty() {
+                    break (peers, selected);
+                }
+                for (h, e) in gone {
+                    if let Some(o) = self.fail_before(h, &name, &e, start, live) {
+                        return o;
+                    }
+                }
             };
-            let only_to_agents = self.peers.as_ref().is_some_and(|m| m.only_to_agents(stage));
-            let selected: Vec<bool> = (0..n)
-                .map(|h| {
-                    hosts.is_none_or(|c| h < c)
-                        && pair.is_none_or(|(from, _)| h == from)
-                        && !(only_to_agents && peers[h].is_empty())
-                })
-                .collect();
             if !selected.iter().zip(&self.alive).any(|(s, a)| *s && *a) {
                 // Nothing to run it (a pair with a host gone): not run, said by its absence.
                 continue;
@@ -408,6 +434,36 @@ impl Coordinator {
             }
         }
         Outcome::Completed
+    }
+
+    /// Host `h`, found gone before phase `name` (its agent no longer answers `e`), is out of
+    /// the run from here on, its failure on record as a phase's would be; how the run ends
+    /// when the policy says so.
+    fn fail_before(
+        &mut self,
+        h: usize,
+        name: &str,
+        e: &AgentError,
+        start: Instant,
+        live: &mut dyn FnMut(Live<'_>),
+    ) -> Option<Outcome> {
+        let m = e.to_string();
+        self.alive[h] = false;
+        self.failures[h] = Some(HostFailure {
+            message: m.clone(),
+            phase: name.to_string(),
+            at_ns: start.elapsed().as_nanos() as u64,
+            last_interval: None,
+        });
+        live(Live::HostFailed {
+            host: &self.names[h],
+            message: &m,
+        });
+        let failed = self.alive.iter().filter(|a| !**a).count();
+        let m = format!("{}: {m}", self.names[h]);
+        let end = phase::run_ends(self.on_failure, failed, self.names.len(), m, false)?;
+        self.aborted = Some(end.clone());
+        Some(Outcome::Failed(end))
     }
 
     fn collect_notes(&mut self, results: &mut Results) {

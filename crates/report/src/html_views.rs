@@ -548,8 +548,9 @@ pub(crate) fn mesh(o: &mut String, r: &Results) {
                     Some(p) if p.failure.is_some() => {
                         let _ = write!(
                             o,
-                            "<td class=\"n\" style=\"background:#a4161a\" title=\"{}\">failed</td>",
-                            esc(p.failure.as_deref().unwrap_or_default())
+                            "<td class=\"n\" style=\"background:#a4161a\" title=\"{}\">{}</td>",
+                            esc(p.failure.as_deref().unwrap_or_default()),
+                            if p.not_run() { "not run" } else { "failed" }
                         );
                     }
                     Some(p) => {

@@ -200,6 +200,7 @@ fn mesh_cell(pairs: &[MeshPair], i: usize, j: usize) -> String {
         .find(|p| p.from as usize == i && p.to as usize == j)
     {
         None => String::new(),
+        Some(p) if p.not_run() => "not run".into(),
         Some(p) if p.failure.is_some() => "failed".into(),
         Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
     }

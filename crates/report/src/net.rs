@@ -163,6 +163,7 @@ pub(crate) fn mesh_text(r: &Results) -> String {
         {
             _ if i == j => "-".to_string(),
             None => "".to_string(),
+            Some(p) if p.not_run() => "not run".to_string(),
             Some(p) if p.failure.is_some() => "failed".to_string(),
             Some(p) => format!("{:.3} ({})", p.bits_per_s / 1e9, p.retransmits()),
         });
@@ -192,6 +193,16 @@ pub(crate) fn mesh_text(r: &Results) -> String {
             },
             None => String::new(),
         });
+    }
+    // Why pairs were not run: each host that failed, where and how.
+    for (h, host) in mesh.hosts.iter().zip(&r.hosts) {
+        if let Some(f) = &host.failure {
+            let _ = writeln!(
+                out,
+                "{} ({}) failed at {}: {}; its pairs from then on not run",
+                h.ip, h.host, f.phase, f.message
+            );
+        }
     }
     for h in &mesh.hosts {
         let _ = writeln!(
@@ -223,5 +234,79 @@ fn matrix(out: &mut String, names: &[String], width: usize, cell: &dyn Fn(usize,
             let _ = write!(out, "  {:>width$}", cell(i, j));
         }
         out.push('\n');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use stormark_stats::{Host, HostFailure, MeshHost, MeshPair, MeshReport, Results};
+
+    use super::mesh_text;
+
+    /// Issue 53: a host killed between its tests: its later pairs say "not run" (not
+    /// "failed", which a pair that ran and broke says), and the host's failure is named.
+    #[test]
+    fn a_mesh_says_which_pairs_were_not_run_and_why() {
+        let mut r = Results::new(vec!["stormark".into()]);
+        r.hosts = ["a", "b"]
+            .iter()
+            .map(|name| Host {
+                name: (*name).into(),
+                target: None,
+                inventory: serde_json::Value::Null,
+                samples: Vec::new(),
+                sampler_cpu_ns: None,
+                address: Some(format!("{name}:7878")),
+                failure: None,
+                clock_offset_ns: None,
+                clock_rtt_ns: None,
+            })
+            .collect();
+        r.hosts[1].failure = Some(HostFailure {
+            message: "agent b:7878: no longer answers".into(),
+            phase: "pair:0->1".into(),
+            at_ns: 0,
+            last_interval: None,
+        });
+        let pair = |from, to, failure: Option<&str>| MeshPair {
+            from,
+            to,
+            bits_per_s: 1e9,
+            failure: failure.map(str::to_string),
+            ..MeshPair::default()
+        };
+        r.mesh = Some(MeshReport {
+            hosts: ["a", "b"]
+                .iter()
+                .map(|name| MeshHost {
+                    agent: format!("{name}:7878"),
+                    ip: format!("ip-{name}"),
+                    host: (*name).into(),
+                    ..MeshHost::default()
+                })
+                .collect(),
+            streams: 1,
+            time_ms: 1000,
+            alone: vec![
+                pair(0, 1, Some("not run: b:7878 (b) failed: gone")),
+                pair(1, 0, Some("connection reset")),
+            ],
+            loaded: Vec::new(),
+        });
+        let text = mesh_text(&r);
+        let row = |from: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(from))
+                .unwrap_or_else(|| panic!("no row {from}: {text}"))
+                .to_string()
+        };
+        assert!(row("ip-a").ends_with("not run"), "{text}");
+        assert!(row("ip-b").contains("failed"), "{text}");
+        assert!(
+            text.contains(
+                "ip-b (b) failed at pair:0->1: agent b:7878: no longer answers; its pairs from then on not run"
+            ),
+            "{text}"
+        );
     }
 }

@@ -165,6 +165,14 @@ pub struct MeshPair {
 }
 
 impl MeshPair {
+    /// Whether the pair was not run at all (a host of it had failed, or the run ended first):
+    /// its `failure` then begins `not run`, the reason after it.
+    pub fn not_run(&self) -> bool {
+        self.failure
+            .as_deref()
+            .is_some_and(|f| f.starts_with("not run"))
+    }
+
     /// Segments the sender retransmitted, over all streams.
     pub fn retransmits(&self) -> u64 {
         self.streams

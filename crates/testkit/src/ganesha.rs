@@ -6,7 +6,16 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::{temp_dir, wait_listening, NetCluster, TempDir};
+use crate::{temp_dir, NetCluster, TempDir};
+
+/// How long a ganesha may take to serve its export once started.
+const SERVING_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The last lines of a log, for a message.
+fn log_tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
 
 /// One ganesha serving one export, `/export`, of a directory of the test's.
 pub struct Ganesha {
@@ -123,7 +132,7 @@ impl Ganesha {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| format!("ganesha: {e}"))?;
-        let g = Ganesha {
+        let mut g = Ganesha {
             host: host.to_string(),
             export,
             bus,
@@ -131,8 +140,47 @@ impl Ganesha {
             dir,
             _net: None,
         };
-        wait_listening(&format!("{host}:2049"), "ganesha");
+        g.wait_serving()?;
         Ok(g)
+    }
+
+    /// Waits (at most [`SERVING_WITHIN`]) until the export is served as the tests use it:
+    /// `nfs-ls` (libnfs, NFSv3) mounts it through rpcbind and lists it. Its port listening says
+    /// less: rpcbind, the MOUNT service and the export come up beside it, later on a loaded
+    /// machine. Says why not when it gives up, with the end of ganesha's log.
+    fn wait_serving(&mut self) -> Result<(), String> {
+        let url = self.url("");
+        let started = std::time::Instant::now();
+        loop {
+            // Each try bounded: a server half up may leave the client waiting on its reply.
+            let out = Command::new("timeout")
+                .args(["10", "nfs-ls"])
+                .arg(&url)
+                .stdout(Stdio::null())
+                .output()
+                .map_err(|e| format!("nfs-ls: {e}"))?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let why = match String::from_utf8_lossy(&out.stderr).trim() {
+                "" => format!("nfs-ls {url}: {}", out.status),
+                said => format!("nfs-ls {url}: {said}"),
+            };
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "ganesha exited ({status}) before it served {url}; the last try: {why}\n{}",
+                    log_tail(&self.log())
+                ));
+            }
+            if started.elapsed() > SERVING_WITHIN {
+                return Err(format!(
+                    "ganesha did not serve {url} within {} s; the last try: {why}\n{}",
+                    SERVING_WITHIN.as_secs(),
+                    log_tail(&self.log())
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 
     /// `nfs://HOST/export<path>` (`path` empty, or `/bench`).

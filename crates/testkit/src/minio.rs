@@ -26,14 +26,63 @@ pub struct Minio {
     mounted: bool,
 }
 
-/// Whether an https server on `port` answers its readiness check (with curl, certificate
-/// unchecked).
-fn answers_tls(ip: &str, port: u16) -> bool {
-    Command::new("curl")
-        .args(["-skf", "-o", "/dev/null", "--max-time", "2"])
-        .arg(format!("https://{ip}:{port}/minio/health/ready"))
-        .status()
-        .is_ok_and(|s| s.success())
+/// How long a MinIO may take to be ready: a fresh one on a loaded machine took seconds
+/// between listening and serving.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
+/// Whether the MinIO on `port` serves S3 now: `Ok`, or what it answered instead. Its
+/// `/minio/health/cluster` answers 200 only once its object layer, bucket metadata and IAM
+/// are up; `/minio/health/ready` answers 200 from the moment it listens, while S3 calls still
+/// get `503 XMinioServerNotInitialized` (its header `x-minio-server-status: offline` says so).
+fn ready(ip: &str, port: u16, tls: bool) -> Result<(), String> {
+    const PATH: &str = "/minio/health/cluster";
+    if tls {
+        // With curl, the certificate unchecked.
+        let out = Command::new("curl")
+            .args([
+                "-sk",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "2",
+            ])
+            .arg(format!("https://{ip}:{port}{PATH}"))
+            .output()
+            .map_err(|e| format!("curl: {e}"))?;
+        let code = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        return match code.as_str() {
+            "200" => Ok(()),
+            "000" | "" => Err("no https answer".into()),
+            c => Err(format!("GET {PATH}: HTTP {c}")),
+        };
+    }
+    let mut s = TcpStream::connect((ip, port)).map_err(|e| format!("connect: {e}"))?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let req = format!("GET {PATH} HTTP/1.1\r\nHost: {ip}:{port}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("GET {PATH}: {e}"))?;
+    let mut head = Vec::new();
+    let _ = s.take(4096).read_to_end(&mut head);
+    let head = String::from_utf8_lossy(&head);
+    let status = head.lines().next().unwrap_or("").trim();
+    if status.starts_with("HTTP/1.1 200") {
+        return Ok(());
+    }
+    let why = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("x-minio-server-status:"))
+        .map(|l| format!(" ({})", l.trim()))
+        .unwrap_or_default();
+    Err(format!(
+        "GET {PATH}: {}{why}",
+        if status.is_empty() {
+            "no answer"
+        } else {
+            status
+        }
+    ))
 }
 
 /// Where the MinIO binary is, if anywhere.
@@ -85,20 +134,6 @@ pub(crate) fn free_port(ip: &str) -> u16 {
             return port;
         }
     }
-}
-
-/// Whether `GET path` on `port` answers 200.
-fn answers(ip: &str, port: u16, path: &str) -> bool {
-    let Ok(mut s) = TcpStream::connect((ip, port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {ip}:{port}\r\nConnection: close\r\n\r\n");
-    if s.write_all(req.as_bytes()).is_err() {
-        return false;
-    }
-    let mut head = [0u8; 12];
-    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.1 200")
 }
 
 impl Minio {
@@ -200,15 +235,21 @@ impl Minio {
             _certs: certs,
             mounted: tmpfs_mib.is_some(),
         };
-        let until = Instant::now() + Duration::from_secs(60);
+        let started = Instant::now();
         let tls = m._certs.is_some();
-        while !(if tls {
-            answers_tls(ip, port)
-        } else {
-            answers(ip, port, "/minio/health/ready")
-        }) {
-            if Instant::now() > until || m.child.try_wait().ok().flatten().is_some() {
-                panic!("MinIO at {} did not become ready", m.endpoint);
+        while let Err(why) = ready(ip, port, tls) {
+            if let Ok(Some(status)) = m.child.try_wait() {
+                panic!(
+                    "MinIO at {} exited ({status}) before it was ready; its last answer: {why}",
+                    m.endpoint
+                );
+            }
+            if started.elapsed() > READY_WITHIN {
+                panic!(
+                    "MinIO at {} not ready after {} s; its last answer: {why}",
+                    m.endpoint,
+                    READY_WITHIN.as_secs()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -246,6 +287,45 @@ impl Minio {
             .expect("running curl");
         assert!(out.status.success(), "curl could not GET {bucket}/{key}");
         out.stdout
+    }
+
+    /// Makes `bucket`, with curl's SigV4 (not stormark's client).
+    pub fn make_bucket(&self, bucket: &str) {
+        let ok = Command::new("curl")
+            .args([
+                "-sf",
+                "-X",
+                "PUT",
+                "--aws-sigv4",
+                "aws:amz:us-east-1:s3",
+                "--user",
+            ])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .arg(format!("{}/{bucket}", self.endpoint))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "curl could not make bucket {bucket}");
+    }
+
+    /// Stores `data` as object `key` of `bucket`, with curl's SigV4 (not stormark's client).
+    pub fn put(&self, bucket: &str, key: &str, data: &[u8]) {
+        // From a file: curl 7.88 signs a body from stdin wrongly (SignatureDoesNotMatch).
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let file = std::env::temp_dir().join(format!("stormark-put-{}-{n}", std::process::id()));
+        std::fs::write(&file, data).expect("writing the object's file");
+        let ok = Command::new("curl")
+            .args(["-sf", "--aws-sigv4", "aws:amz:us-east-1:s3", "--user"])
+            .arg(format!("{}:{}", self.access_key, self.secret_key))
+            .arg("-T")
+            .arg(&file)
+            .arg(format!("{}/{bucket}/{key}", self.endpoint))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let _ = std::fs::remove_file(&file);
+        assert!(ok, "curl could not PUT {bucket}/{key}");
     }
 
     /// The objects stored in `bucket` whose key starts with `prefix`, as MinIO's data

@@ -20,6 +20,8 @@ pub struct NetCluster {
     /// Each host's own end of its veth pair, inside its namespace.
     insides: Vec<String>,
     children: Vec<std::process::Child>,
+    /// Each host's agent: its place in `children`.
+    agents: Vec<Option<usize>>,
 }
 
 static CLUSTER_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -55,6 +57,7 @@ impl NetCluster {
             veths: Vec::new(),
             insides: Vec::new(),
             children: Vec::new(),
+            agents: vec![None; hosts],
         };
         run(Command::new("ip").args(["link", "add", &bridge, "type", "bridge"]))?;
         run(Command::new("ip").args(["addr", "add", &format!("{subnet}.1/24"), "dev", &bridge]))?;
@@ -202,11 +205,29 @@ impl NetCluster {
                 .stderr(log)
                 .spawn()
                 .expect("starting an agent");
+            self.agents[i] = Some(self.children.len());
             self.children.push(child);
             wait_listening(&listen, &format!("agent {i}"));
             list.push(listen);
         }
         list.join(",")
+    }
+
+    /// Kills host `i`'s agent (SIGKILL; `ip netns exec` runs it in its own process), as a
+    /// crash or an operator would: its host stays on the network, so what connects to its
+    /// ports is refused at once.
+    pub fn kill_agent(&mut self, i: usize) -> Result<(), String> {
+        let c = self
+            .agents
+            .get(i)
+            .copied()
+            .flatten()
+            .and_then(|k| self.children.get_mut(k))
+            .ok_or_else(|| format!("host {i} has no agent"))?;
+        c.kill().map_err(|e| format!("killing agent {i}: {e}"))?;
+        c.wait()
+            .map_err(|e| format!("waiting for agent {i}: {e}"))?;
+        Ok(())
     }
 
     /// Cuts host `i` off the network (its link on the bridge goes down): packets are dropped

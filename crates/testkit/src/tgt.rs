@@ -6,6 +6,9 @@ use std::process::{Child, Command, Stdio};
 
 use crate::{run, temp_dir, wait_listening, TempDir};
 
+/// How long tgtd may take to answer its control socket once it listens.
+const ADM_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// One `tgtd` serving one target with LUN 1 over a sparse file.
 pub struct Tgt {
     /// `IP:PORT` of its portal.
@@ -147,19 +150,33 @@ impl Tgt {
 
     fn adm(&mut self, args: &[&str]) -> Result<(), String> {
         let control = self.control.to_string();
-        // tgtd answers its control socket a moment after it listens.
-        let mut last = String::new();
-        for _ in 0..50 {
-            match run(Command::new("tgtadm")
+        // tgtd answers its control socket a moment after it listens, seconds later on a
+        // loaded machine: tried for as long as that may take, not a number of times. Once the
+        // target is bound its portal serves logins (each tgtadm call returns when done).
+        let started = std::time::Instant::now();
+        loop {
+            let last = match run(Command::new("tgtadm")
                 .args(["-C", &control, "--lld", "iscsi"])
                 .args(args))
             {
                 Ok(()) => return Ok(()),
-                Err(e) => last = e,
+                Err(e) => e,
+            };
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "tgtadm {}: tgtd exited ({status}); the last try: {last}",
+                    args.join(" ")
+                ));
+            }
+            if started.elapsed() > ADM_WITHIN {
+                return Err(format!(
+                    "tgtadm {}: not answered within {} s; the last try: {last}",
+                    args.join(" "),
+                    ADM_WITHIN.as_secs()
+                ));
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        Err(format!("tgtadm {}: {last}", args.join(" ")))
     }
 }
 

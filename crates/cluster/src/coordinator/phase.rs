@@ -98,39 +98,53 @@ impl Ends<'_> {
                     });
                 }
                 self.failed += 1;
-                // --max-failed-agents: the most that may fail, once passed.
-                let too_many = match self.on_failure {
-                    OnAgentFailure::Continue {
-                        max_failed: Some(most),
-                    } if self.failed > most => Some(most),
-                    _ => None,
+                let m = if distributed {
+                    format!("{}: {m}", self.names[h])
+                } else {
+                    m
                 };
                 // A host that cannot make its working set stops the run whatever the policy:
-                // nothing is measured on a half-made set. So does the last host of the run
-                // (one that ran a phase alone, such as a mesh's pair, leaves the others on).
-                if self.on_failure == OnAgentFailure::Abort
-                    || too_many.is_some()
-                    || self.failed >= self.names.len()
-                    || stage == Stage::Prepare
+                // nothing is measured on a half-made set.
+                let always = stage == Stage::Prepare;
+                if let Some(end) =
+                    run_ends(self.on_failure, self.failed, self.names.len(), m, always)
                 {
                     self.stop.store(true, Ordering::Relaxed);
-                    let m = if distributed {
-                        format!("{}: {m}", self.names[h])
-                    } else {
-                        m
-                    };
-                    *self.aborted = Some(match too_many {
-                        Some(most) => format!(
-                            "{} agents failed, more than --max-failed-agents {most}; the last: {m}",
-                            self.failed
-                        ),
-                        None => m,
-                    });
+                    *self.aborted = Some(end);
                     got.result = Err(e);
                 }
             }
         }
     }
+}
+
+/// How the run ends once `failed` of its `hosts` hosts have failed, the last as `m` says
+/// (`always`: whatever the policy); `None` while it goes on without them. It ends when the
+/// policy aborts, past `--max-failed-agents`, or with its last host (one that ran a phase
+/// alone, such as a mesh's pair, leaves the others on).
+pub(super) fn run_ends(
+    policy: OnAgentFailure,
+    failed: usize,
+    hosts: usize,
+    m: String,
+    always: bool,
+) -> Option<String> {
+    // --max-failed-agents: the most that may fail, once passed.
+    let too_many = match policy {
+        OnAgentFailure::Continue {
+            max_failed: Some(most),
+        } if failed > most => Some(most),
+        _ => None,
+    };
+    if !(always || policy == OnAgentFailure::Abort || too_many.is_some() || failed >= hosts) {
+        return None;
+    }
+    Some(match too_many {
+        Some(most) => {
+            format!("{failed} agents failed, more than --max-failed-agents {most}; the last: {m}")
+        }
+        None => m,
+    })
 }
 
 /// Merges a worker's second, and hands every second it closes to the live display.
@@ -335,46 +349,65 @@ impl Coordinator {
     /// on every host: the largest uncertainty (half a round trip), which goes on record.
     fn measure_clocks(&mut self, alive: &[bool], stage: Stage) -> Option<u64> {
         if stage != Stage::Prepare {
-            // One agent at a time: round trips measured side by side queue behind each other
-            // in the coordinator and widen the clocks' uncertainty (1.5 ms against 0.3 ms
-            // with a thousand agents). An agent's measurement ends at a round trip as fast as
-            // the usual agent's fastest: its offset is then known about as well as most, the
-            // slowest agents (whose round trips bound the uncertainty) still get their five,
-            // and a fleet's clocks cost two round trips or so per agent, not five.
-            //
-            // Remote agents are measured by one task of their connections' runtime, one after
-            // another: this thread waits once, and no task is started and no thread woken
-            // between one agent and the next.
-            let probes: Vec<(usize, crate::ClockProbe)> = (0..self.agents.len())
-                .filter(|h| alive[*h])
-                .filter_map(|h| self.agents[h].clock_probe().map(|p| (h, p)))
-                .collect();
-            if let Some(rt) = probes.first().map(|(_, p)| p.runtime().clone()) {
-                let measuring = rt.spawn(async move {
-                    let mut fastest: Vec<u64> = Vec::new();
-                    let mut measured = Vec::with_capacity(probes.len());
-                    for (h, probe) in probes {
-                        let c = probe.measure(enough(&fastest)).await;
-                        if let Some(c) = c {
-                            let at = fastest.partition_point(|&f| f < c.rtt_ns);
-                            fastest.insert(at, c.rtt_ns);
-                        }
-                        measured.push((h, c));
-                    }
-                    measured
-                });
-                // A runtime that failed the task leaves every offset as it was.
-                if let Ok(measured) = rt.block_on(measuring) {
-                    for (h, c) in measured {
-                        self.clocks[h] = self.agents[h].keep_clock(c);
-                    }
-                }
-            }
+            // A host whose measurement failed is left to the phase's call, which says why.
+            let hosts: Vec<usize> = (0..self.agents.len()).filter(|h| alive[*h]).collect();
+            self.measure(&hosts);
         }
         (0..self.agents.len())
             .filter(|h| alive[*h])
             .filter_map(|h| self.clocks[h].map(|c| c.rtt_ns / 2))
             .max()
+    }
+
+    /// The clocks of `hosts` measured again and kept (remote agents; in-process ones have the
+    /// coordinator's): the hosts whose agent did not answer, and why.
+    pub(super) fn measure(&mut self, hosts: &[usize]) -> Vec<(usize, AgentError)> {
+        // One agent at a time: round trips measured side by side queue behind each other
+        // in the coordinator and widen the clocks' uncertainty (1.5 ms against 0.3 ms
+        // with a thousand agents). An agent's measurement ends at a round trip as fast as
+        // the usual agent's fastest: its offset is then known about as well as most, the
+        // slowest agents (whose round trips bound the uncertainty) still get their five,
+        // and a fleet's clocks cost two round trips or so per agent, not five.
+        //
+        // Remote agents are measured by one task of their connections' runtime, one after
+        // another: this thread waits once, and no task is started and no thread woken
+        // between one agent and the next.
+        let probes: Vec<(usize, crate::ClockProbe)> = hosts
+            .iter()
+            .filter_map(|&h| self.agents[h].clock_probe().map(|p| (h, p)))
+            .collect();
+        let Some(rt) = probes.first().map(|(_, p)| p.runtime().clone()) else {
+            return Vec::new();
+        };
+        let measuring = rt.spawn(async move {
+            let mut fastest: Vec<u64> = Vec::new();
+            let mut measured = Vec::with_capacity(probes.len());
+            for (h, probe) in probes {
+                let c = probe.measure(enough(&fastest)).await;
+                if let Ok(c) = &c {
+                    let at = fastest.partition_point(|&f| f < c.rtt_ns);
+                    fastest.insert(at, c.rtt_ns);
+                }
+                measured.push((h, c));
+            }
+            measured
+        });
+        // A runtime that failed the task leaves every offset as it was.
+        let Ok(measured) = rt.block_on(measuring) else {
+            return Vec::new();
+        };
+        let mut failed = Vec::new();
+        for (h, c) in measured {
+            let c = match c {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    failed.push((h, e));
+                    None
+                }
+            };
+            self.clocks[h] = self.agents[h].keep_clock(c);
+        }
+        failed
     }
 
     /// The phase as it goes into the results, once its agents are done: `None` when no host

@@ -35,6 +35,9 @@ pub(super) struct Bucket {
     /// this is the host's own bucket of the run: its cleanup lists no more pages than they
     /// can fill. `None` where what was written is not known (a failed host's, `--remove-run`).
     puts: Option<Arc<AtomicU64>>,
+    /// `base` is `<prefix>/<run id>-h`, every host's: only keys under `<base><N>/` (N its
+    /// digits) are the run's.
+    every_host: bool,
 }
 
 fn map_err(option: String, e: S3Error) -> AgentError {
@@ -143,6 +146,7 @@ impl Bucket {
             keep,
             run: run.to_string(),
             puts: None,
+            every_host: false,
         })
     }
 
@@ -257,6 +261,13 @@ impl Bucket {
     }
 
     /// [`Bucket::cleanup`], with the number of objects it removed.
+    /// Whether `key` is the run's: under `base`; of every host's, under `<base><N>/` with N
+    /// a host's number (digits, then a slash), never a neighbour that only begins the same
+    /// (`<run>-hosts.csv`, `<run>-h1x/`, `<run>-h/`, an object named `<run>-h3`).
+    fn owns(&self, key: &str) -> bool {
+        owned(&self.base, self.every_host, key)
+    }
+
     fn cleanup_counted(&self, abandon: Option<&Arc<AtomicBool>>) -> (u64, Vec<String>) {
         if self.keep {
             return (
@@ -296,7 +307,7 @@ impl Bucket {
                     .map_err(|e| e.to_string())?;
                 for key in &page.keys {
                     // Only keys under the run's own prefix, whatever the service listed.
-                    if !key.starts_with(&self.base) {
+                    if !self.owns(key) {
                         continue;
                     }
                     if abandoned() {
@@ -336,6 +347,18 @@ impl Bucket {
         };
         (removed, notes)
     }
+}
+
+/// Whether `key` is under `base` (`every_host`: under `<base><N>/`, N digits), as
+/// [`Bucket::owns`] says.
+fn owned(base: &str, every_host: bool, key: &str) -> bool {
+    let Some(rest) = key.strip_prefix(base) else {
+        return false;
+    };
+    !every_host
+        || rest
+            .split_once('/')
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Why a cleanup ended early when a second Ctrl-C asked it to.
@@ -406,9 +429,11 @@ pub fn remove_run_objects(
         ));
     }
     let mut b = Bucket::open(job, access, false, run, 0)?;
-    // Every host's prefix: the keys under `<prefix>/<run>-h` are this run's alone (the id
-    // ends in its digits, then `-h`).
+    // Every host's prefix: the keys under `<prefix>/<run>-h<N>/` are this run's alone (the id
+    // ends in its digits, then `-h`, a host's number and a slash); the listing is of
+    // `<prefix>/<run>-h`, each key then checked.
     b.base = format!("{}/{run}-h", job.prefix);
+    b.every_host = true;
     let (removed, notes) = b.cleanup_counted(None);
     let shown = format!("{}*/", b.shown());
     Ok((removed, shown, notes))

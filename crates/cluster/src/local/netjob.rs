@@ -412,12 +412,14 @@ impl NetSession {
             };
             return (None, report, 0);
         };
-        let counted: Vec<u64> = session
-            .counted
+        // Read once the server's end report is in (or it is gone): before it, the counts are
+        // its per-second lines', short of the last second (all of a 1 s test's).
+        let counted = session.counted.clone();
+        let end = session.finish();
+        let counted: Vec<u64> = counted
             .iter()
             .map(|c| c.load(std::sync::atomic::Ordering::Acquire))
             .collect();
-        let end = session.finish();
         let (duration_ns, server_tcp, udp, server_cpu) = match &end {
             Some(ServerLine::End {
                 duration_ns,

@@ -405,15 +405,23 @@ pub(super) fn one_cause(chain: &str) -> String {
 /// A remote agent's clock measurement, made by a task of its connection's runtime (see
 /// [`crate::Agent::clock_probe`]).
 pub struct ClockProbe {
+    address: String,
     rt: Arc<Runtime>,
     client: Client,
     session: String,
 }
 
 impl ClockProbe {
-    /// The probe of the agent reached by `client` in `session`, over runtime `rt`.
-    pub(super) fn new(rt: Arc<Runtime>, client: Client, session: String) -> ClockProbe {
+    /// The probe of the agent at `address` reached by `client` in `session`, over runtime
+    /// `rt`.
+    pub(super) fn new(
+        address: String,
+        rt: Arc<Runtime>,
+        client: Client,
+        session: String,
+    ) -> ClockProbe {
         ClockProbe {
+            address,
             rt,
             client,
             session,
@@ -425,17 +433,21 @@ impl ClockProbe {
         &self.rt
     }
 
-    /// The fastest of up to five round trips, ended early by one of `enough_ns` or less;
-    /// `None` when the measurement failed.
-    pub(crate) async fn measure(self, enough_ns: Option<u64>) -> Option<crate::agent::Clock> {
+    /// The fastest of up to five round trips, ended early by one of `enough_ns` or less; why
+    /// not when the measurement failed (an agent that no longer answers is gone, as a phase's
+    /// call would find it).
+    pub(crate) async fn measure(
+        self,
+        enough_ns: Option<u64>,
+    ) -> Result<crate::agent::Clock, AgentError> {
         trips(
             self.client,
             self.session,
             enough_ns.map(Duration::from_nanos),
         )
         .await
-        .ok()
         .map(clock_of)
+        .map_err(|s| super::session_error(&self.address, s))
     }
 }
 

@@ -1,5 +1,29 @@
 use super::*;
 
+/// Issue 53: `--remove-run ID` lists `<prefix>/ID-h` and removes only the hosts' prefixes,
+/// `ID-h<N>/`.
+#[test]
+fn every_hosts_prefix_is_a_number_and_a_slash() {
+    let base = "stormark/20261126-001739-11450-h";
+    for key in ["h0/job/w0/r0", "h12/job/w1/r3", "h007/x"] {
+        let key = format!("stormark/20261126-001739-11450-{key}");
+        assert!(owned(base, true, &key), "{key}");
+    }
+    for key in ["h1x/a", "hx/b", "h/c", "hosts.csv", "h3", "h-1/d", "h 1/e"] {
+        let key = format!("stormark/20261126-001739-11450-{key}");
+        assert!(!owned(base, true, &key), "{key}");
+    }
+    assert!(!owned(base, true, "stormark/20261126-001739-1145-h0/x"));
+    // One host's own prefix: everything under it.
+    let one = "stormark/20261126-001739-11450-h0/";
+    assert!(owned(
+        one,
+        false,
+        "stormark/20261126-001739-11450-h0/job/w0/r0"
+    ));
+    assert!(!owned(one, false, "stormark/20261126-001739-11450-h01/x"));
+}
+
 #[test]
 fn only_a_run_id_names_objects_to_remove() {
     assert!(is_run_id("20261126-001739-11450"));
