@@ -387,44 +387,75 @@ fn udp_above_a_200_mbit_link_loses_what_the_link_cannot_carry() {
     c.limit_to(0, "200mbit").unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let json = dir.path().join("udp.json");
-    let out = c.run_in(
-        1,
-        BIN,
-        &[
-            "net",
-            "client",
-            &server,
-            "--udp",
-            "--bitrate",
-            "300m",
-            "--time",
-            "4s",
-            "-q",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
-    let t = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{t}");
-    let doc = read_json(&json);
-    let s = &doc["net"]["streams"][0];
-    let sent = s["datagrams_sent"].as_f64().unwrap();
-    let got = s["datagrams_received"].as_f64().unwrap();
-    // 300 Mbit/s of 1400-byte datagrams are 1442-byte frames on the wire; the bucket passes
-    // 200 Mbit/s of frames: 200/300 x 1400/1442 of the datagrams arrive.
-    let expected = 1.0 - 200.0 / 300.0 * 1400.0 / 1442.0;
-    let loss = 1.0 - got / sent;
-    eprintln!("udp loss {loss:.4}, expected {expected:.4}");
-    assert!(
-        (loss - expected).abs() < 0.03,
-        "loss {loss:.4}, expected {expected:.4}\n{t}"
-    );
-    // The sender kept to its rate: 4 s at 300 Mbit/s.
-    let rate = sent * 1400.0 * 8.0 / 4.0;
-    assert!((rate / 300e6 - 1.0).abs() < 0.03, "sent at {rate} bit/s");
-    // Over the bridge a datagram may overtake another when the sender moves between CPUs (each
-    // CPU's backlog is drained on its own): now and then on a busy machine, never many.
-    assert!(s["out_of_order"].as_f64().unwrap() < 0.01 * got, "{s}");
+    // One measurement: what differs from the link's ground truth, said. A receiver starved of
+    // CPU on a loaded machine drops datagrams of its own (issue 53): up to three tries, each
+    // failed one's reason printed.
+    let measure = || -> Result<(), String> {
+        let out = c.run_in(
+            1,
+            BIN,
+            &[
+                "net",
+                "client",
+                &server,
+                "--udp",
+                "--bitrate",
+                "300m",
+                "--time",
+                "4s",
+                "-q",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        let doc = read_json(&json);
+        let s = &doc["net"]["streams"][0];
+        let sent = s["datagrams_sent"].as_f64().unwrap();
+        let got = s["datagrams_received"].as_f64().unwrap();
+        // 300 Mbit/s of 1400-byte datagrams are 1442-byte frames on the wire; the bucket
+        // passes 200 Mbit/s of frames: 200/300 x 1400/1442 of the datagrams arrive.
+        let expected = 1.0 - 200.0 / 300.0 * 1400.0 / 1442.0;
+        let loss = 1.0 - got / sent;
+        eprintln!("udp loss {loss:.4}, expected {expected:.4}");
+        if (loss - expected).abs() >= 0.03 {
+            return Err(format!("loss {loss:.4}, expected {expected:.4}"));
+        }
+        // The sender kept to its rate: 4 s at 300 Mbit/s.
+        let rate = sent * 1400.0 * 8.0 / 4.0;
+        if (rate / 300e6 - 1.0).abs() >= 0.03 {
+            return Err(format!("sent at {rate} bit/s"));
+        }
+        // Over the bridge a datagram may overtake another when the sender moves between CPUs
+        // (each CPU's backlog is drained on its own): now and then on a busy machine, never
+        // many.
+        if s["out_of_order"].as_f64().unwrap() >= 0.01 * got {
+            return Err(format!("out of order: {s}"));
+        }
+        Ok(())
+    };
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        match measure() {
+            Ok(()) => return,
+            Err(why) => {
+                eprintln!("attempt {attempt}: {why} (load average {})", load_average());
+                failures.push(why);
+            }
+        }
+    }
+    panic!("three attempts off the link's ground truth: {failures:?}");
+}
+
+/// The host's one-minute load average, for a retried measurement's message.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
 }
 
 #[test]
