@@ -16,7 +16,7 @@ pub struct Markdown;
 /// control characters escaped, and everything a Markdown viewer would act on escaped (HTML
 /// as entities, emphasis, links, `|`), so that a host name or a message from a document
 /// (which anyone may have written) is shown, never run or formatted.
-fn cell(text: &str) -> String {
+pub(crate) fn cell(text: &str) -> String {
     let one_line = stormark_spec::printable(&text.replace(['\n', '\r'], " "), 4096);
     let mut out = String::with_capacity(one_line.len());
     for c in one_line.chars() {
@@ -41,7 +41,7 @@ fn cell(text: &str) -> String {
 /// longest run inside (a directory named with ``` `` ``` once closed a fence of two and let
 /// an `<img onerror>` after it be read as HTML), padded with a space when the text starts or
 /// ends with a backtick.
-fn code(text: &str) -> String {
+pub(crate) fn code(text: &str) -> String {
     let text = stormark_spec::printable(&text.replace(['\n', '\r'], " "), 4096);
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);

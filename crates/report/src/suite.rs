@@ -101,12 +101,14 @@ pub fn suite_terminal(s: &SuiteSummary) -> String {
 
 /// The summary as Markdown, for a pull request or a wiki page.
 pub fn suite_markdown(s: &SuiteSummary) -> String {
-    let md = |t: &str| t.replace('|', "\\|");
+    // As a results document's Markdown: every text shown, never run or formatted (a target
+    // named with backticks once broke out of the command's code span, issue 54).
+    let md = crate::markdown::cell;
     let mut out = format!(
-        "## stormark suite `{}`: {}\n\n`{}`\n\n| {} |\n|{}|\n",
-        s.suite,
+        "## stormark suite {}: {}\n\n{}\n\n| {} |\n|{}|\n",
+        crate::markdown::code(&s.suite),
         status(s),
-        md(&s.command.join(" ")),
+        crate::markdown::code(&s.command.join(" ")),
         HEADER.join(" | "),
         "---|".repeat(HEADER.len())
     );
@@ -220,4 +222,35 @@ pub fn suite_html(s: &SuiteSummary) -> String {
     }
     o.push_str("<footer>made by stormark; the figures are those of each step's results document</footer></main></body></html>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 54: a target named to break out of the command's code span, and a note with
+    /// HTML, stay text in the suite's Markdown.
+    #[test]
+    fn a_suites_markdown_shows_its_names_never_runs_them() {
+        let s = SuiteSummary {
+            schema: String::new(),
+            suite: "disks".into(),
+            version: String::new(),
+            command: vec![
+                "stormark".into(),
+                "suite".into(),
+                "disks".into(),
+                "/t``<img src=x onerror=alert(9)>``".into(),
+            ],
+            started_at: String::new(),
+            duration_ns: 0,
+            status: RunStatus::Ok,
+            steps: Vec::new(),
+            verdicts: Vec::new(),
+            notes: vec!["<script>alert(1)</script>".into()],
+        };
+        let md = suite_markdown(&s);
+        assert!(md.contains("``` stormark suite disks /t``<img"), "{md}");
+        assert!(!md.contains("<script>"), "{md}");
+    }
 }
