@@ -6,6 +6,7 @@
 # another share (then nothing is started).
 #
 # Usage: FIO=/path/to/fio bench/nfs-vs-fio.sh   (env: ROUNDS=3, RUNTIME=5, DEPTHS="1 8 32",
+#        B=/path/to/another/stormark instead of FIO to compare two builds,
 #        SIZE=256m, STORMARK=target/release/stormark, URL=nfs://SERVER/EXPORT/DIR, BENCH_DIR)
 # FIO must be a fio with the nfs engine (`fio --enghelp` lists nfs): Debian's 3.33 has not;
 # build fio from source with libnfs-dev installed (./configure finds it). Needs root (ganesha,
@@ -15,9 +16,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3} RUNTIME=${RUNTIME:-5} DEPTHS=${DEPTHS:-"1 8 32"} SIZE=${SIZE:-256m}
 STORMARK=${STORMARK:-target/release/stormark}
-FIO=${FIO:?give FIO=/path/to/fio built with the nfs engine}
+# B=/path/to/another/stormark: that build in fio's place (an engine change against the build
+# before it, alternating in the same way; no fio needed).
+B=${B:-}
+if [ -z "$B" ]; then
+  FIO=${FIO:?give FIO=/path/to/fio built with the nfs engine, or B=/path/to/another/stormark}
+  "$FIO" --enghelp 2>&1 | grep -qx $'\tnfs' || { echo "$FIO has no nfs engine" >&2; exit 2; }
+fi
 BENCH_DIR=${BENCH_DIR:-bench-data}
-"$FIO" --enghelp 2>&1 | grep -qx $'\tnfs' || { echo "$FIO has no nfs engine" >&2; exit 2; }
 made_dir=no; [ -d "$BENCH_DIR" ] || { mkdir -p "$BENCH_DIR"; made_dir=yes; }
 OUT=$(mktemp -d "$PWD/$BENCH_DIR/nfs.XXXX")
 ns="" pids=()
@@ -48,19 +54,20 @@ CONF
   for i in $(seq 100); do (exec 3<>"/dev/tcp/$net.2/2049") 2>/dev/null && break; sleep 0.1; done
   URL="nfs://$net.2/export"
 fi
-echo "share: $URL  stormark: $("$STORMARK" --version)  fio: $("$FIO" --version)  cores: $(nproc)"
+other=fio; [ -n "$B" ] && other=B
+echo "share: $URL  stormark: $("$STORMARK" --version)  $other: $([ -n "$B" ] && echo "$B" || "$FIO" --version)  cores: $(nproc)"
 fio_iops() { # rw depth
   "$FIO" --name=nfsbench --ioengine=nfs --nfs_url="$URL" --filename=fio.bench --rw="$1" \
     --bs=4k --iodepth="$2" --size="$SIZE" --time_based --runtime="$RUNTIME" \
     --output-format=json --output="$OUT/f.json" >/dev/null 2>>"$OUT/f.err"
   python3 -c "import json,sys; j=json.load(open(sys.argv[1]))['jobs'][0]; print(round(j['read']['iops']+j['write']['iops']))" "$OUT/f.json"
 }
-sm_iops() { # rw depth
-  "$STORMARK" run "$URL" --rw "$1" --bs 4k --iodepth "$2" --size "$SIZE" --time "${RUNTIME}s" -q --json "$OUT/r.json" >/dev/null
+sm_iops() { # rw depth [binary]
+  "${3:-$STORMARK}" run "$URL" --rw "$1" --bs 4k --iodepth "$2" --size "$SIZE" --time "${RUNTIME}s" -q --json "$OUT/r.json" >/dev/null
   python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(round([p for p in r['phases'] if p['name']=='run'][0]['total']['iops']))" "$OUT/r.json"
 }
 # fio's nfs engine lays out no file: its file is written once, before the rounds.
-"$FIO" --name=nfsbench --ioengine=nfs --nfs_url="$URL" --filename=fio.bench --rw=write --bs=1m \
+[ -n "$B" ] || "$FIO" --name=nfsbench --ioengine=nfs --nfs_url="$URL" --filename=fio.bench --rw=write --bs=1m \
   --size="$SIZE" --output="$OUT/prep.txt" >/dev/null
 cases=""; for d in $DEPTHS; do cases="$cases randread:$d"; done; cases="$cases randwrite:8"
 for c in $cases; do
@@ -69,19 +76,22 @@ for c in $cases; do
   for round in $(seq "$ROUNDS"); do
     order="f s"; [ $((round % 2)) = 0 ] && order="s f"
     for tool in $order; do
-      if [ $tool = f ]; then fio_iops "$rw" "$depth" >> "$OUT/f.txt"; else sm_iops "$rw" "$depth" >> "$OUT/s.txt"; fi
+      if [ $tool = s ]; then sm_iops "$rw" "$depth" >> "$OUT/s.txt"
+      elif [ -n "$B" ]; then sm_iops "$rw" "$depth" "$B" >> "$OUT/f.txt"
+      else fio_iops "$rw" "$depth" >> "$OUT/f.txt"; fi
     done
   done
-  python3 - "$rw" "$depth" "$OUT/f.txt" "$OUT/s.txt" <<'PY'
+  python3 - "$rw" "$depth" "$OUT/f.txt" "$OUT/s.txt" "$other" <<'PY'
 import statistics, sys
-rw, d, f, s = sys.argv[1], sys.argv[2], [float(x) for x in open(sys.argv[3])], [float(x) for x in open(sys.argv[4])]
+rw, d, f, s, other = sys.argv[1], sys.argv[2], [float(x) for x in open(sys.argv[3])], [float(x) for x in open(sys.argv[4])], sys.argv[5]
 mf, ms = statistics.median(f), statistics.median(s)
-print(f"{rw:>9} depth {d:>3}: fio {mf:9.0f} IOPS ({', '.join(f'{x:.0f}' for x in f)})  "
-      f"stormark {ms:9.0f} ({', '.join(f'{x:.0f}' for x in s)})  stormark/fio {ms / mf:.3f}x")
+print(f"{rw:>9} depth {d:>3}: {other} {mf:9.0f} IOPS ({', '.join(f'{x:.0f}' for x in f)})  "
+      f"stormark {ms:9.0f} ({', '.join(f'{x:.0f}' for x in s)})  stormark/{other} {ms / mf:.3f}x")
 PY
 done
 # fio 3.33's nfs engine complains of some completions (EFAULT) as it goes; said, not hidden.
 n=$(grep -c "Failed NFS operation" "$OUT/f.err" 2>/dev/null || true)
+: "${n:=0}"
 [ "${n:-0}" -gt 0 ] && echo "fio printed 'Failed NFS operation(code:-14)' $n times over all its rounds"
 # fio's file on the share (stormark removes its own run directory).
 [ -d "$OUT/export" ] && rm -f "$OUT/export/fio.bench"

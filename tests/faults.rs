@@ -89,39 +89,7 @@ fn an_iscsi_target_killed_mid_run_ends_the_run_with_its_requests_counted() {
     let Some(t) = Tgt::for_test(TMP, test, 64 << 20, None) else {
         return;
     };
-    let dir = temp_dir(TMP);
-    let json = dir.path().join("r.json");
-    let mut child = start(
-        &t.url(1),
-        &json,
-        &[
-            "--rw",
-            "randread",
-            "--bs",
-            "4k",
-            "--iodepth",
-            "8",
-            "--time",
-            "8s",
-            "-q",
-        ],
-    );
-    wait_for_load(&json, &mut child);
-    signal(t.pid(), libc::SIGKILL);
-    let (code, err) = finish(child).expect("the run ended by itself after its target died");
-    assert_eq!(code, 1, "{err}");
-    let r = read_json(&json);
-    assert!(
-        read_errors(&r, "reset") > 0,
-        "{err}\n{}",
-        phase(&r, "run")["errors"]
-    );
-    assert!(
-        phase(&r, "run")["by_op"]["read"]["ops"]
-            .as_u64()
-            .unwrap_or(0)
-            > 0
-    );
+    killed_service(&t.url(1), t.pid(), &[]);
 }
 
 #[test]
@@ -139,32 +107,7 @@ fn an_nfs_server_killed_mid_run_ends_the_run_with_its_requests_counted() {
     let Some(g) = Ganesha::for_test(TMP, test) else {
         return;
     };
-    let dir = temp_dir(TMP);
-    let json = dir.path().join("r.json");
-    let mut child = start(
-        &g.url(""),
-        &json,
-        &[
-            "--rw",
-            "randread",
-            "--bs",
-            "4k",
-            "--iodepth",
-            "8",
-            "--size",
-            "8m",
-            "--time",
-            "8s",
-            "-q",
-        ],
-    );
-    wait_for_load(&json, &mut child);
-    signal(g.pid(), libc::SIGKILL);
-    let (code, err) = finish(child).expect("the run ended by itself after its server died");
-    assert_eq!(code, 1, "{err}");
-    let r = read_json(&json);
-    let failed = read_errors(&r, "reset") + read_errors(&r, "timeout");
-    assert!(failed > 0, "{err}\n{}", phase(&r, "run")["errors"]);
+    killed_service(&g.url(""), g.pid(), &["--size", "8m"]);
 }
 
 #[test]
@@ -174,6 +117,40 @@ fn a_stopped_nfs_server_stretches_no_phase_and_its_stall_is_counted() {
         return;
     };
     stalled_service(&g.url(""), g.pid(), &["--size", "8m"]);
+}
+
+/// A service killed (SIGKILL) 1.5 s into an 8 s phase: the run ends by itself, what was in
+/// flight counted (a hang-up as `reset`; a request whose answer never came, `timeout`), the
+/// load before it measured, exit 1.
+fn killed_service(target: &str, pid: u32, extra: &[&str]) {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let mut args = vec![
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--iodepth",
+        "8",
+        "--time",
+        "8s",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = start(target, &json, &args);
+    wait_for_load(&json, &mut child);
+    signal(pid, libc::SIGKILL);
+    let (code, err) = finish(child).expect("the run ended by itself after its service died");
+    assert_eq!(code, 1, "{err}");
+    let r = read_json(&json);
+    let run = phase(&r, "run");
+    let failed = read_errors(&r, "reset") + read_errors(&r, "timeout");
+    assert!(failed > 0, "{err}\n{}", run["errors"]);
+    assert!(
+        run["by_op"]["read"]["ops"].as_u64().unwrap_or(0) > 0,
+        "{}",
+        run["by_op"]
+    );
 }
 
 /// A service stopped (SIGSTOP) 1.5 s into a 5 s phase and left stopped: the run ends by
