@@ -93,6 +93,8 @@ fn every_numeric_flag_of_every_command_takes_any_number_without_a_panic() {
         ],
         vec!["net", "client", "127.0.0.1:9", "--time", "300ms"],
         vec!["compare", "/nonexistent/a.json", "/nonexistent/b.json"],
+        // A suite refuses a missing disk before it makes its directory or starts a step.
+        vec!["suite", "disks", "/nonexistent/disk"],
     ];
     let values = ["18446744073709551615", "4294967296", "0", "-1"];
     let mut cases = Vec::new();
