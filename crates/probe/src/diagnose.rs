@@ -227,6 +227,15 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
     let Some(shortest) = short.iter().map(|(_, s)| *s).reduce(f64::min) else {
         return;
     };
+    let longest = short.iter().map(|(_, s)| *s).fold(shortest, f64::max);
+    // Seconds as they were measured: a tenth under 10 s (0.3 s is not "0 s").
+    let secs = |s: f64| {
+        if s < 10.0 {
+            format!("{s:.1}")
+        } else {
+            format!("{s:.0}")
+        }
+    };
     // Metadata phases go through a tree once: more files make them longer, not --time alone.
     let meta = measured
         .iter()
@@ -235,12 +244,20 @@ fn short_runs(measured: &[&Phase], out: &mut Vec<Finding>) {
     out.push(finding(
         Severity::Warning,
         "run-too-short",
-        format!(
-            "{} measured for {:.0} s{}: too short for trustworthy numbers",
-            if short.len() == 1 { format!("phase {}", short[0].0) } else { format!("{} phases", short.len()) },
-            shortest,
-            if short.len() == 1 { "" } else { " or less" },
-        ),
+        if short.len() == 1 {
+            format!(
+                "phase {} measured for {} s: too short for trustworthy numbers",
+                short[0].0,
+                secs(shortest)
+            )
+        } else {
+            format!(
+                "{} phases measured for {} to {} s: too short for trustworthy numbers",
+                short.len(),
+                secs(shortest),
+                secs(longest)
+            )
+        },
         json!({
             "phases": short.iter().map(|(n, s)| json!({"phase": n, "measured_s": r1(*s)})).collect::<Vec<_>>(),
             "minimum_s": SHORT_RUN_S,

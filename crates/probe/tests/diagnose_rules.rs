@@ -250,6 +250,33 @@ fn short_run() {
     insta::assert_json_snapshot!("run_too_short", diagnose(&r));
 }
 
+/// Issue 53: phases of 11.9, 0.3 and 1.9 s were said to be "measured for 0 s or less".
+#[test]
+fn short_phases_are_said_with_the_seconds_they_lasted() {
+    let mut r = run(20, |_| {});
+    let mut second = r.phases[0].clone();
+    second.name = "run:b".into();
+    second.duration_ns = 300_000_000;
+    let mut third = r.phases[0].clone();
+    third.name = "run:c".into();
+    third.duration_ns = 1_900_000_000;
+    r.phases[0].duration_ns = 11_900_000_000;
+    r.phases.push(second);
+    r.phases.push(third);
+    let found = diagnose(&r);
+    let short = found
+        .iter()
+        .find(|f| f.code == "run-too-short")
+        .expect("a run-too-short finding");
+    assert!(
+        short
+            .message
+            .starts_with("3 phases measured for 0.3 to 12 s"),
+        "{}",
+        short.message
+    );
+}
+
 #[test]
 fn the_quick_profile_says_what_it_is_instead_of_warning_about_its_length() {
     let mut r = run(5, |_| {});

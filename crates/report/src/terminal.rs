@@ -205,10 +205,11 @@ impl Render for Terminal {
             RunStatus::Running => "running",
         };
         match &r.failure {
-            Some(why) => {
+            // A failure that only says the status again ("interrupted: interrupted").
+            Some(why) if why.trim() != status => {
                 let _ = writeln!(out, "status: {status}: {why}");
             }
-            None => {
+            _ => {
                 let _ = writeln!(out, "status: {status}");
             }
         }
@@ -523,6 +524,20 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 53: a failure that only repeats the status is not said twice.
+    #[test]
+    fn the_status_line_says_the_status_once() {
+        let mut r = stormark_testkit::sample_results();
+        r.status = RunStatus::Interrupted;
+        r.failure = Some("interrupted".into());
+        let text = Terminal.render(&r);
+        assert!(text.ends_with("status: interrupted\n"), "{text}");
+        r.failure = Some("Ctrl-C during the run".into());
+        assert!(Terminal
+            .render(&r)
+            .ends_with("status: interrupted: Ctrl-C during the run\n"));
+    }
 
     #[test]
     fn each_host_line_names_its_own_device() {
