@@ -210,8 +210,9 @@ fn exitall_and_ratemin_as_fio_runs_them() {
         "{said}"
     );
     assert!(read_json(&json)["status"] != "ok");
-    // Above it: runs.
-    let out = args(&rate, &["--rate-iops-min", "5"]);
+    // Above it: runs. A least of 1 a second: on a loaded machine a second of 20 planned
+    // I/Os once did 2 (a least of 5 failed it, issue 53); a whole second with none is a stall.
+    let out = args(&rate, &["--rate-iops-min", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         std::fs::read_dir(&t).unwrap().next().is_none(),
