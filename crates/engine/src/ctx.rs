@@ -140,9 +140,14 @@ pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(30);
 /// it was sent. One rule for every remote service: a stalled server neither stretches the
 /// phase past its time and the grace nor hides its unanswered requests.
 pub(crate) fn give_up_at(sent: Instant, deadline: Option<Instant>, longest: Duration) -> Instant {
-    let grace = (2 * longest).max(END_GRACE);
     let stalled = sent + (2 * longest).max(STALL_LIMIT);
-    deadline.map_or(stalled, |d| (d + grace).min(stalled))
+    deadline.map_or(stalled, |d| (d + end_grace(longest)).min(stalled))
+}
+
+/// How long past the phase's end a request in flight may still take: twice the `longest`
+/// answer seen, at least [`END_GRACE`] (S3's client deadline and [`give_up_at`] alike).
+pub(crate) fn end_grace(longest: Duration) -> Duration {
+    (2 * longest).max(END_GRACE)
 }
 
 /// State shared by the loops of every backend.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use stormark_s3::{Client, Fetched, S3Error};
 use stormark_stats::{ErrorKind, Op};
 
-use crate::ctx::{wait_until, Ctx, END_GRACE, MAX_CONSECUTIVE_ERRORS};
+use crate::ctx::{end_grace, wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
 use crate::error::EngineError;
 use crate::s3_body::Bodies;
 use crate::work::S3Work;
@@ -376,11 +376,8 @@ pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError
             wait_until(t, ctx.stop);
             t
         });
-        w.client.set_deadline(
-            ctx.pace
-                .deadline()
-                .map(|d| d + (2 * w.longest).max(END_GRACE)),
-        );
+        w.client
+            .set_deadline(ctx.pace.deadline().map(|d| d + end_grace(w.longest)));
         let start = Instant::now();
         let result = w.send(ctx.spec.seed, &req)?;
         let now = Instant::now();
