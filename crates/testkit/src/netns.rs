@@ -259,10 +259,10 @@ impl Drop for NetCluster {
 }
 
 /// tc's arguments for a token bucket of `rate` at the root of `dev`
-/// (`tc qdisc add dev X root tbf rate R burst 32kbit latency 50ms`).
+/// (`tc qdisc add dev X root tbf rate R burst 1mbit latency 50ms`).
 fn tbf<'a>(dev: &'a str, rate: &'a str) -> [&'a str; 12] {
     [
-        "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit", "latency",
+        "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "1mbit", "latency",
         "50ms",
     ]
 }
