@@ -480,3 +480,82 @@ fn a_suite_file_runs_its_own_steps() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("must start with run"), "{}", text(&o));
 }
+
+/// Issue 53: three identical hosts have no weakest pair to warn of, run after run (the
+/// pairs differ by what one-second tests on a shared machine differ by), and a host that
+/// sends ten times slower than the others is named, under `--smoke` too.
+#[test]
+fn the_network_suite_warns_of_a_weak_pair_only_beyond_noise() {
+    if !require_netns("the_network_suite_warns_of_a_weak_pair_only_beyond_noise") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "suite-test-token-0123456789\n").unwrap();
+    let list = c.start_agents(BIN, &token, dir.path(), &|_| dir.path().to_path_buf());
+    let network = |time: Option<&str>| {
+        let out = temp_dir(TMP);
+        let mut args = vec![
+            "network",
+            "-q",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ];
+        match time {
+            Some(t) => args.extend(["--time", t]),
+            None => args.push("--smoke"),
+        }
+        let (code, s, said) = suite(&out, &args);
+        assert_eq!(code, 0, "{said}");
+        let weak = verdict(&s, "weakest-pair").clone();
+        let mesh = read_json(
+            &out.path()
+                .join("out")
+                .join(steps(&s)[0]["document"].as_str().unwrap()),
+        );
+        let pairs: Vec<String> = mesh["mesh"]["alone"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}->{} {:.2} Gbit/s {:?}",
+                    p["from"],
+                    p["to"],
+                    p["bits_per_s"].as_f64().unwrap_or(0.0) / 1e9,
+                    p["seconds"]
+                )
+            })
+            .collect();
+        eprintln!(
+            "{time:?}: {} | {}\n  {}",
+            weak["severity"],
+            weak["message"],
+            pairs.join("\n  ")
+        );
+        weak
+    };
+    let mut warned = Vec::new();
+    for time in [None, None, None, Some("3s"), Some("3s")] {
+        let weak = network(time);
+        if weak["severity"] == "warning" {
+            warned.push(weak);
+        }
+    }
+    assert!(
+        warned.is_empty(),
+        "identical hosts, a pair named: {warned:?}"
+    );
+    // What host 0 sends goes through 100 Mbit/s, a tenth or less of what the others send.
+    c.limit(0, "100mbit").unwrap();
+    let weak = network(None);
+    assert_eq!(weak["severity"], "warning", "{weak}");
+    assert_eq!(
+        weak["evidence"]["from"],
+        format!("{}:7878", c.addresses[0]).as_str(),
+        "{weak}"
+    );
+}

@@ -126,8 +126,8 @@ fn failures_and_misses_are_verdicts() {
 }
 
 /// A mesh of three hosts whose pairs carry `rate[i]` bytes a second with relative noise
-/// `noise` over 10 seconds.
-fn mesh(rates: [f64; 6], noise: f64) -> Results {
+/// `noise` over `secs` seconds (one: `--smoke`).
+fn mesh_of(rates: [f64; 6], noise: f64, secs: u32) -> Results {
     let mut r = Results::new(vec![]);
     let pairs = [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)];
     r.mesh = Some(crate::MeshReport {
@@ -141,7 +141,7 @@ fn mesh(rates: [f64; 6], noise: f64) -> Results {
             .iter()
             .zip(rates)
             .map(|(&(from, to), rate)| {
-                let seconds: Vec<u64> = (0..10)
+                let seconds: Vec<u64> = (0..secs)
                     .map(|t| (rate * (1.0 + noise * if t % 2 == 0 { 1.0 } else { -1.0 })) as u64)
                     .collect();
                 crate::MeshPair {
@@ -156,6 +156,10 @@ fn mesh(rates: [f64; 6], noise: f64) -> Results {
         ..Default::default()
     });
     r
+}
+
+fn mesh(rates: [f64; 6], noise: f64) -> Results {
+    mesh_of(rates, noise, 10)
 }
 
 #[test]
@@ -189,4 +193,23 @@ fn the_weakest_pair_is_named_only_beyond_the_spread_of_the_pairs_seconds() {
         "{}",
         slow.message
     );
+    // A pair at 0.69x, steady: beyond its seconds' spread, but pairs of identical hosts
+    // differ that much from one test to the next: not named.
+    let near = weak(&mesh([1e8, 0.69e8, 1e8, 1e8, 1e8, 1e8], 0.01));
+    assert_eq!(near.severity, Severity::Info, "{}", near.message);
+    assert!(near.message.contains("none named"), "{}", near.message);
+    // One second a pair (--smoke): no spread; a tenth of the median is named, 0.7x is not.
+    let smoke = weak(&mesh_of([1e8, 1e8, 0.1e8, 1e8, 1e8, 1e8], 0.0, 1));
+    assert_eq!(smoke.severity, Severity::Warning, "{}", smoke.message);
+    assert!(
+        smoke.message.contains("h1:7878 -> h0:7878"),
+        "{}",
+        smoke.message
+    );
+    let smoke = weak(&mesh_of([1e8, 1e8, 0.7e8, 1e8, 1e8, 1e8], 0.0, 1));
+    assert_eq!(smoke.severity, Severity::Info, "{}", smoke.message);
+    assert!(smoke.message.contains("too short"), "{}", smoke.message);
+    // Nothing moved at all: no pair named against a median of nothing.
+    let none = weak(&mesh_of([0.0; 6], 0.0, 1));
+    assert_eq!(none.severity, Severity::Info, "{}", none.message);
 }
