@@ -282,16 +282,12 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
 /// seconds' spread at times (issue 53); half the median is a difference no such pair reached.
 const PAIR_NAMED_BELOW: f64 = 0.5;
 
-/// Tests too short for a spread (`--smoke`: one second a pair) name a pair only below this
-/// share of the median: a host ten times slower (0.1x) is named, what one-second tests of
-/// identical hosts differ by (down to 0.60x) never.
-const SHORT_PAIR_NAMED_BELOW: f64 = 0.25;
-
 /// Whether the weakest pair, at `ratio` of the median pair, is named (see the two limits).
 fn weak_pair_named(ratio: f64, beyond_spread: Option<bool>) -> bool {
     match beyond_spread {
         Some(beyond) => beyond && ratio < PAIR_NAMED_BELOW,
-        None => ratio < SHORT_PAIR_NAMED_BELOW,
+        // Tests too short for a spread (`--smoke`: one second a pair).
+        None => ratio < 1.0 && verdicts::far_beyond_noise(ratio),
     }
 }
 
@@ -501,7 +497,8 @@ pub fn suite_verdicts(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
                         "weakest network pair: none beyond the measured spread: the pairs agree within it ({from} -> {to} lowest, {ratio:.2}x the median pair's {mid:.2} Gbit/s)"
                     ),
                     (None, true) => format!(
-                        "weakest network pair: {from} -> {to} at {gbit:.2} Gbit/s, {ratio:.2}x the median pair ({mid:.2} Gbit/s), below {SHORT_PAIR_NAMED_BELOW}x: beyond what tests too short for a spread differ by"
+                        "weakest network pair: {from} -> {to} at {gbit:.2} Gbit/s, {ratio:.2}x the median pair ({mid:.2} Gbit/s), tests too short for a spread, but more than {}x off",
+                        verdicts::SHORT_NAMED_BEYOND
                     ),
                     (None, false) => format!(
                         "weakest network pair: {from} -> {to} lowest at {gbit:.2} Gbit/s, {ratio:.2}x the median pair ({mid:.2} Gbit/s), but the tests are too short to tell a difference from noise (run without --smoke)"

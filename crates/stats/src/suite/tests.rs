@@ -86,6 +86,17 @@ fn the_slowest_disk_is_named_and_together_is_against_the_sum() {
         slow.message
     );
     assert_eq!(slow.severity, Severity::Info);
+    // One value per step, but a disk a tenth of the others: named (issue 53).
+    let mut tenth = steps(None);
+    tenth[2].figures.as_mut().unwrap().ops_per_s = 100.0;
+    let v = suite_verdicts(&tenth);
+    let slow = v.iter().find(|v| v.code == "slowest-disk").unwrap();
+    assert!(
+        slow.message.contains("slowest disk: c, 0.10x") && slow.message.contains("4x off"),
+        "{}",
+        slow.message
+    );
+    assert_eq!(slow.severity, Severity::Warning);
 }
 
 #[test]
@@ -108,10 +119,26 @@ fn the_host_furthest_from_the_median_is_named() {
     assert_eq!(far.severity, Severity::Warning);
     // Three identical hosts whose seconds vary ±60%: within the spread, nobody named.
     s.figures.as_mut().unwrap().host_spread = spread(0.6);
-    let v = suite_verdicts(&[s]);
+    let v = suite_verdicts(&[s.clone()]);
     let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
     assert!(far.message.contains("none beyond"), "{}", far.message);
     assert_eq!(far.severity, Severity::Info);
+    // One-second steps (no spread): 0.40x is too close to tell; a host throttled to a
+    // hundredth is named (issue 53).
+    s.figures.as_mut().unwrap().host_spread = BTreeMap::new();
+    let v = suite_verdicts(&[s.clone()]);
+    let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
+    assert!(far.message.contains("too short to tell"), "{}", far.message);
+    assert_eq!(far.severity, Severity::Info);
+    s.figures
+        .as_mut()
+        .unwrap()
+        .by_host
+        .insert("h3".into(), 10.0);
+    let v = suite_verdicts(&[s]);
+    let far = v.iter().find(|v| v.code == "furthest-host").unwrap();
+    assert!(far.message.contains("h3, 0.01x"), "{}", far.message);
+    assert_eq!(far.severity, Severity::Warning);
 }
 
 #[test]

@@ -24,6 +24,16 @@ pub(super) fn beyond_spread(r: f64, a: Option<f64>, b: Option<f64>) -> Option<bo
     Some(r > 0.0 && r.ln().abs() > 2.0 * se.max(1e-9))
 }
 
+/// Steps too short for a spread (`--smoke`: one value each) name a disk, host or pair only
+/// this many times off the median: a host or disk ten times slower is named, what one-second
+/// steps of identical ones differ by (down to 0.60x, issue 53) never.
+pub(super) const SHORT_NAMED_BEYOND: f64 = 4.0;
+
+/// Whether `ratio` to the median is far enough off to be named without a spread.
+pub(super) fn far_beyond_noise(ratio: f64) -> bool {
+    ratio > 0.0 && !(1.0 / SHORT_NAMED_BEYOND..=SHORT_NAMED_BEYOND).contains(&ratio)
+}
+
 /// The median of some known spreads, `None` when none is.
 fn median_spread(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let known: Vec<f64> = v.flatten().collect();
@@ -95,6 +105,10 @@ pub(super) fn slowest_disk(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
             "slowest disk: none beyond the measured spread: the {} disks agree within it ({disk} lowest, {overall:.2}x the median)",
             per.len()
         ),
+        (_, None) if far_beyond_noise(overall) => format!(
+            "slowest disk: {disk}, {overall:.2}x the median of {} disks (worst: {workload} at {worst:.2}x): steps too short for a spread, but more than {SHORT_NAMED_BEYOND}x off",
+            per.len()
+        ),
         (_, None) => format!(
             "slowest disk: {disk} lowest, {overall:.2}x the median of {} disks, but the steps are too short to tell a difference from noise (one value each; run without --smoke or with --repeat)",
             per.len()
@@ -105,7 +119,10 @@ pub(super) fn slowest_disk(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
         ),
     };
     Some(verdict(
-        if per.len() > 1 && overall < 0.8 && beyond == Some(true) {
+        if per.len() > 1
+            && ((overall < 0.8 && beyond == Some(true))
+                || (beyond.is_none() && far_beyond_noise(overall)))
+        {
             Severity::Warning
         } else {
             Severity::Info
@@ -190,10 +207,13 @@ pub(super) fn furthest_host(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
     let message = match beyond {
         Some(true) => format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s), beyond the measured spread"),
         Some(false) => format!("host furthest from the median: none beyond the measured spread: the hosts agree within it ({host} furthest, {ratio:.2}x the median in {step})"),
+        None if far_beyond_noise(ratio) => format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s): steps too short for a spread, but more than {SHORT_NAMED_BEYOND}x off"),
         None => format!("host furthest from the median: {host}, {ratio:.2}x the median host in {step} ({v:.0} against {mid:.0} ops/s), but the steps are too short to tell a difference from noise"),
     };
     Some(verdict(
-        if !(0.8..=1.25).contains(&ratio) && beyond == Some(true) {
+        if (!(0.8..=1.25).contains(&ratio) && beyond == Some(true))
+            || (beyond.is_none() && far_beyond_noise(ratio))
+        {
             Severity::Warning
         } else {
             Severity::Info
