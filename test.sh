@@ -75,11 +75,27 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
 bash .ci/build-s3-servers.sh
 
+# STORMARK_TEST_LOAD=N runs N busy loops beside the tests, for as long as they run: the suite
+# must hold on a machine doing other work (every timed ground truth measures long enough or
+# retries with its reason printed). N is 1 to 64.
+hogs=()
+if [ -n "${STORMARK_TEST_LOAD:-}" ]; then
+  if ! [[ "$STORMARK_TEST_LOAD" =~ ^[0-9]+$ ]] || [ "$STORMARK_TEST_LOAD" -lt 1 ] || [ "$STORMARK_TEST_LOAD" -gt 64 ]; then
+    echo "STORMARK_TEST_LOAD=$STORMARK_TEST_LOAD: give a number of busy loops, 1 to 64" >&2
+    exit 2
+  fi
+  for _ in $(seq "$STORMARK_TEST_LOAD"); do
+    bash -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+  echo "STORMARK_TEST_LOAD=$STORMARK_TEST_LOAD: $STORMARK_TEST_LOAD busy loops beside the tests (pids ${hogs[*]})" >&2
+fi
+
 # Every test runs (--no-fail-fast: one failing module does not hide the rest); each skip is
 # written to $STORMARK_TEST_SKIPS by the test kit, to be counted here.
 log=$(mktemp)
 skips=$(mktemp)
-trap 'rm -f "$log" "$skips"' EXIT
+trap 'rm -f "$log" "$skips"; [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null' EXIT
 export STORMARK_TEST_SKIPS="$skips"
 set +e
 # Clippy on the default build (what users get) and with every feature (what the tests run:
