@@ -320,6 +320,16 @@ fn verify_checks_every_block_and_finds_one_corrupted_by_another_session() {
     assert_eq!(errors[0]["op"], "verify");
     assert_eq!(errors[0]["count"].as_u64(), Some(1));
     assert_eq!(errors[0]["first_offset"].as_u64(), Some(AT));
+    // The phase lasted until the last write (1024 at 200 a second), not to the whole second
+    // the worker's failure once rounded it to (6 s, the rate 14% low).
+    let run = stormark_testkit::phase(&r, "run");
+    let ns = run["duration_ns"].as_u64().unwrap();
+    assert_ne!(ns % 1_000_000_000, 0, "rounded to whole seconds: {run}");
+    let iops = run["by_op"]["write"]["iops"].as_f64().unwrap();
+    assert!(
+        (iops * ns as f64 / 1e9 - 1024.0).abs() < 0.5,
+        "{iops} over {ns} ns"
+    );
 }
 
 /// A failed command is counted by its sense key: a write-protected LUN's writes are

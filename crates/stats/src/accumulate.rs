@@ -21,6 +21,9 @@ pub struct WorkerKey {
 struct WorkerState {
     last_interval: Option<u32>,
     done: bool,
+    /// When it said it finished (its last I/O, after the measured start): known even for a
+    /// host that then failed (a `--verify` pass that found bad blocks after its load).
+    end_ns: Option<u64>,
 }
 
 /// Builds one [`Phase`] from the snapshots its workers send, closing each 1-second interval
@@ -164,7 +167,9 @@ impl PhaseAccumulator {
 
     /// Marks worker `key` finished, its last I/O at `end_ns` after the measured start.
     pub fn worker_done(&mut self, key: WorkerKey, end_ns: u64) {
-        self.workers.entry(key).or_default().done = true;
+        let w = self.workers.entry(key).or_default();
+        w.done = true;
+        w.end_ns = Some(end_ns);
         self.end_ns = self.end_ns.max(end_ns);
     }
 
@@ -235,10 +240,11 @@ impl PhaseAccumulator {
     pub fn end_ns(&self) -> u64 {
         // A host that failed sent whole seconds only, and no end: what it sent was measured
         // even when no worker of the phase finished (every host failed, or the only one).
+        // A worker that said when it ended before its host failed is measured to that end.
         let failed_seconds = self
             .workers
             .iter()
-            .filter(|(k, _)| self.failed.contains(&k.host))
+            .filter(|(k, w)| self.failed.contains(&k.host) && w.end_ns.is_none())
             .filter_map(|(_, w)| w.last_interval)
             .max()
             .map_or(0, |l| (u64::from(l) + 1) * 1_000_000_000);
@@ -406,12 +412,16 @@ impl PhaseAccumulator {
         if !self.failed.contains(&h) {
             return duration_ns;
         }
-        let last = self
-            .workers
-            .iter()
-            .filter(|(k, _)| k.host == h)
-            .filter_map(|(_, w)| w.last_interval)
-            .max();
+        let mine = || self.workers.iter().filter(move |(k, _)| k.host == h);
+        // Every worker said when it ended: the host ran to the last of those ends.
+        if let Some(end) = mine()
+            .map(|(_, w)| w.end_ns)
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|ends| ends.into_iter().max())
+        {
+            return end.clamp(1, duration_ns.max(1));
+        }
+        let last = mine().filter_map(|(_, w)| w.last_interval).max();
         last.map_or(duration_ns, |l| {
             ((u64::from(l) + 1) * 1_000_000_000).clamp(1, duration_ns.max(1))
         })

@@ -283,6 +283,32 @@ fn a_phase_whose_every_host_failed_lasts_the_seconds_they_sent() {
     assert!((hb.total.iops - 500.0).abs() < 1.0, "{}", hb.total.iops);
 }
 
+/// Issue 53: a worker that ended its load at 5.12 s and then failed (its `--verify` pass
+/// found a bad block) measured 5.12 s, not the 6 whole seconds its host's failure rounds to.
+#[test]
+fn a_host_that_failed_after_its_workers_ended_lasts_to_their_end() {
+    let key = WorkerKey {
+        host: 0,
+        job: 0,
+        worker: 0,
+    };
+    let mut acc = PhaseAccumulator::new("run", vec!["a".into()], vec![job("j")], &[key]);
+    for t in 0..6 {
+        acc.add(key, t, &snap(if t < 5 { 200 } else { 24 }, 1000));
+    }
+    acc.worker_done(key, 5_120_000_000);
+    acc.host_failed(0);
+    assert_eq!(acc.end_ns(), 5_120_000_000);
+    let end = acc.end_ns();
+    let p = acc.finish(0, end);
+    assert!(
+        (p.total.iops - 1024.0 / 5.12).abs() < 0.01,
+        "{}",
+        p.total.iops
+    );
+    assert!((p.by_host["a"].total.iops - 200.0).abs() < 0.01);
+}
+
 /// A snapshot as a remote agent's second arrives: each histogram as its non-zero counts.
 fn parts(s: &Snapshot) -> Vec<(Op, SparseRecord)> {
     use hdrhistogram::serialization::{Serializer as _, V2Serializer};
