@@ -164,6 +164,28 @@ fn a_saturated_device_under_flat_load() {
     insta::assert_json_snapshot!("device_saturated", diagnose(&r));
 }
 
+/// Issue 53: a network phase touches no disk; a device busy (or slow) meanwhile is not its
+/// finding.
+#[test]
+fn a_network_phase_gets_no_device_findings() {
+    let mut r = run(120, |s| {
+        let d = s.disks.get_mut("sdb").unwrap();
+        d.util_pct = 99.5;
+        d.r_await_ms = Some(180.0);
+    });
+    assert_eq!(codes(&r), ["device-saturated", "high-device-latency"]);
+    for j in &mut r.phases[0].jobs {
+        j.engine = "net".into();
+    }
+    let found = codes(&r);
+    assert!(
+        !found
+            .iter()
+            .any(|c| c.starts_with("device") || c.contains("device-")),
+        "{found:?}"
+    );
+}
+
 #[test]
 fn saturation_is_not_claimed_when_the_load_swings() {
     // 30% swings: noisy, and the busy device may be only part of the story.
