@@ -146,7 +146,8 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
             // Many hosts: the slowest only (every host is in the results document).
             let shown = crate::fleet::shown(p);
             for (host, b) in p.by_host.iter().filter(|(h, _)| shown(h)) {
-                row(o, &p.name, host, "all", &b.total, true);
+                let label = crate::fleet::host_label(host, b);
+                row(o, &p.name, &label, "all", &b.total, true);
             }
         }
     }

@@ -133,16 +133,15 @@ fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
         .flat_map(|p| p.by_host.iter().filter(|(_, b)| !b.seconds.is_empty()))
         .map(|(h, _)| h)
         .collect();
-    // Many hosts: the slowest of the main phase only, each a line.
+    // Many hosts: the main phase's failed and slowest only, each a line.
     let slowest: Option<Vec<&str>> = measured
         .iter()
         .max_by_key(|p| p.by_host.len())
         .filter(|p| p.by_host.len() > crate::fleet::MANY_HOSTS)
         .map(|p| {
-            crate::fleet::by_rate(p, bytes)
+            crate::fleet::named(p, bytes)
                 .into_iter()
-                .take(crate::fleet::SLOWEST)
-                .map(|(h, _)| h)
+                .map(|n| n.host)
                 .collect()
         });
     let hosts: std::collections::BTreeSet<&String> = hosts
@@ -348,23 +347,24 @@ fn many_hosts(o: &mut String, p: &Phase, bytes: bool) {
             p.by_host.len()
         ),
     );
-    let all = crate::fleet::by_rate(p, bytes);
-    let median = all.get(all.len() / 2).map_or(0.0, |x| x.1);
+    let named = crate::fleet::named(p, bytes);
     let _ = write!(
         o,
         "<table><thead><tr><th>slowest hosts</th><th class=\"n\">{what}</th><th class=\"n\">of the median</th></tr></thead><tbody>"
     );
-    for (h, r) in all.iter().take(crate::fleet::SLOWEST) {
-        let share = if median > 0.0 {
-            r / median * 100.0
-        } else {
-            0.0
-        };
+    if named.is_empty() {
+        o.push_str("<tr><td colspan=\"3\">none below the median</td></tr>");
+    }
+    for n in &named {
+        let failed = n.failed_after.map_or_else(String::new, |ns| {
+            format!(" <strong>FAILED after {:.1} s</strong>", ns as f64 / 1e9)
+        });
         let _ = write!(
             o,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{share:.0}%</td></tr>",
-            esc(h),
-            crate::fleet::show(*r, bytes)
+            "<tr><td>{}{failed}</td><td class=\"n\">{}</td><td class=\"n\">{:.0}%</td></tr>",
+            esc(n.host),
+            crate::fleet::show(n.rate, bytes),
+            n.share
         );
     }
     o.push_str("</tbody></table></section>\n");

@@ -128,7 +128,8 @@ impl Render for Markdown {
                     // Many hosts: the slowest only (every host is in the results document).
                     let shown = crate::fleet::shown(p);
                     for (host, b) in p.by_host.iter().filter(|(h, _)| shown(h)) {
-                        row(&mut out, &p.name, host, "all", &b.total);
+                        let label = crate::fleet::host_label(host, b);
+                        row(&mut out, &p.name, &label, "all", &b.total);
                     }
                 }
             }

@@ -322,11 +322,23 @@ pub fn findings_text(findings: &[stormark_stats::Finding]) -> String {
             let _ = writeln!(out, "    advice: {}", f.advice);
         }
         if *n == SHOWN_PER_CODE && total > SHOWN_PER_CODE {
-            let _ = writeln!(
-                out,
-                "    (and in {} more phases; every one is in --json)",
-                total - SHOWN_PER_CODE
-            );
+            let more = total - SHOWN_PER_CODE;
+            // What differs between them: the hosts of one phase (a fleet), the phases of one
+            // host (a search), or both.
+            let distinct = |key: &str| {
+                findings
+                    .iter()
+                    .filter(|g| g.code == f.code)
+                    .map(|g| g.evidence.get(key).and_then(|v| v.as_str()))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+            };
+            let more = match (distinct("host") > 1, distinct("phase") > 1) {
+                (true, false) => format!("on {more} more hosts"),
+                (true, true) => format!("{more} more, on other hosts and phases"),
+                _ => format!("in {more} more phases"),
+            };
+            let _ = writeln!(out, "    (and {more}; every one is in --json)");
         }
     }
     out
@@ -641,6 +653,22 @@ mod tests {
                 "  warning [run-too-short] phase p0: something",
                 "    advice: advice for run-too-short",
             ]
+        );
+    }
+
+    /// Issue 53: one phase's finding on 100 hosts is counted in hosts, not phases.
+    #[test]
+    fn findings_of_many_hosts_are_counted_in_hosts() {
+        let mut r = Results::new(vec![]);
+        for h in 0..100 {
+            let mut f = finding("cpu-bound", Severity::Warning, 0);
+            f.evidence = serde_json::json!({ "phase": "run", "host": format!("h{h}") });
+            r.findings.push(f);
+        }
+        let text = Terminal.render(&r);
+        assert!(
+            text.contains("    (and on 97 more hosts; every one is in --json)"),
+            "{text}"
         );
     }
 }
