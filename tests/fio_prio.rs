@@ -2,7 +2,7 @@
 //! io_uring: an exact share of the I/Os submitted with their own priority and counted apart
 //! (`read-prio`), and the mistakes refused before any load.
 
-use stormark_testkit::{read_json, require_root, temp_dir, text, Bin};
+use stormark_testkit::{measured_again, read_json, require_root, temp_dir, text, Bin};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -75,32 +75,42 @@ fn a_share_of_the_ios_carries_its_own_priority() {
     if !require_root(test) {
         return;
     }
-    let out = run(&[
-        "--engine",
-        "io_uring",
-        "--cmdprio-percentage",
-        "25",
-        "--prioclass",
-        "3",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let r = read_json(&json);
-    let phase = r["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "run")
-        .unwrap();
-    let ops = |op: &str| phase["by_op"][op]["ops"].as_u64().unwrap_or(0) as f64;
-    let (plain, prio) = (ops("read"), ops("read-prio"));
-    assert!(plain > 1000.0, "{}", phase["by_op"]);
-    let share = prio / (plain + prio);
-    assert!(
-        (share - 0.25).abs() < 0.005,
-        "read-prio {share} of the reads"
-    );
-    assert_eq!(phase["total"]["errors"], 0);
-    assert_eq!(phase["total"]["ops"].as_u64().unwrap() as f64, plain + prio);
+    // The share is exact (spread evenly, not drawn) to the submissions; the completions
+    // counted differ by what was in flight at the end (8) at most. Enough reads to tell
+    // that from a draw (2 s short of CPU on a loaded machine: measured again).
+    measured_again("a quarter of the reads with a priority", 3, || {
+        let out = run(&[
+            "--engine",
+            "io_uring",
+            "--cmdprio-percentage",
+            "25",
+            "--prioclass",
+            "3",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let r = read_json(&json);
+        let phase = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "run")
+            .unwrap()
+            .clone();
+        let ops = |op: &str| phase["by_op"][op]["ops"].as_u64().unwrap_or(0) as f64;
+        let (plain, prio) = (ops("read"), ops("read-prio"));
+        assert_eq!(phase["total"]["errors"], 0);
+        assert_eq!(phase["total"]["ops"].as_u64().unwrap() as f64, plain + prio);
+        if plain + prio < 1000.0 {
+            return Err(format!("only {} reads: {}", plain + prio, phase["by_op"]));
+        }
+        let share = prio / (plain + prio);
+        assert!(
+            (share - 0.25).abs() <= 10.0 / (plain + prio),
+            "read-prio {share} of {} reads",
+            plain + prio
+        );
+        Ok(())
+    });
 }
 
 /// fio's `cmdprio_bssplit` with a `bssplit` of its own reads' and writes' lists: half of the

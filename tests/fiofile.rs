@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use stormark_testkit::{read_json, temp_dir, text, Bin};
+use stormark_testkit::{measured_again, read_json, temp_dir, text, Bin};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -414,22 +414,48 @@ fn a_fio_job_files_buffered_passes_each_start_with_a_cold_cache() {
         );
         return;
     }
-    eprintln!("each pass: job read {read:.0}, disks {disks:.0} bytes");
     assert_eq!(said, "pass");
-    assert!(read > (64 << 20) as f64, "{read}: more than a few passes");
-    assert!(disks > 0.5 * read, "job read {read}, disks {disks}");
-    let (read, disks, said) = run("read", &["--invalidate", "1"]);
-    eprintln!("once: job read {read:.0}, disks {disks:.0} bytes");
-    assert_eq!(said, "1");
-    assert!(disks < 0.25 * read, "job read {read}, disks {disks}");
+    // Each check measured again when a loaded machine spoils it: a pass short of CPU reads
+    // less, and the host's page-out can evict a cached file between passes.
+    let mut first = Some((read, disks));
+    measured_again("each pass from the disk", 3, || {
+        let (read, disks) = first.take().unwrap_or_else(|| {
+            let (r, d, _) = run("read", &[]);
+            (r, d)
+        });
+        eprintln!("each pass: job read {read:.0}, disks {disks:.0} bytes");
+        if read <= (64 << 20) as f64 {
+            return Err(format!("{read}: not more than a few passes"));
+        }
+        if disks <= 0.5 * read {
+            return Err(format!("job read {read}, disks {disks}"));
+        }
+        Ok(())
+    });
+    measured_again("once from the disk (--invalidate 1)", 3, || {
+        let (read, disks, said) = run("read", &["--invalidate", "1"]);
+        eprintln!("once: job read {read:.0}, disks {disks:.0} bytes");
+        assert_eq!(said, "1");
+        if disks >= 0.25 * read {
+            return Err(format!("job read {read}, disks {disks}"));
+        }
+        Ok(())
+    });
     // Going backwards (fio's read:-128k after 64 KiB reads), fio's stream wraps at the start
     // and never passes the end, where fio drops the file: the cache keeps it after the
     // first pass, in both tools.
-    let (read, disks, said) = run("read:-128k", &[]);
-    eprintln!("backwards: job read {read:.0}, disks {disks:.0} bytes");
-    assert_eq!(said, "pass");
-    assert!(read > (64 << 20) as f64, "{read}: more than a few passes");
-    assert!(disks < 0.25 * read, "job read {read}, disks {disks}");
+    measured_again("backwards, once from the disk", 3, || {
+        let (read, disks, said) = run("read:-128k", &[]);
+        eprintln!("backwards: job read {read:.0}, disks {disks:.0} bytes");
+        assert_eq!(said, "pass");
+        if read <= (64 << 20) as f64 {
+            return Err(format!("{read}: not more than a few passes"));
+        }
+        if disks >= 0.25 * read {
+            return Err(format!("job read {read}, disks {disks}"));
+        }
+        Ok(())
+    });
 }
 
 /// Issue 31: fio's `offset` and `offset_increment` on one file: each clone writes its own
