@@ -5,7 +5,9 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use stormark_testkit::{read_json, require_netns, temp_dir, text, Bin, DelayRelay, NetCluster};
+use stormark_testkit::{
+    measured_again, read_json, require_netns, temp_dir, text, Bin, DelayRelay, NetCluster,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -110,14 +112,16 @@ fn throughput_through_a_200_mbit_link_is_the_link() {
             );
             (t, doc, bits, share)
         };
-        let (mut t, mut doc, mut bits, mut share) = measure();
         // Short of the bucket can be an end starved of CPU on a loaded 2-core machine (0.869
-        // was seen once with the whole suite and a build running); over it never is. Once
-        // more then, saying why.
-        if share < 0.95 {
-            eprintln!("RETRY {streams} streams, reverse {reverse}: {share:.3} of the payload rate, under 0.95 (an end short of CPU on a loaded machine?); measuring once more");
-            (t, doc, bits, share) = measure();
-        }
+        // was seen once with the whole suite and a build running); over it never is.
+        let (t, doc, bits, share) =
+            measured_again(&format!("{streams} streams, reverse {reverse}"), 3, || {
+                let (t, doc, bits, share) = measure();
+                if share < 0.95 {
+                    return Err(format!("{share:.3} of the payload rate, under 0.95"));
+                }
+                Ok((t, doc, bits, share))
+            });
         let run = measured(&doc);
         assert!(
             (0.95..=1.05).contains(&share),
