@@ -271,12 +271,12 @@ pub(super) fn remove_left_tree(r: &TreeRecord) -> String {
     shown.extend(&r.names);
     let shown = shown.display();
     let earlier = "left by an earlier run that did not finish";
-    let Some(id) = r.id else {
-        return format!(
-            "left {shown}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
-        );
+    let gone = || match r.id {
+        Some(_) => format!("{shown}, {earlier}, is gone already"),
+        None => format!(
+            "{shown}, which an earlier run that did not finish was about to make, is not there"
+        ),
     };
-    let gone = || format!("{shown}, {earlier}, is gone already");
     let mut chain = match Dir::open(&r.anchor) {
         Ok(d) => vec![d],
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(),
@@ -294,6 +294,11 @@ pub(super) fn remove_left_tree(r: &TreeRecord) -> String {
             }
         }
     }
+    let Some(id) = r.id else {
+        return format!(
+            "left {shown}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
+        );
+    };
     let home = chain.pop().expect("a tree's directory has a name");
     let parent = chain.pop().expect("the directory it is in");
     if home.metadata().map(|m| FileId::of(&m)).ok() != Some(id) {
@@ -414,6 +419,8 @@ mod tests {
         let early = t.join("stormark-shared-d-meta");
         std::fs::create_dir(&early).unwrap();
         j.add_meta(&record(&t, "stormark-shared-d-meta", None));
+        // Recorded, then killed before it was made: nothing to say but that.
+        j.add_meta(&record(&t, "stormark-shared-f-meta", None));
         // Gone already (removed by the last host out).
         j.add_meta(&record(&t, "stormark-shared-e-meta", id_of(&t)));
 
@@ -440,6 +447,7 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("stormark-shared-e-meta, left by an earlier run that did not finish, is gone already"), "{said}");
-        assert_eq!(notes.len(), 5, "{said}");
+        assert!(said.contains("stormark-shared-f-meta, which an earlier run that did not finish was about to make, is not there"), "{said}");
+        assert_eq!(notes.len(), 6, "{said}");
     }
 }
