@@ -16,6 +16,7 @@ mod fuzz;
 mod hostile;
 mod iscsi;
 mod meta;
+mod meta_crash;
 mod net;
 mod net_jobs;
 mod nfs;

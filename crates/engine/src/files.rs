@@ -328,9 +328,57 @@ impl Dir {
 
     /// The directory's own identity (`st_dev`, `st_ino`).
     pub fn id(&self) -> io::Result<(u64, u64)> {
-        let f = File::from(self.fd.as_fd().try_clone_to_owned()?);
-        let m = f.metadata()?;
+        let m = self.metadata()?;
         Ok((m.dev(), m.ino()))
+    }
+
+    /// The directory's own metadata (`fstat` of its descriptor).
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        File::from(self.fd.as_fd().try_clone_to_owned()?).metadata()
+    }
+
+    /// The names of its entries (not `.` and `..`), read from a descriptor of its own opened
+    /// beneath this one, never by a path.
+    pub fn names(&self) -> io::Result<Vec<std::ffi::OsString>> {
+        // SAFETY: the descriptor is open; "." is a valid C string.
+        let fd = cvt(unsafe {
+            libc::openat(
+                self.fd.as_raw_fd(),
+                c".".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: fd is a directory descriptor just opened; the stream owns it from here.
+        let stream = unsafe { libc::fdopendir(fd) };
+        if stream.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so fd is still ours to close.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let mut out = Vec::new();
+        let result = loop {
+            // SAFETY: errno is this thread's; readdir sets it only on an error.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: stream is an open directory stream.
+            let entry = unsafe { libc::readdir(stream) };
+            if entry.is_null() {
+                let e = io::Error::last_os_error();
+                break if e.raw_os_error() == Some(0) {
+                    Ok(())
+                } else {
+                    Err(e)
+                };
+            }
+            // SAFETY: d_name of an entry readdir returned is a NUL-terminated name.
+            let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
+            if name != b"." && name != b".." {
+                out.push(OsStr::from_bytes(name).to_os_string());
+            }
+        };
+        // SAFETY: stream is open and closed once, with its descriptor.
+        unsafe { libc::closedir(stream) };
+        result.map(|()| out)
     }
 }
 

@@ -61,6 +61,7 @@ pub use ctx::WorkerMsg;
 pub use data::{buffer_bytes, DataShape, POOL_BYTES};
 pub use error::EngineError;
 pub use files::{atomic_write_units, open_checked, Dir, Identity};
+pub use meta::sweep::{sweep_meta_tree, MetaSweep};
 pub use meta::tree::{meta_stat_op, MetaTree};
 pub use net::net_op;
 pub use offsets::{IoReq, OffsetGen};

@@ -15,6 +15,7 @@ use crate::ctx::Ctx;
 use crate::error::EngineError;
 use crate::work::MetaWork;
 
+pub(crate) mod sweep;
 pub(crate) mod tree;
 
 /// Before the start (untimed): a single operation's worker readies its items.

@@ -22,7 +22,11 @@ pub struct NetCluster {
     children: Vec<std::process::Child>,
     /// Each host's agent: its place in `children`.
     agents: Vec<Option<usize>>,
+    /// Each host's agent's command (program, arguments, environment), to start it again.
+    agent_cmds: Vec<Option<AgentCmd>>,
 }
+
+type AgentCmd = (String, Vec<String>, Vec<(String, String)>);
 
 static CLUSTER_SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -58,6 +62,7 @@ impl NetCluster {
             insides: Vec::new(),
             children: Vec::new(),
             agents: vec![None; hosts],
+            agent_cmds: vec![None; hosts],
         };
         run(Command::new("ip").args(["link", "add", &bridge, "type", "bridge"]))?;
         run(Command::new("ip").args(["addr", "add", &format!("{subnet}.1/24"), "dev", &bridge]))?;
@@ -195,22 +200,49 @@ impl NetCluster {
                 state.to_str().expect("a UTF-8 path"),
             ];
             args.extend_from_slice(extra);
-            let log =
-                std::fs::File::create(dir.join(format!("agent{i}.log"))).expect("an agent's log");
-            let child = Command::new("ip")
-                .args(["netns", "exec", &self.namespaces[i], bin])
-                .args(&args)
-                .envs(env.iter().copied())
-                .stdout(std::process::Stdio::null())
-                .stderr(log)
-                .spawn()
+            self.agent_cmds[i] = Some((
+                bin.to_string(),
+                args.iter().map(|a| a.to_string()).collect(),
+                env.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ));
+            self.spawn_agent(i, &dir.join(format!("agent{i}.log")))
                 .expect("starting an agent");
-            self.agents[i] = Some(self.children.len());
-            self.children.push(child);
-            wait_listening(&listen, &format!("agent {i}"));
             list.push(listen);
         }
         list.join(",")
+    }
+
+    /// Starts host `i`'s agent from its command, its stderr to `log`, and waits until it
+    /// listens.
+    fn spawn_agent(&mut self, i: usize, log: &Path) -> Result<(), String> {
+        let (bin, args, env) = self.agent_cmds[i]
+            .clone()
+            .ok_or_else(|| format!("host {i} never had an agent"))?;
+        let log = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.namespaces[i], &bin])
+            .args(&args)
+            .envs(env)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("starting agent {i}: {e}"))?;
+        self.agents[i] = Some(self.children.len());
+        self.children.push(child);
+        wait_listening(
+            &format!("{}:7878", self.addresses[i]),
+            &format!("agent {i}"),
+        );
+        Ok(())
+    }
+
+    /// Starts host `i`'s agent again, as it was started (its state directory included), after
+    /// [`NetCluster::kill_agent`], its stderr to `log`; returns once it listens, which an agent
+    /// does after removing what its journal names of its runs that did not finish.
+    pub fn restart_agent(&mut self, i: usize, log: &Path) -> Result<(), String> {
+        self.spawn_agent(i, log)
     }
 
     /// Kills host `i`'s agent (SIGKILL; `ip netns exec` runs it in its own process), as a

@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 
 use stormark_engine::Dir;
 
+use stormark_spec::Tree;
+
 use super::manifest::{listed_files, MANIFEST};
+use super::metajob::{remove_left_tree, TreeRecord};
 
 /// A journal of one live agent's run directories in its state directory. Each agent keeps its
 /// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the
@@ -178,6 +181,23 @@ impl Journal {
         self.update(|e| e.retain(|l| !l.starts_with(&nfs) && *l != keep));
     }
 
+    /// Records a meta tree about to be made or opened (its identity not yet known), or, once
+    /// it is, with its identity: what a restarted agent removes of it. Replaces the tree's
+    /// earlier line.
+    pub(super) fn add_meta(&self, tree: &TreeRecord) {
+        let (prefix, line) = (meta_prefix(tree), meta_line(tree));
+        self.update(|e| {
+            e.retain(|l| !l.starts_with(&prefix));
+            e.push(line);
+        });
+    }
+
+    /// Forgets a meta tree of [`Journal::add_meta`]: this host's part of it is removed.
+    pub(super) fn remove_meta(&self, tree: &TreeRecord) {
+        let prefix = meta_prefix(tree);
+        self.update(|e| e.retain(|l| !l.starts_with(&prefix)));
+    }
+
     /// The journal's file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -188,7 +208,16 @@ impl Journal {
 /// manifest, then the directory if empty) and reports those kept with `--keep`.
 fn recover(entries: &[String]) -> Vec<String> {
     let mut notes = Vec::new();
-    for line in entries {
+    // Meta trees first: a tree of its own lies inside the run directory removed after it.
+    let (trees, rest): (Vec<&String>, Vec<&String>) =
+        entries.iter().partition(|l| l.starts_with("meta "));
+    for line in trees {
+        notes.push(match parse_meta(&line["meta ".len()..]) {
+            Some(tree) => remove_left_tree(&tree),
+            None => "a damaged journal line was skipped".into(),
+        });
+    }
+    for line in rest {
         let Some((how, path)) = line.split_once(' ') else {
             continue;
         };
@@ -223,6 +252,65 @@ fn recover(entries: &[String]) -> Vec<String> {
         }
     }
     notes
+}
+
+/// A meta tree's line up to its identity: `meta KIND FIRST-END TREE FILES ANCHOR NAME/NAME `,
+/// KIND `own` or `shared`, TREE `flat.N` or `deep.D.B`.
+fn meta_prefix(t: &TreeRecord) -> String {
+    let tree = match t.tree {
+        Tree::Flat { dirs } => format!("flat.{dirs}"),
+        Tree::Deep { depth, branch } => format!("deep.{depth}.{branch}"),
+    };
+    let names: Vec<String> = t.names.iter().map(|n| escape(n)).collect();
+    format!(
+        "meta {} {}-{} {tree} {} {} {} ",
+        if t.shared { "shared" } else { "own" },
+        t.workers.start,
+        t.workers.end,
+        t.files,
+        escape(&t.anchor.to_string_lossy()),
+        names.join("/"),
+    )
+}
+
+/// A meta tree's whole line: its prefix, then its identity (`DEV:INO:BORN`, `-` not yet).
+fn meta_line(t: &TreeRecord) -> String {
+    let id = t.id.map_or("-".to_string(), |id| id.shown());
+    format!("{}{id}", meta_prefix(t))
+}
+
+/// What [`meta_line`] wrote, less its first word.
+fn parse_meta(text: &str) -> Option<TreeRecord> {
+    let w: Vec<&str> = text.split(' ').collect();
+    let [kind, workers, tree, files, anchor, names, id] = w.as_slice() else {
+        return None;
+    };
+    let (start, end) = workers.split_once('-')?;
+    let n = |t: &str| t.parse::<u32>().ok();
+    let tree = match tree.split('.').collect::<Vec<_>>().as_slice() {
+        ["flat", dirs] => Tree::Flat { dirs: n(dirs)? },
+        ["deep", depth, branch] => Tree::Deep {
+            depth: n(depth)?,
+            branch: n(branch)?,
+        },
+        _ => return None,
+    };
+    Some(TreeRecord {
+        shared: match *kind {
+            "shared" => true,
+            "own" => false,
+            _ => return None,
+        },
+        workers: n(start)?..n(end)?,
+        tree,
+        files: n(files)?,
+        anchor: PathBuf::from(unescape(anchor)),
+        names: names.split('/').map(unescape).collect(),
+        id: match *id {
+            "-" => None,
+            id => Some(super::madefile::FileId::parse(id)?),
+        },
+    })
 }
 
 /// A journal line's word: `%`, `/`, spaces and control characters as `%XX`.

@@ -53,6 +53,20 @@ impl FileId {
         )
     }
 
+    /// What [`FileId::shown`] wrote.
+    pub fn parse(text: &str) -> Option<FileId> {
+        let mut parts = text.splitn(3, ':');
+        let (dev, ino, born) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(FileId {
+            dev: dev.parse().ok()?,
+            ino: ino.parse().ok()?,
+            born_ns: match born {
+                "-" => None,
+                b => Some(b.parse().ok()?),
+            },
+        })
+    }
+
     /// The identity of what is named `name` in `dir` now (never through a link).
     pub fn now(dir: &Dir, name: &std::ffi::OsStr) -> std::io::Result<FileId> {
         Ok(FileId::of(

@@ -81,7 +81,7 @@ pub struct MetaTree {
     parts: Vec<Part>,
 }
 
-fn dir_name(out: &mut String, d: usize) -> &str {
+pub(super) fn dir_name(out: &mut String, d: usize) -> &str {
     out.clear();
     let _ = write!(out, "d{d}");
     out
@@ -91,6 +91,27 @@ fn file_name(out: &mut String, global: u32, n: u64, renamed: bool) -> &str {
     out.clear();
     let _ = write!(out, "{}{global}.{n}", if renamed { 'r' } else { 'f' });
     out
+}
+
+/// The worker (its index over every host) whose file `name` is, when `name` is one that
+/// [`file_name`] makes for an item of a job of `files` files a directory (`f7.12`, `r7.12`),
+/// written exactly so (no sign, no leading zero).
+pub(super) fn file_owner(name: &[u8], files: u32) -> Option<u32> {
+    let (kind, rest) = name.split_first()?;
+    if *kind != b'f' && *kind != b'r' {
+        return None;
+    }
+    let rest = std::str::from_utf8(rest).ok()?;
+    let (global, n) = rest.split_once('.')?;
+    let canonical = |t: &str| {
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && (t == "0" || !t.starts_with('0'))
+    };
+    if !canonical(global) || !canonical(n) {
+        return None;
+    }
+    let n: u64 = n.parse().ok()?;
+    (n < u64::from(files)).then_some(())?;
+    global.parse().ok()
 }
 
 impl MetaTree {
