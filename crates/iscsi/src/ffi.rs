@@ -2,7 +2,6 @@
 //! libiscsi 1.19's ABI): the few a load needs, by name, each checked present.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
 
 pub(crate) const ISCSI_SESSION_NORMAL: c_int = 2;
 pub(crate) const ISCSI_HEADER_DIGEST_NONE: c_int = 0;
@@ -98,13 +97,16 @@ pub(crate) struct UnmapList {
     pub num: u32,
 }
 
+/// Which version has every function used.
+const TOO_OLD: &str = "libiscsi 1.19 or newer is needed";
+
 /// The library's file name.
 const SONAME: &CStr = c"libiscsi.so.7";
 
 /// The loaded library, or why it could not be loaded (one line naming the package).
 pub(crate) fn lib() -> Result<&'static Lib, String> {
-    static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
-    LIB.get_or_init(load).as_ref().map_err(Clone::clone)
+    static LIB: stormark_dlclient::Loaded<Lib> = stormark_dlclient::Loaded::new();
+    LIB.get(load)
 }
 
 /// Whether libiscsi can be loaded here: `Err` says what to install.
@@ -112,63 +114,34 @@ pub fn available() -> Result<(), String> {
     lib().map(|_| ())
 }
 
-/// A symbol's address as the function pointer type `F` (`F` is the field's type: a C
-/// function pointer, the size of an address).
-///
-/// # Safety
-/// `p` must be the address of a function of `F`'s signature.
-unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
-    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: the caller's; the sizes are equal.
-    unsafe { std::mem::transmute_copy(&p) }
-}
-
 fn load() -> Result<Lib, String> {
-    // SAFETY: dlopen of a library by name; its initializers are libiscsi's own.
-    let h = unsafe { libc::dlopen(SONAME.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        return Err(
-            "iscsi:// targets need libiscsi (libiscsi.so.7: on Debian and Ubuntu, apt install libiscsi7)"
-                .into(),
-        );
-    }
-    let sym = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: a handle dlopen gave; a NUL-terminated name.
-        let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-        if p.is_null() {
-            Err(format!(
-                "libiscsi.so.7 has no {}: libiscsi 1.19 or newer is needed",
-                name.to_string_lossy()
-            ))
-        } else {
-            Ok(p)
-        }
-    };
+    let lib = stormark_dlclient::Library::open(SONAME, "iscsi:// targets need libiscsi (libiscsi.so.7: on Debian and Ubuntu, apt install libiscsi7)")?;
     // SAFETY: each symbol is libiscsi's function of that name, whose C signature the field's
     // type restates (iscsi.h and scsi-lowlevel.h of libiscsi 1.19).
     unsafe {
         Ok(Lib {
-            create_context: cast(sym(c"iscsi_create_context")?),
-            destroy_context: cast(sym(c"iscsi_destroy_context")?),
-            set_targetname: cast(sym(c"iscsi_set_targetname")?),
-            set_session_type: cast(sym(c"iscsi_set_session_type")?),
-            set_header_digest: cast(sym(c"iscsi_set_header_digest")?),
-            set_initiator_username_pwd: cast(sym(c"iscsi_set_initiator_username_pwd")?),
-            set_timeout: cast(sym(c"iscsi_set_timeout")?),
-            full_connect_sync: cast(sym(c"iscsi_full_connect_sync")?),
-            logout_sync: cast(sym(c"iscsi_logout_sync")?),
-            get_error: cast(sym(c"iscsi_get_error")?),
-            get_fd: cast(sym(c"iscsi_get_fd")?),
-            which_events: cast(sym(c"iscsi_which_events")?),
-            service: cast(sym(c"iscsi_service")?),
-            readcapacity16_sync: cast(sym(c"iscsi_readcapacity16_sync")?),
-            datain_unmarshall: cast(sym(c"scsi_datain_unmarshall")?),
-            free_scsi_task: cast(sym(c"scsi_free_scsi_task")?),
-            read16_task: cast(sym(c"iscsi_read16_task")?),
-            write16_task: cast(sym(c"iscsi_write16_task")?),
-            add_data_in_buffer: cast(sym(c"scsi_task_add_data_in_buffer")?),
-            unmap_task: cast(sym(c"iscsi_unmap_task")?),
-            synchronizecache16_task: cast(sym(c"iscsi_synchronizecache16_task")?),
+            create_context: lib.function(c"iscsi_create_context", TOO_OLD)?,
+            destroy_context: lib.function(c"iscsi_destroy_context", TOO_OLD)?,
+            set_targetname: lib.function(c"iscsi_set_targetname", TOO_OLD)?,
+            set_session_type: lib.function(c"iscsi_set_session_type", TOO_OLD)?,
+            set_header_digest: lib.function(c"iscsi_set_header_digest", TOO_OLD)?,
+            set_initiator_username_pwd: lib
+                .function(c"iscsi_set_initiator_username_pwd", TOO_OLD)?,
+            set_timeout: lib.function(c"iscsi_set_timeout", TOO_OLD)?,
+            full_connect_sync: lib.function(c"iscsi_full_connect_sync", TOO_OLD)?,
+            logout_sync: lib.function(c"iscsi_logout_sync", TOO_OLD)?,
+            get_error: lib.function(c"iscsi_get_error", TOO_OLD)?,
+            get_fd: lib.function(c"iscsi_get_fd", TOO_OLD)?,
+            which_events: lib.function(c"iscsi_which_events", TOO_OLD)?,
+            service: lib.function(c"iscsi_service", TOO_OLD)?,
+            readcapacity16_sync: lib.function(c"iscsi_readcapacity16_sync", TOO_OLD)?,
+            datain_unmarshall: lib.function(c"scsi_datain_unmarshall", TOO_OLD)?,
+            free_scsi_task: lib.function(c"scsi_free_scsi_task", TOO_OLD)?,
+            read16_task: lib.function(c"iscsi_read16_task", TOO_OLD)?,
+            write16_task: lib.function(c"iscsi_write16_task", TOO_OLD)?,
+            add_data_in_buffer: lib.function(c"scsi_task_add_data_in_buffer", TOO_OLD)?,
+            unmap_task: lib.function(c"iscsi_unmap_task", TOO_OLD)?,
+            synchronizecache16_task: lib.function(c"iscsi_synchronizecache16_task", TOO_OLD)?,
         })
     }
 }

@@ -390,44 +390,27 @@ impl Session {
         if self.broken {
             return Err(IscsiError::Session("the session failed earlier".into()));
         }
-        let lib = self.lib;
-        // SAFETY: a live context.
-        let mut pfd = libc::pollfd {
-            fd: unsafe { (lib.get_fd)(self.ctx) },
-            events: unsafe { (lib.which_events)(self.ctx) } as i16,
-            revents: 0,
+        let (lib, ctx) = (self.lib, self.ctx);
+        // SAFETY: a live context; the callbacks run in service, here, on this thread.
+        let step = unsafe {
+            stormark_dlclient::wait(
+                &DONE,
+                out,
+                &mut self.inflight,
+                (lib.get_fd)(ctx),
+                (lib.which_events)(ctx),
+                timeout_ms,
+                |revents| (lib.service)(ctx, revents),
+            )
         };
-        // SAFETY: one pollfd, ours.
-        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            self.broken = true;
-            return Err(IscsiError::Session(format!(
-                "poll: {}",
-                std::io::Error::last_os_error()
-            )));
+        // Hung up: what is still in flight is lost; the worker counts it.
+        match step.failure("target", self.inflight, || self.error()) {
+            None => Ok(()),
+            Some(why) => {
+                self.broken = true;
+                Err(IscsiError::Session(why))
+            }
         }
-        // SAFETY: as above; the callbacks run here, on this thread.
-        if unsafe { (lib.service)(self.ctx, c_int::from(pfd.revents)) } < 0 {
-            self.broken = true;
-            return Err(IscsiError::Session(self.error()));
-        }
-        DONE.with(|d| {
-            let mut d = d.borrow_mut();
-            self.inflight = self.inflight.saturating_sub(d.len());
-            out.append(&mut d);
-        });
-        // The target closed or reset the connection: what it answered before is taken above;
-        // what is still in flight is lost. The library would reconnect and poll again at
-        // once (a dead target spun at 78,000 polls a second for ever): the session fails here,
-        // and the worker counts what was in flight.
-        if n > 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-            self.broken = true;
-            return Err(IscsiError::Session(format!(
-                "the target closed the connection ({} request(s) in flight)",
-                self.inflight
-            )));
-        }
-        Ok(())
     }
 
     /// Reads `buf.len()` bytes at byte `offset` (multiples of the block), waiting for them;

@@ -17,21 +17,12 @@ pub struct Url {
     pub lun: u16,
 }
 
-/// Why a target URL is not one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{url}: {why}; expected {FORM}")]
-pub struct UrlError {
-    /// The URL as given, less any credentials.
-    pub url: String,
-    /// What is wrong.
-    pub why: &'static str,
-}
+pub use stormark_dlclient::UrlError;
 
 impl Url {
     /// Whether `text` is meant as an iSCSI target (it starts `iscsi://`).
     pub fn is_iscsi(text: &str) -> bool {
-        text.get(..8)
-            .is_some_and(|s| s.eq_ignore_ascii_case("iscsi://"))
+        stormark_dlclient::has_scheme(text, "iscsi://")
     }
 
     /// Parses `iscsi://HOST[:PORT]/IQN/LUN`. Credentials in it (`user%secret@`) are refused:
@@ -53,6 +44,7 @@ impl Url {
         let bad = |why| UrlError {
             url: shown(text),
             why,
+            form: FORM,
         };
         if !Url::is_iscsi(text) {
             return Err(bad("not an iscsi:// URL"));
@@ -62,39 +54,8 @@ impl Url {
             return Err(bad("credentials never go in the URL: set STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET, or STORMARK_ISCSI_CHAP_FILE"));
         }
         let (portal, path) = rest.split_once('/').ok_or_else(|| bad("no target"))?;
-        let (host, port) = if let Some(v6) = portal.strip_prefix('[') {
-            let (h, after) = v6
-                .split_once(']')
-                .ok_or_else(|| bad("an unclosed [ in the host"))?;
-            match after {
-                "" => (h, None),
-                p => (
-                    h,
-                    Some(p.strip_prefix(':').ok_or_else(|| bad("junk after ]"))?),
-                ),
-            }
-        } else {
-            match portal.rsplit_once(':') {
-                Some((h, p)) => (h, Some(p)),
-                None => (portal, None),
-            }
-        };
-        if host.is_empty() {
-            return Err(bad("no host"));
-        }
-        if !host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
-        {
-            return Err(bad("a host of letters, digits, dots and dashes"));
-        }
-        let port = match port {
-            None => 3260,
-            Some(p) => match p.parse::<u16>() {
-                Ok(p) if p > 0 => p,
-                _ => return Err(bad("a port from 1 to 65535")),
-            },
-        };
+        let (host, port) = stormark_dlclient::host_port(portal).map_err(|e| bad(e.why()))?;
+        let port = port.unwrap_or(3260);
         let (target, lun) = path.rsplit_once('/').ok_or_else(|| bad("no LUN"))?;
         let lower = target.to_ascii_lowercase();
         if !(lower.starts_with("iqn.") || lower.starts_with("eui.") || lower.starts_with("naa.")) {
@@ -123,11 +84,7 @@ impl Url {
 
     /// `HOST:PORT` (`[V6]:PORT`), as libiscsi takes a portal.
     pub fn portal(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        format!("{}:{}", stormark_dlclient::bracketed(&self.host), self.port)
     }
 }
 

@@ -2,7 +2,6 @@
 //! 4.0's ABI): the few a load needs, by name, each checked present.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::OnceLock;
 
 type Ctx = *mut c_void;
 pub(crate) type Fh = *mut c_void;
@@ -89,13 +88,16 @@ pub(crate) struct Lib {
     pub fsync_async: unsafe extern "C" fn(Ctx, Fh, Cb, *mut c_void) -> c_int,
 }
 
+/// Which version has every function used.
+const TOO_OLD: &str = "libnfs 4.0 or newer is needed";
+
 /// The library's file name.
 const SONAME: &CStr = c"libnfs.so.13";
 
 /// The loaded library, or why it could not be loaded (one line naming the package).
 pub(crate) fn lib() -> Result<&'static Lib, String> {
-    static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
-    LIB.get_or_init(load).as_ref().map_err(Clone::clone)
+    static LIB: stormark_dlclient::Loaded<Lib> = stormark_dlclient::Loaded::new();
+    LIB.get(load)
 }
 
 /// Whether libnfs can be loaded here: `Err` says what to install.
@@ -103,68 +105,42 @@ pub fn available() -> Result<(), String> {
     lib().map(|_| ())
 }
 
-/// A symbol's address as the function pointer type `F`.
-///
-/// # Safety
-/// `p` must be the address of a function of `F`'s signature.
-unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
-    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: the caller's; the sizes are equal.
-    unsafe { std::mem::transmute_copy(&p) }
-}
-
 fn load() -> Result<Lib, String> {
-    // SAFETY: dlopen of a library by name; its initializers are libnfs's own.
-    let h = unsafe { libc::dlopen(SONAME.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        return Err(
-            "nfs:// targets need libnfs (libnfs.so.13: on Debian and Ubuntu, apt install libnfs13)"
-                .into(),
-        );
-    }
-    let sym = |name: &CStr| -> Result<*mut c_void, String> {
-        // SAFETY: a handle dlopen gave; a NUL-terminated name.
-        let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-        if p.is_null() {
-            Err(format!(
-                "libnfs.so.13 has no {}: libnfs 4.0 or newer is needed",
-                name.to_string_lossy()
-            ))
-        } else {
-            Ok(p)
-        }
-    };
+    let lib = stormark_dlclient::Library::open(
+        SONAME,
+        "nfs:// targets need libnfs (libnfs.so.13: on Debian and Ubuntu, apt install libnfs13)",
+    )?;
     // SAFETY: each symbol is libnfs's function of that name, whose C signature the field's
     // type restates (libnfs.h of libnfs 4.0).
     unsafe {
         Ok(Lib {
-            init_context: cast(sym(c"nfs_init_context")?),
-            destroy_context: cast(sym(c"nfs_destroy_context")?),
-            parse_url_dir: cast(sym(c"nfs_parse_url_dir")?),
-            destroy_url: cast(sym(c"nfs_destroy_url")?),
-            mount: cast(sym(c"nfs_mount")?),
-            umount: cast(sym(c"nfs_umount")?),
-            get_error: cast(sym(c"nfs_get_error")?),
-            get_fd: cast(sym(c"nfs_get_fd")?),
-            which_events: cast(sym(c"nfs_which_events")?),
-            service: cast(sym(c"nfs_service")?),
-            set_timeout: cast(sym(c"nfs_set_timeout")?),
-            stat64: cast(sym(c"nfs_stat64")?),
-            lstat64: cast(sym(c"nfs_lstat64")?),
-            fstat64: cast(sym(c"nfs_fstat64")?),
-            statvfs64: cast(sym(c"nfs_statvfs64")?),
-            mkdir: cast(sym(c"nfs_mkdir")?),
-            rmdir: cast(sym(c"nfs_rmdir")?),
-            unlink: cast(sym(c"nfs_unlink")?),
-            rename: cast(sym(c"nfs_rename")?),
-            symlink: cast(sym(c"nfs_symlink")?),
-            create: cast(sym(c"nfs_create")?),
-            open: cast(sym(c"nfs_open")?),
-            close: cast(sym(c"nfs_close")?),
-            ftruncate: cast(sym(c"nfs_ftruncate")?),
-            pread_async: cast(sym(c"nfs_pread_async")?),
-            pwrite_async: cast(sym(c"nfs_pwrite_async")?),
-            fsync_async: cast(sym(c"nfs_fsync_async")?),
+            init_context: lib.function(c"nfs_init_context", TOO_OLD)?,
+            destroy_context: lib.function(c"nfs_destroy_context", TOO_OLD)?,
+            parse_url_dir: lib.function(c"nfs_parse_url_dir", TOO_OLD)?,
+            destroy_url: lib.function(c"nfs_destroy_url", TOO_OLD)?,
+            mount: lib.function(c"nfs_mount", TOO_OLD)?,
+            umount: lib.function(c"nfs_umount", TOO_OLD)?,
+            get_error: lib.function(c"nfs_get_error", TOO_OLD)?,
+            get_fd: lib.function(c"nfs_get_fd", TOO_OLD)?,
+            which_events: lib.function(c"nfs_which_events", TOO_OLD)?,
+            service: lib.function(c"nfs_service", TOO_OLD)?,
+            set_timeout: lib.function(c"nfs_set_timeout", TOO_OLD)?,
+            stat64: lib.function(c"nfs_stat64", TOO_OLD)?,
+            lstat64: lib.function(c"nfs_lstat64", TOO_OLD)?,
+            fstat64: lib.function(c"nfs_fstat64", TOO_OLD)?,
+            statvfs64: lib.function(c"nfs_statvfs64", TOO_OLD)?,
+            mkdir: lib.function(c"nfs_mkdir", TOO_OLD)?,
+            rmdir: lib.function(c"nfs_rmdir", TOO_OLD)?,
+            unlink: lib.function(c"nfs_unlink", TOO_OLD)?,
+            rename: lib.function(c"nfs_rename", TOO_OLD)?,
+            symlink: lib.function(c"nfs_symlink", TOO_OLD)?,
+            create: lib.function(c"nfs_create", TOO_OLD)?,
+            open: lib.function(c"nfs_open", TOO_OLD)?,
+            close: lib.function(c"nfs_close", TOO_OLD)?,
+            ftruncate: lib.function(c"nfs_ftruncate", TOO_OLD)?,
+            pread_async: lib.function(c"nfs_pread_async", TOO_OLD)?,
+            pwrite_async: lib.function(c"nfs_pwrite_async", TOO_OLD)?,
+            fsync_async: lib.function(c"nfs_fsync_async", TOO_OLD)?,
         })
     }
 }

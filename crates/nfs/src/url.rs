@@ -17,21 +17,12 @@ pub struct Url {
     pub path: String,
 }
 
-/// Why a share URL is not one.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{url}: {why}; expected {FORM}")]
-pub struct UrlError {
-    /// The URL as given, less any credentials.
-    pub url: String,
-    /// What is wrong.
-    pub why: &'static str,
-}
+pub use stormark_dlclient::UrlError;
 
 impl Url {
     /// Whether `text` is meant as an NFS share (it starts `nfs://`).
     pub fn is_nfs(text: &str) -> bool {
-        text.get(..6)
-            .is_some_and(|s| s.eq_ignore_ascii_case("nfs://"))
+        stormark_dlclient::has_scheme(text, "nfs://")
     }
 
     /// Parses `nfs://SERVER[:PORT]/EXPORT[/DIR][?mountport=N]`. Credentials (`user@`) are
@@ -44,6 +35,7 @@ impl Url {
         let bad = |why| UrlError {
             url: shown(text),
             why,
+            form: FORM,
         };
         if !Url::is_nfs(text) {
             return Err(bad("not an nfs:// URL"));
@@ -62,36 +54,7 @@ impl Url {
             Some(i) => (&rest[..i], &rest[i..]),
             None => return Err(bad("no export")),
         };
-        let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p > 0);
-        let (host, nfs_port) = if let Some(v6) = server.strip_prefix('[') {
-            let (h, after) = v6
-                .split_once(']')
-                .ok_or_else(|| bad("an unclosed [ in the server"))?;
-            match after {
-                "" => (h, None),
-                a => (
-                    h,
-                    Some(
-                        a.strip_prefix(':')
-                            .and_then(port)
-                            .ok_or_else(|| bad("a bad port"))?,
-                    ),
-                ),
-            }
-        } else {
-            match server.split_once(':') {
-                Some((h, p)) => (h, Some(port(p).ok_or_else(|| bad("a bad port"))?)),
-                None => (server, None),
-            }
-        };
-        let host_ok = |h: &str| {
-            !h.is_empty()
-                && h.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
-        };
-        if !host_ok(host) {
-            return Err(bad("no server, or a bad one"));
-        }
+        let (host, nfs_port) = stormark_dlclient::host_port(server).map_err(|e| bad(e.why()))?;
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         if parts.is_empty() {
             return Err(bad("no export"));
@@ -109,7 +72,8 @@ impl Url {
         for kv in query.into_iter().flat_map(|q| q.split('&')) {
             match kv.split_once('=') {
                 Some(("mountport", p)) => {
-                    mount_port = Some(port(p).ok_or_else(|| bad("a bad mountport"))?);
+                    let p = p.parse::<u16>().ok().filter(|&p| p > 0);
+                    mount_port = Some(p.ok_or_else(|| bad("a mountport from 1 to 65535"))?);
                 }
                 _ => return Err(bad("an option other than mountport=N")),
             }
@@ -124,11 +88,7 @@ impl Url {
 
     /// The server as `HOST` or `[V6]`, with `:PORT` when given.
     pub fn server(&self) -> String {
-        let h = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
+        let h = stormark_dlclient::bracketed(&self.host);
         match self.port {
             Some(p) => format!("{h}:{p}"),
             None => h,
@@ -137,11 +97,7 @@ impl Url {
 
     /// The URL libnfs is given for the directory `path` (its ports as libnfs's options).
     pub(crate) fn for_libnfs(&self, path: &str) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
+        let host = stormark_dlclient::bracketed(&self.host);
         let mut opts = Vec::new();
         if let Some(p) = self.port {
             opts.push(format!("nfsport={p}"));
@@ -200,7 +156,8 @@ mod tests {
         for (url, why) in [
             ("nfs://host", "no export"),
             ("nfs://host/", "no export"),
-            ("nfs:///export", "server"),
+            ("nfs:///export", "no host"),
+            ("nfs://fd00::1/e", "in brackets"),
             ("nfs://h:0/e", "port"),
             ("nfs://h:x/e", "port"),
             ("nfs://h/e/../etc", ".."),
