@@ -223,6 +223,8 @@ impl Bucket {
             prepare_next: Vec::new(),
             ops: ops.map(|n| share(n, w, workers)),
             puts: self.puts.clone().unwrap_or_default(),
+            // Not yet read by the cleanup.
+            unanswered: Default::default(),
         }
     }
 
