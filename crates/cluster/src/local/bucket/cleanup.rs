@@ -190,7 +190,7 @@ impl Bucket {
                 "objects of this run may be left under {shown} ({why}); remove them with {command} once the service answers"
             ),
             None => format!(
-                "{done} under {shown}; {late}: {command} removes any it does, once the service has settled"
+                "{done} under {shown}; {late}: {command} removes any it stores, once it has settled"
             ),
         }]
     }
