@@ -246,3 +246,115 @@ fn a_run_alone_names_what_a_stall_may_leave_and_the_command_removes_it() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(m.objects("alone", "stormark/"), Vec::<String>::new());
 }
+
+/// An agent killed while it sweeps (SIGKILL during the stall) and started again sweeps the
+/// prefix its journal kept, with keys of its own (its environment: an agent writes no key to
+/// disk), once MinIO is back; nothing else of the bucket is touched.
+#[test]
+fn an_agent_killed_during_its_sweep_sweeps_again_when_started_with_keys_of_its_own() {
+    let m = Minio::start(TMP);
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3-stall-restart-token-0123456789\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let state = dir.path().join("state");
+    let log = |n: u32| dir.path().join(format!("agent{n}.log"));
+    let agent = |n: u32| {
+        let child = std::process::Command::new(BIN)
+            .args(["agent", "--listen", &listen, "--token-file"])
+            .arg(&token)
+            .arg("--allow-path")
+            .arg(dir.path())
+            .arg("--state-dir")
+            .arg(&state)
+            .env("AWS_ACCESS_KEY_ID", &m.access_key)
+            .env("AWS_SECRET_ACCESS_KEY", &m.secret_key)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(log(n)).unwrap())
+            .spawn()
+            .expect("starting an agent");
+        stormark_testkit::wait_listening(&listen, "the agent");
+        child
+    };
+    let mut first = agent(0);
+    m.make_bucket("restart");
+    m.put("restart", "elsewhere/kept", b"not the run's");
+    let args = s3_args(
+        &m,
+        "restart",
+        &dir,
+        &[
+            "--op-mix",
+            "put",
+            "--obj-size",
+            "4k",
+            "--concurrency",
+            "2",
+            "--time",
+            "4s",
+            "--agents",
+            &listen,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    let mut child = spawn(&args);
+    measuring(&mut child, &dir);
+    std::thread::sleep(Duration::from_secs(1));
+    m.signal("STOP");
+    let ended = exited_by(&mut child, Instant::now() + Duration::from_secs(60));
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    assert!(ended.is_some(), "still running 60 s into the stall: {said}");
+    let notes = read_json(&dir.path().join("r.json"))["notes"].to_string();
+    assert!(
+        notes.contains("this agent goes on removing them"),
+        "{notes}"
+    );
+    let id = run_id(&notes);
+    // Killed while its sweep waits on the stopped service: the journal keeps the prefix.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let journaled = || {
+        std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect::<String>()
+    };
+    assert!(journaled().contains(&id), "{}", journaled());
+    let mut second = agent(1);
+    let started = std::fs::read_to_string(log(1)).unwrap();
+    assert!(
+        started.contains("this agent removes them beside its service with its own S3 keys"),
+        "{started}"
+    );
+    let mine = format!("stormark/{id}-h0/");
+    assert!(
+        !m.objects("restart", &mine).is_empty(),
+        "nothing for the sweep to remove"
+    );
+    m.signal("CONT");
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !std::fs::read_to_string(log(1))
+        .unwrap()
+        .contains("stormark agent: removed the ")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no sweep in 180 s; left {:?}: {}",
+            m.objects("restart", &mine),
+            std::fs::read_to_string(log(1)).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(m.objects("restart", &mine), Vec::<String>::new());
+    assert!(!journaled().contains(&id), "{}", journaled());
+    assert_eq!(m.get("restart", "elsewhere/kept"), b"not the run's");
+    second.kill().unwrap();
+    second.wait().unwrap();
+}

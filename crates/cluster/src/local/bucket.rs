@@ -19,6 +19,7 @@ mod cleanup;
 mod sweep;
 
 pub use cleanup::{remove_host_objects, remove_run_objects};
+pub(super) use sweep::sweep_journaled;
 
 /// The longest one request may take before it counts as a timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -47,6 +48,10 @@ pub(super) struct Bucket {
     /// `base` is `<prefix>/<run id>-h`, every host's: only keys under `<base><N>/` (N its
     /// digits) are the run's.
     every_host: bool,
+    /// The endpoint's URL as given, and whether any certificate is accepted (`--insecure`):
+    /// with the region and addressing, what the journal keeps for a sweep after a restart.
+    url: String,
+    insecure: bool,
 }
 
 fn map_err(option: String, e: S3Error) -> AgentError {
@@ -157,6 +162,8 @@ impl Bucket {
             puts: None,
             unanswered: None,
             every_host: false,
+            url: url.to_string(),
+            insecure: access.insecure,
         })
     }
 
@@ -171,6 +178,23 @@ impl Bucket {
                 self.base
             ),
         }
+    }
+
+    /// Where the prefix is, for the journal: endpoint URL, region, addressing (`v`irtual or
+    /// `p`ath), certificates (`i`nsecure or `k`checked), the buckets and the prefix, each a
+    /// word; never a key. An agent started again sweeps it from this with keys of its own.
+    pub(super) fn journaled(&self) -> String {
+        use super::journal::escape;
+        let buckets: Vec<String> = self.buckets.iter().map(|b| escape(b)).collect();
+        format!(
+            "{} {} {} {} {} {}",
+            escape(&self.url),
+            escape(&self.config.region),
+            if self.config.virtual_hosted { "v" } else { "p" },
+            if self.insecure { "i" } else { "k" },
+            buckets.join(","),
+            escape(&self.base)
+        )
     }
 
     fn job_prefix(&self, job: &Job) -> String {
@@ -350,7 +374,7 @@ impl super::LocalAgent {
         // Journaled until removed (by the cleanup, or on an agent by its sweep): an agent
         // killed before names them when it starts again (it holds no keys to remove them).
         if let (Some(j), false) = (&self.journal, self.opts.keep) {
-            j.add_objects(&self.opts.run, &bucket.shown());
+            j.add_objects(&self.opts.run, &bucket.shown(), &bucket.journaled());
         }
         self.bucket = Some(bucket);
         Ok(())

@@ -61,6 +61,85 @@ pub(super) fn spawn(bucket: Bucket, journal: Option<Journal>, settle: bool) {
     }
 }
 
+/// A dead agent's journaled prefix (`RUN SHOWN` and [`Bucket::journaled`]'s words), swept
+/// beside this agent's service with its own keys (its environment's or profile's: an agent
+/// writes no key to disk), journaled in `journal` until then. Returns the note that says so,
+/// or names the prefix and the command that removes it when this agent cannot.
+pub(in crate::local) fn sweep_journaled(entry: &str, journal: &Journal) -> String {
+    use crate::local::journal::unescape;
+    let words: Vec<&str> = entry.split(' ').collect();
+    let at = words.len().saturating_sub(6).max(1);
+    let (run, shown) = (words[0], words[1..at].join(" "));
+    let named = |why: &str| {
+        format!(
+            "run {run}, which did not finish here, wrote objects under {shown}: {why}; its coordinator removes a failed host's objects when it can; if they are still there, `stormark s3 --remove-run {run}` with the run's --endpoint, --bucket and --prefix removes them"
+        )
+    };
+    let [url, region, addressing, tls, buckets, base] = words[at..] else {
+        return named("its journal line is damaged");
+    };
+    let (url, region, base) = (unescape(url), unescape(region), unescape(base));
+    // Only one host's prefix of one run, `.../RUN-hN/`: a damaged or planted line can never
+    // name a wider one.
+    let host_prefix = base
+        .strip_suffix('/')
+        .and_then(|b| b.rsplit_once(&format!("{run}-h")))
+        .is_some_and(|(before, n)| {
+            (before.is_empty() || before.ends_with('/'))
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+        });
+    if !super::is_run_id(run) || !host_prefix {
+        return named("its journal line does not name one host's prefix of a run");
+    }
+    let Ok(credentials) = stormark_s3::find_credentials(None, None, None) else {
+        return named("this agent has no S3 keys of its own to remove them with (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials)");
+    };
+    let endpoint = match stormark_s3::Endpoint::parse(&url) {
+        Ok(e) => e,
+        Err(e) => return named(&e.to_string()),
+    };
+    let insecure = tls == "i";
+    let tls = match endpoint.https {
+        true => match stormark_s3::tls_config(insecure) {
+            Ok(t) => Some(t),
+            Err(e) => return named(&e.to_string()),
+        },
+        false => None,
+    };
+    let bucket = Bucket {
+        config: std::sync::Arc::new(stormark_s3::Config {
+            endpoint,
+            region,
+            virtual_hosted: addressing == "v",
+            credentials,
+            timeout: REQUEST,
+            tls,
+        }),
+        buckets: buckets.split(',').map(unescape).collect(),
+        base,
+        keep: false,
+        run: run.to_string(),
+        puts: None,
+        unanswered: None,
+        every_host: false,
+        url,
+        insecure,
+    };
+    if bucket.shown() != shown {
+        return named("its journal line does not agree with itself");
+    }
+    let detail = words[at..].join(" ");
+    journal.add_objects(run, &shown, &detail);
+    // Whether its PUTs were all answered is not known: the settle, as if some were not.
+    spawn(bucket, Some(journal.clone()), true);
+    format!(
+        "run {run}, which did not finish here, wrote objects under {shown}: this agent removes them beside its service with its own S3 keys, until the prefix lists empty once the service has answered for {} s (for at most {} minutes)",
+        SETTLE.as_secs(),
+        BOUND.as_secs() / 60
+    )
+}
+
 /// Passes (`pass(until)`) until the prefix is empty and can stay so: a pass that listed and
 /// deleted everything; with `settle`, one that then finds nothing, [`SETTLE`] or more after
 /// the service last began answering. Returns the objects removed, or why it gave up at
@@ -159,6 +238,33 @@ mod tests {
             Duration::from_millis(1),
         );
         assert_eq!(removed, Ok(5));
+    }
+
+    /// A journal line that names anything but one host's prefix of its run (a damaged or
+    /// planted line) is named, never swept.
+    #[test]
+    fn a_journal_line_naming_more_than_one_hosts_prefix_is_only_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (j, _) = Journal::open(tmp.path()).unwrap();
+        for base in [
+            "stormark%2F",
+            "stormark%2F20261126-001739-1-h%2F",
+            "stormark%2F20261126-001739-2-h0%2F",
+            "stormark%2Fx20261126-001739-1-h0%2F",
+        ] {
+            let entry = format!(
+                "20261126-001739-1 s3://b/stormark/20261126-001739-1-h0/ http:%2F%2F127.0.0.1:1 us-east-1 p k b {base}"
+            );
+            let note = sweep_journaled(&entry, &j);
+            assert!(
+                note.contains("does not name one host's prefix")
+                    && note.contains("--remove-run 20261126-001739-1"),
+                "{note}"
+            );
+        }
+        let note = sweep_journaled("20261126-001739-1 s3://b/x/", &j);
+        assert!(note.contains("damaged"), "{note}");
+        assert!(!std::fs::read_to_string(j.path()).unwrap().contains("s3 "));
     }
 
     /// A stall between two passes that answered starts the settle again.
