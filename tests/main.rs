@@ -26,6 +26,7 @@ mod report;
 mod run;
 mod s3;
 mod s3_data;
+mod s3_stall;
 mod safety;
 mod shapes;
 mod suite;

@@ -72,6 +72,9 @@ pub struct LocalAgent {
     seed_salt: u64,
     hosts: u32,
     journal: Option<Journal>,
+    /// An agent's (a process that outlives the run, [`LocalAgent::with_journal`]): what the
+    /// run's end cannot remove of its objects is swept beside its service.
+    agent: bool,
     /// An S3 run's place in its bucket.
     bucket: Option<bucket::Bucket>,
     /// This host's place in a distributed run (0 alone).
@@ -109,6 +112,7 @@ impl LocalAgent {
             prepare_workers: 0,
             notes: Vec::new(),
             journal: None,
+            agent: false,
             bucket: None,
             index: 0,
             meta: Vec::new(),
@@ -120,10 +124,14 @@ impl LocalAgent {
         }
     }
 
-    /// Records the run directories this agent creates in `journal`, so that a crash leaves
-    /// nothing behind once the agent starts again.
+    /// The session of an agent (`stormark agent`, a process that outlives its runs): the
+    /// run directories this agent creates are recorded in `journal` (when it has one), so
+    /// that a crash leaves nothing behind once the agent starts again, and the S3 objects a
+    /// run's end could not remove (a stalled service, PUTs left unanswered that it may still
+    /// store) are swept beside the agent's service after the run, not left to a command.
     pub fn with_journal(mut self, journal: Option<Journal>) -> LocalAgent {
         self.journal = journal;
+        self.agent = true;
         self
     }
 
@@ -446,13 +454,7 @@ impl Agent for LocalAgent {
 
     fn cleanup(&mut self) -> Vec<String> {
         let mut problems = match self.bucket.take() {
-            Some(b) => {
-                let notes = b.cleanup(self.abandon.as_ref());
-                if let (Some(j), true) = (&self.journal, notes.is_empty()) {
-                    j.remove_objects(&self.opts.run, &b.shown());
-                }
-                notes
-            }
+            Some(b) => b.finish(self.abandon.as_ref(), self.journal.as_ref(), self.agent),
             None => Vec::new(),
         };
         problems.extend(self.remove_meta_trees());

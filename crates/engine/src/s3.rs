@@ -73,8 +73,8 @@ fn kind_of(e: &S3Error) -> ErrorKind {
         S3Error::Reset => ErrorKind::Reset,
         S3Error::Refused => ErrorKind::Refused,
         S3Error::Network(_) | S3Error::Config(_) | S3Error::Tls(_) => ErrorKind::Network,
-        // Not the service's failure: the run was stopped (never recorded, see run_s3).
-        S3Error::Stopped => ErrorKind::Network,
+        // Not the service's failure: the run was stopped (recorded as such, see `record`).
+        S3Error::Stopped => ErrorKind::Interrupted,
     }
 }
 
@@ -303,9 +303,25 @@ impl S3Worker {
         if result.is_ok() {
             self.longest = self.longest.max(now.saturating_duration_since(start));
         }
+        // A PUT without an answer may still be stored: the cleanup is told.
+        if op == Op::Put
+            && matches!(
+                result,
+                Err(S3Error::Stopped | S3Error::Timeout | S3Error::Reset | S3Error::Network(_))
+            )
+        {
+            self.work.unanswered.fetch_add(1, Ordering::Relaxed);
+        }
+        let waited = due.map_or(service, |t| {
+            now.saturating_duration_since(t).as_nanos() as u64
+        });
         match result {
-            // Ctrl-C: the run ends; the request had no answer to record.
-            Err(S3Error::Stopped) => return Ok(false),
+            // Ctrl-C (or the run stopping): the run ends, and the request abandoned while it
+            // waited counts as interrupted at its age, not as the service's failure.
+            Err(S3Error::Stopped) => {
+                ctx.rec.record_interrupted(op, waited);
+                return Ok(false);
+            }
             Ok((fetched, _))
                 if op == Op::Get
                     && self.work.verify
@@ -340,9 +356,6 @@ impl S3Worker {
             }
             // A request that timed out waited that long: its latency counts.
             Err(S3Error::Timeout) => {
-                let waited = due.map_or(service, |t| {
-                    now.saturating_duration_since(t).as_nanos() as u64
-                });
                 ctx.rec.record_timeout(op, waited);
                 ctx.consecutive_errors += 1;
                 if op == Op::Put && self.prepare.is_some() {

@@ -102,6 +102,10 @@ pub struct S3Work {
     /// PUTs sent under the run's prefix by every worker of this host, counted as each is sent:
     /// the most keys its cleanup can find there (a longer listing is the service's).
     pub puts: Arc<AtomicU64>,
+    /// PUTs of this host that got no answer (timed out, cut off, abandoned when the run
+    /// stopped): a service that stalled may still store them once it resumes, after the
+    /// run's cleanup listed its prefix, so a cleanup that counts any lists it again later.
+    pub unanswered: Arc<AtomicU64>,
 }
 
 impl S3Work {

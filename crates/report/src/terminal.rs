@@ -434,7 +434,15 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     for e in &p.errors {
         // Requests over the network (S3) have no offset to name.
         let networked = e.kind.starts_with("http-")
-            || ["throttled", "timeout", "reset", "refused", "network"].contains(&e.kind.as_str());
+            || [
+                "throttled",
+                "timeout",
+                "reset",
+                "refused",
+                "network",
+                "interrupted",
+            ]
+            .contains(&e.kind.as_str());
         let at = if networked {
             String::new()
         } else {

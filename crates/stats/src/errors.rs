@@ -43,6 +43,9 @@ pub enum ErrorKind {
     /// The other end broke the protocol: a claim it cannot have made honestly (a UDP
     /// receiver counting more than was sent). Its figure is not used.
     Protocol,
+    /// A request still waiting for its answer when Ctrl-C stopped the run: abandoned by the
+    /// user, not failed by the service (its wait still counts in the latency).
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -92,6 +95,7 @@ impl ErrorKind {
             ErrorKind::Stale => "stale".into(),
             ErrorKind::Hole => "hole".into(),
             ErrorKind::Protocol => "protocol".into(),
+            ErrorKind::Interrupted => "interrupted".into(),
             ErrorKind::Scsi(code) => stormark_spec::scsi::name(code),
         }
     }
@@ -114,6 +118,7 @@ impl ErrorKind {
             ErrorKind::Stale => -9,
             ErrorKind::Hole => -10,
             ErrorKind::Protocol => -11,
+            ErrorKind::Interrupted => -12,
             ErrorKind::Http(status) => -1000 - i32::from(status),
             ErrorKind::Scsi(code) => -100_000 - i32::from(code),
         }
@@ -133,6 +138,7 @@ impl ErrorKind {
             -9 => ErrorKind::Stale,
             -10 => ErrorKind::Hole,
             -11 => ErrorKind::Protocol,
+            -12 => ErrorKind::Interrupted,
             c if c <= -100_000 => ErrorKind::Scsi(u16::try_from(-100_000 - c).unwrap_or(0)),
             c if c <= -1000 => ErrorKind::Http(u16::try_from(-1000 - c).unwrap_or(0)),
             c if c < 0 => ErrorKind::Other(c),

@@ -260,6 +260,18 @@ impl Recorder {
         self.record_error(op, ErrorKind::Timeout, 0, 0);
     }
 
+    /// Counts one request abandoned by Ctrl-C while it waited for its answer, as
+    /// [`ErrorKind::Interrupted`], its wait in the latency histogram as a timeout's is: a
+    /// stall cut short by the user is still a stall measured, and not the service's failure.
+    #[cold]
+    pub fn record_interrupted(&mut self, op: Op, waited_ns: u64) {
+        self.current
+            .op_mut(op)
+            .hist
+            .saturating_record(waited_ns.max(1));
+        self.record_error(op, ErrorKind::Interrupted, 0, 0);
+    }
+
     /// Swaps the current snapshot for `spare` (which is cleared first) and returns what was
     /// recorded since the last swap. No allocation when a spare is handed back.
     pub fn swap(&mut self, mut spare: Snapshot) -> Snapshot {

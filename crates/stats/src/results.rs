@@ -102,13 +102,15 @@ impl Results {
         self.phases.iter().map(|p| p.total.errors).sum()
     }
 
-    /// Errors that fail the run: all but those of a kind their job ignores.
+    /// Errors that fail the run: all but those of a kind their job ignores, and requests the
+    /// run itself abandoned (`interrupted`: Ctrl-C, or fio's `exitall` stopping a worker
+    /// mid-request), which are no failure of what was measured.
     pub fn failing_errors(&self) -> u64 {
         let ignored: u64 = self
             .phases
             .iter()
             .flat_map(|p| &p.errors)
-            .filter(|e| e.ignored)
+            .filter(|e| e.ignored || e.kind == crate::ErrorKind::Interrupted.name())
             .map(|e| e.count)
             .sum();
         self.total_errors().saturating_sub(ignored)

@@ -404,7 +404,7 @@ fn ctrl_c(objects: bool) -> Result<(Arc<AtomicBool>, Arc<AtomicBool>)> {
     ctrlc::set_handler(move || {
         if !s.swap(true, Ordering::Relaxed) {
             if objects {
-                eprintln!("\nstopping: the figures so far are kept; then the run's objects are removed, waiting on the object store (up to 30 s a request): Ctrl-C again to leave them in place");
+                eprintln!("\nstopping: the figures so far are kept; then the run's objects are removed, waiting on the object store (up to 10 s a request): Ctrl-C again to leave them in place");
             }
         } else if objects && !a.swap(true, Ordering::Relaxed) {
             eprintln!("\nleaving the run's objects in place: the results' notes say where");

@@ -1,9 +1,10 @@
 //! An S3 run's place in its bucket: checked before any load (the service answers, the clocks
 //! agree, the keys are accepted, the bucket exists), a key prefix of its own that no other run
 //! uses, the objects GET and HEAD read, and at the end the removal of every key under that
-//! prefix, which are exactly the keys this run wrote.
+//! prefix, which are exactly the keys this run wrote (`cleanup.rs`; on an agent, what the
+//! run's end could not settle is swept beside its service, `sweep.rs`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -13,6 +14,12 @@ use stormark_spec::{Job, S3Job, S3Op, StageLoad};
 use stormark_stats::Op;
 
 use crate::agent::{AgentError, S3Access};
+
+mod cleanup;
+mod sweep;
+
+pub use cleanup::{remove_host_objects, remove_run_objects};
+pub(super) use sweep::sweep_journaled;
 
 /// The longest one request may take before it counts as a timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -35,9 +42,16 @@ pub(super) struct Bucket {
     /// this is the host's own bucket of the run: its cleanup lists no more pages than they
     /// can fill. `None` where what was written is not known (a failed host's, `--remove-run`).
     puts: Option<Arc<AtomicU64>>,
+    /// This host's PUTs that got no answer (its workers count them), when this is the host's
+    /// own bucket of the run: the service may store them after the cleanup's listing.
+    unanswered: Option<Arc<AtomicU64>>,
     /// `base` is `<prefix>/<run id>-h`, every host's: only keys under `<base><N>/` (N its
     /// digits) are the run's.
     every_host: bool,
+    /// The endpoint's URL as given, and whether any certificate is accepted (`--insecure`):
+    /// with the region and addressing, what the journal keeps for a sweep after a restart.
+    url: String,
+    insecure: bool,
 }
 
 fn map_err(option: String, e: S3Error) -> AgentError {
@@ -146,7 +160,10 @@ impl Bucket {
             keep,
             run: run.to_string(),
             puts: None,
+            unanswered: None,
             every_host: false,
+            url: url.to_string(),
+            insecure: access.insecure,
         })
     }
 
@@ -161,6 +178,23 @@ impl Bucket {
                 self.base
             ),
         }
+    }
+
+    /// Where the prefix is, for the journal: endpoint URL, region, addressing (`v`irtual or
+    /// `p`ath), certificates (`i`nsecure or `k`checked), the buckets and the prefix, each a
+    /// word; never a key. An agent started again sweeps it from this with keys of its own.
+    pub(super) fn journaled(&self) -> String {
+        use super::journal::escape;
+        let buckets: Vec<String> = self.buckets.iter().map(|b| escape(b)).collect();
+        format!(
+            "{} {} {} {} {} {}",
+            escape(&self.url),
+            escape(&self.config.region),
+            if self.config.virtual_hosted { "v" } else { "p" },
+            if self.insecure { "i" } else { "k" },
+            buckets.join(","),
+            escape(&self.base)
+        )
     }
 
     fn job_prefix(&self, job: &Job) -> String {
@@ -223,6 +257,7 @@ impl Bucket {
             prepare_next: Vec::new(),
             ops: ops.map(|n| share(n, w, workers)),
             puts: self.puts.clone().unwrap_or_default(),
+            unanswered: self.unanswered.clone().unwrap_or_default(),
         }
     }
 
@@ -253,100 +288,6 @@ impl Bucket {
         first.prepare_next = works.map(|w| (w.read_prefix, w.obj_size)).collect();
         first
     }
-
-    /// Deletes every key under the run's prefix (unless kept), until `abandon` is set.
-    /// Returns notes for results.
-    pub fn cleanup(&self, abandon: Option<&Arc<AtomicBool>>) -> Vec<String> {
-        self.cleanup_counted(abandon).1
-    }
-
-    /// [`Bucket::cleanup`], with the number of objects it removed.
-    /// Whether `key` is the run's: under `base`; of every host's, under `<base><N>/` with N
-    /// a host's number (digits, then a slash), never a neighbour that only begins the same
-    /// (`<run>-hosts.csv`, `<run>-h1x/`, `<run>-h/`, an object named `<run>-h3`).
-    fn owns(&self, key: &str) -> bool {
-        owned(&self.base, self.every_host, key)
-    }
-
-    fn cleanup_counted(&self, abandon: Option<&Arc<AtomicBool>>) -> (u64, Vec<String>) {
-        if self.keep {
-            return (
-                0,
-                vec![format!("kept the objects under {} (--keep)", self.shown())],
-            );
-        }
-        let mut client = match Client::new(self.config.clone()) {
-            Ok(c) => c,
-            Err(e) => {
-                return (
-                    0,
-                    vec![format!(
-                        "could not remove the objects under {}: {e}",
-                        self.shown()
-                    )],
-                )
-            }
-        };
-        if let Some(flag) = abandon {
-            client.stop_on(flag.clone());
-        }
-        let abandoned = || abandon.is_some_and(|f| f.load(Ordering::Relaxed));
-        let (mut removed, mut failed) = (0u64, 0u64);
-        let mut first_error = None;
-        // A listing of this host's own prefix holds at most the keys it wrote.
-        let most = self.puts.as_ref().map(|p| p.load(Ordering::Relaxed));
-        let pages = most.map_or(MAX_LIST_PAGES, list_pages);
-        for bucket in &self.buckets {
-            // Each page listed, then its keys removed; the next page's token back.
-            let stopped = each_page(pages, most, |token| {
-                if abandoned() {
-                    return Err(ABANDONED.into());
-                }
-                let (_, page) = client
-                    .list(bucket, &self.base, token, 1000)
-                    .map_err(|e| e.to_string())?;
-                for key in &page.keys {
-                    // Only keys under the run's own prefix, whatever the service listed.
-                    if !self.owns(key) {
-                        continue;
-                    }
-                    if abandoned() {
-                        return Err(ABANDONED.into());
-                    }
-                    match client.delete(bucket, key) {
-                        Ok(_) => removed += 1,
-                        Err(e) => {
-                            failed += 1;
-                            first_error.get_or_insert(e.to_string());
-                        }
-                    }
-                }
-                Ok(page.next)
-            });
-            if let Some(why) = stopped {
-                first_error.get_or_insert(why);
-            }
-        }
-        let notes = match first_error {
-            None => Vec::new(),
-            Some(e) if abandoned() => vec![format!(
-                "left the run's objects under {} in place ({e}, after removing {removed}); remove them with `stormark s3 --remove-run {}` and the run's --endpoint, --bucket and --prefix",
-                self.shown(),
-                self.run
-            )],
-            // The listing stopped (a page failed, or the service would not end it).
-            Some(e) if failed == 0 => vec![format!(
-                "removed {removed} objects under {}, then stopped: {e}; remove what is left with `stormark s3 --remove-run {}` and the run's --endpoint, --bucket and --prefix",
-                self.shown(),
-                self.run
-            )],
-            Some(e) => vec![format!(
-                "removed {removed} objects under {}, {failed} could not be removed: {e}",
-                self.shown()
-            )],
-        };
-        (removed, notes)
-    }
 }
 
 /// Whether `key` is under `base` (`every_host`: under `<base><N>/`, N digits), as
@@ -361,40 +302,6 @@ fn owned(base: &str, every_host: bool, key: &str) -> bool {
             .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Why a cleanup ended early when a second Ctrl-C asked it to.
-const ABANDONED: &str = "a second Ctrl-C stopped their removal";
-
-/// Removes the objects host `host` of run `run` left under its prefix: what the coordinator
-/// (which holds the keys) does for a host that failed or was cut off, whose own cleanup
-/// never ran. Only keys under `<prefix>/<run>-h<host>/` are listed and deleted. Returns notes
-/// for the results: how many were removed, or why some are left (with their prefix).
-pub fn remove_host_objects(
-    workload: &stormark_spec::Workload,
-    access: &S3Access,
-    run: &str,
-    host: u32,
-) -> Vec<String> {
-    let Some(job) = workload.jobs.iter().find_map(|j| j.s3.as_ref()) else {
-        return Vec::new();
-    };
-    match Bucket::open(job, access, false, run, host) {
-        Ok(b) => {
-            let (removed, mut notes) = b.cleanup_counted(None);
-            if notes.is_empty() {
-                notes.push(format!(
-                    "host {host} failed: removed the {removed} objects it left under {}",
-                    b.shown()
-                ));
-            }
-            notes
-        }
-        Err(e) => vec![format!(
-            "host {host} failed, and the objects it left under {}/{run}-h{host}/ could not be removed: {e}; remove them with `stormark s3 --remove-run {run}` and the run's --endpoint, --bucket and --prefix",
-            job.prefix
-        )],
-    }
-}
-
 /// Whether `run` has the form of a run id ([`crate::new_run_id`]: `YYYYMMDD-HHMMSS-RANDOM`,
 /// 12 lowercase hex digits, or an earlier run's `YYYYMMDD-HHMMSS-PID`), so that removing its
 /// objects can never name a prefix wider than one run's.
@@ -405,83 +312,6 @@ pub fn is_run_id(run: &str) -> bool {
         if d.len() == 8 && t.len() == 6 && digits(d) && digits(t)
             && (((1..=10).contains(&p.len()) && digits(p))
                 || (p.len() == 12 && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))))
-}
-
-/// Removes every object run `run` left under the job's prefix, of every host
-/// (`<prefix>/<run>-h<N>/`): a run kept with `--keep`, or one whose cleanup could not finish
-/// (an agent killed, a second Ctrl-C). Returns how many were removed, where, and notes for
-/// what could not be.
-pub fn remove_run_objects(
-    workload: &stormark_spec::Workload,
-    access: &S3Access,
-    run: &str,
-) -> Result<(u64, String, Vec<String>), AgentError> {
-    let Some(job) = workload.jobs.iter().find_map(|j| j.s3.as_ref()) else {
-        return Err(AgentError::option(
-            "--remove-run",
-            "needs the S3 job's --endpoint and --bucket",
-        ));
-    };
-    if !is_run_id(run) {
-        return Err(AgentError::option(
-            format!("--remove-run {}", stormark_spec::printable(run, 40)),
-            "expected a run id as the results' notes show it, such as 20261126-001739-11450",
-        ));
-    }
-    let mut b = Bucket::open(job, access, false, run, 0)?;
-    // Every host's prefix: the keys under `<prefix>/<run>-h<N>/` are this run's alone (the id
-    // ends in its digits, then `-h`, a host's number and a slash); the listing is of
-    // `<prefix>/<run>-h`, each key then checked.
-    b.base = format!("{}/{run}-h", job.prefix);
-    b.every_host = true;
-    let (removed, notes) = b.cleanup_counted(None);
-    let shown = format!("{}*/", b.shown());
-    Ok((removed, shown, notes))
-}
-
-/// The most pages one listing of the run's objects reads where what it wrote is not known (a
-/// thousand keys each: far more objects than a run writes).
-const MAX_LIST_PAGES: u32 = 100_000;
-
-/// The most pages a listing of a prefix holding at most `keys` keys takes: a page for each
-/// hundred (a tenth of the thousand asked, for a service that answers in smaller pages) and
-/// ten more, within [`MAX_LIST_PAGES`]. A service handing out continuation tokens beyond it
-/// is stopped there, not after a hundred thousand pages.
-fn list_pages(keys: u64) -> u32 {
-    u32::try_from(keys.div_ceil(100) + 10).map_or(MAX_LIST_PAGES, |p| p.min(MAX_LIST_PAGES))
-}
-
-/// Goes through a listing page by page: `page` reads the page at a continuation token (and
-/// deals with its keys) and answers the next token. Stops, saying why, when a page fails,
-/// when the service repeats a continuation token (a broken or hostile service would keep a
-/// cleanup listing forever) or after `pages` pages (of a prefix of at most `keys` keys, when
-/// known).
-fn each_page(
-    pages: u32,
-    keys: Option<u64>,
-    mut page: impl FnMut(Option<&str>) -> Result<Option<String>, String>,
-) -> Option<String> {
-    let mut seen = std::collections::HashSet::new();
-    let mut token: Option<String> = None;
-    for _ in 0..pages {
-        match page(token.as_deref()) {
-            Err(e) => return Some(e),
-            Ok(None) => return None,
-            Ok(Some(t)) if !seen.insert(t.clone()) => {
-                return Some(format!(
-                    "the service gave the same continuation token twice ({}); listing stopped",
-                    stormark_spec::printable(&t, 64)
-                ))
-            }
-            Ok(Some(t)) => token = Some(t),
-        }
-    }
-    Some(match keys {
-        Some(keys) => format!(
-            "listing stopped after {pages} pages, more than the {keys} objects this host wrote there fill (the service kept handing out continuation tokens); more objects may be left"
-        ),
-        None => format!("listing stopped after {pages} pages; more objects may be left"),
-    })
 }
 
 /// Worker `w`'s share of `n` operations over `workers`.
@@ -535,14 +365,16 @@ impl super::LocalAgent {
         })?;
         let host = u32::try_from(self.index).unwrap_or(u32::MAX);
         let mut bucket = Bucket::open(first, &access, self.opts.keep, &self.opts.run, host)?;
-        // Its workers count what they write, so that the cleanup's listing is bounded by it.
+        // Its workers count what they write, so that the cleanup's listing is bounded by it,
+        // and what got no answer, so that the cleanup knows whether it can be final.
         bucket.puts = Some(Arc::default());
+        bucket.unanswered = Some(Arc::default());
         self.notes
             .push(format!("objects of this run go under {}", bucket.shown()));
-        // Journaled until removed: an agent killed before its cleanup names them when it
-        // starts again (it holds no keys to remove them itself).
+        // Journaled until removed (by the cleanup, or on an agent by its sweep): an agent
+        // killed before names them when it starts again (it holds no keys to remove them).
         if let (Some(j), false) = (&self.journal, self.opts.keep) {
-            j.add_objects(&self.opts.run, &bucket.shown());
+            j.add_objects(&self.opts.run, &bucket.shown(), &bucket.journaled());
         }
         self.bucket = Some(bucket);
         Ok(())

@@ -1,6 +1,7 @@
 //! An agent's journal of the run directories it created and has not yet removed, so that
 //! after a crash or SIGKILL its next start removes them (or reports those kept on purpose),
-//! and of the S3 prefixes its runs wrote under, which it names (the keys went with the run).
+//! and of the S3 prefixes its runs wrote under, which it sweeps again with keys of its own when
+//! it has some, and names otherwise (the run's keys went with the run; none is written here).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -51,7 +52,7 @@ impl Journal {
             .mode(0o700)
             .create(state_dir)
             .map_err(fail)?;
-        let mut notes = Vec::new();
+        let (mut notes, mut objects) = (Vec::new(), Vec::new());
         for e in std::fs::read_dir(state_dir).map_err(fail)?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if !(name.starts_with("runs-") && name.ends_with(".journal")) {
@@ -63,7 +64,9 @@ impl Journal {
             if !lock(&f) {
                 continue; // a live agent's
             }
-            notes.extend(recover(&read_entries(&mut f)));
+            let (said, prefixes) = recover(&read_entries(&mut f));
+            notes.extend(said);
+            objects.extend(prefixes);
             let _ = std::fs::remove_file(e.path());
         }
         let path = state_dir.join(format!("runs-{}.journal", std::process::id()));
@@ -75,13 +78,16 @@ impl Journal {
             .open(&path)
             .map_err(fail)?;
         lock(&file);
-        Ok((
-            Journal {
-                file: Arc::new(Mutex::new(file)),
-                path,
-            },
-            notes,
-        ))
+        let journal = Journal {
+            file: Arc::new(Mutex::new(file)),
+            path,
+        };
+        // A dead agent's S3 prefixes: swept again beside this agent's service (journaled in
+        // its own journal until then), or named.
+        for entry in objects {
+            notes.push(super::bucket::sweep_journaled(&entry, &journal));
+        }
+        Ok((journal, notes))
     }
 
     fn update(&self, change: impl FnOnce(&mut Vec<String>)) {
@@ -127,16 +133,23 @@ impl Journal {
         self.update(|e| e.push(line));
     }
 
-    /// Records that run `run` writes objects under `shown` (`s3://B/PREFIX/RUN-hN/`).
-    pub fn add_objects(&self, run: &str, shown: &str) {
-        let line = format!("s3 {run} {shown}");
+    /// Records that run `run` writes objects under `shown` (`s3://B/PREFIX/RUN-hN/`), and
+    /// `detail`, where they are (endpoint, region, addressing, buckets and prefix, never a
+    /// key: `Bucket::journaled`), or nothing.
+    pub fn add_objects(&self, run: &str, shown: &str, detail: &str) {
+        let mut line = format!("s3 {run} {shown}");
+        if !detail.is_empty() {
+            line.push(' ');
+            line.push_str(detail);
+        }
         self.update(|e| e.push(line));
     }
 
     /// Forgets the objects of [`Journal::add_objects`], removed.
     pub fn remove_objects(&self, run: &str, shown: &str) {
         let line = format!("s3 {run} {shown}");
-        self.update(|e| e.retain(|l| *l != line));
+        let with = format!("{line} ");
+        self.update(|e| e.retain(|l| *l != line && !l.starts_with(&with)));
     }
 
     /// Records a run directory about to be made on an NFS share (`run_dir`, its URL) with
@@ -205,9 +218,10 @@ impl Journal {
 }
 
 /// Removes the run directories a crashed agent left (the files their manifests name, the
-/// manifest, then the directory if empty) and reports those kept with `--keep`.
-fn recover(entries: &[String]) -> Vec<String> {
-    let mut notes = Vec::new();
+/// manifest, then the directory if empty) and reports those kept with `--keep`. Returns the
+/// notes, and the S3 prefixes recorded with where they are (what follows `s3 `), for a sweep.
+fn recover(entries: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut notes, mut objects) = (Vec::new(), Vec::new());
     // Meta trees first: a tree of its own lies inside the run directory removed after it.
     let (trees, rest): (Vec<&String>, Vec<&String>) =
         entries.iter().partition(|l| l.starts_with("meta "));
@@ -235,6 +249,10 @@ fn recover(entries: &[String]) -> Vec<String> {
             notes.push(remove_share_run(path));
             continue;
         }
+        if how == "s3" && path.split(' ').count() > 2 {
+            objects.push(path.to_string());
+            continue;
+        }
         if how == "s3" {
             let (run, shown) = path.split_once(' ').unwrap_or((path, "?"));
             notes.push(format!(
@@ -251,7 +269,7 @@ fn recover(entries: &[String]) -> Vec<String> {
             )),
         }
     }
-    notes
+    (notes, objects)
 }
 
 /// A meta tree's line up to its identity: `meta KIND FIRST-END TREE FILES ANCHOR NAME/NAME `,
@@ -314,7 +332,7 @@ fn parse_meta(text: &str) -> Option<TreeRecord> {
 }
 
 /// A journal line's word: `%`, `/`, spaces and control characters as `%XX`.
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b == b'%' || b == b'/' || b <= b' ' || b == 0x7f {
@@ -326,7 +344,8 @@ fn escape(s: &str) -> String {
     out
 }
 
-fn unescape(s: &str) -> String {
+/// A word of [`escape`] as it was.
+pub(super) fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -505,8 +524,16 @@ mod tests {
         std::fs::remove_file(&replaced).unwrap();
         std::fs::write(tmp.path().join("other"), b"yyyy").unwrap();
         std::fs::rename(tmp.path().join("other"), &replaced).unwrap();
-        j.add_objects("20261126-001739-1", "s3://b/stormark/20261126-001739-1-h2/");
-        j.add_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
+        j.add_objects(
+            "20261126-001739-1",
+            "s3://b/stormark/20261126-001739-1-h2/",
+            "",
+        );
+        j.add_objects(
+            "20261126-001739-2",
+            "s3://b/stormark/20261126-001739-2-h0/",
+            "http:%2F%2F127.0.0.1:1 us-east-1 p k b stormark%2F20261126-001739-2-h0%2F",
+        );
         j.remove_objects("20261126-001739-2", "s3://b/stormark/20261126-001739-2-h0/");
         let dead = j.path().with_file_name("runs-0.journal");
         std::fs::copy(j.path(), &dead).unwrap();

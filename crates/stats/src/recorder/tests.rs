@@ -38,6 +38,7 @@ fn error_kinds_survive_their_code() {
         ErrorKind::Stale,
         ErrorKind::Hole,
         ErrorKind::Protocol,
+        ErrorKind::Interrupted,
         ErrorKind::Http(65535),
         ErrorKind::Scsi(3),
         ErrorKind::Scsi(0x108),

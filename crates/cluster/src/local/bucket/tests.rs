@@ -58,7 +58,7 @@ fn shares_add_up() {
 }
 
 mod listing_tests {
-    use super::{each_page, list_pages, MAX_LIST_PAGES};
+    use super::cleanup::{each_page, list_pages, MAX_LIST_PAGES};
 
     #[test]
     fn a_listing_ends_on_a_repeated_token_or_a_page_limit() {
