@@ -75,9 +75,10 @@ fn wait_empty(target: &Path) {
     }
 }
 
-/// The flags of a run whose files take seconds to remove: 18,000 random 4 KiB writes (6,000 a
-/// second for 3 s) into two preallocated 256 MiB files leave them in thousands of pieces, about
-/// 5 s to remove on this machine's disk, which discards what is freed.
+/// The flags of a run whose files take seconds to remove, with `--rate-iops` of 6,000 a host:
+/// 18,000 random 4 KiB writes in 3 s into two preallocated 256 MiB files leave them in
+/// thousands of pieces, about 5 s to remove on this machine's disk, which discards what is
+/// freed.
 const FRAGMENTING: &[&str] = &[
     "--rw",
     "randwrite",
@@ -90,8 +91,6 @@ const FRAGMENTING: &[&str] = &[
     "2",
     "--size",
     "256m",
-    "--rate-iops",
-    "6000",
 ];
 
 /// A `stormark run` over `agent` on `target`, [`FRAGMENTING`] for 3 s.
@@ -100,7 +99,16 @@ fn run_cmd(agent: &str, token: &Path, target: &Path, json: &Path) -> Command {
     c.arg("run")
         .arg(target)
         .args(FRAGMENTING)
-        .args(["--time", "3s", "-q", "--agents", agent, "--token-file"])
+        .args([
+            "--rate-iops",
+            "6000",
+            "--time",
+            "3s",
+            "-q",
+            "--agents",
+            agent,
+            "--token-file",
+        ])
         .arg(token)
         .arg("--json")
         .arg(json);
@@ -258,7 +266,8 @@ fn a_suite_step_after_a_slow_cleanup_waits_for_the_agents_then_runs() {
         format!(
             "[[step]]\nname = \"fragment\"\ncommand = [\"run\", {t:?}, {}]\n\n\
              [[step]]\nname = \"randread-4k\"\ncommand = [\"run\", {t:?}, {}]\n",
-            quoted(FRAGMENTING),
+            // The rate is the three hosts' total.
+            quoted(&[FRAGMENTING, &["--rate-iops", "18000"]].concat()),
             quoted(&[
                 "--rw",
                 "randread",
