@@ -34,8 +34,8 @@ impl Drop for Agent {
     }
 }
 
-/// Starts an agent on `addr`, allowed `target`, its state and log in `dir` (`NAME.log`), and
-/// waits until it listens.
+/// Starts an agent on `addr`, allowed `target`, its journal in `dir/state` and its log in
+/// `dir/NAME.log`, and waits until it listens.
 fn start_agent(dir: &Path, name: &str, addr: &str, token: &Path, target: &Path) -> Agent {
     let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
     let agent = Agent(
@@ -45,7 +45,7 @@ fn start_agent(dir: &Path, name: &str, addr: &str, token: &Path, target: &Path) 
             .arg("--allow-path")
             .arg(target)
             .arg("--state-dir")
-            .arg(dir.join(format!("{name}.state")))
+            .arg(dir.join("state"))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -322,4 +322,52 @@ fn a_suite_step_after_a_slow_cleanup_waits_for_the_agents_then_runs() {
         );
     }
     wait_empty(&target);
+}
+
+/// Issue 53: an agent killed while it removes a run's files keeps that run in its journal
+/// until they are gone, so its next start removes the rest (the journal entry was dropped
+/// before the removal, and 8 GiB stayed on disk, named nowhere).
+#[test]
+fn an_agent_killed_while_removing_removes_the_rest_at_its_next_start() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "cleanup-test-token-0123456789\n").unwrap();
+    let addr = free_addr();
+    let mut agent = start_agent(dir.path(), "agent", &addr, &token, &target);
+    let json = dir.path().join("run.json");
+    let out = run_cmd(&addr, &token, &target, &json).output().unwrap();
+    let said = finished(&out, "run");
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let doc = read_json(&json);
+    if !notes(&doc).contains(WENT_ON) {
+        eprintln!(
+            "skipped: this disk removed the run's files before the run ended ({})",
+            notes(&doc)
+        );
+        return;
+    }
+    agent.0.kill().unwrap();
+    agent.0.wait().unwrap();
+    let left = entries(&target);
+    if left.is_empty() {
+        eprintln!("skipped: the removal ended before the agent was killed");
+        return;
+    }
+    // The same state directory: the journal of the killed agent is recovered at the start,
+    // before it listens.
+    let again = start_agent(dir.path(), "again", &addr, &token, &target);
+    assert!(
+        entries(&target).is_empty(),
+        "left after the restart: {:?}",
+        entries(&target)
+    );
+    let log = std::fs::read_to_string(dir.path().join("again.log")).unwrap();
+    assert!(
+        log.contains(&format!("removed {}", target.join(&left[0]).display()))
+            && log.contains("left by an earlier run that did not finish"),
+        "{log}"
+    );
+    drop(again);
 }
