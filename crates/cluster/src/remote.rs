@@ -81,7 +81,7 @@ impl RemoteAgent {
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
     /// With `tls_ca` (PEM), the connection is TLS and the agent's certificate must chain to
     /// that CA and name the host. An agent still removing its last run's files is waited for
-    /// (up to [`hello::REMOVAL_WAIT`], or until `stop`), the wait said once through `say`.
+    /// (up to 10 minutes, or until `stop`), the wait said once through `say`.
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
         rt: Arc<Runtime>,
