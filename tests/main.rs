@@ -2,6 +2,7 @@
 //! (`CARGO_BIN_EXE_stormark`) and real components (MinIO, network namespaces, loop devices,
 //! a browser). `cargo test --test integration net::` runs one module.
 
+mod agent_cleanup;
 mod atomic;
 mod cluster;
 mod data;

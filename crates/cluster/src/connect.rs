@@ -22,14 +22,17 @@ pub struct Fleet {
 impl Fleet {
     /// Connects to every agent (handshake, clock offset), up to [`CONNECT_FAN_OUT`] at once;
     /// `opts` is every target's options but its path. A refusal (busy, wrong token, version)
-    /// ends it: the first in the list's order is the one said.
+    /// ends it: the first in the list's order is the one said. An agent still removing its
+    /// last run's files is waited for, the wait said through `say` (a line for the user), and
+    /// Ctrl-C (`stop`) ends the wait as [`AgentError::Interrupted`].
     pub fn connect(
         &self,
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
+        say: &(dyn Fn(&str) + Sync),
     ) -> Result<Vec<Box<dyn Agent>>, AgentError> {
         Ok(self
-            .connect_remote(opts, stop)?
+            .connect_remote(opts, stop, say)?
             .into_iter()
             .map(|a| Box::new(a) as Box<dyn Agent>)
             .collect())
@@ -40,6 +43,7 @@ impl Fleet {
         &self,
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
+        say: &(dyn Fn(&str) + Sync),
     ) -> Result<Vec<RemoteAgent>, AgentError> {
         // Each phase drives every agent from a thread of its own, and the calls to all agents
         // fan out over threads; with glibc's default of up to 8 arenas per core, each thread
@@ -70,7 +74,7 @@ impl Fleet {
                     if i >= n || failed.load(Ordering::Relaxed) {
                         break;
                     }
-                    let r = self.connect_one(&rt, i, opts, stop);
+                    let r = self.connect_one(&rt, i, opts, stop, say);
                     failed.fetch_or(r.is_err(), Ordering::Relaxed);
                     *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 });
@@ -101,6 +105,7 @@ impl Fleet {
         i: usize,
         opts: &TargetOptions,
         stop: &Arc<AtomicBool>,
+        say: &(dyn Fn(&str) + Sync),
     ) -> Result<RemoteAgent, AgentError> {
         let host = &self.hosts[i];
         let mut target = TargetOptions {
@@ -118,6 +123,7 @@ impl Fleet {
             target,
             i as u32,
             stop.clone(),
+            say,
         )?
         .with_hosts(self.hosts.len() as u32))
     }

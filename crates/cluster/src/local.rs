@@ -40,6 +40,7 @@ pub use manifest::MANIFEST;
 pub(crate) use peers::MAX_PEERS;
 use specs::JobRun;
 use stage::steady_note;
+pub(crate) use workspace::Removal;
 use workspace::Workspace;
 
 /// The most a ramp waits for a steady state when `--ramp` is not given.
@@ -93,6 +94,8 @@ pub struct LocalAgent {
     /// fio's zoned mode: each file's zones, kept for the whole run as fio keeps them, and the
     /// resets already told.
     zone_maps: std::sync::Mutex<Vec<stage::ZonedFile>>,
+    /// How far the cleanup's removal of the run directory's files has come.
+    removal: Arc<Removal>,
 }
 
 impl LocalAgent {
@@ -121,7 +124,15 @@ impl LocalAgent {
             net_reports: Vec::new(),
             peer_ports: None,
             zone_maps: std::sync::Mutex::new(Vec::new()),
+            removal: Arc::new(Removal::default()),
         }
+    }
+
+    /// Counts the cleanup's removal of the run directory's files down in `removal`, which
+    /// the agent's service reads while the removal goes on.
+    pub(crate) fn with_removal(mut self, removal: Arc<Removal>) -> LocalAgent {
+        self.removal = removal;
+        self
     }
 
     /// The session of an agent (`stormark agent`, a process that outlives its runs): the
@@ -460,7 +471,7 @@ impl Agent for LocalAgent {
         problems.extend(self.remove_meta_trees());
         self.peer_ports = None;
         match &mut self.place {
-            Some(Where::Dir(ws)) => problems.extend(ws.cleanup(self.opts.keep)),
+            Some(Where::Dir(ws)) => problems.extend(ws.cleanup(self.opts.keep, &self.removal)),
             Some(Where::Share(sd)) => problems.extend(sd.cleanup(self.opts.keep)),
             _ => {}
         }
@@ -564,7 +575,8 @@ fn push_once(notes: &mut Vec<String>, note: String) {
     }
 }
 
-fn human(bytes: u64) -> String {
+/// A byte count for people: `512 B`, `1.5 KiB`, `3.0 GiB`.
+pub(crate) fn human(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = bytes as f64;
     let mut u = 0;

@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use stormark_spec::{LoadKind, StageLoad, Workload};
 use stormark_stats::{HostSample, PhaseJob};
@@ -12,7 +12,7 @@ use tokio::runtime::Runtime;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Status;
 
 use crate::agent::TargetOptions;
 use crate::agent::{Agent, AgentError, AgentEvent, NetPeer, NetPeers, Sink, Validated};
@@ -22,6 +22,7 @@ use crate::wire::pb::{self, event};
 use crate::wire::{decode_parts, from_unix_ns, unix_ns};
 
 mod errors;
+mod hello;
 mod link;
 mod measured;
 pub(crate) use errors::{agent_error, session_error};
@@ -79,7 +80,9 @@ impl RemoteAgent {
     /// Connects to the agent at `address` (`host:port`), opens a session and estimates its
     /// clock offset. `index` is the host's place in the run; `stop` is the coordinator's.
     /// With `tls_ca` (PEM), the connection is TLS and the agent's certificate must chain to
-    /// that CA and name the host.
+    /// that CA and name the host. An agent still removing its last run's files is waited for
+    /// (up to 10 minutes, or until `stop`), the wait said once through `say`.
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         rt: Arc<Runtime>,
         address: &str,
@@ -88,6 +91,7 @@ impl RemoteAgent {
         target: TargetOptions,
         index: u32,
         stop: Arc<AtomicBool>,
+        say: &(dyn Fn(&str) + Sync),
     ) -> Result<RemoteAgent, AgentError> {
         let refused = |message: String| AgentError::RemoteRefused {
             agent: address.to_string(),
@@ -99,33 +103,11 @@ impl RemoteAgent {
             .map_err(|_| refused("the token holds characters a header cannot carry".into()))?;
         let mut client = AgentClient::with_interceptor(channel, Bearer(bearer))
             .max_decoding_message_size(64 << 20);
-        let coordinator = coordinator_name().to_string();
-        let sent = SystemTime::now();
-        let t = Instant::now();
-        let hello = rt
-            .block_on(client.handshake(pb::HandshakeRequest {
-                version: env!("CARGO_PKG_VERSION").into(),
-                coordinator,
-            }))
-            .map_err(|s| {
-                // A TLS agent answers plain HTTP/2 with a broken connection, not a status.
-                let transport =
-                    matches!(s.code(), Code::Unknown | Code::Cancelled | Code::Internal);
-                let mut message = match agent_error(address, s) {
-                    AgentError::RemoteRefused { message, .. }
-                    | AgentError::RemoteFailed { message, .. } => message,
-                    e => e.to_string(),
-                };
-                if tls_ca.is_none() && transport {
-                    message.push_str(" (if the agent serves TLS, give --tls-ca)");
-                }
-                refused(message)
-            })?
-            .into_inner();
+        let (hello, sent, elapsed) =
+            hello::handshake(&rt, &mut client, address, tls_ca, &stop, say)?;
         // The first offset, from the handshake itself: exact enough for the host's samples;
         // a stage's start is named by the clocks measured before it.
-        let (rtt, offset_ns) =
-            link::offset(sent, t.elapsed(), hello.received_unix_ns, hello.unix_ns);
+        let (rtt, offset_ns) = link::offset(sent, elapsed, hello.received_unix_ns, hello.unix_ns);
         let session = hello.session.clone();
         let inventory = serde_json::from_str(&hello.inventory_json).unwrap_or_default();
         Ok(RemoteAgent {

@@ -6,6 +6,10 @@
 //! coordinator opened it on: a coordinator that crashes or is cut off (given up within
 //! [`AgentConfig::heartbeat_timeout`]) or stops answering the connection's keep-alive pings
 //! (within three times that) loses its session: the load stops, the run directory is removed, and the next coordinator is welcome.
+//! The removal runs beside the service, never in front of it: a coordinator that comes while
+//! the last run's files are still being removed (a fragmented working set on a device that
+//! discards what is freed takes minutes) is answered at once, told how much is left, and waits
+//! for it before any load starts.
 //! The agent runs nothing but stormark's own engine: no command from the wire is ever executed.
 
 use std::net::SocketAddr;
@@ -25,11 +29,13 @@ use tonic::{Request, Response, Status};
 use crate::agent::{Agent, AgentError, AgentEvent, Second};
 use crate::auth::{check_token, session_id};
 use crate::config::{AgentConfig, ConfigError};
-use crate::local::LocalAgent;
+use crate::local::{LocalAgent, Removal};
 use crate::wire::pb::agent_server::{Agent as AgentRpc, AgentServer};
 use crate::wire::pb::{self, event};
 use crate::wire::{encode_parts, encode_snapshot, from_unix_ns, unix_ns};
+use ending::FINISH_ANSWER;
 
+mod ending;
 mod request;
 
 /// What a coordinator hears when the agent was stopped during its phase.
@@ -44,13 +50,12 @@ struct Session {
     peer: SocketAddr,
     stop: Arc<AtomicBool>,
     agent: Option<Arc<Mutex<LocalAgent>>>,
-    /// Its coordinator asked to finish: the session ends once its cleanup has run.
-    finishing: bool,
+    /// How far its cleanup's removal of the run directory's files has come.
+    removal: Arc<Removal>,
+    /// When its cleanup began (its coordinator asked to finish, or is gone): the cleanup runs
+    /// on a thread of its own, and the session ends when it is done.
+    removing_since: Option<Instant>,
 }
-
-/// How long a new coordinator waits for a finishing session's cleanup (removing a large
-/// working set on a slow disk) before it is told the agent is busy.
-const FINISH_WAIT: Duration = Duration::from_secs(60);
 
 /// The agent service.
 #[derive(Clone)]
@@ -106,49 +111,12 @@ impl AgentService {
         }
     }
 
-    /// Ends a session whose coordinator went silent: stops the load, and once it has stopped
-    /// removes what the run created. Called once a second.
-    pub fn watchdog_tick(&self) {
-        let ended = {
-            let mut guard = self.lock();
-            let stale = guard.as_ref().is_some_and(|s| self.gone(s));
-            if !stale {
-                return;
-            }
-            let s = guard.as_ref().expect("checked above");
-            s.stop.store(true, Ordering::Relaxed);
-            // Wait for a running phase to notice the stop before cleaning up.
-            let idle = s.agent.as_ref().is_none_or(|a| a.try_lock().is_ok());
-            if !idle {
-                return;
-            }
-            guard.take()
-        };
-        if let Some(s) = ended {
-            eprintln!(
-                "stormark agent: coordinator {} gone (its connection closed): load stopped, cleaning up",
-                s.coordinator
-            );
-            finish(s.agent);
-        }
-    }
-
     /// The agent was told to stop (SIGTERM, Ctrl-C): stops the running load at once; the
     /// phase then ends as a failure the coordinator reports for this host.
     pub fn terminate(&self) {
         self.terminating.store(true, Ordering::Relaxed);
         if let Some(s) = self.lock().as_ref() {
             s.stop.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Ends the session, if any, on the agent's shutdown: stops the load, waits for it, and
-    /// removes what the run created.
-    pub fn end_session(&self) {
-        let s = self.lock().take();
-        if let Some(s) = s {
-            s.stop.store(true, Ordering::Relaxed);
-            finish(s.agent);
         }
     }
 
@@ -286,22 +254,6 @@ impl AgentService {
     }
 }
 
-/// Stops sampling and removes what the run created; returns the samples and notes.
-fn finish(agent: Option<Arc<Mutex<LocalAgent>>>) -> pb::FinishReply {
-    let Some(agent) = agent else {
-        return pb::FinishReply::default();
-    };
-    let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
-    let (samples, cpu) = agent.stop_sampling();
-    let mut notes = agent.take_notes();
-    notes.extend(agent.cleanup());
-    pb::FinishReply {
-        samples: crate::wire::encode_samples(&samples),
-        sampler_cpu_ns: cpu,
-        notes,
-    }
-}
-
 #[tonic::async_trait]
 impl AgentRpc for AgentService {
     async fn handshake(
@@ -324,14 +276,25 @@ impl AgentRpc for AgentService {
         // A session whose coordinator went silent is ended first.
         self.watchdog_tick();
         let id = session_id();
-        // A session that is finishing (its coordinator is gone or going, its cleanup still
-        // running) is waited for: a run right after another is not refused as busy.
-        let waited = Instant::now();
-        while self.lock().as_ref().is_some_and(|s| s.finishing) && waited.elapsed() < FINISH_WAIT {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         {
             let mut guard = self.lock();
+            // The last run's files still being removed: no load may start before they are
+            // gone, so the coordinator is told how much is left, and asks again.
+            if let Some((s, since)) = guard
+                .as_ref()
+                .and_then(|s| s.removing_since.map(|t| (s, t)))
+            {
+                let (files_left, bytes_left) = s.removal.left();
+                return Ok(Response::new(pb::HandshakeReply {
+                    version: version.into(),
+                    removing: Some(pb::Removing {
+                        files_left,
+                        bytes_left,
+                        seconds: since.elapsed().as_secs() as u32,
+                    }),
+                    ..Default::default()
+                }));
+            }
             if let Some(s) = guard.as_ref() {
                 let secs = s.since.elapsed().map_or(0, |d| d.as_secs());
                 return Err(Status::unavailable(format!(
@@ -346,7 +309,8 @@ impl AgentRpc for AgentService {
                 peer,
                 stop: Arc::new(AtomicBool::new(false)),
                 agent: None,
-                finishing: false,
+                removal: Arc::new(Removal::default()),
+                removing_since: None,
             });
         }
         let inv = tokio::task::spawn_blocking(Inventory::collect)
@@ -360,6 +324,7 @@ impl AgentRpc for AgentService {
             heartbeat_timeout_s: self.cfg.heartbeat_timeout.as_secs() as u32,
             received_unix_ns: unix_ns(received),
             unix_ns: unix_ns(SystemTime::now()),
+            removing: None,
         }))
     }
 
@@ -388,10 +353,17 @@ impl AgentRpc for AgentService {
         let index = u64::from(req.index);
         let hosts = req.hosts.max(1);
         let journal = self.cfg.journal.clone();
+        let removal = self
+            .lock()
+            .as_ref()
+            .filter(|s| s.id == req.session)
+            .map(|s| s.removal.clone())
+            .unwrap_or_default();
         let sample = req.start_sampling;
         let (validated, agent, sampling_since) = tokio::task::spawn_blocking(move || {
             let mut agent = LocalAgent::new(opts)
                 .with_journal(journal)
+                .with_removal(removal)
                 .with_stop(stop)
                 .with_seed_salt(index)
                 .with_hosts(hosts);
@@ -482,17 +454,31 @@ impl AgentRpc for AgentService {
         req: Request<pb::SessionRequest>,
     ) -> Result<Response<pb::FinishReply>, Status> {
         let id = req.into_inner().session;
-        let (stop, agent) = self.session(&id)?;
-        stop.store(true, Ordering::Relaxed);
-        if let Some(s) = self.lock().as_mut().filter(|s| s.id == id) {
-            s.finishing = true;
-        }
-        let reply = tokio::task::spawn_blocking(move || finish(agent))
+        self.session(&id)?;
+        let Some(ending) = self.end(&id) else {
+            return Ok(Response::new(pb::FinishReply {
+                notes: vec![
+                    "the run's cleanup had begun already (its coordinator was taken for gone)"
+                        .into(),
+                ],
+                ..Default::default()
+            }));
+        };
+        let mut reply = ending
+            .head
             .await
-            .map_err(|e| Status::internal(e.to_string()))?;
-        let mut guard = self.lock();
-        if guard.as_ref().is_some_and(|s| s.id == id) {
-            *guard = None;
+            .map_err(|_| Status::internal("the cleanup ended without a word"))?;
+        // The removal goes on beside the service when it takes longer: the coordinator is
+        // told, and a run started here before it is done waits for it.
+        match tokio::time::timeout(FINISH_ANSWER, ending.notes).await {
+            Ok(Ok(notes)) => reply.notes.extend(notes),
+            Ok(Err(_)) => reply
+                .notes
+                .push("cleanup failed: it ended without a word".into()),
+            Err(_) => reply.notes.push(format!(
+                "the agent goes on removing the run's files after the run{}: a run started on it before they are gone waits for them",
+                crate::wire::left_words(ending.removal.left())
+            )),
         }
         Ok(Response::new(reply))
     }

@@ -36,6 +36,17 @@ pub fn from_unix_ns(ns: i64) -> std::time::SystemTime {
     }
 }
 
+/// What is left of the removal of a run's files (`files`, `bytes`), as a parenthesis after
+/// the words that name it (` (2 files, 8.0 GiB left)`), or nothing when it counts nothing.
+pub(crate) fn left_words((files, bytes): (u64, u64)) -> String {
+    let size = crate::local::human(bytes);
+    match files {
+        0 => String::new(),
+        1 => format!(" (1 file, {size} left)"),
+        n => format!(" ({n} files, {size} left)"),
+    }
+}
+
 /// The wire form of a snapshot: each operation's counters and HDR V2 histogram.
 pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
     encode_parts(s.ops(), &s.errors)
@@ -490,6 +501,14 @@ pub(crate) fn decode_samples(samples: Vec<pb::HostSample>) -> Vec<HostSample> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 53: what is left of a removal, as a waiting coordinator says it.
+    #[test]
+    fn what_is_left_of_a_removal_is_said_in_words() {
+        assert_eq!(left_words((0, 0)), "");
+        assert_eq!(left_words((1, 4 << 30)), " (1 file, 4.0 GiB left)");
+        assert_eq!(left_words((4, 16 << 30)), " (4 files, 16.0 GiB left)");
+    }
 
     #[test]
     fn samples_cross_the_wire_whole() {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_regular, read_token, Agent, Coordinator, Fleet, Live, LocalAgent, OnAgentFailure, Outcome,
-    TargetOptions,
+    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, Live, LocalAgent,
+    OnAgentFailure, Outcome, TargetOptions,
 };
 use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::PROFILES;
@@ -514,20 +514,31 @@ impl Runner<'_> {
                         .with_stop(self.stop.clone())
                         .with_abandon(self.abandon.clone()),
                 )],
-                Some(fleet) => match fleet.connect(self.opts, self.stop) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        let e = usage(e.to_string());
-                        results.status = RunStatus::Failed;
-                        results.failure = Some(e.to_string());
-                        reps.push(results);
-                        if let Some(out) = self.json {
-                            let _ =
-                                out.write_with(|w| Json.write_to(&combine_repetitions(reps), w));
+                // Said even with --quiet: the run waits for an agent still removing the
+                // last run's files.
+                Some(fleet) => {
+                    match fleet.connect(self.opts, self.stop, &|line| eprintln!("{line}")) {
+                        Ok(a) => a,
+                        // Ctrl-C before any load (waiting for an agent): interrupted, not refused.
+                        Err(e @ AgentError::Interrupted(_)) => {
+                            results.status = RunStatus::Interrupted;
+                            results.failure = Some(e.to_string());
+                            reps.push(results);
+                            return Ok((reps, Outcome::Interrupted));
                         }
-                        return Err(e);
+                        Err(e) => {
+                            let e = usage(e.to_string());
+                            results.status = RunStatus::Failed;
+                            results.failure = Some(e.to_string());
+                            reps.push(results);
+                            if let Some(out) = self.json {
+                                let _ = out
+                                    .write_with(|w| Json.write_to(&combine_repetitions(reps), w));
+                            }
+                            return Err(e);
+                        }
                     }
-                },
+                }
             };
             if repeat > 1 && !self.quiet {
                 eprintln!("repetition {rep} of {repeat}");

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use stormark_engine::{Dir, FileTarget, Identity, Place};
@@ -31,6 +31,39 @@ pub(super) struct PlannedFile {
     pub fill: bool,
     /// What it is, once created or found in a reused run.
     pub id: Option<Identity>,
+}
+
+/// How far the removal of a run directory's files has come: read by the agent's service while
+/// the removal goes on beside it, so that a new coordinator is told how much is left.
+#[derive(Debug, Default)]
+pub struct Removal {
+    files: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Removal {
+    /// The files not removed yet, and their bytes.
+    pub fn left(&self) -> (u64, u64) {
+        (
+            self.files.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        )
+    }
+
+    fn start(&self, files: u64, bytes: u64) {
+        self.files.store(files, Ordering::Relaxed);
+        self.bytes.store(bytes, Ordering::Relaxed);
+    }
+
+    fn removed(&self, bytes: u64) {
+        let less = |a: &AtomicU64, by: u64| {
+            let _ = a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(by))
+            });
+        };
+        less(&self.files, 1);
+        less(&self.bytes, bytes);
+    }
 }
 
 /// A run directory: where it is, what is in it, and what this run made.
@@ -374,18 +407,23 @@ impl Workspace {
         self.write_manifest()
     }
 
-    /// Removes what this run made (unless `keep`), or records the kept directory. Returns
-    /// notes for the results.
-    pub fn cleanup(&mut self, keep: bool) -> Vec<String> {
+    /// Removes what this run made (unless `keep`), counting down `removal` file by file, or
+    /// records the kept directory. The journal's entry goes once the removal is done, so that
+    /// an agent killed halfway removes the rest at its next start. Returns notes for the
+    /// results.
+    pub fn cleanup(&mut self, keep: bool, removal: &Removal) -> Vec<String> {
         let mut notes = Vec::new();
         let Some(run) = self.run.clone() else {
             return notes;
         };
         let shown = run.path().display().to_string();
-        if let Some((j, _)) = &self.journal {
-            j.remove(run.path());
-        }
+        let unjournal = |ws: &Workspace| {
+            if let Some((j, _)) = &ws.journal {
+                j.remove(run.path());
+            }
+        };
         if keep || self.reused {
+            unjournal(self);
             let _ = self.write_manifest();
             notes.push(format!(
                 "kept run directory {shown} (run again on it with: stormark run {shown} --reuse)"
@@ -393,6 +431,7 @@ impl Workspace {
             return notes;
         }
         if !self.created_dir {
+            unjournal(self);
             return notes;
         }
         // Each file made, the --verify state beside it (made only by this run), the manifest.
@@ -401,7 +440,17 @@ impl Workspace {
             .iter()
             .map(|n| stormark_engine::state_name(n))
             .collect();
-        for name in self.created.iter().map(String::as_str).chain([MANIFEST]) {
+        let size = |name: &str| {
+            self.files
+                .iter()
+                .find(|f| f.name == name)
+                .map_or(0, |f| f.size)
+        };
+        removal.start(
+            self.created.len() as u64,
+            self.created.iter().map(|n| size(n)).sum(),
+        );
+        let mut remove = |name: &str| {
             if let Err(e) = run.remove_file(name) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     notes.push(format!(
@@ -410,10 +459,17 @@ impl Workspace {
                     ));
                 }
             }
+        };
+        for name in &self.created {
+            // A fragmented file on a device that discards what is freed can take seconds.
+            remove(name);
+            removal.removed(size(name));
         }
         for name in &verify_states {
             let _ = run.remove_file(name);
         }
+        // The manifest last: it names what an agent killed halfway removes at its next start.
+        remove(MANIFEST);
         let parent = self
             .parent
             .as_ref()
@@ -423,6 +479,7 @@ impl Workspace {
                 "could not remove {shown}: {e} (files not created by stormark are left in place)"
             ));
         }
+        unjournal(self);
         notes
     }
 }
