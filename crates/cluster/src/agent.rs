@@ -409,6 +409,13 @@ pub trait Agent: Send {
     }
     /// Removes what this run created (unless kept). Returns notes for the results.
     fn cleanup(&mut self) -> Vec<String>;
+    /// The part of [`Agent::cleanup`] whose notes the results need even when the rest goes
+    /// on after the run (an agent's removal of large files): the objects of an S3 run,
+    /// bounded per request, handed to the agent's sweep when the service stalls. Done by
+    /// `cleanup` when not called first.
+    fn cleanup_objects(&mut self) -> Vec<String> {
+        Vec::new()
+    }
     /// Decisions made since the last call (O_DIRECT fallback, ...), for `notes`.
     fn take_notes(&mut self) -> Vec<String>;
     /// The reports of the net jobs' sessions since the last call (each stream as its ends

@@ -464,10 +464,7 @@ impl Agent for LocalAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
-        let mut problems = match self.bucket.take() {
-            Some(b) => b.finish(self.abandon.as_ref(), self.journal.as_ref(), self.agent),
-            None => Vec::new(),
-        };
+        let mut problems = self.cleanup_objects();
         problems.extend(self.remove_meta_trees());
         self.peer_ports = None;
         match &mut self.place {
@@ -477,6 +474,13 @@ impl Agent for LocalAgent {
         }
         problems.extend(self.remove_made_file());
         problems
+    }
+
+    fn cleanup_objects(&mut self) -> Vec<String> {
+        match self.bucket.take() {
+            Some(b) => b.finish(self.abandon.as_ref(), self.journal.as_ref(), self.agent),
+            None => Vec::new(),
+        }
     }
 
     fn take_notes(&mut self) -> Vec<String> {

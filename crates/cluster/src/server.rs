@@ -455,6 +455,7 @@ impl AgentRpc for AgentService {
     ) -> Result<Response<pb::FinishReply>, Status> {
         let id = req.into_inner().session;
         self.session(&id)?;
+        let asked = tokio::time::Instant::now();
         let Some(ending) = self.end(&id) else {
             return Ok(Response::new(pb::FinishReply {
                 notes: vec![
@@ -469,8 +470,10 @@ impl AgentRpc for AgentService {
             .await
             .map_err(|_| Status::internal("the cleanup ended without a word"))?;
         // The removal goes on beside the service when it takes longer: the coordinator is
-        // told, and a run started here before it is done waits for it.
-        match tokio::time::timeout(FINISH_ANSWER, ending.notes).await {
+        // told, and a run started here before it is done waits for it. The answer comes
+        // within FINISH_ANSWER of the ask, or as soon as the load, the samples and an S3
+        // run's objects (bounded per request) are done, whichever is later.
+        match tokio::time::timeout_at(asked + FINISH_ANSWER, ending.notes).await {
             Ok(Ok(notes)) => reply.notes.extend(notes),
             Ok(Err(_)) => reply
                 .notes

@@ -77,10 +77,14 @@ impl AgentService {
                 // Waits for a phase still running to notice the stop.
                 let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
                 let (samples, cpu) = agent.stop_sampling();
+                // An S3 run's objects first (bounded per request): what they leave, and that
+                // the agent sweeps it, must reach the results, whatever the rest takes.
+                let mut said = agent.take_notes();
+                said.extend(agent.cleanup_objects());
                 let _ = head_tx.send(pb::FinishReply {
                     samples: crate::wire::encode_samples(&samples),
                     sampler_cpu_ns: cpu,
-                    notes: agent.take_notes(),
+                    notes: said,
                 });
                 notes = agent.cleanup();
             } else {
