@@ -16,6 +16,7 @@ mod fiofile;
 mod fuzz;
 mod hostile;
 mod iscsi;
+mod layering;
 mod meta;
 mod meta_crash;
 mod net;

@@ -16,7 +16,7 @@ pub struct Fleet {
     /// `--tls-ca`: the CA (PEM) that signed the agents' certificates.
     pub tls_ca: Option<Vec<u8>>,
     /// Each agent: its address (`host:port`), target and S3 endpoint, if its own.
-    pub hosts: Vec<stormark_plan::Host>,
+    pub hosts: Vec<stormark_spec::Host>,
 }
 
 impl Fleet {

@@ -11,10 +11,11 @@ use stormark_stats::{
 };
 
 use crate::agent::{Agent, AgentError, Stage};
-use stormark_plan::{stage_steps, Step};
+use stormark_spec::{stage_steps, Step};
 
 mod fan;
 mod peers;
+pub use peers::peer_ips;
 mod phase;
 
 /// What the live display is told.

@@ -41,7 +41,7 @@ pub use auth::{check_token, MIN_TOKEN_LEN};
 pub use config::{read_regular, read_token, PEM_LIMIT, TOKEN_FILE_LIMIT};
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
-pub use coordinator::{Coordinator, Live, OnAgentFailure, Outcome};
+pub use coordinator::{peer_ips, Coordinator, Live, OnAgentFailure, Outcome};
 pub use local::{
     is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
 };

@@ -21,43 +21,7 @@ pub struct HostsOptions {
     pub distributed_only: Vec<&'static str>,
 }
 
-/// One agent of a distributed run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Host {
-    /// `host:port` as given.
-    pub address: String,
-    /// What it benchmarks.
-    pub target: PathBuf,
-    /// The S3 endpoint this host uses instead of the job's (`endpoint` in the agents file,
-    /// or `--host-endpoint`).
-    pub endpoint: Option<String>,
-}
-
-/// Each agent's address resolved to the IP address streams between agents go to (net jobs
-/// with `server = "agents"`, a mesh): every one must resolve, and to an address of its own.
-pub fn peer_ips<'a>(
-    addresses: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<std::net::IpAddr>, String> {
-    use std::net::ToSocketAddrs;
-    let mut ips: Vec<std::net::IpAddr> = Vec::new();
-    for address in addresses {
-        let ip = address
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .map(|a| a.ip().to_canonical())
-            .ok_or_else(|| {
-                format!("--agents {address}: cannot resolve the host; expected host:port, such as node1:7878")
-            })?;
-        if ips.contains(&ip) {
-            return Err(format!(
-                "--agents: {address} is {ip}, as another agent is; streams between agents go between different hosts"
-            ));
-        }
-        ips.push(ip);
-    }
-    Ok(ips)
-}
+use stormark_spec::Host;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -24,14 +24,14 @@ mod hosts;
 mod request;
 mod search;
 mod shape;
-mod step;
 mod suite;
 mod suite_file;
 
-pub use hosts::{hosts, peer_ips, Host, HostsOptions};
+pub use hosts::{hosts, HostsOptions};
 pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
-pub use step::{mesh_steps, stage_steps, Step};
+pub use stormark_spec::Host;
+pub use stormark_spec::{mesh_steps, stage_steps, Step};
 pub use suite::{suite_steps, suite_stops, SuiteOptions, SuiteStep, SuiteStop, SUITES};
 pub use suite_file::{suite_file_steps, SUITE_FILE_STEPS};

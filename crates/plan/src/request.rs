@@ -181,7 +181,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         jobs.push(job);
     }
     if matches!(shape, Shape::Mesh) {
-        jobs.push(crate::step::mesh_round_trips(&jobs[0]));
+        jobs.push(stormark_spec::mesh_round_trips(&jobs[0]));
     }
     let prepare = args.prepare || file.prepare.unwrap_or(false);
     let jobs = cut_after_exit_all(jobs, &mut notes);

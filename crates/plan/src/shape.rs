@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::search::{Search, SearchLimits};
-use crate::step::{mesh_steps, stage_steps, Step};
 use stormark_spec::units::format_size;
+use stormark_spec::{mesh_steps, stage_steps, Step};
 use stormark_spec::{
     parse_curve, parse_duration, parse_sweep, parse_target_latency, EngineChoice, Job, JobOpts,
     LatencyTarget, StageLoad, Sweep, SweepKey, Workload,

@@ -36,6 +36,7 @@ mod profiles;
 mod s3;
 pub mod scsi;
 mod search;
+mod step;
 pub mod units;
 mod workload;
 
@@ -59,6 +60,7 @@ pub use search::{
     SteadyFigure, SteadyState, Sweep, SweepKey, CURVE_FORM, STEADY_FORM, SWEEP_FORM,
     TARGET_LATENCY_FORM,
 };
+pub use step::{mesh_round_trips, mesh_steps, stage_steps, Host, PhaseKind, Step};
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     canonical_key, BlockSize, BsSplit, CmdPrio, CpuList, Direct, Distribution, EngineChoice,

@@ -159,29 +159,8 @@ pub struct Target {
     pub fs_type: Option<String>,
 }
 
-/// What a phase was: told apart by this, not by parsing its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PhaseKind {
-    /// Making the run's files and writing the working set.
-    Prepare,
-    /// A stage of the workload as given.
-    Run,
-    /// A step of a latency-target search.
-    SearchStep,
-    /// The closed-loop maximum of a curve.
-    CurveMax,
-    /// An open-loop point of a curve.
-    CurvePoint,
-    /// A point of a sweep.
-    SweepPoint,
-    /// A network mesh: one ordered pair of hosts alone, its throughput.
-    Pair,
-    /// A network mesh: one ordered pair alone, its round trips and path MTU.
-    PairRtt,
-    /// A network mesh: every pair at once.
-    AllPairs,
-}
+/// What a phase was (the planner's and the coordinator's word for it, in the results).
+pub use stormark_spec::PhaseKind;
 
 impl Phase {
     /// What the phase was. Documents of earlier versions carry no kind: it is read from the

@@ -291,7 +291,7 @@ fn run(args: RunArgs) -> Result<Ending> {
             .iter()
             .any(|j| j.net.as_ref().is_some_and(|n| n.to_agents()))
     }) {
-        stormark_plan::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
+        stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
     }
     let json = json_output(&args, &target)?;
     let html = output("--html", args.output.html.as_deref(), &args, &target)?;

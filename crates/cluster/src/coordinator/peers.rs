@@ -64,7 +64,7 @@ impl PeerMap {
                 )
             })?);
         }
-        let ips = stormark_plan::peer_ips(addresses.iter().map(String::as_str))?;
+        let ips = peer_ips(addresses.iter().map(String::as_str))?;
         let peers = NetPeers {
             ips: ips.clone(),
             // 128 random bits, made the way session ids are.
@@ -123,4 +123,30 @@ impl PeerMap {
             .get(stage)
             .is_some_and(|s| !s.is_empty() && s.iter().all(|b| *b))
     }
+}
+
+/// Each agent's address resolved to the IP address streams between agents go to (net jobs
+/// with `server = "agents"`, a mesh): every one must resolve, and to an address of its own.
+pub fn peer_ips<'a>(
+    addresses: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<std::net::IpAddr>, String> {
+    use std::net::ToSocketAddrs;
+    let mut ips: Vec<std::net::IpAddr> = Vec::new();
+    for address in addresses {
+        let ip = address
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip().to_canonical())
+            .ok_or_else(|| {
+                format!("--agents {address}: cannot resolve the host; expected host:port, such as node1:7878")
+            })?;
+        if ips.contains(&ip) {
+            return Err(format!(
+                "--agents: {address} is {ip}, as another agent is; streams between agents go between different hosts"
+            ));
+        }
+        ips.push(ip);
+    }
+    Ok(ips)
 }

@@ -1,7 +1,45 @@
-//! One phase to run, and the phases of a workload run as given.
+//! One phase to run and what it is, the phases of a workload run as given and of a network
+//! mesh: what the planner chooses and the coordinator runs, below both.
 
-use stormark_spec::{MetaOp, StageLoad, Workload};
-use stormark_stats::PhaseKind;
+use serde::{Deserialize, Serialize};
+
+use crate::{MetaOp, StageLoad, Workload};
+
+/// What a phase was: told apart by this, not by parsing its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PhaseKind {
+    /// Making the run's files and writing the working set.
+    Prepare,
+    /// A stage of the workload as given.
+    Run,
+    /// A step of a latency-target search.
+    SearchStep,
+    /// The closed-loop maximum of a curve.
+    CurveMax,
+    /// An open-loop point of a curve.
+    CurvePoint,
+    /// A point of a sweep.
+    SweepPoint,
+    /// A network mesh: one ordered pair of hosts alone, its throughput.
+    Pair,
+    /// A network mesh: one ordered pair alone, its round trips and path MTU.
+    PairRtt,
+    /// A network mesh: every pair at once.
+    AllPairs,
+}
+
+/// An agent of a distributed run: where it listens, what it benchmarks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// `host:port` as given.
+    pub address: String,
+    /// What it benchmarks.
+    pub target: std::path::PathBuf,
+    /// The S3 endpoint this host uses instead of the job's (`endpoint` in the agents file,
+    /// or `--host-endpoint`).
+    pub endpoint: Option<String>,
+}
 
 /// One phase to run: a stage of the workload under a load (a search step, a curve or sweep
 /// point, or simply the stage as given).
@@ -102,7 +140,7 @@ pub fn mesh_steps(hosts: usize) -> Vec<Step> {
 
 /// A mesh's second stage, beside its throughput job: a second of 64-byte round trips on one
 /// connection to the same agents, the path MTU probed first (the pair's latency alone).
-pub fn mesh_round_trips(throughput: &stormark_spec::Job) -> stormark_spec::Job {
+pub fn mesh_round_trips(throughput: &crate::Job) -> crate::Job {
     let mut job = throughput.clone();
     job.name = format!("{}-rtt", throughput.name);
     job.jobs = 1;
@@ -110,7 +148,7 @@ pub fn mesh_round_trips(throughput: &stormark_spec::Job) -> stormark_spec::Job {
     job.ramp = std::time::Duration::ZERO;
     job.rate_iops = None;
     if let Some(net) = &mut job.net {
-        net.mode = stormark_spec::NetMode::Rtt;
+        net.mode = crate::NetMode::Rtt;
         net.msg_size = 64;
         net.bitrate = 0;
         net.udp = false;
