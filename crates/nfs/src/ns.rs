@@ -425,14 +425,19 @@ impl Client {
         let r = raw()?;
         // SAFETY: a mounted context; its RPC context lives as long as it.
         let rpc = unsafe { (r.rpc_context)(self.ctx) };
-        let private = (reply as *mut Reply<'_>).cast::<c_void>();
+        // The callback writes the reply through this pointer, from within `service` below:
+        // it is read through the same pointer (volatile: written behind the compiler's back).
+        let ptr = reply as *mut Reply<'_>;
+        let private = ptr.cast::<c_void>();
+        // SAFETY: `ptr` is `reply`, alive for this whole call.
+        let done = || unsafe { std::ptr::read_volatile(&(*ptr).done) };
         // SAFETY: the arguments are encoded before this returns; `reply` outlives the wait
         // below, which returns only once the callback ran or the connection is given up.
         if unsafe { f(rpc, replied, args, private) } != 0 {
             self.broken = true;
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         }
-        while !reply.done {
+        while !done() {
             // SAFETY: a live context.
             let mut pfd = libc::pollfd {
                 fd: unsafe { (lib.get_fd)(self.ctx) },
@@ -450,7 +455,7 @@ impl Client {
                 self.broken = true;
                 return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
             }
-            if !reply.done
+            if !done()
                 && n > 0
                 && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
             {
@@ -458,7 +463,8 @@ impl Client {
                 return Err(io::Error::from_raw_os_error(libc::ECONNRESET));
             }
         }
-        match reply.errno {
+        // SAFETY: as above; the callback has run.
+        match unsafe { std::ptr::read_volatile(&(*ptr).errno) } {
             0 => Ok(()),
             e => Err(io::Error::from_raw_os_error(e)),
         }

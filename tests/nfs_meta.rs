@@ -1,0 +1,104 @@
+//! Issue 52: metadata load over NFS (`stormark meta nfs://SERVER/EXPORT/DIR`) against a real
+//! server, nfs-ganesha: each create, stat and delete one RPC relative to a directory's handle,
+//! counted as ganesha counts them, the tree made in the run's own directory and removed with
+//! it, nothing else of the export touched.
+
+use std::collections::BTreeMap;
+
+use stormark_testkit::{read_json, temp_dir, text, Bin, Ganesha};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stormark");
+const TMP: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// Each phase's operations and errors, by phase name.
+fn counts(doc: &serde_json::Value) -> BTreeMap<String, (u64, u64)> {
+    doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().unwrap().to_string();
+            let op = &p["by_op"][name.as_str()];
+            let n = (
+                op["ops"].as_u64().unwrap_or(0),
+                op["errors"].as_u64().unwrap_or(0),
+            );
+            (name, n)
+        })
+        .collect()
+}
+
+/// Every entry beneath `dir`, as relative paths, sorted.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            if e.file_type().unwrap().is_dir() {
+                todo.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What ganesha served of `op` between two readings.
+fn served(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>, op: &str) -> u64 {
+    after.get(op).copied().unwrap_or(0) - before.get(op).copied().unwrap_or(0)
+}
+
+#[test]
+fn meta_over_nfs_counted_as_ganesha_counts_and_nothing_left() {
+    let Some(g) = Ganesha::for_test(
+        TMP,
+        "meta_over_nfs_counted_as_ganesha_counts_and_nothing_left",
+    ) else {
+        return;
+    };
+    std::fs::create_dir(g.export.join("m")).unwrap();
+    std::fs::write(g.export.join("m/theirs"), b"not stormark's").unwrap();
+    std::fs::create_dir(g.export.join("m/their-dir")).unwrap();
+    let before = walk(&g.export);
+    let c0 = g.v3_op_counts().expect("ganesha's statistics");
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("m.json");
+    let out = Bin(BIN).run(&[
+        "meta",
+        &g.url("/m"),
+        "--jobs",
+        "2",
+        "--files",
+        "50",
+        "--ops",
+        "create,stat,delete",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", g.log());
+    let doc = read_json(&json);
+    let got = counts(&doc);
+    for phase in ["create", "stat", "delete"] {
+        assert_eq!(got.get(phase), Some(&(100, 0)), "{phase}: {got:?}\n{said}");
+    }
+    let c1 = g.v3_op_counts().unwrap();
+    // Each timed call one RPC: ganesha served exactly the creates and removes counted, and a
+    // LOOKUP per stat (beside the few that hold the run's directories, untimed).
+    assert_eq!(served(&c0, &c1, "CREATE"), 100, "{c0:?}\n{c1:?}");
+    assert_eq!(served(&c0, &c1, "REMOVE"), 100, "{c0:?}\n{c1:?}");
+    let lookups = served(&c0, &c1, "LOOKUP");
+    assert!(
+        (100..=120).contains(&lookups),
+        "{lookups} LOOKUPs for 100 stats\n{c0:?}\n{c1:?}"
+    );
+    // Every directory made is removed: the run directory, the job's, the workers' and the
+    // tree's.
+    let (mkdirs, rmdirs) = (served(&c0, &c1, "MKDIR"), served(&c0, &c1, "RMDIR"));
+    assert_eq!((mkdirs, rmdirs), (6, 6), "{c0:?}\n{c1:?}");
+    assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
+    assert_eq!(doc["target"]["kind"], "nfs-directory", "{}", doc["target"]);
+}
