@@ -101,4 +101,38 @@ fn meta_over_nfs_counted_as_ganesha_counts_and_nothing_left() {
     assert_eq!((mkdirs, rmdirs), (6, 6), "{c0:?}\n{c1:?}");
     assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
     assert_eq!(doc["target"]["kind"], "nfs-directory", "{}", doc["target"]);
+
+    // Every operation a file of no bytes has (mdtest's defaults), in a deeper tree shared by
+    // the workers: each counted whole, without an error, and nothing left.
+    let out = Bin(BIN).run(&[
+        "meta",
+        &g.url("/m"),
+        "--jobs",
+        "2",
+        "--depth",
+        "1",
+        "--branch",
+        "2",
+        "--files",
+        "5",
+        "--shared",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", g.log());
+    let got = counts(&read_json(&json));
+    let dirs = [("mkdir", 3), ("dirstat", 3), ("rmdir", 3)];
+    let files = ["create", "stat", "open", "rename", "delete"].map(|p| (p, 2 * 3 * 5));
+    for (phase, n) in dirs.into_iter().chain(files) {
+        assert_eq!(got.get(phase), Some(&(n, 0)), "{phase}: {got:?}\n{said}");
+    }
+    assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
+
+    // What is not run over NFS yet is refused in one line, before any load.
+    let out = Bin(BIN).run(&["meta", &g.url("/m"), "--files", "5", "--file-size", "4k"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("not run over NFS yet"), "{said}");
+    assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
 }
