@@ -136,3 +136,87 @@ fn meta_over_nfs_counted_as_ganesha_counts_and_nothing_left() {
     assert!(said.contains("not run over NFS yet"), "{said}");
     assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
 }
+
+/// Two agents in network namespaces load one export, ganesha in a third: each host's tree in
+/// its own run directory (or, with `--shared`, one tree for both), over its workers' own
+/// connections; every phase is the exact sum of the hosts', ganesha served exactly the creates
+/// and removes counted, and nothing is left.
+#[test]
+fn meta_over_nfs_from_two_agents_merged_exactly() {
+    let test = "meta_over_nfs_from_two_agents_merged_exactly";
+    if !Ganesha::available(test) {
+        return;
+    }
+    let mut net = stormark_testkit::NetCluster::new(3).expect("creating the namespaces");
+    let g = Ganesha::start_in(TMP, &net.namespaces[2].clone(), &net.addresses[2].clone())
+        .expect("ganesha starts");
+    std::fs::create_dir(g.export.join("m")).unwrap();
+    std::fs::write(g.export.join("m/theirs"), b"keep").unwrap();
+    let before = walk(&g.export);
+    let dir = temp_dir(TMP);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "nfs-meta-test-token-0123456789\n").unwrap();
+    let url = g.url("/m");
+    let own = |i: usize| {
+        let d = dir.path().join(format!("host{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let list = net.start_agents_on(
+        2,
+        BIN,
+        &token,
+        dir.path(),
+        &own,
+        &["--allow-nfs", &url],
+        &[],
+    );
+    let json = dir.path().join("m.json");
+    for shared in [false, true] {
+        let c0 = g.v3_op_counts().unwrap();
+        let mut args = vec![
+            "meta",
+            &url,
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+            "--jobs",
+            "2",
+            "--files",
+            "50",
+            "--ops",
+            "create,stat,delete",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        if shared {
+            args.push("--shared");
+        }
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "shared {shared}: {said}");
+        let doc = read_json(&json);
+        for p in doc["phases"].as_array().unwrap() {
+            let name = p["name"].as_str().unwrap();
+            let total = p["by_op"][name]["ops"].as_u64().unwrap();
+            let hosts = p["by_host"].as_object().unwrap();
+            assert_eq!(hosts.len(), 2, "{name}: {p}");
+            let sum: u64 = hosts
+                .values()
+                .map(|h| h["by_op"][name]["ops"].as_u64().unwrap_or(0))
+                .sum();
+            assert_eq!((total, sum), (200, 200), "shared {shared}, {name}: {said}");
+        }
+        let c1 = g.v3_op_counts().unwrap();
+        assert_eq!(served(&c0, &c1, "CREATE"), 200, "{c0:?}\n{c1:?}");
+        assert_eq!(served(&c0, &c1, "REMOVE"), 200, "{c0:?}\n{c1:?}");
+        if !shared {
+            // Each host: its run directory, the job's, its 2 workers' and their trees'.
+            let made = (served(&c0, &c1, "MKDIR"), served(&c0, &c1, "RMDIR"));
+            assert_eq!(made, (12, 12), "{c0:?}\n{c1:?}");
+        }
+        assert_eq!(walk(&g.export), before, "shared {shared}: {said}");
+    }
+}
