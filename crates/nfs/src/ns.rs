@@ -464,7 +464,14 @@ impl Client {
             }
         }
         // SAFETY: as above; the callback has run.
-        match unsafe { std::ptr::read_volatile(&(*ptr).errno) } {
+        let errno = unsafe { std::ptr::read_volatile(&(*ptr).errno) };
+        if errno == libc::ETIMEDOUT || errno == libc::ENOTCONN {
+            // A server that did not answer is asked nothing more on this connection: the
+            // calls after this one fail at once (counted), rather than each waiting out the
+            // timeout.
+            self.broken = true;
+        }
+        match errno {
             0 => Ok(()),
             e => Err(io::Error::from_raw_os_error(e)),
         }
