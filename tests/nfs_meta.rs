@@ -220,3 +220,94 @@ fn meta_over_nfs_from_two_agents_merged_exactly() {
         assert_eq!(walk(&g.export), before, "shared {shared}: {said}");
     }
 }
+
+/// A neighbour on the export swaps the run directory mid-run for one of its own holding files
+/// and a link under the tree's names: the run goes on in its own directory, held by handle
+/// (moved away, it is still the run's), every call counted without an error; the neighbour's
+/// directory and root's file stay byte for byte, and the run removes only what it made.
+#[test]
+fn a_neighbour_swapping_the_meta_run_directory_gets_nothing_used_or_removed() {
+    let Some(g) = Ganesha::for_test(
+        TMP,
+        "a_neighbour_swapping_the_meta_run_directory_gets_nothing_used_or_removed",
+    ) else {
+        return;
+    };
+    let important = g.export.join("important.db");
+    std::fs::write(&important, b"root's data, not to be touched").unwrap();
+    std::fs::create_dir(g.export.join("m")).unwrap();
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("m.json");
+    let run = std::process::Command::new(BIN)
+        .args(["meta", &g.url("/m"), "--jobs", "1", "--files", "5000"])
+        .args(["--ops", "create,stat,delete", "-q", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Waits for the creates in the run's tree: `stormark-*/meta-JOB/w0/d0`.
+    let started = std::time::Instant::now();
+    let (run_name, job_dir) = loop {
+        let found = std::fs::read_dir(g.export.join("m"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("stormark-"))
+            .find_map(|run| {
+                let job = std::fs::read_dir(run.path()).ok()?.flatten().next()?;
+                let d0 = job.path().join("w0/d0");
+                (std::fs::read_dir(&d0).ok()?.count() >= 50).then(|| {
+                    (
+                        run.file_name().to_string_lossy().into_owned(),
+                        job.file_name().to_string_lossy().into_owned(),
+                    )
+                })
+            });
+        if let Some(f) = found {
+            break f;
+        }
+        assert!(started.elapsed().as_secs() < 60, "no creates seen");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let url = stormark_nfs::Url::parse(&g.url("/m")).unwrap();
+    let mut neighbour = stormark_nfs::Client::connect(&url, 1).unwrap();
+    let planted = format!(".theirs/{job_dir}/w0/d0");
+    for d in [
+        ".theirs".to_string(),
+        format!(".theirs/{job_dir}"),
+        format!(".theirs/{job_dir}/w0"),
+        planted.clone(),
+    ] {
+        neighbour.mkdir(&d).unwrap();
+    }
+    neighbour
+        .create(&format!("{planted}/f0.4000"), 4096)
+        .unwrap();
+    neighbour
+        .symlink("../../../../../important.db", &format!("{planted}/f0.4001"))
+        .unwrap();
+    neighbour.rename(&run_name, ".moved").unwrap();
+    neighbour.rename(".theirs", &run_name).unwrap();
+    let theirs = walk(&g.export.join("m").join(&run_name));
+    let out = run.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        std::fs::read(&important).unwrap(),
+        b"root's data, not to be touched",
+        "{said}"
+    );
+    assert_eq!(walk(&g.export.join("m").join(&run_name)), theirs, "{said}");
+    let doc = read_json(&json);
+    let got = counts(&doc);
+    for phase in ["create", "stat", "delete"] {
+        assert_eq!(got.get(phase), Some(&(5000, 0)), "{phase}: {got:?}\n{said}");
+    }
+    // The run's own directory, moved away, is empty: its tree was removed by handle; the
+    // name the neighbour took over is left, and the notes say so.
+    assert_eq!(
+        walk(&g.export.join("m/.moved")),
+        Vec::<String>::new(),
+        "{said}"
+    );
+    assert!(doc.to_string().contains("no longer the directory"), "{doc}");
+}
