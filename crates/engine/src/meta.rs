@@ -7,6 +7,7 @@
 //! made before the worker's start, untimed.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use stormark_stats::Recorder;
@@ -14,19 +15,57 @@ use stormark_stats::Recorder;
 use crate::ctx::Ctx;
 use crate::error::EngineError;
 use crate::work::MetaWork;
+use namespace::{Local, Namespace};
+use stormark_spec::MetaJob;
+use tree::MetaTree;
 
+pub(crate) mod namespace;
 pub(crate) mod sweep;
 pub(crate) mod tree;
+
+/// A meta job's tree on this host, in the namespace it is made in: one match, once per
+/// worker, and the tree's code generic over the namespace from there.
+#[derive(Debug, Clone)]
+pub enum AnyMetaTree {
+    /// In a local directory, through descriptors.
+    Local(Arc<MetaTree<Local>>),
+    /// On an NFS share, through each worker's own connection and file handles.
+    Nfs(Arc<MetaTree<stormark_nfs::Client>>),
+}
+
+impl AnyMetaTree {
+    /// The job.
+    pub fn job(&self) -> &MetaJob {
+        match self {
+            AnyMetaTree::Local(t) => t.job(),
+            AnyMetaTree::Nfs(t) => t.job(),
+        }
+    }
+}
 
 /// Before the start (untimed): a single operation's worker readies its items.
 pub(crate) fn ready(work: &MetaWork) {
     if let Some(op) = work.op {
-        work.tree.ready(work.worker, op);
+        match &work.tree {
+            AnyMetaTree::Local(t) => t.ready(work.worker, op),
+            AnyMetaTree::Nfs(t) => t.ready(work.worker, op),
+        }
     }
 }
 
 /// Goes through the worker's items until done, the stage's end or a stop.
 pub(crate) fn run_meta(ctx: &mut Ctx<'_>, work: &MetaWork) -> Result<(), EngineError> {
+    match &work.tree {
+        AnyMetaTree::Local(t) => run_on(ctx, t, work),
+        AnyMetaTree::Nfs(t) => run_on(ctx, t, work),
+    }
+}
+
+fn run_on<N: Namespace>(
+    ctx: &mut Ctx<'_>,
+    tree: &MetaTree<N>,
+    work: &MetaWork,
+) -> Result<(), EngineError> {
     let stop = ctx.stop;
     let mut rec = std::mem::take(&mut ctx.rec);
     {
@@ -38,16 +77,16 @@ pub(crate) fn run_meta(ctx: &mut Ctx<'_>, work: &MetaWork) -> Result<(), EngineE
         };
         match work.op {
             Some(op) => {
-                work.tree.timed(work.worker, op, &mut rec, &mut each);
+                tree.timed(work.worker, op, &mut rec, &mut each);
             }
             None => {
                 // A storm beside other load: the job's operations in turn, each readied
                 // (untimed, but within the stage) as a phase of its own would be.
                 let timed = ctx.spec.stop.time.is_some();
                 'cycles: loop {
-                    for &op in &work.tree.job.ops {
-                        work.tree.ready(work.worker, op);
-                        if !work.tree.timed(work.worker, op, &mut rec, &mut each) {
+                    for &op in &tree.job.ops {
+                        tree.ready(work.worker, op);
+                        if !tree.timed(work.worker, op, &mut rec, &mut each) {
                             break 'cycles;
                         }
                     }

@@ -11,7 +11,7 @@ use stormark_s3::Config;
 use stormark_spec::{MetaOp, NetMode};
 use stormark_stats::Op;
 
-use crate::meta::tree::MetaTree;
+use crate::meta::AnyMetaTree;
 
 /// What a worker loads, and with what.
 #[derive(Debug, Clone)]
@@ -173,7 +173,7 @@ pub struct StreamTally {
 #[derive(Debug, Clone)]
 pub struct MetaWork {
     /// The job's tree on this host.
-    pub tree: Arc<MetaTree>,
+    pub tree: AnyMetaTree,
     /// This worker's index among the job's workers on this host.
     pub worker: usize,
     /// The one operation of this phase; `None`: every operation of the job in turn, again

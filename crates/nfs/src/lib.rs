@@ -11,12 +11,14 @@
 #![warn(missing_docs)]
 
 mod ffi;
+mod ns;
 mod url;
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void, CString};
 
 pub use ffi::available;
+pub use ns::{Found, Handle, Kind};
 pub use url::{Url, UrlError, FORM};
 
 /// What went wrong with a share, as one line.

@@ -18,6 +18,9 @@ Examples:
       distributed filesystem
   stormark meta /mnt/shared --agents client1:7878,client2:7878 --token-file token --jobs 8 --shared
       every client's workers in one tree of the shared filesystem, merged exactly
+  stormark meta nfs://nas1/export/bench --jobs 4 --files 1000
+      an NFS share from user space, no mount: each create, stat, rename and delete one RPC
+      relative to a directory's file handle, over each worker's own connection
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
       small files written and read back, three times, with the spread of each figure
 
@@ -30,8 +33,9 @@ beside it) and removed at the end, and nothing else is touched.";
 #[derive(Debug, Args)]
 #[command(after_help = META_EXAMPLES)]
 pub struct MetaArgs {
-    /// The directory to work in (a tree of its own is made inside and removed at the end)
-    /// [default: the current directory].
+    /// The directory to work in (a tree of its own is made inside and removed at the end),
+    /// or a directory of an NFS share, nfs://SERVER/EXPORT/DIR [default: the current
+    /// directory].
     #[arg(value_name = "TARGET")]
     pub target: Option<PathBuf>,
     /// Parallel workers on each host (fio's numjobs, mdtest's tasks) [default: 1].

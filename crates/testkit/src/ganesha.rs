@@ -79,7 +79,8 @@ impl Ganesha {
             &conf,
             format!(
                 "NFS_CORE_PARAM {{ Protocols = 3, 4; MNT_Port = 20048; Enable_NLM = false; \
-                 Enable_RQUOTA = false; mount_path_pseudo = true; }}\n\
+                 Enable_RQUOTA = false; mount_path_pseudo = true; \
+                 Enable_FULLV3_Stats = true; }}\n\
                  NFSV4 {{ Graceless = true; RecoveryRoot = {rec}; }}\n\
                  EXPORT {{ Export_Id = 1; Path = {exp}; Pseudo = /export; Access_Type = RW; \
                  Squash = No_Root_Squash; Protocols = 3, 4; Transports = TCP; SecType = sys; \
@@ -225,6 +226,47 @@ impl Ganesha {
             [_, _, _, _, r_ops, _, _, _, _, _, w_ops, ..] => Ok((*r_ops, *w_ops)),
             _ => Err(format!("GetNFSv3IO: an answer of another form: {text}")),
         }
+    }
+
+    /// ganesha's own counts of every NFSv3 operation it served so far, by name (`CREATE`,
+    /// `LOOKUP`, `REMOVE`, ...: its `GetFULLV3Stats` over D-Bus, as `ganesha_stats fullv3`
+    /// reads them; the configuration enables them).
+    pub fn v3_op_counts(&self) -> Result<std::collections::BTreeMap<String, u64>, String> {
+        let out = Command::new("dbus-send")
+            .env("DBUS_SYSTEM_BUS_ADDRESS", &self.bus)
+            .args([
+                "--system",
+                "--print-reply",
+                "--dest=org.ganesha.nfsd",
+                "/org/ganesha/nfsd/ExportMgr",
+                "org.ganesha.nfsd.exportstats.GetFULLV3Stats",
+            ])
+            .output()
+            .map_err(|e| format!("dbus-send: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            return Err(format!(
+                "GetFULLV3Stats: {}{}",
+                text.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        // Each operation: its name as a string, then its counts, the first the total.
+        let mut counts = std::collections::BTreeMap::new();
+        let mut name: Option<String> = None;
+        for line in text.lines().map(str::trim) {
+            if let Some(s) = line.strip_prefix("string \"") {
+                let s = s.trim_end_matches('"');
+                name = (!s.is_empty() && s != "OK" && s.chars().all(|c| c.is_ascii_uppercase()))
+                    .then(|| s.to_string());
+            } else if let (Some(n), Some(v)) = (&name, line.strip_prefix("uint64 ")) {
+                if let Ok(v) = v.parse() {
+                    counts.insert(n.clone(), v);
+                }
+                name = None;
+            }
+        }
+        Ok(counts)
     }
 
     /// The process id of ganesha (to stop, resume or kill it as a failing server would).

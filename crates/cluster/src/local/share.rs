@@ -7,13 +7,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stormark_engine::{Backend, FileTarget, Identity, Place};
+use stormark_engine::{Backend, FileTarget, Identity, NfsDir, Place};
 use stormark_nfs::{Client, FileId, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::Workload;
 
-use super::planning::plan_job_files;
+use super::planning::{check_job_here, plan_job_files};
 use super::service::Service;
+use super::specs::JobRun;
 use super::workspace::{stamp, PlannedFile};
 use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
@@ -182,6 +183,37 @@ impl ShareDir {
 }
 
 impl ShareDir {
+    /// The run directory's name in the URL's directory.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// For a meta tree: a connection of its own, the run directory and the URL's directory
+    /// held by their handles, the run directory only while it is the one this run made.
+    pub fn meta_dirs(&mut self) -> Result<(Client, NfsDir, NfsDir), AgentError> {
+        let shown = self.shown();
+        let fail = |e: &dyn std::fmt::Display| AgentError::target(&shown, e.to_string());
+        let mut client = Client::connect(&self.url, 1).map_err(|e| fail(&e))?;
+        let parent = NfsDir {
+            handle: client.dir_handle().map_err(|e| fail(&e))?,
+            shown: self.url.to_string(),
+        };
+        let found = client
+            .lookup_at(&parent.handle, &self.name)
+            .map_err(|e| fail(&e))?;
+        if found.kind != stormark_nfs::Kind::Dir || found.id.is_none() || found.id != self.dir_id {
+            return Err(AgentError::target(
+                &shown,
+                "no longer the directory this run made (replaced by another user of the share?); nothing was made in it",
+            ));
+        }
+        let run = NfsDir {
+            handle: found.handle,
+            shown: shown.clone(),
+        };
+        Ok((client, run, parent))
+    }
+
     /// Removes each of `names` that is still the object made, then the run directory when
     /// nothing else is left: whether it is gone.
     fn remove_made(&mut self, names: &[(String, FileId)], notes: &mut Vec<String>) -> bool {
@@ -290,6 +322,18 @@ impl LocalAgent {
                     takes: "file I/O",
                     shown: &shown,
                 };
+                if let Some(meta) = &job.meta {
+                    // Metadata load: a tree made in the run directory, each operation one
+                    // RPC relative to a directory's handle, over each worker's connection.
+                    if meta.file_size > 0 {
+                        return Err(
+                            service.not_yet(job, "--file-size above 0 (data written and read)")
+                        );
+                    }
+                    check_job_here(job, &mut v.notes)?;
+                    runs.push(JobRun::without_files(job, Backend::Meta));
+                    continue;
+                }
                 service.check(job, &mut v.notes)?;
                 if job.rw.trims() {
                     return Err(service.not_yet(job, "a trim"));

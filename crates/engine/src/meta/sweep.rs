@@ -6,12 +6,11 @@
 //! every directory that holds it.
 
 use std::ops::Range;
-use std::os::unix::ffi::OsStrExt;
 
 use stormark_spec::MetaJob;
 
+use super::namespace::{EntryKind, Namespace};
 use super::tree::{dir_name, file_owner};
-use crate::files::Dir;
 
 /// What a sweep removed and what it left.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -30,24 +29,31 @@ pub struct MetaSweep {
 /// `job` beneath `top` (the directory holding its top-level `dN`), then, unless another
 /// worker's file is still there, the tree's directories, deepest first, each only if empty.
 /// `top` itself stays: its caller removes it.
-pub fn sweep_meta_tree(top: &Dir, job: &MetaJob, workers: Range<u32>) -> MetaSweep {
+pub fn sweep_meta_tree<N: Namespace>(
+    ns: &mut N,
+    top: &N::Dir,
+    job: &MetaJob,
+    workers: Range<u32>,
+) -> MetaSweep {
     let parents = job.tree.parents();
     let mut name = String::new();
-    let mut dirs: Vec<Option<Dir>> = Vec::with_capacity(parents.len());
+    let mut dirs: Vec<Option<N::Dir>> = Vec::with_capacity(parents.len());
     for (d, p) in parents.iter().enumerate() {
         let parent = match p {
             Some(p) => dirs[*p as usize].as_ref(),
             None => Some(top),
         };
-        dirs.push(parent.and_then(|at| at.open_dir(dir_name(&mut name, d)).ok()));
+        dirs.push(parent.and_then(|at| ns.open_dir(at, dir_name(&mut name, d)).ok()));
     }
     let mut out = MetaSweep::default();
     for dir in dirs.iter().flatten() {
-        let names = match dir.names() {
+        let names = match ns.names(dir) {
             Ok(n) => n,
             Err(e) => {
-                out.left
-                    .push(format!("could not read {}: {e}", dir.path().display()));
+                out.left.push(format!(
+                    "could not read {}: {e}",
+                    N::shown(dir, "").trim_end_matches('/')
+                ));
                 continue;
             }
         };
@@ -60,16 +66,16 @@ pub fn sweep_meta_tree(top: &Dir, job: &MetaJob, workers: Range<u32>) -> MetaSwe
                 continue;
             }
             // A regular file, as the tree makes them: anything else under its name stays.
-            match dir.stat(&n) {
-                Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {}
+            match ns.stat(dir, &n) {
+                Ok(EntryKind::File) => {}
                 _ => continue,
             }
-            match dir.remove_file(&n) {
+            match ns.remove_file(dir, &n) {
                 Ok(()) => out.removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => out
                     .left
-                    .push(format!("could not remove {}: {e}", dir.shown(&n).display())),
+                    .push(format!("could not remove {}: {e}", N::shown(dir, &n))),
             }
         }
     }
@@ -85,16 +91,16 @@ pub fn sweep_meta_tree(top: &Dir, job: &MetaJob, workers: Range<u32>) -> MetaSwe
         };
         let Some(at) = parent else { continue };
         let n = dir_name(&mut name, d);
-        match at.remove_dir(n) {
+        match ns.remove_dir(at, n) {
             Ok(()) => out.dirs += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => out.left.push(format!(
                 "left {}: it holds entries the run did not make",
-                at.shown(n).display()
+                N::shown(at, n)
             )),
             Err(e) => out
                 .left
-                .push(format!("could not remove {}: {e}", at.shown(n).display())),
+                .push(format!("could not remove {}: {e}", N::shown(at, n))),
         }
     }
     out
@@ -103,6 +109,8 @@ pub fn sweep_meta_tree(top: &Dir, job: &MetaJob, workers: Range<u32>) -> MetaSwe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::Dir;
+    use crate::meta::namespace::Local;
     use crate::meta::tree::MetaTree;
     use std::sync::Arc;
     use stormark_spec::{MetaOp, Tree};
@@ -122,8 +130,8 @@ mod tests {
             shared: true,
         };
         // Two hosts of two workers each in one tree; this one holds workers 2 and 3.
-        let other = MetaTree::new(&job, vec![top.clone(); 2], 0, 4);
-        let mine = MetaTree::new(&job, vec![top.clone(); 2], 2, 4);
+        let other = MetaTree::new(&job, vec![(top.clone(), Local); 2], 0, 4);
+        let mine = MetaTree::new(&job, vec![(top.clone(), Local); 2], 2, 4);
         for t in [&other, &mine] {
             t.make_dirs().unwrap();
         }
@@ -141,7 +149,7 @@ mod tests {
         std::os::unix::fs::symlink("/etc/hostname", d1.join("f3.4")).unwrap();
         std::fs::create_dir(tmp.path().join("d0/f2.0.d")).unwrap();
 
-        let s = sweep_meta_tree(&top, &job, 2..4);
+        let s = sweep_meta_tree(&mut Local, &*top, &job, 2..4);
         // 3 directories x 2 workers x 5 files, less the one that is a link now.
         assert_eq!((s.removed, s.others, s.dirs), (29, 30, 0), "{s:?}");
         assert!(d1.join("f3.4").is_symlink());
@@ -149,7 +157,7 @@ mod tests {
 
         // The last host out: the other workers' files, then every directory it can.
         std::fs::remove_file(d1.join("f3.4")).unwrap();
-        let s = sweep_meta_tree(&top, &job, 0..4);
+        let s = sweep_meta_tree(&mut Local, &*top, &job, 0..4);
         assert_eq!((s.removed, s.others, s.dirs), (30, 0, 1), "{s:?}");
         assert_eq!(s.left.len(), 2, "{s:?}");
         let mut left: Vec<String> = walk(tmp.path());

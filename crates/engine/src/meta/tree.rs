@@ -3,14 +3,13 @@
 //! operation needs, and the removal of what is left.
 
 use std::fmt::Write as _;
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use stormark_spec::{MetaJob, MetaOp};
 use stormark_stats::{ErrorKind, Op, Recorder};
 
-use crate::files::Dir;
+use super::namespace::{Local, Namespace};
 
 /// The operation a meta operation is recorded as.
 pub fn meta_stat_op(op: MetaOp) -> Op {
@@ -58,27 +57,29 @@ impl State {
 
 /// One worker's part of a tree.
 #[derive(Debug)]
-struct Part {
+struct Part<N: Namespace> {
     /// Its top: a directory of its own, or the shared tree's.
-    top: Arc<Dir>,
+    top: Arc<N::Dir>,
+    /// How it reaches the namespace (an NFS worker's own connection).
+    ns: Mutex<N>,
     /// Its index among every worker of the job on every host (in file names).
     global: u32,
     state: Mutex<State>,
     /// The directories it works in, opened before its start.
-    dirs: Mutex<Vec<Option<Dir>>>,
+    dirs: Mutex<Vec<Option<N::Dir>>>,
 }
 
 /// One meta job's tree on this host: made by the agent before the first stage, used by the
 /// job's workers stage after stage, and removed by [`MetaTree::cleanup`].
 #[derive(Debug)]
-pub struct MetaTree {
+pub struct MetaTree<N: Namespace = Local> {
     pub(crate) job: MetaJob,
     parents: Vec<Option<u32>>,
     has_children: Vec<bool>,
     /// Shared tree: the worker (of all) that makes, stats and removes each directory.
     owner: Vec<u32>,
     total: u32,
-    parts: Vec<Part>,
+    parts: Vec<Part<N>>,
 }
 
 pub(super) fn dir_name(out: &mut String, d: usize) -> &str {
@@ -114,12 +115,12 @@ pub(super) fn file_owner(name: &[u8], files: u32) -> Option<u32> {
     global.parse().ok()
 }
 
-impl MetaTree {
+impl<N: Namespace> MetaTree<N> {
     /// The tree of `job` for workers whose tops are `tops` (one per worker of this host, in
-    /// order), the first of them worker `first` of `total` over every host. With a tree of
-    /// its own per worker (not shared), each top is empty; shared, every top is the same
-    /// directory. Nothing is made yet.
-    pub fn new(job: &MetaJob, tops: Vec<Arc<Dir>>, first: u32, total: u32) -> MetaTree {
+    /// order, each with the worker's way into the namespace), the first of them worker
+    /// `first` of `total` over every host. With a tree of its own per worker (not shared),
+    /// each top is empty; shared, every top is the same directory. Nothing is made yet.
+    pub fn new(job: &MetaJob, tops: Vec<(Arc<N::Dir>, N)>, first: u32, total: u32) -> Self {
         let parents = job.tree.parents();
         let mut has_children = vec![false; parents.len()];
         let mut root = vec![0u32; parents.len()];
@@ -146,8 +147,9 @@ impl MetaTree {
             parts: tops
                 .into_iter()
                 .enumerate()
-                .map(|(w, top)| Part {
+                .map(|(w, (top, ns))| Part {
                     top,
+                    ns: Mutex::new(ns),
                     global: first + w as u32,
                     state: Mutex::new(State::default()),
                     dirs: Mutex::new(Vec::new()),
@@ -235,14 +237,17 @@ impl MetaTree {
     fn open_dirs(&self, w: usize) {
         let part = &self.parts[w];
         let mut name = String::new();
-        let mut dirs: Vec<Option<Dir>> = Vec::with_capacity(self.parents.len());
-        for (d, p) in self.parents.iter().enumerate() {
-            let parent = match p {
-                Some(p) => dirs[*p as usize].as_ref(),
-                None => Some(&*part.top),
-            };
-            let opened = parent.and_then(|at| at.open_dir(dir_name(&mut name, d)).ok());
-            dirs.push(opened);
+        let mut dirs: Vec<Option<N::Dir>> = Vec::with_capacity(self.parents.len());
+        {
+            let mut ns = part.ns.lock().expect("a worker's namespace");
+            for (d, p) in self.parents.iter().enumerate() {
+                let parent = match p {
+                    Some(p) => dirs[*p as usize].as_ref(),
+                    None => Some(&*part.top),
+                };
+                let opened = parent.and_then(|at| ns.open_dir(at, dir_name(&mut name, d)).ok());
+                dirs.push(opened);
+            }
         }
         *part.dirs.lock().expect("a worker's directories") = dirs;
     }
@@ -259,6 +264,8 @@ impl MetaTree {
     ) {
         let part = &self.parts[w];
         let mut dirs = part.dirs.lock().expect("a worker's directories");
+        let mut ns = part.ns.lock().expect("a worker's namespace");
+        let ns = &mut *ns;
         if dirs.len() != self.parents.len() {
             dirs.clear();
             dirs.resize_with(self.parents.len(), || None);
@@ -284,9 +291,9 @@ impl MetaTree {
                 match parent {
                     None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
                     Some(at) => match op {
-                        MetaOp::Mkdir => at.mkdir(n),
-                        MetaOp::Dirstat => at.stat(n).map(|_| ()),
-                        _ => at.remove_dir(n),
+                        MetaOp::Mkdir => ns.mkdir(at, n),
+                        MetaOp::Dirstat => ns.stat(at, n).map(|_| ()),
+                        _ => ns.remove_dir(at, n),
                     },
                 }
             };
@@ -299,7 +306,7 @@ impl MetaTree {
                     Some(p) => dirs[p as usize].as_ref(),
                     None => Some(&*part.top),
                 };
-                dirs[d] = parent.and_then(|at| at.open_dir(n).ok());
+                dirs[d] = parent.and_then(|at| ns.open_dir(at, n).ok());
             }
             if op == MetaOp::Rmdir && r.is_ok() {
                 dirs[d] = None;
@@ -322,6 +329,8 @@ impl MetaTree {
     ) -> u64 {
         let part = &self.parts[w];
         let dirs = part.dirs.lock().expect("a worker's directories");
+        let mut ns = part.ns.lock().expect("a worker's namespace");
+        let ns = &mut *ns;
         let size = self.job.file_size as usize;
         // Written by create unless write is a phase of its own (then create leaves it empty);
         // what is made untimed for other operations always holds its bytes.
@@ -355,28 +364,16 @@ impl MetaTree {
                 let (r, bytes) = match dir {
                     None => (Err(std::io::Error::from_raw_os_error(libc::ENOENT)), 0),
                     Some(dir) => match op {
-                        MetaOp::Create => (
-                            dir.create_file(fname, 0)
-                                .and_then(|mut file| write_all(&mut file, &buf, create_bytes)),
-                            create_bytes,
-                        ),
-                        MetaOp::Write => (
-                            dir.open_own(fname, libc::O_WRONLY)
-                                .and_then(|mut file| write_all(&mut file, &buf, size)),
-                            size,
-                        ),
-                        MetaOp::Stat => (dir.stat(fname).map(|_| ()), 0),
-                        MetaOp::Open => (dir.open_own(fname, libc::O_RDONLY).map(|_| ()), 0),
-                        MetaOp::Read => (
-                            dir.open_own(fname, libc::O_RDONLY)
-                                .and_then(|mut file| read_all(&mut file, &mut rbuf, size)),
-                            size,
-                        ),
+                        MetaOp::Create => (ns.create(dir, fname, &buf, create_bytes), create_bytes),
+                        MetaOp::Write => (ns.write(dir, fname, &buf, size), size),
+                        MetaOp::Stat => (ns.stat(dir, fname).map(|_| ()), 0),
+                        MetaOp::Open => (ns.open(dir, fname), 0),
+                        MetaOp::Read => (ns.read(dir, fname, &mut rbuf, size), size),
                         MetaOp::Rename => {
                             let to = file_name(&mut other, part.global, f, true);
-                            (dir.rename(fname, to), 0)
+                            (ns.rename(dir, fname, to), 0)
                         }
-                        _ => (dir.remove_file(fname), 0),
+                        _ => (ns.remove_file(dir, fname), 0),
                     },
                 };
                 let now = Instant::now();
@@ -444,6 +441,8 @@ impl MetaTree {
             let st = *part.state.lock().expect("a worker's state");
             self.open_dirs(w);
             let mut dirs = part.dirs.lock().expect("a worker's directories");
+            let mut ns = part.ns.lock().expect("a worker's namespace");
+            let ns = &mut *ns;
             if st.has_files() {
                 let mut other = String::new();
                 let mut n = 0u64;
@@ -458,15 +457,15 @@ impl MetaTree {
                         }
                         let Some(dir) = dir else { continue };
                         let n = file_name(&mut name, part.global, f, st.renamed);
-                        if let Err(e) = dir.remove_file(n) {
+                        if let Err(e) = ns.remove_file(dir, n) {
                             // Stopped halfway through a rename: the other name.
                             let o = file_name(&mut other, part.global, f, !st.renamed);
-                            if dir.remove_file(o).is_err()
+                            if ns.remove_file(dir, o).is_err()
                                 && e.kind() != std::io::ErrorKind::NotFound
                             {
                                 notes.push(format!(
                                     "could not remove {}: {e}",
-                                    dir.shown(&name).display()
+                                    N::shown(dir, &name)
                                 ));
                             }
                         }
@@ -483,14 +482,12 @@ impl MetaTree {
                 };
                 let Some(at) = parent else { continue };
                 let n = dir_name(&mut name, d);
-                match at.remove_dir(n) {
+                match ns.remove_dir(at, n) {
                     Ok(()) => {}
                     Err(e)
                         if e.kind() == std::io::ErrorKind::NotFound
                             || (self.job.shared && e.raw_os_error() == Some(libc::ENOTEMPTY)) => {}
-                    Err(e) => {
-                        notes.push(format!("could not remove {}: {e}", at.shown(n).display()))
-                    }
+                    Err(e) => notes.push(format!("could not remove {}: {e}", N::shown(at, n))),
                 }
                 dirs[d] = None;
             }
@@ -525,28 +522,6 @@ fn kind_of(e: &std::io::Error) -> ErrorKind {
         None if e.kind() == std::io::ErrorKind::UnexpectedEof => ErrorKind::Short,
         None => ErrorKind::Io,
     }
-}
-
-fn write_all(file: &mut std::fs::File, buf: &[u8], mut left: usize) -> std::io::Result<()> {
-    while left > 0 {
-        let n = left.min(buf.len());
-        file.write_all(&buf[..n])?;
-        left -= n;
-    }
-    Ok(())
-}
-
-fn read_all(file: &mut std::fs::File, buf: &mut [u8], mut left: usize) -> std::io::Result<()> {
-    while left > 0 {
-        let cap = left.min(buf.len());
-        let n = file.read(&mut buf[..cap])?;
-        if n == 0 {
-            // Shorter than written: what was created is not all there.
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        left -= n;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

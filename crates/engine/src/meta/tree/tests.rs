@@ -1,6 +1,9 @@
 //! The tree's operations counted, and nothing left behind.
 
 use super::*;
+use crate::files::Dir;
+use crate::meta::namespace::read_all;
+use std::io::Write;
 use stormark_spec::Tree;
 
 fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
@@ -57,7 +60,7 @@ fn every_operation_is_counted_and_nothing_is_left() {
                 .collect()
         };
         let j = job(shared, tree, &MetaOp::ALL);
-        let t = MetaTree::new(&j, tops, 0, 3);
+        let t = MetaTree::new(&j, tops.into_iter().map(|t| (t, Local)).collect(), 0, 3);
         t.make_dirs().unwrap();
         for op in MetaOp::ALL {
             let mut rec = Recorder::new();
@@ -97,7 +100,7 @@ fn what_is_not_asked_is_made_untimed_and_removed() {
     let top = Arc::new(Dir::open(tmp.path()).unwrap().create_dir("w0").unwrap());
     let t = MetaTree::new(
         &job(false, Tree::Flat { dirs: 2 }, &[MetaOp::Stat]),
-        vec![top],
+        vec![(top, Local)],
         0,
         1,
     );
@@ -124,7 +127,7 @@ fn a_delete_stopped_halfway_leaves_nothing_after_cleanup() {
             Tree::Flat { dirs: 2 },
             &[MetaOp::Create, MetaOp::Delete],
         ),
-        vec![top],
+        vec![(top, Local)],
         0,
         1,
     );
