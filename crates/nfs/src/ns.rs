@@ -8,7 +8,6 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io;
-use std::sync::OnceLock;
 
 use crate::{Client, FileId, NfsError};
 
@@ -218,52 +217,34 @@ struct Raw {
 }
 
 fn raw() -> io::Result<&'static Raw> {
-    static RAW: OnceLock<Result<Raw, String>> = OnceLock::new();
-    RAW.get_or_init(|| {
+    fn load() -> Result<Raw, String> {
         crate::ffi::lib()?;
-        // SAFETY: the library is loaded already (above); this takes another reference to it.
-        let h =
-            unsafe { libc::dlopen(c"libnfs.so.13".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if h.is_null() {
-            return Err("libnfs.so.13 could not be opened again".into());
-        }
-        let sym = |name: &CStr| -> Result<*mut c_void, String> {
-            // SAFETY: a handle dlopen gave; a NUL-terminated name.
-            let p = unsafe { libc::dlsym(h, name.as_ptr()) };
-            if p.is_null() {
-                Err(format!("libnfs.so.13 has no {}", name.to_string_lossy()))
-            } else {
-                Ok(p)
-            }
-        };
+        // Another reference to the library loaded above.
+        let lib = stormark_dlclient::Library::open(
+            c"libnfs.so.13",
+            "libnfs.so.13 could not be opened again",
+        )?;
+        const TOO_OLD: &str = "libnfs 4.0 or newer is needed";
         // SAFETY: each symbol is libnfs 4.0's function of that name, whose signature the
         // field's type restates (`int rpc_nfs3_X_async(struct rpc_context *, rpc_cb,
         // struct X3args *, void *)`; `nfs_get_rootfh` returns the mount's `struct nfs_fh`,
         // laid out as `nfs_fh3`).
         unsafe {
             Ok(Raw {
-                rpc_context: cast(sym(c"nfs_get_rpc_context")?),
-                rootfh: cast(sym(c"nfs_get_rootfh")?),
-                lookup: cast(sym(c"rpc_nfs3_lookup_async")?),
-                create: cast(sym(c"rpc_nfs3_create_async")?),
-                mkdir: cast(sym(c"rpc_nfs3_mkdir_async")?),
-                remove: cast(sym(c"rpc_nfs3_remove_async")?),
-                rmdir: cast(sym(c"rpc_nfs3_rmdir_async")?),
-                rename: cast(sym(c"rpc_nfs3_rename_async")?),
-                readdir: cast(sym(c"rpc_nfs3_readdir_async")?),
+                rpc_context: lib.function(c"nfs_get_rpc_context", TOO_OLD)?,
+                rootfh: lib.function(c"nfs_get_rootfh", TOO_OLD)?,
+                lookup: lib.function(c"rpc_nfs3_lookup_async", TOO_OLD)?,
+                create: lib.function(c"rpc_nfs3_create_async", TOO_OLD)?,
+                mkdir: lib.function(c"rpc_nfs3_mkdir_async", TOO_OLD)?,
+                remove: lib.function(c"rpc_nfs3_remove_async", TOO_OLD)?,
+                rmdir: lib.function(c"rpc_nfs3_rmdir_async", TOO_OLD)?,
+                rename: lib.function(c"rpc_nfs3_rename_async", TOO_OLD)?,
+                readdir: lib.function(c"rpc_nfs3_readdir_async", TOO_OLD)?,
             })
         }
-    })
-    .as_ref()
-    .map_err(|e| io::Error::other(e.clone()))
-}
-
-/// # Safety
-/// `p` must be the address of a function of `F`'s signature.
-unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
-    assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
-    // SAFETY: the caller's; the sizes are equal.
-    unsafe { std::mem::transmute_copy(&p) }
+    }
+    static RAW: stormark_dlclient::Loaded<Raw> = stormark_dlclient::Loaded::new();
+    RAW.get(load).map_err(io::Error::other)
 }
 
 /// What a reply is read for.
@@ -438,29 +419,31 @@ impl Client {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         }
         while !done() {
-            // SAFETY: a live context.
-            let mut pfd = libc::pollfd {
-                fd: unsafe { (lib.get_fd)(self.ctx) },
-                events: unsafe { (lib.which_events)(self.ctx) } as i16,
-                revents: 0,
+            let ctx = self.ctx;
+            // SAFETY: a live context; the callback runs in service, here, on this thread.
+            let step = unsafe {
+                stormark_dlclient::step(
+                    (lib.get_fd)(ctx),
+                    (lib.which_events)(ctx),
+                    100,
+                    |revents| (lib.service)(ctx, revents),
+                )
             };
-            // SAFETY: one pollfd, ours.
-            let n = unsafe { libc::poll(&mut pfd, 1, 100) };
-            if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            let failed = match step {
+                stormark_dlclient::Step::Served => None,
+                stormark_dlclient::Step::PollFailed(e) => Some(e),
+                stormark_dlclient::Step::ServiceFailed => {
+                    Some(io::Error::from_raw_os_error(libc::ENOTCONN))
+                }
+                // Hung up before this call's answer came.
+                stormark_dlclient::Step::HungUp if !done() => {
+                    Some(io::Error::from_raw_os_error(libc::ECONNRESET))
+                }
+                stormark_dlclient::Step::HungUp => None,
+            };
+            if let Some(e) = failed {
                 self.broken = true;
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: as above; the callback runs here, on this thread.
-            if unsafe { (lib.service)(self.ctx, c_int::from(pfd.revents)) } < 0 {
-                self.broken = true;
-                return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
-            }
-            if !done()
-                && n > 0
-                && pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
-            {
-                self.broken = true;
-                return Err(io::Error::from_raw_os_error(libc::ECONNRESET));
+                return Err(e);
             }
         }
         // SAFETY: as above; the callback has run.
