@@ -284,27 +284,14 @@ impl Agent for LocalAgent {
             self.check_servers(workload, &mut v)?;
             return Ok(v);
         }
-        if let Some(target) = self
-            .opts
-            .path
-            .to_str()
-            .filter(|t| stormark_iscsi::Url::is_iscsi(t))
-        {
-            let target = target.to_string();
-            self.plan_lun(workload, &target, &mut v)?;
-            v.stages = (0..self.stages.len())
-                .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
-                .collect();
-            return Ok(v);
-        }
-        if let Some(target) = self
-            .opts
-            .path
-            .to_str()
-            .filter(|t| stormark_nfs::Url::is_nfs(t))
-        {
-            let target = target.to_string();
-            self.plan_share(workload, &target, &mut v)?;
+        let parsed = stormark_spec::Target::parse(&self.opts.path)
+            .map_err(|e| AgentError::target(self.opts.path.clone(), e.why))?;
+        if !matches!(parsed, stormark_spec::Target::Path(_)) {
+            let target = self.opts.path.to_string_lossy().into_owned();
+            match parsed {
+                stormark_spec::Target::Lun(_) => self.plan_lun(workload, &target, &mut v)?,
+                _ => self.plan_share(workload, &target, &mut v)?,
+            }
             v.stages = (0..self.stages.len())
                 .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
                 .collect();

@@ -12,13 +12,12 @@
 #![warn(missing_docs)]
 
 mod ffi;
-mod url;
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void, CString};
 
 pub use ffi::available;
-pub use url::{Url, UrlError};
+pub use stormark_spec::{LunUrl as Url, UrlError, LUN_FORM as FORM};
 
 /// What went wrong with a target, as one line.
 #[derive(Debug, thiserror::Error)]

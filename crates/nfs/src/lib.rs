@@ -12,14 +12,13 @@
 
 mod ffi;
 mod ns;
-mod url;
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void, CString};
 
 pub use ffi::available;
 pub use ns::{Found, Handle, Kind};
-pub use url::{Url, UrlError, FORM};
+pub use stormark_spec::{ShareUrl as Url, UrlError, SHARE_FORM as FORM};
 
 /// What went wrong with a share, as one line.
 #[derive(Debug, thiserror::Error)]

@@ -119,13 +119,8 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
             stormark_spec::shown(&target.as_os_str().to_string_lossy())
         ));
     }
-    // An iSCSI LUN's URL is checked here, before any agent is asked.
-    if let Some(t) = target.to_str().filter(|t| stormark_iscsi::Url::is_iscsi(t)) {
-        stormark_iscsi::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;
-    }
-    if let Some(t) = target.to_str().filter(|t| stormark_nfs::Url::is_nfs(t)) {
-        stormark_nfs::Url::parse(t).map_err(|e| format!("TARGET: {e}"))?;
-    }
+    // An iSCSI LUN's or an NFS share's URL is checked here, before any agent is asked.
+    stormark_spec::Target::parse(&target).map_err(|e| format!("TARGET: {e}"))?;
     if args.auto && args.distributed {
         return Err(
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size".into(),

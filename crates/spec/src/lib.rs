@@ -37,6 +37,7 @@ mod s3;
 pub mod scsi;
 mod search;
 mod step;
+mod target;
 pub mod units;
 mod workload;
 
@@ -61,6 +62,9 @@ pub use search::{
     TARGET_LATENCY_FORM,
 };
 pub use step::{mesh_round_trips, mesh_steps, stage_steps, Host, PhaseKind, Step};
+pub use target::{
+    bracketed, host_port, HostError, LunUrl, ShareUrl, Target, UrlError, LUN_FORM, SHARE_FORM,
+};
 pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     canonical_key, BlockSize, BsSplit, CmdPrio, CpuList, Direct, Distribution, EngineChoice,

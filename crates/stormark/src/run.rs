@@ -230,14 +230,15 @@ fn write_partial(out: Option<&Output>, done: &[Results], current: &mut Results) 
 /// share), not by a path: refused, naming fio's form for it, until it is printed so.
 fn check_print_fio(args: &RunArgs, target: &Path) -> Result<()> {
     let shown = target.display().to_string();
+    let kind = stormark_spec::Target::parse(target);
     let remote = [
         (
-            stormark_iscsi::Url::is_iscsi(&shown),
+            matches!(kind, Ok(stormark_spec::Target::Lun(_))),
             "an iSCSI LUN",
             "ioengine=libiscsi and filename=iscsi\\://HOST[\\:PORT]/IQN/LUN, its colons escaped",
         ),
         (
-            stormark_nfs::Url::is_nfs(&shown),
+            matches!(kind, Ok(stormark_spec::Target::Share(_))),
             "an NFS share",
             "ioengine=nfs and nfs_url=nfs://SERVER/EXPORT",
         ),

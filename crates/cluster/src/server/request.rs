@@ -54,19 +54,23 @@ pub(super) fn target(
     if !jobs.iter().any(|j| j.kind.needs_target()) {
         return Ok(PathBuf::new());
     }
-    // An iSCSI LUN: one the agent was told it may use, touching no path of the host.
-    if stormark_iscsi::Url::is_iscsi(&req.target) {
-        return cfg
-            .allowed_lun(&req.target)
-            .map(|_| PathBuf::from(&req.target))
-            .map_err(|e| Status::permission_denied(e.to_string()));
-    }
-    // An NFS share's directory: one the agent was told it may use.
-    if stormark_nfs::Url::is_nfs(&req.target) {
-        return cfg
-            .allowed_share(&req.target)
-            .map(|_| PathBuf::from(&req.target))
-            .map_err(|e| Status::permission_denied(e.to_string()));
+    match stormark_spec::Target::parse(Path::new(&req.target)) {
+        // An iSCSI LUN: one the agent was told it may use, touching no path of the host.
+        Ok(stormark_spec::Target::Lun(_)) => {
+            return cfg
+                .allowed_lun(&req.target)
+                .map(|_| PathBuf::from(&req.target))
+                .map_err(|e| Status::permission_denied(e.to_string()));
+        }
+        // An NFS share's directory: one the agent was told it may use.
+        Ok(stormark_spec::Target::Share(_)) => {
+            return cfg
+                .allowed_share(&req.target)
+                .map(|_| PathBuf::from(&req.target))
+                .map_err(|e| Status::permission_denied(e.to_string()));
+        }
+        Err(e) => return Err(Status::invalid_argument(format!("TARGET: {e}"))),
+        Ok(stormark_spec::Target::Path(_)) => {}
     }
     let asked = Path::new(&req.target);
     let denied = |e: ConfigError| Status::permission_denied(e.to_string());

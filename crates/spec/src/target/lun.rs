@@ -1,12 +1,12 @@
 //! `iscsi://HOST[:PORT]/IQN/LUN`, as libiscsi and fio write a target.
 
 /// The accepted form, for messages.
-pub const FORM: &str =
+pub const LUN_FORM: &str =
     "iscsi://HOST[:PORT]/IQN/LUN (iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1)";
 
 /// A LUN of a target at a portal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Url {
+pub struct LunUrl {
     /// The portal's host: a name, an IPv4 address, or an IPv6 address (without brackets).
     pub host: String,
     /// The portal's TCP port (3260 unless given).
@@ -17,17 +17,12 @@ pub struct Url {
     pub lun: u16,
 }
 
-pub use stormark_dlclient::UrlError;
+use super::UrlError;
 
-impl Url {
-    /// Whether `text` is meant as an iSCSI target (it starts `iscsi://`).
-    pub fn is_iscsi(text: &str) -> bool {
-        stormark_dlclient::has_scheme(text, "iscsi://")
-    }
-
+impl LunUrl {
     /// Parses `iscsi://HOST[:PORT]/IQN/LUN`. Credentials in it (`user%secret@`) are refused:
     /// a command line is seen by every user of the host and kept in shells' histories.
-    pub fn parse(text: &str) -> Result<Url, UrlError> {
+    pub fn parse(text: &str) -> Result<LunUrl, UrlError> {
         // Credentials (`user%secret@`) and a query (`?secret=`) are not repeated, and control
         // characters are escaped: the error is printed.
         let shown = |t: &str| {
@@ -44,9 +39,9 @@ impl Url {
         let bad = |why| UrlError {
             url: shown(text),
             why,
-            form: FORM,
+            form: LUN_FORM,
         };
-        if !Url::is_iscsi(text) {
+        if !super::has_scheme(text, "iscsi://") {
             return Err(bad("not an iscsi:// URL"));
         }
         let rest = &text[8..];
@@ -54,7 +49,7 @@ impl Url {
             return Err(bad("credentials never go in the URL: set STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET, or STORMARK_ISCSI_CHAP_FILE"));
         }
         let (portal, path) = rest.split_once('/').ok_or_else(|| bad("no target"))?;
-        let (host, port) = stormark_dlclient::host_port(portal).map_err(|e| bad(e.why()))?;
+        let (host, port) = super::host_port(portal).map_err(|e| bad(e.why()))?;
         let port = port.unwrap_or(3260);
         let (target, lun) = path.rsplit_once('/').ok_or_else(|| bad("no LUN"))?;
         let lower = target.to_ascii_lowercase();
@@ -74,7 +69,7 @@ impl Url {
             Ok(l) if l < 16384 => l,
             _ => return Err(bad("a LUN from 0 to 16383")),
         };
-        Ok(Url {
+        Ok(LunUrl {
             host: host.to_string(),
             port,
             target: target.to_string(),
@@ -84,11 +79,11 @@ impl Url {
 
     /// `HOST:PORT` (`[V6]:PORT`), as libiscsi takes a portal.
     pub fn portal(&self) -> String {
-        format!("{}:{}", stormark_dlclient::bracketed(&self.host), self.port)
+        format!("{}:{}", super::bracketed(&self.host), self.port)
     }
 }
 
-impl std::fmt::Display for Url {
+impl std::fmt::Display for LunUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "iscsi://{}/{}/{}", self.portal(), self.target, self.lun)
     }
@@ -101,7 +96,7 @@ mod tests {
 
     #[test]
     fn targets_as_libiscsi_writes_them() {
-        let u = Url::parse("iscsi://127.0.0.1:3261/iqn.2026-11.org.stormark:t1/1").unwrap();
+        let u = LunUrl::parse("iscsi://127.0.0.1:3261/iqn.2026-11.org.stormark:t1/1").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.target.as_str(), u.lun),
             ("127.0.0.1", 3261, "iqn.2026-11.org.stormark:t1", 1)
@@ -110,12 +105,12 @@ mod tests {
             u.to_string(),
             "iscsi://127.0.0.1:3261/iqn.2026-11.org.stormark:t1/1"
         );
-        let u = Url::parse("iscsi://[fd00::1]/iqn.2003-01.org.x:d/0").unwrap();
+        let u = LunUrl::parse("iscsi://[fd00::1]/iqn.2003-01.org.x:d/0").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.portal()),
             ("fd00::1", 3260, "[fd00::1]:3260".into())
         );
-        assert_eq!(Url::parse("ISCSI://san/naa.600a0b80/3").unwrap().lun, 3);
+        assert_eq!(LunUrl::parse("ISCSI://san/naa.600a0b80/3").unwrap().lun, 3);
     }
 
     #[test]
@@ -132,11 +127,11 @@ mod tests {
             ("iscsi://h/iqn.a b/1", "target name"),
             ("http://h/iqn.a:b/1", "not an iscsi"),
         ] {
-            let e = Url::parse(url).unwrap_err().to_string();
+            let e = LunUrl::parse(url).unwrap_err().to_string();
             assert!(e.contains(why), "{url}: {e}");
             assert!(e.contains("expected iscsi://HOST[:PORT]/IQN/LUN"), "{e}");
         }
-        let e = Url::parse("iscsi://admin%hunter2@h/iqn.a:b/1")
+        let e = LunUrl::parse("iscsi://admin%hunter2@h/iqn.a:b/1")
             .unwrap_err()
             .to_string();
         assert!(!e.contains("hunter2") && !e.contains("admin"), "{e}");
@@ -147,10 +142,10 @@ mod tests {
             "iscsi://user:hunter2@h/iqn.a:b/1",
             "iscsi://h/iqn.a:b/x#hunter2",
         ] {
-            let e = Url::parse(url).unwrap_err().to_string();
+            let e = LunUrl::parse(url).unwrap_err().to_string();
             assert!(!e.contains("hunter2"), "{e}");
         }
-        let e = Url::parse("iscsi://h\x1b[2J/iqn.a:b/1")
+        let e = LunUrl::parse("iscsi://h\x1b[2J/iqn.a:b/1")
             .unwrap_err()
             .to_string();
         assert!(!e.contains('\x1b'), "{e}");
@@ -160,16 +155,16 @@ mod tests {
         /// Any text: parsed or refused in one line, never a panic, never its secret shown.
         #[test]
         fn any_text_is_parsed_or_refused(s in "(iscsi://)?[ -~]{0,60}") {
-            match Url::parse(&s) {
+            match LunUrl::parse(&s) {
                 Ok(u) => {
-                    prop_assert!(Url::parse(&u.to_string()).is_ok());
+                    prop_assert!(LunUrl::parse(&u.to_string()).is_ok());
                 }
                 Err(e) => {
                     let m = e.to_string();
                     prop_assert_eq!(m.lines().count(), 1);
                     if let Some(at) = s.find('@') {
                         let secret = &s[8.min(at)..at];
-                        prop_assume!(secret.len() > 3 && !FORM.contains(secret));
+                        prop_assume!(secret.len() > 3 && !LUN_FORM.contains(secret));
                         prop_assert!(!m.contains(secret), "{}", m);
                     }
                 }

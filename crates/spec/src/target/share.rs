@@ -1,12 +1,12 @@
 //! `nfs://SERVER[:PORT]/EXPORT/DIR[?mountport=N]`, as libnfs and fio write a share.
 
 /// The accepted form, for messages.
-pub const FORM: &str =
+pub const SHARE_FORM: &str =
     "nfs://SERVER[:PORT]/EXPORT[/DIR][?mountport=N] (nfs://192.0.2.10/export/bench)";
 
 /// A directory on an NFS server, as the user named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Url {
+pub struct ShareUrl {
     /// The server: a name, an IPv4 address, or an IPv6 address (without brackets).
     pub host: String,
     /// The NFS service's TCP port (`None`: the server's portmapper says).
@@ -17,17 +17,12 @@ pub struct Url {
     pub path: String,
 }
 
-pub use stormark_dlclient::UrlError;
+use super::UrlError;
 
-impl Url {
-    /// Whether `text` is meant as an NFS share (it starts `nfs://`).
-    pub fn is_nfs(text: &str) -> bool {
-        stormark_dlclient::has_scheme(text, "nfs://")
-    }
-
+impl ShareUrl {
     /// Parses `nfs://SERVER[:PORT]/EXPORT[/DIR][?mountport=N]`. Credentials (`user@`) are
     /// refused: NFS's AUTH_SYS carries none, and a command line is seen by every user.
-    pub fn parse(text: &str) -> Result<Url, UrlError> {
+    pub fn parse(text: &str) -> Result<ShareUrl, UrlError> {
         let shown = |t: &str| match t.find('@') {
             Some(at) => format!("nfs://<credentials>{}", &t[at..]),
             None => t.to_string(),
@@ -35,9 +30,9 @@ impl Url {
         let bad = |why| UrlError {
             url: shown(text),
             why,
-            form: FORM,
+            form: SHARE_FORM,
         };
-        if !Url::is_nfs(text) {
+        if !super::has_scheme(text, "nfs://") {
             return Err(bad("not an nfs:// URL"));
         }
         let rest = &text[6..];
@@ -54,7 +49,7 @@ impl Url {
             Some(i) => (&rest[..i], &rest[i..]),
             None => return Err(bad("no export")),
         };
-        let (host, nfs_port) = stormark_dlclient::host_port(server).map_err(|e| bad(e.why()))?;
+        let (host, nfs_port) = super::host_port(server).map_err(|e| bad(e.why()))?;
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         if parts.is_empty() {
             return Err(bad("no export"));
@@ -78,7 +73,7 @@ impl Url {
                 _ => return Err(bad("an option other than mountport=N")),
             }
         }
-        Ok(Url {
+        Ok(ShareUrl {
             host: host.to_string(),
             port: nfs_port,
             mount_port,
@@ -88,7 +83,7 @@ impl Url {
 
     /// The server as `HOST` or `[V6]`, with `:PORT` when given.
     pub fn server(&self) -> String {
-        let h = stormark_dlclient::bracketed(&self.host);
+        let h = super::bracketed(&self.host);
         match self.port {
             Some(p) => format!("{h}:{p}"),
             None => h,
@@ -96,8 +91,8 @@ impl Url {
     }
 
     /// The URL libnfs is given for the directory `path` (its ports as libnfs's options).
-    pub(crate) fn for_libnfs(&self, path: &str) -> String {
-        let host = stormark_dlclient::bracketed(&self.host);
+    pub fn for_libnfs(&self, path: &str) -> String {
+        let host = super::bracketed(&self.host);
         let mut opts = Vec::new();
         if let Some(p) = self.port {
             opts.push(format!("nfsport={p}"));
@@ -114,7 +109,7 @@ impl Url {
     }
 }
 
-impl std::fmt::Display for Url {
+impl std::fmt::Display for ShareUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "nfs://{}{}", self.server(), self.path)?;
         if let Some(p) = self.mount_port {
@@ -131,20 +126,20 @@ mod tests {
 
     #[test]
     fn shares_as_libnfs_writes_them() {
-        let u = Url::parse("nfs://127.0.0.1/export/bench").unwrap();
+        let u = ShareUrl::parse("nfs://127.0.0.1/export/bench").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.mount_port, u.path.as_str()),
             ("127.0.0.1", None, None, "/export/bench")
         );
         assert_eq!(u.to_string(), "nfs://127.0.0.1/export/bench");
-        let u = Url::parse("NFS://nas-1:2050//export//a/?mountport=20491").unwrap();
+        let u = ShareUrl::parse("NFS://nas-1:2050//export//a/?mountport=20491").unwrap();
         assert_eq!((u.port, u.mount_port), (Some(2050), Some(20491)));
         assert_eq!(u.to_string(), "nfs://nas-1:2050/export/a?mountport=20491");
         assert_eq!(
             u.for_libnfs("/export"),
             "nfs://nas-1/export?nfsport=2050&mountport=20491"
         );
-        let u = Url::parse("nfs://[fd00::1]:2049/e").unwrap();
+        let u = ShareUrl::parse("nfs://[fd00::1]:2049/e").unwrap();
         assert_eq!(
             (u.host.as_str(), u.server()),
             ("fd00::1", "[fd00::1]:2049".into())
@@ -166,11 +161,11 @@ mod tests {
             ("nfs://h/e%2f", "%"),
             ("http://h/e", "not an nfs"),
         ] {
-            let e = Url::parse(url).unwrap_err().to_string();
+            let e = ShareUrl::parse(url).unwrap_err().to_string();
             assert!(e.contains(why), "{url}: {e}");
             assert!(e.contains("expected nfs://SERVER"), "{e}");
         }
-        let e = Url::parse("nfs://admin:hunter2@h/e")
+        let e = ShareUrl::parse("nfs://admin:hunter2@h/e")
             .unwrap_err()
             .to_string();
         assert!(!e.contains("hunter2") && !e.contains("admin"), "{e}");
@@ -181,8 +176,8 @@ mod tests {
         /// never a panic.
         #[test]
         fn any_text_is_parsed_or_refused(s in "(nfs://)?[ -~]{0,60}") {
-            match Url::parse(&s) {
-                Ok(u) => prop_assert_eq!(Url::parse(&u.to_string()), Ok(u)),
+            match ShareUrl::parse(&s) {
+                Ok(u) => prop_assert_eq!(ShareUrl::parse(&u.to_string()), Ok(u)),
                 Err(e) => prop_assert_eq!(e.to_string().lines().count(), 1),
             }
         }
