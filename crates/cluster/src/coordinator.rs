@@ -111,6 +111,16 @@ pub struct Coordinator {
     aborted: Option<String>,
     /// Net jobs between the run's agents: their addresses and ports.
     peers: Option<peers::PeerMap>,
+    /// An S3 run's objects a failed host left: removed with these keys (and each host's
+    /// own endpoint), since that host's cleanup never ran.
+    objects: Option<FailedObjects>,
+}
+
+/// What the coordinator needs to remove the objects a failed host left.
+struct FailedObjects {
+    access: crate::agent::S3Access,
+    run: String,
+    endpoints: Vec<Option<String>>,
 }
 
 use phase::{PhaseCall, Scope};
@@ -130,7 +140,28 @@ impl Coordinator {
             on_failure: OnAgentFailure::default(),
             aborted: None,
             peers: None,
+            objects: None,
         }
+    }
+
+    /// An S3 run (`opts.s3`): the objects a failed host left under its prefix are removed
+    /// at the end, with these keys, at each host's own endpoint where it has one
+    /// (`endpoints`, by host), and said in the notes; not with `--keep`.
+    pub fn remove_failed_hosts_objects(
+        mut self,
+        opts: &crate::agent::TargetOptions,
+        endpoints: Vec<Option<String>>,
+    ) -> Coordinator {
+        self.objects = opts
+            .s3
+            .clone()
+            .filter(|_| !opts.keep)
+            .map(|access| FailedObjects {
+                access,
+                run: opts.run.clone(),
+                endpoints,
+            });
+        self
     }
 
     /// What to do when an agent fails mid-run.
@@ -260,6 +291,7 @@ impl Coordinator {
         for notes in fan::each(&mut self.agents, &all, |_, a| a.cleanup()) {
             results.notes.extend(notes.unwrap_or_default());
         }
+        self.remove_objects_left(workload, results);
         for ((host, failure), clock) in results
             .hosts
             .iter_mut()
@@ -290,6 +322,26 @@ impl Coordinator {
         let found = stormark_probe::diagnose(results);
         results.findings.extend(found);
         outcome
+    }
+
+    /// The objects of an S3 run that each failed host left (its own cleanup never ran):
+    /// removed under that host's prefix, and said in the notes.
+    fn remove_objects_left(&self, workload: &Workload, results: &mut Results) {
+        let Some(o) = &self.objects else {
+            return;
+        };
+        for (i, failure) in self.failures.iter().enumerate() {
+            if failure.is_none() {
+                continue;
+            }
+            let mut access = o.access.clone();
+            access.create_bucket = false;
+            if let Some(Some(url)) = o.endpoints.get(i) {
+                access.endpoint = Some(url.clone());
+            }
+            let notes = crate::remove_host_objects(workload, &access, &o.run, i as u32);
+            results.notes.extend(notes);
+        }
     }
 
     /// Every agent removes what the run made and ends its session (a refusal before load).

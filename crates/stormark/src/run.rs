@@ -147,34 +147,6 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
     }))
 }
 
-/// The objects of an S3 run that a failed host left (its own cleanup never ran): removed
-/// under that host's prefix with the coordinator's keys, and said in the notes.
-fn remove_failed_hosts_objects(
-    workload: &stormark_spec::Workload,
-    opts: &TargetOptions,
-    endpoints: &[Option<String>],
-    results: &mut Results,
-) {
-    let Some(access) = &opts.s3 else {
-        return;
-    };
-    if opts.keep {
-        return;
-    }
-    for (i, host) in results.hosts.iter().enumerate() {
-        if host.failure.is_none() {
-            continue;
-        }
-        let mut access = access.clone();
-        access.create_bucket = false;
-        if let Some(Some(url)) = endpoints.get(i) {
-            access.endpoint = Some(url.clone());
-        }
-        let notes = stormark_cluster::remove_host_objects(workload, &access, &opts.run, i as u32);
-        results.notes.extend(notes);
-    }
-}
-
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
 fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
@@ -545,8 +517,7 @@ impl Runner<'_> {
                 eprintln!("repetition {rep} of {repeat}");
             }
             results.notes.extend(self.notes.iter().cloned());
-            outcome = self.once(agents, &reps, &mut results, rep == repeat);
-            remove_failed_hosts_objects(self.workload, self.opts, &host_endpoints, &mut results);
+            outcome = self.once(agents, &host_endpoints, &reps, &mut results, rep == repeat);
             reps.push(results);
             if outcome != Outcome::Completed {
                 break;
@@ -562,13 +533,15 @@ impl Runner<'_> {
     fn once(
         &self,
         agents: Vec<Box<dyn Agent>>,
+        host_endpoints: &[Option<String>],
         reps: &[Results],
         results: &mut Results,
         last: bool,
     ) -> Outcome {
         let hosts = agents.len();
-        let mut coordinator =
-            Coordinator::new(agents, self.stop.clone()).on_agent_failure(self.policy);
+        let mut coordinator = Coordinator::new(agents, self.stop.clone())
+            .on_agent_failure(self.policy)
+            .remove_failed_hosts_objects(self.opts, host_endpoints.to_vec());
         let show_live = !self.quiet && std::io::stderr().is_terminal();
         let mut line = LiveLine::new();
         let mut stderr = std::io::stderr();
