@@ -10,6 +10,7 @@ mod lun;
 mod madefile;
 mod manifest;
 mod metajob;
+mod metaleft;
 mod netjob;
 mod peers;
 mod planning;

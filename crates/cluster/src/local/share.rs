@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use stormark_engine::{Backend, FileTarget, Identity, NfsDir, Place};
-use stormark_nfs::{Client, FileId, Url};
+use stormark_nfs::{Client, FileId, Handle, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::Workload;
 
@@ -20,7 +20,7 @@ use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
 /// How long each removal at the end may wait for the server.
-const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(super) const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A run directory on a share: where, its files, and what this run made.
 #[derive(Debug)]
@@ -34,6 +34,8 @@ pub(crate) struct ShareDir {
     /// The run directory as the server knows it, once made: what is removed at the end
     /// only while its name still leads to it.
     dir_id: Option<FileId>,
+    /// The run directory's NFS file handle, once made (boxed: 65 bytes most runs never use).
+    dir_handle: Option<Box<Handle>>,
     /// Each planned file's object, once made: what its workers open (and nothing else put
     /// under its name) and what is removed.
     ids: Vec<Option<FileId>>,
@@ -80,17 +82,28 @@ impl ShareDir {
             self.client
                 .mkdir(&self.name)
                 .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
+            // Looked up by the URL's directory's handle, never through a link: its identity,
+            // and its handle, which finds it (for a restarted agent too) wherever it is moved.
+            let name = self.name.clone();
             let made = self
                 .client
-                .lstat(&self.name)
+                .dir_handle()
                 .ok()
-                .filter(|st| st.dir && !st.link);
-            self.dir_id = Some(made.map(|st| st.id).ok_or_else(|| {
-                AgentError::target(
-                    self.shown(),
-                    "replaced right after it was made (by another user of the share?); nothing was written",
-                )
-            })?);
+                .and_then(|parent| self.client.lookup_at(&parent, &name).ok())
+                .filter(|f| f.kind == stormark_nfs::Kind::Dir);
+            let (id, handle) = made
+                .and_then(|f| Some((f.id?, f.handle)))
+                .ok_or_else(|| {
+                    AgentError::target(
+                        self.shown(),
+                        "replaced right after it was made (by another user of the share?); nothing was written",
+                    )
+                })?;
+            self.dir_id = Some(id);
+            self.dir_handle = Some(Box::new(handle));
+            // Recorded before anything is made in it: a crash from here on leaves it to the
+            // agent's next start, which removes it only while it is this object.
+            self.journal_ids();
             self.ids = vec![None; self.files.len()];
         }
         let mut made = false;
@@ -120,8 +133,10 @@ impl ShareDir {
 
     /// The objects made so far, into the agent's journal: what a restarted agent removes.
     fn journal_ids(&self) {
-        if let (Some((j, false)), Some(dir)) = (&self.journal, self.dir_id) {
-            j.share_made(&self.shown(), dir, &self.created);
+        if let (Some((j, false)), Some(dir), Some(handle)) =
+            (&self.journal, self.dir_id, &self.dir_handle)
+        {
+            j.share_made(&self.shown(), dir, handle, &self.created);
         }
     }
 
@@ -196,6 +211,7 @@ impl ShareDir {
         let mut client = Client::connect(&self.url, 1).map_err(|e| fail(&e))?;
         let parent = NfsDir {
             handle: client.dir_handle().map_err(|e| fail(&e))?,
+            id: None,
             shown: self.url.to_string(),
         };
         let found = client
@@ -209,6 +225,7 @@ impl ShareDir {
         }
         let run = NfsDir {
             handle: found.handle,
+            id: found.id,
             shown: shown.clone(),
         };
         Ok((client, run, parent))
@@ -261,6 +278,117 @@ impl ShareDir {
                 false
             }
         }
+    }
+}
+
+/// Removes a share's run directory a crashed agent left, from its journal line (`URL/NAME
+/// NAME@ID/... DIRID HANDLE`), over NFS and by handle: the directory looked up by the
+/// URL's directory's handle (never through a link), used only while it is the object the run
+/// made; each file looked up in it and removed there only while it is the object the run
+/// made; then the directory, if empty. A name that no longer leads to the run's directory
+/// (moved, or replaced by someone else's) has nothing under it touched: the run's files are
+/// removed from the directory by its recorded handle, wherever it was moved, and the
+/// directory is left there, said. What was made but not yet recorded is left and said.
+pub(super) fn remove_share_run(entry: &str) -> String {
+    use super::journal::{file_id, unescape};
+    let mut parts = entry.splitn(3, ' ');
+    let (dir, files) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let mut rest = parts.next().unwrap_or("").split(' ');
+    let dir_id = rest.next().and_then(file_id);
+    let handle = rest.next().and_then(|hex| {
+        let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect();
+        Handle::from_bytes(&bytes?)
+    });
+    let dir = unescape(dir);
+    let Some((parent, name)) = dir.rsplit_once('/') else {
+        return "a damaged journal line was skipped".into();
+    };
+    let earlier = "left by an earlier run that did not finish";
+    let Some(dir_id) = dir_id else {
+        return format!(
+            "left {dir}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
+        );
+    };
+    let connected = Url::parse(parent)
+        .map_err(|e| e.to_string())
+        .and_then(|u| Client::connect(&u, 1).map_err(|e| e.to_string()))
+        .and_then(|mut c| {
+            let at = c.dir_handle().map_err(|e| e.to_string())?;
+            Ok((c, at))
+        });
+    let (mut client, at) = match connected {
+        Ok(c) => c,
+        Err(e) => return format!("could not remove {dir}, {earlier}: {e}"),
+    };
+    client.set_timeout(CLEANUP_TIMEOUT);
+    let ours = |f: &stormark_nfs::Found, kind, id| f.kind == kind && f.id == Some(id);
+    // The run's directory under its name, or (false) someone else's, or (true) nothing.
+    let (under_name, gone) = match client.lookup_at(&at, name) {
+        Ok(f) if ours(&f, stormark_nfs::Kind::Dir, dir_id) => (Some(f.handle), false),
+        Ok(_) => (None, false),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (None, true),
+        Err(e) => return format!("could not remove {dir}, {earlier}: {e}"),
+    };
+    // The files, each in the directory held (by its name's handle, or else by the one
+    // recorded: a directory moved away is still the run's, and so are its files).
+    let mut removed = 0;
+    let mut others = 0;
+    let mut stale = false;
+    if let Some(held) = under_name.or(handle) {
+        for f in files.split('/').filter(|f| !f.is_empty()) {
+            let (file, id) = f
+                .rsplit_once('@')
+                .map_or((f.to_string(), None), |(n, id)| (unescape(n), file_id(id)));
+            let found = client.lookup_at(&held, &file);
+            match (found, id) {
+                (Ok(found), Some(id)) if ours(&found, stormark_nfs::Kind::File, id) => {
+                    match client.remove_at(&held, &file) {
+                        Ok(()) => removed += 1,
+                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                        Err(_) => others += 1,
+                    }
+                }
+                (Err(e), _) if e.raw_os_error() == Some(libc::ESTALE) => {
+                    stale = true;
+                    break;
+                }
+                (Err(_), _) => {}
+                _ => others += 1,
+            }
+        }
+    }
+    if under_name.is_none() {
+        return match (handle.is_some() && !stale, gone) {
+            (true, _) => format!(
+                "left {dir}: no longer the directory an earlier run made there (moved or replaced by someone else): nothing under that name was touched; the run's directory, wherever it is now, had {removed} of its files removed by its handle, and is left there (its new name is not known)"
+            ),
+            (false, true) => format!("{dir}, {earlier}, is gone already"),
+            (false, false) => format!(
+                "left {dir}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
+            ),
+        };
+    }
+    if others > 0 {
+        return format!(
+            "left {dir}, {earlier}: {others} file(s) under its names are not what it made; the rest of its files ({removed}) were removed"
+        );
+    }
+    // Looked up again right before it goes: still the run's own, and empty.
+    match client.lookup_at(&at, name) {
+        Ok(f) if ours(&f, stormark_nfs::Kind::Dir, dir_id) => {}
+        _ => {
+            return format!(
+                "left {dir}: replaced by someone else while its files ({removed}) were removed"
+            )
+        }
+    }
+    match client.rmdir_at(&at, name) {
+        Ok(()) => format!("removed {dir} ({removed} file(s)), {earlier}"),
+        Err(e) => format!(
+            "could not remove {dir}, {earlier}: {e} (what others put in it is left in place)"
+        ),
     }
 }
 
@@ -394,6 +522,7 @@ impl LocalAgent {
             name,
             files,
             dir_id: None,
+            dir_handle: None,
             ids: Vec::new(),
             created: Vec::new(),
             journal: self.journal.clone().map(|j| (j, self.opts.keep)),
