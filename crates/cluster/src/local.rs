@@ -18,6 +18,7 @@ mod prepare;
 mod rules;
 mod service;
 mod share;
+mod shareclean;
 mod specs;
 mod stage;
 mod workspace;

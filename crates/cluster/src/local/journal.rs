@@ -16,7 +16,7 @@ use stormark_spec::Tree;
 use super::manifest::{listed_files, MANIFEST};
 use super::metajob::{Anchor, TreeRecord};
 use super::metaleft::remove_left_tree;
-use super::share::remove_share_run;
+use super::shareclean::remove_share_run;
 
 /// A journal of one live agent's run directories in its state directory. Each agent keeps its
 /// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the

@@ -66,7 +66,7 @@ impl ShareDir {
     }
 
     /// The run directory as the user would name it.
-    fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         format!("{}/{}", self.url, self.name)
     }
 
@@ -173,23 +173,10 @@ impl ShareDir {
         let names = std::mem::take(&mut self.created);
         // What is at each name is removed only while it is the object this run made: a
         // directory swapped in under the run's name, or a file under a file's, stays.
-        let removed = match self.client.lstat(&self.name) {
-            Err(e) if e.is_unanswered() => {
-                notes.push(unanswered(&self.shown(), names.len(), &e));
-                false
-            }
-            Ok(st) if st.id == dir_id && !st.link => self.remove_made(&names, &mut notes),
-            _ => {
-                notes.push(format!(
-                    "{}: no longer the directory this run made (replaced or removed by someone else); nothing under that name was removed, and the {} file(s) the run made are wherever it was moved",
-                    self.shown(),
-                    names.len()
-                ));
-                false
-            }
-        };
-        // The journal forgets the directory only once it is gone.
-        if let (true, Some((j, _))) = (removed, &self.journal) {
+        let held = self.dir_handle.take();
+        let (said, forget) = self.remove_made(dir_id, held.as_deref(), &names);
+        notes.extend(said);
+        if let (true, Some((j, _))) = (forget, &self.journal) {
             j.remove_share(&self.shown());
         }
         self.dir_id = None;
@@ -201,6 +188,11 @@ impl ShareDir {
     /// The run directory's name in the URL's directory.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The agent's own connection.
+    pub(super) fn client(&mut self) -> &mut Client {
+        &mut self.client
     }
 
     /// For a meta tree: a connection of its own, the run directory and the URL's directory
@@ -230,173 +222,6 @@ impl ShareDir {
         };
         Ok((client, run, parent))
     }
-
-    /// Removes each of `names` that is still the object made, then the run directory when
-    /// nothing else is left: whether it is gone.
-    fn remove_made(&mut self, names: &[(String, FileId)], notes: &mut Vec<String>) -> bool {
-        let mut all = true;
-        for (i, (name, id)) in names.iter().enumerate() {
-            let rel = format!("{}/{name}", self.name);
-            let removed = match self.client.lstat(&rel) {
-                Ok(st) if st.id == *id && !st.link => self.client.unlink(&rel),
-                Ok(_) => {
-                    notes.push(format!(
-                        "left {}/{name}: not the file this run made (replaced by someone else)",
-                        self.shown()
-                    ));
-                    all = false;
-                    continue;
-                }
-                Err(e) => Err(e),
-            };
-            match removed {
-                Ok(()) => {}
-                Err(e) if e.is_unanswered() => {
-                    notes.push(unanswered(&self.shown(), names.len() - i, &e));
-                    return false;
-                }
-                Err(e) => {
-                    notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
-                    all = false;
-                }
-            }
-        }
-        if !all {
-            notes.push(format!(
-                "left {}: it holds what this run did not make",
-                self.shown()
-            ));
-            return false;
-        }
-        match self.client.rmdir(&self.name) {
-            Ok(()) => true,
-            Err(e) => {
-                notes.push(format!(
-                    "could not remove {}: {e} (what others put in it is left in place)",
-                    self.shown()
-                ));
-                false
-            }
-        }
-    }
-}
-
-/// Removes a share's run directory a crashed agent left, from its journal line (`URL/NAME
-/// NAME@ID/... DIRID HANDLE`), over NFS and by handle: the directory looked up by the
-/// URL's directory's handle (never through a link), used only while it is the object the run
-/// made; each file looked up in it and removed there only while it is the object the run
-/// made; then the directory, if empty. A name that no longer leads to the run's directory
-/// (moved, or replaced by someone else's) has nothing under it touched: the run's files are
-/// removed from the directory by its recorded handle, wherever it was moved, and the
-/// directory is left there, said. What was made but not yet recorded is left and said.
-pub(super) fn remove_share_run(entry: &str) -> String {
-    use super::journal::{file_id, unescape};
-    let mut parts = entry.splitn(3, ' ');
-    let (dir, files) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let mut rest = parts.next().unwrap_or("").split(' ');
-    let dir_id = rest.next().and_then(file_id);
-    let handle = rest.next().and_then(|hex| {
-        let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
-            .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-            .collect();
-        Handle::from_bytes(&bytes?)
-    });
-    let dir = unescape(dir);
-    let Some((parent, name)) = dir.rsplit_once('/') else {
-        return "a damaged journal line was skipped".into();
-    };
-    let earlier = "left by an earlier run that did not finish";
-    let Some(dir_id) = dir_id else {
-        return format!(
-            "left {dir}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
-        );
-    };
-    let connected = Url::parse(parent)
-        .map_err(|e| e.to_string())
-        .and_then(|u| Client::connect(&u, 1).map_err(|e| e.to_string()))
-        .and_then(|mut c| {
-            let at = c.dir_handle().map_err(|e| e.to_string())?;
-            Ok((c, at))
-        });
-    let (mut client, at) = match connected {
-        Ok(c) => c,
-        Err(e) => return format!("could not remove {dir}, {earlier}: {e}"),
-    };
-    client.set_timeout(CLEANUP_TIMEOUT);
-    let ours = |f: &stormark_nfs::Found, kind, id| f.kind == kind && f.id == Some(id);
-    // The run's directory under its name, or (false) someone else's, or (true) nothing.
-    let (under_name, gone) = match client.lookup_at(&at, name) {
-        Ok(f) if ours(&f, stormark_nfs::Kind::Dir, dir_id) => (Some(f.handle), false),
-        Ok(_) => (None, false),
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => (None, true),
-        Err(e) => return format!("could not remove {dir}, {earlier}: {e}"),
-    };
-    // The files, each in the directory held (by its name's handle, or else by the one
-    // recorded: a directory moved away is still the run's, and so are its files).
-    let mut removed = 0;
-    let mut others = 0;
-    let mut stale = false;
-    if let Some(held) = under_name.or(handle) {
-        for f in files.split('/').filter(|f| !f.is_empty()) {
-            let (file, id) = f
-                .rsplit_once('@')
-                .map_or((f.to_string(), None), |(n, id)| (unescape(n), file_id(id)));
-            let found = client.lookup_at(&held, &file);
-            match (found, id) {
-                (Ok(found), Some(id)) if ours(&found, stormark_nfs::Kind::File, id) => {
-                    match client.remove_at(&held, &file) {
-                        Ok(()) => removed += 1,
-                        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                        Err(_) => others += 1,
-                    }
-                }
-                (Err(e), _) if e.raw_os_error() == Some(libc::ESTALE) => {
-                    stale = true;
-                    break;
-                }
-                (Err(_), _) => {}
-                _ => others += 1,
-            }
-        }
-    }
-    if under_name.is_none() {
-        return match (handle.is_some() && !stale, gone) {
-            (true, _) => format!(
-                "left {dir}: no longer the directory an earlier run made there (moved or replaced by someone else): nothing under that name was touched; the run's directory, wherever it is now, had {removed} of its files removed by its handle, and is left there (its new name is not known)"
-            ),
-            (false, true) => format!("{dir}, {earlier}, is gone already"),
-            (false, false) => format!(
-                "left {dir}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
-            ),
-        };
-    }
-    if others > 0 {
-        return format!(
-            "left {dir}, {earlier}: {others} file(s) under its names are not what it made; the rest of its files ({removed}) were removed"
-        );
-    }
-    // Looked up again right before it goes: still the run's own, and empty.
-    match client.lookup_at(&at, name) {
-        Ok(f) if ours(&f, stormark_nfs::Kind::Dir, dir_id) => {}
-        _ => {
-            return format!(
-                "left {dir}: replaced by someone else while its files ({removed}) were removed"
-            )
-        }
-    }
-    match client.rmdir_at(&at, name) {
-        Ok(()) => format!("removed {dir} ({removed} file(s)), {earlier}"),
-        Err(e) => format!(
-            "could not remove {dir}, {earlier}: {e} (what others put in it is left in place)"
-        ),
-    }
-}
-
-/// What is left on a server that stopped answering during the cleanup.
-fn unanswered(shown: &str, files: usize, e: &stormark_nfs::NfsError) -> String {
-    format!(
-        "could not remove {shown}: the server did not answer ({e}); {files} file(s) of the run and its directory are left: remove {shown} when the server is back"
-    )
 }
 
 impl LocalAgent {
