@@ -22,6 +22,7 @@ mod meta_crash;
 mod net;
 mod net_jobs;
 mod nfs;
+mod nfs_crash;
 mod nfs_meta;
 mod package;
 mod precondition;

@@ -365,6 +365,18 @@ impl Client {
         unsafe { (self.lib.set_timeout)(self.ctx, ms) };
     }
 
+    /// The user and group the server sees on this connection's calls from now on (AUTH_SYS
+    /// carries them as the client says: a server believes any client it exports to). For a
+    /// test acting as another user of a shared export.
+    pub fn act_as(&mut self, uid: u32, gid: u32) {
+        let id = |n: u32| c_int::try_from(n).unwrap_or(c_int::MAX);
+        // SAFETY: a live context; libnfs makes the AUTH_SYS credential of the next calls.
+        unsafe {
+            (self.lib.set_uid)(self.ctx, id(uid));
+            (self.lib.set_gid)(self.ctx, id(gid));
+        }
+    }
+
     /// Renames `from` to `to` (both within the URL's directory).
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), NfsError> {
         let (f, t) = (self.path(from), self.path(to));

@@ -30,6 +30,25 @@ impl std::fmt::Debug for Handle {
 }
 
 impl Handle {
+    /// The handle's bytes, as the server gave them (what a journal keeps: a server's handle
+    /// outlives the connection it was given on).
+    pub fn bytes(&self) -> &[u8] {
+        &self.data[..self.len as usize]
+    }
+
+    /// A handle of [`Handle::bytes`] (none when empty or longer than 64 bytes).
+    pub fn from_bytes(b: &[u8]) -> Option<Handle> {
+        if b.is_empty() || b.len() > 64 {
+            return None;
+        }
+        let mut data = [0u8; 64];
+        data[..b.len()].copy_from_slice(b);
+        Some(Handle {
+            len: b.len() as u8,
+            data,
+        })
+    }
+
     fn of(fh: &Fh3) -> Option<Handle> {
         let len = fh.len as usize;
         if len == 0 || len > 64 || fh.val.is_null() {

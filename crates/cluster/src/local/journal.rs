@@ -14,7 +14,9 @@ use stormark_engine::Dir;
 use stormark_spec::Tree;
 
 use super::manifest::{listed_files, MANIFEST};
-use super::metajob::{remove_left_tree, TreeRecord};
+use super::metajob::{Anchor, TreeRecord};
+use super::metaleft::remove_left_tree;
+use super::shareclean::remove_share_run;
 
 /// A journal of one live agent's run directories in its state directory. Each agent keeps its
 /// own file (`runs-PID.journal`) locked while it runs; an agent starting recovers only the
@@ -164,13 +166,15 @@ impl Journal {
         self.update(|e| e.push(line));
     }
 
-    /// Records what a share's run directory of [`Journal::add_share`] is on the server and
-    /// the files made in it so far, each by its object: all that a restarted agent removes
-    /// (`nfs URL/NAME NAME@DEV.INO/... DEV.INO`).
+    /// Records what a share's run directory of [`Journal::add_share`] is on the server (its
+    /// object and its file handle) and the files made in it so far, each by its object: all
+    /// that a restarted agent removes (`nfs URL/NAME NAME@DEV.INO/... DEV.INO HANDLE`, the
+    /// handle in hex).
     pub(super) fn share_made(
         &self,
         run_dir: &str,
         dir: stormark_nfs::FileId,
+        handle: &stormark_nfs::Handle,
         files: &[(String, stormark_nfs::FileId)],
     ) {
         let prefix = format!("nfs {} ", escape(run_dir));
@@ -178,7 +182,8 @@ impl Journal {
             .iter()
             .map(|(n, id)| format!("{}@{}.{}", escape(n), id.dev, id.ino))
             .collect();
-        let line = format!("{prefix}{} {}.{}", names.join("/"), dir.dev, dir.ino);
+        let hex: String = handle.bytes().iter().map(|b| format!("{b:02x}")).collect();
+        let line = format!("{prefix}{} {}.{} {hex}", names.join("/"), dir.dev, dir.ino);
         self.update(|e| {
             e.retain(|l| !l.starts_with(&prefix));
             e.push(line);
@@ -223,10 +228,11 @@ impl Journal {
 fn recover(entries: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut notes, mut objects) = (Vec::new(), Vec::new());
     // Meta trees first: a tree of its own lies inside the run directory removed after it.
-    let (trees, rest): (Vec<&String>, Vec<&String>) =
-        entries.iter().partition(|l| l.starts_with("meta "));
+    let (trees, rest): (Vec<&String>, Vec<&String>) = entries
+        .iter()
+        .partition(|l| l.starts_with("meta ") || l.starts_with("meta-nfs "));
     for line in trees {
-        notes.push(match parse_meta(&line["meta ".len()..]) {
+        notes.push(match parse_meta(line) {
             Some(tree) => remove_left_tree(&tree),
             None => "a damaged journal line was skipped".into(),
         });
@@ -273,20 +279,25 @@ fn recover(entries: &[String]) -> (Vec<String>, Vec<String>) {
 }
 
 /// A meta tree's line up to its identity: `meta KIND FIRST-END TREE FILES ANCHOR NAME/NAME `,
-/// KIND `own` or `shared`, TREE `flat.N` or `deep.D.B`.
+/// KIND `own` or `shared`, TREE `flat.N` or `deep.D.B`; `meta-nfs` where ANCHOR is a share's
+/// URL.
 fn meta_prefix(t: &TreeRecord) -> String {
     let tree = match t.tree {
         Tree::Flat { dirs } => format!("flat.{dirs}"),
         Tree::Deep { depth, branch } => format!("deep.{depth}.{branch}"),
     };
     let names: Vec<String> = t.names.iter().map(|n| escape(n)).collect();
+    let (word, anchor) = match &t.anchor {
+        Anchor::Dir(d) => ("meta", d.to_string_lossy().into_owned()),
+        Anchor::Share(url) => ("meta-nfs", url.clone()),
+    };
     format!(
-        "meta {} {}-{} {tree} {} {} {} ",
+        "{word} {} {}-{} {tree} {} {} {} ",
         if t.shared { "shared" } else { "own" },
         t.workers.start,
         t.workers.end,
         t.files,
-        escape(&t.anchor.to_string_lossy()),
+        escape(&anchor),
         names.join("/"),
     )
 }
@@ -297,10 +308,10 @@ fn meta_line(t: &TreeRecord) -> String {
     format!("{}{id}", meta_prefix(t))
 }
 
-/// What [`meta_line`] wrote, less its first word.
-fn parse_meta(text: &str) -> Option<TreeRecord> {
-    let w: Vec<&str> = text.split(' ').collect();
-    let [kind, workers, tree, files, anchor, names, id] = w.as_slice() else {
+/// What [`meta_line`] wrote.
+fn parse_meta(line: &str) -> Option<TreeRecord> {
+    let w: Vec<&str> = line.split(' ').collect();
+    let [word, kind, workers, tree, files, anchor, names, id] = w.as_slice() else {
         return None;
     };
     let (start, end) = workers.split_once('-')?;
@@ -322,7 +333,10 @@ fn parse_meta(text: &str) -> Option<TreeRecord> {
         workers: n(start)?..n(end)?,
         tree,
         files: n(files)?,
-        anchor: PathBuf::from(unescape(anchor)),
+        anchor: match *word {
+            "meta" => Anchor::Dir(PathBuf::from(unescape(anchor))),
+            _ => Anchor::Share(unescape(anchor)),
+        },
         names: names.split('/').map(unescape).collect(),
         id: match *id {
             "-" => None,
@@ -368,83 +382,12 @@ pub(super) fn unescape(s: &str) -> String {
 }
 
 /// An object as [`Journal::share_made`] writes it (`DEV.INO`).
-fn file_id(text: &str) -> Option<stormark_nfs::FileId> {
+pub(super) fn file_id(text: &str) -> Option<stormark_nfs::FileId> {
     let (dev, ino) = text.split_once('.')?;
     Some(stormark_nfs::FileId {
         dev: dev.parse().ok()?,
         ino: ino.parse().ok()?,
     })
-}
-
-/// Removes a share's run directory a crashed agent left (`URL/NAME NAME@ID/... DIRID`): each
-/// file still the object the run made, then the directory if it is still the run's and
-/// empty, over NFS. What was made but not yet recorded, or is no longer what was made (a
-/// directory or file swapped in under its name), is left and said.
-fn remove_share_run(entry: &str) -> String {
-    let mut parts = entry.splitn(3, ' ');
-    let (dir, files, dir_id) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().and_then(file_id),
-    );
-    let dir = unescape(dir);
-    let Some((parent, name)) = dir.rsplit_once('/') else {
-        return "a damaged journal line was skipped".into();
-    };
-    let Some(dir_id) = dir_id else {
-        return format!(
-            "left {dir}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
-        );
-    };
-    let client = stormark_nfs::Url::parse(parent)
-        .map_err(|e| e.to_string())
-        .and_then(|u| stormark_nfs::Client::connect(&u, 1).map_err(|e| e.to_string()));
-    let mut client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            return format!(
-                "could not remove {dir}, left by an earlier run that did not finish: {e}"
-            )
-        }
-    };
-    match client.lstat(name) {
-        Ok(st) if st.id == dir_id && !st.link => {}
-        Err(stormark_nfs::NfsError::Op {
-            errno: Some(libc::ENOENT),
-            ..
-        }) => return format!("{dir}, left by an earlier run that did not finish, is gone already"),
-        Ok(_) => {
-            return format!(
-                "left {dir}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
-            )
-        }
-        Err(e) => return format!("could not remove {dir}, left by an earlier run: {e}"),
-    }
-    let mut others = 0;
-    for f in files.split('/').filter(|f| !f.is_empty()) {
-        let (file, id) = f
-            .rsplit_once('@')
-            .map_or((f, None), |(n, id)| (n, file_id(id)));
-        let rel = format!("{name}/{}", unescape(file));
-        match (client.lstat(&rel), id) {
-            (Ok(st), Some(id)) if st.id == id && !st.link => {
-                let _ = client.unlink(&rel);
-            }
-            (Err(_), _) => {}
-            _ => others += 1,
-        }
-    }
-    if others > 0 {
-        return format!(
-            "left {dir}, left by an earlier run that did not finish: {others} file(s) under its names are not what it made; the rest of its files were removed"
-        );
-    }
-    match client.rmdir(name) {
-        Ok(()) => format!("removed {dir}, left by an earlier run that did not finish"),
-        Err(e) => format!(
-            "could not remove {dir}, left by an earlier run: {e} (what others put in it is left in place)"
-        ),
-    }
 }
 
 /// Removes a file a run made (`DEV:INO:BORN:PATH`) if what is at its path is still that file.
@@ -554,5 +497,35 @@ mod tests {
         assert!(!made.exists(), "{notes:?}");
         assert_eq!(std::fs::read(&replaced).unwrap(), b"yyyy", "{notes:?}");
         assert!(!dead.exists());
+    }
+
+    /// A tree's line reads back as written, locally and on a share (whose URL is kept whole,
+    /// not taken for a path).
+    #[test]
+    fn a_meta_line_reads_back_as_written() {
+        for anchor in [
+            Anchor::Dir(PathBuf::from("/srv/a dir%")),
+            Anchor::Share("nfs://[fd00::1]:2049/export/m".into()),
+        ] {
+            let t = TreeRecord {
+                shared: false,
+                workers: 2..4,
+                tree: Tree::Deep {
+                    depth: 2,
+                    branch: 3,
+                },
+                files: 7,
+                anchor,
+                names: vec!["stormark-x".into(), "meta-j 1".into()],
+                id: Some(super::super::madefile::FileId {
+                    dev: 5,
+                    ino: 9,
+                    born_ns: None,
+                }),
+            };
+            assert_eq!(parse_meta(&meta_line(&t)), Some(t.clone()));
+            let unknown = TreeRecord { id: None, ..t };
+            assert_eq!(parse_meta(&meta_line(&unknown)), Some(unknown));
+        }
     }
 }

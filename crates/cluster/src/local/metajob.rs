@@ -6,11 +6,9 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stormark_engine::{
-    sweep_meta_tree, AnyMetaTree, Dir, Local, MetaSweep, MetaTree, MetaWork, Namespace,
-};
+use stormark_engine::{sweep_meta_tree, AnyMetaTree, Local, MetaTree, MetaWork, Namespace};
 use stormark_nfs::Client;
-use stormark_spec::{Job, MetaJob, StageLoad, Tree};
+use stormark_spec::{Job, StageLoad, Tree};
 
 use super::madefile::FileId;
 use super::{LocalAgent, Where};
@@ -27,9 +25,34 @@ pub(super) struct TreeRecord {
     pub workers: Range<u32>,
     pub tree: Tree,
     pub files: u32,
-    pub anchor: PathBuf,
+    pub anchor: Anchor,
     pub names: Vec<String>,
     pub id: Option<FileId>,
+}
+
+/// Where a journaled tree's names begin: a directory the user named on this host, or the
+/// directory of a share's URL (its names then looked up over NFS by handle).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Anchor {
+    Dir(PathBuf),
+    Share(String),
+}
+
+impl Anchor {
+    /// `names` beneath it, as the user would name them.
+    pub fn shown(&self, names: &[String]) -> String {
+        match self {
+            Anchor::Dir(d) => {
+                let mut p = d.clone();
+                p.extend(names);
+                p.display().to_string()
+            }
+            Anchor::Share(url) => std::iter::once(url.as_str())
+                .chain(names.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("/"),
+        }
+    }
 }
 
 /// A tree in one namespace: the agent's own way into it, the tree, the directory holding the
@@ -90,8 +113,8 @@ struct Site<N: Namespace> {
     parent: Arc<N::Dir>,
     /// The run directory's name in `parent`.
     run_name: String,
-    /// The local directory the user named (for the journal), none over NFS.
-    anchor: Option<PathBuf>,
+    /// The directory the user named, for the journal.
+    anchor: Anchor,
     /// A directory's identity, for the journal.
     id: fn(&N::Dir) -> Option<FileId>,
     connect: Box<dyn FnMut() -> std::io::Result<N>>,
@@ -125,8 +148,14 @@ impl LocalAgent {
                     run: Arc::new(run),
                     parent: Arc::new(parent),
                     run_name: sd.name().to_string(),
-                    anchor: None,
-                    id: |_| None,
+                    anchor: Anchor::Share(url.to_string()),
+                    id: |d| {
+                        d.id.map(|i| FileId {
+                            dev: i.dev,
+                            ino: i.ino,
+                            born_ns: None,
+                        })
+                    },
                     connect: Box::new(move || {
                         Client::connect(&url, 1).map_err(std::io::Error::other)
                     }),
@@ -151,7 +180,7 @@ impl LocalAgent {
                     .path()
                     .file_name()
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-                anchor: Some(parent.path().to_path_buf()),
+                anchor: Anchor::Dir(parent.path().to_path_buf()),
                 id: |d| d.metadata().ok().map(|m| FileId::of(&m)),
                 run,
                 parent,
@@ -179,12 +208,8 @@ impl LocalAgent {
         let first = self.index as u32 * job.jobs;
         let total = self.hosts * job.jobs;
         // Journaled before it is made, with its identity once made: a crash from here on
-        // leaves it to the agent's next start. (A tree on a share is not journaled yet: the
-        // share's run directory is, and a restart names what it could not remove.)
-        let journal = self
-            .journal
-            .clone()
-            .filter(|_| !self.opts.keep && anchor.is_some());
+        // leaves it to the agent's next start (over NFS too: by the share's URL).
+        let journal = self.journal.clone().filter(|_| !self.opts.keep);
         let name = match meta.shared {
             true => shared_name(&self.opts.run, job),
             false => format!("meta-{}", job.name),
@@ -194,7 +219,7 @@ impl LocalAgent {
             workers: first..first + job.jobs,
             tree: meta.tree,
             files: meta.files,
-            anchor: anchor.clone().unwrap_or_default(),
+            anchor,
             names: if meta.shared {
                 vec![name.clone()]
             } else {
@@ -361,195 +386,4 @@ fn remove_tree<N: Namespace>(
         )),
     }
     these
-}
-
-/// Removes a meta tree a crashed agent's run left, from its journal line: its directory opened
-/// name by name beneath the one the user named, never through a link, and only while it is
-/// the directory the run made (or opened: a shared tree); then the files the tree's naming
-/// gives this host's workers, the directories once no other host's file is left, and the
-/// directory itself if empty. Returns the note saying what was done or left.
-pub(super) fn remove_left_tree(r: &TreeRecord) -> String {
-    let mut shown = r.anchor.clone();
-    shown.extend(&r.names);
-    let shown = shown.display();
-    let earlier = "left by an earlier run that did not finish";
-    let gone = || match r.id {
-        Some(_) => format!("{shown}, {earlier}, is gone already"),
-        None => format!(
-            "{shown}, which an earlier run that did not finish was about to make, is not there"
-        ),
-    };
-    let mut chain = match Dir::open(&r.anchor) {
-        Ok(d) => vec![d],
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(),
-        Err(e) => return format!("could not remove {shown}, {earlier}: {e}"),
-    };
-    for name in &r.names {
-        let last = chain.last().expect("the directory the user named");
-        match last.open_dir(name) {
-            Ok(d) => chain.push(d),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return gone(),
-            Err(e) => {
-                return format!(
-                    "left {shown}, {earlier}: it cannot be opened as the directory it made without following a link ({e}); nothing in it was removed"
-                )
-            }
-        }
-    }
-    let Some(id) = r.id else {
-        return format!(
-            "left {shown}, made by an earlier run that did not finish before it recorded what it made: stormark removes only what it can tell is its own; remove it by hand if it is"
-        );
-    };
-    let home = chain.pop().expect("a tree's directory has a name");
-    let parent = chain.pop().expect("the directory it is in");
-    if home.metadata().map(|m| FileId::of(&m)).ok() != Some(id) {
-        return format!(
-            "left {shown}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
-        );
-    }
-    let job = MetaJob {
-        tree: r.tree,
-        files: r.files,
-        file_size: 0,
-        ops: Vec::new(),
-        shared: r.shared,
-    };
-    let mut swept = MetaSweep::default();
-    if r.shared {
-        swept = sweep_meta_tree(&mut Local, &home, &job, r.workers.clone());
-    } else {
-        // A tree of its own per worker, `wN`, N its index over every host.
-        for w in r.workers.clone() {
-            let top = format!("w{w}");
-            let Ok(dir) = home.open_dir(&top) else {
-                continue;
-            };
-            let s = sweep_meta_tree(&mut Local, &dir, &job, w..w + 1);
-            swept.removed += s.removed;
-            swept.others += s.others;
-            swept.left.extend(s.left);
-            if let Err(e) = home.remove_dir(&top) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    swept.left.push(format!(
-                        "could not remove {}: {e}",
-                        home.shown(&top).display()
-                    ));
-                }
-            }
-        }
-    }
-    let files = swept.removed;
-    if !swept.left.is_empty() {
-        return format!(
-            "removed {files} files of {shown}, {earlier}; {}",
-            swept.left.join("; ")
-        );
-    }
-    if swept.others > 0 {
-        return format!(
-            "removed this host's {files} files from the shared tree {shown}, {earlier}; {} files of other hosts are in it still: the last of them to clean up or restart removes it",
-            swept.others
-        );
-    }
-    let name = r.names.last().expect("a tree's directory has a name");
-    match parent.remove_dir(name) {
-        Ok(()) => format!("removed {shown} ({files} files), {earlier}"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            format!("removed {files} files of {shown}, {earlier}")
-        }
-        Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => format!(
-            "removed {files} files of {shown}, {earlier}; left it: it holds entries the run did not make"
-        ),
-        Err(e) => format!("removed {files} files of {shown}, {earlier}; could not remove it: {e}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::local::journal::Journal;
-
-    fn record(anchor: &std::path::Path, name: &str, id: Option<FileId>) -> TreeRecord {
-        TreeRecord {
-            shared: true,
-            workers: 0..1,
-            tree: Tree::Flat { dirs: 1 },
-            files: 2,
-            anchor: anchor.to_path_buf(),
-            names: vec![name.to_string()],
-            id,
-        }
-    }
-
-    fn id_of(p: &std::path::Path) -> Option<FileId> {
-        Some(FileId::of(&std::fs::metadata(p).unwrap()))
-    }
-
-    /// A dead agent's journal recovered: only this host's names, only in the directory the run
-    /// made, never through a link.
-    #[test]
-    fn a_left_tree_is_removed_only_where_it_is_still_the_runs() {
-        let tmp = tempfile::tempdir().unwrap();
-        let t = tmp.path().join("target");
-        std::fs::create_dir(&t).unwrap();
-        let (j, _) = Journal::open(&tmp.path().join("state")).unwrap();
-        // Its own files go; another host's and a planted one stay, and so does the tree.
-        let ours = t.join("stormark-shared-a-meta");
-        std::fs::create_dir_all(ours.join("d0")).unwrap();
-        for f in ["f0.0", "r0.1", "f1.0", "theirs"] {
-            std::fs::write(ours.join("d0").join(f), b"x").unwrap();
-        }
-        j.add_meta(&record(&t, "stormark-shared-a-meta", id_of(&ours)));
-        // Swapped for a link to a directory of the same names: nothing there is touched.
-        let moved = t.join("moved");
-        std::fs::create_dir_all(moved.join("d0")).unwrap();
-        std::fs::write(moved.join("d0/f0.0"), b"x").unwrap();
-        let linked = t.join("stormark-shared-b-meta");
-        j.add_meta(&record(&t, "stormark-shared-b-meta", id_of(&moved)));
-        std::os::unix::fs::symlink(&moved, &linked).unwrap();
-        // Replaced by another directory under its name: left whole.
-        let replaced = t.join("stormark-shared-c-meta");
-        std::fs::create_dir(&replaced).unwrap();
-        let old = id_of(&replaced);
-        std::fs::remove_dir(&replaced).unwrap();
-        std::fs::create_dir(t.join("spacer")).unwrap();
-        std::fs::create_dir_all(replaced.join("d0")).unwrap();
-        std::fs::write(replaced.join("d0/f0.0"), b"x").unwrap();
-        j.add_meta(&record(&t, "stormark-shared-c-meta", old));
-        // Killed before its identity was recorded: named, not removed.
-        let early = t.join("stormark-shared-d-meta");
-        std::fs::create_dir(&early).unwrap();
-        j.add_meta(&record(&t, "stormark-shared-d-meta", None));
-        // Recorded, then killed before it was made: nothing to say but that.
-        j.add_meta(&record(&t, "stormark-shared-f-meta", None));
-        // Gone already (removed by the last host out).
-        j.add_meta(&record(&t, "stormark-shared-e-meta", id_of(&t)));
-
-        std::fs::copy(j.path(), j.path().with_file_name("runs-0.journal")).unwrap();
-        let (_again, notes) = Journal::open(&tmp.path().join("state")).unwrap();
-        let said = notes.join("\n");
-        let mut left: Vec<String> = std::fs::read_dir(ours.join("d0"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert_eq!(left, ["f1.0", "theirs"], "{said}");
-        assert!(said.contains("removed this host's 2 files"), "{said}");
-        assert!(said.contains("1 files of other hosts"), "{said}");
-        assert!(
-            moved.join("d0/f0.0").exists() && linked.is_symlink(),
-            "{said}"
-        );
-        assert!(said.contains("without following a link"), "{said}");
-        assert!(replaced.join("d0/f0.0").exists(), "{said}");
-        assert!(said.contains("no longer the directory"), "{said}");
-        assert!(
-            early.exists() && said.contains("before it recorded"),
-            "{said}"
-        );
-        assert!(said.contains("stormark-shared-e-meta, left by an earlier run that did not finish, is gone already"), "{said}");
-        assert!(said.contains("stormark-shared-f-meta, which an earlier run that did not finish was about to make, is not there"), "{said}");
-        assert_eq!(notes.len(), 6, "{said}");
-    }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use stormark_engine::{Backend, FileTarget, Identity, NfsDir, Place};
-use stormark_nfs::{Client, FileId, Url};
+use stormark_nfs::{Client, FileId, Handle, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::Workload;
 
@@ -20,7 +20,7 @@ use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
 /// How long each removal at the end may wait for the server.
-const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(super) const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A run directory on a share: where, its files, and what this run made.
 #[derive(Debug)]
@@ -34,6 +34,8 @@ pub(crate) struct ShareDir {
     /// The run directory as the server knows it, once made: what is removed at the end
     /// only while its name still leads to it.
     dir_id: Option<FileId>,
+    /// The run directory's NFS file handle, once made (boxed: 65 bytes most runs never use).
+    dir_handle: Option<Box<Handle>>,
     /// Each planned file's object, once made: what its workers open (and nothing else put
     /// under its name) and what is removed.
     ids: Vec<Option<FileId>>,
@@ -64,7 +66,7 @@ impl ShareDir {
     }
 
     /// The run directory as the user would name it.
-    fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         format!("{}/{}", self.url, self.name)
     }
 
@@ -80,17 +82,28 @@ impl ShareDir {
             self.client
                 .mkdir(&self.name)
                 .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
+            // Looked up by the URL's directory's handle, never through a link: its identity,
+            // and its handle, which finds it (for a restarted agent too) wherever it is moved.
+            let name = self.name.clone();
             let made = self
                 .client
-                .lstat(&self.name)
+                .dir_handle()
                 .ok()
-                .filter(|st| st.dir && !st.link);
-            self.dir_id = Some(made.map(|st| st.id).ok_or_else(|| {
-                AgentError::target(
-                    self.shown(),
-                    "replaced right after it was made (by another user of the share?); nothing was written",
-                )
-            })?);
+                .and_then(|parent| self.client.lookup_at(&parent, &name).ok())
+                .filter(|f| f.kind == stormark_nfs::Kind::Dir);
+            let (id, handle) = made
+                .and_then(|f| Some((f.id?, f.handle)))
+                .ok_or_else(|| {
+                    AgentError::target(
+                        self.shown(),
+                        "replaced right after it was made (by another user of the share?); nothing was written",
+                    )
+                })?;
+            self.dir_id = Some(id);
+            self.dir_handle = Some(Box::new(handle));
+            // Recorded before anything is made in it: a crash from here on leaves it to the
+            // agent's next start, which removes it only while it is this object.
+            self.journal_ids();
             self.ids = vec![None; self.files.len()];
         }
         let mut made = false;
@@ -120,8 +133,10 @@ impl ShareDir {
 
     /// The objects made so far, into the agent's journal: what a restarted agent removes.
     fn journal_ids(&self) {
-        if let (Some((j, false)), Some(dir)) = (&self.journal, self.dir_id) {
-            j.share_made(&self.shown(), dir, &self.created);
+        if let (Some((j, false)), Some(dir), Some(handle)) =
+            (&self.journal, self.dir_id, &self.dir_handle)
+        {
+            j.share_made(&self.shown(), dir, handle, &self.created);
         }
     }
 
@@ -158,23 +173,10 @@ impl ShareDir {
         let names = std::mem::take(&mut self.created);
         // What is at each name is removed only while it is the object this run made: a
         // directory swapped in under the run's name, or a file under a file's, stays.
-        let removed = match self.client.lstat(&self.name) {
-            Err(e) if e.is_unanswered() => {
-                notes.push(unanswered(&self.shown(), names.len(), &e));
-                false
-            }
-            Ok(st) if st.id == dir_id && !st.link => self.remove_made(&names, &mut notes),
-            _ => {
-                notes.push(format!(
-                    "{}: no longer the directory this run made (replaced or removed by someone else); nothing under that name was removed, and the {} file(s) the run made are wherever it was moved",
-                    self.shown(),
-                    names.len()
-                ));
-                false
-            }
-        };
-        // The journal forgets the directory only once it is gone.
-        if let (true, Some((j, _))) = (removed, &self.journal) {
+        let held = self.dir_handle.take();
+        let (said, forget) = self.remove_made(dir_id, held.as_deref(), &names);
+        notes.extend(said);
+        if let (true, Some((j, _))) = (forget, &self.journal) {
             j.remove_share(&self.shown());
         }
         self.dir_id = None;
@@ -188,6 +190,11 @@ impl ShareDir {
         &self.name
     }
 
+    /// The agent's own connection.
+    pub(super) fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
     /// For a meta tree: a connection of its own, the run directory and the URL's directory
     /// held by their handles, the run directory only while it is the one this run made.
     pub fn meta_dirs(&mut self) -> Result<(Client, NfsDir, NfsDir), AgentError> {
@@ -196,6 +203,7 @@ impl ShareDir {
         let mut client = Client::connect(&self.url, 1).map_err(|e| fail(&e))?;
         let parent = NfsDir {
             handle: client.dir_handle().map_err(|e| fail(&e))?,
+            id: None,
             shown: self.url.to_string(),
         };
         let found = client
@@ -209,66 +217,11 @@ impl ShareDir {
         }
         let run = NfsDir {
             handle: found.handle,
+            id: found.id,
             shown: shown.clone(),
         };
         Ok((client, run, parent))
     }
-
-    /// Removes each of `names` that is still the object made, then the run directory when
-    /// nothing else is left: whether it is gone.
-    fn remove_made(&mut self, names: &[(String, FileId)], notes: &mut Vec<String>) -> bool {
-        let mut all = true;
-        for (i, (name, id)) in names.iter().enumerate() {
-            let rel = format!("{}/{name}", self.name);
-            let removed = match self.client.lstat(&rel) {
-                Ok(st) if st.id == *id && !st.link => self.client.unlink(&rel),
-                Ok(_) => {
-                    notes.push(format!(
-                        "left {}/{name}: not the file this run made (replaced by someone else)",
-                        self.shown()
-                    ));
-                    all = false;
-                    continue;
-                }
-                Err(e) => Err(e),
-            };
-            match removed {
-                Ok(()) => {}
-                Err(e) if e.is_unanswered() => {
-                    notes.push(unanswered(&self.shown(), names.len() - i, &e));
-                    return false;
-                }
-                Err(e) => {
-                    notes.push(format!("could not remove {}/{name}: {e}", self.shown()));
-                    all = false;
-                }
-            }
-        }
-        if !all {
-            notes.push(format!(
-                "left {}: it holds what this run did not make",
-                self.shown()
-            ));
-            return false;
-        }
-        match self.client.rmdir(&self.name) {
-            Ok(()) => true,
-            Err(e) => {
-                notes.push(format!(
-                    "could not remove {}: {e} (what others put in it is left in place)",
-                    self.shown()
-                ));
-                false
-            }
-        }
-    }
-}
-
-/// What is left on a server that stopped answering during the cleanup.
-fn unanswered(shown: &str, files: usize, e: &stormark_nfs::NfsError) -> String {
-    format!(
-        "could not remove {shown}: the server did not answer ({e}); {files} file(s) of the run and its directory are left: remove {shown} when the server is back"
-    )
 }
 
 impl LocalAgent {
@@ -394,6 +347,7 @@ impl LocalAgent {
             name,
             files,
             dir_id: None,
+            dir_handle: None,
             ids: Vec::new(),
             created: Vec::new(),
             journal: self.journal.clone().map(|j| (j, self.opts.keep)),

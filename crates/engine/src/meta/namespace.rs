@@ -11,7 +11,7 @@
 use std::io;
 use std::io::{Read, Write};
 
-use stormark_nfs::{Client, Handle, Kind as NfsKind};
+use stormark_nfs::{Client, FileId, Handle, Kind as NfsKind};
 
 use crate::files::Dir;
 
@@ -126,6 +126,8 @@ impl Namespace for Local {
 pub struct NfsDir {
     /// Its handle.
     pub handle: Handle,
+    /// Which object it is (fsid, fileid), when the server said: what a journal records.
+    pub id: Option<FileId>,
     /// `nfs://SERVER/EXPORT/...`, for messages.
     pub shown: String,
 }
@@ -147,13 +149,14 @@ impl Namespace for Client {
     }
     fn create_dir(&mut self, at: &NfsDir, name: &str) -> io::Result<NfsDir> {
         let made = self.mkdir_at(&at.handle, name)?;
-        let handle = match made {
-            Some(f) => f.handle,
+        let f = match made {
+            Some(f) => f,
             // The server gave no handle: the name looked up, and it must be a directory.
             None => return self.open_dir(at, name),
         };
         Ok(NfsDir {
-            handle,
+            handle: f.handle,
+            id: f.id,
             shown: Self::shown(at, name),
         })
     }
@@ -162,6 +165,7 @@ impl Namespace for Client {
         match f.kind {
             NfsKind::Dir => Ok(NfsDir {
                 handle: f.handle,
+                id: f.id,
                 shown: Self::shown(at, name),
             }),
             NfsKind::Link => Err(io::Error::from_raw_os_error(libc::ELOOP)),
