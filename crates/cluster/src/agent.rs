@@ -366,7 +366,7 @@ pub trait Agent: Send {
         None
     }
     /// The host's inventory, for `hosts[].inventory`.
-    fn inventory(&self) -> serde_json::Value;
+    fn inventory(&self) -> stormark_stats::Inventory;
     /// The run's hosts, for net jobs that stream between its agents (before `validate`); an
     /// agent that runs no net jobs has no use for them.
     fn set_net_peers(&mut self, _peers: NetPeers) {}

@@ -103,7 +103,7 @@ pub struct LocalAgent {
 impl LocalAgent {
     /// An agent for `opts` on this host.
     pub fn new(opts: TargetOptions) -> LocalAgent {
-        let inventory = Inventory::collect();
+        let inventory = stormark_probe::collect_inventory();
         LocalAgent {
             opts,
             host: inventory.hostname.clone(),
@@ -269,8 +269,8 @@ impl Agent for LocalAgent {
         &self.host
     }
 
-    fn inventory(&self) -> serde_json::Value {
-        serde_json::to_value(&self.inventory).expect("an inventory serializes")
+    fn inventory(&self) -> stormark_stats::Inventory {
+        self.inventory.clone()
     }
 
     fn set_net_peers(&mut self, peers: NetPeers) {

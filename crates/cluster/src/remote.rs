@@ -42,7 +42,7 @@ pub struct RemoteAgent {
     client: Client,
     session: String,
     host: String,
-    inventory: serde_json::Value,
+    inventory: stormark_stats::Inventory,
     /// Agent clock minus coordinator clock, ns.
     offset_ns: i64,
     /// The round trip `offset_ns` was measured over.
@@ -463,7 +463,7 @@ impl Agent for RemoteAgent {
         Some(self.address.clone())
     }
 
-    fn inventory(&self) -> serde_json::Value {
+    fn inventory(&self) -> stormark_stats::Inventory {
         self.inventory.clone()
     }
 

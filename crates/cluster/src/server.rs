@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use stormark_probe::Inventory;
 use stormark_spec::{StageLoad, Workload};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -313,7 +312,7 @@ impl AgentRpc for AgentService {
                 removing_since: None,
             });
         }
-        let inv = tokio::task::spawn_blocking(Inventory::collect)
+        let inv = tokio::task::spawn_blocking(stormark_probe::collect_inventory)
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(pb::HandshakeReply {

@@ -68,8 +68,11 @@ impl Agent for Scripted {
         &self.name
     }
 
-    fn inventory(&self) -> serde_json::Value {
-        serde_json::json!({ "hostname": self.name })
+    fn inventory(&self) -> stormark_stats::Inventory {
+        stormark_stats::Inventory {
+            hostname: self.name.clone(),
+            ..Default::default()
+        }
     }
 
     fn validate(&mut self, _: &Workload) -> Result<Validated, AgentError> {

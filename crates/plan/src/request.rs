@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use stormark_probe::{auto_size, Inventory, Sizing, SizingInput};
+use stormark_probe::{auto_size, Sizing, SizingInput};
 use stormark_spec::units::format_size;
 use stormark_spec::{parse_expect, profile, Expectation, Job, JobFile, JobOpts, Source, Workload};
 
@@ -141,7 +141,7 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     };
     let auto_input = args.auto.then(|| {
         (
-            Inventory::collect(),
+            stormark_probe::collect_inventory(),
             SizingInput::for_target(&target, args.reuse),
         )
     });

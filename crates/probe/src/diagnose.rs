@@ -56,24 +56,26 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
     short_runs(&measured, &mut out);
     clock_offsets(results, &mut out);
     crate::network::network_findings(results, &mut out);
-    let client: Option<Inventory> = results
-        .hosts
-        .first()
-        .and_then(|h| serde_json::from_value(h.inventory.clone()).ok());
+    // An inventory the document does not hold (or could not read) is unknown, not a host
+    // of no CPUs.
+    fn known(i: &Inventory) -> Option<&Inventory> {
+        (*i != Inventory::default()).then_some(i)
+    }
+    let client = results.hosts.first().and_then(|h| known(&h.inventory));
     for p in &measured {
         noisy(p, &mut out);
         behind_schedule(p, &mut out);
-        crate::objects::object_findings(p, client.as_ref(), &mut out);
+        crate::objects::object_findings(p, client, &mut out);
     }
     for host in &results.hosts {
-        let inv: Option<Inventory> = serde_json::from_value(host.inventory.clone()).ok();
+        let inv = known(&host.inventory);
         for p in &measured {
             let samples = samples_within(&host.samples, p.start_offset_ns, p.duration_ns);
             let ctx = Ctx {
                 host: &host.name,
                 phase: p,
                 samples: &samples,
-                inventory: inv.as_ref(),
+                inventory: inv,
                 several_hosts: results.hosts.len() > 1,
             };
             if samples.is_empty() {

@@ -6,113 +6,9 @@ use std::path::Path;
 
 use procfs_core::process::MountInfos;
 use procfs_core::FromBufRead;
-use serde::{Deserialize, Serialize};
+pub use stormark_stats::{BlockDevice, Filesystem, Inventory, NetInterface, Partition};
 
 use crate::counters::HostRoot;
-
-/// What this host is. Fields that cannot be read are `None` ("unknown"), with a note saying
-/// what was missing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Inventory {
-    /// Host name.
-    pub hostname: String,
-    /// Kernel release (`uname -r`).
-    pub kernel: Option<String>,
-    /// Distribution (`PRETTY_NAME` of /etc/os-release).
-    pub os: Option<String>,
-    /// CPU model name.
-    pub cpu_model: Option<String>,
-    /// Logical CPUs available to this process (its affinity mask).
-    pub cpus: usize,
-    /// Online logical CPUs (hardware threads) of the host.
-    pub cpu_threads: Option<usize>,
-    /// Physical cores of the host.
-    pub cpu_cores: Option<usize>,
-    /// CPU packages.
-    pub cpu_sockets: Option<usize>,
-    /// Physical memory, bytes.
-    pub memory_bytes: Option<u64>,
-    /// Swap space, bytes.
-    pub swap_bytes: Option<u64>,
-    /// Whether io_uring can be set up here.
-    pub io_uring: bool,
-    /// Why not, when it cannot.
-    pub io_uring_error: Option<String>,
-    /// Every whole block device (/sys/block), RAM disks and empty loop devices left out.
-    pub block_devices: Vec<BlockDevice>,
-    /// Every mounted filesystem that holds data (pseudo filesystems such as proc left out).
-    pub filesystems: Vec<Filesystem>,
-    /// Every network interface (/sys/class/net).
-    pub net_interfaces: Vec<NetInterface>,
-    /// What could not be read, and so is unknown.
-    pub notes: Vec<String>,
-}
-
-/// A whole block device.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct BlockDevice {
-    /// Kernel name (`sda`, `nvme0n1`, `vda`, `loop0`).
-    pub name: String,
-    /// Capacity, bytes.
-    pub size_bytes: Option<u64>,
-    /// Model as the device reports it.
-    pub model: Option<String>,
-    /// Spinning disk (`queue/rotational`); virtual disks often say yes whatever backs them.
-    pub rotational: Option<bool>,
-    /// Active I/O scheduler (`mq-deadline`, `none`, ...).
-    pub scheduler: Option<String>,
-    /// Requests the block layer queues for it (`queue/nr_requests`).
-    pub queue_depth: Option<u32>,
-    /// Logical block size, bytes.
-    pub logical_block_bytes: Option<u32>,
-    /// Where the device itself is mounted.
-    pub mount_points: Vec<String>,
-    /// Filesystem on the device itself, when mounted.
-    pub fs_type: Option<String>,
-    /// Its partitions.
-    pub partitions: Vec<Partition>,
-}
-
-/// A partition of a block device.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Partition {
-    /// Kernel name (`sda1`, `nvme0n1p2`).
-    pub name: String,
-    /// Size, bytes.
-    pub size_bytes: Option<u64>,
-    /// Where it is mounted.
-    pub mount_points: Vec<String>,
-    /// Filesystem, when mounted.
-    pub fs_type: Option<String>,
-}
-
-/// A mounted filesystem.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Filesystem {
-    /// Mount point.
-    pub mount_point: String,
-    /// What is mounted (`/dev/vda1`, `server:/export`).
-    pub source: Option<String>,
-    /// Type (`ext4`, `xfs`, `nfs4`, `tmpfs`).
-    pub fs_type: String,
-    /// Capacity, bytes (statvfs; unknown in fixtures).
-    pub size_bytes: Option<u64>,
-    /// Used, percent of what non-root users can have (as `df`).
-    pub used_pct: Option<f64>,
-}
-
-/// A network interface.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NetInterface {
-    /// Name (`eth0`).
-    pub name: String,
-    /// Link speed, Mbit/s; `None` when the driver does not say (virtual links, link down).
-    pub speed_mbps: Option<u64>,
-    /// MTU, bytes.
-    pub mtu: Option<u32>,
-    /// `operstate`: `up`, `down`, `unknown`.
-    pub state: Option<String>,
-}
 
 /// Filesystem types that hold no user data.
 const PSEUDO_FS: &[&str] = &[
@@ -156,79 +52,70 @@ pub const NETWORK_FS: &[&str] = &[
     "fuse.sshfs",
 ];
 
-impl Inventory {
-    /// Reads the inventory of this host.
-    pub fn collect() -> Inventory {
-        Inventory::collect_from(&HostRoot::live())
-    }
+/// Reads the inventory of this host.
+pub fn collect_inventory() -> Inventory {
+    collect_inventory_from(&HostRoot::live())
+}
 
-    /// Reads the inventory of the host whose /proc and /sys are under `root` (a fixture in
-    /// tests). Syscalls (io_uring, statvfs, CPU affinity) are made only for the live host.
-    pub fn collect_from(root: &HostRoot) -> Inventory {
-        let mut notes = Vec::new();
-        let mut need = |rel: &str, what: &str| {
-            let text = root.read(rel);
-            if text.is_none() {
-                notes.push(format!("/{rel} unreadable: {what} unknown"));
-            }
-            text.unwrap_or_default()
-        };
-        let meminfo = need("proc/meminfo", "memory and swap");
-        let cpuinfo = need("proc/cpuinfo", "CPU model, cores and threads");
-        let mountinfo = need("proc/self/mountinfo", "mounts and filesystems");
-        let cpu = parse_cpuinfo(&cpuinfo);
-        let mounts = parse_mountinfo(&mountinfo);
-        let live = root.is_live();
-        let (io_uring, io_uring_error) = if live {
-            match io_uring_probe() {
-                Ok(()) => (true, None),
-                Err(e) => (false, Some(e)),
-            }
-        } else {
-            (false, Some("not probed (not the live host)".to_string()))
-        };
-        let cpus = if live {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            cpu.threads.unwrap_or(1)
-        };
-        let mut inv = Inventory {
-            hostname: root
-                .read_value("proc/sys/kernel/hostname")
-                .unwrap_or_else(|| "localhost".to_string()),
-            kernel: root.read_value("proc/sys/kernel/osrelease"),
-            os: root.read("etc/os-release").and_then(|t| {
-                t.lines()
-                    .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                    .map(|v| v.trim().trim_matches('"').to_string())
-            }),
-            cpu_model: cpu.model,
-            cpus,
-            cpu_threads: cpu.threads,
-            cpu_cores: cpu.cores,
-            cpu_sockets: cpu.sockets,
-            memory_bytes: meminfo_kib(&meminfo, "MemTotal:").map(|k| k * 1024),
-            swap_bytes: meminfo_kib(&meminfo, "SwapTotal:").map(|k| k * 1024),
-            io_uring,
-            io_uring_error,
-            block_devices: block_devices(root, &mounts),
-            filesystems: filesystems(&mounts, live),
-            net_interfaces: net_interfaces(root),
-            notes,
-        };
-        if inv.block_devices.is_empty() {
-            inv.notes
-                .push("/sys/block lists nothing: block devices unknown".to_string());
+/// Reads the inventory of the host whose /proc and /sys are under `root` (a fixture in
+/// tests). Syscalls (io_uring, statvfs, CPU affinity) are made only for the live host.
+pub fn collect_inventory_from(root: &HostRoot) -> Inventory {
+    let mut notes = Vec::new();
+    let mut need = |rel: &str, what: &str| {
+        let text = root.read(rel);
+        if text.is_none() {
+            notes.push(format!("/{rel} unreadable: {what} unknown"));
         }
-        inv
+        text.unwrap_or_default()
+    };
+    let meminfo = need("proc/meminfo", "memory and swap");
+    let cpuinfo = need("proc/cpuinfo", "CPU model, cores and threads");
+    let mountinfo = need("proc/self/mountinfo", "mounts and filesystems");
+    let cpu = parse_cpuinfo(&cpuinfo);
+    let mounts = parse_mountinfo(&mountinfo);
+    let live = root.is_live();
+    let (io_uring, io_uring_error) = if live {
+        match io_uring_probe() {
+            Ok(()) => (true, None),
+            Err(e) => (false, Some(e)),
+        }
+    } else {
+        (false, Some("not probed (not the live host)".to_string()))
+    };
+    let cpus = if live {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cpu.threads.unwrap_or(1)
+    };
+    let mut inv = Inventory {
+        hostname: root
+            .read_value("proc/sys/kernel/hostname")
+            .unwrap_or_else(|| "localhost".to_string()),
+        kernel: root.read_value("proc/sys/kernel/osrelease"),
+        os: root.read("etc/os-release").and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim().trim_matches('"').to_string())
+        }),
+        cpu_model: cpu.model,
+        cpus,
+        cpu_threads: cpu.threads,
+        cpu_cores: cpu.cores,
+        cpu_sockets: cpu.sockets,
+        memory_bytes: meminfo_kib(&meminfo, "MemTotal:").map(|k| k * 1024),
+        swap_bytes: meminfo_kib(&meminfo, "SwapTotal:").map(|k| k * 1024),
+        io_uring,
+        io_uring_error,
+        block_devices: block_devices(root, &mounts),
+        filesystems: filesystems(&mounts, live),
+        net_interfaces: net_interfaces(root),
+        notes,
+    };
+    if inv.block_devices.is_empty() {
+        inv.notes
+            .push("/sys/block lists nothing: block devices unknown".to_string());
     }
-
-    /// The block device named `name`, whole or a partition (then its parent disk).
-    pub fn device(&self, name: &str) -> Option<&BlockDevice> {
-        self.block_devices
-            .iter()
-            .find(|d| d.name == name || d.partitions.iter().any(|p| p.name == name))
-    }
+    inv
 }
 
 /// A mount, as /proc/self/mountinfo gives it.
@@ -515,7 +402,7 @@ mod tests {
 
     #[test]
     fn live_inventory_matches_the_host() {
-        let inv = Inventory::collect();
+        let inv = collect_inventory();
         assert!(inv.cpus >= 1);
         let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
         assert_eq!(

@@ -12,7 +12,7 @@
 //! holds. Anything it cannot read degrades to "unknown", never a panic.
 //!
 //! ```
-//! let inv = stormark_probe::Inventory::collect();
+//! let inv = stormark_probe::collect_inventory();
 //! assert!(inv.cpus >= 1);
 //! let target = stormark_probe::classify(std::path::Path::new("/")).unwrap();
 //! assert_eq!(target.kind_name(), "directory");
@@ -34,7 +34,10 @@ pub use counters::{
     parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
 pub use diagnose::{diagnose, first_look};
-pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition, NETWORK_FS};
+pub use inventory::{
+    collect_inventory, collect_inventory_from, BlockDevice, Filesystem, Inventory, NetInterface,
+    Partition, NETWORK_FS,
+};
 pub use mountstats::{parse_mountstats, NfsMount, NfsOpCounters};
 pub use safety::{
     classify, device_in_use, file_in_use, fs_signature, space, ProbeError, Space, TargetKind,

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stormark_probe::{
-    parse_diskstats, parse_net_dev, parse_stat, parse_tcp_retrans, parse_vmstat_swap, whole_disks,
-    Counters, HostRoot, Inventory,
+    collect_inventory_from, parse_diskstats, parse_net_dev, parse_stat, parse_tcp_retrans,
+    parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
 
 fn fixture(name: &str) -> HostRoot {
@@ -24,7 +24,7 @@ fn text(root: &HostRoot, rel: &str) -> String {
 #[test]
 fn kernel_6_18_as_captured_on_the_development_vm() {
     let root = fixture("kernel-6.18");
-    let inv = Inventory::collect_from(&root);
+    let inv = collect_inventory_from(&root);
     assert_eq!(inv.hostname, "vm");
     assert_eq!(inv.kernel.as_deref(), Some("6.18.44-fc-v669"));
     assert_eq!(inv.os.as_deref(), Some("Debian GNU/Linux 12 (bookworm)"));
@@ -90,7 +90,7 @@ fn kernel_6_18_as_captured_on_the_development_vm() {
 #[test]
 fn kernel_5_4_inventory() {
     let root = fixture("kernel-5.4");
-    let inv = Inventory::collect_from(&root);
+    let inv = collect_inventory_from(&root);
     assert_eq!(inv.hostname, "db-01");
     assert_eq!(inv.os.as_deref(), Some("Ubuntu 20.04.6 LTS"));
     // Two threads of one core.
@@ -246,7 +246,7 @@ fn kernel_3_10_formats() {
         (total.steal, total.guest, total.guest_nice),
         (Some(0), Some(0), None)
     );
-    let inv = Inventory::collect_from(&root);
+    let inv = collect_inventory_from(&root);
     assert_eq!(
         inv.hostname, "localhost",
         "no hostname file: a default, not a crash"
@@ -269,7 +269,7 @@ fn kernel_3_10_formats() {
 #[test]
 fn a_container_with_garbled_or_missing_files_degrades_to_unknown() {
     let root = fixture("container");
-    let inv = Inventory::collect_from(&root);
+    let inv = collect_inventory_from(&root);
     assert_eq!(inv.memory_bytes, Some(1_024_000 * 1024));
     assert_eq!(inv.cpu_model, None);
     assert!(inv.block_devices.is_empty());
@@ -293,7 +293,7 @@ fn a_container_with_garbled_or_missing_files_degrades_to_unknown() {
     assert!(s.cpu.is_none() && s.memory.is_none() && s.disks.is_empty() && s.net.is_empty());
     assert!(s.tcp_retrans_per_s.is_none());
     // A host with nothing at all.
-    let empty = Inventory::collect_from(&fixture("does-not-exist"));
+    let empty = collect_inventory_from(&fixture("does-not-exist"));
     assert!(empty.notes.len() >= 3);
 }
 

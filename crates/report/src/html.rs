@@ -190,19 +190,23 @@ fn hosts(o: &mut String, r: &Results) {
     );
     for h in &r.hosts {
         let inv = &h.inventory;
-        let text = |k: &str| inv[k].as_str().map(esc).unwrap_or_default();
-        let mem = inv["memory_bytes"]
-            .as_u64()
+        let mem = inv
+            .memory_bytes
             .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
             .unwrap_or_default();
+        // An inventory the document did not hold says nothing, not "0 CPUs".
+        let cpus = if inv.cpus > 0 {
+            inv.cpus.to_string()
+        } else {
+            String::new()
+        };
         let _ = write!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{mem}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{cpus}</td><td class=\"n\">{mem}</td><td>{}</td></tr>",
             esc(&h.name),
             h.address.as_deref().map(esc).unwrap_or_default(),
-            text("cpu_model"),
-            inv["cpus"].as_u64().map(|n| n.to_string()).unwrap_or_default(),
-            text("kernel")
+            inv.cpu_model.as_deref().map(esc).unwrap_or_default(),
+            inv.kernel.as_deref().map(esc).unwrap_or_default()
         );
     }
     o.push_str("</tbody></table></section>\n");

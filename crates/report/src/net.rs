@@ -253,7 +253,7 @@ mod tests {
             .map(|name| Host {
                 name: (*name).into(),
                 target: None,
-                inventory: serde_json::Value::Null,
+                inventory: Default::default(),
                 samples: Vec::new(),
                 sampler_cpu_ns: None,
                 address: Some(format!("{name}:7878")),

@@ -329,19 +329,33 @@ pub fn differences(a: &Results, b: &Results) -> Vec<String> {
         out.push("the workloads differ (spec)".into());
     }
     // The host's make-up, not its momentary state (free memory, counters).
-    const KEYS: [&str; 5] = ["hostname", "kernel", "cpu_model", "cpus", "memory_bytes"];
-    let hosts = |r: &Results| -> Vec<(String, Vec<serde_json::Value>)> {
+    type MakeUp<'a> = (
+        &'a str,
+        &'a Option<String>,
+        &'a Option<String>,
+        usize,
+        Option<u64>,
+    );
+    /// Each host's name and make-up, by name.
+    fn hosts(r: &Results) -> Vec<(String, MakeUp<'_>)> {
         let mut h: Vec<_> = r
             .hosts
             .iter()
             .map(|h| {
-                let inv = KEYS.iter().map(|k| h.inventory[*k].clone()).collect();
-                (h.name.clone(), inv)
+                let i = &h.inventory;
+                let made = (
+                    i.hostname.as_str(),
+                    &i.kernel,
+                    &i.cpu_model,
+                    i.cpus,
+                    i.memory_bytes,
+                );
+                (h.name.clone(), made)
             })
             .collect();
         h.sort_by(|x, y| x.0.cmp(&y.0));
         h
-    };
+    }
     if hosts(a) != hosts(b) {
         out.push("the hosts differ (names, kernel, CPU or memory in hosts[].inventory)".into());
     }

@@ -29,6 +29,7 @@ mod compare;
 mod errors;
 mod expect;
 mod format;
+mod inventory;
 mod mesh;
 mod names;
 mod netreport;
@@ -53,6 +54,7 @@ pub use compare::{
 };
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
+pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition};
 pub use mesh::mesh_of;
 pub use names::Names;
 pub use recorder::{

@@ -142,7 +142,7 @@ mod tests {
         Host {
             name: name.into(),
             target: None,
-            inventory: serde_json::Value::Null,
+            inventory: Default::default(),
             samples: Vec::new(),
             sampler_cpu_ns: None,
             address: Some(format!("{name}:7878")),

@@ -200,7 +200,8 @@ pub struct Host {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     /// What the host is (see `stormark probe`).
-    pub inventory: serde_json::Value,
+    #[serde(default, deserialize_with = "crate::inventory::lenient")]
+    pub inventory: crate::Inventory,
     /// The host's own counters, one sample a second for the whole run.
     #[serde(default)]
     pub samples: Vec<HostSample>,

@@ -203,7 +203,7 @@ fn path_mtu(args: &NetClientArgs, server: SocketAddr) -> Result<Ending> {
         .ok();
     let interface = local.and_then(|a| stormark_net::interface_of(a.ip()));
     let mtu = interface.as_ref().and_then(|name| {
-        stormark_probe::Inventory::collect()
+        stormark_probe::collect_inventory()
             .net_interfaces
             .into_iter()
             .find(|i| &i.name == name)

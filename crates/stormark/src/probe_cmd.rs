@@ -120,7 +120,7 @@ pub fn text(inv: &Inventory) -> String {
 
 pub fn main(args: ProbeArgs) -> anyhow::Result<Ending> {
     let out = crate::output("--json", args.json.as_deref(), &[], true)?;
-    let inv = Inventory::collect();
+    let inv = stormark_probe::collect_inventory();
     // With --json -, the inventory owns standard output and the text goes to stderr.
     let json_out = out.as_ref().is_some_and(Output::is_stdout);
     let say = |t: &str| {

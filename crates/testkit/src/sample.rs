@@ -77,7 +77,11 @@ pub fn sample_results() -> stormark_stats::Results {
         .map(|h| Host {
             target: None,
             name: h.to_string(),
-            inventory: serde_json::json!({ "hostname": h, "cpus": 16 }),
+            inventory: stormark_stats::Inventory {
+                hostname: h.to_string(),
+                cpus: 16,
+                ..Default::default()
+            },
             samples: Vec::new(),
             sampler_cpu_ns: None,
             address: Some(format!("{h}:7878")),

@@ -1,0 +1,126 @@
+//! What a host is (`hosts[].inventory` of a results document, and `stormark probe`): CPU,
+//! memory, kernel, block devices, filesystems and network interfaces. The probe reads them
+//! (`stormark_probe::collect_inventory`); this is the data, read back from any document.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// What this host is. Fields that cannot be read are `None` ("unknown"), with a note saying
+/// what was missing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Inventory {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: Option<String>,
+    /// Distribution (`PRETTY_NAME` of /etc/os-release).
+    pub os: Option<String>,
+    /// CPU model name.
+    pub cpu_model: Option<String>,
+    /// Logical CPUs available to this process (its affinity mask).
+    pub cpus: usize,
+    /// Online logical CPUs (hardware threads) of the host.
+    pub cpu_threads: Option<usize>,
+    /// Physical cores of the host.
+    pub cpu_cores: Option<usize>,
+    /// CPU packages.
+    pub cpu_sockets: Option<usize>,
+    /// Physical memory, bytes.
+    pub memory_bytes: Option<u64>,
+    /// Swap space, bytes.
+    pub swap_bytes: Option<u64>,
+    /// Whether io_uring can be set up here.
+    pub io_uring: bool,
+    /// Why not, when it cannot.
+    pub io_uring_error: Option<String>,
+    /// Every whole block device (/sys/block), RAM disks and empty loop devices left out.
+    pub block_devices: Vec<BlockDevice>,
+    /// Every mounted filesystem that holds data (pseudo filesystems such as proc left out).
+    pub filesystems: Vec<Filesystem>,
+    /// Every network interface (/sys/class/net).
+    pub net_interfaces: Vec<NetInterface>,
+    /// What could not be read, and so is unknown.
+    pub notes: Vec<String>,
+}
+
+/// A whole block device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlockDevice {
+    /// Kernel name (`sda`, `nvme0n1`, `vda`, `loop0`).
+    pub name: String,
+    /// Capacity, bytes.
+    pub size_bytes: Option<u64>,
+    /// Model as the device reports it.
+    pub model: Option<String>,
+    /// Spinning disk (`queue/rotational`); virtual disks often say yes whatever backs them.
+    pub rotational: Option<bool>,
+    /// Active I/O scheduler (`mq-deadline`, `none`, ...).
+    pub scheduler: Option<String>,
+    /// Requests the block layer queues for it (`queue/nr_requests`).
+    pub queue_depth: Option<u32>,
+    /// Logical block size, bytes.
+    pub logical_block_bytes: Option<u32>,
+    /// Where the device itself is mounted.
+    pub mount_points: Vec<String>,
+    /// Filesystem on the device itself, when mounted.
+    pub fs_type: Option<String>,
+    /// Its partitions.
+    pub partitions: Vec<Partition>,
+}
+
+/// A partition of a block device.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Partition {
+    /// Kernel name (`sda1`, `nvme0n1p2`).
+    pub name: String,
+    /// Size, bytes.
+    pub size_bytes: Option<u64>,
+    /// Where it is mounted.
+    pub mount_points: Vec<String>,
+    /// Filesystem, when mounted.
+    pub fs_type: Option<String>,
+}
+
+/// A mounted filesystem.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Filesystem {
+    /// Mount point.
+    pub mount_point: String,
+    /// What is mounted (`/dev/vda1`, `server:/export`).
+    pub source: Option<String>,
+    /// Type (`ext4`, `xfs`, `nfs4`, `tmpfs`).
+    pub fs_type: String,
+    /// Capacity, bytes (statvfs; unknown in fixtures).
+    pub size_bytes: Option<u64>,
+    /// Used, percent of what non-root users can have (as `df`).
+    pub used_pct: Option<f64>,
+}
+
+/// A network interface.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetInterface {
+    /// Name (`eth0`).
+    pub name: String,
+    /// Link speed, Mbit/s; `None` when the driver does not say (virtual links, link down).
+    pub speed_mbps: Option<u64>,
+    /// MTU, bytes.
+    pub mtu: Option<u32>,
+    /// `operstate`: `up`, `down`, `unknown`.
+    pub state: Option<String>,
+}
+
+impl Inventory {
+    /// The block device named `name`, whole or a partition (then its parent disk).
+    pub fn device(&self, name: &str) -> Option<&BlockDevice> {
+        self.block_devices
+            .iter()
+            .find(|d| d.name == name || d.partitions.iter().any(|p| p.name == name))
+    }
+}
+
+/// An inventory as a document holds it: one that is not an inventory (damaged, or written by
+/// another tool) reads as unknown, never as a document that cannot be read.
+pub(crate) fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Inventory, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
+}
