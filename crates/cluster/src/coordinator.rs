@@ -212,10 +212,20 @@ impl Coordinator {
                 clock_rtt_ns: None,
             })
             .collect();
-        results.spec = serde_json::json!({
-            "prepare": workload.prepare,
-            "jobs": workload.jobs.iter().map(|j| j.to_pairs().into_iter().map(|(k, v)| (k.to_string(), serde_json::Value::String(v))).collect::<serde_json::Map<_, _>>()).collect::<Vec<_>>(),
-        });
+        results.spec = stormark_stats::Spec {
+            prepare: workload.prepare,
+            jobs: workload
+                .jobs
+                .iter()
+                .map(|j| {
+                    j.to_pairs()
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect()
+                })
+                .collect(),
+            profile: None,
+        };
         let mut stages = Vec::new();
         let several = self.agents.len() > 1;
         match peers::PeerMap::new(workload, &self.agents) {

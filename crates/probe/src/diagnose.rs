@@ -193,9 +193,7 @@ fn clock_offsets(results: &Results, out: &mut Vec<Finding>) {
 /// `spec.profile = "quick"`).
 pub fn first_look(results: &mut Results) {
     results.findings.retain(|f| f.code != "run-too-short");
-    if let Some(spec) = results.spec.as_object_mut() {
-        spec.insert("profile".into(), json!("quick"));
-    }
+    results.spec.profile = Some("quick".into());
     let target = match results.target.as_ref().map(|t| t.path.as_str()) {
         Some(p)
             if p.chars()

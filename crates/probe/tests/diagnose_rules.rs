@@ -310,13 +310,13 @@ fn the_quick_profile_says_what_it_is_instead_of_warning_about_its_length() {
         device: None,
         fs_type: None,
     });
-    r.spec = serde_json::json!({"jobs": []});
+    r.spec = Default::default();
     r.findings = diagnose(&r);
     assert!(codes(&r).contains(&"run-too-short".to_string()));
     stormark_probe::first_look(&mut r);
     let codes: Vec<&str> = r.findings.iter().map(|f| f.code.as_str()).collect();
     assert_eq!(codes, ["first-look"]);
-    assert_eq!(r.spec["profile"], "quick");
+    assert_eq!(r.spec.profile.as_deref(), Some("quick"));
     // The next command names the target, quoted for the shell.
     assert!(
         r.findings[0]

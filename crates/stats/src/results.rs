@@ -34,7 +34,8 @@ pub struct Results {
     /// What was benchmarked.
     pub target: Option<Target>,
     /// The normalized workload: `prepare` plus the jobs as job-file keys; enough to re-run.
-    pub spec: serde_json::Value,
+    #[serde(default, deserialize_with = "lenient_spec")]
+    pub spec: Spec,
     /// Measured phases in order (`prepare`, `run`, `run:<job>`, ...).
     pub phases: Vec<Phase>,
     /// Every host that ran load, with its inventory.
@@ -82,7 +83,7 @@ impl Results {
             status: RunStatus::Ok,
             failure: None,
             target: None,
-            spec: serde_json::Value::Null,
+            spec: Spec::default(),
             phases: Vec::new(),
             hosts: Vec::new(),
             findings: Vec::new(),
@@ -157,6 +158,26 @@ pub struct Target {
     /// Filesystem type of a file or directory target (`ext4`, `nfs4`, `tmpfs`).
     #[serde(default)]
     pub fs_type: Option<String>,
+}
+
+/// The normalized workload of a run: enough to run it again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Spec {
+    /// Whether the working set is written before the first phase.
+    pub prepare: bool,
+    /// Each job as the job-file keys and values that make it (`bs = "4k"`).
+    pub jobs: Vec<BTreeMap<String, String>>,
+    /// The profile it came from when that says something of the run (`quick`: a first look).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// A document's `spec` as written, or empty when it is not one (a run that ended before its
+/// workload was known wrote `null`; another tool's document anything).
+fn lenient_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Spec, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 /// What a phase was (the planner's and the coordinator's word for it, in the results).
