@@ -122,3 +122,33 @@ fn ignored_enospc_is_counted_and_does_not_fail_the_run() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_ne!(r["status"], "ok");
 }
+
+/// Issue 55: a device path the host lacks is refused in one line, exit 2, before any load:
+/// fio would make it a regular file in devtmpfs and report RAM's figures as the disk's.
+#[test]
+fn a_device_the_host_lacks_is_refused_not_made_in_ram() {
+    let dir = temp_dir(TMP);
+    let missing = format!("/dev/stormark-missing-{}", std::process::id());
+    let job = dir.path().join("dev.fio");
+    std::fs::write(
+        &job,
+        format!("[j]\nfilename={missing}\nrw=read\nsize=1m\nruntime=1\n"),
+    )
+    .unwrap();
+    let out = Bin(BIN).run(&["run", "--job", job.to_str().unwrap(), "-q"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains(&missing) && said.contains("no such device"),
+        "{said}"
+    );
+    assert!(
+        !std::path::Path::new(&missing).exists(),
+        "{missing} was made"
+    );
+    // As the TARGET: refused too, naming what to give.
+    let out = Bin(BIN).run(&["run", &missing, "--rw", "read", "--time", "1s", "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!std::path::Path::new(&missing).exists());
+}

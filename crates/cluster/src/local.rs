@@ -155,6 +155,15 @@ impl LocalAgent {
         workload: &Workload,
         notes: &mut Vec<String>,
     ) -> Result<(), AgentError> {
+        // fio makes a missing /dev/X as a regular file, in RAM (devtmpfs), and its "disk"
+        // figures are memory's: a device path the host lacks is the user's mistake.
+        let parent = self.opts.path.parent().and_then(|p| p.canonicalize().ok());
+        if parent.is_some_and(|p| p.starts_with("/dev")) {
+            return Err(AgentError::target(
+                self.opts.path.clone(),
+                "no such device on this host: a file made there would be in RAM (/dev is devtmpfs), not on a disk; name a device this host has (lsblk lists them)",
+            ));
+        }
         let size = madefile::size_for(workload);
         let made = madefile::MadeFile::make(&self.opts.path, size, &self.stop)?;
         if let Some(j) = &self.journal {
