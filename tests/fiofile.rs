@@ -579,3 +579,83 @@ fn print_fio_of_a_lun_or_a_share_is_refused_with_fios_form() {
         assert!(!said.contains("directory="), "{target}: {said}");
     }
 }
+
+/// Issue 55: a fio job file runs as one whatever its name (`job.ini` as the TARGET, `--job
+/// fio.cfg`), as fio takes it; a file of that shape given with flags that say what to run on
+/// it is a file to measure, and a `.toml` stays stormark's.
+#[test]
+fn fio_job_files_run_under_any_name() {
+    let dir = temp_dir(TMP);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let job = format!(
+        "; a vendor's kit\n[global]\ndirectory={}\nsize=1m\nruntime=1\ntime_based\n[r]\nrw=read\n",
+        data.display()
+    );
+    let json = dir.path().join("r.json");
+    let ran = |args: &[&str]| {
+        let mut all = vec!["run"];
+        all.extend(args);
+        all.extend(["-q", "--json", json.to_str().unwrap()]);
+        let out = Bin(BIN).run(&all);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {said}");
+        read_json(&json)
+    };
+    let reads = |doc: &serde_json::Value| {
+        doc["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "run")
+            .map_or(0, |p| p["by_op"]["read"]["ops"].as_u64().unwrap_or(0))
+    };
+    for name in ["job.ini", "fio.cfg", "bench.job"] {
+        let f = dir.path().join(name);
+        std::fs::write(&f, &job).unwrap();
+        // As the TARGET, and with --job: the job file's own directory is measured.
+        for args in [
+            vec![f.to_str().unwrap()],
+            vec!["--job", f.to_str().unwrap()],
+        ] {
+            let doc = ran(&args);
+            assert!(reads(&doc) > 0, "{name} {args:?}: {}", doc["phases"]);
+            assert_eq!(doc["spec"]["jobs"][0]["rw"], "read", "{name}");
+            assert!(
+                doc["target"]["path"].as_str().unwrap().ends_with("/data"),
+                "{name}: {}",
+                doc["target"]
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            job,
+            "{name} was written"
+        );
+    }
+    // The same shape with flags that say what to run: the file itself is read.
+    let f = dir.path().join("looks.ini");
+    std::fs::write(&f, job.repeat(200)).unwrap();
+    let doc = ran(&[
+        f.to_str().unwrap(),
+        "--rw",
+        "read",
+        "--bs",
+        "4k",
+        "--time",
+        "1s",
+    ]);
+    assert!(
+        doc["target"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("looks.ini"),
+        "{}",
+        doc["target"]
+    );
+    // A .toml is stormark's TOML, whatever it holds.
+    let t = dir.path().join("kit.toml");
+    std::fs::write(&t, &job).unwrap();
+    let out = Bin(BIN).run(&["run", "--job", t.to_str().unwrap(), "-q"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

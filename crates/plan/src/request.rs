@@ -245,7 +245,11 @@ fn job_file(
     let mut first_look = false;
     let mut target_is_file = false;
     let file: JobFile = if let Some((shown, text)) = &args.job_file {
-        if shown.ends_with(".fio") {
+        // fio's job files by their content, whatever their name (`job.ini`, `fio.cfg`), as
+        // fio takes them; `.toml` is always stormark's.
+        let fio = shown.ends_with(".fio")
+            || (!shown.ends_with(".toml") && stormark_spec::looks_like_fio(text));
+        if fio {
             let f = crate::fio_file::read(text, shown, args.lenient)?;
             // time_based without runtime: fio runs until its --runtime; so does stormark,
             // given --time.

@@ -42,6 +42,18 @@ pub(crate) struct Line {
     pub(crate) value: Option<String>,
 }
 
+/// Whether `text` is written as fio writes job files, whatever its name: its first line
+/// that is not blank or a comment (`;`, `#`) is a section (`[global]`, `[job1]`). A stormark
+/// TOML job file starts with keys or a `[[job]]` array, never a single section.
+pub fn looks_like_fio(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with(';') && !l.starts_with('#'))
+        .is_some_and(|l| {
+            l.starts_with('[') && !l.starts_with("[[") && l.ends_with(']') && l.len() > 2
+        })
+}
+
 /// Reads a fio job file. `env` gives variables (`$VAR`, `${VAR}`, fio's `$ncpus`...);
 /// `include` reads an included file by the name written. `lenient`: options stormark does not
 /// run are listed in `ignored` instead of refused.
@@ -508,3 +520,22 @@ mod tests;
 mod tests_hostile;
 #[cfg(test)]
 mod tests_run;
+
+#[cfg(test)]
+mod looks_tests {
+    use super::looks_like_fio;
+
+    #[test]
+    fn a_fio_job_file_is_told_by_its_first_section() {
+        assert!(looks_like_fio("[global]\nbs=4k\n[j]\nrw=read\n"));
+        assert!(looks_like_fio(
+            "; comment\n# another\n\n  [job1]\nrw=write\n"
+        ));
+        assert!(!looks_like_fio("size = \"1g\"\n[[job]]\nname = \"a\"\n"));
+        assert!(!looks_like_fio("[[job]]\nrw = \"read\"\n"));
+        assert!(!looks_like_fio("rw=read\n[j]\n"));
+        assert!(!looks_like_fio("[]\n"));
+        assert!(!looks_like_fio(""));
+        assert!(!looks_like_fio("\u{0}\u{1}binary"));
+    }
+}

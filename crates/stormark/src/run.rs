@@ -33,11 +33,18 @@ pub fn main(args: RunArgs) -> Result<Ending> {
 
 /// The command line as the plan reads it; the job file is read here.
 fn request_options(args: &RunArgs) -> Result<RequestOptions> {
-    // `stormark run FILE.fio`: a fio job file given as TARGET is the job file.
-    let fio_target = args
-        .target
-        .as_ref()
-        .filter(|t| t.extension().is_some_and(|e| e == "fio") && t.is_file() && args.job.is_none());
+    // `stormark run FILE.fio`: a fio job file given as TARGET is the job file; so is a file of
+    // another name written as fio writes job files (`job.ini`), when no flag or profile says
+    // what to run on it: with them it is a file to measure.
+    let fio_target = args.target.as_ref().filter(|t| {
+        args.job.is_none()
+            && t.is_file()
+            && (t.extension().is_some_and(|e| e == "fio")
+                || (args.workload.0.is_empty()
+                    && args.profile.is_none()
+                    && t.extension().is_none_or(|e| e != "toml")
+                    && starts_as_fio(t)))
+    });
     let job_file = match args.job.as_ref().or(fio_target) {
         Some(path) => {
             let shown = path.display().to_string();
@@ -77,6 +84,35 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
 
 /// The largest job file read (a job file is a few kilobytes; this bounds a mistaken path).
 const JOB_FILE_LIMIT: u64 = 16 << 20;
+
+/// Whether the regular file at `path` begins as a fio job file: its first 4 KiB alone are
+/// read (a target of gigabytes is not read through), and nothing of it is shown.
+fn starts_as_fio(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = Vec::with_capacity(4096);
+    if file.take(4096).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    // A line cut at 4 KiB is not judged.
+    let whole = match (head.len() == 4096, text.rsplit_once('\n')) {
+        (true, Some((whole, _))) => whole,
+        (true, None) => "",
+        (false, _) => &text,
+    };
+    stormark_spec::looks_like_fio(whole)
+}
 
 /// `--agents`/`--agents-file`, `--token-file`, `--tls-ca` and `--target HOST=PATH`; `None`
 /// for a local run. Every mistake is a user error, before anything connects.
