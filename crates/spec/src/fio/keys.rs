@@ -61,6 +61,19 @@ const REPORTING: &[&str] = &[
     // fio makes the file when it opens it, not before the job: stormark lays its files out
     // before the load (the first writes' cost may differ).
     "create_on_open",
+    // What fio logs and measures for its own reports: stormark records every latency and
+    // rate exactly whatever they say.
+    "log_max_value",
+    "log_compression",
+    "log_store_compressed",
+    "log_unix_epoch",
+    "log_alternate_epoch",
+    "disable_bw_measurement",
+    "disable_bw",
+    "disk_util",
+    // fio saves its verify state at exit with it; stormark always saves its own beside the
+    // run's files for a later --verify-only.
+    "verify_state_save",
 ];
 
 /// The keys fio takes in zone units (`size=8z`).
@@ -107,6 +120,15 @@ pub(super) fn apply(
     context: &str,
 ) -> Result<bool, SpecError> {
     let v = value.unwrap_or("1");
+    // fio's escaped percent (`size=100%%`, as job files that pass through printf-style
+    // templates write it) is a percent.
+    let unescaped;
+    let v = if ZONE_UNIT_KEYS.contains(&key) && v.trim_end().ends_with("%%") {
+        unescaped = v.trim_end().trim_end_matches('%').to_string() + "%";
+        unescaped.as_str()
+    } else {
+        v
+    };
     let set = |job: &mut JobOpts, k: &str, v: &str| job.set(k, v, Source::Key(context));
     let yes = crate::units::parse_bool(v) == Some(true);
     if let Some(done) = fio_forms(job, fio, key, v, context)? {
@@ -466,7 +488,7 @@ fn rate_caps(
             Some(p) => if bytes {
                 crate::units::parse_size(&sizes(p, kb_1000))
             } else {
-                p.parse().ok()
+                count(p)
             }
             .filter(|n| *n > 0)
             .map(Some)
@@ -495,6 +517,21 @@ fn rate_caps(
         read
     };
     Ok((read, write))
+}
+
+/// A count as fio reads one (`rate_iops=3k`): digits with an optional k, m or g, powers of
+/// 1000.
+fn count(p: &str) -> Option<u64> {
+    let (digits, scale) = match p.to_ascii_lowercase().chars().last() {
+        Some('k') => (&p[..p.len() - 1], 1_000),
+        Some('m') => (&p[..p.len() - 1], 1_000_000),
+        Some('g') => (&p[..p.len() - 1], 1_000_000_000),
+        _ => (p, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
 /// A size or range in fio's units: with `kb_base=1000`, k, m, g are powers of 1000 (KiB, MiB,

@@ -423,8 +423,36 @@ fn rates_as_fio_writes_them() {
     // And --print-fio writes each job's share back as fio reads it.
     let f = parse("[r]\nrw=randrw\nrwmixread=75\nbs=4k\nnumjobs=2\nrate=8m,1m\n").unwrap();
     assert!(to_fio(&jobs(&f), "/d", true).contains("rate_iops=768,256\n"));
-    for bad in ["rate=fast", "rate_iops=0", "rate_iops=1.5"] {
+    for bad in [
+        "rate=fast",
+        "rate_iops=0",
+        "rate_iops=1.5",
+        "rate_iops=3x",
+        "rate_iops=k",
+    ] {
         assert!(parse(&format!("[r]\n{bad}\n")).is_err(), "{bad}");
+    }
+    // Issue 55: a count with fio's unit, as fio reads it (3k is 3000).
+    assert_eq!(total("rw=randread\nrate_iops=3k"), Some(3000));
+    assert_eq!(total("rw=randread\nrate_iops=2K"), Some(2000));
+}
+
+/// Issue 55: keys of the held-out corpus: fio's escaped percent (`size=100%%`) and keys that
+/// change only fio's own logs and reports.
+#[test]
+fn escaped_percents_and_reporting_keys_of_real_job_files() {
+    let f = parse("[r]\nrw=read\nsize=50%%\n").unwrap();
+    let plain = parse("[r]\nrw=read\nsize=50%\n").unwrap();
+    assert_eq!(jobs(&f)[0].size, jobs(&plain)[0].size);
+    for key in [
+        "log_max_value=1",
+        "disable_bw_measurement=1",
+        "disable_bw=1",
+        "disk_util=0",
+        "verify_state_save=0",
+        "log_unix_epoch=1",
+    ] {
+        assert!(parse(&format!("[r]\nrw=read\n{key}\n")).is_ok(), "{key}");
     }
 }
 
