@@ -79,7 +79,7 @@ fn header(o: &mut String, r: &Results) {
     let _ = write!(
         o,
         "<pre class=\"command\">{}</pre>",
-        esc(&r.command.join(" "))
+        esc(&crate::shell_command(&r.command))
     );
     if let Some(t) = &r.target {
         let _ = write!(

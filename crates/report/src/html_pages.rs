@@ -49,7 +49,7 @@ pub fn compare_page(base_label: &str, base: &Results, others: &[Comparison<'_>])
             esc(label),
             esc(&r.started_at),
             status_name(r.status),
-            esc(&r.command.join(" "))
+            esc(&crate::shell_command(&r.command))
         );
     };
     doc_row(&mut o, "A", base_label, base);

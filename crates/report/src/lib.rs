@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod charts;
+mod command;
 mod compare;
 mod csv;
 mod fleet;
@@ -29,6 +30,7 @@ mod shapes;
 mod suite;
 mod terminal;
 
+pub use command::shell_command;
 pub use compare::{compare_table, figure_label};
 pub use csv::{csv_files, CsvFile};
 pub use html::Html;

@@ -75,7 +75,7 @@ fn row(out: &mut String, phase: &str, host: &str, op: &str, s: &Summary) {
 impl Render for Markdown {
     fn render(&self, r: &Results) -> String {
         let mut out = String::from("# stormark results\n\n");
-        let _ = writeln!(out, "{}\n", code(&r.command.join(" ")));
+        let _ = writeln!(out, "{}\n", code(&crate::shell_command(&r.command)));
         let status = match r.status {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",

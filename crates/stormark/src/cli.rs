@@ -58,7 +58,7 @@ Examples:
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix put \\
       --compress-ratio 2 --dedup-ratio 1.5
       PUTs of data that compresses 2:1, a third of its 4 KiB blocks duplicates
-  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --target-latency p99<=20ms
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --target-latency 'p99<=20ms'
       the most GETs per second whose 99th percentile stays within 20 ms
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --rate-ops 2000 --time 60s
       open loop: 2000 GETs per second on a schedule; latency counts from the schedule
@@ -169,7 +169,7 @@ Examples:
       fio's skew: a few blocks take most accesses, in two block sizes (as real data is read)
   stormark run /mnt/data --rw randread --direct --iodepth 32 --rate-iops 20000 --time 2m
       open loop: 20000 I/Os per second on a schedule; latency counts from the schedule
-  stormark run /mnt/data --rw randread --bs 4k --direct --target-latency p99<=2ms
+  stormark run /mnt/data --rw randread --bs 4k --direct --target-latency 'p99<=2ms'
       the most IOPS whose 99th percentile stays within 2 ms (each step 20 s; --step-time)
   stormark run /mnt/data --rw randread --direct --iodepth 32 --curve 10,30,50,70,90,100 --time 30s
       the maximum, then open loop at those percentages of it: the throughput-latency curve

@@ -415,7 +415,11 @@ impl Runner<'_> {
             let command = stormark_stats::redact_command(
                 std::iter::once("stormark".to_string()).chain(args.iter().cloned()),
             );
-            outln!("\n== [{n}/{total}] {}\n   {}", s.name, command.join(" "));
+            outln!(
+                "\n== [{n}/{total}] {}\n   {}",
+                s.name,
+                stormark_report::shell_command(&command)
+            );
             let mut o = outcome(s, command);
             o.document = Some(doc);
             o.report = Some(report);
