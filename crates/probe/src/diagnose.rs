@@ -210,7 +210,7 @@ pub fn first_look(results: &mut Results) {
         "the quick profile: a first look in about 20 s (phases of 5 to 8 s), not figures to quote".into(),
         json!({"profile": "quick", "minimum_s": SHORT_RUN_S}),
         &format!(
-            "Next, measure what matters for 2 minutes, such as `stormark run {target} --rw randread --bs 4k --iodepth 32 --time 2m` (or `--profile oltp-4k --time 2m`; `stormark run --list-profiles` lists them)."
+            "Next, measure what matters for 2 minutes, such as `stormark run {target} --rw randread --bs 4k --direct --iodepth 32 --time 2m` (from the disk, not the page cache; or `--profile oltp-4k --time 2m`; `stormark run --list-profiles` lists them)."
         ),
     ));
 }

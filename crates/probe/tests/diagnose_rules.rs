@@ -325,6 +325,12 @@ fn the_quick_profile_says_what_it_is_instead_of_warning_about_its_length() {
         "{}",
         r.findings[0].advice
     );
+    // From the disk (issue 56: as suggested before, it measured the page cache).
+    assert!(
+        r.findings[0].advice.contains("--direct"),
+        "{}",
+        r.findings[0].advice
+    );
 }
 
 #[test]
