@@ -471,7 +471,7 @@ fn the_metrics_endpoint_moves_during_a_real_run_and_strangers_do_not_block_it() 
                 );
                 assert!(text.contains("stormark_phase{phase=\"run\"} 1"), "{text}");
                 assert!(
-                    text.contains("stormark_latency_seconds{op=\"read\",quantile=\"0.99\"}"),
+                    text.contains("stormark_latency_seconds{op=\"read\",percentile=\"0.99\"}"),
                     "{text}"
                 );
                 seen.push(ops);

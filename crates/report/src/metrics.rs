@@ -43,7 +43,9 @@ struct PairLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QuantileLabels {
     op: String,
-    quantile: String,
+    /// The percentile as a fraction (`0.99`; `1` the maximum). Not `quantile`: that label
+    /// belongs to a summary's samples, and this family is gauges (promtool refuses it).
+    percentile: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -338,7 +340,7 @@ impl LiveMetrics {
                 self.latency
                     .get_or_create(&QuantileLabels {
                         op: op.to_string(),
-                        quantile: q.into(),
+                        percentile: q.into(),
                     })
                     .set(ns as f64 / 1e9);
             }
