@@ -425,6 +425,13 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                     "Other work on this client takes its CPUs: stop it, or run the load from other hosts (--agents)."
                 } else if network {
                     "Larger writes (--msg-size) cost fewer system calls per byte; more streams spread the work over more cores; stop other work on this host, or test between hosts with CPU to spare."
+                } else if c.phase.jobs.iter().all(|j| matches!(j.engine.as_str(), "iscsi" | "nfs")) && !c.phase.jobs.is_empty() {
+                    // A service measured from user space: each worker's session is its own
+                    // event loop.
+                    "Each worker's session costs CPU for every command: fewer workers (--jobs) at a greater --iodepth, larger blocks, or more hosts (--agents); stop other work on this host."
+                } else if c.phase.jobs.iter().all(|j| j.engine == "io_uring") && !c.phase.jobs.is_empty() {
+                    // io_uring already: another engine is no advice.
+                    "Larger blocks, fewer jobs than CPUs (--jobs), or more hosts (--agents); stop other work on this host."
                 } else {
                     "Use a more efficient engine (--engine io_uring), larger blocks, fewer jobs than CPUs, or more hosts; stop other work on this host."
                 },

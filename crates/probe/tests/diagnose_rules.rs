@@ -208,6 +208,21 @@ fn cpu_bound_host() {
     });
     // CPU-bound says it all; the saturated core is not said again.
     insta::assert_json_snapshot!("cpu_bound", diagnose(&r));
+    // Its advice fits the engine (issue 56: io_uring was told to use io_uring).
+    let advice = |engine: &str| {
+        let mut r = r.clone();
+        for j in &mut r.phases[0].jobs {
+            j.engine = engine.into();
+        }
+        diagnose(&r)
+            .into_iter()
+            .find(|f| f.code == "cpu-bound")
+            .unwrap()
+            .advice
+    };
+    assert!(!advice("io_uring").contains("--engine io_uring"));
+    assert!(advice("psync").contains("--engine io_uring"));
+    assert!(advice("iscsi").contains("session"), "{}", advice("iscsi"));
 }
 
 #[test]
