@@ -657,3 +657,22 @@ fn zoned_jobs_from_fio() {
         assert!(e.contains(says) && !e.contains('\n'), "{file}: {e}");
     }
 }
+
+/// Issue 55: keys of the held-out corpus: fio's escaped percent (`size=100%%`) and keys that
+/// change only fio's own logs and reports.
+#[test]
+fn escaped_percents_and_reporting_keys_of_real_job_files() {
+    let f = parse("[r]\nrw=read\nsize=50%%\n").unwrap();
+    let plain = parse("[r]\nrw=read\nsize=50%\n").unwrap();
+    assert_eq!(jobs(&f)[0].size, jobs(&plain)[0].size);
+    for key in [
+        "log_max_value=1",
+        "disable_bw_measurement=1",
+        "disable_bw=1",
+        "disk_util=0",
+        "verify_state_save=0",
+        "log_unix_epoch=1",
+    ] {
+        assert!(parse(&format!("[r]\nrw=read\n{key}\n")).is_ok(), "{key}");
+    }
+}
