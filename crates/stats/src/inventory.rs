@@ -2,7 +2,7 @@
 //! memory, kernel, block devices, filesystems and network interfaces. The probe reads them
 //! (`stormark_probe::collect_inventory`); this is the data, read back from any document.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 /// What this host is. Fields that cannot be read are `None` ("unknown"), with a note saying
 /// what was missing.
@@ -116,11 +116,4 @@ impl Inventory {
             .iter()
             .find(|d| d.name == name || d.partitions.iter().any(|p| p.name == name))
     }
-}
-
-/// An inventory as a document holds it: one that is not an inventory (damaged, or written by
-/// another tool) reads as unknown, never as a document that cannot be read.
-pub(crate) fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Inventory, D::Error> {
-    let v = serde_json::Value::deserialize(d)?;
-    Ok(serde_json::from_value(v).unwrap_or_default())
 }

@@ -34,7 +34,7 @@ pub struct Results {
     /// What was benchmarked.
     pub target: Option<Target>,
     /// The normalized workload: `prepare` plus the jobs as job-file keys; enough to re-run.
-    #[serde(default, deserialize_with = "lenient_spec")]
+    #[serde(default, deserialize_with = "lenient")]
     pub spec: Spec,
     /// Measured phases in order (`prepare`, `run`, `run:<job>`, ...).
     pub phases: Vec<Phase>,
@@ -173,9 +173,14 @@ pub struct Spec {
     pub profile: Option<String>,
 }
 
-/// A document's `spec` as written, or empty when it is not one (a run that ended before its
-/// workload was known wrote `null`; another tool's document anything).
-fn lenient_spec<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Spec, D::Error> {
+/// A part of a document as written, or empty when it is not one: a `spec` that a run ended
+/// before its workload was known wrote as `null`, an inventory another tool or version wrote
+/// otherwise, read as unknown, never as a document that cannot be read.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
     let v = serde_json::Value::deserialize(d)?;
     Ok(serde_json::from_value(v).unwrap_or_default())
 }
@@ -221,7 +226,7 @@ pub struct Host {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Target>,
     /// What the host is (see `stormark probe`).
-    #[serde(default, deserialize_with = "crate::inventory::lenient")]
+    #[serde(default, deserialize_with = "lenient")]
     pub inventory: crate::Inventory,
     /// The host's own counters, one sample a second for the whole run.
     #[serde(default)]
