@@ -27,6 +27,7 @@ mod nfs_meta;
 mod package;
 mod precondition;
 mod report;
+mod ring;
 mod run;
 mod s3;
 mod s3_data;

@@ -69,5 +69,6 @@ pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     canonical_key, BlockSize, BsSplit, CmdPrio, CpuList, Direct, Distribution, EngineChoice,
     ExitWhat, Flow, Invalidate, Job, JobOpts, LoadKind, MemPolicy, Placement, PrioEntry, PrioSplit,
-    Rw, Source, SpRandom, SyncMode, Workload, Zoned, Zones, DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
+    Ring, Rw, Source, SpRandom, SyncMode, Workload, Zoned, Zones, DEFAULT_FILE_SIZE, JOB_KEYS,
+    MAX_ZONES,
 };

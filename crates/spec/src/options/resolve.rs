@@ -129,6 +129,7 @@ impl JobOpts {
             verify_interval: self.verify_interval.filter(|_| verify),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            ring: self.ring(),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
             flow: self.flow(),
