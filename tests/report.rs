@@ -158,7 +158,11 @@ fn report_mistakes_are_one_line_and_exit_2() {
 }
 
 /// Chromium, headless, on `page`: `--dump-dom` (the DOM after rendering) or `--screenshot`.
-fn chromium(dir: &std::path::Path, args: &[&str], page: &std::path::Path) -> std::process::Output {
+pub(crate) fn chromium(
+    dir: &std::path::Path,
+    args: &[&str],
+    page: &std::path::Path,
+) -> std::process::Output {
     std::process::Command::new("chromium")
         .args([
             "--headless",
