@@ -299,10 +299,12 @@ pub enum Second {
     /// A snapshot, as the engine's worker made it (in-process).
     Whole(Box<Snapshot>),
     /// The records of the operations that did something, their histograms as the counts they
-    /// hold, and the failures (a remote agent's, decoded from the wire).
+    /// hold, the failures and what `--verify` checked (a remote agent's, decoded from the
+    /// wire).
     Parts(
         Vec<(stormark_stats::Op, stormark_stats::SparseRecord)>,
         Box<stormark_stats::ErrorTally>,
+        stormark_stats::Verified,
     ),
 }
 

@@ -63,6 +63,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         start_uncertainty_ns: None,
         repetition: None,
         net: Vec::new(),
+        verify: None,
     }
 }
 

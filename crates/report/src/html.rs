@@ -152,7 +152,18 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
         }
     }
     let _ = bytes;
-    o.push_str("</tbody></table></section>\n");
+    o.push_str("</tbody></table>");
+    for p in measured.iter().filter(|p| p.verify.is_some()) {
+        if let Some(v) = &p.verify {
+            let _ = write!(
+                o,
+                "<p class=\"verify\">verify, phase {}: {}</p>",
+                esc(&p.name),
+                esc(&crate::verified_words(v))
+            );
+        }
+    }
+    o.push_str("</section>\n");
 }
 
 fn findings(o: &mut String, r: &Results) {

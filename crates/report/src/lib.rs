@@ -45,6 +45,24 @@ pub use stormark_stats::{format_bw, format_figure, format_iops, format_latency};
 pub use suite::{suite_html, suite_markdown, suite_terminal};
 pub use terminal::{findings_text, Terminal};
 
+/// What `--verify` checked in a phase, in words: `2048 blocks (8 MiB) checked, 0 bad`, said
+/// the same in every format.
+pub(crate) fn verified_words(v: &stormark_stats::Verified) -> String {
+    let mut what = Vec::new();
+    if v.blocks > 0 {
+        what.push(format!("{} blocks", v.blocks));
+    }
+    if v.objects > 0 {
+        what.push(format!("{} objects", v.objects));
+    }
+    format!(
+        "{} ({}) checked, {} bad",
+        what.join(" and "),
+        charts::size_label(v.bytes),
+        v.bad
+    )
+}
+
 /// A format a results document can be written in.
 pub trait Render {
     /// The whole document in this format.

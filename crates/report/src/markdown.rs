@@ -133,6 +133,21 @@ impl Render for Markdown {
                     }
                 }
             }
+            let verified: Vec<_> = measured
+                .iter()
+                .filter_map(|p| Some((&p.name, p.verify.as_ref()?)))
+                .collect();
+            if !verified.is_empty() {
+                out.push('\n');
+            }
+            for (name, v) in verified {
+                let _ = writeln!(
+                    out,
+                    "- verify, phase {}: {}",
+                    cell(name),
+                    crate::verified_words(v)
+                );
+            }
         }
         if let Some(m) = &r.mesh {
             let names: Vec<String> = m.hosts.iter().map(|h| h.ip.clone()).collect();

@@ -427,6 +427,9 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         }
     }
     let _ = writeln!(out, "{table}");
+    if let Some(v) = &p.verify {
+        let _ = writeln!(out, "  verify: {}", crate::verified_words(v));
+    }
     if many_hosts {
         let bytes = p.total.ops > 0 && p.total.bytes / p.total.ops >= 64 << 10;
         out.push_str(&crate::fleet::summary(p, bytes));

@@ -49,6 +49,8 @@ pub struct PhaseAccumulator {
     host_seconds: BTreeMap<(u32, u16), Vec<(Op, Counts)>>,
     /// Hosts that failed or were cut off during the phase.
     failed: std::collections::BTreeSet<u16>,
+    /// What `--verify` checked, over every worker.
+    verified: crate::Verified,
 }
 
 impl PhaseAccumulator {
@@ -70,6 +72,7 @@ impl PhaseAccumulator {
             end_ns: 0,
             host_seconds: BTreeMap::new(),
             failed: Default::default(),
+            verified: Default::default(),
         }
     }
 
@@ -127,19 +130,22 @@ impl PhaseAccumulator {
             **s += snap;
         }
         *self.open.entry(interval).or_default() += snap;
+        self.verified += snap.verified;
         let state = self.workers.entry(key).or_default();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 
     /// [`PhaseAccumulator::add`] for a second that arrives as separate operation records (a
-    /// remote agent's, decoded): only the operations that did something are carried.
+    /// remote agent's, decoded): only the operations that did something are carried, with
+    /// the failures and what `--verify` checked.
     pub fn add_parts(
         &mut self,
         key: WorkerKey,
         interval: u32,
         ops: &[(Op, SparseRecord)],
-        errors: &ErrorTally,
+        (errors, verified): (&ErrorTally, crate::Verified),
     ) {
+        self.verified += verified;
         for (op, r) in ops {
             self.count_of(key.host, interval, *op, (r.ops, r.bytes, r.errors));
         }
@@ -335,6 +341,7 @@ impl PhaseAccumulator {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: (!self.verified.is_empty()).then_some(self.verified),
         }
     }
 

@@ -427,6 +427,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: None,
         });
         r
     }

@@ -178,6 +178,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net,
+            verify: None,
         }
     }
 

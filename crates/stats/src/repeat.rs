@@ -214,6 +214,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: None,
         });
         r.findings.push(Finding {
             severity: Severity::Warning,

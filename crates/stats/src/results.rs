@@ -307,6 +307,40 @@ pub struct Phase {
     /// them), in host order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<crate::NetReport>,
+    /// What `--verify` checked in this phase, over every host; absent when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verified>,
+}
+
+/// What `--verify` checked: blocks read back and judged (files, devices, iSCSI LUNs, NFS
+/// shares), objects read and compared (S3), their bytes, and how many of them held the wrong
+/// data. A worker counts into its recorder; a phase holds the sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verified {
+    /// Blocks checked.
+    pub blocks: u64,
+    /// Objects checked.
+    pub objects: u64,
+    /// Bytes checked.
+    pub bytes: u64,
+    /// Of the blocks or objects checked, those that were not what was written.
+    pub bad: u64,
+}
+
+impl Verified {
+    /// Whether nothing was checked.
+    pub fn is_empty(&self) -> bool {
+        self.blocks + self.objects == 0
+    }
+}
+
+impl std::ops::AddAssign for Verified {
+    fn add_assign(&mut self, o: Verified) {
+        self.blocks += o.blocks;
+        self.objects += o.objects;
+        self.bytes += o.bytes;
+        self.bad += o.bad;
+    }
 }
 
 /// How one job of a phase ran.

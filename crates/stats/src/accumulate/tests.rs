@@ -363,7 +363,7 @@ proptest::proptest! {
                 }
                 let s = r.take();
                 whole.add(*key, t as u32, &s);
-                counts.add_parts(*key, t as u32, &parts(&s), &s.errors);
+                counts.add_parts(*key, t as u32, &parts(&s), (&s.errors, s.verified));
             }
         }
         for key in keys {
@@ -395,7 +395,7 @@ fn a_source_sent_as_counts_then_whole_keeps_every_count() {
     let seconds: Vec<Snapshot> = (0..5u64).map(|t| snap(3 + t, 1_000 * (t + 1))).collect();
     for (t, s) in seconds.iter().enumerate() {
         if t < 3 {
-            both.add_parts(key, t as u32, &parts(s), &s.errors);
+            both.add_parts(key, t as u32, &parts(s), (&s.errors, s.verified));
         } else {
             both.add(key, t as u32, s);
         }
