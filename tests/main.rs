@@ -17,6 +17,7 @@ mod fuzz;
 mod hostile;
 mod iscsi;
 mod layering;
+mod live;
 mod meta;
 mod meta_crash;
 mod net;
