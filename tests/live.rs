@@ -306,3 +306,81 @@ fn a_suite_says_each_step_as_it_ends() {
         said.text()
     );
 }
+
+/// Over agents: each progress line names the host that did the least in that second.
+#[test]
+fn a_fleets_progress_names_its_slowest_host() {
+    let dir = temp_dir(TMP);
+    let allowed = dir.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "live-test-token-0123456789abcdef\n").unwrap();
+    let mut agents = Vec::new();
+    let mut listens = Vec::new();
+    for i in 0..2 {
+        let listen = stormark_testkit::free_addr();
+        agents.push(
+            Command::new(BIN)
+                .args(["agent", "--listen", &listen, "--token-file"])
+                .arg(&token)
+                .arg("--allow-path")
+                .arg(&allowed)
+                .arg("--state-dir")
+                .arg(dir.path().join(format!("state{i}")))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        stormark_testkit::wait_listening(&listen, "an agent");
+        listens.push(listen);
+    }
+    let json = dir.path().join("r.json");
+    let said = watch(&[
+        "run",
+        allowed.to_str().unwrap(),
+        "--agents",
+        &listens.join(","),
+        "--token-file",
+        token.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--size",
+        "8m",
+        "--time",
+        "4s",
+        "--progress",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    for mut a in agents {
+        let _ = a.kill();
+        let _ = a.wait();
+    }
+    assert_eq!(said.code, 0, "{}", said.text());
+    let doc = stormark_testkit::read_json(&json);
+    let names: Vec<String> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap().to_string())
+        .collect();
+    let progress: Vec<&String> = said
+        .lines
+        .iter()
+        .map(|(_, l)| l)
+        .filter(|l| l.starts_with("progress: phase 1/1 run  "))
+        .collect();
+    assert!(progress.len() >= 2, "{}", said.text());
+    for l in progress {
+        let slowest = l
+            .split("  slowest ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no slowest host: {l}"));
+        assert!(
+            names.iter().any(|n| slowest.starts_with(&format!("{n} "))),
+            "{l} names none of {names:?}"
+        );
+    }
+}

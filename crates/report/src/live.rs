@@ -35,10 +35,11 @@ impl Now<'_> {
     /// then `slowest HOST 40.1k IOPS` with several hosts.
     pub fn text(&self) -> String {
         let t = &self.interval.total;
+        let phase = printable(self.phase);
         let mut out = match self.place {
-            Some((i, n)) if self.bounded => format!("phase {i} of at most {n} {}", self.phase),
-            Some((i, n)) => format!("phase {i}/{n} {}", self.phase),
-            None => self.phase.to_string(),
+            Some((i, n)) if self.bounded => format!("phase {i} of at most {n} {phase}"),
+            Some((i, n)) => format!("phase {i}/{n} {phase}"),
+            None => phase,
         };
         let _ = write!(out, "  {}s", self.elapsed_s);
         if let Some(planned) = self.planned_s {
@@ -66,10 +67,19 @@ impl Now<'_> {
             t.errors
         );
         if let Some((host, rate)) = self.slowest {
+            let host = printable(host);
             let _ = write!(out, "  slowest {host} {} {unit}", format_iops(rate));
         }
         out
     }
+}
+
+/// A name as one line of plain text: a host name an agent sent, or a job's, cannot move the
+/// cursor, clear the screen or break the line.
+fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// The live line of a terminal, redrawn in place: a carriage return and ANSI's erase to the
@@ -158,6 +168,15 @@ mod tests {
             ..now
         };
         assert!(prepare.text().starts_with("prepare  5s  45.2k IOPS"));
+        let hostile = Now {
+            slowest: Some(("a\u{1b}[2J\nb", 1.0)),
+            ..now
+        };
+        assert!(
+            hostile.text().ends_with("slowest a?[2J?b 1 IOPS"),
+            "{}",
+            hostile.text()
+        );
     }
 
     #[test]
