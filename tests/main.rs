@@ -18,6 +18,7 @@ mod fuzz;
 mod hostile;
 mod iscsi;
 mod layering;
+mod live;
 mod meta;
 mod meta_crash;
 mod net;

@@ -36,14 +36,17 @@ pub use csv::{csv_files, CsvFile};
 pub use html::Html;
 pub use html_pages::{compare_page, trend_page, Comparison};
 pub use json::Json;
-pub use live::LiveLine;
+pub use live::{LiveLine, Now};
 pub use markdown::{compare_markdown, Markdown};
 pub use metrics::LiveMetrics;
 pub use net::path_mtu_line;
 pub use output::{Output, OutputError};
+pub use shapes::search_step_line;
 pub use stormark_stats::{format_bw, format_figure, format_iops, format_latency};
-pub use suite::{suite_html, suite_markdown, suite_terminal};
-pub use terminal::{findings_text, Terminal};
+pub use suite::{suite_html, suite_markdown, suite_step_line, suite_terminal};
+pub use terminal::{
+    findings_text, is_step, phase_table, step_line, summary_after_phases, target_line, Terminal,
+};
 
 /// What `--verify` checked in a phase, in words: `2048 blocks (8 MiB) checked, 0 bad`, said
 /// the same in every format.

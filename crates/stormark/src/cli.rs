@@ -188,6 +188,8 @@ Examples:
       a database's commits: each 8 KiB write made durable; the sync row is the commit latency
   stormark run /mnt/data --time 10m --html r.html --metrics-listen 127.0.0.1:9464
       the report as one HTML page, and live figures for Prometheus meanwhile
+  stormark run /mnt/data --profile quick --progress 1s | tee run.log
+      a progress line each second into the log; each phase's table as the phase ends
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
@@ -377,9 +379,14 @@ pub struct OutputArgs {
     /// (throughput, latency quantiles and errors of each second, per operation; the phase).
     #[arg(long, value_name = "ADDR:PORT", help_heading = "Output")]
     pub metrics_listen: Option<std::net::SocketAddr>,
-    /// No live progress line.
+    /// No live line and no progress lines (the tables and the summary remain).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+    /// A progress line every DURATION (`progress: phase 2/3 ...`, one line each, beside the
+    /// tables), instead of the live line a terminal redraws; the default without a terminal
+    /// is 10s (a CI log, kubectl logs); 0: none.
+    #[arg(long, value_name = "DURATION", help_heading = "Output")]
+    pub progress: Option<String>,
 }
 
 /// The agents of a distributed run (`run` and `s3`).
@@ -544,7 +551,7 @@ pub struct CompareArgs {
 /// Options of `stormark report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+    after_help = "Examples:\n  stormark report results.json\n      the tables and summary the run printed, as one text (each host's counters under its phase)\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
 )]
 pub struct ReportArgs {
     /// The results document (`--json` of run, s3 or net); several, in order, for a trend

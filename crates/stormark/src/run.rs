@@ -1,16 +1,16 @@
 //! `stormark run`: flags, job file or profile -> workload -> coordinator -> results.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, Live, LocalAgent,
-    OnAgentFailure, Outcome, TargetOptions,
+    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure,
+    Outcome, TargetOptions,
 };
-use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
+use stormark_report::{Html, Json, Output, Render, Terminal};
 use stormark_spec::PROFILES;
 use stormark_stats::{combine_repetitions, Results, RunStatus};
 
@@ -19,6 +19,7 @@ use stormark_plan::{
 };
 
 use crate::cli::RunArgs;
+use crate::watch::{Pace, Watch};
 use crate::{usage, Ending, Usage};
 
 pub fn main(args: RunArgs) -> Result<Ending> {
@@ -320,6 +321,14 @@ fn run(args: RunArgs) -> Result<Ending> {
             out!("{text}");
         }
     }
+    let to_stderr = json.as_ref().is_some_and(Output::is_stdout);
+    let pace = Pace::choose(
+        args.output.progress.as_deref(),
+        args.output.quiet,
+        std::io::stderr().is_terminal(),
+    )
+    .map_err(usage)?;
+    let watch = std::cell::RefCell::new(Watch::new(metrics.as_deref(), to_stderr, pace));
     let (stop, abandon) = ctrl_c(workload.jobs.iter().any(|j| j.s3.is_some()))?;
     let opts = TargetOptions {
         path: target,
@@ -348,8 +357,8 @@ fn run(args: RunArgs) -> Result<Ending> {
         policy,
         notes: &notes,
         json: json.as_ref(),
-        metrics: metrics.as_deref(),
         quiet: args.output.quiet,
+        watch: &watch,
     };
     let (reps, outcome) = runner.repetitions(repeat)?;
     let mut results = combine_repetitions(reps);
@@ -364,12 +373,21 @@ fn run(args: RunArgs) -> Result<Ending> {
     if let Outcome::Refused(msg) = &outcome {
         bail!(Usage(msg.clone()));
     }
-    if json.as_ref().is_some_and(Output::is_stdout) {
-        // The document owns standard output; the table goes to standard error.
-        eprint!("{}", Terminal.render(&results));
+    // The target and each phase's table were said as they came (the document owning
+    // standard output, on standard error): the summary follows them.
+    let mut watch = watch.borrow_mut();
+    watch.finish();
+    let summary = if watch.target_said || watch.phases_said > 0 {
+        let mut text = match (&results.target, watch.target_said) {
+            (Some(t), false) => stormark_report::target_line(t),
+            _ => String::new(),
+        };
+        text.push_str(&stormark_report::summary_after_phases(&results));
+        text
     } else {
-        out!("{}", Terminal.render(&results));
-    }
+        Terminal.render(&results)
+    };
+    watch.say(&summary);
     if !write_failed.is_empty() {
         for msg in &write_failed {
             eprintln!("error: {msg}");
@@ -499,8 +517,8 @@ struct Runner<'a> {
     policy: OnAgentFailure,
     notes: &'a [String],
     json: Option<&'a Output>,
-    metrics: Option<&'a stormark_report::LiveMetrics>,
     quiet: bool,
+    watch: &'a std::cell::RefCell<Watch<'a>>,
 }
 
 impl Runner<'_> {
@@ -578,12 +596,17 @@ impl Runner<'_> {
         let mut coordinator = Coordinator::new(agents, self.stop.clone())
             .on_agent_failure(self.policy)
             .remove_failed_hosts_objects(self.opts, host_endpoints.to_vec());
-        let show_live = !self.quiet && std::io::stderr().is_terminal();
-        let mut line = LiveLine::new();
-        let mut stderr = std::io::stderr();
+        let watch = self.watch;
+        watch.borrow_mut().repetition();
         let mut plan = Plan::new(self.shape, self.workload, hosts);
         let mut next = |r: &mut Results| {
             let step = plan.next(r);
+            watch.borrow_mut().planned(
+                self.workload,
+                step.as_ref(),
+                plan.steps_left(),
+                plan.search_so_far().as_ref(),
+            );
             if step.is_some() || !last {
                 write_partial(self.json, reps, r);
             }
@@ -592,38 +615,7 @@ impl Runner<'_> {
         let outcome = coordinator.run_steps(
             self.workload,
             results,
-            &mut |event| {
-                if let Some(m) = self.metrics {
-                    match &event {
-                        Live::PhaseStarted { name } => m.phase(name),
-                        Live::Second {
-                            interval, hosts, ..
-                        } => {
-                            m.second(interval);
-                            m.hosts(hosts);
-                        }
-                        Live::PhaseDone { phase, hosts } => m.phase_done(phase, hosts),
-                        _ => {}
-                    }
-                }
-                if let Live::HostFailed { host, message } = &event {
-                    // Said even with --quiet: the run goes on without this host, or stops.
-                    let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
-                    return;
-                }
-                if !show_live {
-                    return;
-                }
-                let text = match event {
-                    Live::Second {
-                        phase, interval, ..
-                    } => line.second(phase, interval),
-                    Live::PhaseDone { .. } => line.clear(),
-                    Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
-                };
-                let _ = stderr.write_all(text.as_bytes());
-                let _ = stderr.flush();
-            },
+            &mut |event| watch.borrow_mut().event(&event),
             &mut next,
         );
         plan.finish(results, outcome == Outcome::Completed);
