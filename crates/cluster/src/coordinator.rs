@@ -254,6 +254,7 @@ impl Coordinator {
                         results.hosts[i].target = v.target.clone();
                     }
                     results.target = results.target.take().or(v.target);
+                    results.targets.extend(v.targets);
                     results.notes.extend(v.notes);
                     results.findings.extend(v.findings);
                     if i == 0 {
