@@ -150,6 +150,10 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
                 row(o, &p.name, &label, "all", &b.total, true);
             }
         }
+        // Several targets: a row each, its target where the host goes.
+        for (target, b) in &p.by_target {
+            row(o, &p.name, target, "all", &b.total, true);
+        }
     }
     let _ = bytes;
     o.push_str("</tbody></table></section>\n");

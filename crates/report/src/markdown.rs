@@ -132,6 +132,10 @@ impl Render for Markdown {
                         row(&mut out, &p.name, &label, "all", &b.total);
                     }
                 }
+                // Several targets: a row each, its target where the host goes.
+                for (target, b) in &p.by_target {
+                    row(&mut out, &p.name, target, "all", &b.total);
+                }
             }
         }
         if let Some(m) = &r.mesh {

@@ -121,7 +121,14 @@ pub struct Terminal;
 impl Render for Terminal {
     fn render(&self, r: &Results) -> String {
         let mut out = String::new();
-        if let Some(t) = &r.target {
+        if r.targets.len() > 1 {
+            let all: Vec<String> = r
+                .targets
+                .iter()
+                .map(|t| format!("{} ({})", t.path, t.kind))
+                .collect();
+            let _ = writeln!(out, "targets: {}", all.join(", "));
+        } else if let Some(t) = &r.target {
             let _ = writeln!(out, "target: {} ({})", t.path, t.kind);
         }
         for phase in &r.phases {
@@ -401,7 +408,13 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             }
         }
     }
-    if several_jobs {
+    // Several targets (issue 55): each target's own figures, then its jobs where it has more.
+    for (target, b) in &p.by_target {
+        for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
+            table.add_row(row(&format!("{target} {op}"), s));
+        }
+    }
+    if several_jobs && p.by_job.len() > p.by_target.len() {
         for (job, b) in &p.by_job {
             for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{job} {op}"), s));

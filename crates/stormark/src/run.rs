@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
     read_regular, read_token, Agent, AgentError, Coordinator, Fleet, Live, LocalAgent,
-    OnAgentFailure, Outcome, TargetOptions,
+    OnAgentFailure, Outcome, SeveralTargets, TargetOptions,
 };
 use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
 use stormark_spec::PROFILES;
@@ -73,6 +73,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         } else {
             args.target.clone()
         },
+        more_targets: args.more_targets.clone(),
         lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,
@@ -185,8 +186,12 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
 
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
-fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
-    output("--json", args.output.json.as_deref(), args, target)
+fn json_output(
+    args: &RunArgs,
+    target: &Path,
+    targets: &[(PathBuf, bool)],
+) -> Result<Option<Output>> {
+    output("--json", args.output.json.as_deref(), args, target, targets)
 }
 
 /// An output of the run (`--json`, `--html`), checked as the results document is.
@@ -195,11 +200,13 @@ fn output(
     path: Option<&Path>,
     args: &RunArgs,
     target: &Path,
+    targets: &[(PathBuf, bool)],
 ) -> Result<Option<Output>> {
     let Some(path) = path else {
         return Ok(None);
     };
     let mut avoid: Vec<&Path> = vec![target];
+    avoid.extend(targets.iter().map(|(t, _)| t.as_path()));
     if let Some(job) = &args.job {
         avoid.push(job);
     }
@@ -268,8 +275,14 @@ fn run(args: RunArgs) -> Result<Ending> {
         notes,
         first_look,
         target_is_file,
+        targets,
     } = request(&request_options(&args)?).map_err(usage)?;
     check_print_fio(&args, &target)?;
+    if args.print_fio && targets.len() > 1 {
+        return Err(usage(
+            "--print-fio of a run of several targets is not written yet; give one TARGET",
+        ));
+    }
     if args.print_fio {
         stormark_spec::fio_check(&workload.jobs, &target.display().to_string())
             .map_err(|e| usage(format!("--print-fio: {e}")))?;
@@ -302,8 +315,14 @@ fn run(args: RunArgs) -> Result<Ending> {
     }) {
         stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
     }
-    let json = json_output(&args, &target)?;
-    let html = output("--html", args.output.html.as_deref(), &args, &target)?;
+    let json = json_output(&args, &target, &targets)?;
+    let html = output(
+        "--html",
+        args.output.html.as_deref(),
+        &args,
+        &target,
+        &targets,
+    )?;
     let metrics = args
         .output
         .metrics_listen
@@ -340,6 +359,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     notes.extend(auto.iter().map(|r| format!("auto: {r}")));
     let runner = Runner {
         workload: &workload,
+        targets: &targets,
         shape: &shape,
         fleet: fleet.as_ref(),
         opts: &opts,
@@ -491,6 +511,8 @@ fn write_outputs(
 /// What every repetition of a run shares.
 struct Runner<'a> {
     workload: &'a stormark_spec::Workload,
+    /// A run of several targets: each, and whether it is a file to make.
+    targets: &'a [(PathBuf, bool)],
     shape: &'a stormark_plan::Shape,
     fleet: Option<&'a Fleet>,
     opts: &'a TargetOptions,
@@ -518,6 +540,25 @@ impl Runner<'_> {
         for rep in 1..=repeat {
             let mut results = Results::new(crate::command_line());
             let agents: Vec<Box<dyn Agent>> = match self.fleet {
+                // Several targets: an agent each, driven as one host.
+                None if self.targets.len() > 1 => vec![Box::new(SeveralTargets::new(
+                    self.targets
+                        .iter()
+                        .map(|(path, is_file)| {
+                            let opts = TargetOptions {
+                                path: path.clone(),
+                                create_file: *is_file,
+                                ..self.opts.clone()
+                            };
+                            (
+                                path.display().to_string(),
+                                LocalAgent::new(opts)
+                                    .with_stop(self.stop.clone())
+                                    .with_abandon(self.abandon.clone()),
+                            )
+                        })
+                        .collect(),
+                ))],
                 None => vec![Box::new(
                     LocalAgent::new(self.opts.clone())
                         .with_stop(self.stop.clone())
