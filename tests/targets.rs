@@ -117,6 +117,24 @@ fn several_directories_run_as_one_stage_with_figures_per_target() {
             "{d} left files"
         );
     }
+    // A fio job file given first, then its TARGETs: its job on each.
+    let job = dir.path().join("one.fio");
+    std::fs::write(
+        &job,
+        "[r]\nrw=randread\nbs=4k\nsize=1m\nruntime=1\ntime_based\n",
+    )
+    .unwrap();
+    let out = stormark(&[
+        "run",
+        job.to_str().unwrap(),
+        a,
+        b,
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    check_by_target(&read_json(&json), &[a, b]);
 }
 
 #[test]

@@ -68,12 +68,17 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         },
         job_file,
         profile: args.profile.clone(),
+        // `stormark run job.fio D1 D2`: the job file, then its TARGETs.
         target: if fio_target.is_some() {
-            None
+            args.more_targets.first().cloned()
         } else {
             args.target.clone()
         },
-        more_targets: args.more_targets.clone(),
+        more_targets: if fio_target.is_some() {
+            args.more_targets.iter().skip(1).cloned().collect()
+        } else {
+            args.more_targets.clone()
+        },
         lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,

@@ -8,7 +8,7 @@ use crate::workload::{JobOpts, Source};
 /// Jobs on different files of one directory (fio's `directory=` with a `filename=` per job, or
 /// files named whole in one directory): the directory is the target and each job names its
 /// own file there, shared by its clones and by every job naming it; `--print-fio` writes it
-/// back per job. Files in different directories, or devices, are more than one target.
+/// back per job. Files in different directories, or devices, are each a target of their own.
 #[test]
 fn jobs_on_different_files_of_one_directory() {
     let f = parse(
