@@ -106,6 +106,13 @@ fn several_directories_run_as_one_stage_with_figures_per_target() {
         table.contains(&format!("{a} read")) && table.contains(&format!("{b} read")),
         "{table}"
     );
+    // The Markdown report has a row per target, and names each.
+    let md = stormark(&["report", json.to_str().unwrap(), "--markdown", "-"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    for t in [a, b] {
+        assert!(md.contains(&format!("| run | {t} | all |")), "{md}");
+        assert!(md.contains(&format!("- target: `{t}`")), "{md}");
+    }
     // Each target's run directory made and removed, as for one target.
     assert_eq!(r["targets"][1]["path"], b);
     assert!(r["targets"][1]["run_dir"]
