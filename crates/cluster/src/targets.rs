@@ -222,6 +222,18 @@ impl SeveralTargets {
         }
     }
 
+    /// Stage `index` of every target at once under `load` must fit this host's limits.
+    fn check_limits(&self, index: usize, load: &StageLoad) -> Result<(), AgentError> {
+        let mut together: Vec<(&LocalAgent, usize)> = Vec::new();
+        for pl in &self.stages[index] {
+            let part = &self.parts[pl.part].agent;
+            if !together.iter().any(|(a, _)| std::ptr::eq(*a, part)) {
+                together.push((part, pl.stage));
+            }
+        }
+        LocalAgent::check_limits_together(&together, load)
+    }
+
     /// The first part's agent, which speaks for the host (its name, inventory, sampler).
     fn first(&self) -> &LocalAgent {
         &self.parts[0].agent
@@ -310,6 +322,11 @@ impl Agent for SeveralTargets {
                     .collect()
             })
             .collect();
+        // Every target's share of a stage runs on this host at once: its memory and open files
+        // are checked together, as one target's stage is.
+        for s in 0..self.stages.len() {
+            self.check_limits(s, &StageLoad::AS_GIVEN)?;
+        }
         v.stages = self
             .stages
             .iter()
@@ -376,6 +393,7 @@ impl Agent for SeveralTargets {
         start_at: Option<SystemTime>,
         on_event: &mut dyn FnMut(AgentEvent<'_>),
     ) -> Result<Vec<PhaseJob>, AgentError> {
+        self.check_limits(index, load)?;
         let places = self.stages[index].clone();
         // Each part's own stage (a stage's jobs on one target are one stage of its own).
         let own_stage: Vec<Option<usize>> = (0..self.parts.len())
