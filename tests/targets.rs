@@ -113,6 +113,18 @@ fn several_directories_run_as_one_stage_with_figures_per_target() {
         assert!(md.contains(&format!("| run | {t} | all |")), "{md}");
         assert!(md.contains(&format!("- target: `{t}`")), "{md}");
     }
+    let html = dir.path().join("r.html");
+    let out = stormark(&[
+        "report",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for t in [a, b] {
+        assert!(page.contains(&format!("target <code>{t}</code>")), "{t}");
+    }
     // Each target's run directory made and removed, as for one target.
     assert_eq!(r["targets"][1]["path"], b);
     assert!(r["targets"][1]["run_dir"]

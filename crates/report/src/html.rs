@@ -81,7 +81,12 @@ fn header(o: &mut String, r: &Results) {
         "<pre class=\"command\">{}</pre>",
         esc(&crate::shell_command(&r.command))
     );
-    if let Some(t) = &r.target {
+    // Several targets (issue 55): a line each.
+    let targets: Vec<&stormark_stats::Target> = match r.targets.len() {
+        0 | 1 => r.target.iter().collect(),
+        _ => r.targets.iter().collect(),
+    };
+    for t in targets {
         let _ = write!(
             o,
             "<p class=\"meta\">target <code>{}</code> ({}{}{})</p>",
