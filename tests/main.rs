@@ -37,4 +37,5 @@ mod s3_stall;
 mod safety;
 mod shapes;
 mod suite;
+mod targets;
 mod zoned;

@@ -281,6 +281,9 @@ impl From<stormark_probe::ProbeError> for AgentError {
 pub struct Validated {
     /// The target as it will appear in results.
     pub target: Option<Target>,
+    /// A run of several targets on this host: each (`target` is the first).
+    #[serde(default)]
+    pub targets: Vec<Target>,
     /// Per stage, the jobs as they will run (engine chosen, O_DIRECT decided later if auto).
     pub stages: Vec<Vec<PhaseJob>>,
     /// Decisions the agent made on its own.

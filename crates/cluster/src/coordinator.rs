@@ -26,6 +26,8 @@ pub enum Live<'a> {
     Validated {
         /// What the run measures (the first host's target), when it has one.
         target: Option<&'a stormark_stats::Target>,
+        /// Each target of a run of several.
+        targets: &'a [stormark_stats::Target],
     },
     /// A phase begins.
     PhaseStarted {
@@ -263,6 +265,7 @@ impl Coordinator {
                         results.hosts[i].target = v.target.clone();
                     }
                     results.target = results.target.take().or(v.target);
+                    results.targets.extend(v.targets);
                     results.notes.extend(v.notes);
                     results.findings.extend(v.findings);
                     if i == 0 {
@@ -283,6 +286,7 @@ impl Coordinator {
         }
         live(Live::Validated {
             target: results.target.as_ref(),
+            targets: &results.targets,
         });
         // The samplers run from here to the end, beside every phase.
         let sampling_from = start.elapsed().as_nanos() as u64;

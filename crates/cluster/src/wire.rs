@@ -186,6 +186,7 @@ pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
         iodepth: p.iodepth,
         working_set_bytes: p.working_set_bytes,
         rate_iops: p.rate_iops,
+        target: None,
     }
 }
 
@@ -317,6 +318,7 @@ pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
             device: t.device,
             fs_type: t.fs_type,
         }),
+        targets: Vec::new(),
         stages: r
             .stage_jobs
             .into_iter()

@@ -81,7 +81,12 @@ fn header(o: &mut String, r: &Results) {
         "<pre class=\"command\">{}</pre>",
         esc(&crate::shell_command(&r.command))
     );
-    if let Some(t) = &r.target {
+    // Several targets (issue 55): a line each.
+    let targets: Vec<&stormark_stats::Target> = match r.targets.len() {
+        0 | 1 => r.target.iter().collect(),
+        _ => r.targets.iter().collect(),
+    };
+    for t in targets {
         let _ = write!(
             o,
             "<p class=\"meta\">target <code>{}</code> ({}{}{})</p>",
@@ -149,6 +154,10 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
                 let label = crate::fleet::host_label(host, b);
                 row(o, &p.name, &label, "all", &b.total, true);
             }
+        }
+        // Several targets: a row each, its target where the host goes.
+        for (target, b) in &p.by_target {
+            row(o, &p.name, target, "all", &b.total, true);
         }
     }
     let _ = bytes;

@@ -98,7 +98,12 @@ impl Render for Markdown {
             cell(&r.tool.name),
             cell(&r.tool.version)
         );
-        if let Some(t) = &r.target {
+        // Several targets (issue 55): a line each.
+        let targets: Vec<&stormark_stats::Target> = match r.targets.len() {
+            0 | 1 => r.target.iter().collect(),
+            _ => r.targets.iter().collect(),
+        };
+        for t in targets {
             let mut what = format!("{} ({}", code(&t.path), cell(&t.kind));
             if let Some(fs) = &t.fs_type {
                 let _ = write!(what, ", {}", cell(fs));
@@ -131,6 +136,10 @@ impl Render for Markdown {
                         let label = crate::fleet::host_label(host, b);
                         row(&mut out, &p.name, &label, "all", &b.total);
                     }
+                }
+                // Several targets: a row each, its target where the host goes.
+                for (target, b) in &p.by_target {
+                    row(&mut out, &p.name, target, "all", &b.total);
                 }
             }
             let verified: Vec<_> = measured

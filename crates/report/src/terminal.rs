@@ -123,9 +123,7 @@ pub struct Terminal;
 impl Render for Terminal {
     fn render(&self, r: &Results) -> String {
         let mut out = String::new();
-        if let Some(t) = &r.target {
-            out.push_str(&target_line(t));
-        }
+        out.push_str(&targets_line(r.target.as_ref(), &r.targets));
         for phase in r.phases.iter().filter(|p| !shaped(r, p)) {
             // Search steps, curve and sweep points: one row each in their own table below;
             // a mesh's pairs in its matrices.
@@ -142,6 +140,23 @@ impl Render for Terminal {
 /// The first line of a run's output: what it measures.
 pub fn target_line(t: &stormark_stats::Target) -> String {
     format!("target: {} ({})\n", t.path, t.kind)
+}
+
+/// The line naming what a run measures: its target, or each of its targets when it has
+/// several (empty without one).
+pub fn targets_line(
+    target: Option<&stormark_stats::Target>,
+    targets: &[stormark_stats::Target],
+) -> String {
+    if targets.len() > 1 {
+        let all: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{} ({})", t.path, t.kind))
+            .collect();
+        format!("targets: {}\n", all.join(", "))
+    } else {
+        target.map(target_line).unwrap_or_default()
+    }
 }
 
 /// One phase's table as it ends (`failed`: the hosts that failed in it), the same as
@@ -483,7 +498,13 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             }
         }
     }
-    if several_jobs {
+    // Several targets (issue 55): each target's own figures, then its jobs where it has more.
+    for (target, b) in &p.by_target {
+        for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
+            table.add_row(row(&format!("{target} {op}"), s));
+        }
+    }
+    if several_jobs && p.by_job.len() > p.by_target.len() {
         for (job, b) in &p.by_job {
             for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{job} {op}"), s));

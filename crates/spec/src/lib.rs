@@ -44,7 +44,7 @@ mod workload;
 pub use data::FillPattern;
 pub use error::{printable, shown, shown_url, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
-pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile};
+pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile, FioTargets};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
 pub use meta::{

@@ -68,6 +68,10 @@ pub struct Job {
     /// An open loop's I/Os arrive as a Poisson process (exponential gaps of the same mean)
     /// rather than evenly (fio's `rate_process=poisson`).
     pub rate_poisson: bool,
+    /// The target this job runs on, in a run of several (`stormark run T1 T2`, a fio job
+    /// file whose jobs name different devices); `None`: the run's one target. Set by the
+    /// request, never a job file's key.
+    pub target: Option<String>,
     /// Passes over the size before the job stops, when its size is a share (fio's `loops`
     /// with `size=95%`): `io_total` once the size is known.
     pub loops: Option<u32>,

@@ -263,6 +263,16 @@ impl PhaseAccumulator {
         self.close_remaining(duration_ns);
         let mut total = Snapshot::new();
         let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
+        // Each target's jobs merged, in a run of several targets: one histogram a target.
+        let target_of = |job: u16| self.jobs.get(job as usize).and_then(|j| j.target.clone());
+        let several_targets = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.target.as_deref())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1;
+        let mut by_target: BTreeMap<String, Snapshot> = BTreeMap::new();
         let mut histograms = BTreeMap::new();
         let mut errors = Vec::new();
         let mut seconds = self.host_seconds_list();
@@ -284,6 +294,9 @@ impl PhaseAccumulator {
             let source = source.settled();
             source.add_into(&mut total);
             source.add_into(by_job.entry(job).or_default());
+            if let Some(t) = target_of(job).filter(|_| several_targets) {
+                source.add_into(by_target.entry(t).or_default());
+            }
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
             let job_name = self
                 .jobs
@@ -329,6 +342,15 @@ impl PhaseAccumulator {
                         self.jobs
                             .get(*j as usize)
                             .map_or_else(|| format!("job{j}"), |x| x.name.clone()),
+                        breakdown(s, Vec::new(), duration_ns, duration_ns),
+                    )
+                })
+                .collect(),
+            by_target: by_target
+                .iter()
+                .map(|(t, s)| {
+                    (
+                        t.clone(),
                         breakdown(s, Vec::new(), duration_ns, duration_ns),
                     )
                 })

@@ -79,7 +79,7 @@ pub use significance::{
 pub use sparse::{SparseHist, SparseRecord};
 pub use suite::{
     step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
-    WeakPair, SUITE_SCHEMA,
+    TargetFigures, WeakPair, SUITE_SCHEMA,
 };
 pub use summary::{Latency, Summary};
 pub use sweep::{CurvePoint, CurveReport, SweepPoint, SweepReport};

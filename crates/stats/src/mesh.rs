@@ -171,6 +171,7 @@ mod tests {
             by_op: Default::default(),
             by_host: Default::default(),
             by_job: Default::default(),
+            by_target: Default::default(),
             errors: Vec::new(),
             intervals: Vec::new(),
             histograms: Default::default(),

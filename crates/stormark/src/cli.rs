@@ -157,6 +157,9 @@ Examples:
       --print-fio writes the fio job file of any run
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
+  stormark run /dev/nvme0n1 /dev/nvme1n1 --rw randread --bs 4k --direct --time 1m
+      several targets at once, one start for all: each job on each, figures per target
+      (by_target) and in total; so do a fio job file's jobs on different devices
   stormark run iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1 --rw randread --iodepth 16
       an iSCSI LUN from user space (libiscsi): no kernel initiator, no login of the host;
       each worker its own session; CHAP from STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET
@@ -205,6 +208,11 @@ pub struct RunArgs {
     /// Directory, file, block device, iscsi://HOST[:PORT]/IQN/LUN or
     /// nfs://SERVER/EXPORT[/DIR] to benchmark [default: the current directory].
     pub target: Option<PathBuf>,
+
+    /// More targets, run at once with the first in one stage: each job on each target, the
+    /// figures per target and in total.
+    #[arg(value_name = "TARGET")]
+    pub more_targets: Vec<PathBuf>,
 
     /// The workload flags (`--rw`, `--bs`, `--iodepth`, ...), from the spec's table.
     #[command(flatten)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
     read_regular, read_token, Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure,
-    Outcome, TargetOptions,
+    Outcome, SeveralTargets, TargetOptions,
 };
 use stormark_report::{Html, Json, Output, Render, Terminal};
 use stormark_spec::PROFILES;
@@ -69,10 +69,16 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         },
         job_file,
         profile: args.profile.clone(),
+        // `stormark run job.fio D1 D2`: the job file, then its TARGETs.
         target: if fio_target.is_some() {
-            None
+            args.more_targets.first().cloned()
         } else {
             args.target.clone()
+        },
+        more_targets: if fio_target.is_some() {
+            args.more_targets.iter().skip(1).cloned().collect()
+        } else {
+            args.more_targets.clone()
         },
         lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
@@ -186,8 +192,12 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
 
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
-fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
-    output("--json", args.output.json.as_deref(), args, target)
+fn json_output(
+    args: &RunArgs,
+    target: &Path,
+    targets: &[(PathBuf, bool)],
+) -> Result<Option<Output>> {
+    output("--json", args.output.json.as_deref(), args, target, targets)
 }
 
 /// An output of the run (`--json`, `--html`), checked as the results document is.
@@ -196,11 +206,13 @@ fn output(
     path: Option<&Path>,
     args: &RunArgs,
     target: &Path,
+    targets: &[(PathBuf, bool)],
 ) -> Result<Option<Output>> {
     let Some(path) = path else {
         return Ok(None);
     };
     let mut avoid: Vec<&Path> = vec![target];
+    avoid.extend(targets.iter().map(|(t, _)| t.as_path()));
     if let Some(job) = &args.job {
         avoid.push(job);
     }
@@ -269,8 +281,14 @@ fn run(args: RunArgs) -> Result<Ending> {
         notes,
         first_look,
         target_is_file,
+        targets,
     } = request(&request_options(&args)?).map_err(usage)?;
     check_print_fio(&args, &target)?;
+    if args.print_fio && targets.len() > 1 {
+        return Err(usage(
+            "--print-fio of a run of several targets is not written yet; give one TARGET",
+        ));
+    }
     if args.print_fio {
         stormark_spec::fio_check(&workload.jobs, &target.display().to_string())
             .map_err(|e| usage(format!("--print-fio: {e}")))?;
@@ -303,8 +321,14 @@ fn run(args: RunArgs) -> Result<Ending> {
     }) {
         stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
     }
-    let json = json_output(&args, &target)?;
-    let html = output("--html", args.output.html.as_deref(), &args, &target)?;
+    let json = json_output(&args, &target, &targets)?;
+    let html = output(
+        "--html",
+        args.output.html.as_deref(),
+        &args,
+        &target,
+        &targets,
+    )?;
     let metrics = args
         .output
         .metrics_listen
@@ -349,6 +373,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     notes.extend(auto.iter().map(|r| format!("auto: {r}")));
     let runner = Runner {
         workload: &workload,
+        targets: &targets,
         shape: &shape,
         fleet: fleet.as_ref(),
         opts: &opts,
@@ -509,6 +534,8 @@ fn write_outputs(
 /// What every repetition of a run shares.
 struct Runner<'a> {
     workload: &'a stormark_spec::Workload,
+    /// A run of several targets: each, and whether it is a file to make.
+    targets: &'a [(PathBuf, bool)],
     shape: &'a stormark_plan::Shape,
     fleet: Option<&'a Fleet>,
     opts: &'a TargetOptions,
@@ -536,6 +563,25 @@ impl Runner<'_> {
         for rep in 1..=repeat {
             let mut results = Results::new(crate::command_line());
             let agents: Vec<Box<dyn Agent>> = match self.fleet {
+                // Several targets: an agent each, driven as one host.
+                None if self.targets.len() > 1 => vec![Box::new(SeveralTargets::new(
+                    self.targets
+                        .iter()
+                        .map(|(path, is_file)| {
+                            let opts = TargetOptions {
+                                path: path.clone(),
+                                create_file: *is_file,
+                                ..self.opts.clone()
+                            };
+                            (
+                                path.display().to_string(),
+                                LocalAgent::new(opts)
+                                    .with_stop(self.stop.clone())
+                                    .with_abandon(self.abandon.clone()),
+                            )
+                        })
+                        .collect(),
+                ))],
                 None => vec![Box::new(
                     LocalAgent::new(self.opts.clone())
                         .with_stop(self.stop.clone())

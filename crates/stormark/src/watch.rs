@@ -171,9 +171,10 @@ impl<'a> Watch<'a> {
             }
         }
         match event {
-            Live::Validated { target } => {
-                if let Some(t) = target.filter(|_| !self.target_said) {
-                    self.say(&stormark_report::target_line(t));
+            Live::Validated { target, targets } => {
+                let line = stormark_report::targets_line(*target, targets);
+                if !self.target_said && !line.is_empty() {
+                    self.say(&line);
                 }
                 self.target_said = true;
             }

@@ -310,10 +310,10 @@ impl LocalAgent {
             let mut needs = Vec::new();
             for job in stage {
                 let backend = self.resolve_backend(job, &mut v.notes)?;
-                needs.push(limits::Need::of(job, backend));
+                needs.push(limits::Need::of(job, backend).on(true));
                 runs.push(JobRun::without_files(job, backend));
             }
-            limits::check_stage(&needs, true)?;
+            limits::check_stage(&needs)?;
             self.stages.push(runs);
         }
         self.place = None;

@@ -88,6 +88,7 @@ impl JobOpts {
             offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
             loops: self.loops,
             rate_poisson: self.rate_poisson.unwrap_or(false),
+            target: None,
             thinktime: self.thinktime.unwrap_or_default(),
             thinktime_spin: self
                 .thinktime_spin
