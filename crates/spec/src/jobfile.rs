@@ -18,7 +18,7 @@
 //! bs = "1m"
 //! ```
 
-use crate::workload::{JobOpts, Source, JOB_KEYS};
+use crate::workload::{JobOpts, Source};
 use crate::SpecError;
 
 /// A parsed job file, before flags are layered on top.
@@ -111,10 +111,14 @@ fn set_value(
             SpecError::Invalid { expected, .. } if expected.starts_with("a known key") => {
                 SpecError::JobFile {
                     path: path.to_string(),
-                    message: format!(
-                        "unknown key `{key}` in {context}; accepted keys: target, prepare, {}",
-                        JOB_KEYS.join(", ")
-                    ),
+                    message: match crate::options::nearest_key(key) {
+                        Some(near) => format!(
+                            "unknown key `{key}` in {context}: did you mean `{near}`? (every key: docs/job-files.md)"
+                        ),
+                        None => format!(
+                            "unknown key `{key}` in {context} (every key: docs/job-files.md, or stormark run --help)"
+                        ),
+                    },
                 }
             }
             other => other,
@@ -167,7 +171,7 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with(
-                "t.toml: unknown key `blocksiz` in [[job]] 1 of t.toml; accepted keys:"
+                "t.toml: unknown key `blocksiz` in [[job]] 1 of t.toml: did you mean `blocksize`?"
             ),
             "{err}"
         );

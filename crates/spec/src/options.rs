@@ -25,14 +25,22 @@ mod run_keys;
 mod s3_job;
 mod zoned;
 
-pub use names::canonical_key;
 use names::label;
+pub use names::{canonical_key, nearest_key};
 
 /// The first of `options` (name, given) that was given, refused as `why`.
 fn refuse_given(options: &[(&str, bool)], why: &str) -> Result<(), SpecError> {
     match options.iter().find(|(_, given)| *given) {
         Some((name, _)) => Err(SpecError::invalid(name, "(given)", why)),
         None => Ok(()),
+    }
+}
+
+/// What an unknown key is told: the known key nearest to it, or where the keys are listed.
+pub(crate) fn unknown_key(key: &str) -> String {
+    match nearest_key(key) {
+        Some(near) => format!("a known key: did you mean {near}? (every key: docs/job-files.md)"),
+        None => "a known key (every key: docs/job-files.md, or stormark run --help)".to_string(),
     }
 }
 
@@ -435,13 +443,8 @@ impl JobOpts {
     /// Sets one option from its text form. `key` is a job key or a fio alias; the error names
     /// the option as the user wrote it (`source`) and the accepted form.
     pub fn set(&mut self, key: &str, value: &str, source: Source<'_>) -> Result<(), SpecError> {
-        let canonical = canonical_key(key).ok_or_else(|| {
-            SpecError::invalid(
-                &label(key, source),
-                value,
-                format!("a known key, one of {}", JOB_KEYS.join(", ")),
-            )
-        })?;
+        let canonical = canonical_key(key)
+            .ok_or_else(|| SpecError::invalid(&label(key, source), value, unknown_key(key)))?;
         let bad = |expected: &str| SpecError::invalid(&label(key, source), value, expected);
         let count = |max: u32| -> Result<u32, SpecError> {
             match value.trim().parse::<u32>() {

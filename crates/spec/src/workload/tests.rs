@@ -251,3 +251,21 @@ fn pairs_round_trip() {
     }
     assert_eq!(again.resolve("other").unwrap(), job);
 }
+
+/// A mistyped key is told the key it was likely meant to be, never a list of every key; a
+/// word that is no key's typo gets where the keys are listed.
+#[test]
+fn an_unknown_key_suggests_the_nearest() {
+    use crate::options::nearest_key;
+    assert_eq!(nearest_key("blocksiz"), Some("blocksize"));
+    assert_eq!(nearest_key("iodepht"), Some("iodepth"));
+    assert_eq!(nearest_key("--rwmixred"), Some("rwmixread"));
+    assert_eq!(nearest_key("colour"), None);
+    let mut opts = crate::JobOpts::default();
+    let err = opts
+        .set("numjob", "4", crate::Source::Key("[[job]] 1"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("did you mean numjobs?"), "{err}");
+    assert!(err.len() < 200, "{err}");
+}
