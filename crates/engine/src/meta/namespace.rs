@@ -183,7 +183,7 @@ impl Namespace for Client {
         if len > 0 {
             return Err(unsupported("a create that writes"));
         }
-        self.create_at(&at.handle, name).map(|_| ())
+        self.create_at(&at.handle, name, 0).map(|_| ())
     }
     fn write(&mut self, _: &NfsDir, _: &str, _: &[u8], _: usize) -> io::Result<()> {
         Err(unsupported("write"))
