@@ -167,23 +167,32 @@ impl Journal {
     }
 
     /// Records what a share's run directory of [`Journal::add_share`] is on the server (its
-    /// object and its file handle) and the files made in it so far, each by its object: all
-    /// that a restarted agent removes (`nfs URL/NAME NAME@DEV.INO/... DEV.INO HANDLE`, the
-    /// handle in hex).
+    /// object and its file handle) and the files made in it so far, each by its object and
+    /// handle: all that a restarted agent removes (`nfs URL/NAME NAME@DEV.INO.HANDLE/...
+    /// DEV.INO HANDLE`, handles in hex; a line written before handles were kept for files,
+    /// `NAME@DEV.INO`, still reads).
     pub(super) fn share_made(
         &self,
         run_dir: &str,
         dir: stormark_nfs::FileId,
         handle: &stormark_nfs::Handle,
-        files: &[(String, stormark_nfs::FileId)],
+        files: &[(String, super::share::Made)],
     ) {
         let prefix = format!("nfs {} ", escape(run_dir));
         let names: Vec<String> = files
             .iter()
-            .map(|(n, id)| format!("{}@{}.{}", escape(n), id.dev, id.ino))
+            .map(|(n, m)| {
+                let h = hex(&m.handle);
+                format!("{}@{}.{}.{h}", escape(n), m.id.dev, m.id.ino)
+            })
             .collect();
-        let hex: String = handle.bytes().iter().map(|b| format!("{b:02x}")).collect();
-        let line = format!("{prefix}{} {}.{} {hex}", names.join("/"), dir.dev, dir.ino);
+        let line = format!(
+            "{prefix}{} {}.{} {}",
+            names.join("/"),
+            dir.dev,
+            dir.ino,
+            hex(handle)
+        );
         self.update(|e| {
             e.retain(|l| !l.starts_with(&prefix));
             e.push(line);
@@ -381,13 +390,35 @@ pub(super) fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// An object as [`Journal::share_made`] writes it (`DEV.INO`).
-pub(super) fn file_id(text: &str) -> Option<stormark_nfs::FileId> {
-    let (dev, ino) = text.split_once('.')?;
-    Some(stormark_nfs::FileId {
+/// An object as [`Journal::share_made`] writes it (`DEV.INO`, then `.HANDLE` for a file: none
+/// in a line an older stormark wrote).
+pub(super) fn file_id(text: &str) -> Option<(stormark_nfs::FileId, Option<stormark_nfs::Handle>)> {
+    let mut parts = text.splitn(3, '.');
+    let (dev, ino) = (parts.next()?, parts.next()?);
+    let id = stormark_nfs::FileId {
         dev: dev.parse().ok()?,
         ino: ino.parse().ok()?,
-    })
+    };
+    match parts.next() {
+        None => Some((id, None)),
+        Some(h) => Some((id, Some(handle_of(h)?))),
+    }
+}
+
+/// A file handle's bytes in hex, as a journal keeps them.
+fn hex(h: &stormark_nfs::Handle) -> String {
+    h.bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A handle of [`hex`].
+pub(super) fn handle_of(hex: &str) -> Option<stormark_nfs::Handle> {
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    stormark_nfs::Handle::from_bytes(&bytes?)
 }
 
 /// Removes a file a run made (`DEV:INO:BORN:PATH`) if what is at its path is still that file.
