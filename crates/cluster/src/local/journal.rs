@@ -406,7 +406,7 @@ pub(super) fn file_id(text: &str) -> Option<(stormark_nfs::FileId, Option<storma
 }
 
 /// A file handle's bytes in hex, as a journal keeps them.
-fn hex(h: &stormark_nfs::Handle) -> String {
+pub(super) fn hex(h: &stormark_nfs::Handle) -> String {
     h.bytes().iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -546,17 +546,53 @@ mod tests {
                     branch: 3,
                 },
                 files: 7,
-                anchor,
                 names: vec!["stormark-x".into(), "meta-j 1".into()],
                 id: Some(super::super::madefile::FileId {
                     dev: 5,
                     ino: 9,
                     born_ns: None,
+                    handle: match anchor {
+                        Anchor::Share(_) => stormark_nfs::Handle::from_bytes(&[1, 0xab, 7]),
+                        Anchor::Dir(_) => None,
+                    },
                 }),
+                anchor,
             };
             assert_eq!(parse_meta(&meta_line(&t)), Some(t.clone()));
             let unknown = TreeRecord { id: None, ..t };
             assert_eq!(parse_meta(&meta_line(&unknown)), Some(unknown));
         }
+    }
+
+    /// Issue 52: a share's objects are journaled with their whole handles, and a line an
+    /// older stormark wrote (numbers only) still reads, matched by its numbers.
+    #[test]
+    fn handles_are_journaled_and_older_lines_still_read() {
+        use super::super::madefile::FileId;
+        let h = stormark_nfs::Handle::from_bytes(&[0, 1, 0xfe, 0xff]).unwrap();
+        assert_eq!(hex(&h), "0001feff");
+        assert_eq!(handle_of("0001feff"), Some(h));
+        assert_eq!(handle_of("0001f"), None);
+        let id = stormark_nfs::FileId { dev: 5, ino: 9 };
+        assert_eq!(file_id("5.9"), Some((id, None)));
+        assert_eq!(file_id("5.9.0001feff"), Some((id, Some(h))));
+        assert_eq!(file_id("5.9.zz"), None);
+        let made = FileId {
+            dev: 5,
+            ino: 9,
+            born_ns: None,
+            handle: Some(h),
+        };
+        assert_eq!(FileId::parse(&made.shown()), Some(made));
+        let older = FileId::parse("5:9:-").unwrap();
+        assert_eq!(older.handle, None);
+        // Found now with a handle: the recorded one's, or any where none was recorded.
+        assert!(made.is(&made) && made.is(&older));
+        let reused = FileId {
+            handle: stormark_nfs::Handle::from_bytes(&[0, 1, 0xfe, 0xfe]),
+            ..made
+        };
+        assert!(!reused.is(&made), "a number reused, a generation later");
+        assert!(!FileId { ino: 10, ..made }.is(&older));
     }
 }
