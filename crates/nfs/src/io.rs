@@ -211,13 +211,34 @@ impl Client {
         if self.broken {
             return Err(NfsError::Session("the connection failed earlier".into()));
         }
-        let slot = usize::try_from(tag)
-            .ok()
-            .filter(|&s| s < self.pending.len())
-            .ok_or_else(|| NfsError::Session(format!("tag {tag} past the client's slots")))?;
-        let Some(fh) = self.files.get(file as usize).map(|h| h.fh3()) else {
+        if usize::try_from(tag).map_or(true, |s| s >= self.pending.len()) {
+            return Err(NfsError::Session(format!(
+                "tag {tag} past the client's slots"
+            )));
+        }
+        let fh = self.held(file)?;
+        // SAFETY: the caller's; `fh` points into `files`, which is not changed meanwhile.
+        unsafe { self.send(dir, fh, offset, buf, len, tag) }
+    }
+
+    fn held(&self, file: u32) -> Result<Fh3, NfsError> {
+        let Some(h) = self.files.get(file as usize) else {
             return Err(NfsError::Session(format!("no file {file} held")));
         };
+        Ok(h.fh3())
+    }
+
+    /// [`Client::submit`] to the file `fh`, whose bytes stay valid until this returns.
+    unsafe fn send(
+        &mut self,
+        dir: Dir,
+        fh: Fh3,
+        offset: u64,
+        buf: *mut u8,
+        len: u32,
+        tag: u64,
+    ) -> Result<(), NfsError> {
+        let slot = tag as usize;
         let max = match dir {
             Dir::Read => self.readmax,
             Dir::Write => self.writemax,
@@ -345,7 +366,8 @@ impl Client {
         buf: &mut [u8],
     ) -> Result<Result<u32, i32>, NfsError> {
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
-        self.one(Dir::Read, file, offset, ptr, len)
+        let fh = self.held(file)?;
+        self.one(Dir::Read, fh, offset, ptr, len)
     }
 
     /// Writes `buf` at `offset` of held file `file`, waiting for the server's answer. Only
@@ -357,13 +379,45 @@ impl Client {
         buf: &[u8],
     ) -> Result<Result<u32, i32>, NfsError> {
         // A write's buffer is only read (encoded into the call).
-        self.one(Dir::Write, file, offset, buf.as_ptr().cast_mut(), buf.len())
+        let fh = self.held(file)?;
+        self.one(Dir::Write, fh, offset, buf.as_ptr().cast_mut(), buf.len())
+    }
+
+    /// Reads into `buf` at `offset` of the file `file` (not held: a file of a meta tree),
+    /// waiting for the bytes: how many, or the errno. Only with nothing else in flight.
+    pub fn read_handle(
+        &mut self,
+        file: &crate::Handle,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<Result<u32, i32>, NfsError> {
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+        self.one(Dir::Read, file.fh3(), offset, ptr, len)
+    }
+
+    /// Writes `buf` at `offset` of the file `file` (not held), waiting for the server's
+    /// answer. Only with nothing else in flight.
+    pub fn write_handle(
+        &mut self,
+        file: &crate::Handle,
+        offset: u64,
+        buf: &[u8],
+    ) -> Result<Result<u32, i32>, NfsError> {
+        // A write's buffer is only read (encoded into the call).
+        self.one(
+            Dir::Write,
+            file.fh3(),
+            offset,
+            buf.as_ptr().cast_mut(),
+            buf.len(),
+        )
     }
 
     /// COMMITs held file `file`, waiting for the server's answer. Only with nothing else in
     /// flight.
     pub fn commit(&mut self, file: u32) -> Result<Result<u32, i32>, NfsError> {
-        self.one(Dir::Commit, file, 0, std::ptr::null_mut(), 0)
+        let fh = self.held(file)?;
+        self.one(Dir::Commit, fh, 0, std::ptr::null_mut(), 0)
     }
 
     /// One I/O, waited for, in the slot past the caller's. A connection that failed meanwhile
@@ -371,7 +425,7 @@ impl Client {
     fn one(
         &mut self,
         dir: Dir,
-        file: u32,
+        fh: Fh3,
         offset: u64,
         buf: *mut u8,
         len: usize,
@@ -382,9 +436,13 @@ impl Client {
         let len =
             u32::try_from(len).map_err(|_| NfsError::Session("an RPC of 4 GiB or more".into()))?;
         let tag = (self.pending.len() - 1) as u64;
+        if self.broken {
+            return Err(NfsError::Session("the connection failed earlier".into()));
+        }
         // SAFETY: buf holds len bytes, borrowed by the caller until this returns, and the
-        // loop below returns only once the I/O completed or the connection is given up.
-        unsafe { self.submit(dir, file, offset, buf, len, tag) }?;
+        // loop below returns only once the I/O completed or the connection is given up;
+        // `fh`'s bytes are the caller's, valid while this runs.
+        unsafe { self.send(dir, fh, offset, buf, len, tag) }?;
         let mut done = Vec::with_capacity(1);
         while done.is_empty() {
             self.wait(100, &mut done)?;

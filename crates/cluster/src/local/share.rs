@@ -325,14 +325,10 @@ impl LocalAgent {
                     takes: "file I/O",
                     shown: &shown,
                 };
-                if let Some(meta) = &job.meta {
+                if job.meta.is_some() {
                     // Metadata load: a tree made in the run directory, each operation one
-                    // RPC relative to a directory's handle, over each worker's connection.
-                    if meta.file_size > 0 {
-                        return Err(
-                            service.not_yet(job, "--file-size above 0 (data written and read)")
-                        );
-                    }
+                    // RPC relative to a directory's handle (a file's bytes by its own
+                    // handle), over each worker's connection.
                     check_job_here(job, &mut v.notes)?;
                     runs.push(JobRun::without_files(job, Backend::Meta));
                     continue;
