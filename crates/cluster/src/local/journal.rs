@@ -412,7 +412,7 @@ pub(super) fn hex(h: &stormark_nfs::Handle) -> String {
 
 /// A handle of [`hex`].
 pub(super) fn handle_of(hex: &str) -> Option<stormark_nfs::Handle> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..hex.len() / 2)

@@ -34,8 +34,9 @@ pub(super) const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::fro
 #[derive(Debug)]
 pub(crate) struct ShareDir {
     pub url: Arc<Url>,
-    /// The agent's own connection: makes and removes the run's files.
-    client: Client,
+    /// The agent's own connection: makes and removes the run's files (boxed: a client is most
+    /// of the size of a share, beside the other places a run can have).
+    client: Box<Client>,
     /// The run directory's name in the URL's directory.
     name: String,
     pub files: Vec<PlannedFile>,
@@ -209,7 +210,7 @@ impl ShareDir {
         // A fresh connection: the one held since planning may have been dropped by the
         // server during a long run.
         if let Ok(fresh) = Client::connect(&self.url, 1) {
-            self.client = fresh;
+            *self.client = fresh;
         }
         // Removals are quick on a server that answers; one that stalled is not waited on
         // for the RPC's minute per file.
@@ -389,7 +390,7 @@ impl LocalAgent {
         });
         self.place = Some(Where::Share(ShareDir {
             url: Arc::new(url),
-            client,
+            client: Box::new(client),
             name,
             files,
             dir_id: None,
