@@ -2,6 +2,9 @@
 //! no kernel client, no mount and no root (fio's `nfs` engine does the same). Each worker owns
 //! one [`Client`] (its own TCP connection) and keeps its depth of READ and WRITE RPCs in
 //! flight; each one's latency is the server's round trip, nothing of a page cache in between.
+//! A run's files are made in its directory held by handle (`ns.rs`) and read and written by
+//! the handles their CREATEs returned (`io.rs`): nothing of a run is reached by a path from the
+//! export's root once its directory is made, whatever another user of the share renames.
 //!
 //! The protocol is libnfs's (Debian's `libnfs13`, NFSv3), loaded with `dlopen` when an
 //! `nfs://` target is first used: stormark builds and runs without it, and a host without it is
