@@ -1,6 +1,6 @@
 //! Issue 52: metadata load over NFS (`stormark meta nfs://SERVER/EXPORT/DIR`) against a real
-//! server, nfs-ganesha: each create, stat and delete one RPC relative to a directory's handle,
-//! counted as ganesha counts them, the tree made in the run's own directory and removed with
+//! server, nfs-ganesha: each create, stat and delete one RPC relative to a directory's handle
+//! (a file's bytes WRITE and READ by its own handle), counted as ganesha counts them, the tree made in the run's own directory and removed with
 //! it, nothing else of the export touched.
 
 use std::collections::BTreeMap;
@@ -129,11 +129,40 @@ fn meta_over_nfs_counted_as_ganesha_counts_and_nothing_left() {
     }
     assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
 
-    // What is not run over NFS yet is refused in one line, before any load.
-    let out = Bin(BIN).run(&["meta", &g.url("/m"), "--files", "5", "--file-size", "4k"]);
+    // Files with bytes (`--file-size`): each create one CREATE and one WRITE to the handle it
+    // returned, timed as one operation with its bytes, each read a LOOKUP and one READ, as
+    // ganesha counts them; mdtest's defaults beside them, and nothing left.
+    let c0 = g.v3_op_counts().unwrap();
+    let (r0, w0) = g.v3_io_ops().unwrap();
+    let out = Bin(BIN).run(&[
+        "meta",
+        &g.url("/m"),
+        "--jobs",
+        "2",
+        "--files",
+        "50",
+        "--file-size",
+        "8k",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     let said = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{said}");
-    assert!(said.contains("not run over NFS yet"), "{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}\n{}", g.log());
+    let doc = read_json(&json);
+    let got = counts(&doc);
+    for phase in ["create", "stat", "open", "read", "rename", "delete"] {
+        assert_eq!(got.get(phase), Some(&(100, 0)), "{phase}: {got:?}\n{said}");
+    }
+    let bytes = |phase: &str| {
+        stormark_testkit::phase(&doc, phase)["by_op"][phase]["bytes"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert_eq!(bytes("create"), 100 * 8192, "{said}");
+    assert_eq!(bytes("read"), 100 * 8192, "{said}");
+    let (c1, (r1, w1)) = (g.v3_op_counts().unwrap(), g.v3_io_ops().unwrap());
+    assert_eq!(served(&c0, &c1, "CREATE"), 100, "{c0:?}\n{c1:?}");
+    assert_eq!((r1 - r0, w1 - w0), (100, 100), "READs and WRITEs");
     assert_eq!(walk(&g.export), before, "the export is as it was\n{said}");
 }
 

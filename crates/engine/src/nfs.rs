@@ -1,35 +1,36 @@
-//! The NFS backend: READ, WRITE and COMMIT RPCs to the files of a share over the worker's own
-//! connection (fio's `nfs` engine), driven by the loop of `remote.rs`.
+//! The NFS backend: READ, WRITE and COMMIT RPCs to the files of a share, by their file handles,
+//! over the worker's own connection (fio's `nfs` engine), driven by the loop of `remote.rs`.
 
 use stormark_nfs::{Client, Completion, Dir};
 use stormark_stats::{ErrorKind, Op};
 
 use crate::error::EngineError;
 use crate::remote::{Done, Remote};
-use crate::target::WorkerSpec;
+use crate::target::{Place, WorkerSpec};
 
-/// A worker's connection, its files open, with room for its completions.
+/// A worker's connection, its files held, with room for its completions.
 pub(crate) struct Share {
     client: Client,
     done: Vec<Completion>,
 }
 
-/// Connects to the worker's share and opens its files (before the stage's start, so that no
-/// mount or lookup is measured).
+/// Connects to the worker's share and holds its files by their handles (before the stage's
+/// start, so that no mount is measured). Nothing is looked up by name: each file is the
+/// object its CREATE made in the run directory held by handle, wherever that directory is
+/// moved and whatever is put under its name since.
 pub(crate) fn connect(work: &crate::NfsWork, spec: &WorkerSpec) -> Result<Share, EngineError> {
     let fail = |e: stormark_nfs::NfsError| EngineError::Nfs(e.to_string());
     let slots = spec.iodepth.max(1) as usize;
     let mut client = Client::connect(&work.url, slots).map_err(fail)?;
-    let writes = spec.read_pct < 100 || spec.write_once;
+    client.reserve(u32::try_from(spec.bs_max).unwrap_or(u32::MAX));
     for f in &spec.files {
-        // The object the run made, whatever is now at its name.
-        let expect = match f.expect {
-            Some(crate::Identity::File { dev, ino }) => Some(stormark_nfs::FileId { dev, ino }),
-            _ => None,
+        let Place::Share { handle, .. } = &f.place else {
+            return Err(EngineError::Nfs(format!(
+                "{}: not a file of the share's run directory, held by its handle",
+                f.shown().display()
+            )));
         };
-        client
-            .open(&f.shown().to_string_lossy(), writes, expect)
-            .map_err(fail)?;
+        client.hold(*handle);
     }
     Ok(Share {
         client,

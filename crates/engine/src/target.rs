@@ -38,6 +38,15 @@ pub enum Place {
         /// The file's name in it.
         name: String,
     },
+    /// A file of an NFS share, read and written by the handle its GUARDED CREATE gave in the
+    /// run directory held by handle: never looked up by name again, so that whatever is put
+    /// under its name, or its directory's, later is never reached.
+    Share {
+        /// The file's NFSv3 handle.
+        handle: stormark_nfs::Handle,
+        /// Where it was made, for messages (`nfs://SERVER/EXPORT/DIR/RUN/NAME`).
+        shown: PathBuf,
+    },
 }
 
 impl FileTarget {
@@ -56,6 +65,7 @@ impl FileTarget {
         match &self.place {
             Place::Path(p) => p.clone(),
             Place::Beneath { dir, name } => dir.shown(name),
+            Place::Share { shown, .. } => shown.clone(),
         }
     }
 
@@ -76,6 +86,12 @@ impl FileTarget {
         }
         let file = match &self.place {
             Place::Beneath { dir, name } => dir.open_file(name, flags)?,
+            Place::Share { .. } => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "a share's file, read and written over NFS by its handle, not opened here",
+                ))
+            }
             Place::Path(p) => match self.expect {
                 Some(id) => return open_checked(p, flags, id),
                 None => {

@@ -190,8 +190,8 @@ pub struct IscsiWork {
     pub chap: Option<Arc<stormark_iscsi::Chap>>,
 }
 
-/// What an NFS worker works on: the share (its files are the worker's targets, each a path
-/// within the URL's directory).
+/// What an NFS worker works on: the share (its files are the worker's targets, each held by
+/// its handle: [`crate::Place::Share`]).
 #[derive(Debug, Clone)]
 pub struct NfsWork {
     /// `nfs://SERVER/EXPORT/DIR`.

@@ -5,8 +5,6 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 type Ctx = *mut c_void;
 pub(crate) type Fh = *mut c_void;
-/// libnfs's `nfs_cb`: status (bytes, 0 or -errno), context, data, private data.
-pub(crate) type Cb = extern "C" fn(c_int, Ctx, *mut c_void, *mut c_void);
 
 /// libnfs's `struct nfs_url`.
 #[repr(C)]
@@ -81,13 +79,8 @@ pub(crate) struct Lib {
     pub rename: unsafe extern "C" fn(Ctx, *const c_char, *const c_char) -> c_int,
     pub symlink: unsafe extern "C" fn(Ctx, *const c_char, *const c_char) -> c_int,
     pub create: unsafe extern "C" fn(Ctx, *const c_char, c_int, c_int, *mut Fh) -> c_int,
-    pub open: unsafe extern "C" fn(Ctx, *const c_char, c_int, *mut Fh) -> c_int,
     pub close: unsafe extern "C" fn(Ctx, Fh) -> c_int,
     pub ftruncate: unsafe extern "C" fn(Ctx, Fh, u64) -> c_int,
-    pub pread_async: unsafe extern "C" fn(Ctx, Fh, u64, u64, Cb, *mut c_void) -> c_int,
-    pub pwrite_async:
-        unsafe extern "C" fn(Ctx, Fh, u64, u64, *const c_void, Cb, *mut c_void) -> c_int,
-    pub fsync_async: unsafe extern "C" fn(Ctx, Fh, Cb, *mut c_void) -> c_int,
 }
 
 /// Which version has every function used.
@@ -139,12 +132,8 @@ fn load() -> Result<Lib, String> {
             rename: lib.function(c"nfs_rename", TOO_OLD)?,
             symlink: lib.function(c"nfs_symlink", TOO_OLD)?,
             create: lib.function(c"nfs_create", TOO_OLD)?,
-            open: lib.function(c"nfs_open", TOO_OLD)?,
             close: lib.function(c"nfs_close", TOO_OLD)?,
             ftruncate: lib.function(c"nfs_ftruncate", TOO_OLD)?,
-            pread_async: lib.function(c"nfs_pread_async", TOO_OLD)?,
-            pwrite_async: lib.function(c"nfs_pwrite_async", TOO_OLD)?,
-            fsync_async: lib.function(c"nfs_fsync_async", TOO_OLD)?,
         })
     }
 }

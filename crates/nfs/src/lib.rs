@@ -2,6 +2,9 @@
 //! no kernel client, no mount and no root (fio's `nfs` engine does the same). Each worker owns
 //! one [`Client`] (its own TCP connection) and keeps its depth of READ and WRITE RPCs in
 //! flight; each one's latency is the server's round trip, nothing of a page cache in between.
+//! A run's files are made in its directory held by handle (`ns.rs`) and read and written by
+//! the handles their CREATEs returned (`io.rs`): nothing of a run is reached by a path from the
+//! export's root once its directory is made, whatever another user of the share renames.
 //!
 //! The protocol is libnfs's (Debian's `libnfs13`, NFSv3), loaded with `dlopen` when an
 //! `nfs://` target is first used: stormark builds and runs without it, and a host without it is
@@ -11,9 +14,10 @@
 #![warn(missing_docs)]
 
 mod ffi;
+mod io;
 mod ns;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void, CString};
 
 pub use ffi::available;
@@ -137,17 +141,8 @@ impl Stat {
     }
 }
 
-/// Where a read in flight lands, so that its callback can copy the reply there.
-#[derive(Clone, Copy)]
-struct Pending {
-    tag: u64,
-    buf: *mut u8,
-    len: usize,
-    read: bool,
-}
-
 thread_local! {
-    /// The completions libnfs's callbacks gave on this thread, taken by the client's owner
+    /// The completions the RPCs' callbacks gave on this thread, taken by the client's owner
     /// after each service (a client is used by the one thread that made it).
     static DONE: RefCell<Vec<Completion>> = const { RefCell::new(Vec::new()) };
 }
@@ -161,8 +156,17 @@ pub struct Client {
     export: String,
     /// The URL's directory within the export (`""` or `/a/b`).
     base: String,
-    files: Vec<ffi::Fh>,
-    pending: Box<[Pending]>,
+    /// The RPC context beneath `ctx`, which the raw calls go through.
+    rpc: *mut c_void,
+    /// The largest READ and WRITE the server takes in one RPC.
+    readmax: u32,
+    writemax: u32,
+    /// The files held, by handle.
+    files: Vec<Handle>,
+    /// Each slot's I/O in flight, and the RPCs it went as (a slot's parts are replaced only
+    /// while it is free: the RPCs in flight point at them).
+    pending: Box<[Cell<io::Pending>]>,
+    parts: Box<[Box<[io::Part]>]>,
     inflight: usize,
     broken: bool,
 }
@@ -199,20 +203,18 @@ impl Client {
                 why: "libnfs could not make a context".into(),
             });
         }
-        let none = Pending {
-            tag: 0,
-            buf: std::ptr::null_mut(),
-            len: 0,
-            read: false,
-        };
         let mut c = Client {
             lib,
             ctx,
             url: shown.clone(),
             export: String::new(),
             base: String::new(),
+            rpc: std::ptr::null_mut(),
+            readmax: 1 << 20,
+            writemax: 1 << 20,
             files: Vec::new(),
-            pending: vec![none; slots + 1].into_boxed_slice(),
+            pending: (0..=slots).map(|_| Cell::new(io::Pending::NONE)).collect(),
+            parts: (0..=slots).map(|_| Box::from([io::Part::NONE])).collect(),
             inflight: 0,
             broken: false,
         };
@@ -240,6 +242,7 @@ impl Client {
             if unsafe { (lib.mount)(ctx, host.as_ptr(), e.as_ptr()) } == 0 {
                 c.export = export;
                 c.base = parts[n..].iter().map(|p| format!("/{p}")).collect();
+                (c.readmax, c.writemax, c.rpc) = io::limits(ctx).map_err(NfsError::Library)?;
                 // SAFETY: as above.
                 unsafe { (lib.set_timeout)(ctx, RPC_TIMEOUT_MS) };
                 return Ok(c);
@@ -407,8 +410,10 @@ impl Client {
     }
 
     /// Makes the file `rel`, which must not exist (an exclusive CREATE: nothing planted under
-    /// its name is opened), `len` bytes long (sparse), and closes it: the object made, by its
-    /// handle, before anything else can be put under its name.
+    /// its name is opened), `len` bytes long (sparse), and closes it: the object made. Its path
+    /// is resolved again from the export's root: for a client that makes a file once (a
+    /// test's neighbour); a run makes its files with [`Client::create_at`] in its directory
+    /// held by handle.
     pub fn create(&mut self, rel: &str, len: u64) -> Result<FileId, NfsError> {
         let mut fh: ffi::Fh = std::ptr::null_mut();
         let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
@@ -427,202 +432,6 @@ impl Client {
             return Err(self.op_error("truncate", rel, rc));
         }
         made.map(|st| st.id)
-    }
-
-    /// Opens the file `rel` (for writing too with `write`) as the next file index, never
-    /// through a symbolic link at its name; with `expect`, only when the object opened is
-    /// the one recorded (a file swapped in under the name, or through a swapped directory, is
-    /// refused before a byte is read or written: the RPCs then go to the handle checked).
-    pub fn open(
-        &mut self,
-        rel: &str,
-        write: bool,
-        expect: Option<FileId>,
-    ) -> Result<u32, NfsError> {
-        let mut fh: ffi::Fh = std::ptr::null_mut();
-        let flags = libc::O_NOFOLLOW | if write { libc::O_RDWR } else { libc::O_RDONLY };
-        // SAFETY: as above; the handle is closed by Drop, or below.
-        let rc = unsafe { (self.lib.open)(self.ctx, self.path(rel).as_ptr(), flags, &mut fh) };
-        if rc == -libc::ELOOP {
-            return Err(NfsError::Op {
-                url: self.url.clone(),
-                path: format!("/{rel}"),
-                what: "open",
-                why: "a symbolic link stands at its name (replaced since?); never opened through"
-                    .into(),
-                errno: Some(libc::ELOOP),
-            });
-        }
-        if rc != 0 {
-            return Err(self.op_error("open", rel, rc));
-        }
-        if let Some(id) = expect {
-            let found = self.fstat(fh, rel).map(|st| st.id);
-            if found.as_ref().ok() != Some(&id) {
-                // SAFETY: the handle just opened, closed once.
-                unsafe { (self.lib.close)(self.ctx, fh) };
-                return Err(found.err().unwrap_or_else(|| NfsError::Op {
-                    url: self.url.clone(),
-                    path: format!("/{rel}"),
-                    what: "open",
-                    why: "no longer the file stormark created (replaced since, or its directory)"
-                        .into(),
-                    errno: None,
-                }));
-            }
-        }
-        self.files.push(fh);
-        Ok(self.files.len() as u32 - 1)
-    }
-
-    /// RPCs submitted and not yet completed.
-    pub fn inflight(&self) -> usize {
-        self.inflight
-    }
-
-    /// Queues a READ into, or a WRITE from, the `len` bytes at `buf`, at `offset` of open file
-    /// `file`, or a COMMIT of the file (`buf` unused); its completion comes from
-    /// [`Client::wait`] with `tag` (below the `slots` the client was made with).
-    ///
-    /// # Safety
-    /// For a read or write, `buf` must hold `len` bytes that stay valid, and untouched by
-    /// anything else, until the RPC's completion has been taken.
-    pub unsafe fn submit(
-        &mut self,
-        dir: Dir,
-        file: u32,
-        offset: u64,
-        buf: *mut u8,
-        len: u32,
-        tag: u64,
-    ) -> Result<(), NfsError> {
-        if self.broken {
-            return Err(NfsError::Session("the connection failed earlier".into()));
-        }
-        let slot = usize::try_from(tag)
-            .ok()
-            .filter(|&s| s < self.pending.len())
-            .ok_or_else(|| NfsError::Session(format!("tag {tag} past the client's slots")))?;
-        let fh = *self
-            .files
-            .get(file as usize)
-            .ok_or_else(|| NfsError::Session(format!("no open file {file}")))?;
-        self.pending[slot] = Pending {
-            tag,
-            buf,
-            len: len as usize,
-            read: dir == Dir::Read,
-        };
-        let private = (&mut self.pending[slot] as *mut Pending).cast::<c_void>();
-        let lib = self.lib;
-        // SAFETY: a mounted context, an open handle; `private` stays valid (the slots are
-        // never moved or freed while the client lives); the caller keeps `buf` valid.
-        let rc = unsafe {
-            match dir {
-                Dir::Read => (lib.pread_async)(self.ctx, fh, offset, u64::from(len), done, private),
-                Dir::Write => (lib.pwrite_async)(
-                    self.ctx,
-                    fh,
-                    offset,
-                    u64::from(len),
-                    buf.cast_const().cast(),
-                    done,
-                    private,
-                ),
-                Dir::Commit => (lib.fsync_async)(self.ctx, fh, done, private),
-            }
-        };
-        if rc != 0 {
-            return Err(NfsError::Session(self.error()));
-        }
-        self.inflight += 1;
-        Ok(())
-    }
-
-    /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
-    /// then moves every completion there is into `out`.
-    pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), NfsError> {
-        if self.broken {
-            return Err(NfsError::Session("the connection failed earlier".into()));
-        }
-        let (lib, ctx) = (self.lib, self.ctx);
-        // SAFETY: a live context; the callbacks run in service, here, on this thread.
-        let step = unsafe {
-            stormark_dlclient::wait(
-                &DONE,
-                out,
-                &mut self.inflight,
-                (lib.get_fd)(ctx),
-                (lib.which_events)(ctx),
-                timeout_ms,
-                |revents| (lib.service)(ctx, revents),
-            )
-        };
-        // Hung up: what is still in flight is lost; the worker counts it.
-        match step.failure("server", self.inflight, || self.error()) {
-            None => Ok(()),
-            Some(why) => {
-                self.broken = true;
-                Err(NfsError::Session(why))
-            }
-        }
-    }
-
-    /// Reads `buf.len()` bytes at `offset` of open file `file`, waiting for them: the bytes
-    /// read, or `Ok(Err(errno))` when the server failed the READ. Only with nothing else in
-    /// flight.
-    pub fn read_at(
-        &mut self,
-        file: u32,
-        offset: u64,
-        buf: &mut [u8],
-    ) -> Result<Result<u32, i32>, NfsError> {
-        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
-        self.one(Dir::Read, file, offset, ptr, len)
-    }
-
-    /// Writes `buf` at `offset` of open file `file`, waiting for the server's answer. Only
-    /// with nothing else in flight.
-    pub fn write_at(
-        &mut self,
-        file: u32,
-        offset: u64,
-        buf: &[u8],
-    ) -> Result<Result<u32, i32>, NfsError> {
-        // libnfs only reads a write's buffer.
-        self.one(Dir::Write, file, offset, buf.as_ptr().cast_mut(), buf.len())
-    }
-
-    /// COMMITs open file `file`, waiting for the server's answer. Only with nothing else in
-    /// flight.
-    pub fn commit(&mut self, file: u32) -> Result<Result<u32, i32>, NfsError> {
-        self.one(Dir::Commit, file, 0, std::ptr::null_mut(), 0)
-    }
-
-    /// One RPC, waited for, in the slot past the caller's. A connection that failed meanwhile
-    /// is never served again, so that nothing reaches `buf` after this returns.
-    fn one(
-        &mut self,
-        dir: Dir,
-        file: u32,
-        offset: u64,
-        buf: *mut u8,
-        len: usize,
-    ) -> Result<Result<u32, i32>, NfsError> {
-        if self.inflight > 0 {
-            return Err(NfsError::Session("a waited RPC on a busy client".into()));
-        }
-        let len =
-            u32::try_from(len).map_err(|_| NfsError::Session("an RPC of 4 GiB or more".into()))?;
-        let tag = (self.pending.len() - 1) as u64;
-        // SAFETY: buf holds len bytes, borrowed by the caller until this returns, and the
-        // loop below returns only once the RPC completed or the connection is given up.
-        unsafe { self.submit(dir, file, offset, buf, len, tag) }?;
-        let mut done = Vec::with_capacity(1);
-        while done.is_empty() {
-            self.wait(100, &mut done)?;
-        }
-        Ok(done[0].status)
     }
 
     /// libnfs's last error.
@@ -645,38 +454,14 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        // SAFETY: the context and handles are ours; RPCs still queued are cancelled by the
+        // SAFETY: the context is ours; RPCs still queued are cancelled by the
         // destroy (their callbacks may run, and are dropped with the thread's list).
         unsafe {
-            if self.inflight == 0 && !self.broken {
-                for &fh in &self.files {
-                    (self.lib.close)(self.ctx, fh);
-                }
-                if !self.export.is_empty() {
-                    (self.lib.umount)(self.ctx);
-                }
+            if self.inflight == 0 && !self.broken && !self.export.is_empty() {
+                (self.lib.umount)(self.ctx);
             }
             (self.lib.destroy_context)(self.ctx);
         }
         DONE.with(|d| d.borrow_mut().clear());
     }
-}
-
-/// libnfs's completion callback: a read's bytes copied where they belong, the RPC's outcome
-/// noted for [`Client::wait`].
-extern "C" fn done(status: c_int, _ctx: *mut c_void, data: *mut c_void, private: *mut c_void) {
-    // SAFETY: `private` is the client's slot this RPC was submitted with, alive as long as
-    // the client (whose context alone calls this).
-    let p = unsafe { *(private as *const Pending) };
-    let status = if status < 0 {
-        Err(-status)
-    } else {
-        let n = (status as usize).min(p.len);
-        if p.read && n > 0 && !data.is_null() {
-            // SAFETY: libnfs gives `status` bytes at `data`; the slot's buffer holds `len`.
-            unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), p.buf, n) };
-        }
-        Ok(n as u32)
-    };
-    DONE.with(|d| d.borrow_mut().push(Completion { tag: p.tag, status }));
 }

@@ -63,7 +63,7 @@ impl Handle {
         })
     }
 
-    fn fh3(&self) -> Fh3 {
+    pub(crate) fn fh3(&self) -> Fh3 {
         Fh3 {
             len: u32::from(self.len),
             // libnfs only reads an argument's handle.
@@ -100,7 +100,7 @@ pub struct Found {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct Fh3 {
+pub(crate) struct Fh3 {
     len: u32,
     val: *mut u8,
 }
@@ -125,7 +125,7 @@ struct Fattr3 {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct PostOpAttr {
+pub(crate) struct PostOpAttr {
     follows: u32,
     attr: Fattr3,
 }
@@ -289,7 +289,7 @@ struct Reply<'a> {
 }
 
 /// RFC 1813's status codes as errnos (those that differ from Linux's numbers mapped).
-fn errno_of(status: u32) -> i32 {
+pub(crate) fn errno_of(status: u32) -> i32 {
     match status {
         63 => libc::ENAMETOOLONG,
         66 => libc::ENOTEMPTY,
@@ -538,9 +538,10 @@ impl Client {
             .ok_or_else(|| io::Error::from_raw_os_error(libc::EIO))
     }
 
-    /// CREATE of the empty regular file `name` in `dir`, GUARDED (it must not exist), mode
-    /// 0644: one RPC.
-    pub fn create_at(&mut self, dir: &Handle, name: &str) -> io::Result<Option<Found>> {
+    /// CREATE of the regular file `name` in `dir`, GUARDED (it must not exist), mode 0644,
+    /// `len` bytes long (sparse; 0: empty, no size set): one RPC. Its handle and identity
+    /// when the server gave them (ganesha does).
+    pub fn create_at(&mut self, dir: &Handle, name: &str, len: u64) -> io::Result<Option<Found>> {
         let n = Name::of(name)?;
         let mut args = CreateArgs {
             at: at(dir, &n),
@@ -548,6 +549,8 @@ impl Client {
             attrs: Sattr3 {
                 set_mode: 1,
                 mode: 0o644,
+                set_size: u32::from(len > 0),
+                size: len,
                 ..Sattr3::default()
             },
         };

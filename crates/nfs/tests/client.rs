@@ -1,6 +1,6 @@
 //! Issue 34: the client against a real server (nfs-ganesha, started here in a namespace of
-//! its own): the export found under a longer path, files made, written and read at depth,
-//! COMMIT, removal, and what a missing export or directory says.
+//! its own): the export found under a longer path, files made, written and read at depth by
+//! their handles, COMMIT, removal, and what a missing export or directory says.
 
 use stormark_nfs::{Client, Completion, Dir, Url};
 use stormark_testkit::Ganesha;
@@ -30,20 +30,37 @@ fn files_are_made_written_read_and_removed_at_depth() {
     let made = c.create("run/f", 1 << 20).unwrap();
     assert_eq!(c.stat("run/f").unwrap().size, 1 << 20);
     assert_eq!(c.lstat("run/f").unwrap().id, made);
-    // Issue 52: opened only when it is the object made, never through a link at its name.
-    std::os::unix::fs::symlink("f", g.export.join("bench/run/l")).unwrap();
-    assert!(c.lstat("run/l").unwrap().link);
-    assert!(
-        c.open("run/l", true, None).is_err(),
-        "opened through a link"
-    );
+    // Issue 52: a file is read and written by its handle (a GUARDED CREATE's, its length
+    // set), nothing looked up by name: renamed, and another file put under its name, the I/O
+    // still goes to it.
+    let top = c.dir_handle().unwrap();
+    let run = c.lookup_at(&top, "run").unwrap();
+    let h = c.create_at(&run.handle, "h", 3 << 20).unwrap().unwrap();
+    assert_eq!(c.stat("run/h").unwrap().size, 3 << 20);
     let other = c.create("run/g", 4096).unwrap();
-    assert_ne!(other, made);
-    let e = c.open("run/g", true, Some(made)).unwrap_err().to_string();
-    assert!(e.contains("no longer the file stormark created"), "{e}");
-    c.unlink("run/g").unwrap();
-    c.unlink("run/l").unwrap();
-    let f = c.open("run/f", true, Some(made)).unwrap();
+    assert_ne!(Some(other), h.id);
+    c.rename("run/h", "run/moved").unwrap();
+    c.rename("run/g", "run/h").unwrap();
+    let held = c.hold(h.handle);
+    // Larger than the server takes in one call (libnfs's 1 MiB at most): several RPCs in
+    // flight, completed as one.
+    let big: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
+    assert_eq!(c.write_at(held, 4096, &big).unwrap(), Ok(3 << 20));
+    let mut back = vec![0u8; 3 << 20];
+    assert_eq!(c.read_at(held, 4096, &mut back).unwrap(), Ok(3 << 20));
+    assert!(back == big, "read back as written");
+    assert_eq!(c.commit(held).unwrap(), Ok(0));
+    let on_disk = std::fs::read(g.export.join("bench/run/moved")).unwrap();
+    assert!(on_disk[4096..] == big[..], "in the file made");
+    assert_eq!(
+        std::fs::read(g.export.join("bench/run/h")).unwrap(),
+        vec![0u8; 4096]
+    );
+    c.unlink("run/moved").unwrap();
+    c.unlink("run/h").unwrap();
+    let f = c.lookup_at(&run.handle, "f").unwrap();
+    assert_eq!(f.id, Some(made));
+    let f = c.hold(f.handle);
     let mut bufs: Vec<Vec<u8>> = (0..8u8).map(|i| vec![i + 1; 4096]).collect();
     for (i, b) in bufs.iter_mut().enumerate() {
         // SAFETY: each buffer outlives its RPC (drained below).

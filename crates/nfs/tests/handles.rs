@@ -30,9 +30,11 @@ fn a_tree_is_made_looked_up_renamed_and_removed_by_handle() {
         c.mkdir_at(&top, "run").unwrap_err().raw_os_error(),
         Some(libc::EEXIST)
     );
-    c.create_at(&run.handle, "f0").unwrap();
+    c.create_at(&run.handle, "f0", 0).unwrap();
     assert_eq!(
-        c.create_at(&run.handle, "f0").unwrap_err().raw_os_error(),
+        c.create_at(&run.handle, "f0", 0)
+            .unwrap_err()
+            .raw_os_error(),
         Some(libc::EEXIST),
         "GUARDED"
     );

@@ -167,23 +167,32 @@ impl Journal {
     }
 
     /// Records what a share's run directory of [`Journal::add_share`] is on the server (its
-    /// object and its file handle) and the files made in it so far, each by its object: all
-    /// that a restarted agent removes (`nfs URL/NAME NAME@DEV.INO/... DEV.INO HANDLE`, the
-    /// handle in hex).
+    /// object and its file handle) and the files made in it so far, each by its object and
+    /// handle: all that a restarted agent removes (`nfs URL/NAME NAME@DEV.INO.HANDLE/...
+    /// DEV.INO HANDLE`, handles in hex; a line written before handles were kept for files,
+    /// `NAME@DEV.INO`, still reads).
     pub(super) fn share_made(
         &self,
         run_dir: &str,
         dir: stormark_nfs::FileId,
         handle: &stormark_nfs::Handle,
-        files: &[(String, stormark_nfs::FileId)],
+        files: &[(String, super::share::Made)],
     ) {
         let prefix = format!("nfs {} ", escape(run_dir));
         let names: Vec<String> = files
             .iter()
-            .map(|(n, id)| format!("{}@{}.{}", escape(n), id.dev, id.ino))
+            .map(|(n, m)| {
+                let h = hex(&m.handle);
+                format!("{}@{}.{}.{h}", escape(n), m.id.dev, m.id.ino)
+            })
             .collect();
-        let hex: String = handle.bytes().iter().map(|b| format!("{b:02x}")).collect();
-        let line = format!("{prefix}{} {}.{} {hex}", names.join("/"), dir.dev, dir.ino);
+        let line = format!(
+            "{prefix}{} {}.{} {}",
+            names.join("/"),
+            dir.dev,
+            dir.ino,
+            hex(handle)
+        );
         self.update(|e| {
             e.retain(|l| !l.starts_with(&prefix));
             e.push(line);
@@ -381,13 +390,35 @@ pub(super) fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// An object as [`Journal::share_made`] writes it (`DEV.INO`).
-pub(super) fn file_id(text: &str) -> Option<stormark_nfs::FileId> {
-    let (dev, ino) = text.split_once('.')?;
-    Some(stormark_nfs::FileId {
+/// An object as [`Journal::share_made`] writes it (`DEV.INO`, then `.HANDLE` for a file: none
+/// in a line an older stormark wrote).
+pub(super) fn file_id(text: &str) -> Option<(stormark_nfs::FileId, Option<stormark_nfs::Handle>)> {
+    let mut parts = text.splitn(3, '.');
+    let (dev, ino) = (parts.next()?, parts.next()?);
+    let id = stormark_nfs::FileId {
         dev: dev.parse().ok()?,
         ino: ino.parse().ok()?,
-    })
+    };
+    match parts.next() {
+        None => Some((id, None)),
+        Some(h) => Some((id, Some(handle_of(h)?))),
+    }
+}
+
+/// A file handle's bytes in hex, as a journal keeps them.
+pub(super) fn hex(h: &stormark_nfs::Handle) -> String {
+    h.bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A handle of [`hex`].
+pub(super) fn handle_of(hex: &str) -> Option<stormark_nfs::Handle> {
+    if !hex.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    stormark_nfs::Handle::from_bytes(&bytes?)
 }
 
 /// Removes a file a run made (`DEV:INO:BORN:PATH`) if what is at its path is still that file.
@@ -515,17 +546,53 @@ mod tests {
                     branch: 3,
                 },
                 files: 7,
-                anchor,
                 names: vec!["stormark-x".into(), "meta-j 1".into()],
                 id: Some(super::super::madefile::FileId {
                     dev: 5,
                     ino: 9,
                     born_ns: None,
+                    handle: match anchor {
+                        Anchor::Share(_) => stormark_nfs::Handle::from_bytes(&[1, 0xab, 7]),
+                        Anchor::Dir(_) => None,
+                    },
                 }),
+                anchor,
             };
             assert_eq!(parse_meta(&meta_line(&t)), Some(t.clone()));
             let unknown = TreeRecord { id: None, ..t };
             assert_eq!(parse_meta(&meta_line(&unknown)), Some(unknown));
         }
+    }
+
+    /// Issue 52: a share's objects are journaled with their whole handles, and a line an
+    /// older stormark wrote (numbers only) still reads, matched by its numbers.
+    #[test]
+    fn handles_are_journaled_and_older_lines_still_read() {
+        use super::super::madefile::FileId;
+        let h = stormark_nfs::Handle::from_bytes(&[0, 1, 0xfe, 0xff]).unwrap();
+        assert_eq!(hex(&h), "0001feff");
+        assert_eq!(handle_of("0001feff"), Some(h));
+        assert_eq!(handle_of("0001f"), None);
+        let id = stormark_nfs::FileId { dev: 5, ino: 9 };
+        assert_eq!(file_id("5.9"), Some((id, None)));
+        assert_eq!(file_id("5.9.0001feff"), Some((id, Some(h))));
+        assert_eq!(file_id("5.9.zz"), None);
+        let made = FileId {
+            dev: 5,
+            ino: 9,
+            born_ns: None,
+            handle: Some(h),
+        };
+        assert_eq!(FileId::parse(&made.shown()), Some(made));
+        let older = FileId::parse("5:9:-").unwrap();
+        assert_eq!(older.handle, None);
+        // Found now with a handle: the recorded one's, or any where none was recorded.
+        assert!(made.is(&made) && made.is(&older));
+        let reused = FileId {
+            handle: stormark_nfs::Handle::from_bytes(&[0, 1, 0xfe, 0xfe]),
+            ..made
+        };
+        assert!(!reused.is(&made), "a number reused, a generation later");
+        assert!(!FileId { ino: 10, ..made }.is(&older));
     }
 }

@@ -22,12 +22,15 @@ pub(super) struct MadeFile {
 }
 
 /// Who a file is: its device and inode, and when it was born (an inode number is reused at
-/// once for the next file made; its birth time is not), where the filesystem says.
+/// once for the next file made; its birth time is not), where the filesystem says; on an NFS
+/// share, its whole file handle, which carries the generation the server tells reused
+/// numbers apart by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FileId {
     pub dev: u64,
     pub ino: u64,
     pub born_ns: Option<u128>,
+    pub handle: Option<stormark_nfs::Handle>,
 }
 
 impl FileId {
@@ -40,22 +43,38 @@ impl FileId {
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map(|d| d.as_nanos()),
+            handle: None,
         }
     }
 
-    /// As a journal writes it: `DEV:INO:BORN` (`-` unknown).
+    /// Whether this, found now, is `recorded`: the same numbers, and the same handle where
+    /// both are known (a journal line written before handles were kept has none).
+    pub fn is(&self, recorded: &FileId) -> bool {
+        (self.dev, self.ino, self.born_ns) == (recorded.dev, recorded.ino, recorded.born_ns)
+            && (self.handle.is_none()
+                || recorded.handle.is_none()
+                || self.handle == recorded.handle)
+    }
+
+    /// As a journal writes it: `DEV:INO:BORN` (`-` unknown), then `:HANDLE` in hex where
+    /// there is one.
     pub fn shown(&self) -> String {
-        format!(
+        let mut s = format!(
             "{}:{}:{}",
             self.dev,
             self.ino,
             self.born_ns.map_or("-".into(), |b| b.to_string())
-        )
+        );
+        if let Some(h) = &self.handle {
+            s.push(':');
+            s.push_str(&super::journal::hex(h));
+        }
+        s
     }
 
     /// What [`FileId::shown`] wrote.
     pub fn parse(text: &str) -> Option<FileId> {
-        let mut parts = text.splitn(3, ':');
+        let mut parts = text.splitn(4, ':');
         let (dev, ino, born) = (parts.next()?, parts.next()?, parts.next()?);
         Some(FileId {
             dev: dev.parse().ok()?,
@@ -63,6 +82,10 @@ impl FileId {
             born_ns: match born {
                 "-" => None,
                 b => Some(b.parse().ok()?),
+            },
+            handle: match parts.next() {
+                None => None,
+                Some(h) => Some(super::journal::handle_of(h)?),
             },
         })
     }

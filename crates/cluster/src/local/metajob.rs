@@ -154,6 +154,7 @@ impl LocalAgent {
                             dev: i.dev,
                             ino: i.ino,
                             born_ns: None,
+                            handle: Some(d.handle),
                         })
                     },
                     connect: Box::new(move || {

@@ -48,6 +48,7 @@ pub(super) fn remove_left_tree(r: &TreeRecord) -> String {
                             dev: i.dev,
                             ino: i.ino,
                             born_ns: None,
+                            handle: Some(d.handle),
                         })
                     })
                 }
@@ -96,7 +97,7 @@ fn remove_in<N: Namespace>(
     };
     let home = chain.pop().expect("a tree's directory has a name");
     let parent = chain.pop().expect("the directory it is in");
-    if id(&home) != Some(made) {
+    if !id(&home).is_some_and(|now| now.is(&made)) {
         return format!(
             "left {shown}: no longer the directory an earlier run made there (replaced by someone else); nothing in it was removed"
         );

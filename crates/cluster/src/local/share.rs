@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use stormark_engine::{Backend, FileTarget, Identity, NfsDir, Place};
+use stormark_engine::{Backend, FileTarget, NfsDir, Place};
 use stormark_nfs::{Client, FileId, Handle, Url};
 use stormark_spec::units::format_size;
 use stormark_spec::Workload;
@@ -19,6 +19,14 @@ use super::workspace::{stamp, PlannedFile};
 use super::{human, push_once, LocalAgent, Where};
 use crate::agent::{AgentError, Validated};
 
+/// A file or directory this run made: which object it is, and its file handle (which also
+/// tells a later object of the same number apart: a server's handle carries the generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Made {
+    pub id: FileId,
+    pub handle: Handle,
+}
+
 /// How long each removal at the end may wait for the server.
 pub(super) const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -26,8 +34,9 @@ pub(super) const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::fro
 #[derive(Debug)]
 pub(crate) struct ShareDir {
     pub url: Arc<Url>,
-    /// The agent's own connection: makes and removes the run's files.
-    client: Client,
+    /// The agent's own connection: makes and removes the run's files (boxed: a client is most
+    /// of the size of a share, beside the other places a run can have).
+    client: Box<Client>,
     /// The run directory's name in the URL's directory.
     name: String,
     pub files: Vec<PlannedFile>,
@@ -36,30 +45,33 @@ pub(crate) struct ShareDir {
     dir_id: Option<FileId>,
     /// The run directory's NFS file handle, once made (boxed: 65 bytes most runs never use).
     dir_handle: Option<Box<Handle>>,
-    /// Each planned file's object, once made: what its workers open (and nothing else put
-    /// under its name) and what is removed.
-    ids: Vec<Option<FileId>>,
+    /// Each planned file's object, once made: what its workers read and write by its handle
+    /// (and nothing else put under its name) and what is removed.
+    ids: Vec<Option<Made>>,
     /// Names of the files this run created, in order, with their objects.
-    created: Vec<(String, FileId)>,
+    created: Vec<(String, Made)>,
     /// An agent's journal, and whether the run directory is to be kept: a crash leaves it to
     /// the agent's next start.
     pub journal: Option<(super::journal::Journal, bool)>,
 }
 
 impl ShareDir {
-    /// The worker's handle on file `i`: its path within the URL's directory.
+    /// The worker's handle on file `i`: the file handle its CREATE gave, read and written by
+    /// that handle alone (a file, or a directory, swapped in under its name since, such as a
+    /// neighbour's link to a file of root's, is never reached). A file not made yet has only
+    /// its path, which no worker opens.
     pub fn target(&self, i: usize, start: u64, len: u64) -> FileTarget {
+        let shown = PathBuf::from(format!("{}/{}", self.shown(), self.files[i].name));
+        let place = match self.ids.get(i).copied().flatten() {
+            Some(made) => Place::Share {
+                handle: made.handle,
+                shown,
+            },
+            None => Place::Path(shown),
+        };
         FileTarget {
-            place: Place::Path(PathBuf::from(format!(
-                "{}/{}",
-                self.name, self.files[i].name
-            ))),
-            // The object made, checked by its worker's open: a file swapped in under the
-            // name (a neighbour's link to a file of root's) is never written.
-            expect: self.ids.get(i).copied().flatten().map(|id| Identity::File {
-                dev: id.dev,
-                ino: id.ino,
-            }),
+            place,
+            expect: None,
             start,
             len,
         }
@@ -78,19 +90,26 @@ impl ShareDir {
                 let names: Vec<String> = self.files.iter().map(|f| f.name.clone()).collect();
                 j.add_share(&self.shown(), &names, *keep);
             }
-            // MKDIR fails on a name that exists: nothing planted is used.
-            self.client
-                .mkdir(&self.name)
-                .map_err(|e| AgentError::target(self.shown(), format!("cannot create it: {e}")))?;
-            // Looked up by the URL's directory's handle, never through a link: its identity,
-            // and its handle, which finds it (for a restarted agent too) wherever it is moved.
+            // MKDIR in the URL's directory held by its handle (looked up from the export's
+            // root, never through a link); it fails on a name that exists: nothing planted is
+            // used. Its handle, and identity, find it (for a restarted agent too) wherever it
+            // is moved; nothing of the run is reached by a path after this.
             let name = self.name.clone();
-            let made = self
+            let shown = self.shown();
+            let cannot = |e: &dyn std::fmt::Display| {
+                AgentError::target(&shown, format!("cannot create it: {e}"))
+            };
+            let parent = self.client.dir_handle().map_err(|e| cannot(&e))?;
+            let made = match self
                 .client
-                .dir_handle()
-                .ok()
-                .and_then(|parent| self.client.lookup_at(&parent, &name).ok())
-                .filter(|f| f.kind == stormark_nfs::Kind::Dir);
+                .mkdir_at(&parent, &name)
+                .map_err(|e| cannot(&e))?
+            {
+                Some(f) if f.id.is_some() => Some(f),
+                // The server did not say: looked up by the parent's handle, never followed.
+                _ => self.client.lookup_at(&parent, &name).ok(),
+            }
+            .filter(|f| f.kind == stormark_nfs::Kind::Dir);
             let (id, handle) = made
                 .and_then(|f| Some((f.id?, f.handle)))
                 .ok_or_else(|| {
@@ -115,13 +134,9 @@ impl ShareDir {
                 self.journal_ids();
                 return Err(AgentError::Interrupted("creating files"));
             }
-            let rel = format!("{}/{}", self.name, self.files[i].name);
-            let id = self
-                .client
-                .create(&rel, self.files[i].size)
-                .map_err(|e| AgentError::target(self.shown(), e.to_string()))?;
-            self.created.push((self.files[i].name.clone(), id));
-            self.ids[i] = Some(id);
+            let file = self.create_file(i)?;
+            self.created.push((self.files[i].name.clone(), file));
+            self.ids[i] = Some(file);
             self.files[i].exists = true;
             made = true;
         }
@@ -129,6 +144,36 @@ impl ShareDir {
             self.journal_ids();
         }
         Ok(())
+    }
+
+    /// GUARDED CREATE of file `i` in the run directory held by its handle, its length set
+    /// (sparse): the object made and its handle.
+    fn create_file(&mut self, i: usize) -> Result<Made, AgentError> {
+        let dir = *self
+            .dir_handle
+            .as_deref()
+            .expect("the run directory is made first");
+        let (name, size) = (self.files[i].name.clone(), self.files[i].size);
+        let shown = format!("{}/{name}", self.shown());
+        let fail = |e: &dyn std::fmt::Display| {
+            AgentError::target(&shown, format!("cannot create it: {e}"))
+        };
+        let found = match self
+            .client
+            .create_at(&dir, &name, size)
+            .map_err(|e| fail(&e))?
+        {
+            Some(f) if f.id.is_some() => f,
+            // The server did not say what it made: looked up in the directory held.
+            _ => self.client.lookup_at(&dir, &name).map_err(|e| fail(&e))?,
+        };
+        match (found.kind, found.id) {
+            (stormark_nfs::Kind::File, Some(id)) => Ok(Made {
+                id,
+                handle: found.handle,
+            }),
+            _ => Err(fail(&"not the regular file just made")),
+        }
     }
 
     /// The objects made so far, into the agent's journal: what a restarted agent removes.
@@ -165,7 +210,7 @@ impl ShareDir {
         // A fresh connection: the one held since planning may have been dropped by the
         // server during a long run.
         if let Ok(fresh) = Client::connect(&self.url, 1) {
-            self.client = fresh;
+            *self.client = fresh;
         }
         // Removals are quick on a server that answers; one that stalled is not waited on
         // for the RPC's minute per file.
@@ -209,7 +254,13 @@ impl ShareDir {
         let found = client
             .lookup_at(&parent.handle, &self.name)
             .map_err(|e| fail(&e))?;
-        if found.kind != stormark_nfs::Kind::Dir || found.id.is_none() || found.id != self.dir_id {
+        // The object made, by its number and its whole handle (the generation too).
+        let held = self.dir_handle.as_deref().copied();
+        if found.kind != stormark_nfs::Kind::Dir
+            || found.id.is_none()
+            || found.id != self.dir_id
+            || Some(found.handle) != held
+        {
             return Err(AgentError::target(
                 &shown,
                 "no longer the directory this run made (replaced by another user of the share?); nothing was made in it",
@@ -275,14 +326,10 @@ impl LocalAgent {
                     takes: "file I/O",
                     shown: &shown,
                 };
-                if let Some(meta) = &job.meta {
+                if job.meta.is_some() {
                     // Metadata load: a tree made in the run directory, each operation one
-                    // RPC relative to a directory's handle, over each worker's connection.
-                    if meta.file_size > 0 {
-                        return Err(
-                            service.not_yet(job, "--file-size above 0 (data written and read)")
-                        );
-                    }
+                    // RPC relative to a directory's handle (a file's bytes by its own
+                    // handle), over each worker's connection.
                     check_job_here(job, &mut v.notes)?;
                     runs.push(JobRun::without_files(job, Backend::Meta));
                     continue;
@@ -343,7 +390,7 @@ impl LocalAgent {
         });
         self.place = Some(Where::Share(ShareDir {
             url: Arc::new(url),
-            client,
+            client: Box::new(client),
             name,
             files,
             dir_id: None,

@@ -11,8 +11,13 @@ use std::io;
 
 use stormark_nfs::{Client, FileId, Found, Handle, Kind, Url};
 
-use super::journal::{file_id, unescape};
-use super::share::{ShareDir, CLEANUP_TIMEOUT};
+use super::journal::{file_id, handle_of, unescape};
+use super::share::{Made, ShareDir, CLEANUP_TIMEOUT};
+
+/// A file the run recorded making: its name, its object and its handle where recorded (a
+/// journal line of an older stormark has no handle, and one of a run killed mid-create may
+/// name a file without either).
+type Recorded = (String, Option<FileId>, Option<Handle>);
 
 /// What a removal found and did.
 struct Removal {
@@ -56,9 +61,13 @@ fn remove(
     name: &str,
     dir_id: FileId,
     held: Option<&Handle>,
-    files: &[(String, Option<FileId>)],
+    files: &[Recorded],
 ) -> Removal {
-    let ours = |f: &Found, kind, id| f.kind == kind && f.id == Some(id);
+    // The object made: its kind, its fsid and fileid, and its whole handle where recorded
+    // (the handle carries the generation: a later object given the same number is not it).
+    let ours = |f: &Found, kind, id, handle: Option<&Handle>| {
+        f.kind == kind && f.id == Some(id) && handle.is_none_or(|h| *h == f.handle)
+    };
     let mut r = Removal {
         removed: 0,
         others: 0,
@@ -69,16 +78,16 @@ fn remove(
         r
     };
     let (under_name, gone) = match client.lookup_at(at, name) {
-        Ok(f) if ours(&f, Kind::Dir, dir_id) => (Some(f.handle), false),
+        Ok(f) if ours(&f, Kind::Dir, dir_id, held) => (Some(f.handle), false),
         Ok(_) => (None, false),
         Err(e) if is(&e, libc::ENOENT) => (None, true),
         Err(e) => return fail(r, e),
     };
     let mut stale = false;
     if let Some(dir) = under_name.or(held.copied()) {
-        for (file, id) in files {
+        for (file, id, handle) in files {
             match (client.lookup_at(&dir, file), id) {
-                (Ok(f), Some(id)) if ours(&f, Kind::File, *id) => {
+                (Ok(f), Some(id)) if ours(&f, Kind::File, *id, handle.as_ref()) => {
                     match client.remove_at(&dir, file) {
                         Ok(()) => r.removed += 1,
                         Err(e) if is(&e, libc::ENOENT) => {}
@@ -109,7 +118,7 @@ fn remove(
     }
     // Looked up again right before it goes: still the run's own.
     match client.lookup_at(at, name) {
-        Ok(f) if ours(&f, Kind::Dir, dir_id) => {}
+        Ok(f) if ours(&f, Kind::Dir, dir_id, held) => {}
         Err(e) if unanswered(&e) => return fail(r, e),
         _ => {
             r.end = End::NotAtName(true);
@@ -138,7 +147,7 @@ impl ShareDir {
         &mut self,
         dir_id: FileId,
         held: Option<&Handle>,
-        made: &[(String, FileId)],
+        made: &[(String, Made)],
     ) -> (Vec<String>, bool) {
         let shown = self.shown();
         let client = self.client();
@@ -149,8 +158,10 @@ impl ShareDir {
             }
             Err(e) => return (vec![format!("could not remove {shown}: {e}")], false),
         };
-        let files: Vec<(String, Option<FileId>)> =
-            made.iter().map(|(n, id)| (n.clone(), Some(*id))).collect();
+        let files: Vec<Recorded> = made
+            .iter()
+            .map(|(n, m)| (n.clone(), Some(m.id), Some(m.handle)))
+            .collect();
         let name = self.name().to_string();
         let r = remove(self.client(), &at, &name, dir_id, held, &files);
         let n = made.len();
@@ -184,13 +195,8 @@ pub(super) fn remove_share_run(entry: &str) -> String {
     let mut parts = entry.splitn(3, ' ');
     let (dir, files) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let mut rest = parts.next().unwrap_or("").split(' ');
-    let dir_id = rest.next().and_then(file_id);
-    let held = rest.next().and_then(|hex| {
-        let bytes: Option<Vec<u8>> = (0..hex.len() / 2)
-            .map(|i| u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok())
-            .collect();
-        Handle::from_bytes(&bytes?)
-    });
+    let dir_id = rest.next().and_then(file_id).map(|(id, _)| id);
+    let held = rest.next().and_then(handle_of);
     let dir = unescape(dir);
     let Some((parent, name)) = dir.rsplit_once('/') else {
         return "a damaged journal line was skipped".into();
@@ -213,12 +219,15 @@ pub(super) fn remove_share_run(entry: &str) -> String {
         Err(e) => return format!("could not remove {dir}, {earlier}: {e}"),
     };
     client.set_timeout(CLEANUP_TIMEOUT);
-    let files: Vec<(String, Option<FileId>)> = files
+    let files: Vec<Recorded> = files
         .split('/')
         .filter(|f| !f.is_empty())
-        .map(|f| {
-            f.rsplit_once('@')
-                .map_or((unescape(f), None), |(n, id)| (unescape(n), file_id(id)))
+        .map(|f| match f.rsplit_once('@') {
+            Some((n, made)) => {
+                let (id, handle) = file_id(made).unzip();
+                (unescape(n), id, handle.flatten())
+            }
+            None => (unescape(f), None, None),
         })
         .collect();
     let r = remove(&mut client, &at, name, dir_id, held.as_ref(), &files);

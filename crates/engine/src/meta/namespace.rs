@@ -132,11 +132,41 @@ pub struct NfsDir {
     pub shown: String,
 }
 
-fn unsupported(what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!("{what} is not run over NFS yet"),
-    )
+/// The regular file `name` in `at`, by its handle (LOOKUP: one RPC, a link never followed).
+fn nfs_file(c: &mut Client, at: &NfsDir, name: &str) -> io::Result<Handle> {
+    let f = c.lookup_at(&at.handle, name)?;
+    match f.kind {
+        NfsKind::File => Ok(f.handle),
+        NfsKind::Link => Err(io::Error::from_raw_os_error(libc::ELOOP)),
+        NfsKind::Dir => Err(io::Error::from_raw_os_error(libc::EISDIR)),
+        NfsKind::Other => Err(io::Error::from_raw_os_error(libc::ENXIO)),
+    }
+}
+
+/// A waited READ's or WRITE's bytes, or its failure as an `io::Error` (the server's errno, or
+/// the connection's).
+fn nfs_io(r: Result<Result<u32, i32>, stormark_nfs::NfsError>) -> io::Result<u32> {
+    match r {
+        Ok(Ok(n)) => Ok(n),
+        Ok(Err(errno)) => Err(io::Error::from_raw_os_error(errno)),
+        Err(e) if e.is_unanswered() => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+        Err(e) => Err(io::Error::other(e.to_string())),
+    }
+}
+
+/// Writes `len` bytes of `data` (repeated) from the start of the file `file`, each WRITE
+/// waited for (UNSTABLE, as a kernel client's write-back sends them).
+fn write_handle_all(c: &mut Client, file: &Handle, data: &[u8], len: usize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let n = (len - done).min(data.len());
+        let wrote = nfs_io(c.write_handle(file, done as u64, &data[..n]))?;
+        if wrote == 0 {
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
+        done += wrote as usize;
+    }
+    Ok(())
 }
 
 /// An NFS share through one worker's own connection: each call one RPC relative to a held
@@ -179,26 +209,40 @@ impl Namespace for Client {
             _ => EntryKind::Other,
         })
     }
-    fn create(&mut self, at: &NfsDir, name: &str, _data: &[u8], len: usize) -> io::Result<()> {
-        if len > 0 {
-            return Err(unsupported("a create that writes"));
+    fn create(&mut self, at: &NfsDir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
+        // The CREATE, then (with bytes to write) its WRITEs to the handle it returned: the
+        // create timed whole, as a local create with its write(2)s is.
+        let made = self.create_at(&at.handle, name, 0)?;
+        if len == 0 {
+            return Ok(());
         }
-        self.create_at(&at.handle, name).map(|_| ())
+        let file = match made {
+            Some(f) => f.handle,
+            None => nfs_file(self, at, name)?,
+        };
+        write_handle_all(self, &file, data, len)
     }
-    fn write(&mut self, _: &NfsDir, _: &str, _: &[u8], _: usize) -> io::Result<()> {
-        Err(unsupported("write"))
+    fn write(&mut self, at: &NfsDir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
+        let file = nfs_file(self, at, name)?;
+        write_handle_all(self, &file, data, len)
     }
     fn open(&mut self, at: &NfsDir, name: &str) -> io::Result<()> {
         // NFSv3 has no OPEN: a client's open is the LOOKUP of the name, a regular file.
-        match self.lookup_at(&at.handle, name)?.kind {
-            NfsKind::File => Ok(()),
-            NfsKind::Link => Err(io::Error::from_raw_os_error(libc::ELOOP)),
-            NfsKind::Dir => Err(io::Error::from_raw_os_error(libc::EISDIR)),
-            NfsKind::Other => Err(io::Error::from_raw_os_error(libc::ENXIO)),
-        }
+        nfs_file(self, at, name).map(|_| ())
     }
-    fn read(&mut self, _: &NfsDir, _: &str, _: &mut [u8], _: usize) -> io::Result<()> {
-        Err(unsupported("read"))
+    fn read(&mut self, at: &NfsDir, name: &str, buf: &mut [u8], len: usize) -> io::Result<()> {
+        let file = nfs_file(self, at, name)?;
+        let mut done = 0usize;
+        while done < len {
+            let cap = (len - done).min(buf.len());
+            let n = nfs_io(self.read_handle(&file, done as u64, &mut buf[..cap]))?;
+            if n == 0 {
+                // Shorter than written: what was created is not all there.
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n as usize;
+        }
+        Ok(())
     }
     fn rename(&mut self, at: &NfsDir, from: &str, to: &str) -> io::Result<()> {
         self.rename_at(&at.handle, from, to)
