@@ -166,3 +166,74 @@ pub fn step(
     }
     Step::Served
 }
+
+/// A client's session over one connection, as both protocol clients keep it: the requests
+/// it has in flight, and whether it has failed (a failed session is never polled again).
+#[derive(Debug, Default)]
+pub struct Session {
+    /// Requests submitted and not yet answered.
+    pub inflight: usize,
+    /// The connection failed: every later step fails at once.
+    pub broken: bool,
+}
+
+impl Session {
+    /// One step of the library's event loop ([`wait`]), the answers moved into `out`; `Err`
+    /// with why the session failed, now (the `who` at the other end hung up, poll failed,
+    /// or the library's own `error`) or earlier.
+    ///
+    /// # Safety
+    /// As [`wait`]: `service` is the library's service call on the live context of `fd`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn wait<C>(
+        &mut self,
+        done: &'static std::thread::LocalKey<std::cell::RefCell<Vec<C>>>,
+        out: &mut Vec<C>,
+        (fd, events): (c_int, c_int),
+        timeout_ms: i32,
+        who: &str,
+        service: impl FnOnce(c_int) -> c_int,
+        error: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        if self.broken {
+            return Err(format!("the connection to the {who} failed earlier"));
+        }
+        // SAFETY: as the caller promises.
+        let step = unsafe {
+            wait(
+                done,
+                out,
+                &mut self.inflight,
+                fd,
+                events,
+                timeout_ms,
+                service,
+            )
+        };
+        // Hung up: what is still in flight is lost; the worker counts it.
+        match step.failure(who, self.inflight, error) {
+            None => Ok(()),
+            Some(why) => {
+                self.broken = true;
+                Err(why)
+            }
+        }
+    }
+}
+
+/// A library's last error message (its `get_error`'s answer), copied: "unknown error" when
+/// it has none.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string that stays valid until this returns.
+pub unsafe fn message(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return "unknown error".into();
+    }
+    // SAFETY: as the caller promises.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
+    match s.trim() {
+        "" => "unknown error".into(),
+        s => s.to_string(),
+    }
+}

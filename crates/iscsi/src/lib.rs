@@ -186,9 +186,9 @@ pub struct Session {
     lun: c_int,
     block: u32,
     blocks: u64,
-    inflight: usize,
-    /// A service failed: never served again (buffers of commands in flight may be gone).
-    broken: bool,
+    /// What is in flight, and whether a service failed: never served again (buffers of
+    /// commands in flight may be gone).
+    session: stormark_dlclient::Session,
     /// Writes are forced to the medium before they complete (FUA).
     fua: bool,
 }
@@ -235,8 +235,7 @@ impl Session {
             lun: c_int::from(url.lun),
             block: 0,
             blocks: 0,
-            inflight: 0,
-            broken: false,
+            session: stormark_dlclient::Session::default(),
             fua: false,
         };
         let target = CString::new(url.target.as_str()).map_err(|_| fail("NUL in IQN".into()))?;
@@ -310,7 +309,7 @@ impl Session {
 
     /// Commands submitted and not yet completed.
     pub fn inflight(&self) -> usize {
-        self.inflight
+        self.session.inflight
     }
 
     /// Queues a READ(16) into, or a WRITE(16) from, the `len` bytes at `buf`, at byte `offset`
@@ -328,7 +327,7 @@ impl Session {
         len: u32,
         tag: u64,
     ) -> Result<(), IscsiError> {
-        if self.broken {
+        if self.session.broken {
             return Err(IscsiError::Session("the session failed earlier".into()));
         }
         let lba = offset / u64::from(self.block);
@@ -379,37 +378,27 @@ impl Session {
         if task.is_null() {
             return Err(IscsiError::Session(self.error()));
         }
-        self.inflight += 1;
+        self.session.inflight += 1;
         Ok(())
     }
 
     /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
     /// then moves every completion there is into `out`.
     pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), IscsiError> {
-        if self.broken {
-            return Err(IscsiError::Session("the session failed earlier".into()));
-        }
         let (lib, ctx) = (self.lib, self.ctx);
         // SAFETY: a live context; the callbacks run in service, here, on this thread.
-        let step = unsafe {
-            stormark_dlclient::wait(
+        unsafe {
+            self.session.wait(
                 &DONE,
                 out,
-                &mut self.inflight,
-                (lib.get_fd)(ctx),
-                (lib.which_events)(ctx),
+                ((lib.get_fd)(ctx), (lib.which_events)(ctx)),
                 timeout_ms,
+                "target",
                 |revents| (lib.service)(ctx, revents),
+                || stormark_dlclient::message((lib.get_error)(ctx)),
             )
-        };
-        // Hung up: what is still in flight is lost; the worker counts it.
-        match step.failure("target", self.inflight, || self.error()) {
-            None => Ok(()),
-            Some(why) => {
-                self.broken = true;
-                Err(IscsiError::Session(why))
-            }
         }
+        .map_err(IscsiError::Session)
     }
 
     /// Reads `buf.len()` bytes at byte `offset` (multiples of the block), waiting for them;
@@ -445,7 +434,7 @@ impl Session {
         buf: *mut u8,
         len: usize,
     ) -> Result<Result<(), Failure>, IscsiError> {
-        if self.inflight > 0 || self.broken {
+        if self.session.inflight > 0 || self.session.broken {
             return Err(IscsiError::Session(
                 "a waited command on a busy or failed session".into(),
             ));
@@ -465,18 +454,7 @@ impl Session {
     /// libiscsi's last error.
     fn error(&self) -> String {
         // SAFETY: a live context; the string is copied before any other call.
-        let p = unsafe { (self.lib.get_error)(self.ctx) };
-        if p.is_null() {
-            return "unknown error".into();
-        }
-        // SAFETY: libiscsi returns a NUL-terminated string.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
-        let s = s.trim();
-        if s.is_empty() {
-            "unknown error".into()
-        } else {
-            s.to_string()
-        }
+        unsafe { stormark_dlclient::message((self.lib.get_error)(self.ctx)) }
     }
 }
 
@@ -485,7 +463,7 @@ impl Drop for Session {
         // SAFETY: the context is ours; commands still queued are cancelled by the destroy
         // (their callbacks run, with CANCELLED, and are dropped with the thread's list).
         unsafe {
-            if self.inflight == 0 {
+            if self.session.inflight == 0 {
                 (self.lib.logout_sync)(self.ctx);
             }
             (self.lib.destroy_context)(self.ctx);

@@ -189,7 +189,7 @@ impl Client {
 
     /// RPCs submitted and not yet completed.
     pub fn inflight(&self) -> usize {
-        self.inflight
+        self.session.inflight
     }
 
     /// Queues a READ into, or a WRITE from, the `len` bytes at `buf`, at `offset` of held file
@@ -208,7 +208,7 @@ impl Client {
         len: u32,
         tag: u64,
     ) -> Result<(), NfsError> {
-        if self.broken {
+        if self.session.broken {
             return Err(NfsError::Session("the connection failed earlier".into()));
         }
         if usize::try_from(tag).map_or(true, |s| s >= self.pending.len()) {
@@ -323,37 +323,27 @@ impl Client {
                 break;
             }
         }
-        self.inflight += 1;
+        self.session.inflight += 1;
         Ok(())
     }
 
     /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
     /// then moves every completion there is into `out`.
     pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), NfsError> {
-        if self.broken {
-            return Err(NfsError::Session("the connection failed earlier".into()));
-        }
         let (lib, ctx) = (self.lib, self.ctx);
         // SAFETY: a live context; the callbacks run in service, here, on this thread.
-        let step = unsafe {
-            stormark_dlclient::wait(
+        unsafe {
+            self.session.wait(
                 &DONE,
                 out,
-                &mut self.inflight,
-                (lib.get_fd)(ctx),
-                (lib.which_events)(ctx),
+                ((lib.get_fd)(ctx), (lib.which_events)(ctx)),
                 timeout_ms,
+                "server",
                 |revents| (lib.service)(ctx, revents),
+                || stormark_dlclient::message((lib.get_error)(ctx)),
             )
-        };
-        // Hung up: what is still in flight is lost; the worker counts it.
-        match step.failure("server", self.inflight, || self.error()) {
-            None => Ok(()),
-            Some(why) => {
-                self.broken = true;
-                Err(NfsError::Session(why))
-            }
         }
+        .map_err(NfsError::Session)
     }
 
     /// Reads `buf.len()` bytes at `offset` of held file `file`, waiting for them: the bytes
@@ -430,13 +420,13 @@ impl Client {
         buf: *mut u8,
         len: usize,
     ) -> Result<Result<u32, i32>, NfsError> {
-        if self.inflight > 0 {
+        if self.session.inflight > 0 {
             return Err(NfsError::Session("a waited RPC on a busy client".into()));
         }
         let len =
             u32::try_from(len).map_err(|_| NfsError::Session("an RPC of 4 GiB or more".into()))?;
         let tag = (self.pending.len() - 1) as u64;
-        if self.broken {
+        if self.session.broken {
             return Err(NfsError::Session("the connection failed earlier".into()));
         }
         // SAFETY: buf holds len bytes, borrowed by the caller until this returns, and the

@@ -167,8 +167,7 @@ pub struct Client {
     /// while it is free: the RPCs in flight point at them).
     pending: Box<[Cell<io::Pending>]>,
     parts: Box<[Box<[io::Part]>]>,
-    inflight: usize,
-    broken: bool,
+    session: stormark_dlclient::Session,
 }
 
 // SAFETY: a client is moved to its worker's thread before any RPC, and used only there
@@ -215,8 +214,7 @@ impl Client {
             files: Vec::new(),
             pending: (0..=slots).map(|_| Cell::new(io::Pending::NONE)).collect(),
             parts: (0..=slots).map(|_| Box::from([io::Part::NONE])).collect(),
-            inflight: 0,
-            broken: false,
+            session: stormark_dlclient::Session::default(),
         };
         // The URL's ports become the context's (libnfs takes them from a URL only).
         let opts = CString::new(url.for_libnfs(&url.path)).expect("no NUL in a parsed URL");
@@ -437,18 +435,7 @@ impl Client {
     /// libnfs's last error.
     fn error(&self) -> String {
         // SAFETY: a live context; the string is copied before any other call.
-        let p = unsafe { (self.lib.get_error)(self.ctx) };
-        if p.is_null() {
-            return "unknown error".into();
-        }
-        // SAFETY: libnfs returns a NUL-terminated string.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy();
-        let s = s.trim();
-        if s.is_empty() {
-            "unknown error".into()
-        } else {
-            s.to_string()
-        }
+        unsafe { stormark_dlclient::message((self.lib.get_error)(self.ctx)) }
     }
 }
 
@@ -457,7 +444,7 @@ impl Drop for Client {
         // SAFETY: the context is ours; RPCs still queued are cancelled by the
         // destroy (their callbacks may run, and are dropped with the thread's list).
         unsafe {
-            if self.inflight == 0 && !self.broken && !self.export.is_empty() {
+            if self.session.inflight == 0 && !self.session.broken && !self.export.is_empty() {
                 (self.lib.umount)(self.ctx);
             }
             (self.lib.destroy_context)(self.ctx);

@@ -418,7 +418,7 @@ fn at(dir: &Handle, name: &Name) -> DirOpArgs {
 impl Client {
     /// Sends one raw call made by `issue` and waits for its reply.
     fn call<A>(&mut self, f: Call<A>, args: &mut A, reply: &mut Reply<'_>) -> io::Result<()> {
-        if self.broken {
+        if self.session.broken {
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         }
         let lib = self.lib;
@@ -434,7 +434,7 @@ impl Client {
         // SAFETY: the arguments are encoded before this returns; `reply` outlives the wait
         // below, which returns only once the callback ran or the connection is given up.
         if unsafe { f(rpc, replied, args, private) } != 0 {
-            self.broken = true;
+            self.session.broken = true;
             return Err(io::Error::from_raw_os_error(libc::ENOTCONN));
         }
         while !done() {
@@ -461,7 +461,7 @@ impl Client {
                 stormark_dlclient::Step::HungUp => None,
             };
             if let Some(e) = failed {
-                self.broken = true;
+                self.session.broken = true;
                 return Err(e);
             }
         }
@@ -471,7 +471,7 @@ impl Client {
             // A server that did not answer is asked nothing more on this connection: the
             // calls after this one fail at once (counted), rather than each waiting out the
             // timeout.
-            self.broken = true;
+            self.session.broken = true;
         }
         match errno {
             0 => Ok(()),
