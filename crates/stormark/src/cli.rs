@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use stormark_spec::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 
+pub use crate::cli_cert::CertArgs;
 pub use crate::cli_meta::MetaArgs;
 pub use crate::cli_net::{NetArgs, NetClientArgs, NetMeshArgs, NetSide};
 pub use crate::cli_suite::SuiteArgs;
@@ -44,6 +45,9 @@ pub enum Command {
     /// A standard battery (disks, fileserver, database, latency, network, s3, acceptance):
     /// each step a stormark command of its own, then one summary with verdicts.
     Suite(Box<SuiteArgs>),
+    /// TLS between coordinator and agents in one command each: a CA, then each agent's
+    /// certificate signed by it with the agent's names and addresses.
+    Cert(CertArgs),
 }
 
 const S3_EXAMPLES: &str = "\

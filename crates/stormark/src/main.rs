@@ -131,7 +131,9 @@ fn exit_status(result: anyhow::Result<Ending>) -> i32 {
 }
 
 mod agent_cmd;
+mod cert_cmd;
 mod cli;
+mod cli_cert;
 mod cli_meta;
 mod cli_net;
 mod cli_suite;
@@ -227,6 +229,7 @@ fn main() {
         cli::Command::Net(args) => net_cmd::main(*args),
         cli::Command::Meta(args) => meta_cmd::main(*args),
         cli::Command::Suite(args) => suite_cmd::main(*args),
+        cli::Command::Cert(args) => cert_cmd::main(args),
     };
     std::process::exit(exit_status(result));
 }
