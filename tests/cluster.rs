@@ -24,6 +24,15 @@ struct Setup {
 
 impl Setup {
     fn new(test: &str, hosts: usize) -> Option<Setup> {
+        Setup::build(test, hosts, false)
+    }
+
+    /// Every agent allowed the same directory, each making its own run directory there.
+    fn shared(test: &str, hosts: usize) -> Option<Setup> {
+        Setup::build(test, hosts, true)
+    }
+
+    fn build(test: &str, hosts: usize, shared: bool) -> Option<Setup> {
         if !require_netns(test) {
             return None;
         }
@@ -38,8 +47,13 @@ impl Setup {
             targets: Vec::new(),
         };
         for i in 0..hosts {
-            let t = s.dir.path().join(format!("host{i}"));
-            std::fs::create_dir(&t).unwrap();
+            let t = match shared {
+                true => s.dir.path().join("shared"),
+                false => s.dir.path().join(format!("host{i}")),
+            };
+            if !t.exists() {
+                std::fs::create_dir(&t).unwrap();
+            }
             s.targets.push(t);
         }
         for i in 0..hosts {
@@ -670,6 +684,107 @@ fn stormark_cert_makes_what_two_tls_agents_and_a_coordinator_use() {
     for t in &targets {
         assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
     }
+}
+
+/// Issue 57: different jobs on different hosts in one stage, as fio's client mode gives each
+/// host its own job file: a heavy write on host 0 (the aggressor) and a 200 IOPS read shared by
+/// hosts 1 and 2 (the victims, 100 each), all in one shared directory. Each host's figures are
+/// its own: host 0 only writes, hosts 1 and 2 only read, each at about its share of the rate.
+/// A host index the run does not have is refused in one line before anything connects.
+#[test]
+fn each_host_runs_the_jobs_naming_it_and_reports_its_own_figures() {
+    let Some(s) = Setup::shared(
+        "each_host_runs_the_jobs_naming_it_and_reports_its_own_figures",
+        3,
+    ) else {
+        return;
+    };
+    let job = s.dir.path().join("interference.toml");
+    let write_job = |hosts: &str| {
+        std::fs::write(
+            &job,
+            format!(
+                r#"size = "16m"
+time = "3s"
+
+[[job]]
+name = "aggressor"
+group = "interference"
+rw = "randwrite"
+bs = "64k"
+iodepth = 8
+hosts = [0]
+
+[[job]]
+name = "victim"
+group = "interference"
+rw = "randread"
+bs = "4k"
+rate_iops = 200
+hosts = {hosts}
+"#
+            ),
+        )
+        .unwrap()
+    };
+    write_job("\"1-2\"");
+    let json = s.dir.path().join("r.json");
+    let out = s.run(&json, &["--job", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    let names: Vec<&str> = r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    let by_host = &p["by_host"];
+    let ops = |h: usize, op: &str| by_host[names[h]]["by_op"][op]["ops"].as_u64().unwrap_or(0);
+    assert!(ops(0, "write") > 0, "host 0 wrote: {}", by_host[names[0]]);
+    assert_eq!(
+        ops(0, "read"),
+        0,
+        "host 0 only wrote: {}",
+        by_host[names[0]]
+    );
+    for h in 1..=2 {
+        let b = &by_host[names[h]];
+        assert_eq!(ops(h, "write"), 0, "host {h} only read: {b}");
+        // Its share of the open-loop rate, 100 a second: a generous band for a loaded machine.
+        let iops = b["by_op"]["read"]["iops"].as_f64().unwrap();
+        assert!((60.0..=140.0).contains(&iops), "host {h}: {iops} IOPS: {b}");
+    }
+    // The whole system's figures are the hosts' sum.
+    assert_eq!(
+        p["by_op"]["write"]["ops"].as_u64().unwrap(),
+        ops(0, "write")
+    );
+    assert_eq!(
+        p["by_op"]["read"]["ops"].as_u64().unwrap(),
+        ops(1, "read") + ops(2, "read")
+    );
+    // The jobs travel in the results as indexes.
+    assert_eq!(r["spec"]["jobs"][1]["hosts"], "1-2", "{}", r["spec"]);
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+    // A host the run does not have: one line, exit 2, nothing made.
+    write_job("[3]");
+    let out = s.run(&json, &["--job", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains("job victim: hosts 3: out of range; this run has 3 hosts, 0 to 2"),
+        "{said}"
+    );
+    // A name as in --agents stands for its host.
+    write_job(&format!("[\"{}\", 2]", s.net.addresses[1]));
+    let out = s.run(&json, &["--job", job.to_str().unwrap(), "--time", "1s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(read_json(&json)["spec"]["jobs"][1]["hosts"], "1-2");
+    assert!(entries(&s.targets[0]).is_empty());
 }
 
 #[test]
