@@ -754,7 +754,15 @@ hosts = {hosts}
         // Its share of the open-loop rate, 100 a second: a generous band for a loaded machine.
         let iops = b["by_op"]["read"]["iops"].as_f64().unwrap();
         assert!((60.0..=140.0).contains(&iops), "host {h}: {iops} IOPS: {b}");
+        eprintln!(
+            "host {h}: {iops:.1} read IOPS, p99 {} ns",
+            b["by_op"]["read"]["latency_ns"]["p99"]
+        );
     }
+    eprintln!(
+        "host 0: {} write IOPS",
+        by_host[names[0]]["by_op"]["write"]["iops"]
+    );
     // The whole system's figures are the hosts' sum.
     assert_eq!(
         p["by_op"]["write"]["ops"].as_u64().unwrap(),
@@ -785,6 +793,51 @@ hosts = {hosts}
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(read_json(&json)["spec"]["jobs"][1]["hosts"], "1-2");
     assert!(entries(&s.targets[0]).is_empty());
+    // The command line's form: a job per --on section, the flags before the first --on
+    // shared by both.
+    let out = s.run(
+        &json,
+        &[
+            "--size",
+            "16m",
+            "--time",
+            "2s",
+            "--on",
+            "0",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "64k",
+            "--on",
+            "1-2",
+            "--rw",
+            "randread",
+            "--rate-iops",
+            "200",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    let by_host = &p["by_host"];
+    let ops = |h: usize, op: &str| by_host[names[h]]["by_op"][op]["ops"].as_u64().unwrap_or(0);
+    assert!(ops(0, "write") > 0 && ops(0, "read") == 0, "{by_host}");
+    for h in 1..=2 {
+        assert!(ops(h, "read") > 0 && ops(h, "write") == 0, "{by_host}");
+    }
+    let jobs = &r["spec"]["jobs"];
+    assert_eq!(
+        (&jobs[0]["name"], &jobs[0]["hosts"]),
+        (&"on-0".into(), &"0".into())
+    );
+    assert_eq!(
+        (&jobs[1]["name"], &jobs[1]["hosts"]),
+        (&"on-1-2".into(), &"1-2".into())
+    );
+    assert_eq!(
+        jobs[1]["size"], "16m",
+        "the shared flags reach every section"
+    );
 }
 
 #[test]

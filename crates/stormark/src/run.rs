@@ -57,6 +57,11 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
     };
     Ok(RequestOptions {
         flags: args.workload.0.clone(),
+        on: args
+            .on_sections
+            .iter()
+            .map(|s| (s.hosts.clone(), s.flags.clone()))
+            .collect(),
         expect: args.shape.expect.clone(),
         shape: ShapeOptions {
             target_latency: args.shape.target_latency.clone(),
