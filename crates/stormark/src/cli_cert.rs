@@ -36,7 +36,7 @@ pub struct CertArgs {
 pub enum CertCommand {
     /// A CA: DIR/ca.pem (the coordinators' --tls-ca) and DIR/ca.key (mode 600), valid ten
     /// years; DIR is made (mode 700) when missing.
-    #[command(after_help = "Example:\n  stormark cert ca tls\n      tls/ca.pem and tls/ca.key")]
+    #[command(after_help = "Examples:\n  stormark cert ca tls\n      tls/ca.pem and tls/ca.key")]
     Ca {
         /// The directory to make the CA in.
         #[arg(value_name = "DIR")]

@@ -14,11 +14,14 @@ pub struct OnSection {
     pub flags: Vec<(&'static str, String)>,
 }
 
+/// An `--on` section as typed: its hosts and the words after them.
+pub type RawSection = (String, Vec<OsString>);
+
 /// The command line without its `--on` sections (everything from the first `--on` on), and
 /// the sections. Only `stormark run` has them. Every word after an `--on HOSTS` up to the next
 /// `--on` is the section's, and must be a workload flag (`--rw`, `--bs`, `--rate-iops`, ...):
 /// the run's own options go before the first `--on`. One line for the user otherwise.
-pub fn split(args: Vec<OsString>) -> Result<(Vec<OsString>, Vec<(String, Vec<OsString>)>), String> {
+pub fn split(args: Vec<OsString>) -> Result<(Vec<OsString>, Vec<RawSection>), String> {
     let is_run = args.get(1).is_some_and(|a| a == "run");
     let first = args.iter().position(|a| is_on(a).is_some());
     let (Some(first), true) = (first, is_run) else {
@@ -33,7 +36,7 @@ pub fn split(args: Vec<OsString>) -> Result<(Vec<OsString>, Vec<(String, Vec<OsS
         .map(|f| format!("--{}", f.long()))
         .collect();
     let mut rest = args[first..].iter().peekable();
-    let mut sections: Vec<(String, Vec<OsString>)> = Vec::new();
+    let mut sections: Vec<RawSection> = Vec::new();
     while let Some(word) = rest.next() {
         let text = word.to_str().unwrap_or("");
         if let Some(inline) = is_on(word) {

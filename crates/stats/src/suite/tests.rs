@@ -240,3 +240,43 @@ fn the_weakest_pair_is_named_only_beyond_the_spread_of_the_pairs_seconds() {
     let none = weak(&mesh_of([0.0; 6], 0.0, 1));
     assert_eq!(none.severity, Severity::Info, "{}", none.message);
 }
+
+/// Issue 57: the victims' read p99 before, during and after; a warning when it more than
+/// doubled under the aggressor's load, and the aggressor is never the furthest host.
+#[test]
+fn interference_names_the_victims_p99_before_during_and_after() {
+    let step = |phase: &str, p99_ms: u64| {
+        let mut o = outcome(
+            &format!("interference/{phase}"),
+            "victims",
+            Some(phase),
+            false,
+            200.0,
+        );
+        o.part = "interference".into();
+        let f = o.figures.as_mut().unwrap();
+        f.p99_by_op_ns.insert("read".into(), p99_ms * 1_000_000);
+        f.by_host = [
+            ("agg".to_string(), 90_000.0),
+            ("v1".into(), 100.0),
+            ("v2".into(), 100.0),
+        ]
+        .into_iter()
+        .collect();
+        o
+    };
+    let v = suite_verdicts(&[step("before", 1), step("during", 8), step("after", 1)]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Warning);
+    assert_eq!(
+        i.message,
+        "the victims' read p99: 1.00 ms before, 8.00 ms during the aggressor's load (8.0x), 1.00 ms after (1.0x before)"
+    );
+    assert!(v
+        .iter()
+        .all(|v| v.code != "furthest-host" || !v.message.contains("agg")));
+    let v = suite_verdicts(&[step("before", 2), step("during", 3)]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Info);
+    assert!(i.message.ends_with("not measured after"), "{}", i.message);
+}
