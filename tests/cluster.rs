@@ -838,6 +838,32 @@ hosts = {hosts}
         jobs[1]["size"], "16m",
         "the shared flags reach every section"
     );
+    // Hosts 1 and 2 sit a stage of host 0's job out: still sampled, and no finding of that
+    // phase is about them (the phase's figures are not theirs).
+    let out = s.run(
+        &json,
+        &[
+            "--size", "16m", "--time", "1s", "--on", "0", "--rw", "randread",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    assert_eq!(
+        p["by_host"].as_object().unwrap().len(),
+        1,
+        "{}",
+        p["by_host"]
+    );
+    for h in 1..=2 {
+        assert!(
+            !r["hosts"][h]["samples"].as_array().unwrap().is_empty(),
+            "host {h} sampled"
+        );
+        for f in r["findings"].as_array().unwrap() {
+            assert!(!f["message"].as_str().unwrap().contains(names[h]), "{f}");
+        }
+    }
 }
 
 #[test]
