@@ -1144,6 +1144,13 @@ fn verify_runs_on_every_agent_against_its_own_files() {
         assert_eq!(b["total"]["ops"].as_u64(), Some(4096), "{host}: {b}");
         assert_eq!(b["total"]["errors"].as_u64(), Some(0), "{host}: {b}");
     }
+    // Issue 56: what both hosts checked, summed over the wire: more blocks than one host's
+    // 8 MiB file holds (2048), at most both files', none bad.
+    let v = &p["verify"];
+    let blocks = v["blocks"].as_u64().unwrap_or(0);
+    assert!((2049..=4096).contains(&blocks), "{v}");
+    assert_eq!(v["bytes"].as_u64(), Some(blocks * 4096), "{v}");
+    assert_eq!(v["bad"].as_u64(), Some(0), "{v}");
     // The options reached the agents as the job's keys.
     assert_eq!(r["spec"]["jobs"][0]["verify"], "true");
     assert_eq!(r["spec"]["jobs"][0]["compress_ratio"], "2");

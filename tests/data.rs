@@ -403,6 +403,10 @@ fn planted_faults_are_found(target: &std::path::Path) {
     // Every block read back once, timed: the whole of a --verify-only phase.
     let verify = &doc["phases"][0]["by_op"]["verify"];
     assert_eq!(verify["bytes"].as_u64(), Some(4 << 20), "{verify}");
+    assert_eq!(
+        doc["phases"][0]["verify"],
+        serde_json::json!({"blocks": 1024, "objects": 0, "bytes": 4 << 20, "bad": 0})
+    );
     assert!(doc["phases"][0]["by_op"].get("write").is_none());
 
     let mut data = std::fs::read(&file).unwrap();
@@ -433,9 +437,78 @@ fn planted_faults_are_found(target: &std::path::Path) {
     }
     assert!(out.contains("holds the block of offset 12288"), "{out}");
     assert!(out.contains("4 of 1024 blocks bad"), "{out}");
+    assert_eq!(doc["phases"][0]["verify"]["bad"].as_u64(), Some(4));
+    assert_eq!(doc["phases"][0]["verify"]["blocks"].as_u64(), Some(1024));
     // Verifying wrote nothing: the faults are still there.
     assert_eq!(std::fs::read(&file).unwrap(), data);
     std::fs::remove_dir_all(&run_dir).unwrap();
+}
+
+/// Issue 56: a clean `--verify` says what it checked, in the terminal and the document: every
+/// block the run wrote, and none bad.
+#[test]
+fn a_clean_verify_says_how_many_blocks_it_checked() {
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let (code, doc, out) = run_in(
+        &dir,
+        &[
+            target.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--verify",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let p = stormark_testkit::phase(&doc, "run");
+    // A sequential pass over 4 MiB in 4 KiB writes: each of its 1024 blocks written once.
+    let written = p["by_op"]["write"]["bytes"].as_u64().unwrap();
+    assert_eq!(written, 4 << 20, "{p}");
+    let blocks = written / 4096;
+    assert_eq!(
+        p["verify"],
+        serde_json::json!({"blocks": blocks, "objects": 0, "bytes": written, "bad": 0}),
+        "{p}"
+    );
+    assert!(
+        out.contains(&format!("verify: {blocks} blocks (4 MiB) checked, 0 bad")),
+        "{out}"
+    );
+    // The Markdown and HTML reports say it too.
+    let json = dir.path().join("r.json");
+    let md = Bin(BIN).run(&["report", json.to_str().unwrap(), "--markdown", "-"]);
+    let md = String::from_utf8_lossy(&md.stdout).to_string();
+    assert!(
+        md.contains(&format!(
+            "- verify, phase run: {blocks} blocks (4 MiB) checked, 0 bad"
+        )),
+        "{md}"
+    );
+    let html = dir.path().join("r.html");
+    let out = Bin(BIN).run(&[
+        "report",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        stormark_testkit::text(&out)
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains(&format!(
+            "verify, phase run: {blocks} blocks (4 MiB) checked, 0 bad"
+        )),
+        "{html}"
+    );
 }
 
 #[test]

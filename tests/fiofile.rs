@@ -659,3 +659,33 @@ fn fio_job_files_run_under_any_name() {
     let out = Bin(BIN).run(&["run", "--job", t.to_str().unwrap(), "-q"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// fio's `offset=20%` on a directory's files (a held-out corpus's job): each job's own files
+/// are used from their start, as with an offset in bytes, and a note says so; not refused.
+#[test]
+fn a_share_offset_on_a_directory_runs_with_a_note() {
+    let dir = temp_dir(TMP);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let job = dir.path().join("share.ini");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\ndirectory={}\nsize=1m\nbs=4k\n\n[r]\nrw=read\noffset=20%\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let out = std::process::Command::new(BIN)
+        .args(["run", "--job"])
+        .arg(&job)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("each job has its own files"), "{notes}");
+}

@@ -158,7 +158,11 @@ fn report_mistakes_are_one_line_and_exit_2() {
 }
 
 /// Chromium, headless, on `page`: `--dump-dom` (the DOM after rendering) or `--screenshot`.
-fn chromium(dir: &std::path::Path, args: &[&str], page: &std::path::Path) -> std::process::Output {
+pub(crate) fn chromium(
+    dir: &std::path::Path,
+    args: &[&str],
+    page: &std::path::Path,
+) -> std::process::Output {
     std::process::Command::new("chromium")
         .args([
             "--headless",
@@ -406,10 +410,15 @@ fn compare_html_holds_each_row_with_its_verdict_and_both_distributions() {
 
 /// `GET path` on `addr`: the whole answer, or `None` when nothing listens.
 fn scrape(addr: &str, path: &str) -> Option<String> {
+    scrape_with(addr, path, "")
+}
+
+/// `GET path` on `addr` with `headers` (each line ending in CRLF) besides `Host`.
+fn scrape_with(addr: &str, path: &str, headers: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}\r\n").as_bytes())
         .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
@@ -495,6 +504,81 @@ fn the_metrics_endpoint_moves_during_a_real_run_and_strangers_do_not_block_it() 
     assert!(
         not_found >= 1,
         "no other path was answered while the run lasted"
+    );
+}
+
+/// Issue 56: what `--metrics-listen` serves is what Prometheus' own checker accepts
+/// (`promtool check metrics` exits 0: every family with HELP and TYPE under its samples' name,
+/// no summary's label on a gauge), and a scraper asking for OpenMetrics gets OpenMetrics.
+#[test]
+fn the_metrics_of_a_running_run_pass_promtool() {
+    if !stormark_testkit::require_tool("the_metrics_of_a_running_run_pass_promtool", "promtool") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let addr = stormark_testkit::free_addr();
+    let mut child = std::process::Command::new(BIN)
+        .args(["run", target.to_str().unwrap(), "--rw", "randrw"])
+        .args(["--bs", "4k", "--size", "8m", "--time", "5s", "-q"])
+        .args(["--metrics-listen", &addr])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A scrape of the run phase, once both operations and their latencies are in it, and
+    // one asking for OpenMetrics.
+    let (mut body, mut openmetrics) = (None, String::new());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while body.is_none()
+        && child.try_wait().unwrap().is_none()
+        && std::time::Instant::now() < deadline
+    {
+        let answer = scrape(&addr, "/metrics").unwrap_or_default();
+        if answer.contains("stormark_phase{phase=\"run\"} 1")
+            && answer.contains("stormark_latency_seconds{op=\"write\"")
+        {
+            body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+            openmetrics = scrape_with(
+                &addr,
+                "/metrics",
+                "Accept: application/openmetrics-text;version=1.0.0\r\n",
+            )
+            .unwrap_or_default();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(child.wait().unwrap().success());
+    let body = body.expect("no scrape of the run phase with reads and writes");
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let checked = check.wait_with_output().unwrap();
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "promtool: {}\n{body}",
+        text(&checked)
+    );
+    assert!(body.contains("# HELP stormark_ops_total "), "{body}");
+    // The run may have ended between the two scrapes: then nothing answered.
+    assert!(
+        openmetrics.is_empty()
+            || (openmetrics.contains("application/openmetrics-text")
+                && openmetrics.ends_with("# EOF\n")),
+        "{openmetrics}"
     );
 }
 

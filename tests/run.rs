@@ -774,7 +774,7 @@ fn runs_carry_host_samples_inventory_findings_and_expectations() {
     assert!(out.contains("expected vs measured:"), "{out}");
     assert!(out.contains("MISSED"), "{out}");
     assert!(out.contains("[run-too-short]"), "{out}");
-    assert!(out.contains("  host: cpu "), "{out}");
+    assert!(out.contains(": host: cpu "), "{out}");
     assert!(r["target"]["fs_type"].as_str().is_some(), "{}", r["target"]);
 }
 

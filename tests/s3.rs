@@ -995,6 +995,12 @@ fn verify_counts_an_object_changed_behind_the_run_as_corrupt() {
     );
     assert_eq!(code, 0, "{out}");
     assert_eq!(measured(&doc)["by_op"]["get"]["ops"].as_u64(), Some(40));
+    // Issue 56: a clean verify says what it checked, every GET's 1 KiB range.
+    assert_eq!(
+        measured(&doc)["verify"],
+        serde_json::json!({"blocks": 0, "objects": 40, "bytes": 40 << 10, "bad": 0}),
+        "{out}"
+    );
     // Mid-run, another client overwrites one of the objects the run reads (same size,
     // other bytes): the GETs of it are counted as corrupt, the others pass.
     let args = s3_args(

@@ -281,6 +281,9 @@ impl From<stormark_probe::ProbeError> for AgentError {
 pub struct Validated {
     /// The target as it will appear in results.
     pub target: Option<Target>,
+    /// A run of several targets on this host: each (`target` is the first).
+    #[serde(default)]
+    pub targets: Vec<Target>,
     /// Per stage, the jobs as they will run (engine chosen, O_DIRECT decided later if auto).
     pub stages: Vec<Vec<PhaseJob>>,
     /// Decisions the agent made on its own.
@@ -299,10 +302,12 @@ pub enum Second {
     /// A snapshot, as the engine's worker made it (in-process).
     Whole(Box<Snapshot>),
     /// The records of the operations that did something, their histograms as the counts they
-    /// hold, and the failures (a remote agent's, decoded from the wire).
+    /// hold, the failures and what `--verify` checked (a remote agent's, decoded from the
+    /// wire).
     Parts(
         Vec<(stormark_stats::Op, stormark_stats::SparseRecord)>,
         Box<stormark_stats::ErrorTally>,
+        stormark_stats::Verified,
     ),
 }
 

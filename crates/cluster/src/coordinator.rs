@@ -18,9 +18,17 @@ mod peers;
 pub use peers::peer_ips;
 mod phase;
 
-/// What the live display is told.
+/// What the live display is told: one stream of events for everything that shows a run as it
+/// happens (the terminal's live line, progress lines, `--metrics-listen`).
 #[derive(Debug)]
 pub enum Live<'a> {
+    /// Every agent accepted the workload; nothing has been written yet.
+    Validated {
+        /// What the run measures (the first host's target), when it has one.
+        target: Option<&'a stormark_stats::Target>,
+        /// Each target of a run of several.
+        targets: &'a [stormark_stats::Target],
+    },
     /// A phase begins.
     PhaseStarted {
         /// Its name.
@@ -41,6 +49,9 @@ pub enum Live<'a> {
         phase: &'a Phase,
         /// Every host's name, in the run's order (what its net sessions' hosts index).
         hosts: &'a [String],
+        /// What the phase's own figures show at once (`stormark_probe::phase_findings`); the
+        /// rules that read host samples run at the end, on the whole document.
+        findings: &'a [stormark_stats::Finding],
     },
     /// A host dropped out of the run.
     HostFailed {
@@ -258,6 +269,7 @@ impl Coordinator {
                         results.hosts[i].target = v.target.clone();
                     }
                     results.target = results.target.take().or(v.target);
+                    results.targets.extend(v.targets);
                     results.notes.extend(v.notes);
                     results.findings.extend(v.findings);
                     if i == 0 {
@@ -276,6 +288,10 @@ impl Coordinator {
                 }
             }
         }
+        live(Live::Validated {
+            target: results.target.as_ref(),
+            targets: &results.targets,
+        });
         // The samplers run from here to the end, beside every phase.
         let sampling_from = start.elapsed().as_nanos() as u64;
         fan::each(&mut self.agents, &all, |_, a| a.start_sampling());
@@ -408,6 +424,11 @@ impl Coordinator {
         self.collect_notes(results);
         if let Some(mut p) = phase {
             p.kind = Some(PhaseKind::Prepare);
+            live(Live::PhaseDone {
+                phase: &p,
+                hosts: &self.names,
+                findings: &[],
+            });
             results.phases.push(p);
         }
         if let Some(o) = self.outcome_of(result) {
@@ -496,9 +517,15 @@ impl Coordinator {
                     results.net = Some(r.clone());
                 }
                 p.net = net;
+                let client = results
+                    .hosts
+                    .first()
+                    .map(|h| &h.inventory)
+                    .filter(|i| **i != stormark_stats::Inventory::default());
                 live(Live::PhaseDone {
                     phase: &p,
                     hosts: &self.names,
+                    findings: &stormark_probe::phase_findings(&p, client),
                 });
                 results.phases.push(p);
             }

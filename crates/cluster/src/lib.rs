@@ -32,6 +32,7 @@ mod listen;
 mod local;
 mod remote;
 mod server;
+mod targets;
 mod wire;
 
 pub use agent::{
@@ -49,4 +50,5 @@ pub use local::{
 };
 pub use remote::{ClockProbe, RemoteAgent, SILENCE};
 pub use server::{serve, AgentService};
+pub use targets::SeveralTargets;
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

@@ -328,9 +328,11 @@ impl Agent for LocalAgent {
         let existing = kind != TargetKind::Directory;
         let mut planned: u64 = 0;
         for stage in &stages {
-            let needs: Vec<limits::Need> =
-                stage.iter().map(|(j, b)| limits::Need::of(j, *b)).collect();
-            limits::check_stage(&needs, existing)?;
+            let needs: Vec<limits::Need> = stage
+                .iter()
+                .map(|(j, b)| limits::Need::of(j, *b).on(existing))
+                .collect();
+            limits::check_stage(&needs)?;
             planned = planned.saturating_add(
                 stage
                     .iter()

@@ -382,7 +382,7 @@ impl Reader {
                     at: from_unix_ns(ns.saturating_sub(offset)),
                 }),
                 Some(event::Kind::Interval(i)) => {
-                    let (ops, errors) =
+                    let (ops, errors, verified) =
                         i.snapshot.as_ref().and_then(decode_parts).ok_or_else(|| {
                             AgentError::RemoteFailed {
                                 agent: address.to_string(),
@@ -395,7 +395,7 @@ impl Reader {
                         job: i.job as u16,
                         worker: i.worker,
                         interval: i.interval,
-                        second: crate::agent::Second::Parts(ops, Box::new(errors)),
+                        second: crate::agent::Second::Parts(ops, Box::new(errors), verified),
                     });
                 }
                 Some(event::Kind::Done(d)) => {

@@ -181,7 +181,7 @@ impl AgentService {
                             .ops()
                             .map(|(op, r)| (op, r.ops, r.bytes, r.errors))
                             .collect(),
-                        Second::Parts(ops, _) => ops
+                        Second::Parts(ops, ..) => ops
                             .iter()
                             .map(|(op, r)| (*op, r.ops, r.bytes, r.errors))
                             .collect(),
@@ -201,7 +201,7 @@ impl AgentService {
                         interval,
                         snapshot: Some(match &second {
                             Second::Whole(snap) => encode_snapshot(snap),
-                            Second::Parts(ops, errors) => {
+                            Second::Parts(ops, errors, verified) => {
                                 let full: Vec<(stormark_stats::Op, stormark_stats::OpRecord)> = ops
                                     .iter()
                                     .map(|(o, r)| {
@@ -210,7 +210,7 @@ impl AgentService {
                                         (*o, full)
                                     })
                                     .collect();
-                                encode_parts(full.iter().map(|(o, r)| (*o, r)), errors)
+                                encode_parts(full.iter().map(|(o, r)| (*o, r)), (errors, *verified))
                             }
                         }),
                     }),

@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 use stormark_stats::{
     CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
     MemorySample, NetSample, NfsOpSample, NfsSample, Op, OpRecord, PhaseJob, Severity, Snapshot,
-    SparseHist, SparseRecord, Target,
+    SparseHist, SparseRecord, Target, Verified,
 };
 
 use crate::agent::Validated;
@@ -49,13 +49,14 @@ pub(crate) fn left_words((files, bytes): (u64, u64)) -> String {
 
 /// The wire form of a snapshot: each operation's counters and HDR V2 histogram.
 pub fn encode_snapshot(s: &Snapshot) -> pb::Snapshot {
-    encode_parts(s.ops(), &s.errors)
+    encode_parts(s.ops(), (&s.errors, s.verified))
 }
 
-/// The wire form of a second given as per-operation records and errors.
+/// The wire form of a second given as per-operation records, errors and what `--verify`
+/// checked.
 pub fn encode_parts<'a>(
     ops: impl Iterator<Item = (Op, &'a OpRecord)>,
-    errors: &ErrorTally,
+    (errors, verified): (&ErrorTally, Verified),
 ) -> pb::Snapshot {
     let encode = |h: &Histogram<u64>| {
         let mut buf = Vec::new();
@@ -86,13 +87,24 @@ pub fn encode_parts<'a>(
             first_file: e.first_file,
         })
         .collect();
-    pb::Snapshot { ops, errors }
+    pb::Snapshot {
+        ops,
+        errors,
+        verified_blocks: verified.blocks,
+        verified_objects: verified.objects,
+        verified_bytes: verified.bytes,
+        verified_bad: verified.bad,
+    }
 }
 
-/// Decodes a snapshot from an agent into the records of the operations it carries and its
-/// errors: one histogram allocated per operation that did something, nothing else. `None`
-/// when it is malformed.
-pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, SparseRecord)>, ErrorTally)> {
+/// A second from an agent as its parts: the records of the operations that did something, the
+/// failures, and what `--verify` checked.
+pub type Parts = (Vec<(Op, SparseRecord)>, ErrorTally, Verified);
+
+/// Decodes a snapshot from an agent into the records of the operations it carries, its
+/// errors and what `--verify` checked: one histogram allocated per operation that did
+/// something, nothing else. `None` when it is malformed.
+pub fn decode_parts(p: &pb::Snapshot) -> Option<Parts> {
     let mut ops = Vec::with_capacity(p.ops.len());
     for r in &p.ops {
         let op = *Op::ALL.get(r.op as usize)?;
@@ -130,17 +142,24 @@ pub fn decode_parts(p: &pb::Snapshot) -> Option<(Vec<(Op, SparseRecord)>, ErrorT
             first_file: e.first_file,
         });
     }
-    Some((ops, errors))
+    let verified = Verified {
+        blocks: p.verified_blocks,
+        objects: p.verified_objects,
+        bytes: p.verified_bytes,
+        bad: p.verified_bad,
+    };
+    Some((ops, errors, verified))
 }
 
 /// Decodes a snapshot from an agent; `None` when it is malformed.
 pub fn decode_snapshot(p: &pb::Snapshot) -> Option<Snapshot> {
-    let (ops, errors) = decode_parts(p)?;
+    let (ops, errors, verified) = decode_parts(p)?;
     let mut s = Snapshot::new();
     for (op, r) in &ops {
         *s.op_mut(*op) += r;
     }
     s.errors = errors;
+    s.verified = verified;
     Some(s)
 }
 
@@ -167,6 +186,7 @@ pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
         iodepth: p.iodepth,
         working_set_bytes: p.working_set_bytes,
         rate_iops: p.rate_iops,
+        target: None,
     }
 }
 
@@ -298,6 +318,7 @@ pub(crate) fn decode_validated(r: pb::ValidateReply) -> Validated {
             device: t.device,
             fs_type: t.fs_type,
         }),
+        targets: Vec::new(),
         stages: r
             .stage_jobs
             .into_iter()
@@ -570,6 +591,12 @@ mod tests {
         r.record_error(Op::Write, ErrorKind::Io, 8192, 1);
         r.record_error(Op::Read, ErrorKind::Short, 4096, 0);
         r.record_error(Op::Read, ErrorKind::Other(95), 0, 0);
+        r.record_verified(Verified {
+            blocks: 1024,
+            objects: 0,
+            bytes: 4 << 20,
+            bad: 1,
+        });
         let s = r.take();
         let back = decode_snapshot(&encode_snapshot(&s)).unwrap();
         for op in Op::ALL {
@@ -581,12 +608,13 @@ mod tests {
             );
         }
         assert_eq!(back.errors, s.errors);
+        assert_eq!(back.verified, s.verified);
         let bad = pb::Snapshot {
             ops: vec![pb::OpRecord {
                 op: 9,
                 ..Default::default()
             }],
-            errors: vec![],
+            ..Default::default()
         };
         assert!(decode_snapshot(&bad).is_none());
         let bad = pb::Snapshot {
@@ -595,7 +623,7 @@ mod tests {
                 histogram: vec![1, 2, 3],
                 ..Default::default()
             }],
-            errors: vec![],
+            ..Default::default()
         };
         assert!(decode_snapshot(&bad).is_none());
     }

@@ -59,6 +59,7 @@ fn job() -> PhaseJob {
         workers: 1,
         iodepth: 1,
         rate_iops: None,
+        target: None,
         working_set_bytes: 0,
     }
 }

@@ -246,6 +246,28 @@ impl Buffers {
         self.verifier.take()
     }
 
+    /// The worker's buffer areas (the read regions, then the write pool), for a ring to
+    /// register once (fio's `fixedbufs`): a read lands in area 0 when there are reads.
+    pub(crate) fn areas(&self) -> Vec<libc::iovec> {
+        self.read
+            .iter()
+            .chain(std::iter::once(&self.pool))
+            .map(|b| libc::iovec {
+                iov_base: b.at(0).cast(),
+                iov_len: b.as_slice().len(),
+            })
+            .collect()
+    }
+
+    /// Which of [`Buffers::areas`] the write bytes at `p` lie in: the pool's, or `None` for a
+    /// duplicate block's source (not registered).
+    #[inline]
+    pub(crate) fn pool_area(&self, p: *const u8) -> Option<u16> {
+        let start = self.pool.at(0).cast_const();
+        let inside = p >= start && (p as usize) < start as usize + self.pool.as_slice().len();
+        inside.then_some(u16::from(self.read.is_some()))
+    }
+
     /// Where the read of `slot` lands.
     #[inline]
     pub(crate) fn read_at(&self, slot: usize) -> *mut u8 {

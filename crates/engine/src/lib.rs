@@ -70,7 +70,7 @@ pub use offsets::{IoReq, OffsetGen};
 pub use s3_body::s3_body_bytes;
 pub use stage::{run_stage, run_stage_at, StageEvent, StageOutcome};
 pub use target::{Backend, FileTarget, JobPlacement, Place, RateMin, Stop, Think, WorkerSpec};
-pub use uring::{io_uring_available, io_uring_depth_ok};
+pub use uring::{io_uring_available, io_uring_depth_ok, io_uring_features_ok};
 pub use verify::{state_name, VerifySpec, HEADER as VERIFY_HEADER};
 pub use work::{IscsiWork, Load, MetaWork, NetConn, NetWork, NfsWork, S3Work, StreamTally};
 pub use zoned::ZoneMap;

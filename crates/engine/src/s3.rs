@@ -315,6 +315,27 @@ impl S3Worker {
         let waited = due.map_or(service, |t| {
             now.saturating_duration_since(t).as_nanos() as u64
         });
+        // A GET with --verify: whether it read what was written. Every object checked is
+        // counted, so that a clean run says what it checked too.
+        let good = match &result {
+            Ok((fetched, _)) if op == Op::Get && self.work.verify => {
+                let good = intact(
+                    &self.work,
+                    &mut self.checker,
+                    req.object,
+                    req.range,
+                    fetched,
+                )?;
+                ctx.rec.record_verified(stormark_stats::Verified {
+                    blocks: 0,
+                    objects: 1,
+                    bytes: fetched.bytes,
+                    bad: u64::from(!good),
+                });
+                Some(good)
+            }
+            _ => None,
+        };
         match result {
             // Ctrl-C (or the run stopping): the run ends, and the request abandoned while it
             // waited counts as interrupted at its age, not as the service's failure.
@@ -322,17 +343,7 @@ impl S3Worker {
                 ctx.rec.record_interrupted(op, waited);
                 return Ok(false);
             }
-            Ok((fetched, _))
-                if op == Op::Get
-                    && self.work.verify
-                    && !intact(
-                        &self.work,
-                        &mut self.checker,
-                        req.object,
-                        req.range,
-                        &fetched,
-                    )? =>
-            {
+            Ok(_) if good == Some(false) => {
                 ctx.rec.record_error(op, ErrorKind::Corrupt, 0, 0);
                 ctx.consecutive_errors += 1;
             }

@@ -173,6 +173,9 @@ pub struct WorkerSpec {
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
     pub iodepth_batch_complete: u32,
+    /// io_uring's registrations and setup (fio's `fixedbufs`, `registerfiles`,
+    /// `sqthread_poll`, `hipri`).
+    pub ring: stormark_spec::Ring,
     /// Open with `O_DIRECT`.
     pub direct: bool,
     /// What it loads (its backend), with the work of a backend that needs one.
@@ -272,6 +275,7 @@ impl WorkerSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_batch_complete: 1,
+            ring: stormark_spec::Ring::default(),
             direct: false,
             load: crate::work::Load::Psync,
             stop: Stop::default(),
@@ -496,6 +500,7 @@ impl WorkerSpec {
             iodepth: load.iodepth.unwrap_or(job.iodepth),
             iodepth_batch: job.iodepth_batch,
             iodepth_batch_complete: job.iodepth_batch_complete,
+            ring: job.ring,
             direct: at.direct,
             load: work,
             stop,

@@ -5,9 +5,11 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
+use stormark_spec::Ring;
 
-/// `IORING_ENTER_GETEVENTS` from linux/io_uring.h.
+/// `IORING_ENTER_GETEVENTS` and `IORING_ENTER_SQ_WAKEUP` from linux/io_uring.h.
 const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_SQ_WAKEUP: u32 = 2;
 use stormark_stats::Op;
 
 use crate::ctx::Ctx;
@@ -24,14 +26,35 @@ pub fn io_uring_available() -> std::io::Result<()> {
 /// Whether this kernel sets up a ring of `depth` entries (large depths can exceed what the
 /// kernel or the locked-memory limit allows): checked before load, not found by a worker.
 pub fn io_uring_depth_ok(depth: u32) -> std::io::Result<()> {
-    new_ring(depth.max(1)).map(|_| ())
+    new_ring(depth.max(1), Ring::default()).map(|_| ())
+}
+
+/// Whether this kernel sets up a ring with `features` (a polling thread, polled completions)
+/// and registers files and buffers in it: checked before load, not found by a worker.
+pub fn io_uring_features_ok(features: Ring) -> std::io::Result<()> {
+    let ring = new_ring(4, features)?;
+    if features.registered_files {
+        ring.submitter().register_files(&[0])?;
+    }
+    if features.fixed_bufs {
+        let buf = crate::buffer::AlignedBuf::zeroed(crate::buffer::ALIGN)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let area = [libc::iovec {
+            iov_base: buf.at(0).cast(),
+            iov_len: crate::buffer::ALIGN,
+        }];
+        // SAFETY: the buffer outlives the ring, which is dropped first (declared later).
+        unsafe { ring.submitter().register_buffers(&area) }?;
+        drop(ring);
+    }
+    Ok(())
 }
 
 /// A ring set up as fio's io_uring engine does: completions run as task work only when this
 /// thread reaps them (COOP_TASKRUN, and DEFER_TASKRUN with SINGLE_ISSUER since 6.1), so no
 /// inter-processor interrupt per completion. Older kernels refuse the flags with EINVAL; fall
 /// back one step at a time, as fio does.
-fn new_ring(depth: u32) -> std::io::Result<IoUring> {
+fn new_ring(depth: u32, features: Ring) -> std::io::Result<IoUring> {
     let entries = depth.next_power_of_two();
     let attempts: [fn(&mut io_uring::Builder); 3] = [
         |b| {
@@ -48,6 +71,13 @@ fn new_ring(depth: u32) -> std::io::Result<IoUring> {
     for configure in attempts {
         let mut builder = IoUring::builder();
         configure(&mut builder);
+        if features.sq_poll {
+            // fio's default sqthread idle: the thread sleeps after a second without work.
+            builder.setup_sqpoll(1000);
+        }
+        if features.hipri {
+            builder.setup_iopoll();
+        }
         match builder.build(entries) {
             Ok(ring) => return Ok(ring),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
@@ -61,13 +91,27 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
-    let mut ring = new_ring(depth as u32).map_err(EngineError::RingSetup)?;
+    let features = ctx.spec.ring;
+    let polled = features.sq_poll;
+    let mut ring = new_ring(depth as u32, features).map_err(EngineError::RingSetup)?;
     // Each file's descriptor with its region's start, and the plain descriptor for syncs.
     let (fds, raw): (Vec<_>, Vec<i32>) = ctx
         .regions()
         .into_iter()
         .map(|(fd, s)| ((types::Fd(fd), s), fd))
         .unzip();
+    // fio's registerfiles and fixedbufs: the files and buffers registered once, so that no
+    // I/O looks its file up or pins its pages.
+    if features.registered_files {
+        ring.submitter()
+            .register_files(&raw)
+            .map_err(EngineError::RingSetup)?;
+    }
+    if features.fixed_bufs {
+        // SAFETY: the buffers live in ctx, which outlives the ring (dropped when run returns).
+        unsafe { ring.submitter().register_buffers(&ctx.bufs.areas()) }
+            .map_err(EngineError::RingSetup)?;
+    }
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {
         op: Op::Read,
@@ -139,7 +183,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     None => (0, req),
                     Some(p) => p.take(req),
                 };
-                let entry = entry_of(ctx, fds[req.file as usize], slot, &req, ioprio);
+                let entry = entry_of(ctx, fds[req.file as usize], features, slot, &req, ioprio);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
                 // completion is reaped below; the ring has one entry per slot.
                 unsafe { sq.push(&entry) }.expect("the ring has an entry for every free slot");
@@ -154,7 +198,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 pending.push(slot);
                 inflight += 1;
                 if pending.len() >= batch {
-                    submit(&submitter, &mut sq, &mut pending, &mut slots, &ctx.clock, 0)?;
+                    submit(
+                        &submitter,
+                        &mut sq,
+                        &mut pending,
+                        &mut slots,
+                        &ctx.clock,
+                        0,
+                        polled,
+                    )?;
                 }
             }
         }
@@ -193,9 +245,15 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         if cq.is_empty() || !pending.is_empty() {
             let wait = usize::from(cq.is_empty());
             match next_due {
-                Some(t) if wait == 1 && !free.is_empty() => {
-                    submit_until(&submitter, &mut sq, &mut pending, &mut slots, &ctx.clock, t)?
-                }
+                Some(t) if wait == 1 && !free.is_empty() => submit_until(
+                    &submitter,
+                    &mut sq,
+                    &mut pending,
+                    &mut slots,
+                    &ctx.clock,
+                    t,
+                    polled,
+                )?,
                 _ => submit(
                     &submitter,
                     &mut sq,
@@ -203,6 +261,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     &mut slots,
                     &ctx.clock,
                     wait,
+                    polled,
                 )?,
             }
             cq.sync();
@@ -253,33 +312,61 @@ fn settle(
 }
 
 /// The submission of `req` in `slot`'s buffer: a read, or a write of the slot's payload
-/// (plain, or vectored when the data is made in pieces).
+/// (plain, or vectored when the data is made in pieces); by the file's registered index and
+/// the buffer's registered area where the job asks (fio's `registerfiles`, `fixedbufs`).
 #[inline(always)]
 fn entry_of(
     ctx: &mut Ctx<'_>,
     (fd, base): (types::Fd, u64),
+    features: Ring,
     slot: u32,
     req: &IoReq,
     ioprio: u16,
 ) -> squeue::Entry {
     let offset = base + req.offset;
-    match req.op {
-        Op::Read => opcode::Read::new(fd, ctx.bufs.read_at(slot as usize), req.len)
-            .offset(offset)
-            .ioprio(ioprio)
-            .build(),
-        // The offset generator makes only reads and writes.
-        _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-            Payload::Plain(p) => opcode::Write::new(fd, p, req.len)
-                .offset(offset)
-                .ioprio(ioprio)
-                .rw_flags(if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 })
-                .build(),
-            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
-                .offset(offset)
-                .ioprio(ioprio)
-                .build(),
-        },
+    let atomic = if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 };
+    // One entry for either kind of file reference (the crate's trait for both is sealed).
+    macro_rules! entry {
+        ($fd:expr) => {
+            match req.op {
+                Op::Read if features.fixed_bufs => {
+                    opcode::ReadFixed::new($fd, ctx.bufs.read_at(slot as usize), req.len, 0)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build()
+                }
+                Op::Read => opcode::Read::new($fd, ctx.bufs.read_at(slot as usize), req.len)
+                    .offset(offset)
+                    .ioprio(ioprio)
+                    .build(),
+                // The offset generator makes only reads and writes.
+                _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
+                    Payload::Plain(p) => {
+                        match ctx.bufs.pool_area(p).filter(|_| features.fixed_bufs) {
+                            Some(area) => opcode::WriteFixed::new($fd, p, req.len, area)
+                                .offset(offset)
+                                .ioprio(ioprio)
+                                .rw_flags(atomic)
+                                .build(),
+                            None => opcode::Write::new($fd, p, req.len)
+                                .offset(offset)
+                                .ioprio(ioprio)
+                                .rw_flags(atomic)
+                                .build(),
+                        }
+                    }
+                    Payload::Vectored(iov, n) => opcode::Writev::new($fd, iov, n)
+                        .offset(offset)
+                        .ioprio(ioprio)
+                        .build(),
+                },
+            }
+        };
+    }
+    if features.registered_files {
+        entry!(types::Fixed(req.file))
+    } else {
+        entry!(fd)
     }
     .user_data(u64::from(slot))
 }
@@ -374,6 +461,7 @@ fn idle_until(ctx: &Ctx<'_>, t: Instant) -> bool {
 /// Like [`submit`] with a wait, but waiting no later than `until` (the next open-loop I/O).
 /// Kernels without `IORING_FEAT_EXT_ARG` (before 5.11) get a non-blocking enter and a short
 /// sleep instead.
+#[allow(clippy::too_many_arguments)]
 fn submit_until(
     submitter: &io_uring::Submitter<'_>,
     sq: &mut io_uring::SubmissionQueue<'_>,
@@ -381,10 +469,11 @@ fn submit_until(
     slots: &mut [(IoReq, u64)],
     clock: &crate::clock::Clock,
     until: Instant,
+    polled: bool,
 ) -> Result<(), EngineError> {
     let left = until.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return submit(submitter, sq, pending, slots, clock, 0);
+        return submit(submitter, sq, pending, slots, clock, 0, polled);
     }
     let start = clock.ticks();
     for &slot in pending.iter() {
@@ -405,7 +494,7 @@ fn submit_until(
             Ok(())
         }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            submit(submitter, sq, pending, slots, clock, 0)?;
+            submit(submitter, sq, pending, slots, clock, 0, polled)?;
             std::thread::sleep(left.min(std::time::Duration::from_micros(50)));
             Ok(())
         }
@@ -414,7 +503,10 @@ fn submit_until(
 }
 
 /// Stamps the pending I/Os with their start time and enters the kernel once: submitting them
-/// and, with `wait` 1, waiting for a completion.
+/// and, with `wait` 1, waiting for a completion. With a polling thread (`polled`, fio's
+/// sqthread_poll) the kernel takes new entries itself: it is entered only to wait, or to wake
+/// the thread when it sleeps.
+#[allow(clippy::too_many_arguments)]
 fn submit(
     submitter: &io_uring::Submitter<'_>,
     sq: &mut io_uring::SubmissionQueue<'_>,
@@ -422,6 +514,7 @@ fn submit(
     slots: &mut [(IoReq, u64)],
     clock: &crate::clock::Clock,
     wait: usize,
+    polled: bool,
 ) -> Result<(), EngineError> {
     let start = clock.ticks();
     for &slot in pending.iter() {
@@ -431,13 +524,20 @@ fn submit(
     sq.sync();
     // Everything still queued, including entries an earlier call left unsubmitted.
     let to_submit = sq.len() as u32;
+    let flags = if polled && sq.need_wakeup() {
+        IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP
+    } else {
+        IORING_ENTER_GETEVENTS
+    };
+    if polled && wait == 0 && flags == IORING_ENTER_GETEVENTS {
+        return Ok(());
+    }
     loop {
         // GETEVENTS even when not waiting, as fio's commit does: with DEFER_TASKRUN it posts
         // completions that are ready, so they are reaped (and replaced) sooner.
         // SAFETY: no argument struct is passed; the counts refer to entries pushed above.
-        let entered = unsafe {
-            submitter.enter::<libc::sigset_t>(to_submit, wait as u32, IORING_ENTER_GETEVENTS, None)
-        };
+        let entered =
+            unsafe { submitter.enter::<libc::sigset_t>(to_submit, wait as u32, flags, None) };
         match entered {
             Ok(_) => return Ok(()),
             Err(e)

@@ -31,6 +31,11 @@ pub struct Request {
     pub first_look: bool,
     /// The target is a file, perhaps still to be made: a fio job file's `filename=`.
     pub target_is_file: bool,
+    /// A run of several targets (`stormark run T1 T2`, a fio job file whose jobs name
+    /// different devices): each, in order, and whether it is a file to make when missing
+    /// (a fio job file's `filename=`); each job's `target` names its own. Empty for a run of
+    /// one (`target`); else `target` is the first.
+    pub targets: Vec<(PathBuf, bool)>,
 }
 
 /// What the command line gave, as typed: the input of [`request`].
@@ -52,6 +57,8 @@ pub struct RequestOptions {
     pub profile: Option<String>,
     /// TARGET.
     pub target: Option<PathBuf>,
+    /// TARGETs after the first: run at once with it, each job on each target.
+    pub more_targets: Vec<PathBuf>,
     /// Where a run without TARGET goes: the current directory.
     pub current_dir: PathBuf,
     /// `--auto`.
@@ -83,12 +90,12 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         && args.shape.curve.is_none()
         && args.shape.sweep.is_empty()
         && !args.shape.mesh;
-    let (file, first_look, target_is_file) = if args.on.is_empty() {
+    let (file, first_look, target_is_file, fio_targets) = if args.on.is_empty() {
         job_file(args, &cli, plain, &mut notes, &mut search)?
     } else {
         // The flags before the first --on are every section's defaults, not over them.
         let file = on_sections(args, std::mem::take(&mut cli))?;
-        (file, false, false)
+        (file, false, false, None)
     };
     // fio's latency_target: its search for the most load within the latency, as stormark's
     // (unless the command line shapes the run itself).
@@ -112,23 +119,30 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         .target
         .clone()
         .or(file.target.clone().map(PathBuf::from));
-    let target_given = given.is_some();
-    let target = given.unwrap_or_else(|| args.current_dir.clone());
-    // A control character in a target would reach the terminal, the results and a printed
-    // fio job file (a newline there starts a line of fio's options): no target has one.
-    if target
-        .as_os_str()
-        .to_string_lossy()
-        .chars()
-        .any(char::is_control)
-    {
-        return Err(format!(
-            "TARGET {}: holds a control character; name a path or URL without one",
-            stormark_spec::shown(&target.as_os_str().to_string_lossy())
-        ));
+    // Several targets: TARGETs typed (each job on each), else a fio job file's (each job on
+    // the one it names).
+    let targets: Vec<(PathBuf, bool)> = match (&args.target, &fio_targets) {
+        (Some(first), _) if !args.more_targets.is_empty() => std::iter::once(first)
+            .chain(&args.more_targets)
+            .map(|t| (t.clone(), false))
+            .collect(),
+        (None, Some(s)) => s
+            .targets
+            .iter()
+            .map(|(t, is_file)| (PathBuf::from(t), *is_file))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let target_given = given.is_some() || !targets.is_empty();
+    let target = given
+        .or(targets.first().map(|t| t.0.clone()))
+        .unwrap_or_else(|| args.current_dir.clone());
+    for t in std::iter::once(&target).chain(targets.iter().map(|t| &t.0)) {
+        check_target(t)?;
     }
-    // An iSCSI LUN's or an NFS share's URL is checked here, before any agent is asked.
-    stormark_spec::Target::parse(&target).map_err(|e| format!("TARGET: {e}"))?;
+    if targets.len() > 1 {
+        several_targets_fit(args, &shape, &targets)?;
+    }
     if args.auto && args.distributed {
         return Err(
             "--auto with --agents: sizing from each agent's host is not done yet; give --jobs, --iodepth and --size".into(),
@@ -184,7 +198,23 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
             }
         })?;
         shape.fit(&opts, &mut job)?;
-        jobs.push(job);
+        match (&fio_targets, targets.len() > 1, args.target.is_some()) {
+            // A fio job file's jobs, each on the target it names.
+            (Some(s), true, false) => {
+                let Some(k) = s.of_job.get(i).copied().flatten() else {
+                    return Err(format!(
+                        "job {} names no file, directory or device, while the others name {}: give it filename= or directory= (or give TARGET)",
+                        job.name,
+                        shown_targets(&targets)
+                    ));
+                };
+                job.target = Some(targets[k].0.display().to_string());
+                jobs.push(job);
+            }
+            // TARGETs typed: the job on each, all at once.
+            (_, true, _) => jobs.extend(on_each_target(&job, &targets)),
+            _ => jobs.push(job),
+        }
     }
     if matches!(shape, Shape::Mesh) {
         jobs.push(stormark_spec::mesh_round_trips(&jobs[0]));
@@ -197,7 +227,8 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         target,
         target_given,
         first_look,
-        target_is_file,
+        target_is_file: target_is_file && targets.is_empty(),
+        targets,
         auto: auto_reasons,
         expect,
         shape,
@@ -301,10 +332,11 @@ fn job_file(
     plain: bool,
     notes: &mut Vec<String>,
     search: &mut Option<(String, Option<String>)>,
-) -> Result<(JobFile, bool, bool), String> {
+) -> Result<(JobFile, bool, bool, Option<stormark_spec::FioTargets>), String> {
     let flags = &args.flags;
     let mut first_look = false;
     let mut target_is_file = false;
+    let mut several = None;
     let file: JobFile = if let Some((shown, text)) = &args.job_file {
         // fio's job files by their content, whatever their name (`job.ini`, `fio.cfg`), as
         // fio takes them; `.toml` is always stormark's.
@@ -322,10 +354,8 @@ fn job_file(
             // Only the file's own target is made when missing, never a TARGET typed.
             target_is_file = f.target_is_file && args.target.is_none();
             *search = f.latency_search.clone();
-            // Jobs on two devices: one TARGET replaces them, or the run cannot go on.
-            if let (Some(why), None) = (&f.targets_conflict, &args.target) {
-                return Err(why.clone());
-            }
+            // Jobs on two devices: each on its own, unless a TARGET replaces them.
+            several = f.several.clone().filter(|_| args.target.is_none());
             if !f.ignored.is_empty() {
                 notes.push(format!(
                     "{shown}: left out (--lenient): {}",
@@ -349,7 +379,117 @@ fn job_file(
     } else {
         JobFile::default()
     };
-    Ok((file, first_look, target_is_file))
+    Ok((file, first_look, target_is_file, several))
+}
+
+/// A target as typed or named by a job file: without control characters, and a URL of a
+/// scheme stormark speaks well formed.
+fn check_target(target: &std::path::Path) -> Result<(), String> {
+    // A control character in a target would reach the terminal, the results and a printed
+    // fio job file (a newline there starts a line of fio's options): no target has one.
+    if target
+        .as_os_str()
+        .to_string_lossy()
+        .chars()
+        .any(char::is_control)
+    {
+        return Err(format!(
+            "TARGET {}: holds a control character; name a path or URL without one",
+            stormark_spec::shown(&target.as_os_str().to_string_lossy())
+        ));
+    }
+    // An iSCSI LUN's or an NFS share's URL is checked here, before any agent is asked.
+    stormark_spec::Target::parse(target).map_err(|e| format!("TARGET: {e}"))?;
+    Ok(())
+}
+
+/// What a run of several targets cannot be: one job shaped into steps (a search, curve or
+/// sweep), over agents (each host's own target is `--target HOST=PATH`), two targets the same.
+fn several_targets_fit(
+    args: &RequestOptions,
+    shape: &Shape,
+    targets: &[(PathBuf, bool)],
+) -> Result<(), String> {
+    if args.distributed {
+        return Err(format!(
+            "several TARGETs with --agents: each host runs one; give a host its own with --target HOST=PATH (targets given: {})",
+            shown_targets(targets)
+        ));
+    }
+    if !matches!(shape, Shape::Plain) {
+        return Err(format!(
+            "--target-latency, --curve and --sweep run one job on one target; {} are several (give one TARGET)",
+            shown_targets(targets)
+        ));
+    }
+    for (i, (t, _)) in targets.iter().enumerate() {
+        if targets[..i].iter().any(|(u, _)| u == t) {
+            return Err(format!(
+                "TARGET {} is given twice; name each target once",
+                t.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The targets as a list for a message: `/dev/sdb and /dev/sdc`.
+fn shown_targets(targets: &[(PathBuf, bool)]) -> String {
+    let names: Vec<String> = targets
+        .iter()
+        .map(|(t, _)| t.display().to_string())
+        .collect();
+    names.join(" and ")
+}
+
+/// `job` on each of `targets`, all in one stage (its group, else its name as a group), each
+/// named after its target (`randread-4k.sdb`; by number where two would share a name).
+fn on_each_target(job: &Job, targets: &[(PathBuf, bool)]) -> Vec<Job> {
+    let labels: Vec<String> = targets
+        .iter()
+        .map(|(t, _)| {
+            t.file_name()
+                .map(|n| {
+                    n.to_string_lossy()
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                                c
+                            } else {
+                                '_'
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect();
+    let unique = labels
+        .iter()
+        .enumerate()
+        .all(|(i, l)| !l.is_empty() && !labels[..i].contains(l));
+    targets
+        .iter()
+        .enumerate()
+        .map(|(i, (t, _))| {
+            let label = if unique {
+                labels[i].clone()
+            } else {
+                (i + 1).to_string()
+            };
+            let mut name = format!("{}.{label}", job.name);
+            // Within a name's 64 characters, as a job file's.
+            if name.len() > 64 {
+                name = format!("{}.{}", &job.name[..job.name.len().min(60)], i + 1);
+            }
+            Job {
+                name,
+                group: Some(job.group.clone().unwrap_or_else(|| job.name.clone())),
+                target: Some(t.display().to_string()),
+                ..job.clone()
+            }
+        })
+        .collect()
 }
 
 /// The name of job `i` when it gives none: `jobN` among several, else one that says what it
@@ -424,6 +564,89 @@ mod tests {
             ..RequestOptions::default()
         };
         request(&args).expect("a valid request").first_look
+    }
+
+    /// Issue 55: TARGETs typed run each job on each, in one stage; a fio job file's jobs on
+    /// different devices each on its own; a job naming none among them is refused in a line.
+    #[test]
+    fn several_targets_make_a_job_per_target_in_one_stage() {
+        let dir = std::env::temp_dir();
+        let args = RequestOptions {
+            flags: vec![("rw", "randread".into())],
+            target: Some("/srv/d1".into()),
+            more_targets: vec!["/srv/d2".into()],
+            current_dir: dir.clone(),
+            ..RequestOptions::default()
+        };
+        let r = request(&args).unwrap();
+        let names: Vec<&str> = r.workload.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, ["randread-4k.d1", "randread-4k.d2"]);
+        assert_eq!(
+            r.workload.stages().len(),
+            1,
+            "one stage: one start for both"
+        );
+        let on: Vec<_> = r
+            .workload
+            .jobs
+            .iter()
+            .map(|j| j.target.as_deref())
+            .collect();
+        assert_eq!(on, [Some("/srv/d1"), Some("/srv/d2")]);
+        assert_eq!(r.targets.len(), 2);
+        assert_eq!(r.target, std::path::PathBuf::from("/srv/d1"));
+        // Two targets of one base name: by number.
+        let same = RequestOptions {
+            target: Some("/a/data".into()),
+            more_targets: vec!["/b/data".into()],
+            ..args.clone()
+        };
+        let r = request(&same).unwrap();
+        assert_eq!(r.workload.jobs[1].name, "randread-4k.2");
+        // Refused in one line: the same target twice, a search, agents.
+        for (bad, why) in [
+            (
+                RequestOptions {
+                    more_targets: vec!["/srv/d1".into()],
+                    ..args.clone()
+                },
+                "given twice",
+            ),
+            (
+                RequestOptions {
+                    distributed: true,
+                    ..args.clone()
+                },
+                "--target HOST=PATH",
+            ),
+        ] {
+            let e = request(&bad).err().expect("refused");
+            assert!(e.contains(why) && !e.contains('\n'), "{e}");
+        }
+        // A fio job file's jobs on two devices.
+        let fio = |text: &str| RequestOptions {
+            job_file: Some(("j.fio".into(), text.into())),
+            current_dir: dir.clone(),
+            ..RequestOptions::default()
+        };
+        let r = request(&fio(
+            "[global]\nrw=randread\nsize=1m\n[a]\nfilename=/dev/loop90\n[b]\nfilename=/dev/loop91\n",
+        ))
+        .unwrap();
+        let on: Vec<_> = r
+            .workload
+            .jobs
+            .iter()
+            .map(|j| j.target.as_deref())
+            .collect();
+        assert_eq!(on, [Some("/dev/loop90"), Some("/dev/loop91")]);
+        assert_eq!(r.workload.stages().len(), 1);
+        let e = request(&fio(
+            "[global]\nrw=randread\nsize=1m\n[a]\nfilename=/dev/loop90\n[b]\nfilename=/dev/loop91\n[c]\n",
+        ))
+        .err()
+        .expect("a job on no target");
+        assert!(e.contains("job c names no file"), "{e}");
     }
 
     #[test]

@@ -536,6 +536,28 @@ impl Plan {
         }
     }
 
+    /// At most how many more phases this plan hands out: exact for stages, curves and sweeps,
+    /// a bound for a search (its step budget) and a mesh (a pair that did not connect has no
+    /// round trips measured). What "phase 2 of 6" says while a run goes.
+    pub fn steps_left(&self) -> usize {
+        match self {
+            Plan::Stages(steps) | Plan::Mesh(steps) => steps.len(),
+            Plan::Search { limits, n, .. } => limits.max_steps.saturating_sub(*n) as usize,
+            Plan::Curve { percents, next, .. } => (percents.len() + 1).saturating_sub(*next),
+            Plan::Sweep { points, next, .. } => points.len().saturating_sub(*next),
+        }
+    }
+
+    /// A search's steps so far, each as its row in the results will read (its load, figures
+    /// and whether it met every target), so that each can be said as it ends; `None` for the
+    /// other shapes.
+    pub fn search_so_far(&self) -> Option<stormark_stats::SearchReport> {
+        match self {
+            Plan::Search { search, .. } => Some(search.report()),
+            _ => None,
+        }
+    }
+
     /// Writes what the phases found into the results: `search`, `curve` or `sweep`.
     /// `completed`: every phase ran (else the search ended early).
     pub fn finish(self, results: &mut Results, completed: bool) {

@@ -415,15 +415,14 @@ fn disks(o: &SuiteOptions) -> Vec<SuiteStep> {
             });
         }
     }
+    // All at once: one run over every disk, one start, its figures per disk (by_target).
     if targets.len() > 1 {
         for (w, flags) in DISK_WORKLOADS {
-            for (t, l) in targets.iter().zip(&names) {
-                out.push(SuiteStep {
-                    subject: Some(l.clone()),
-                    together: Some(format!("disks/all/{w}")),
-                    ..step("disks", format!("disks/all/{w}/{l}"), w, run(t, flags))
-                });
+            let mut args = run(&targets[0], flags);
+            for (i, t) in targets[1..].iter().enumerate() {
+                args.insert(2 + i, t.clone());
             }
+            out.push(step("disks", format!("disks/all/{w}"), w, args));
         }
     }
     out

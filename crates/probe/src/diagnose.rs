@@ -63,9 +63,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
     }
     let client = results.hosts.first().and_then(|h| known(&h.inventory));
     for p in &measured {
-        noisy(p, &mut out);
-        behind_schedule(p, &mut out);
-        crate::objects::object_findings(p, client, &mut out);
+        out.extend(phase_findings(p, client));
     }
     for host in &results.hosts {
         let inv = known(&host.inventory);
@@ -92,6 +90,21 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
             nfs_mounts(&ctx, &mut out);
         }
     }
+    out
+}
+
+/// The rules that read one phase's own figures alone (no host samples, no other phase), so
+/// that they can be said as soon as the phase ends: a noisy phase, an open loop behind its
+/// schedule, an object store's limits. [`diagnose`] runs them too, on every measured phase.
+/// `client`: the first host's inventory, where known.
+pub fn phase_findings(p: &Phase, client: Option<&Inventory>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if !p.measured() || p.duration_ns == 0 {
+        return out;
+    }
+    noisy(p, &mut out);
+    behind_schedule(p, &mut out);
+    crate::objects::object_findings(p, client, &mut out);
     out
 }
 

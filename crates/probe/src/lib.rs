@@ -33,7 +33,7 @@ pub use counters::{
     parse_diskstats, parse_meminfo, parse_net_dev, parse_own_ticks, parse_stat, parse_tcp_retrans,
     parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
-pub use diagnose::{diagnose, first_look};
+pub use diagnose::{diagnose, first_look, phase_findings};
 pub use inventory::{
     collect_inventory, collect_inventory_from, BlockDevice, Filesystem, Inventory, NetInterface,
     Partition, NETWORK_FS,

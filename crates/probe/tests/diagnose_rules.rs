@@ -40,6 +40,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             iodepth: 32,
             working_set_bytes: 64 << 30,
             rate_iops: None,
+            target: None,
         }],
         start_offset_ns: 2 * S,
         duration_ns: iops.len() as u64 * S,
@@ -47,6 +48,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         by_op: BTreeMap::from([("read".to_string(), read)]),
         by_host: BTreeMap::new(),
         by_job: BTreeMap::new(),
+        by_target: BTreeMap::new(),
         errors: Vec::new(),
         intervals: iops
             .iter()
@@ -63,6 +65,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         start_uncertainty_ns: None,
         repetition: None,
         net: Vec::new(),
+        verify: None,
     }
 }
 

@@ -81,7 +81,12 @@ fn header(o: &mut String, r: &Results) {
         "<pre class=\"command\">{}</pre>",
         esc(&crate::shell_command(&r.command))
     );
-    if let Some(t) = &r.target {
+    // Several targets (issue 55): a line each.
+    let targets: Vec<&stormark_stats::Target> = match r.targets.len() {
+        0 | 1 => r.target.iter().collect(),
+        _ => r.targets.iter().collect(),
+    };
+    for t in targets {
         let _ = write!(
             o,
             "<p class=\"meta\">target <code>{}</code> ({}{}{})</p>",
@@ -150,9 +155,24 @@ fn summary(o: &mut String, r: &Results, bytes: bool) {
                 row(o, &p.name, &label, "all", &b.total, true);
             }
         }
+        // Several targets: a row each, its target where the host goes.
+        for (target, b) in &p.by_target {
+            row(o, &p.name, target, "all", &b.total, true);
+        }
     }
     let _ = bytes;
-    o.push_str("</tbody></table></section>\n");
+    o.push_str("</tbody></table>");
+    for p in measured.iter().filter(|p| p.verify.is_some()) {
+        if let Some(v) = &p.verify {
+            let _ = write!(
+                o,
+                "<p class=\"verify\">verify, phase {}: {}</p>",
+                esc(&p.name),
+                esc(&crate::verified_words(v))
+            );
+        }
+    }
+    o.push_str("</section>\n");
 }
 
 fn findings(o: &mut String, r: &Results) {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use stormark_stats::Results;
 
-use crate::charts::{line_chart, LineChart, Series};
+use crate::charts::{line_chart, LineChart, Scale, Series};
 use crate::format_latency;
 use crate::html_parts::{by_bytes, esc, figure, rate_fmt, status_name, STYLE};
 use crate::html_views::{percentile_chart, percentile_series};
@@ -227,6 +227,9 @@ pub fn trend_page(docs: &[(String, Results)], noise_pct: f64) -> String {
                         }
                     },
                     log_x: false,
+                    x_ticks: Some((1..=docs.len()).map(|i| i as f64).collect()),
+                    y_scale: if latency { Scale::Auto } else { Scale::Linear },
+                    y_bytes: bytes && !latency,
                     hline: None,
                     dots: true,
                     marks,

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use stormark_stats::{Phase, Results, Summary};
 
-use crate::charts::{bar_chart, line_chart, LineChart, Series};
+use crate::charts::{bar_chart, line_chart, size_label, LineChart, Scale, Series};
 use crate::html_parts::{esc, figure, main_phase, rate, rate_fmt};
 use crate::{format_iops, format_latency};
 
@@ -69,6 +69,7 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
             if bytes { "bandwidth" } else { "IOPS" },
             thr,
             rate_fmt(bytes),
+            (Scale::Linear, bytes),
         ),
         "Each second of every measured phase at its place in the run, drawn as a step; gaps are between phases.",
     );
@@ -90,10 +91,15 @@ pub(crate) fn over_time(o: &mut String, r: &Results, bytes: bool) {
     figure(
         o,
         "latency",
-        time_chart("Latency percentiles per second", "latency", lat, &|v| {
-            format_latency(v as u64)
-        }),
-        "The median and 99th percentile of each second's operations.",
+        time_chart(
+            "Latency percentiles per second",
+            "latency",
+            lat,
+            &|v| format_latency(v as u64),
+            (Scale::Auto, false),
+        ),
+        "The median and 99th percentile of each second's operations (on a logarithmic axis \
+         when they span more than a decade).",
     );
     o.push_str("</section>\n");
 }
@@ -104,12 +110,13 @@ fn second_start(p: &Phase, t_s: u32) -> f64 {
     p.start_offset_ns as f64 / 1e9 + f64::from(t_s)
 }
 
-/// A chart of seconds since the start.
+/// A chart of seconds since the start; `(y_scale, y_bytes)` its y axis.
 fn time_chart(
     title: &str,
     y_desc: &str,
     series: Vec<Series>,
     y_fmt: &dyn Fn(f64) -> String,
+    (y_scale, y_bytes): (Scale, bool),
 ) -> Option<String> {
     line_chart(&LineChart {
         title,
@@ -119,6 +126,9 @@ fn time_chart(
         y_fmt,
         x_fmt: &crate::charts::tick_label,
         log_x: false,
+        x_ticks: None,
+        y_scale,
+        y_bytes,
         hline: None,
         dots: false,
         marks: Vec::new(),
@@ -190,6 +200,7 @@ fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
                 if bytes { "bandwidth" } else { "IOPS" },
                 per_host,
                 rate_fmt(bytes),
+                (Scale::Linear, bytes),
             ),
             if slowest.is_some() {
                 "The slowest hosts' seconds, every operation together (of many hosts, the slowest ten of the main phase)."
@@ -201,7 +212,8 @@ fn per_host_over_time(o: &mut String, measured: &[&Phase], bytes: bool) {
 }
 
 /// The latency distribution of the main phase as HdrHistogram plots it: latency against
-/// percentile on a log axis (1/(1-q)), one line per operation over every host and job.
+/// percentile on a log axis (1/(1-q), ticks at 50%, 90%, 99%, ... 99.9999%), latency on a log
+/// axis too, one line per operation over every host and job, each to its maximum.
 pub(crate) fn distribution(o: &mut String, r: &Results) {
     let Some(p) = main_phase(r) else { return };
     let series = percentile_series(p, "");
@@ -210,14 +222,27 @@ pub(crate) fn distribution(o: &mut String, r: &Results) {
         o,
         "distribution",
         percentile_chart(&format!("Latency by percentile, phase {}", p.name), series),
-        "Every operation's latency, exact (HDR histograms merged over hosts and jobs): read \
-         across to see what share of operations finished within a time.",
+        "Every operation's latency, exact (HDR histograms merged over hosts and jobs), up to \
+         the slowest: read across to see what share of operations finished within a time.",
     );
     o.push_str("</section>\n");
 }
 
-/// A latency-by-percentile chart of `series` (from [`percentile_series`]).
+/// A latency-by-percentile chart of `series` (from [`percentile_series`]): both axes
+/// logarithmic, the x axis' ticks at 0%, 50%, 90%, 99%, 99.9%, ... as far as the data goes
+/// (HdrHistogram's plotter's).
 pub(crate) fn percentile_chart(title: &str, series: Vec<Series>) -> Option<String> {
+    let last = series
+        .iter()
+        .flat_map(|s| s.segments.iter().flatten())
+        .map(|p| p.0)
+        .fold(1f64, f64::max);
+    let mut ticks = vec![1.0, 2.0];
+    let mut x = 10.0;
+    while x <= last * 1.001 && x <= 1e6 {
+        ticks.push(x);
+        x *= 10.0;
+    }
     line_chart(&LineChart {
         title,
         x_desc: "percentile",
@@ -233,6 +258,9 @@ pub(crate) fn percentile_chart(title: &str, series: Vec<Series>) -> Option<Strin
             }
         },
         log_x: true,
+        x_ticks: Some(ticks),
+        y_scale: Scale::Log,
+        y_bytes: false,
         hline: None,
         dots: false,
         marks: Vec::new(),
@@ -273,15 +301,19 @@ pub(crate) fn percentile_series(p: &Phase, prefix: &str) -> Vec<Series> {
         .iter()
         .filter(|(_, h)| !h.is_empty())
         .map(|(op, h)| {
-            // Past the last recorded operation a percentile says nothing new.
+            // Past the last recorded operation a percentile says nothing new; the line ends
+            // at the slowest operation (the maximum), at 1/(1-q) of its rank.
             let top = 1.0 - 1.0 / h.len() as f64;
+            let mut points: Vec<(f64, f64)> = qs
+                .iter()
+                .filter(|&&q| q < top.max(0.5))
+                .map(|&q| (1.0 / (1.0 - q), h.value_at_quantile(q) as f64))
+                .collect();
+            let end = (h.len() as f64).max(points.last().map_or(2.0, |p| p.0));
+            points.push((end, h.max() as f64));
             Series {
                 name: format!("{prefix}{op}"),
-                segments: vec![qs
-                    .iter()
-                    .filter(|&&q| q <= top.max(0.5))
-                    .map(|&q| (1.0 / (1.0 - q), h.value_at_quantile(q) as f64))
-                    .collect()],
+                segments: vec![points],
             }
         })
         .collect()
@@ -302,11 +334,13 @@ pub(crate) fn per_host(o: &mut String, r: &Results, bytes: bool) {
         many_hosts(o, p, bytes);
         return;
     }
-    let bars: Vec<(String, f64)> = p
+    // The slowest host first: the one the chart is there to find.
+    let mut bars: Vec<(String, f64)> = p
         .by_host
         .iter()
         .map(|(h, b)| (h.clone(), rate(&b.total, bytes)))
         .collect();
+    bars.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
     figure(
         o,
         "hosts",
@@ -319,8 +353,9 @@ pub(crate) fn per_host(o: &mut String, r: &Results, bytes: bool) {
             if bytes { "bandwidth" } else { "IOPS" },
             &bars,
             rate_fmt(bytes),
+            bytes,
         ),
-        "What each host did in the same phase; a short bar is the host to look at.",
+        "What each host did in the same phase, the slowest at the top: the host to look at.",
     );
     o.push_str("</section>\n");
 }
@@ -341,6 +376,7 @@ fn many_hosts(o: &mut String, p: &Phase, bytes: bool) {
             "hosts",
             &crate::fleet::histogram(p, bytes, 12),
             &|v| format!("{v:.0}"),
+            false,
         ),
         &format!(
             "How many of the {} hosts ran at each rate; the slowest are named below.",
@@ -407,6 +443,9 @@ pub(crate) fn search_and_curve(o: &mut String, r: &Results) {
                 y_fmt: &|v| format_latency(v as u64),
                 x_fmt: &|v| format_iops(v),
                 log_x: false,
+                x_ticks: None,
+                y_scale: Scale::Auto,
+                y_bytes: false,
                 hline: stat.map(|t| {
                     (
                         t.limit_ns as f64,
@@ -417,7 +456,8 @@ pub(crate) fn search_and_curve(o: &mut String, r: &Results) {
                 marks: Vec::new(),
                 whiskers: Vec::new(),
             }),
-            "Each dot a step; the red line the target.",
+            "Each dot a step; the red line the target (latency on a logarithmic axis when the \
+             steps and the target span more than a decade).",
         );
         o.push_str("</section>\n");
     }
@@ -452,6 +492,9 @@ pub(crate) fn search_and_curve(o: &mut String, r: &Results) {
                 y_fmt: &|v| format_latency(v as u64),
                 x_fmt: &|v| format_iops(v),
                 log_x: false,
+                x_ticks: None,
+                y_scale: Scale::Auto,
+                y_bytes: false,
                 hline: None,
                 dots: true,
                 marks: Vec::new(),
@@ -466,51 +509,75 @@ pub(crate) fn search_and_curve(o: &mut String, r: &Results) {
     }
 }
 
+/// A sweep: the rate at each value of the first key, a line per value of the second. Sizes
+/// read as sizes (`4 KiB`, `256 MiB`); values are placed by their value, on a logarithmic
+/// axis when they span more than a factor of 8 (4k, 16k, 64k equally apart), lines in the
+/// order of their values.
 pub(crate) fn sweep(o: &mut String, r: &Results, bytes: bool) {
     let Some(s) = &r.sweep else { return };
     let Some(key) = s.keys.first() else { return };
-    // One line per value of the second key, if any.
-    let mut lines: std::collections::BTreeMap<String, Vec<(f64, f64)>> = Default::default();
+    let shown = |k: &str, v: u64| match k {
+        "bs" | "size" | "obj-size" => size_label(v),
+        _ => v.to_string(),
+    };
+    // One line per value of the second key, if any, in the order of its values.
+    let mut lines: std::collections::BTreeMap<Option<u64>, Vec<(f64, f64)>> = Default::default();
     for p in &s.points {
         let Some(&x) = p.values.get(key) else {
             continue;
         };
-        let name = s
-            .keys
-            .get(1)
-            .and_then(|k| p.values.get(k).map(|v| format!("{k}={v}")))
-            .unwrap_or_else(|| if bytes { "bandwidth" } else { "IOPS" }.to_string());
+        let line = s.keys.get(1).and_then(|k| p.values.get(k).copied());
         let y = if bytes { p.bw_bytes_per_s } else { p.iops };
-        lines.entry(name).or_default().push((x as f64, y));
+        lines.entry(line).or_default().push((x as f64, y));
     }
     let series = lines
         .into_iter()
-        .map(|(name, mut pts)| {
+        .map(|(line, mut pts)| {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             Series {
-                name,
+                name: match (line, s.keys.get(1)) {
+                    (Some(v), Some(k)) => format!("{k} {}", shown(k, v)),
+                    _ => if bytes { "bandwidth" } else { "IOPS" }.to_string(),
+                },
                 segments: vec![pts],
             }
         })
         .collect();
+    let mut xs: Vec<u64> = s
+        .points
+        .iter()
+        .filter_map(|p| p.values.get(key).copied())
+        .collect();
+    xs.sort_unstable();
+    xs.dedup();
+    let log_x = xs
+        .first()
+        .is_some_and(|&a| a > 0 && xs.last().is_some_and(|&z| z >= 8 * a));
+    let x_desc = match key.as_str() {
+        "bs" | "size" | "obj-size" => format!("{key} (bytes, by value)"),
+        _ => key.clone(),
+    };
     o.push_str("<section id=\"sweep\"><h2>Sweep</h2>");
     figure(
         o,
         "sweep",
         line_chart(&LineChart {
             title: &format!("{} by {key}", if bytes { "Bandwidth" } else { "IOPS" }),
-            x_desc: key,
+            x_desc: &x_desc,
             y_desc: if bytes { "bandwidth" } else { "IOPS" },
             series,
             y_fmt: rate_fmt(bytes),
-            x_fmt: &crate::charts::tick_label,
-            log_x: false,
+            x_fmt: &|v| shown(key, v.round() as u64),
+            log_x,
+            x_ticks: Some(xs.iter().map(|&v| v as f64).collect()),
+            y_scale: Scale::Linear,
+            y_bytes: bytes,
             hline: None,
             dots: true,
             marks: Vec::new(),
             whiskers: Vec::new(),
         }),
-        "Each dot a point of the sweep.",
+        "Each mark a point of the sweep, placed by its value.",
     );
     o.push_str("</section>\n");
 }

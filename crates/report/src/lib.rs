@@ -36,14 +36,36 @@ pub use csv::{csv_files, CsvFile};
 pub use html::Html;
 pub use html_pages::{compare_page, trend_page, Comparison};
 pub use json::Json;
-pub use live::LiveLine;
+pub use live::{LiveLine, Now};
 pub use markdown::{compare_markdown, Markdown};
 pub use metrics::LiveMetrics;
 pub use net::path_mtu_line;
 pub use output::{Output, OutputError};
+pub use shapes::search_step_line;
 pub use stormark_stats::{format_bw, format_figure, format_iops, format_latency};
-pub use suite::{suite_html, suite_markdown, suite_terminal};
-pub use terminal::{findings_text, Terminal};
+pub use suite::{suite_html, suite_markdown, suite_step_line, suite_terminal};
+pub use terminal::{
+    findings_text, is_step, phase_table, step_line, summary_after_phases, target_line,
+    targets_line, Terminal,
+};
+
+/// What `--verify` checked in a phase, in words: `2048 blocks (8 MiB) checked, 0 bad`, said
+/// the same in every format.
+pub(crate) fn verified_words(v: &stormark_stats::Verified) -> String {
+    let mut what = Vec::new();
+    if v.blocks > 0 {
+        what.push(format!("{} blocks", v.blocks));
+    }
+    if v.objects > 0 {
+        what.push(format!("{} objects", v.objects));
+    }
+    format!(
+        "{} ({}) checked, {} bad",
+        what.join(" and "),
+        charts::size_label(v.bytes),
+        v.bad
+    )
+}
 
 /// A format a results document can be written in.
 pub trait Render {

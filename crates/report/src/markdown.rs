@@ -98,7 +98,12 @@ impl Render for Markdown {
             cell(&r.tool.name),
             cell(&r.tool.version)
         );
-        if let Some(t) = &r.target {
+        // Several targets (issue 55): a line each.
+        let targets: Vec<&stormark_stats::Target> = match r.targets.len() {
+            0 | 1 => r.target.iter().collect(),
+            _ => r.targets.iter().collect(),
+        };
+        for t in targets {
             let mut what = format!("{} ({}", code(&t.path), cell(&t.kind));
             if let Some(fs) = &t.fs_type {
                 let _ = write!(what, ", {}", cell(fs));
@@ -132,6 +137,25 @@ impl Render for Markdown {
                         row(&mut out, &p.name, &label, "all", &b.total);
                     }
                 }
+                // Several targets: a row each, its target where the host goes.
+                for (target, b) in &p.by_target {
+                    row(&mut out, &p.name, target, "all", &b.total);
+                }
+            }
+            let verified: Vec<_> = measured
+                .iter()
+                .filter_map(|p| Some((&p.name, p.verify.as_ref()?)))
+                .collect();
+            if !verified.is_empty() {
+                out.push('\n');
+            }
+            for (name, v) in verified {
+                let _ = writeln!(
+                    out,
+                    "- verify, phase {}: {}",
+                    cell(name),
+                    crate::verified_words(v)
+                );
             }
         }
         if let Some(m) = &r.mesh {

@@ -1,9 +1,13 @@
-//! `--metrics-listen ADDR`: the live figures in Prometheus' text format at `/metrics`, for
-//! Grafana to follow a long run (deploy/grafana/ holds a dashboard). Encoded by the
-//! Prometheus project's Rust client; served by a small HTTP/1.1 responder on its own threads
-//! that answers `GET /metrics` and nothing else, reads at most 8 KiB of a request, drops a
-//! connection silent for 2 s and serves at most 16 connections at once.
+//! `--metrics-listen ADDR`: the live figures at `/metrics`, for Prometheus and Grafana to follow
+//! a long run (deploy/grafana/ holds a dashboard). Encoded by the Prometheus project's Rust
+//! client in OpenMetrics, served as such to a scraper that asks for it (`Accept:
+//! application/openmetrics-text`, as Prometheus does) and otherwise in Prometheus' text format
+//! 0.0.4 (what `curl` and `promtool check metrics` read: a counter's HELP and TYPE under its
+//! sample's name, `stormark_ops_total`). Served by a small HTTP/1.1 responder on its own
+//! threads that answers `GET /metrics` and nothing else, reads at most 8 KiB of a request,
+//! drops a connection silent for 2 s and serves at most 16 connections at once.
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -347,11 +351,45 @@ impl LiveMetrics {
         }
     }
 
+    /// The figures in OpenMetrics.
     fn text(&self) -> String {
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
     }
+}
+
+/// OpenMetrics text as Prometheus' text format 0.0.4: a counter family `x` is named by its
+/// samples, `x_total` (its HELP and TYPE with it), and `# UNIT` and `# EOF`, which 0.0.4 does
+/// not have, are left out. Gauges and their samples read the same in both.
+fn text_format(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len() + 256);
+    // A family's HELP comes before its TYPE, which names its kind.
+    let mut help: Option<(&str, &str)> = None;
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest.split_once(' ').unwrap_or((rest, "")));
+            continue;
+        }
+        if let Some((name, kind)) = line.strip_prefix("# TYPE ").and_then(|t| t.split_once(' ')) {
+            let shown = if kind == "counter" {
+                format!("{name}_total")
+            } else {
+                name.to_string()
+            };
+            if let Some((_, text)) = help.take().filter(|(h, _)| *h == name) {
+                let _ = writeln!(out, "# HELP {shown} {text}");
+            }
+            let _ = writeln!(out, "# TYPE {shown} {kind}");
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Answers one connection: `GET /metrics` gets the figures, anything else 404.
@@ -367,11 +405,23 @@ fn answer(mut conn: TcpStream, metrics: &LiveMetrics) {
         }
     }
     let scrape = request.starts_with(b"GET /metrics ") || request.starts_with(b"GET /metrics?");
-    let (status, kind, body) = if scrape {
+    // Prometheus asks for OpenMetrics in its Accept header; anyone else gets the text format.
+    let openmetrics = String::from_utf8_lossy(&request).lines().any(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("accept:")
+            .is_some_and(|v| v.contains("application/openmetrics-text"))
+    });
+    let (status, kind, body) = if scrape && openmetrics {
         (
             "200 OK",
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
             metrics.text(),
+        )
+    } else if scrape {
+        (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            text_format(&metrics.text()),
         )
     } else {
         (
@@ -423,6 +473,20 @@ mod tests {
         assert!(text.contains("stormark_iops{op=\"read\"} 1000"), "{text}");
         assert!(text.contains("stormark_phase{phase=\"run\"} 0"), "{text}");
         assert!(text.contains("stormark_phase{phase=\"run:2\"} 1"), "{text}");
+        // The text format names a counter's family by its samples (issue 56: promtool
+        // refused `stormark_ops_total` with no HELP).
+        let plain = text_format(&text);
+        assert!(
+            plain.contains("# HELP stormark_ops_total Operations completed")
+                && plain.contains("# TYPE stormark_ops_total counter\n"),
+            "{plain}"
+        );
+        assert!(plain.contains("# TYPE stormark_iops gauge\n"), "{plain}");
+        assert!(!plain.contains("# EOF") && !plain.contains("# TYPE stormark_ops counter"));
+        assert!(
+            plain.contains("\nstormark_ops_total{op=\"read\"} 2000\n"),
+            "{plain}"
+        );
     }
 
     #[test]

@@ -152,6 +152,46 @@ pub(crate) fn search_text(r: &Results, s: &SearchReport) -> String {
     out
 }
 
+/// One search step as it ends: its place (of at most `max_steps`), its load, figures, each
+/// target's statistic and whether every target held. `objects`: an S3 search (connections and
+/// ops/s). The search's table at the end has every step.
+pub fn search_step_line(s: &SearchReport, step: usize, max_steps: usize, objects: bool) -> String {
+    let Some(x) = s.steps.get(step) else {
+        return String::new();
+    };
+    let load = if objects {
+        format!(
+            "{} connection{}",
+            x.load.jobs,
+            if x.load.jobs == 1 { "" } else { "s" }
+        )
+    } else {
+        format!("{} workers x depth {}", x.load.jobs, x.load.iodepth)
+    };
+    let rate = x.load.rate_iops.map_or_else(
+        || "closed loop".to_string(),
+        |r| format!("open loop at {}", format_iops(r)),
+    );
+    let mut line = format!(
+        "search step {} of at most {max_steps}: {load}, {rate}: {} {}, {}",
+        step + 1,
+        format_iops(x.iops),
+        if objects { "ops/s" } else { "IOPS" },
+        format_bw(x.bw_bytes_per_s)
+    );
+    for (t, v) in s.targets.iter().zip(&x.latency_ns) {
+        let v = v.map_or_else(|| "-".to_string(), |v| format_latency(v.round() as u64));
+        let _ = write!(line, ", {} {v} (<= {})", t.stat, format_latency(t.limit_ns));
+    }
+    match &x.missed {
+        None => line.push_str(": met\n"),
+        Some(why) => {
+            let _ = writeln!(line, ": missed: {why}");
+        }
+    }
+    line
+}
+
 /// Whether the run's phases are operations on objects (S3), counted as ops/s, not IOPS.
 fn objects(r: &Results) -> bool {
     r.phases

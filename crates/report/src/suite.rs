@@ -56,6 +56,20 @@ fn note(f: &StepFigures) -> String {
     parts.join("; ")
 }
 
+/// A step's line as it ends (`n` of `total`, after `seconds`): its result, figures and note,
+/// as its row of the summary will say them.
+pub fn suite_step_line(s: &StepOutcome, n: usize, total: usize, seconds: f64) -> String {
+    let [name, result, ops, bw, p50, p99, note] = cells(s);
+    let mut line = format!("== [{n}/{total}] {name}: {result} in {seconds:.0} s");
+    if s.figures.is_some() {
+        let _ = write!(line, ": {ops} ops/s, {bw}, p50 {p50}, p99 {p99}");
+    }
+    if !note.is_empty() {
+        let _ = write!(line, "; {note}");
+    }
+    line
+}
+
 const HEADER: [&str; 7] = ["step", "result", "ops/s", "bandwidth", "p50", "p99", "note"];
 
 fn status(s: &SuiteSummary) -> &'static str {

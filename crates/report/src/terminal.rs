@@ -115,106 +115,200 @@ fn shaped(r: &Results, p: &Phase) -> bool {
 }
 
 /// A table per phase (IOPS, bandwidth, latency percentiles, errors per operation), then notes,
-/// findings and the status.
+/// findings and the status: the whole document at once (`stormark report`). A run prints the
+/// same in parts as it goes: [`target_line`] before any load, [`phase_table`] as each phase
+/// ends, [`summary_after_phases`] at the end.
 pub struct Terminal;
 
 impl Render for Terminal {
     fn render(&self, r: &Results) -> String {
         let mut out = String::new();
-        if let Some(t) = &r.target {
-            let _ = writeln!(out, "target: {} ({})", t.path, t.kind);
-        }
-        for phase in &r.phases {
-            if shaped(r, phase) {
-                // Search steps, curve and sweep points: one row each in their own table below;
-                // a mesh's pairs in its matrices.
-                continue;
-            }
-            let failed: Vec<&str> = r
-                .hosts
-                .iter()
-                .filter(|h| h.failure.as_ref().is_some_and(|f| f.phase == phase.name))
-                .map(|h| h.name.as_str())
-                .collect();
-            out.push_str(&phase_text(phase, &failed));
-            // Many hosts: each one's counters only for the slowest and the failed.
-            let shown: Option<Vec<&str>> =
-                (phase.by_host.len() > crate::fleet::MANY_HOSTS).then(|| {
-                    crate::fleet::by_rate(phase, false)
-                        .into_iter()
-                        .take(crate::fleet::SLOWEST)
-                        .map(|(h, _)| h)
-                        .chain(failed.iter().copied())
-                        .collect()
-                });
-            for host in &r.hosts {
-                if shown
-                    .as_ref()
-                    .is_some_and(|s| !s.contains(&host.name.as_str()))
-                {
-                    continue;
-                }
-                if let Some(line) = host_line(phase, host, r.hosts.len() > 1) {
-                    out.push_str(&line);
-                }
+        out.push_str(&targets_line(r.target.as_ref(), &r.targets));
+        for phase in r.phases.iter().filter(|p| !shaped(r, p)) {
+            // Search steps, curve and sweep points: one row each in their own table below;
+            // a mesh's pairs in its matrices.
+            out.push_str(&phase_text(phase, &failed_in(r, phase)));
+            for line in host_lines(r, phase) {
+                out.push_str(&line);
             }
         }
-        if let Some(s) = &r.search {
-            out.push_str(&crate::shapes::search_text(r, s));
-        }
-        if let Some(c) = &r.curve {
-            out.push_str(&crate::shapes::curve_text(r, c));
-        }
-        if let Some(s) = &r.sweep {
-            out.push_str(&crate::shapes::sweep_text(r, s));
-        }
-        out.push_str(&crate::net::net_text(r));
-        out.push_str(&crate::net::mesh_text(r));
-        if !r.repetitions.is_empty() {
-            out.push_str(&repetitions_text(r));
-        }
-        if !r.expectations.is_empty() {
-            out.push_str("\nexpected vs measured:\n");
-            for e in &r.expectations {
-                let _ = writeln!(
-                    out,
-                    "  {:<10} {:<16} expected {:>10}  measured {:>10}  {:>5.2}×  {}",
-                    e.phase,
-                    e.figure,
-                    format_figure(&e.figure, e.expected),
-                    format_figure(&e.figure, e.measured),
-                    e.ratio,
-                    if e.met { "met" } else { "MISSED" }
-                );
-            }
-        }
-        if !r.notes.is_empty() {
-            out.push_str("notes:\n");
-            for n in &r.notes {
-                let _ = writeln!(out, "  - {n}");
-            }
-        }
-        if !r.findings.is_empty() {
-            out.push_str("findings:\n");
-            out.push_str(&findings_text(&r.findings));
-        }
-        let status = match r.status {
-            RunStatus::Ok => "ok",
-            RunStatus::Failed => "failed",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::Running => "running",
-        };
-        match &r.failure {
-            // A failure that only says the status again ("interrupted: interrupted").
-            Some(why) if why.trim() != status => {
-                let _ = writeln!(out, "status: {status}: {why}");
-            }
-            _ => {
-                let _ = writeln!(out, "status: {status}");
-            }
-        }
+        out.push_str(&after_phases(r));
         out
     }
+}
+
+/// The first line of a run's output: what it measures.
+pub fn target_line(t: &stormark_stats::Target) -> String {
+    format!("target: {} ({})\n", t.path, t.kind)
+}
+
+/// The line naming what a run measures: its target, or each of its targets when it has
+/// several (empty without one).
+pub fn targets_line(
+    target: Option<&stormark_stats::Target>,
+    targets: &[stormark_stats::Target],
+) -> String {
+    if targets.len() > 1 {
+        let all: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{} ({})", t.path, t.kind))
+            .collect();
+        format!("targets: {}\n", all.join(", "))
+    } else {
+        target.map(target_line).unwrap_or_default()
+    }
+}
+
+/// One phase's table as it ends (`failed`: the hosts that failed in it), the same as
+/// [`Terminal`] shows it; the hosts' counters come at the end, with the samples.
+pub fn phase_table(p: &Phase, failed: &[&str]) -> String {
+    phase_text(p, failed)
+}
+
+/// A search step, a curve or sweep point, a mesh's pair: one line as it ends (the shape's
+/// table at the end has every row).
+pub fn step_line(p: &Phase) -> String {
+    let t = &p.total;
+    let lat = |f: fn(&stormark_stats::Latency) -> u64| {
+        t.latency_ns
+            .as_ref()
+            .map_or_else(|| "-".to_string(), |l| format_latency(f(l)))
+    };
+    format!(
+        "{}  {:.1} s  {} {}  {}  p50 {}  p99 {}  {} errors\n",
+        p.name,
+        p.duration_ns as f64 / 1e9,
+        format_iops(t.iops),
+        if objects(p) { "ops/s" } else { "IOPS" },
+        format_bw(t.bw_bytes_per_s),
+        lat(|l| l.p50),
+        lat(|l| l.p99),
+        t.errors
+    )
+}
+
+/// Whether a phase is said in one line as it ends ([`step_line`]: a search step, a curve or
+/// sweep point, a mesh's pair), its shape's table coming at the end, rather than by a table of
+/// its own ([`phase_table`]).
+pub fn is_step(p: &Phase) -> bool {
+    !matches!(
+        p.kind(),
+        stormark_stats::PhaseKind::Prepare | stormark_stats::PhaseKind::Run
+    )
+}
+
+/// What the terminal prints at the end of a run whose target and phase tables were printed as
+/// they came: what each host did during each phase (its counters are read once the run is
+/// over), the search, curve, sweep or mesh tables, repetitions, expectations, notes, findings
+/// and the status.
+pub fn summary_after_phases(r: &Results) -> String {
+    let mut hosts = String::new();
+    for phase in r.phases.iter().filter(|p| !shaped(r, p)) {
+        let rep = phase
+            .repetition
+            .map_or_else(String::new, |k| format!(" (repetition {k})"));
+        for line in host_lines(r, phase) {
+            let _ = writeln!(hosts, "  {}{rep}: {}", phase.name, line.trim());
+        }
+    }
+    let mut out = String::new();
+    if !hosts.is_empty() {
+        out.push_str("\nhosts during each phase:\n");
+        out.push_str(&hosts);
+    }
+    out.push_str(&after_phases(r));
+    out
+}
+
+/// The hosts that failed in `phase`.
+fn failed_in<'r>(r: &'r Results, phase: &Phase) -> Vec<&'r str> {
+    r.hosts
+        .iter()
+        .filter(|h| h.failure.as_ref().is_some_and(|f| f.phase == phase.name))
+        .map(|h| h.name.as_str())
+        .collect()
+}
+
+/// Each host's line of `phase` (many hosts: the slowest and the failed alone).
+fn host_lines(r: &Results, phase: &Phase) -> Vec<String> {
+    let failed = failed_in(r, phase);
+    let shown: Option<Vec<&str>> = (phase.by_host.len() > crate::fleet::MANY_HOSTS).then(|| {
+        crate::fleet::by_rate(phase, false)
+            .into_iter()
+            .take(crate::fleet::SLOWEST)
+            .map(|(h, _)| h)
+            .chain(failed.iter().copied())
+            .collect()
+    });
+    r.hosts
+        .iter()
+        .filter(|host| {
+            shown
+                .as_ref()
+                .is_none_or(|s| s.contains(&host.name.as_str()))
+        })
+        .filter_map(|host| host_line(phase, host, r.hosts.len() > 1))
+        .collect()
+}
+
+/// Everything [`Terminal`] says after the phases' tables.
+fn after_phases(r: &Results) -> String {
+    let mut out = String::new();
+    if let Some(s) = &r.search {
+        out.push_str(&crate::shapes::search_text(r, s));
+    }
+    if let Some(c) = &r.curve {
+        out.push_str(&crate::shapes::curve_text(r, c));
+    }
+    if let Some(s) = &r.sweep {
+        out.push_str(&crate::shapes::sweep_text(r, s));
+    }
+    out.push_str(&crate::net::net_text(r));
+    out.push_str(&crate::net::mesh_text(r));
+    if !r.repetitions.is_empty() {
+        out.push_str(&repetitions_text(r));
+    }
+    if !r.expectations.is_empty() {
+        out.push_str("\nexpected vs measured:\n");
+        for e in &r.expectations {
+            let _ = writeln!(
+                out,
+                "  {:<10} {:<16} expected {:>10}  measured {:>10}  {:>5.2}×  {}",
+                e.phase,
+                e.figure,
+                format_figure(&e.figure, e.expected),
+                format_figure(&e.figure, e.measured),
+                e.ratio,
+                if e.met { "met" } else { "MISSED" }
+            );
+        }
+    }
+    if !r.notes.is_empty() {
+        out.push_str("notes:\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "  - {n}");
+        }
+    }
+    if !r.findings.is_empty() {
+        out.push_str("findings:\n");
+        out.push_str(&findings_text(&r.findings));
+    }
+    let status = match r.status {
+        RunStatus::Ok => "ok",
+        RunStatus::Failed => "failed",
+        RunStatus::Interrupted => "interrupted",
+        RunStatus::Running => "running",
+    };
+    match &r.failure {
+        // A failure that only says the status again ("interrupted: interrupted").
+        Some(why) if why.trim() != status => {
+            let _ = writeln!(out, "status: {status}: {why}");
+        }
+        _ => {
+            let _ = writeln!(out, "status: {status}");
+        }
+    }
+    out
 }
 
 /// Each figure over the repetitions: mean, 95% confidence interval, CV, min and max.
@@ -344,6 +438,16 @@ pub fn findings_text(findings: &[stormark_stats::Finding]) -> String {
     out
 }
 
+/// Operations of objects (S3) or of metadata per second are not I/Os.
+fn objects(p: &Phase) -> bool {
+    p.jobs
+        .iter()
+        .any(|j| matches!(j.engine.as_str(), "s3" | "meta" | "net"))
+        || p.by_op
+            .keys()
+            .any(|k| matches!(k.as_str(), "get" | "put" | "head" | "delete" | "list"))
+}
+
 fn phase_text(p: &Phase, failed: &[&str]) -> String {
     let mut out = String::new();
     let jobs: Vec<String> = p.jobs.iter().map(job_line).collect();
@@ -359,14 +463,7 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     );
     let mut table = Table::new();
     table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
-    // Operations of objects (S3) or of metadata per second are not I/Os.
-    let objects = p
-        .jobs
-        .iter()
-        .any(|j| matches!(j.engine.as_str(), "s3" | "meta" | "net"))
-        || p.by_op
-            .keys()
-            .any(|k| matches!(k.as_str(), "get" | "put" | "head" | "delete" | "list"));
+    let objects = objects(p);
     table.set_header([
         "",
         if objects { "ops/s" } else { "IOPS" },
@@ -401,7 +498,13 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
             }
         }
     }
-    if several_jobs {
+    // Several targets (issue 55): each target's own figures, then its jobs where it has more.
+    for (target, b) in &p.by_target {
+        for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
+            table.add_row(row(&format!("{target} {op}"), s));
+        }
+    }
+    if several_jobs && p.by_job.len() > p.by_target.len() {
         for (job, b) in &p.by_job {
             for (op, s) in b.by_op.iter().filter(|(op, _)| *op != "connect") {
                 table.add_row(row(&format!("{job} {op}"), s));
@@ -427,6 +530,9 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
         }
     }
     let _ = writeln!(out, "{table}");
+    if let Some(v) = &p.verify {
+        let _ = writeln!(out, "  verify: {}", crate::verified_words(v));
+    }
     if many_hosts {
         let bytes = p.total.ops > 0 && p.total.bytes / p.total.ops >= 64 << 10;
         out.push_str(&crate::fleet::summary(p, bytes));
@@ -542,141 +648,4 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Issue 53: a failure that only repeats the status is not said twice.
-    #[test]
-    fn the_status_line_says_the_status_once() {
-        let mut r = stormark_testkit::sample_results();
-        r.status = RunStatus::Interrupted;
-        r.failure = Some("interrupted".into());
-        let text = Terminal.render(&r);
-        assert!(text.ends_with("status: interrupted\n"), "{text}");
-        r.failure = Some("Ctrl-C during the run".into());
-        assert!(Terminal
-            .render(&r)
-            .ends_with("status: interrupted: Ctrl-C during the run\n"));
-    }
-
-    #[test]
-    fn each_host_line_names_its_own_device() {
-        // Two agents sharing one kernel see both loop devices; loop0 is the busier.
-        let mut r = stormark_testkit::sample_results();
-        let p = r.phases[0].clone();
-        for (i, h) in r.hosts.iter_mut().enumerate() {
-            h.target = Some(stormark_stats::Target {
-                path: format!("/mnt/{i}"),
-                kind: "directory".into(),
-                run_dir: None,
-                kept: false,
-                device: Some(format!("loop{i}")),
-                fs_type: Some("ext4".into()),
-            });
-            h.samples = (0..3)
-                .map(|t| stormark_stats::HostSample {
-                    t_ns: p.start_offset_ns + t * 1_000_000_000,
-                    duration_ns: 1_000_000_000,
-                    cpu: Some(stormark_stats::CpuSample {
-                        idle_pct: 50.0,
-                        ..Default::default()
-                    }),
-                    disks: [
-                        (
-                            "loop0".to_string(),
-                            stormark_stats::DiskSample {
-                                util_pct: 90.0,
-                                read_iops: 9000.0,
-                                ..Default::default()
-                            },
-                        ),
-                        (
-                            "loop1".to_string(),
-                            stormark_stats::DiskSample {
-                                util_pct: 40.0,
-                                read_iops: 4000.0,
-                                ..Default::default()
-                            },
-                        ),
-                    ]
-                    .into(),
-                    ..Default::default()
-                })
-                .collect();
-        }
-        let lines: Vec<String> = r
-            .hosts
-            .iter()
-            .map(|h| host_line(&p, h, true).unwrap())
-            .collect();
-        assert!(lines[0].contains("loop0: util 90%"), "{}", lines[0]);
-        assert!(lines[1].contains("loop1: util 40%"), "{}", lines[1]);
-    }
-
-    #[test]
-    fn hosts_sort_naturally() {
-        let mut v = vec!["node10", "node2", "node1", "alpha", "node02b"];
-        v.sort_by(|a, b| natural(a, b));
-        assert_eq!(v, vec!["alpha", "node1", "node2", "node02b", "node10"]);
-    }
-    use stormark_stats::Finding;
-
-    fn finding(code: &str, severity: Severity, phase: usize) -> Finding {
-        Finding {
-            severity,
-            code: code.into(),
-            message: format!("phase p{phase}: something"),
-            evidence: serde_json::json!({ "phase": format!("p{phase}") }),
-            advice: format!("advice for {code}"),
-        }
-    }
-
-    #[test]
-    fn findings_of_many_phases_are_counted_after_three() {
-        let mut r = Results::new(vec![]);
-        for p in 0..5 {
-            r.findings.push(finding("cpu-bound", Severity::Warning, p));
-        }
-        r.findings
-            .insert(2, finding("swapping", Severity::Critical, 9));
-        r.findings
-            .push(finding("run-too-short", Severity::Warning, 0));
-        let text = Terminal.render(&r);
-        let lines: Vec<&str> = text
-            .lines()
-            .skip_while(|l| *l != "findings:")
-            .skip(1)
-            .take_while(|l| !l.starts_with("status"))
-            .collect();
-        assert_eq!(
-            lines,
-            [
-                "  CRITICAL [swapping] phase p9: something",
-                "    advice: advice for swapping",
-                "  warning [cpu-bound] phase p0: something",
-                "    advice: advice for cpu-bound",
-                "  warning [cpu-bound] phase p1: something",
-                "  warning [cpu-bound] phase p2: something",
-                "    (and in 2 more phases; every one is in --json)",
-                "  warning [run-too-short] phase p0: something",
-                "    advice: advice for run-too-short",
-            ]
-        );
-    }
-
-    /// Issue 53: one phase's finding on 100 hosts is counted in hosts, not phases.
-    #[test]
-    fn findings_of_many_hosts_are_counted_in_hosts() {
-        let mut r = Results::new(vec![]);
-        for h in 0..100 {
-            let mut f = finding("cpu-bound", Severity::Warning, 0);
-            f.evidence = serde_json::json!({ "phase": "run", "host": format!("h{h}") });
-            r.findings.push(f);
-        }
-        let text = Terminal.render(&r);
-        assert!(
-            text.contains("    (and on 97 more hosts; every one is in --json)"),
-            "{text}"
-        );
-    }
-}
+mod tests;

@@ -190,3 +190,54 @@ fn a_trend_rings_the_significant_changes_and_spans_nothing_without_repetitions()
         assert!(!html.contains(banned));
     }
 }
+
+/// Issue 56: a sweep over two keys names its lines by the second key's values in their order,
+/// sizes in binary units (`size 64 MiB` before `size 256 MiB`, not `size=268435456` first
+/// because "2" sorts before "6"), and labels the first key's values as sizes, by value.
+#[test]
+fn a_sweep_names_its_lines_by_value_in_binary_units() {
+    use stormark_stats::{SweepPoint, SweepReport};
+    let mut r = sample_results();
+    let mut points = Vec::new();
+    for size in [256u64 << 20, 64 << 20] {
+        for bs in [65536u64, 4096, 16384] {
+            points.push(SweepPoint {
+                phase: format!("sweep:bs={bs},size={size}"),
+                values: [("bs".to_string(), bs), ("size".to_string(), size)]
+                    .into_iter()
+                    .collect(),
+                iops: 1000.0 + bs as f64 / 100.0,
+                bw_bytes_per_s: 1e6,
+                latency_ns: None,
+                efficiency: None,
+            });
+        }
+    }
+    r.sweep = Some(SweepReport {
+        keys: vec!["bs".into(), "size".into()],
+        points,
+        skipped: Vec::new(),
+    });
+    let html = Html.render(&r);
+    let sweep = html
+        .split("data-chart=\"sweep\"")
+        .nth(1)
+        .unwrap()
+        .split("</figure>")
+        .next()
+        .unwrap();
+    let small = sweep
+        .find(">size 64 MiB<")
+        .expect("size 64 MiB in the legend");
+    let large = sweep
+        .find(">size 256 MiB<")
+        .expect("size 256 MiB in the legend");
+    assert!(
+        small < large,
+        "the legend is not in the order of the values"
+    );
+    assert!(!sweep.contains("268435456"), "a size in raw bytes");
+    for tick in ["4 KiB", "16 KiB", "64 KiB"] {
+        assert!(sweep.contains(tick), "no {tick} tick");
+    }
+}

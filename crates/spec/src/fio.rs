@@ -24,15 +24,27 @@ pub struct FioJobFile {
     /// The target came from `filename=` (a file, perhaps still to be made), not
     /// `directory=`.
     pub target_is_file: bool,
-    /// The jobs name files or devices that are more than one target (`/dev/sdb` and
-    /// `/dev/sdc`): why, for a run that gives no TARGET of its own (one given replaces them).
-    pub targets_conflict: Option<String>,
+    /// The jobs name files, directories or devices that are more than one target
+    /// (`/dev/sdb` and `/dev/sdc`, files in different directories): each, and each job's,
+    /// for a run that gives no TARGET of its own (one given replaces them).
+    pub several: Option<FioTargets>,
     /// fio's `latency_target` (with `latency_percentile` and `latency_window`): the latency
     /// target of stormark's search (`p99.9<=500ms`) and its step time (`5s`).
     pub latency_search: Option<(String, Option<String>)>,
     /// Where a job runs otherwise than its options alone say, to do what fio does: for the
     /// run's notes.
     pub notes: Vec<String>,
+}
+
+/// The targets of a fio job file whose jobs name more than one: run as one stage, each job
+/// on its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FioTargets {
+    /// Each file, directory or device the jobs name, in their order, and whether it is a
+    /// file (perhaps still to be made, as fio makes it).
+    pub targets: Vec<(String, bool)>,
+    /// Each job's target, an index into `targets`; `None` for a job that names none.
+    pub of_job: Vec<Option<usize>>,
 }
 
 /// One `key[=value]` line, after expansion.
@@ -203,7 +215,7 @@ pub fn parse_fio_job_file(
             out.file.target = target;
             out.target_is_file = is_file;
         }
-        Err(why) => out.targets_conflict = Some(format!("{path}: {why}")),
+        Err(several) => out.several = Some(several),
     }
     Ok(out)
 }
@@ -211,13 +223,13 @@ pub fn parse_fio_job_file(
 /// The run's target from each job's file or directory: one file or directory they all use;
 /// or files in one directory (fio's `directory=` with a `filename=` per job), each job then
 /// naming its own file in the run directory made there. Files in different directories, or
-/// devices, are more than one target: the inner error, which a TARGET of the run's own makes
-/// moot.
+/// devices, are more than one target: the inner `Err`, each job then on its own (which a
+/// TARGET of the run's own makes moot).
 #[allow(clippy::type_complexity)]
 fn settle_places(
     jobs: &mut [JobOpts],
     places: &[Option<(String, bool)>],
-) -> Result<Result<(Option<String>, bool), String>, String> {
+) -> Result<Result<(Option<String>, bool), FioTargets>, String> {
     let mut distinct: Vec<&(String, bool)> = Vec::new();
     for p in places.iter().flatten() {
         if !distinct.contains(&p) {
@@ -255,18 +267,18 @@ fn settle_places(
         }
     };
     let dir = parent(distinct[0]);
-    let shown: Vec<&str> = distinct.iter().map(|(p, _)| p.as_str()).collect();
-    let one_target = |why: &str| {
-        format!(
-            "jobs on {}: {why}; one target per run (stormark run TARGET, or --target per agent)",
-            shown.join(" and ")
-        )
-    };
-    if distinct.iter().any(|p| parent(p) != dir) {
-        return Ok(Err(one_target("files in different directories")));
-    }
-    if dir == "/dev" || dir.starts_with("/dev/") {
-        return Ok(Err(one_target("devices are each a target of their own")));
+    // Files in different directories, or devices: each its own target, each job on its own.
+    if distinct.iter().any(|p| parent(p) != dir) || dir == "/dev" || dir.starts_with("/dev/") {
+        return Ok(Err(FioTargets {
+            of_job: places
+                .iter()
+                .map(|p| {
+                    p.as_ref()
+                        .and_then(|p| distinct.iter().position(|d| *d == p))
+                })
+                .collect(),
+            targets: distinct.into_iter().cloned().collect(),
+        }));
     }
     name_files(jobs, places)?;
     Ok(Ok((Some(dir), false)))

@@ -45,7 +45,7 @@ mod workload;
 pub use data::FillPattern;
 pub use error::{printable, shown, shown_url, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
-pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile};
+pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile, FioTargets};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
 pub use meta::{
@@ -71,5 +71,6 @@ pub use units::{parse_duration, parse_percent, parse_size};
 pub use workload::{
     canonical_key, BlockSize, BsSplit, CmdPrio, CpuList, Direct, Distribution, EngineChoice,
     ExitWhat, Flow, Invalidate, Job, JobOpts, LoadKind, MemPolicy, Placement, PrioEntry, PrioSplit,
-    Rw, Source, SpRandom, SyncMode, Workload, Zoned, Zones, DEFAULT_FILE_SIZE, JOB_KEYS, MAX_ZONES,
+    Ring, Rw, Source, SpRandom, SyncMode, Workload, Zoned, Zones, DEFAULT_FILE_SIZE, JOB_KEYS,
+    MAX_ZONES,
 };

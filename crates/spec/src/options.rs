@@ -16,12 +16,17 @@ use crate::SpecError;
 mod data_keys;
 mod kind_keys;
 mod meta_job;
+mod names;
 mod net_job;
 mod pattern_keys;
 mod resolve;
+mod ring_keys;
 mod run_keys;
 mod s3_job;
 mod zoned;
+
+pub use names::canonical_key;
+use names::label;
 
 /// The first of `options` (name, given) that was given, refused as `why`.
 fn refuse_given(options: &[(&str, bool)], why: &str) -> Result<(), SpecError> {
@@ -94,6 +99,10 @@ pub const JOB_KEYS: &[&str] = &[
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
+    "fixedbufs",
+    "registerfiles",
+    "sqthread_poll",
+    "hipri",
     "rate_iops",
     "steady_state",
     "rate_min",
@@ -305,6 +314,14 @@ pub struct JobOpts {
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
     pub iodepth_batch_complete: Option<u32>,
+    /// io_uring: registered buffers (fio's `fixedbufs`).
+    pub fixedbufs: Option<bool>,
+    /// io_uring: registered files (fio's `registerfiles`).
+    pub registerfiles: Option<bool>,
+    /// io_uring: a kernel thread polling submissions (fio's `sqthread_poll`).
+    pub sqthread_poll: Option<bool>,
+    /// io_uring: polled completions (fio's `hipri`).
+    pub hipri: Option<bool>,
     /// Open loop: total I/Os per second of the job, over all its workers and hosts.
     pub rate_iops: Option<u32>,
     /// `steady_state`.
@@ -441,6 +458,7 @@ impl JobOpts {
             || self.set_region_key(canonical, value, &bad, &count)?
             || self.set_data_key(canonical, value, &bad)?
             || self.set_run_key(canonical, value, &bad, &count)?
+            || self.set_ring_key(canonical, value, &bad)?
         {
             return Ok(());
         }
@@ -590,6 +608,10 @@ impl JobOpts {
             atomic,
             iodepth_batch,
             iodepth_batch_complete,
+            fixedbufs,
+            registerfiles,
+            sqthread_poll,
+            hipri,
             rate_iops,
             steady_state,
             rate_min,
@@ -645,52 +667,5 @@ impl JobOpts {
             depth,
             branch
         )
-    }
-}
-
-/// The job key an option name stands for, in any of the spellings fio or stormark accept
-/// (`blocksize`, `ramp_time`, `--io-size`, ...); `None` for an unknown name.
-pub fn canonical_key(key: &str) -> Option<&'static str> {
-    let k = key
-        .trim()
-        .trim_start_matches("--")
-        .replace('-', "_")
-        .to_ascii_lowercase();
-    let alias = match k.as_str() {
-        "readwrite" => "rw",
-        "blocksize" | "bsrange" | "blocksize_range" => "bs",
-        "blockalign" | "ba" => "bs_align",
-        "numjobs" => "jobs",
-        "nrfiles" => "files",
-        "filesize" => "size",
-        "runtime" => "time",
-        "io_size" | "io_limit" => "io_total",
-        "ioengine" => "engine",
-        "ramp_time" => "ramp",
-        "iodepth_batch_submit" => "iodepth_batch",
-        "iodepth_batch_complete_max" => "iodepth_batch_complete",
-        "percentage_random" => "random_pct",
-        "dedupe_working_set_percentage" => "dedup_working_set",
-        "dedupe_global" => "dedup_global",
-        "fill_fs" => "fill_device",
-        "zonesize" => "zone_size",
-        "zonerange" => "zone_range",
-        "zoneskip" => "zone_skip",
-        "zbd_max_open_zones" => "max_open_zones",
-        "steadystate" | "ss" => "steady_state",
-        "ratemin" => "rate_min",
-        "concurrency" => "jobs",
-        "rate_ops" => "rate_iops",
-        "object_size" | "objsize" => "obj_size",
-        "opmix" => "op_mix",
-        other => other,
-    };
-    JOB_KEYS.iter().copied().find(|k| *k == alias)
-}
-
-fn label(key: &str, source: Source<'_>) -> String {
-    match source {
-        Source::Flag => format!("--{}", key.trim_start_matches("--").replace('_', "-")),
-        Source::Key(context) => format!("{key} in {context} ="),
     }
 }

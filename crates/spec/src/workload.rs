@@ -71,6 +71,10 @@ pub struct Job {
     /// An open loop's I/Os arrive as a Poisson process (exponential gaps of the same mean)
     /// rather than evenly (fio's `rate_process=poisson`).
     pub rate_poisson: bool,
+    /// The target this job runs on, in a run of several (`stormark run T1 T2`, a fio job
+    /// file whose jobs name different devices); `None`: the run's one target. Set by the
+    /// request, never a job file's key.
+    pub target: Option<String>,
     /// Passes over the size before the job stops, when its size is a share (fio's `loops`
     /// with `size=95%`): `io_total` once the size is known.
     pub loops: Option<u32>,
@@ -157,6 +161,9 @@ pub struct Job {
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
     pub iodepth_batch_complete: u32,
+    /// The io_uring features asked for (fio's `fixedbufs`, `registerfiles`, `sqthread_poll`,
+    /// `hipri`).
+    pub ring: Ring,
     /// Open loop: total I/Os per second over all workers and hosts (`None`: closed loop).
     pub rate_iops: Option<u32>,
     /// The S3 part of a job of kind s3.
@@ -327,6 +334,11 @@ impl Job {
         }
         if self.atomic {
             pairs.push(("atomic", "true".into()));
+        }
+        for (key, on) in self.ring.keys() {
+            if on {
+                pairs.push((key, "true".into()));
+            }
         }
         if self.dedup_ratio > 1.0 {
             pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));
@@ -597,3 +609,37 @@ impl Workload {
 
 #[cfg(test)]
 mod tests;
+
+/// io_uring's setup and registrations for a job's ring, each off unless asked: fio's
+/// io_uring engine options of the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ring {
+    /// The worker's buffers registered once (`IORING_REGISTER_BUFFERS`), reads and writes as
+    /// `READ_FIXED`/`WRITE_FIXED`: no page pinning per I/O (fio's `fixedbufs`).
+    pub fixed_bufs: bool,
+    /// The worker's files registered once (fio's `registerfiles`): no file lookup per I/O.
+    pub registered_files: bool,
+    /// A kernel thread polls the submission queue (`IORING_SETUP_SQPOLL`, fio's
+    /// `sqthread_poll`): no system call to submit, a CPU busy beside the worker.
+    pub sq_poll: bool,
+    /// Completions polled from the device's poll queues (`IORING_SETUP_IOPOLL`, fio's
+    /// `hipri`): direct I/O on a device with poll queues only.
+    pub hipri: bool,
+}
+
+impl Ring {
+    /// Each feature's job key, and whether it is on.
+    pub fn keys(&self) -> [(&'static str, bool); 4] {
+        [
+            ("fixedbufs", self.fixed_bufs),
+            ("registerfiles", self.registered_files),
+            ("sqthread_poll", self.sq_poll),
+            ("hipri", self.hipri),
+        ]
+    }
+
+    /// Whether any feature is asked for.
+    pub fn any(&self) -> bool {
+        self.keys().iter().any(|(_, on)| *on)
+    }
+}

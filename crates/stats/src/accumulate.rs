@@ -49,6 +49,8 @@ pub struct PhaseAccumulator {
     host_seconds: BTreeMap<(u32, u16), Vec<(Op, Counts)>>,
     /// Hosts that failed or were cut off during the phase.
     failed: std::collections::BTreeSet<u16>,
+    /// What `--verify` checked, over every worker.
+    verified: crate::Verified,
 }
 
 impl PhaseAccumulator {
@@ -70,6 +72,7 @@ impl PhaseAccumulator {
             end_ns: 0,
             host_seconds: BTreeMap::new(),
             failed: Default::default(),
+            verified: Default::default(),
         }
     }
 
@@ -127,19 +130,22 @@ impl PhaseAccumulator {
             **s += snap;
         }
         *self.open.entry(interval).or_default() += snap;
+        self.verified += snap.verified;
         let state = self.workers.entry(key).or_default();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 
     /// [`PhaseAccumulator::add`] for a second that arrives as separate operation records (a
-    /// remote agent's, decoded): only the operations that did something are carried.
+    /// remote agent's, decoded): only the operations that did something are carried, with
+    /// the failures and what `--verify` checked.
     pub fn add_parts(
         &mut self,
         key: WorkerKey,
         interval: u32,
         ops: &[(Op, SparseRecord)],
-        errors: &ErrorTally,
+        (errors, verified): (&ErrorTally, crate::Verified),
     ) {
+        self.verified += verified;
         for (op, r) in ops {
             self.count_of(key.host, interval, *op, (r.ops, r.bytes, r.errors));
         }
@@ -257,6 +263,16 @@ impl PhaseAccumulator {
         self.close_remaining(duration_ns);
         let mut total = Snapshot::new();
         let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
+        // Each target's jobs merged, in a run of several targets: one histogram a target.
+        let target_of = |job: u16| self.jobs.get(job as usize).and_then(|j| j.target.clone());
+        let several_targets = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.target.as_deref())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1;
+        let mut by_target: BTreeMap<String, Snapshot> = BTreeMap::new();
         let mut histograms = BTreeMap::new();
         let mut errors = Vec::new();
         let mut seconds = self.host_seconds_list();
@@ -278,6 +294,9 @@ impl PhaseAccumulator {
             let source = source.settled();
             source.add_into(&mut total);
             source.add_into(by_job.entry(job).or_default());
+            if let Some(t) = target_of(job).filter(|_| several_targets) {
+                source.add_into(by_target.entry(t).or_default());
+            }
             let host_name = self.hosts.get(host as usize).cloned().unwrap_or_default();
             let job_name = self
                 .jobs
@@ -327,6 +346,15 @@ impl PhaseAccumulator {
                     )
                 })
                 .collect(),
+            by_target: by_target
+                .iter()
+                .map(|(t, s)| {
+                    (
+                        t.clone(),
+                        breakdown(s, Vec::new(), duration_ns, duration_ns),
+                    )
+                })
+                .collect(),
             jobs: self.jobs,
             errors,
             intervals: self.closed,
@@ -335,6 +363,7 @@ impl PhaseAccumulator {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: (!self.verified.is_empty()).then_some(self.verified),
         }
     }
 

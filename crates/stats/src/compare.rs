@@ -420,6 +420,7 @@ mod tests {
             by_op: BTreeMap::from([("read".to_string(), total)]),
             by_host: BTreeMap::new(),
             by_job: BTreeMap::new(),
+            by_target: BTreeMap::new(),
             errors: vec![],
             intervals,
             histograms: BTreeMap::new(),
@@ -427,6 +428,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: None,
         });
         r
     }

@@ -66,7 +66,7 @@ pub use results::{
     cpu_pct, decode_histogram, encode_histogram, Breakdown, Counts, ErrorSummary,
     ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp, MeshHost,
     MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind, RepetitionStat,
-    Results, RunStatus, Severity, Spec, Target, Tool, SCHEMA,
+    Results, RunStatus, Severity, Spec, Target, Tool, Verified, SCHEMA,
 };
 pub use samples::{
     mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
@@ -79,7 +79,7 @@ pub use significance::{
 pub use sparse::{SparseHist, SparseRecord};
 pub use suite::{
     step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
-    WeakPair, SUITE_SCHEMA,
+    TargetFigures, WeakPair, SUITE_SCHEMA,
 };
 pub use summary::{Latency, Summary};
 pub use sweep::{CurvePoint, CurveReport, SweepPoint, SweepReport};

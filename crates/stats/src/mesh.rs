@@ -171,6 +171,7 @@ mod tests {
             by_op: Default::default(),
             by_host: Default::default(),
             by_job: Default::default(),
+            by_target: Default::default(),
             errors: Vec::new(),
             intervals: Vec::new(),
             histograms: Default::default(),
@@ -178,6 +179,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net,
+            verify: None,
         }
     }
 

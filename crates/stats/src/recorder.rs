@@ -110,6 +110,8 @@ pub struct Snapshot {
     ops: [Option<Box<OpRecord>>; Op::COUNT],
     /// Failures by kind.
     pub errors: ErrorTally,
+    /// What `--verify` checked.
+    pub verified: crate::Verified,
 }
 
 /// The record of an operation a snapshot never saw.
@@ -121,6 +123,7 @@ impl Snapshot {
         Snapshot {
             ops: Default::default(),
             errors: ErrorTally::default(),
+            verified: crate::Verified::default(),
         }
     }
 
@@ -163,13 +166,16 @@ impl Snapshot {
             r.clear();
         }
         self.errors.clear();
+        self.verified = crate::Verified::default();
     }
 }
 
 impl PartialEq for Snapshot {
     /// Equal when every operation's record is (an absent record equals an empty one).
     fn eq(&self, other: &Self) -> bool {
-        self.errors == other.errors && Op::ALL.iter().all(|&op| self.op(op) == other.op(op))
+        self.errors == other.errors
+            && self.verified == other.verified
+            && Op::ALL.iter().all(|&op| self.op(op) == other.op(op))
     }
 }
 
@@ -185,6 +191,7 @@ impl AddAssign<&Snapshot> for Snapshot {
             *self.op_mut(op) += b;
         }
         self.errors += &other.errors;
+        self.verified += other.verified;
     }
 }
 
@@ -209,6 +216,12 @@ impl Recorder {
         r.hist.saturating_record(latency_ns.max(1));
         r.ops += 1;
         r.bytes += bytes;
+    }
+
+    /// Counts what `--verify` checked (its pass over written blocks, a checked object), bad
+    /// ones among them; each bad one is also recorded as a failure of its kind.
+    pub fn record_verified(&mut self, v: crate::Verified) {
+        self.current.verified += v;
     }
 
     /// Adds bytes to `op` without an I/O: what a receiver counted of a sending stream whose

@@ -207,6 +207,7 @@ mod tests {
             by_op: BTreeMap::from([("read".to_string(), s)]),
             by_host: BTreeMap::new(),
             by_job: BTreeMap::new(),
+            by_target: BTreeMap::new(),
             errors: vec![],
             intervals: vec![],
             histograms: BTreeMap::new(),
@@ -214,6 +215,7 @@ mod tests {
             start_uncertainty_ns: None,
             repetition: None,
             net: Vec::new(),
+            verify: None,
         });
         r.findings.push(Finding {
             severity: Severity::Warning,

@@ -31,8 +31,11 @@ pub struct Results {
     pub status: RunStatus,
     /// Why it failed, when it did.
     pub failure: Option<String>,
-    /// What was benchmarked.
+    /// What was benchmarked (the first target, in a run of several).
     pub target: Option<Target>,
+    /// A run of several targets on one host (`stormark run T1 T2`): each; absent for one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<Target>,
     /// The normalized workload: `prepare` plus the jobs as job-file keys; enough to re-run.
     #[serde(default, deserialize_with = "lenient")]
     pub spec: Spec,
@@ -83,6 +86,7 @@ impl Results {
             status: RunStatus::Ok,
             failure: None,
             target: None,
+            targets: Vec::new(),
             spec: Spec::default(),
             phases: Vec::new(),
             hosts: Vec::new(),
@@ -285,6 +289,10 @@ pub struct Phase {
     pub by_host: BTreeMap<String, Breakdown>,
     /// Per job, the same shape.
     pub by_job: BTreeMap<String, Breakdown>,
+    /// Per target of a run of several (each job's `target`), the same shape, each from its
+    /// own merged histogram; absent in a run of one target.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_target: BTreeMap<String, Breakdown>,
     /// Failed I/Os by kind.
     pub errors: Vec<ErrorSummary>,
     /// One entry per second of the measured span; the last may be shorter.
@@ -307,6 +315,40 @@ pub struct Phase {
     /// them), in host order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<crate::NetReport>,
+    /// What `--verify` checked in this phase, over every host; absent when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verified>,
+}
+
+/// What `--verify` checked: blocks read back and judged (files, devices, iSCSI LUNs, NFS
+/// shares), objects read and compared (S3), their bytes, and how many of them held the wrong
+/// data. A worker counts into its recorder; a phase holds the sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verified {
+    /// Blocks checked.
+    pub blocks: u64,
+    /// Objects checked.
+    pub objects: u64,
+    /// Bytes checked.
+    pub bytes: u64,
+    /// Of the blocks or objects checked, those that were not what was written.
+    pub bad: u64,
+}
+
+impl Verified {
+    /// Whether nothing was checked.
+    pub fn is_empty(&self) -> bool {
+        self.blocks + self.objects == 0
+    }
+}
+
+impl std::ops::AddAssign for Verified {
+    fn add_assign(&mut self, o: Verified) {
+        self.blocks += o.blocks;
+        self.objects += o.objects;
+        self.bytes += o.bytes;
+        self.bad += o.bad;
+    }
 }
 
 /// How one job of a phase ran.
@@ -328,6 +370,10 @@ pub struct PhaseJob {
     /// Open loop: the requested total I/Os per second (all workers and hosts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<f64>,
+    /// The target the job ran on, in a run of several targets (`stormark run T1 T2`, a fio
+    /// job file whose jobs name different devices); absent in a run of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// Total and per-operation figures of one host or job.

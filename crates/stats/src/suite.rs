@@ -135,6 +135,10 @@ pub struct StepFigures {
     /// The same of each host's operations per second, when more than one ran.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub host_spread: BTreeMap<String, f64>,
+    /// Each target's throughput, in a run of several (every disk at once): from the phases'
+    /// `by_target`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_target: BTreeMap<String, TargetFigures>,
     /// The measured phases the figures are the mean of (repetitions).
     pub phases: u32,
     /// A latency-target search: the load that met the target with the most throughput, or
@@ -260,7 +264,27 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
         BTreeMap::new()
     };
     let (spread, host_spread) = spreads(&phases, by_host.len());
+    let targets: std::collections::BTreeSet<&String> =
+        phases.iter().flat_map(|p| p.by_target.keys()).collect();
+    let by_target = targets
+        .into_iter()
+        .map(|t| {
+            let of = |f: fn(&crate::Summary) -> f64| {
+                mean(
+                    phases
+                        .iter()
+                        .map(|p| p.by_target.get(t).map_or(0.0, |b| f(&b.total))),
+                )
+            };
+            let figures = TargetFigures {
+                ops_per_s: of(|s| s.iops),
+                bw_bytes_per_s: of(|s| s.bw_bytes_per_s),
+            };
+            (t.clone(), figures)
+        })
+        .collect();
     Some(StepFigures {
+        by_target,
         spread,
         host_spread,
         ops_per_s: mean(phases.iter().map(|p| p.total.iops)),
@@ -273,6 +297,15 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
         best,
         weakest_pair: None,
     })
+}
+
+/// One target's throughput in a step that ran several at once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetFigures {
+    /// Operations per second.
+    pub ops_per_s: f64,
+    /// Bytes per second.
+    pub bw_bytes_per_s: f64,
 }
 
 /// A pair is named the weakest (a warning) below this share of the median pair, and beyond

@@ -161,6 +161,9 @@ Examples:
       --print-fio writes the fio job file of any run
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
+  stormark run /dev/nvme0n1 /dev/nvme1n1 --rw randread --bs 4k --direct --time 1m
+      several targets at once, one start for all: each job on each, figures per target
+      (by_target) and in total; so do a fio job file's jobs on different devices
   stormark run iscsi://192.0.2.10/iqn.2003-01.org.example:disk1/1 --rw randread --iodepth 16
       an iSCSI LUN from user space (libiscsi): no kernel initiator, no login of the host;
       each worker its own session; CHAP from STORMARK_ISCSI_USER and STORMARK_ISCSI_SECRET
@@ -196,6 +199,8 @@ Examples:
       a database's commits: each 8 KiB write made durable; the sync row is the commit latency
   stormark run /mnt/data --time 10m --html r.html --metrics-listen 127.0.0.1:9464
       the report as one HTML page, and live figures for Prometheus meanwhile
+  stormark run /mnt/data --profile quick --progress 1s | tee run.log
+      a progress line each second into the log; each phase's table as the phase ends
 
 TARGET is a directory (stormark creates and later removes a run directory inside it), an
 existing file (read in place; writing needs --allow-overwrite), or a block device (reading
@@ -211,6 +216,11 @@ pub struct RunArgs {
     /// Directory, file, block device, iscsi://HOST[:PORT]/IQN/LUN or
     /// nfs://SERVER/EXPORT[/DIR] to benchmark [default: the current directory].
     pub target: Option<PathBuf>,
+
+    /// More targets, run at once with the first in one stage: each job on each target, the
+    /// figures per target and in total.
+    #[arg(value_name = "TARGET")]
+    pub more_targets: Vec<PathBuf>,
 
     /// The workload flags (`--rw`, `--bs`, `--iodepth`, ...), from the spec's table.
     #[command(flatten)]
@@ -394,9 +404,14 @@ pub struct OutputArgs {
     /// (throughput, latency quantiles and errors of each second, per operation; the phase).
     #[arg(long, value_name = "ADDR:PORT", help_heading = "Output")]
     pub metrics_listen: Option<std::net::SocketAddr>,
-    /// No live progress line.
+    /// No live line and no progress lines (the tables and the summary remain).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+    /// A progress line every DURATION (`progress: phase 2/3 ...`, one line each, beside the
+    /// tables), instead of the live line a terminal redraws; the default without a terminal
+    /// is 10s (a CI log, kubectl logs); 0: none.
+    #[arg(long, value_name = "DURATION", help_heading = "Output")]
+    pub progress: Option<String>,
 }
 
 /// The agents of a distributed run (`run` and `s3`).
@@ -561,7 +576,7 @@ pub struct CompareArgs {
 /// Options of `stormark report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark report results.json\n      the summary as the run printed it\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+    after_help = "Examples:\n  stormark report results.json\n      the tables and summary the run printed, as one text (each host's counters under its phase)\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
 )]
 pub struct ReportArgs {
     /// The results document (`--json` of run, s3 or net); several, in order, for a trend

@@ -147,6 +147,7 @@ mod report_cmd;
 mod run;
 mod s3_cmd;
 mod suite_cmd;
+mod watch;
 
 use clap::Parser;
 

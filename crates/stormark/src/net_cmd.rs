@@ -167,6 +167,7 @@ fn client(args: &NetClientArgs) -> Result<Ending> {
             html: args.html.clone(),
             metrics_listen: args.metrics_listen,
             quiet: args.quiet,
+            progress: None,
         },
         net_token: token(args.token_file.as_deref())?,
         ..RunArgs::default()

@@ -51,6 +51,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
             html: args.html.clone(),
             metrics_listen: args.metrics_listen,
             quiet: args.quiet,
+            progress: None,
         },
         ..RunArgs::default()
     })

@@ -1,16 +1,16 @@
 //! `stormark run`: flags, job file or profile -> workload -> coordinator -> results.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, Live, LocalAgent,
-    OnAgentFailure, Outcome, TargetOptions,
+    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure,
+    Outcome, SeveralTargets, TargetOptions,
 };
-use stormark_report::{Html, Json, LiveLine, Output, Render, Terminal};
+use stormark_report::{Html, Json, Output, Render, Terminal};
 use stormark_spec::PROFILES;
 use stormark_stats::{combine_repetitions, Results, RunStatus};
 
@@ -20,6 +20,7 @@ use stormark_plan::{
 };
 
 use crate::cli::RunArgs;
+use crate::watch::{Pace, Watch};
 use crate::{usage, Ending, Usage};
 
 pub fn main(args: RunArgs) -> Result<Ending> {
@@ -74,10 +75,16 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         },
         job_file,
         profile: args.profile.clone(),
+        // `stormark run job.fio D1 D2`: the job file, then its TARGETs.
         target: if fio_target.is_some() {
-            None
+            args.more_targets.first().cloned()
         } else {
             args.target.clone()
+        },
+        more_targets: if fio_target.is_some() {
+            args.more_targets.iter().skip(1).cloned().collect()
+        } else {
+            args.more_targets.clone()
         },
         lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
@@ -191,8 +198,12 @@ fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Flee
 
 /// The results document's output, checked before any load: never the target, a run
 /// directory or the job file.
-fn json_output(args: &RunArgs, target: &Path) -> Result<Option<Output>> {
-    output("--json", args.output.json.as_deref(), args, target)
+fn json_output(
+    args: &RunArgs,
+    target: &Path,
+    targets: &[(PathBuf, bool)],
+) -> Result<Option<Output>> {
+    output("--json", args.output.json.as_deref(), args, target, targets)
 }
 
 /// An output of the run (`--json`, `--html`), checked as the results document is.
@@ -201,11 +212,13 @@ fn output(
     path: Option<&Path>,
     args: &RunArgs,
     target: &Path,
+    targets: &[(PathBuf, bool)],
 ) -> Result<Option<Output>> {
     let Some(path) = path else {
         return Ok(None);
     };
     let mut avoid: Vec<&Path> = vec![target];
+    avoid.extend(targets.iter().map(|(t, _)| t.as_path()));
     if let Some(job) = &args.job {
         avoid.push(job);
     }
@@ -274,8 +287,14 @@ fn run(args: RunArgs) -> Result<Ending> {
         notes,
         first_look,
         target_is_file,
+        targets,
     } = request(&request_options(&args)?).map_err(usage)?;
     check_print_fio(&args, &target)?;
+    if args.print_fio && targets.len() > 1 {
+        return Err(usage(
+            "--print-fio of a run of several targets is not written yet; give one TARGET",
+        ));
+    }
     if args.print_fio {
         stormark_spec::fio_check(&workload.jobs, &target.display().to_string())
             .map_err(|e| usage(format!("--print-fio: {e}")))?;
@@ -309,8 +328,14 @@ fn run(args: RunArgs) -> Result<Ending> {
     }) {
         stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
     }
-    let json = json_output(&args, &target)?;
-    let html = output("--html", args.output.html.as_deref(), &args, &target)?;
+    let json = json_output(&args, &target, &targets)?;
+    let html = output(
+        "--html",
+        args.output.html.as_deref(),
+        &args,
+        &target,
+        &targets,
+    )?;
     let metrics = args
         .output
         .metrics_listen
@@ -327,6 +352,14 @@ fn run(args: RunArgs) -> Result<Ending> {
             out!("{text}");
         }
     }
+    let to_stderr = json.as_ref().is_some_and(Output::is_stdout);
+    let pace = Pace::choose(
+        args.output.progress.as_deref(),
+        args.output.quiet,
+        std::io::stderr().is_terminal(),
+    )
+    .map_err(usage)?;
+    let watch = std::cell::RefCell::new(Watch::new(metrics.as_deref(), to_stderr, pace));
     let (stop, abandon) = ctrl_c(workload.jobs.iter().any(|j| j.s3.is_some()))?;
     let opts = TargetOptions {
         path: target,
@@ -347,6 +380,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     notes.extend(auto.iter().map(|r| format!("auto: {r}")));
     let runner = Runner {
         workload: &workload,
+        targets: &targets,
         shape: &shape,
         fleet: fleet.as_ref(),
         opts: &opts,
@@ -355,8 +389,8 @@ fn run(args: RunArgs) -> Result<Ending> {
         policy,
         notes: &notes,
         json: json.as_ref(),
-        metrics: metrics.as_deref(),
         quiet: args.output.quiet,
+        watch: &watch,
     };
     let (reps, outcome) = runner.repetitions(repeat)?;
     let mut results = combine_repetitions(reps);
@@ -371,12 +405,21 @@ fn run(args: RunArgs) -> Result<Ending> {
     if let Outcome::Refused(msg) = &outcome {
         bail!(Usage(msg.clone()));
     }
-    if json.as_ref().is_some_and(Output::is_stdout) {
-        // The document owns standard output; the table goes to standard error.
-        eprint!("{}", Terminal.render(&results));
+    // The target and each phase's table were said as they came (the document owning
+    // standard output, on standard error): the summary follows them.
+    let mut watch = watch.borrow_mut();
+    watch.finish();
+    let summary = if watch.target_said || watch.phases_said > 0 {
+        let mut text = match (&results.target, watch.target_said) {
+            (Some(t), false) => stormark_report::target_line(t),
+            _ => String::new(),
+        };
+        text.push_str(&stormark_report::summary_after_phases(&results));
+        text
     } else {
-        out!("{}", Terminal.render(&results));
-    }
+        Terminal.render(&results)
+    };
+    watch.say(&summary);
     if !write_failed.is_empty() {
         for msg in &write_failed {
             eprintln!("error: {msg}");
@@ -498,6 +541,8 @@ fn write_outputs(
 /// What every repetition of a run shares.
 struct Runner<'a> {
     workload: &'a stormark_spec::Workload,
+    /// A run of several targets: each, and whether it is a file to make.
+    targets: &'a [(PathBuf, bool)],
     shape: &'a stormark_plan::Shape,
     fleet: Option<&'a Fleet>,
     opts: &'a TargetOptions,
@@ -506,8 +551,8 @@ struct Runner<'a> {
     policy: OnAgentFailure,
     notes: &'a [String],
     json: Option<&'a Output>,
-    metrics: Option<&'a stormark_report::LiveMetrics>,
     quiet: bool,
+    watch: &'a std::cell::RefCell<Watch<'a>>,
 }
 
 impl Runner<'_> {
@@ -525,6 +570,25 @@ impl Runner<'_> {
         for rep in 1..=repeat {
             let mut results = Results::new(crate::command_line());
             let agents: Vec<Box<dyn Agent>> = match self.fleet {
+                // Several targets: an agent each, driven as one host.
+                None if self.targets.len() > 1 => vec![Box::new(SeveralTargets::new(
+                    self.targets
+                        .iter()
+                        .map(|(path, is_file)| {
+                            let opts = TargetOptions {
+                                path: path.clone(),
+                                create_file: *is_file,
+                                ..self.opts.clone()
+                            };
+                            (
+                                path.display().to_string(),
+                                LocalAgent::new(opts)
+                                    .with_stop(self.stop.clone())
+                                    .with_abandon(self.abandon.clone()),
+                            )
+                        })
+                        .collect(),
+                ))],
                 None => vec![Box::new(
                     LocalAgent::new(self.opts.clone())
                         .with_stop(self.stop.clone())
@@ -585,12 +649,17 @@ impl Runner<'_> {
         let mut coordinator = Coordinator::new(agents, self.stop.clone())
             .on_agent_failure(self.policy)
             .remove_failed_hosts_objects(self.opts, host_endpoints.to_vec());
-        let show_live = !self.quiet && std::io::stderr().is_terminal();
-        let mut line = LiveLine::new();
-        let mut stderr = std::io::stderr();
+        let watch = self.watch;
+        watch.borrow_mut().repetition();
         let mut plan = Plan::new(self.shape, self.workload, hosts);
         let mut next = |r: &mut Results| {
             let step = plan.next(r);
+            watch.borrow_mut().planned(
+                self.workload,
+                step.as_ref(),
+                plan.steps_left(),
+                plan.search_so_far().as_ref(),
+            );
             if step.is_some() || !last {
                 write_partial(self.json, reps, r);
             }
@@ -599,38 +668,7 @@ impl Runner<'_> {
         let outcome = coordinator.run_steps(
             self.workload,
             results,
-            &mut |event| {
-                if let Some(m) = self.metrics {
-                    match &event {
-                        Live::PhaseStarted { name } => m.phase(name),
-                        Live::Second {
-                            interval, hosts, ..
-                        } => {
-                            m.second(interval);
-                            m.hosts(hosts);
-                        }
-                        Live::PhaseDone { phase, hosts } => m.phase_done(phase, hosts),
-                        _ => {}
-                    }
-                }
-                if let Live::HostFailed { host, message } = &event {
-                    // Said even with --quiet: the run goes on without this host, or stops.
-                    let _ = writeln!(stderr, "{}agent {host} failed: {message}", line.clear());
-                    return;
-                }
-                if !show_live {
-                    return;
-                }
-                let text = match event {
-                    Live::Second {
-                        phase, interval, ..
-                    } => line.second(phase, interval),
-                    Live::PhaseDone { .. } => line.clear(),
-                    Live::PhaseStarted { .. } | Live::HostFailed { .. } => return,
-                };
-                let _ = stderr.write_all(text.as_bytes());
-                let _ = stderr.flush();
-            },
+            &mut |event| watch.borrow_mut().event(&event),
             &mut next,
         );
         plan.finish(results, outcome == Outcome::Completed);

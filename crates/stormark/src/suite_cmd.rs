@@ -13,7 +13,7 @@ use stormark_plan::{
     hosts, suite_file_steps, suite_steps, suite_stops, HostsOptions, SuiteOptions, SuiteStep,
     SUITES,
 };
-use stormark_report::{suite_html, suite_markdown, suite_terminal, Output};
+use stormark_report::{suite_html, suite_markdown, suite_step_line, suite_terminal, Output};
 use stormark_stats::{
     format_rfc3339, step_figures, suite_verdicts, Results, RunStatus, StepOutcome, StepResult,
     SuiteSummary, SUITE_SCHEMA,
@@ -368,6 +368,7 @@ impl Runner<'_> {
     /// Runs a batch (steps that run together) and waits for every one.
     fn run(&self, batch: &[SuiteStep], first: usize, total: usize) -> Vec<StepOutcome> {
         let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("stormark"));
+        let began = Instant::now();
         let mut started: Vec<(StepOutcome, Option<Child>)> = Vec::new();
         for (k, s) in batch.iter().enumerate() {
             let n = first + k + 1;
@@ -451,7 +452,8 @@ impl Runner<'_> {
         }
         started
             .into_iter()
-            .map(|(mut o, child)| {
+            .enumerate()
+            .map(|(k, (mut o, child))| {
                 let Some(child) = child else { return o };
                 let pid = child.id();
                 let done = child.wait_with_output();
@@ -468,6 +470,11 @@ impl Runner<'_> {
                     Err(e) => o.why = Some(format!("lost the step: {e}")),
                 }
                 self.read_back(&mut o);
+                // Said as the step ends, so that a long suite shows its life.
+                outln!(
+                    "{}",
+                    suite_step_line(&o, first + k + 1, total, began.elapsed().as_secs_f64())
+                );
                 o
             })
             .collect()

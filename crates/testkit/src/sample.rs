@@ -41,6 +41,7 @@ pub fn sample_results() -> stormark_stats::Results {
         workers: 1,
         iodepth: 8,
         rate_iops: None,
+        target: None,
         working_set_bytes: 1 << 30,
     };
     let keys: Vec<WorkerKey> = (0..2)

@@ -167,7 +167,9 @@ fn merge_second(
 ) {
     match snap {
         Second::Whole(snap) => acc.add(key, interval, &snap),
-        Second::Parts(ops, errors) => acc.add_parts(key, interval, &ops, &errors),
+        Second::Parts(ops, errors, verified) => {
+            acc.add_parts(key, interval, &ops, (&errors, verified))
+        }
     }
     for interval in &acc.close_ready().to_vec() {
         live(Live::Second {

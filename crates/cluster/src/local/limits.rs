@@ -24,6 +24,8 @@ pub(super) struct Need {
     pub reads: bool,
     pub writes: bool,
     pub data: DataShape,
+    /// Its workers open one file or device each (a target used in place), not their files.
+    pub existing: bool,
 }
 
 impl Need {
@@ -65,7 +67,14 @@ impl Need {
                 dedup_set: u64::from(job.dedup_working_set.is_some()),
                 dedup_set_seed: 0,
             },
+            existing: false,
         }
+    }
+
+    /// The same, on a target used in place (`existing`) or a run directory.
+    pub fn on(mut self, existing: bool) -> Need {
+        self.existing = existing;
+        self
     }
 
     fn buffer_bytes(&self) -> u128 {
@@ -85,17 +94,17 @@ impl Need {
         u128::from(self.workers) * one
     }
 
-    fn open_files(&self, existing: bool) -> u64 {
+    fn open_files(&self) -> u64 {
         match self.backend {
             Backend::Null | Backend::S3 | Backend::Net => 0,
-            _ if existing => self.workers,
+            _ if self.existing => self.workers,
             _ => self.workers.saturating_mul(self.files),
         }
     }
 }
 
-/// Checks one stage (jobs that run at the same time). `existing`: one file or device.
-pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentError> {
+/// Checks one stage (jobs that run at the same time, on one target or several of this host).
+pub(super) fn check_stage(jobs: &[Need]) -> Result<(), AgentError> {
     let buffers: u128 = jobs.iter().map(Need::buffer_bytes).sum();
     if let Some(avail) = mem_available() {
         let budget = (avail as f64 * BUFFER_SHARE) as u128;
@@ -123,7 +132,7 @@ pub(super) fn check_stage(jobs: &[Need], existing: bool) -> Result<(), AgentErro
             }));
         }
     }
-    let files: u64 = jobs.iter().map(|n| n.open_files(existing)).sum();
+    let files: u64 = jobs.iter().map(Need::open_files).sum();
     // Room for the process's own descriptors (rings, sockets, the sampler).
     let needed = files.saturating_add(64);
     let limit = raise_nofile(needed);
@@ -181,30 +190,42 @@ mod tests {
             reads: true,
             writes: false,
             data: DataShape::default(),
+            existing: false,
         }
     }
 
     #[test]
     fn huge_buffers_and_file_counts_are_refused() {
-        let e = check_stage(&[need(4096, 1, 1 << 30, 4096)], false).unwrap_err();
+        let e = check_stage(&[need(4096, 1, 1 << 30, 4096)]).unwrap_err();
         assert!(e.to_string().contains("I/O buffers need"), "{e}");
         // An S3 job's refusal names its own options and readable sizes.
         let s3 = Need {
             backend: Backend::S3,
             ..need(4096, 1, 5 << 30, 1)
         };
-        let e = check_stage(&[s3], false).unwrap_err().to_string();
+        let e = check_stage(&[s3]).unwrap_err().to_string();
         assert!(
             e.contains("--obj-size or --concurrency")
                 && e.contains("5.0 GiB")
                 && !e.contains("--bs"),
             "{e}"
         );
-        let e = check_stage(&[need(4096, 65536, 4096, 1)], false).unwrap_err();
+        let e = check_stage(&[need(4096, 65536, 4096, 1)]).unwrap_err();
         assert!(e.to_string().contains("ulimit -n"), "{e}");
-        assert!(check_stage(&[need(4, 2, 4096, 32)], false).is_ok());
+        assert!(check_stage(&[need(4, 2, 4096, 32)]).is_ok());
         // One file or device: one descriptor per worker, whatever --files says.
-        assert!(check_stage(&[need(4, 65536, 4096, 1)], true).is_ok());
+        assert!(check_stage(&[need(4, 65536, 4096, 1).on(true)]).is_ok());
+        // Several targets at once (issue 55): each fits alone, together they do not.
+        if let Some(avail) = mem_available() {
+            // A read-only worker of depth 1 holds one block: 30 % of what is available each.
+            let bs = (avail as f64 * 0.3) as u64 / 4096 * 4096;
+            assert!(check_stage(&[need(1, 1, bs, 1)]).is_ok());
+            let e = check_stage(&[need(1, 1, bs, 1), need(1, 1, bs, 1)]).unwrap_err();
+            assert!(e.to_string().contains("I/O buffers need"), "{e}");
+        }
+        let files = |existing| need(4096, 32768, 4096, 1).on(existing);
+        assert!(check_stage(&[files(true), files(true)]).is_ok());
+        assert!(check_stage(&[files(true), files(false)]).is_err());
         // Writes cycle through a 4 MiB pool per worker: counted.
         let writer = Need {
             writes: true,

@@ -52,9 +52,16 @@ impl LocalAgent {
         };
         // A trim is a synchronous call (fallocate to punch a hole, BLKDISCARD), as fio's
         // engines make it too.
-        if backend == Backend::IoUring && job.rw.trims() {
+        let trims = backend == Backend::IoUring && job.rw.trims();
+        let backend = if trims {
             push_once(notes, format!("job {}: trims are synchronous calls (a hole punched, a discard), one at a time: run by psync", job.name));
-            return Ok(Backend::Psync);
+            Backend::Psync
+        } else {
+            backend
+        };
+        rules::check_ring(job, backend, &self.opts.path)?;
+        if trims {
+            return Ok(backend);
         }
         if backend == Backend::IoUring && job.iodepth > 4 {
             io_uring_depth_ok(job.iodepth).map_err(|e| {
@@ -115,11 +122,13 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
-            if let Some((key, p)) = job
-                .size_pct
-                .map(|p| ("--size", p))
-                .or(job.offset_pct.map(|p| ("--offset", p)))
-            {
+            // A share of the job's own files' size is their start, and those are used from
+            // their start (noted below); a share of a file the jobs name is not run here.
+            let pct = job.size_pct.map(|p| ("--size", p)).or(job
+                .offset_pct
+                .filter(|_| job.filename.is_some())
+                .map(|p| ("--offset", p)));
+            if let Some((key, p)) = pct {
                 return Err(AgentError::option(
                     format!("{key} {p}%"),
                     format!(
@@ -128,7 +137,8 @@ impl LocalAgent {
                     ),
                 ));
             }
-            if job.filename.is_none() && (job.offset > 0 || job.offset_increment > 0) {
+            let offset = job.offset > 0 || job.offset_pct.is_some_and(|p| p > 0);
+            if job.filename.is_none() && (offset || job.offset_increment > 0) {
                 push_once(
                     &mut validated.notes,
                     format!(
@@ -300,10 +310,10 @@ impl LocalAgent {
             let mut needs = Vec::new();
             for job in stage {
                 let backend = self.resolve_backend(job, &mut v.notes)?;
-                needs.push(limits::Need::of(job, backend));
+                needs.push(limits::Need::of(job, backend).on(true));
                 runs.push(JobRun::without_files(job, backend));
             }
-            limits::check_stage(&needs, true)?;
+            limits::check_stage(&needs)?;
             self.stages.push(runs);
         }
         self.place = None;

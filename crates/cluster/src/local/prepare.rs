@@ -130,6 +130,7 @@ impl LocalAgent {
                 workers: objects.len() as u32,
                 iodepth: 1,
                 rate_iops: None,
+                target: None,
                 working_set_bytes: self.object_bytes(),
             });
         }
@@ -227,6 +228,7 @@ impl LocalAgent {
                 workers: workers as u32,
                 iodepth: 4,
                 rate_iops: None,
+                target: None,
                 working_set_bytes,
             },
         }))

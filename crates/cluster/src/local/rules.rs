@@ -98,3 +98,56 @@ fn read_only(file: &File) -> bool {
     let r = unsafe { libc::ioctl(file.as_raw_fd(), BLKROGET, &mut ro) };
     r == 0 && ro != 0
 }
+
+/// fio's io_uring options (`fixedbufs`, `registerfiles`, `sqthread_poll`, `hipri`): refused
+/// before any load where the job does not run on io_uring, where this kernel refuses the ring
+/// asked for, or (`hipri`) where the I/O is not direct or the device under `target` has no
+/// poll queues, whose I/Os would each fail.
+pub(super) fn check_ring(
+    job: &stormark_spec::Job,
+    backend: stormark_engine::Backend,
+    target: &Path,
+) -> Result<(), AgentError> {
+    let ring = job.ring;
+    let Some((key, _)) = ring.keys().into_iter().find(|(_, on)| *on) else {
+        return Ok(());
+    };
+    let refuse = |why: String| AgentError::job(&job.name, format!("{key}: {why}"));
+    if backend != stormark_engine::Backend::IoUring {
+        let why = if job.rw.trims() {
+            "an io_uring option; trims run one at a time by psync: leave it out".to_string()
+        } else {
+            format!(
+                "an io_uring option, and this job runs {}: give --engine io_uring",
+                backend.name()
+            )
+        };
+        return Err(refuse(why));
+    }
+    stormark_engine::io_uring_features_ok(ring)
+        .map_err(|e| refuse(format!("this kernel refuses it ({e})")))?;
+    if ring.hipri {
+        if job.direct != stormark_spec::Direct::Yes {
+            return Err(AgentError::job(
+                &job.name,
+                "hipri: polled completions are for direct I/O only: give --direct",
+            ));
+        }
+        let media = stormark_probe::target_media(target);
+        let device = media.device.unwrap_or_default();
+        let polls = std::fs::read_to_string(format!("/sys/block/{device}/queue/io_poll"))
+            .is_ok_and(|v| v.trim() == "1");
+        if !polls {
+            let on = if device.is_empty() {
+                "no block device".to_string()
+            } else {
+                format!("{device}, which has no poll queues (queue/io_poll is 0; NVMe's poll_queues module option makes some)")
+            };
+            return Err(AgentError::job(
+                &job.name,
+                format!("hipri: polled completions need a device with poll queues; this target is on {on}"),
+            ));
+        }
+    }
+    Ok(())
+}

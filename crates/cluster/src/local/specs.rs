@@ -74,6 +74,7 @@ impl JobRun {
                 load.iodepth.unwrap_or(self.job.iodepth)
             },
             rate_iops: load.rate_iops.or(self.job.rate_iops.map(f64::from)),
+            target: None,
             // One file or device, or a job's own file its workers share.
             working_set_bytes: if existing || self.job.filename.is_some() {
                 len

@@ -24,20 +24,36 @@ impl LocalAgent {
         index: usize,
         load: &StageLoad,
     ) -> Result<(), AgentError> {
+        limits::check_stage(&self.stage_needs(index, load)?)
+    }
+
+    /// Stages of several agents of this host that run at once (a run of several targets,
+    /// each agent's stage given): their memory and open files checked together, as one
+    /// stage's are.
+    pub(crate) fn check_limits_together(
+        stages: &[(&LocalAgent, usize)],
+        load: &StageLoad,
+    ) -> Result<(), AgentError> {
+        let mut needs = Vec::new();
+        for (agent, index) in stages {
+            needs.extend(agent.stage_needs(*index, load)?);
+        }
+        limits::check_stage(&needs)
+    }
+
+    /// What each job of stage `index` needs under `load`.
+    fn stage_needs(&self, index: usize, load: &StageLoad) -> Result<Vec<limits::Need>, AgentError> {
+        let existing = matches!(self.place, Some(Where::Existing { .. } | Where::Lun(_)));
         let mut needs = Vec::new();
         for r in &self.stages[index] {
             r.check_load(load)?;
-            let mut n = limits::Need::of(&r.job, r.backend);
+            let mut n = limits::Need::of(&r.job, r.backend).on(existing);
             n.workers = r.workers(load) as u64;
             n.bs_max = load.bs.unwrap_or(n.bs_max);
             n.iodepth = load.iodepth.map_or(n.iodepth, u64::from);
             needs.push(n);
         }
-        limits::check_stage(
-            &needs,
-            matches!(self.place, Some(Where::Existing { .. } | Where::Lun(_))),
-        )?;
-        Ok(())
+        Ok(needs)
     }
 
     /// The worker specs of stage `index` under `load`, each with its files or its job's work

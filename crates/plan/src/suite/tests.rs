@@ -14,13 +14,18 @@ fn disks_alone_then_together() {
         ..opts()
     };
     let s = suite_steps("disks", &o).unwrap();
-    assert_eq!(s.len(), 3 * 4 + 3 * 4);
+    assert_eq!(s.len(), 3 * 4 + 4);
     assert_eq!(s[0].name, "disks/sdb/randwrite-4k");
     assert_eq!(s[4].subject.as_deref(), Some("a"));
     assert_eq!(s[8].subject.as_deref(), Some("a-2"));
-    assert!(s[..12].iter().all(|s| s.together.is_none()));
-    assert_eq!(s[12].together.as_deref(), Some("disks/all/randwrite-4k"));
-    assert_eq!(s[12].args[..2], ["run", "/dev/sdb"]);
+    assert!(s.iter().all(|s| s.together.is_none()));
+    // Issue 55: all at once is one run over every disk.
+    assert_eq!(s[12].name, "disks/all/randwrite-4k");
+    assert_eq!(s[12].subject, None);
+    assert_eq!(
+        s[12].args[..5],
+        ["run", "/dev/sdb", "/mnt/a/", "/mnt/b/a", "--rw"]
+    );
     assert!(s[0].args.windows(2).any(|w| w == ["--time", "1s"]));
     assert!(s[0].args.contains(&"--auto".to_string()));
     let names: std::collections::BTreeSet<_> = s.iter().map(|s| &s.name).collect();

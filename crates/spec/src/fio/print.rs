@@ -109,6 +109,11 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 job.iodepth_batch_complete
             ));
         }
+        for (key, on) in job.ring.keys() {
+            if on {
+                out.push_str(&format!("{key}=1\n"));
+            }
+        }
         // The size stormark uses: the job's, or for files it makes its default (fio needs
         // one); a whole file or device (`filename=`) is fio's default too.
         match job.size {

@@ -8,7 +8,7 @@ use crate::workload::{JobOpts, Source};
 /// Jobs on different files of one directory (fio's `directory=` with a `filename=` per job, or
 /// files named whole in one directory): the directory is the target and each job names its
 /// own file there, shared by its clones and by every job naming it; `--print-fio` writes it
-/// back per job. Files in different directories, or devices, are more than one target.
+/// back per job. Files in different directories, or devices, are each a target of their own.
 #[test]
 fn jobs_on_different_files_of_one_directory() {
     let f = parse(
@@ -39,20 +39,26 @@ fn jobs_on_different_files_of_one_directory() {
     assert_eq!(f.file.target.as_deref(), Some("/mnt/x/f"));
     assert!(f.target_is_file);
     assert_eq!(jobs(&f)[0].filename, None);
-    // More than one target: said for a run without a TARGET of its own (one replaces them).
-    for (text, why) in [
+    // More than one target (issue 55): each job on its own, jobs naming one sharing it.
+    for (text, targets) in [
         (
-            "[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/y/two\n",
-            "different directories",
+            "[a]\nfilename=/mnt/x/one\n[b]\nfilename=/mnt/y/two\n[c]\nfilename=/mnt/x/one\n",
+            [("/mnt/x/one", true), ("/mnt/y/two", true)],
         ),
         (
-            "[a]\nfilename=/dev/null\n[b]\nfilename=/dev/zero\n",
-            "devices",
+            "[a]\nfilename=/dev/null\n[b]\nfilename=/dev/zero\n[c]\nfilename=/dev/null\n",
+            [("/dev/null", true), ("/dev/zero", true)],
+        ),
+        (
+            "[a]\ndirectory=/mnt/x\n[b]\ndirectory=/mnt/y\n[c]\ndirectory=/mnt/x\n",
+            [("/mnt/x", false), ("/mnt/y", false)],
         ),
     ] {
         let f = parse(text).unwrap();
-        let e = f.targets_conflict.unwrap();
-        assert!(e.contains(why), "{text}: {e}");
+        let several = f.several.unwrap();
+        let want: Vec<(String, bool)> = targets.iter().map(|(t, f)| (t.to_string(), *f)).collect();
+        assert_eq!(several.targets, want, "{text}");
+        assert_eq!(several.of_job, [Some(0), Some(1), Some(0)], "{text}");
         assert_eq!(f.file.target, None);
     }
     let e = parse("[global]\ndirectory=/d\n[a]\nfilename=j0.w0.f0\n[b]\nfilename=x\n")

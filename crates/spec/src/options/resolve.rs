@@ -97,6 +97,7 @@ impl JobOpts {
             offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
             loops: self.loops,
             rate_poisson: self.rate_poisson.unwrap_or(false),
+            target: None,
             thinktime: self.thinktime.unwrap_or_default(),
             thinktime_spin: self
                 .thinktime_spin
@@ -138,6 +139,7 @@ impl JobOpts {
             verify_interval: self.verify_interval.filter(|_| verify),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            ring: self.ring(),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
             flow: self.flow(),

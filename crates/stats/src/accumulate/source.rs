@@ -20,7 +20,7 @@ impl Source {
     /// What it amounts to once the phase ended.
     pub(super) fn settled(self) -> Figures {
         match self {
-            Source::Full(s) => Figures::Full(*s),
+            Source::Full(s) => Figures::Full(s),
             Source::Remote(r) => r.settled(),
         }
     }
@@ -120,7 +120,7 @@ impl Remote {
     fn settled(mut self: Box<Self>) -> Figures {
         self.merge_recent();
         let Remote { ops, errors, .. } = *self;
-        Figures::Counts(Box::new(ops), errors)
+        Figures::Counts(Box::new(ops), Box::new(errors))
     }
 }
 
@@ -128,15 +128,15 @@ impl Remote {
 /// remote agent's histograms as their non-zero counts.
 #[derive(Debug)]
 pub(super) enum Figures {
-    Full(Snapshot),
-    Counts(Box<[Option<SparseRecord>; Op::COUNT]>, ErrorTally),
+    Full(Box<Snapshot>),
+    Counts(Box<[Option<SparseRecord>; Op::COUNT]>, Box<ErrorTally>),
 }
 
 impl Figures {
     /// The snapshot it amounts to (a remote source's histograms made whole, one at a time).
     pub(super) fn into_snapshot(self) -> Snapshot {
         match self {
-            Figures::Full(s) => s,
+            Figures::Full(s) => *s,
             Figures::Counts(ops, errors) => {
                 let mut s = Snapshot::new();
                 for (i, r) in ops.iter().enumerate() {
@@ -144,7 +144,7 @@ impl Figures {
                         *s.op_mut(Op::ALL[i]) += r;
                     }
                 }
-                s.errors = errors;
+                s.errors = *errors;
                 s
             }
         }
@@ -160,13 +160,13 @@ impl Figures {
                         *m.get_or_insert_with(SparseRecord::default) += r;
                     }
                 }
-                *tally += &t;
+                **tally += &t;
             }
             (me, other) => {
-                let mine = std::mem::replace(me, Figures::Full(Snapshot::new()));
+                let mine = std::mem::replace(me, Figures::Full(Box::default()));
                 let mut s = mine.into_snapshot();
                 other.add_into(&mut s);
-                *me = Figures::Full(s);
+                *me = Figures::Full(Box::new(s));
             }
         }
     }

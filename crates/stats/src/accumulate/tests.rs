@@ -12,6 +12,7 @@ fn job(name: &str) -> PhaseJob {
         iodepth: 1,
         working_set_bytes: 0,
         rate_iops: None,
+        target: None,
     }
 }
 
@@ -363,7 +364,7 @@ proptest::proptest! {
                 }
                 let s = r.take();
                 whole.add(*key, t as u32, &s);
-                counts.add_parts(*key, t as u32, &parts(&s), &s.errors);
+                counts.add_parts(*key, t as u32, &parts(&s), (&s.errors, s.verified));
             }
         }
         for key in keys {
@@ -395,7 +396,7 @@ fn a_source_sent_as_counts_then_whole_keeps_every_count() {
     let seconds: Vec<Snapshot> = (0..5u64).map(|t| snap(3 + t, 1_000 * (t + 1))).collect();
     for (t, s) in seconds.iter().enumerate() {
         if t < 3 {
-            both.add_parts(key, t as u32, &parts(s), &s.errors);
+            both.add_parts(key, t as u32, &parts(s), (&s.errors, s.verified));
         } else {
             both.add(key, t as u32, s);
         }
@@ -410,4 +411,47 @@ fn a_source_sent_as_counts_then_whole_keeps_every_count() {
     assert_eq!(a.by_host["h0"].total.ops, 3 + 4 + 5 + 6 + 7);
     assert_eq!(a.by_host, b.by_host);
     assert_eq!(a.histograms, b.histograms);
+}
+
+/// Issue 55: jobs on several targets give each target its figures from its own merged
+/// histogram, the total their sum; a run of one target has none.
+#[test]
+fn by_target_sums_to_the_total_and_keeps_each_targets_latency() {
+    let keys: Vec<WorkerKey> = (0..3)
+        .map(|j| WorkerKey {
+            host: 0,
+            job: j,
+            worker: 0,
+        })
+        .collect();
+    let on = |name: &str, t: &str| PhaseJob {
+        target: Some(t.into()),
+        ..job(name)
+    };
+    let jobs = vec![on("a@1", "/d1"), on("b@1", "/d1"), on("a@2", "/d2")];
+    let mut acc = PhaseAccumulator::new("run", vec!["h".into()], jobs, &keys);
+    acc.add(keys[0], 0, &snap(10, 1_000));
+    acc.add(keys[1], 0, &snap(20, 1_000));
+    acc.add(keys[2], 0, &snap(5, 900_000));
+    for k in &keys {
+        acc.worker_done(*k, 1_000_000_000);
+    }
+    let p = acc.finish(0, 1_000_000_000);
+    assert_eq!(p.by_target.len(), 2);
+    assert_eq!(p.by_target["/d1"].total.ops, 30);
+    assert_eq!(p.by_target["/d2"].total.ops, 5);
+    let sum: u64 = p.by_target.values().map(|b| b.total.ops).sum();
+    assert_eq!(sum, p.total.ops);
+    let bytes: u64 = p.by_target.values().map(|b| b.total.bytes).sum();
+    assert_eq!(bytes, p.total.bytes);
+    let lat = |t: &str| p.by_target[t].total.latency_ns.as_ref().unwrap().p50;
+    assert!(
+        lat("/d2") > 100 * lat("/d1"),
+        "each target its own histogram"
+    );
+    // One target: no by_target.
+    let mut one = PhaseAccumulator::new("run", vec!["h".into()], vec![on("a", "/d1")], &keys[..1]);
+    one.add(keys[0], 0, &snap(3, 1_000));
+    one.worker_done(keys[0], 1_000_000_000);
+    assert!(one.finish(0, 1_000_000_000).by_target.is_empty());
 }

@@ -280,3 +280,47 @@ fn interference_names_the_victims_p99_before_during_and_after() {
     assert_eq!(i.severity, Severity::Info);
     assert!(i.message.ends_with("not measured after"), "{}", i.message);
 }
+
+/// Issue 55: every disk at once is one run; its slowest disk comes from the run's `by_target`,
+/// named as the steps of each disk alone name it.
+#[test]
+fn the_slowest_disk_at_once_comes_from_by_target() {
+    let alone = |name: &str, disk: &str, path: &str, ops: f64| StepOutcome {
+        command: vec!["stormark".into(), "run".into(), path.into()],
+        ..outcome(name, "randread-4k", Some(disk), false, ops)
+    };
+    let mut all = outcome("all/r", "randread-4k", None, false, 1500.0);
+    all.figures.as_mut().unwrap().by_target = [
+        ("/dev/sdb", 1000.0),
+        ("/dev/sdc", 400.0),
+        ("/dev/sdd", 900.0),
+    ]
+    .into_iter()
+    .map(|(t, ops)| {
+        (
+            t.to_string(),
+            TargetFigures {
+                ops_per_s: ops,
+                bw_bytes_per_s: ops * 4096.0,
+            },
+        )
+    })
+    .collect();
+    let steps = vec![
+        alone("sdb/r", "sdb", "/dev/sdb", 1000.0),
+        alone("sdc/r", "sdc", "/dev/sdc", 1000.0),
+        alone("sdd/r", "sdd", "/dev/sdd", 1000.0),
+        all,
+    ];
+    let v = suite_verdicts(&steps);
+    let together = v.iter().find(|v| v.code == "disks-together").unwrap();
+    assert!((together.evidence["ratio"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+    assert_eq!(together.evidence["slowest_at_once"], "sdc");
+    let r = together.evidence["slowest_at_once_ratio"].as_f64().unwrap();
+    assert!((r - 400.0 / 900.0).abs() < 1e-9, "{r}");
+    assert!(
+        together.message.contains("slowest at once: sdc"),
+        "{}",
+        together.message
+    );
+}

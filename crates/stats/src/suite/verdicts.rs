@@ -152,15 +152,63 @@ pub(super) fn disks_together(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
         let together = of(&|s| s.together.is_some() || s.subject.is_none());
         if let (Some(alone), Some(together)) = (alone, together) {
             let ratio = together / alone;
+            // The slowest disk while all ran at once, from the run's by_target.
+            let slowest = disks
+                .iter()
+                .find(|s| s.workload == w && s.subject.is_none())
+                .and_then(|s| slowest_target(s, w))
+                .map(|(path, r)| {
+                    // Named as the steps of each disk alone name it (`stormark run PATH ...`).
+                    let label = disks
+                        .iter()
+                        .find(|s| s.together.is_none() && s.command.get(2) == Some(&path))
+                        .and_then(|s| s.subject.clone());
+                    (label.unwrap_or(path), r)
+                });
+            let mut message =
+                format!("{w}: every disk at once gave {ratio:.2}x the sum of each alone");
+            let mut evidence = serde_json::json!({"workload": w, "together": together, "sum_alone": alone, "ratio": ratio});
+            if let Some((disk, of_median)) = &slowest {
+                message.push_str(&format!(
+                    "; slowest at once: {disk}, {of_median:.2}x the median disk"
+                ));
+                evidence["slowest_at_once"] = serde_json::json!(disk);
+                evidence["slowest_at_once_ratio"] = serde_json::json!(of_median);
+            }
             out.push(verdict(
-                if ratio < 0.8 { Severity::Warning } else { Severity::Info },
+                if ratio < 0.8 {
+                    Severity::Warning
+                } else {
+                    Severity::Info
+                },
                 "disks-together",
-                format!("{w}: every disk at once gave {ratio:.2}x the sum of each alone"),
-                serde_json::json!({"workload": w, "together": together, "sum_alone": alone, "ratio": ratio}),
+                message,
+                evidence,
             ));
         }
     }
     out
+}
+
+/// The slowest target of a step that ran every disk at once (its figures' `by_target`), and
+/// its share of the median target: IOPS for small blocks, bytes a second for large ones, as
+/// [`figure`] picks.
+fn slowest_target(s: &StepOutcome, w: &str) -> Option<(String, f64)> {
+    let by = &s.figures.as_ref()?.by_target;
+    if by.len() < 2 {
+        return None;
+    }
+    let large = w.ends_with("-1m") || w.ends_with("-16m");
+    let of = |f: &crate::suite::TargetFigures| {
+        if large {
+            f.bw_bytes_per_s
+        } else {
+            f.ops_per_s
+        }
+    };
+    let mid = median(by.values().map(of).collect());
+    let (disk, f) = by.iter().min_by(|a, b| of(a.1).total_cmp(&of(b.1)))?;
+    (mid > 0.0).then(|| (disk.clone(), of(f) / mid))
 }
 
 /// The host whose throughput is furthest from the median of the hosts, over every step that
