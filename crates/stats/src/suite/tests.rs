@@ -255,6 +255,7 @@ fn interference_names_the_victims_p99_before_during_and_after() {
         );
         o.part = "interference".into();
         let f = o.figures.as_mut().unwrap();
+        f.spread = Some(0.02);
         f.p99_by_op_ns.insert("read".into(), p99_ms * 1_000_000);
         f.by_host = [
             ("agg".to_string(), 90_000.0),
@@ -279,6 +280,17 @@ fn interference_names_the_victims_p99_before_during_and_after() {
     let i = v.iter().find(|v| v.code == "interference").unwrap();
     assert_eq!(i.severity, Severity::Info);
     assert!(i.message.ends_with("not measured after"), "{}", i.message);
+    // One-second steps: said to be too short, never a warning.
+    let mut during = step("during", 8);
+    during.figures.as_mut().unwrap().spread = None;
+    let v = suite_verdicts(&[step("before", 1), during]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Info);
+    assert!(
+        i.message.ends_with("(run without --smoke)"),
+        "{}",
+        i.message
+    );
 }
 
 /// Issue 55: every disk at once is one run; its slowest disk comes from the run's `by_target`,
