@@ -8,10 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use stormark_testkit::{
-    certificates, entries, read_json, require_netns, require_tool, temp_dir, text, NetCluster,
-    TempDir,
-};
+use stormark_testkit::{entries, read_json, require_netns, temp_dir, text, NetCluster, TempDir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -27,6 +24,15 @@ struct Setup {
 
 impl Setup {
     fn new(test: &str, hosts: usize) -> Option<Setup> {
+        Setup::build(test, hosts, false)
+    }
+
+    /// Every agent allowed the same directory, each making its own run directory there.
+    fn shared(test: &str, hosts: usize) -> Option<Setup> {
+        Setup::build(test, hosts, true)
+    }
+
+    fn build(test: &str, hosts: usize, shared: bool) -> Option<Setup> {
         if !require_netns(test) {
             return None;
         }
@@ -41,8 +47,13 @@ impl Setup {
             targets: Vec::new(),
         };
         for i in 0..hosts {
-            let t = s.dir.path().join(format!("host{i}"));
-            std::fs::create_dir(&t).unwrap();
+            let t = match shared {
+                true => s.dir.path().join("shared"),
+                false => s.dir.path().join(format!("host{i}")),
+            };
+            if !t.exists() {
+                std::fs::create_dir(&t).unwrap();
+            }
             s.targets.push(t);
         }
         for i in 0..hosts {
@@ -551,50 +562,84 @@ fn ctrl_c_on_the_coordinator_cleans_up_every_agent() {
     }
 }
 
-/// A CA and a certificate for `ip`, made with the openssl command.
+/// Issue 57: `stormark cert` makes a CA and each agent's certificate (its name and address);
+/// two TLS agents serve a coordinator that trusts that CA, and refuse one that trusts another
+/// or talks in clear. Nothing is overwritten, and keys are mode 600.
 #[test]
-fn tls_between_coordinator_and_agent() {
-    let test = "tls_between_coordinator_and_agent";
-    if !require_tool(test, "openssl") || !require_netns(test) {
+fn stormark_cert_makes_what_two_tls_agents_and_a_coordinator_use() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = "stormark_cert_makes_what_two_tls_agents_and_a_coordinator_use";
+    if !require_netns(test) {
         return;
     }
-    let mut net = NetCluster::new(1).unwrap();
+    let mut net = NetCluster::new(2).unwrap();
     let dir = temp_dir(TMP);
-    let target = dir.path().join("host0");
-    std::fs::create_dir(&target).unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "cluster-test-token-0123456789\n").unwrap();
-    let ip = net.addresses[0].clone();
-    let (ca, cert, key) = certificates(dir.path(), &ip);
-    let listen = format!("{ip}:{PORT}");
-    net.spawn(
-        0,
-        BIN,
-        &[
-            "agent",
-            "--listen",
-            &listen,
-            "--token-file",
-            token.to_str().unwrap(),
-            "--allow-path",
-            target.to_str().unwrap(),
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-        &dir.path().join("agent.log"),
-    )
-    .unwrap();
-    wait_until("the agent to listen", Duration::from_secs(20), || {
-        TcpStream::connect_timeout(&listen.parse().unwrap(), Duration::from_millis(200)).is_ok()
-    });
+    let tls = dir.path().join("tls");
+    let cert = |args: &[&str]| Command::new(BIN).arg("cert").args(args).output().unwrap();
+    let out = cert(&["ca", tls.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut listens = Vec::new();
+    let mut targets = Vec::new();
+    for (i, ip) in net.addresses.clone().iter().enumerate() {
+        let name = format!("node{i}");
+        let out = cert(&["agent", tls.to_str().unwrap(), "--name", &name, "--ip", ip]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let key = tls.join(format!("{name}.key"));
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", key.display());
+        let target = dir.path().join(format!("host{i}"));
+        std::fs::create_dir(&target).unwrap();
+        let listen = format!("{ip}:{PORT}");
+        net.spawn(
+            i,
+            BIN,
+            &[
+                "agent",
+                "--listen",
+                &listen,
+                "--token-file",
+                token.to_str().unwrap(),
+                "--allow-path",
+                target.to_str().unwrap(),
+                "--tls-cert",
+                tls.join(format!("{name}.pem")).to_str().unwrap(),
+                "--tls-key",
+                key.to_str().unwrap(),
+            ],
+            &dir.path().join(format!("agent{i}.log")),
+        )
+        .unwrap();
+        listens.push(listen);
+        targets.push(target);
+    }
+    // Made again: refused in one line, exit 2, the files as they were.
+    let before = std::fs::read(tls.join("node0.key")).unwrap();
+    let out = cert(&[
+        "agent",
+        tls.to_str().unwrap(),
+        "--name",
+        "node0",
+        "--ip",
+        "10.9.9.9",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("node0.pem: exists"), "{}", text(&out));
+    assert_eq!(text(&out).trim().lines().count(), 1, "{}", text(&out));
+    assert_eq!(std::fs::read(tls.join("node0.key")).unwrap(), before);
+    for listen in &listens {
+        wait_until("the agent to listen", Duration::from_secs(20), || {
+            TcpStream::connect_timeout(&listen.parse().unwrap(), Duration::from_millis(200)).is_ok()
+        });
+    }
+    let json = dir.path().join("r.json");
     let run = |extra: &[&str]| {
+        let agents = listens.join(",");
         let mut args = vec![
             "run",
-            target.to_str().unwrap(),
             "--agents",
-            &listen,
+            &agents,
             "--token-file",
             token.to_str().unwrap(),
             "--rw",
@@ -604,22 +649,221 @@ fn tls_between_coordinator_and_agent() {
             "--time",
             "1s",
             "--quiet",
+            "--json",
+            json.to_str().unwrap(),
         ];
+        let maps: Vec<String> = listens
+            .iter()
+            .zip(&targets)
+            .map(|(l, t)| format!("--target={l}={}", t.display()))
+            .collect();
+        args.extend(maps.iter().map(String::as_str));
         args.extend_from_slice(extra);
         Command::new(BIN).args(&args).output().unwrap()
     };
+    let ca = tls.join("ca.pem");
     let out = run(&["--tls-ca", ca.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let by_host = run_phase(&r)["by_host"].as_object().unwrap();
+    assert_eq!(by_host.len(), 2, "{by_host:?}");
+    for (host, b) in by_host {
+        assert!(b["total"]["ops"].as_u64().unwrap() > 0, "{host}: {b}");
+    }
     // Plain HTTP/2 to a TLS agent is refused, and says what to do.
+    std::fs::remove_file(&json).unwrap();
     let out = run(&[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("--tls-ca"), "{}", text(&out));
-    // A CA that did not sign the agent's certificate is refused.
-    let other = temp_dir(TMP);
-    let (other_ca, _, _) = certificates(other.path(), &ip);
-    let out = run(&["--tls-ca", other_ca.to_str().unwrap()]);
+    // A CA that did not sign the agents' certificates is refused.
+    let other = dir.path().join("other");
+    let out = cert(&["ca", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = run(&["--tls-ca", other.join("ca.pem").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(entries(&target).is_empty());
+    for t in &targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+}
+
+/// Issue 57: different jobs on different hosts in one stage, as fio's client mode gives each
+/// host its own job file: a heavy write on host 0 (the aggressor) and a 200 IOPS read shared by
+/// hosts 1 and 2 (the victims, 100 each), all in one shared directory. Each host's figures are
+/// its own: host 0 only writes, hosts 1 and 2 only read, each at about its share of the rate.
+/// A host index the run does not have is refused in one line before anything connects.
+#[test]
+fn each_host_runs_the_jobs_naming_it_and_reports_its_own_figures() {
+    let Some(s) = Setup::shared(
+        "each_host_runs_the_jobs_naming_it_and_reports_its_own_figures",
+        3,
+    ) else {
+        return;
+    };
+    let job = s.dir.path().join("interference.toml");
+    let write_job = |hosts: &str| {
+        std::fs::write(
+            &job,
+            format!(
+                r#"size = "16m"
+time = "3s"
+
+[[job]]
+name = "aggressor"
+group = "interference"
+rw = "randwrite"
+bs = "64k"
+iodepth = 8
+hosts = [0]
+
+[[job]]
+name = "victim"
+group = "interference"
+rw = "randread"
+bs = "4k"
+rate_iops = 200
+hosts = {hosts}
+"#
+            ),
+        )
+        .unwrap()
+    };
+    write_job("\"1-2\"");
+    let json = s.dir.path().join("r.json");
+    let out = s.run(&json, &["--job", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    let names: Vec<&str> = r["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    let by_host = &p["by_host"];
+    let ops = |h: usize, op: &str| by_host[names[h]]["by_op"][op]["ops"].as_u64().unwrap_or(0);
+    assert!(ops(0, "write") > 0, "host 0 wrote: {}", by_host[names[0]]);
+    assert_eq!(
+        ops(0, "read"),
+        0,
+        "host 0 only wrote: {}",
+        by_host[names[0]]
+    );
+    for h in 1..=2 {
+        let b = &by_host[names[h]];
+        assert_eq!(ops(h, "write"), 0, "host {h} only read: {b}");
+        // Its share of the open-loop rate, 100 a second: a generous band for a loaded machine.
+        let iops = b["by_op"]["read"]["iops"].as_f64().unwrap();
+        assert!((60.0..=140.0).contains(&iops), "host {h}: {iops} IOPS: {b}");
+        eprintln!(
+            "host {h}: {iops:.1} read IOPS, p99 {} ns",
+            b["by_op"]["read"]["latency_ns"]["p99"]
+        );
+    }
+    eprintln!(
+        "host 0: {} write IOPS",
+        by_host[names[0]]["by_op"]["write"]["iops"]
+    );
+    // The whole system's figures are the hosts' sum.
+    assert_eq!(
+        p["by_op"]["write"]["ops"].as_u64().unwrap(),
+        ops(0, "write")
+    );
+    assert_eq!(
+        p["by_op"]["read"]["ops"].as_u64().unwrap(),
+        ops(1, "read") + ops(2, "read")
+    );
+    // The jobs travel in the results as indexes.
+    assert_eq!(r["spec"]["jobs"][1]["hosts"], "1-2", "{}", r["spec"]);
+    for t in &s.targets {
+        assert!(entries(t).is_empty(), "{}: {:?}", t.display(), entries(t));
+    }
+    // A host the run does not have: one line, exit 2, nothing made.
+    write_job("[3]");
+    let out = s.run(&json, &["--job", job.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(
+        said.contains("job victim: hosts 3: out of range; this run has 3 hosts, 0 to 2"),
+        "{said}"
+    );
+    // A name as in --agents stands for its host.
+    write_job(&format!("[\"{}\", 2]", s.net.addresses[1]));
+    let out = s.run(&json, &["--job", job.to_str().unwrap(), "--time", "1s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(read_json(&json)["spec"]["jobs"][1]["hosts"], "1-2");
+    assert!(entries(&s.targets[0]).is_empty());
+    // The command line's form: a job per --on section, the flags before the first --on
+    // shared by both.
+    let out = s.run(
+        &json,
+        &[
+            "--size",
+            "16m",
+            "--time",
+            "2s",
+            "--on",
+            "0",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "64k",
+            "--on",
+            "1-2",
+            "--rw",
+            "randread",
+            "--rate-iops",
+            "200",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    let by_host = &p["by_host"];
+    let ops = |h: usize, op: &str| by_host[names[h]]["by_op"][op]["ops"].as_u64().unwrap_or(0);
+    assert!(ops(0, "write") > 0 && ops(0, "read") == 0, "{by_host}");
+    for h in 1..=2 {
+        assert!(ops(h, "read") > 0 && ops(h, "write") == 0, "{by_host}");
+    }
+    let jobs = &r["spec"]["jobs"];
+    assert_eq!(
+        (&jobs[0]["name"], &jobs[0]["hosts"]),
+        (&"on-0".into(), &"0".into())
+    );
+    assert_eq!(
+        (&jobs[1]["name"], &jobs[1]["hosts"]),
+        (&"on-1-2".into(), &"1-2".into())
+    );
+    assert_eq!(
+        jobs[1]["size"], "16m",
+        "the shared flags reach every section"
+    );
+    // Hosts 1 and 2 sit a stage of host 0's job out: still sampled, and no finding of that
+    // phase is about them (the phase's figures are not theirs).
+    let out = s.run(
+        &json,
+        &[
+            "--size", "16m", "--time", "1s", "--on", "0", "--rw", "randread",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let r = read_json(&json);
+    let p = run_phase(&r);
+    assert_eq!(
+        p["by_host"].as_object().unwrap().len(),
+        1,
+        "{}",
+        p["by_host"]
+    );
+    for h in 1..=2 {
+        assert!(
+            !r["hosts"][h]["samples"].as_array().unwrap().is_empty(),
+            "host {h} sampled"
+        );
+        for f in r["findings"].as_array().unwrap() {
+            assert!(!f["message"].as_str().unwrap().contains(names[h]), "{f}");
+        }
+    }
 }
 
 #[test]
@@ -768,13 +1012,14 @@ fn a_null_kind_stage_runs_through_remote_agents() {
 }
 
 /// Issue 16: docs/distributed.md's quick start, run as written: its three parts (once on the
-/// coordinator; on every host; on the coordinator) with only the host names, the root of the
-/// paths (`/etc/stormark`, `/mnt/bench` under a temp dir), the certificates the text assumes,
-/// and a shorter run (`--time 2m` → `2s`, `--size 16m`) put in.
+/// coordinator; on every host; on the coordinator) with only the host names and addresses,
+/// the root of the paths (`/etc/stormark`, `/mnt/bench` under a temp dir) and a shorter run
+/// (`--time 2m` → `2s`, `--size 16m`) put in. Issue 57: the certificates are the ones its
+/// first part makes with `stormark cert`, each host starting with its own.
 #[test]
 fn the_distributed_quick_start_works_as_written() {
     let test = "the_distributed_quick_start_works_as_written";
-    if !require_tool(test, "openssl") || !require_netns(test) {
+    if !require_netns(test) {
         return;
     }
     let doc = std::fs::read_to_string(concat!(
@@ -793,32 +1038,26 @@ fn the_distributed_quick_start_works_as_written() {
     let mut net = NetCluster::new(3).unwrap();
     let dir = temp_dir(TMP);
     let root = dir.path().to_str().unwrap().to_string();
-    // One certificate naming every host, signed by one CA: what the text assumes exists.
-    let etc = dir.path().join("etc/stormark");
-    std::fs::create_dir_all(&etc).unwrap();
-    let sans = net.addresses.join(",IP:");
-    let (ca, cert, key) = certificates(dir.path(), &sans);
-    std::fs::rename(&cert, etc.join("agent.pem")).unwrap();
-    std::fs::rename(&key, etc.join("agent.key")).unwrap();
-    assert_eq!(
-        ca,
-        dir.path().join("ca.pem"),
-        "where the coordinator's command finds it"
-    );
     let agents = net
         .addresses
         .iter()
         .map(|a| format!("{a}:7878"))
         .collect::<Vec<_>>()
         .join(",");
+    let addresses = net.addresses.clone();
     let adapt = |text: &str| {
-        text.replace("/etc/stormark", &format!("{root}/etc/stormark"))
+        let mut text = text
+            .replace("/etc/stormark", &format!("{root}/etc/stormark"))
             .replace("/mnt/bench", &format!("{root}/mnt/bench"))
             .replace("node1:7878,node2:7878,node3:7878", &agents)
-            .replace("--time 2m", "--time 2s --size 16m")
-            .lines()
+            .replace("--time 2m", "--time 2s --size 16m");
+        // The hosts' addresses as the certificates name them: the namespaces' own.
+        for (i, a) in addresses.iter().enumerate() {
+            text = text.replace(&format!("--ip 10.0.0.1{}", i + 1), &format!("--ip {a}"));
+        }
+        text.lines()
             .map(|l| match l.trim_start().strip_prefix("stormark ") {
-                Some(rest) if rest.starts_with("agent") => format!("exec {BIN} {rest}"),
+                Some(rest) if rest.starts_with("agent ") => format!("exec {BIN} {rest}"),
                 Some(rest) => format!("{BIN} {rest}"),
                 None => l.to_string(),
             })
@@ -832,20 +1071,18 @@ fn the_distributed_quick_start_works_as_written() {
             .unwrap();
         assert!(out.status.success(), "{script}\n{}", text(&out));
     };
-    // Once, on the coordinator: the token.
+    // Once, on the coordinator: the token, the CA, each host's certificate.
     bash(&adapt(parts[0]));
-    // On every host: copy it in, make the directories, start the agent.
+    // On every host: copy them in, make the directories, start the agent.
     for i in 0..3 {
         // Each host its own /etc/stormark (they share this machine's filesystem, and three
-        // `install`s into one path at once race), holding that host's copy of the key pair.
+        // `install`s into one path at once race), holding that host's own key pair.
         let host_etc = dir.path().join(format!("host{i}/etc/stormark"));
-        std::fs::create_dir_all(&host_etc).unwrap();
-        for f in ["agent.pem", "agent.key"] {
-            std::fs::copy(etc.join(f), host_etc.join(f)).unwrap();
-        }
         let script = format!(
             "cd {root}\n{}",
-            adapt(parts[1]).replace(&format!("{root}/etc/stormark"), host_etc.to_str().unwrap())
+            adapt(parts[1])
+                .replace(&format!("{root}/etc/stormark"), host_etc.to_str().unwrap())
+                .replace("tls/node1.", &format!("tls/node{}.", i + 1))
         );
         let log = dir.path().join(format!("agent{i}.log"));
         net.spawn(i, "bash", &["-euc", &script], &log).unwrap();

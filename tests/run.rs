@@ -698,6 +698,9 @@ fn help_has_examples() {
         vec!["compare", "--help"],
         vec!["agent", "--help"],
         vec!["meta", "--help"],
+        vec!["cert", "--help"],
+        vec!["cert", "ca", "--help"],
+        vec!["cert", "agent", "--help"],
     ] {
         let out = stormark(&cmd);
         assert!(out.status.success());

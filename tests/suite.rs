@@ -593,3 +593,98 @@ fn the_network_suite_warns_of_a_weak_pair_only_beyond_noise() {
         "{weak}"
     );
 }
+
+/// Issue 57: the interference suite over three agents on one shared directory: the victims
+/// (hosts 1 and 2) alone, beside host 0's writes, and alone again; the summary names their
+/// read p99 before, during and after, and each step's documents say who did what.
+#[test]
+fn interference_names_the_victims_p99_before_during_and_after() {
+    if !require_netns("interference_names_the_victims_p99_before_during_and_after") {
+        return;
+    }
+    let mut c = NetCluster::new(3).expect("namespaces");
+    let dir = temp_dir(TMP);
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "suite-test-token-0123456789\n").unwrap();
+    let list = c.start_agents(BIN, &token, dir.path(), &|_| shared.clone());
+    let out = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &out,
+        &[
+            "interference",
+            shared.to_str().unwrap(),
+            "--smoke",
+            "-q",
+            "--agents",
+            &list,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+    eprintln!(
+        "{}",
+        said.lines().rev().take(12).collect::<Vec<_>>().join("\n")
+    );
+    assert_eq!(code, 0, "{said}");
+    let names: Vec<&str> = steps(&s)
+        .iter()
+        .map(|st| st["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "interference/before",
+            "interference/during",
+            "interference/after"
+        ]
+    );
+    check_documents(&out.path().join("out"), &s);
+    let v = verdict(&s, "interference");
+    for key in ["before_ns", "during_ns", "after_ns"] {
+        assert!(v["evidence"][key].as_u64().unwrap() > 0, "{v}");
+    }
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the victims' read p99: "),
+        "{v}"
+    );
+    // During: host 0 wrote and read nothing; the victims read and wrote nothing.
+    let during = &steps(&s)[1];
+    let doc = read_json(
+        &out.path()
+            .join("out")
+            .join(during["document"].as_str().unwrap()),
+    );
+    let hosts: Vec<&str> = doc["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    let phase = doc["phases"].as_array().unwrap().last().unwrap();
+    let ops = |h: usize, op: &str| {
+        phase["by_host"][hosts[h]]["by_op"][op]["ops"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert!(
+        ops(0, "write") > 0 && ops(0, "read") == 0,
+        "{}",
+        phase["by_host"]
+    );
+    for h in 1..=2 {
+        assert!(
+            ops(h, "read") > 0 && ops(h, "write") == 0,
+            "{}",
+            phase["by_host"]
+        );
+    }
+    assert!(
+        std::fs::read_dir(&shared).unwrap().next().is_none(),
+        "nothing left in the shared directory"
+    );
+}

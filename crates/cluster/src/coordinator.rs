@@ -125,6 +125,9 @@ pub struct Coordinator {
     /// An S3 run's objects a failed host left: removed with these keys (and each host's
     /// own endpoint), since that host's cleanup never ran.
     objects: Option<FailedObjects>,
+    /// By stage, by host: whether a job of the stage runs there (jobs' `hosts`). A host that
+    /// runs none sits the stage out; its samplers go on.
+    stage_hosts: Vec<Vec<bool>>,
 }
 
 /// What the coordinator needs to remove the objects a failed host left.
@@ -152,6 +155,7 @@ impl Coordinator {
             aborted: None,
             peers: None,
             objects: None,
+            stage_hosts: Vec::new(),
         }
     }
 
@@ -291,6 +295,12 @@ impl Coordinator {
         // The samplers run from here to the end, beside every phase.
         let sampling_from = start.elapsed().as_nanos() as u64;
         fan::each(&mut self.agents, &all, |_, a| a.start_sampling());
+        let n = self.agents.len();
+        self.stage_hosts = workload
+            .stages()
+            .iter()
+            .map(|jobs| (0..n).map(|h| jobs.iter().any(|j| j.runs_on(h))).collect())
+            .collect();
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         // Each host's samples counted from its sampler's start: an agent that started it
         // with its validation says when.
@@ -447,6 +457,7 @@ impl Coordinator {
                 let selected: Vec<bool> = (0..n)
                     .map(|h| {
                         hosts.is_none_or(|c| h < c)
+                            && self.stage_hosts.get(stage).is_none_or(|on| on[h])
                             && pair.is_none_or(|(from, _)| h == from)
                             && !(only_to_agents && peers[h].is_empty())
                     })

@@ -24,6 +24,7 @@
 
 mod agent;
 mod auth;
+mod cert;
 mod config;
 mod connect;
 mod coordinator;
@@ -39,6 +40,7 @@ pub use agent::{
     TargetOptions, Validated,
 };
 pub use auth::{check_token, MIN_TOKEN_LEN};
+pub use cert::{make_agent, make_ca, CertError, CA_CERT, CA_KEY};
 pub use config::{read_regular, read_token, PEM_LIMIT, TOKEN_FILE_LIMIT};
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;

@@ -287,6 +287,8 @@ impl Agent for LocalAgent {
     }
 
     fn validate(&mut self, workload: &Workload) -> Result<Validated, AgentError> {
+        // A job whose `hosts` leave this host out runs here with no workers.
+        let workload = &workload.on_host(self.index as usize);
         let mut v = Validated::default();
         if !workload.jobs.iter().any(|j| j.kind.needs_target()) {
             // No job touches a path: nothing to classify, make or remove.

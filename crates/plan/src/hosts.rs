@@ -23,6 +23,28 @@ pub struct HostsOptions {
 
 use stormark_spec::Host;
 
+/// Each job's `hosts` settled against the run's agents (`agents`, in their order; `None`: a
+/// run on this host alone, host 0): names into indexes, every index one of the run's hosts.
+/// One line for the user otherwise (exit 2), before anything connects.
+pub fn place_jobs(
+    workload: &mut stormark_spec::Workload,
+    agents: Option<&[Host]>,
+) -> Result<(), String> {
+    let names: Vec<&str> = match agents {
+        Some(hosts) => hosts.iter().map(|h| h.address.as_str()).collect(),
+        None => vec!["this host"],
+    };
+    for job in &mut workload.jobs {
+        if let Some(on) = &job.hosts {
+            let on = on
+                .resolve(&names)
+                .map_err(|e| format!("job {}: {e}", job.name))?;
+            job.hosts = Some(on);
+        }
+    }
+    Ok(())
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentsFile {

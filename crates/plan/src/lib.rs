@@ -27,7 +27,7 @@ mod shape;
 mod suite;
 mod suite_file;
 
-pub use hosts::{hosts, HostsOptions};
+pub use hosts::{hosts, place_jobs, HostsOptions};
 pub use request::{request, Request, RequestOptions};
 pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};

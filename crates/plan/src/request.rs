@@ -43,6 +43,8 @@ pub struct Request {
 pub struct RequestOptions {
     /// Workload flags as job keys and their text (`bs`, `4k`).
     pub flags: Vec<(&'static str, String)>,
+    /// `--on HOSTS FLAGS...`: a job per section, on those hosts, its flags over `flags`.
+    pub on: Vec<(String, Vec<(&'static str, String)>)>,
     /// `--expect`.
     pub expect: Option<String>,
     /// The shaping options.
@@ -88,8 +90,13 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
         && args.shape.curve.is_none()
         && args.shape.sweep.is_empty()
         && !args.shape.mesh;
-    let (file, first_look, target_is_file, fio_targets) =
-        job_file(args, &cli, plain, &mut notes, &mut search)?;
+    let (file, first_look, target_is_file, fio_targets) = if args.on.is_empty() {
+        job_file(args, &cli, plain, &mut notes, &mut search)?
+    } else {
+        // The flags before the first --on are every section's defaults, not over them.
+        let file = on_sections(args, std::mem::take(&mut cli))?;
+        (file, false, false, None)
+    };
     // fio's latency_target: its search for the most load within the latency, as stormark's
     // (unless the command line shapes the run itself).
     let shape = match (search, &args.shape.target_latency) {
@@ -144,7 +151,10 @@ pub fn request(args: &RequestOptions) -> Result<Request, String> {
     if !matches!(shape, Shape::Plain) && file.jobs.len() > 1 {
         return Err(format!(
             "--target-latency, --curve and --sweep run one job; {} has {} (keep one, or give the job as flags)",
-            args.job_file.as_ref().map_or("the profile", |(shown, _)| shown.as_str()),
+            args.job_file.as_ref().map_or(
+                if args.on.is_empty() { "the profile" } else { "--on" },
+                |(shown, _)| shown.as_str()
+            ),
             file.jobs.len()
         ));
     }
@@ -266,6 +276,56 @@ fn cut_after_exit_all(jobs: Vec<Job>, notes: &mut Vec<String>) -> Vec<Job> {
 /// The job file, profile or default job the flags go over: the file as read (a fio job file
 /// translated), whether it is the first look (`quick` alone), and whether its target is a
 /// file to make.
+/// `--on` sections as a job file's jobs, run at once: each section's flags and its hosts
+/// over the flags given before the first `--on` (`common`).
+fn on_sections(args: &RequestOptions, common: JobOpts) -> Result<JobFile, String> {
+    if let Some(given) = [
+        (args.job_file.is_some(), "--job"),
+        (args.profile.is_some(), "--profile"),
+    ]
+    .iter()
+    .find_map(|(given, name)| given.then_some(name))
+    {
+        return Err(format!(
+            "--on with {given}: give the hosts of each job in the job file (hosts = [0]), or the jobs as flags after each --on"
+        ));
+    }
+    let mut jobs = Vec::new();
+    for (i, (hosts, flags)) in args.on.iter().enumerate() {
+        let mut opts = JobOpts::default();
+        opts.set("hosts", hosts, Source::Flag)
+            .map_err(|e| format!("--on {hosts}: {e}"))?;
+        for (key, value) in flags {
+            opts.set(key, value, Source::Flag)
+                .map_err(|e| format!("--on {hosts}: {e}"))?;
+        }
+        // Named after its hosts (`on-1-3`), unless another section is.
+        let mut name: String = format!("on-{hosts}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(60)
+            .collect();
+        if args.on[..i].iter().any(|(h, _)| h == hosts) {
+            name = format!("{name}.{i}");
+        }
+        opts.name = Some(name);
+        opts.group = Some("on".into());
+        jobs.push(opts);
+    }
+    Ok(JobFile {
+        defaults: common,
+        target: None,
+        prepare: None,
+        jobs,
+    })
+}
+
 fn job_file(
     args: &RequestOptions,
     cli: &JobOpts,

@@ -11,6 +11,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("latency", "ioping-style single-I/O read and write latency, then the most IOPS under a latency target (p99<=2ms)"),
     ("network", "every pair of agents alone, then all at once (needs --agents, two or more)"),
     ("s3", "PUT, GET and a mix of small and large objects (needs --endpoint and --bucket)"),
+    ("interference", "one agent (the first) writes hard while the others read at 100 I/Os a second each: the victims' read p99 before, during and after (needs --agents, two or more)"),
     ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
 ];
 
@@ -111,6 +112,27 @@ fn database_job(smoke: bool) -> String {
     )
 }
 
+/// The interference suite's job file: the victims' light reads on every agent but the first
+/// (100 a second on each, as the rate is shared among them), with the aggressor's heavy writes
+/// on the first when `aggressor`.
+fn interference_job(victims: usize, aggressor: bool) -> String {
+    let mut text = format!(
+        "# The victims: 4 KiB reads at 100 a second on each host but the first, their latency\n\
+         # measured from the schedule.\n\
+         [[job]]\nname = \"victim\"\ngroup = \"interference\"\nrw = \"randread\"\nbs = \"4k\"\n\
+         direct = true\niodepth = 1\nrate_iops = {}\nhosts = \"1-{victims}\"\n",
+        victims * 100
+    );
+    if aggressor {
+        text.push_str(
+            "\n# The aggressor: 64 KiB random writes at depth 32 from 4 workers on the first host.\n\
+             [[job]]\nname = \"aggressor\"\ngroup = \"interference\"\nrw = \"randwrite\"\n\
+             bs = \"64k\"\ndirect = true\niodepth = 32\njobs = 4\nhosts = [0]\n",
+        );
+    }
+    text
+}
+
 /// A short label for a target, usable in a file name: `/dev/sdb` is `sdb`, `/mnt/a/` is `a`.
 fn label(target: &str) -> String {
     let base = std::path::Path::new(target)
@@ -158,6 +180,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
         "latency" => &["latency"],
         "network" => &["network"],
         "s3" => &["s3"],
+        "interference" => &["interference"],
         "acceptance" => &["network", "disks", "fileserver", "latency", "s3"],
         _ => {
             let names: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
@@ -170,6 +193,9 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
     // Alone, a suite that cannot run here is a mistake; within acceptance, a skipped step.
     if name == "network" && o.agents.len() < 2 {
         return Err("the network suite measures between agents: give --agents with two or more, such as node1:7878,node2:7878".into());
+    }
+    if name == "interference" && o.agents.len() < 2 {
+        return Err("the interference suite runs an aggressor beside its victims on other hosts: give --agents with two or more, such as node1:7878,node2:7878".into());
     }
     if name == "s3" && o.s3.is_none() {
         return Err(
@@ -184,6 +210,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "database" => database(o),
             "latency" => latency(o),
             "network" => network(o),
+            "interference" => interference(o),
             _ => s3(o),
         });
     }
@@ -512,6 +539,39 @@ fn network(o: &SuiteOptions) -> Vec<SuiteStep> {
     args.extend(o.on(&o.agents));
     args.extend(o.time("10s"));
     vec![step("network", "network/mesh".into(), "mesh", args)]
+}
+
+/// One aggressor and its victims (seed 000's question: did the others slow down?): the
+/// victims alone, then beside the first agent's heavy writes, then alone again.
+fn interference(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let victims = o.agents.len().saturating_sub(1);
+    if victims == 0 {
+        return vec![skipped(
+            "interference",
+            "an aggressor and its victims are other hosts: give --agents with two or more",
+        )];
+    }
+    let run = |phase: &str, file: &str, aggressor: bool| {
+        let mut args = vec!["run".to_string(), o.dir(), "--job".into(), file.to_string()];
+        args.extend(o.sizing(None));
+        args.extend(o.time("60s"));
+        args.extend(o.on(&o.agents));
+        SuiteStep {
+            subject: Some(phase.to_string()),
+            file: Some((file.to_string(), interference_job(victims, aggressor))),
+            ..step(
+                "interference",
+                format!("interference/{phase}"),
+                "victims",
+                args,
+            )
+        }
+    };
+    vec![
+        run("before", "victims.toml", false),
+        run("during", "interference.toml", true),
+        run("after", "victims.toml", false),
+    ]
 }
 
 /// Small and large objects: PUT, GET, and a mix.

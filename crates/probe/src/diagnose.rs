@@ -76,7 +76,11 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
                 inventory: inv,
                 several_hosts: results.hosts.len() > 1,
             };
-            if samples.is_empty() {
+            // A host that ran nothing of the phase (its jobs name other hosts, a sweep's first
+            // N): no load of its own to diagnose, and the phase's figures are not its.
+            let sat_out =
+                ctx.several_hosts && !p.by_host.is_empty() && !p.by_host.contains_key(&host.name);
+            if samples.is_empty() || sat_out {
                 continue;
             }
             devices(&ctx, &mut out);

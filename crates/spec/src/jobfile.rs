@@ -99,6 +99,23 @@ fn set_value(
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
         toml::Value::Float(f) => f.to_string(),
+        // `hosts = [0, "node3"]`: a list, as the key's text form joins it.
+        toml::Value::Array(items) if key == "hosts" => {
+            let mut parts = Vec::new();
+            for item in items {
+                parts.push(match item {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    _ => {
+                        return Err(SpecError::JobFile {
+                            path: path.to_string(),
+                            message: format!("hosts in {context}: expected host indexes or names, such as [0, 2] or [\"node1\"]"),
+                        })
+                    }
+                });
+            }
+            parts.join(",")
+        }
         _ => {
             return Err(SpecError::JobFile {
                 path: path.to_string(),

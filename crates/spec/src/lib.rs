@@ -30,6 +30,7 @@ mod flags;
 mod jobfile;
 mod meta;
 mod net;
+mod on_hosts;
 mod options;
 mod placement;
 mod profiles;
@@ -51,6 +52,7 @@ pub use meta::{
     parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,
 };
 pub use net::{parse_bitrate, parse_servers, NetJob, NetMode, NetServers};
+pub use on_hosts::{HostRef, OnHosts};
 pub use options::NET_DEFAULT_PORT;
 pub use profiles::{profile, profile_names, PROFILES};
 pub use s3::{

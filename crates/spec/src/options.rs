@@ -62,6 +62,7 @@ pub const JOB_KEYS: &[&str] = &[
     "kind",
     "name",
     "group",
+    "hosts",
     "rw",
     "rwmixread",
     "random_pct",
@@ -191,6 +192,8 @@ pub struct JobOpts {
     pub name: Option<String>,
     /// Jobs sharing a group run at the same time.
     pub group: Option<String>,
+    /// The hosts of a distributed run it runs on (all when not given).
+    pub hosts: Option<crate::OnHosts>,
     /// I/O pattern.
     pub rw: Option<Rw>,
     /// Share of reads in mixed patterns, percent.
@@ -547,6 +550,7 @@ impl JobOpts {
             kind,
             name,
             group,
+            hosts,
             rw,
             rwmixread,
             random_pct,

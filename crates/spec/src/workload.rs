@@ -26,6 +26,9 @@ pub struct Job {
     pub name: String,
     /// Jobs with the same group run at the same time.
     pub group: Option<String>,
+    /// The hosts of a distributed run it runs on, as indexes once the run's agents are known
+    /// (`None`: every host). The others run it with no workers ([`Workload::on_host`]).
+    pub hosts: Option<crate::OnHosts>,
     /// I/O pattern.
     pub rw: Rw,
     /// Share of reads in mixed patterns, percent.
@@ -277,6 +280,9 @@ impl Job {
         self.region_and_pace_pairs(&mut pairs);
         if let Some(g) = &self.group {
             pairs.push(("group", g.clone()));
+        }
+        if let Some(h) = &self.hosts {
+            pairs.push(("hosts", h.name()));
         }
         if let Some(s3) = &self.s3 {
             pairs.extend(s3.pairs());
@@ -539,6 +545,20 @@ pub struct Workload {
     pub prepare: bool,
 }
 
+impl Job {
+    /// Whether host `host` of the run runs this job (its `hosts`, or every host).
+    pub fn runs_on(&self, host: usize) -> bool {
+        self.hosts.as_ref().is_none_or(|h| h.contains(host))
+    }
+
+    /// How many of a run's `total` hosts run it: an open-loop rate is shared among them.
+    pub fn hosts_running(&self, total: u32) -> u32 {
+        self.hosts
+            .as_ref()
+            .map_or(total, |h| h.count(total as usize) as u32)
+    }
+}
+
 impl Workload {
     /// Builds a workload and checks that job names are unique.
     pub fn new(jobs: Vec<Job>, prepare: bool) -> Result<Workload, SpecError> {
@@ -555,6 +575,19 @@ impl Workload {
             return Err(SpecError::invalid("job", "(none)", "at least one job"));
         }
         Ok(Workload { jobs, prepare })
+    }
+
+    /// The workload as host `host` of a run runs it: a job whose `hosts` leave this host out
+    /// keeps its place (stages and jobs are numbered alike on every host) with no workers, so
+    /// it makes no files, prepares nothing and loads nothing here.
+    pub fn on_host(&self, host: usize) -> Workload {
+        let mut w = self.clone();
+        for job in &mut w.jobs {
+            if !job.runs_on(host) {
+                job.jobs = 0;
+            }
+        }
+        w
     }
 
     /// The stages of the run, in order: each is one job, or every job of one group (placed

@@ -544,6 +544,7 @@ pub fn suite_verdicts(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
     if let Some(v) = furthest_host(steps) {
         out.push(v);
     }
+    out.extend(interference(steps));
     for s in steps {
         if let Some(best) = s.figures.as_ref().and_then(|f| f.best.as_ref()) {
             let f = s.figures.as_ref().expect("figures hold best");
@@ -567,6 +568,54 @@ pub fn suite_verdicts(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
         }
     }
     out
+}
+
+/// The victims' read p99 before, during and after the aggressor's load (the interference
+/// suite): a warning when it more than doubled during it.
+fn interference(steps: &[StepOutcome]) -> Option<SuiteVerdict> {
+    let figures = |phase: &str| {
+        steps
+            .iter()
+            .find(|s| s.part == "interference" && s.subject.as_deref() == Some(phase))
+            .and_then(|s| s.figures.as_ref())
+    };
+    let p99 = |phase: &str| figures(phase)?.p99_by_op_ns.get("read").copied();
+    // One-second steps (`--smoke`): a p99 of a hundred or two reads, the second slowest of
+    // them, which says nothing about a change.
+    let short = figures("during").is_some_and(|f| f.spread.is_none());
+    let (before, during) = (p99("before")?, p99("during")?);
+    let after = p99("after");
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let ratio = during as f64 / before.max(1) as f64;
+    let after_text = after.map_or_else(
+        || "not measured after".to_string(),
+        |a| {
+            format!(
+                "{:.2} ms after ({:.1}x before)",
+                ms(a),
+                a as f64 / before.max(1) as f64
+            )
+        },
+    );
+    Some(verdict(
+        if ratio > 2.0 && !short {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
+        "interference",
+        format!(
+            "the victims' read p99: {:.2} ms before, {:.2} ms during the aggressor's load ({ratio:.1}x), {after_text}{}",
+            ms(before),
+            ms(during),
+            if short {
+                "; one-second steps, too short to tell a change from noise (run without --smoke)"
+            } else {
+                ""
+            }
+        ),
+        serde_json::json!({"before_ns": before, "during_ns": during, "after_ns": after}),
+    ))
 }
 
 mod verdicts;

@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 
 use stormark_spec::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 
+pub use crate::cli_cert::CertArgs;
 pub use crate::cli_meta::MetaArgs;
 pub use crate::cli_net::{NetArgs, NetClientArgs, NetMeshArgs, NetSide};
 pub use crate::cli_suite::SuiteArgs;
@@ -44,6 +45,9 @@ pub enum Command {
     /// A standard battery (disks, fileserver, database, latency, network, s3, acceptance):
     /// each step a stormark command of its own, then one summary with verdicts.
     Suite(Box<SuiteArgs>),
+    /// TLS between coordinator and agents in one command each: a CA, then each agent's
+    /// certificate signed by it with the agent's names and addresses.
+    Cert(CertArgs),
 }
 
 const S3_EXAMPLES: &str = "\
@@ -185,6 +189,10 @@ Examples:
   stormark run /mnt/bench --agents node1:7878,node2:7878 --token-file token --rw randread
       the same load on every agent at once (see `stormark agent --help`); --target node2=/dev/sdb
       gives a host its own target
+  stormark run /mnt/shared --agents n1:7878,n2:7878,n3:7878 --token-file token --time 2m \\
+      --on 0 --rw randwrite --bs 64k --iodepth 32 --on 1-2 --rw randread --rate-iops 200
+      different jobs on different hosts, at once: host 0 loads, hosts 1 and 2 measure their
+      latency at 100 reads a second each (job files: the hosts key)
   stormark run /mnt/bench --agents-file fleet.toml --token-file token --on-agent-failure continue --max-failed-agents 10
       a large fleet goes on without up to 10 hosts that fail, and stops if more do
   stormark run /mnt/db --rw write --bs 8k --engine psync --fdatasync 1 --time 60s
@@ -285,6 +293,15 @@ pub struct RunArgs {
         help_heading = "Distributed"
     )]
     pub target_map: Vec<String>,
+    /// A job on these hosts only (indexes from 0 in the order of --agents, ranges, names as in
+    /// --agents): the workload flags after it, up to the next --on, are its own, over those
+    /// given before the first --on; the jobs of all --on run at once. The run's own options
+    /// go before the first --on.
+    #[arg(long = "on", value_name = "HOSTS", help_heading = "Distributed")]
+    pub on: Vec<String>,
+    /// The `--on` sections, taken out before clap reads the command line (`cli_on.rs`).
+    #[arg(skip)]
+    pub on_sections: Vec<crate::cli_on::OnSection>,
     /// The keys of an S3 run (set by `stormark s3`, never a flag of `run`).
     #[arg(skip)]
     pub s3: Option<stormark_cluster::S3Access>,

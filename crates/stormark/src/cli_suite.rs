@@ -16,6 +16,9 @@ Examples:
       the file service from every agent at once, 3 repetitions of 60 s per workload
   stormark suite database /mnt/db --target-latency 'sync:p99<=2ms'
       an OLTP database's I/O, then the most commits per second whose p99 stays within 2 ms
+  stormark suite interference /mnt/shared --agents n1:7878,n2:7878,n3:7878 --token-file token
+      n1 writes hard while n2 and n3 read at 100 I/Os a second each: their read p99 before,
+      during and after
   stormark suite nightly.toml --expect 'randread:p99=2ms'
       a suite of your own: each [[step]] a stormark command, with its name and expectations
   stormark suite acceptance /mnt/bench --agents n1:7878,n2:7878,n3:7878 --token-file token \\

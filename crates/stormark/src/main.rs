@@ -131,9 +131,12 @@ fn exit_status(result: anyhow::Result<Ending>) -> i32 {
 }
 
 mod agent_cmd;
+mod cert_cmd;
 mod cli;
+mod cli_cert;
 mod cli_meta;
 mod cli_net;
+mod cli_on;
 mod cli_suite;
 mod compare_cmd;
 mod meta_cmd;
@@ -217,7 +220,20 @@ fn signals_as_ctrl_c() {
 
 fn main() {
     signals_as_ctrl_c();
-    let cli = cli::Cli::parse_from(fio_spellings(std::env::args_os().collect()));
+    let (args, on) = match cli_on::split(fio_spellings(std::env::args_os().collect())) {
+        Ok(split) => split,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut cli = cli::Cli::parse_from(args);
+    if let cli::Command::Run(run) = &mut cli.command {
+        run.on_sections = on
+            .into_iter()
+            .map(|(hosts, words)| cli_on::section(hosts, words))
+            .collect();
+    }
     let result = match cli.command {
         cli::Command::Run(args) => run::main(*args),
         cli::Command::Probe(args) => probe_cmd::main(args),
@@ -228,6 +244,7 @@ fn main() {
         cli::Command::Net(args) => net_cmd::main(*args),
         cli::Command::Meta(args) => meta_cmd::main(*args),
         cli::Command::Suite(args) => suite_cmd::main(*args),
+        cli::Command::Cert(args) => cert_cmd::main(args),
     };
     std::process::exit(exit_status(result));
 }

@@ -15,7 +15,8 @@ use stormark_spec::PROFILES;
 use stormark_stats::{combine_repetitions, Results, RunStatus};
 
 use stormark_plan::{
-    check_agents, hosts, request, HostsOptions, Plan, Request, RequestOptions, ShapeOptions,
+    check_agents, hosts, place_jobs, request, HostsOptions, Plan, Request, RequestOptions,
+    ShapeOptions,
 };
 
 use crate::cli::RunArgs;
@@ -57,6 +58,11 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
     };
     Ok(RequestOptions {
         flags: args.workload.0.clone(),
+        on: args
+            .on_sections
+            .iter()
+            .map(|s| (s.hosts.clone(), s.flags.clone()))
+            .collect(),
         expect: args.shape.expect.clone(),
         shape: ShapeOptions {
             target_latency: args.shape.target_latency.clone(),
@@ -272,7 +278,7 @@ fn check_print_fio(args: &RunArgs, target: &Path) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<Ending> {
     let Request {
-        workload,
+        mut workload,
         target,
         target_given,
         auto,
@@ -312,6 +318,7 @@ fn run(args: RunArgs) -> Result<Ending> {
         fleet.is_some(),
     )
     .map_err(usage)?;
+    place_jobs(&mut workload, fleet.as_ref().map(|f| f.hosts.as_slice())).map_err(usage)?;
     // Streams between the agents: each at an address of its own, said before connecting.
     if let Some(f) = fleet.as_ref().filter(|_| {
         workload

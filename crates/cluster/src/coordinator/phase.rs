@@ -73,9 +73,18 @@ impl Ends<'_> {
     ) {
         let (distributed, stage, start) = (self.distributed, self.stage, self.start);
         match r {
-            Ok(j) => {
-                got.jobs.get_or_insert(j);
-            }
+            Ok(j) => match &mut got.jobs {
+                None => got.jobs = Some(j),
+                // A job that runs on some hosts only (its `hosts`) is shown as a host that
+                // runs it ran it, not as one with no workers for it.
+                Some(jobs) => {
+                    for (have, new) in jobs.iter_mut().zip(j) {
+                        if have.workers == 0 && new.workers > 0 {
+                            *have = new;
+                        }
+                    }
+                }
+            },
             Err(e) if e.is_refusal() => {
                 self.stop.store(true, Ordering::Relaxed);
                 got.result = Err(e);

@@ -405,7 +405,14 @@ impl super::LocalAgent {
             return Vec::new();
         };
         let mut specs = Vec::new();
-        for job in self.stages.iter().flatten().map(|r| &r.job) {
+        // A job with no workers here (its `hosts` name other hosts) reads nothing here.
+        for job in self
+            .stages
+            .iter()
+            .flatten()
+            .map(|r| &r.job)
+            .filter(|j| j.jobs > 0)
+        {
             let Some(s3) = job.s3.as_ref().filter(|s| s.mix.reads() && s.objects > 0) else {
                 continue;
             };

@@ -92,6 +92,10 @@ impl JobRun {
     /// larger than the files).
     pub fn check_load(&self, load: &StageLoad) -> Result<(), AgentError> {
         let refuse = |what: String| Err(AgentError::job(&self.job.name, what));
+        if self.worker_files.is_empty() {
+            // A job whose `hosts` leave this host out: nothing of it runs here.
+            return Ok(());
+        }
         if let Some(d) = load.iodepth.filter(|d| !(1..=32768).contains(d)) {
             return refuse(format!("iodepth {d}: expected 1 to 32768"));
         }
@@ -136,7 +140,8 @@ impl JobRun {
             direct: self.direct,
             workers: self.workers(load),
             len: self.len_under(load),
-            hosts,
+            // An open-loop rate is shared among the hosts that run the job.
+            hosts: self.job.hosts_running(hosts),
         };
         WorkerSpec::for_job(&self.job, load, &at, work, targets, ramp, seed)
     }

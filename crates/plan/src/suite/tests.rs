@@ -102,3 +102,38 @@ fn the_database_searches_on_commit_latency() {
     assert!(s[0].file.as_ref().unwrap().1.contains("fdatasync = 1"));
     assert!(s[1].args.contains(&"sync:p99<=5ms".to_string()));
 }
+
+/// Issue 57: the victims alone, beside the first agent's writes, alone again; each a job file
+/// whose jobs name their hosts. Without two agents it is a mistake.
+#[test]
+fn interference_runs_the_victims_before_during_and_after_the_aggressor() {
+    let mut o = opts();
+    let e = suite_steps("interference", &o).unwrap_err();
+    assert!(e.contains("--agents with two or more"), "{e}");
+    o.agents = vec!["a:1".into(), "b:1".into(), "c:1".into()];
+    let s = suite_steps("interference", &o).unwrap();
+    let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "interference/before",
+            "interference/during",
+            "interference/after"
+        ]
+    );
+    let (file, text) = s[1].file.clone().unwrap();
+    assert_eq!(file, "interference.toml");
+    assert!(
+        text.contains("hosts = [0]") && text.contains("hosts = \"1-2\""),
+        "{text}"
+    );
+    assert!(text.contains("rate_iops = 200"), "{text}");
+    let (_, alone) = s[0].file.clone().unwrap();
+    assert!(!alone.contains("aggressor"), "{alone}");
+    let jobs = stormark_spec::parse_job_file(&text, "interference.toml").unwrap();
+    assert_eq!(jobs.jobs.len(), 2);
+    assert!(s[1]
+        .args
+        .windows(2)
+        .any(|w| w == ["--job", "interference.toml"]));
+}

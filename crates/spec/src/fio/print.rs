@@ -38,6 +38,13 @@ pub fn fio_check(jobs: &[Job], target: &str) -> Result<(), String> {
         if let Some(e) = name.or(file) {
             return Err(e);
         }
+        if let Some(h) = &job.hosts {
+            return Err(format!(
+                "job {}: hosts {}: a fio job file runs on every client it is given (fio --client=HOST FILE per host); leave out hosts",
+                job.name,
+                h.name()
+            ));
+        }
     }
     Ok(())
 }

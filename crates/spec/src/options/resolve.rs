@@ -57,6 +57,14 @@ impl JobOpts {
         }
         let s3 = self.s3(kind)?;
         let net = self.net(kind)?;
+        if let (LoadKind::Net, Some(h)) = (kind, &self.hosts) {
+            // A net job's streams are planned between every pair of its hosts' agents.
+            return Err(SpecError::invalid(
+                "hosts",
+                &h.name(),
+                "no hosts key on a net job yet: every agent runs a net job (leave out hosts)",
+            ));
+        }
         let meta = self.meta(kind)?;
         Ok(Job {
             kind,
@@ -65,6 +73,7 @@ impl JobOpts {
                 .clone()
                 .unwrap_or_else(|| default_name.to_string()),
             group: self.group.clone(),
+            hosts: self.hosts.clone(),
             rw,
             rwmixread: self.rwmixread.unwrap_or(50),
             random_pct: self

@@ -18,6 +18,9 @@ impl JobOpts {
         count: &dyn Fn(u32) -> Result<u32, SpecError>,
     ) -> Result<bool, SpecError> {
         match canonical {
+            "hosts" => {
+                self.hosts = Some(crate::OnHosts::parse(value).ok_or_else(|| bad(crate::OnHosts::FORM))?)
+            }
             "rate_min" | "rate_iops_min" => {
                 let pair = per_direction(value, canonical == "rate_min")
                     .ok_or_else(|| bad(RATE_MIN_FORM))?;

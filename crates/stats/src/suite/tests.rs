@@ -241,6 +241,58 @@ fn the_weakest_pair_is_named_only_beyond_the_spread_of_the_pairs_seconds() {
     assert_eq!(none.severity, Severity::Info, "{}", none.message);
 }
 
+/// Issue 57: the victims' read p99 before, during and after; a warning when it more than
+/// doubled under the aggressor's load, and the aggressor is never the furthest host.
+#[test]
+fn interference_names_the_victims_p99_before_during_and_after() {
+    let step = |phase: &str, p99_ms: u64| {
+        let mut o = outcome(
+            &format!("interference/{phase}"),
+            "victims",
+            Some(phase),
+            false,
+            200.0,
+        );
+        o.part = "interference".into();
+        let f = o.figures.as_mut().unwrap();
+        f.spread = Some(0.02);
+        f.p99_by_op_ns.insert("read".into(), p99_ms * 1_000_000);
+        f.by_host = [
+            ("agg".to_string(), 90_000.0),
+            ("v1".into(), 100.0),
+            ("v2".into(), 100.0),
+        ]
+        .into_iter()
+        .collect();
+        o
+    };
+    let v = suite_verdicts(&[step("before", 1), step("during", 8), step("after", 1)]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Warning);
+    assert_eq!(
+        i.message,
+        "the victims' read p99: 1.00 ms before, 8.00 ms during the aggressor's load (8.0x), 1.00 ms after (1.0x before)"
+    );
+    assert!(v
+        .iter()
+        .all(|v| v.code != "furthest-host" || !v.message.contains("agg")));
+    let v = suite_verdicts(&[step("before", 2), step("during", 3)]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Info);
+    assert!(i.message.ends_with("not measured after"), "{}", i.message);
+    // One-second steps: said to be too short, never a warning.
+    let mut during = step("during", 8);
+    during.figures.as_mut().unwrap().spread = None;
+    let v = suite_verdicts(&[step("before", 1), during]);
+    let i = v.iter().find(|v| v.code == "interference").unwrap();
+    assert_eq!(i.severity, Severity::Info);
+    assert!(
+        i.message.ends_with("(run without --smoke)"),
+        "{}",
+        i.message
+    );
+}
+
 /// Issue 55: every disk at once is one run; its slowest disk comes from the run's `by_target`,
 /// named as the steps of each disk alone name it.
 #[test]
