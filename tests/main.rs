@@ -7,6 +7,8 @@ mod atomic;
 mod cluster;
 mod data;
 mod device;
+mod docs;
+mod docs_world;
 mod faults;
 mod fio_corpus;
 mod fio_errors;
