@@ -259,7 +259,7 @@ pub(crate) fn commands(b: &Block, exit: &[i32], check_output: bool) -> Vec<DocCo
         // FOO=... stormark ...: the assignments are the runner's to make.
         let start = words
             .iter()
-            .position(|w| !(w.contains('=') && !w.starts_with('-')))
+            .position(|w| !w.contains('=') || w.starts_with('-'))
             .unwrap_or(words.len());
         let program = words
             .get(start)
