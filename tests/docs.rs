@@ -15,7 +15,9 @@
 //! - `<!-- doc-test: file NAME -->`: the block (a TOML job or suite file, an agents file) is
 //!   written to NAME in every page's scratch directory, with the rules below, before any
 //!   command runs;
-//! - `<!-- doc-test: output unchecked (WHY) -->`: the output shown is not compared.
+//! - `<!-- doc-test: output unchecked (WHY) -->`: the output shown is not compared;
+//! - `<!-- doc-test: inline skip (WHY) -->`, anywhere in a page: its inline commands are not
+//!   run (counted as skipped).
 //!
 //! A block of `$ stormark ...` lines followed by output is a transcript: each line of its output
 //! without a digit (headings, `status: ok`, `expected vs measured:`, a finding's advice) must be
@@ -32,6 +34,8 @@
 //!   get `--time 1s`; a search (`--target-latency`) without `--step-time` gets `--step-time 1s`
 //!   and at most 4 steps; a suite gets `--smoke`, and its relative TARGETs (`suite disks d1
 //!   d2`) are made as directories;
+//! - a `run` on a directory that gives no size (no `--size`, `--profile`, `--job`, `--auto`)
+//!   gets `--size 64m` instead of 1 GiB a file;
 //! - sizes of a GiB or more, in any option, become as many MiB (`--size 4g` is 4m,
 //!   `--zone-skip 2g` 2m, `size = "16g"` 16m);
 //! - hosts are stand-ins: `--agents` lists are agents in network namespaces (testkit's
@@ -399,7 +403,19 @@ pub(crate) fn plan(page: &str) -> PagePlan {
         skipped: Vec::new(),
         synopses: 0,
     };
-    p.commands.extend(inline_commands(page, &text));
+    let inline = inline_commands(page, &text);
+    let inline_skip = text.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("<!-- doc-test: inline skip (")
+            .and_then(|r| r.strip_suffix(") -->"))
+    });
+    match inline_skip {
+        Some(why) if !inline.is_empty() => {
+            p.skipped
+                .push((page.to_string(), 1, inline.len(), format!("inline: {why}")))
+        }
+        _ => p.commands.extend(inline),
+    }
     for b in blocks(page, &text) {
         if !shell_block(&b.lang) {
             continue;

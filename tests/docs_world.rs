@@ -584,6 +584,23 @@ impl World {
                 self.start_net_server_later(&addr);
             }
         }
+        // A run's files are 1 GiB each unless it says otherwise: more, times its jobs (a
+        // sweep of jobs=1..16), than a CI disk has free while the other tests run.
+        let sized = [
+            "--size",
+            "--profile",
+            "--job",
+            "--auto",
+            "--verify-only",
+            "--print-fio",
+        ]
+        .iter()
+        .any(|f| has(c, f));
+        // (A device keeps its own size: a region of it would cut its zones.)
+        let on_dir = c.argv.get(1).is_some_and(|t| is_place(t));
+        if cmd == "run" && !sized && on_dir {
+            out.extend(["--size".into(), "64m".into()]);
+        }
         let timed =
             matches!(cmd, "run" | "s3") || net_client || (cmd == "net" && has(c, "--agents"));
         if timed && !has(c, "--time") {
