@@ -1,9 +1,9 @@
 //! Issue 56: the docs cannot drift. Every `stormark` command in a fenced block of README.md and
 //! docs/*.md, and every complete one written inline in their prose (`` `stormark run /dev/sdb
 //! --rw read ...` ``; not a synopsis with `HOST`, `...` or `[options]`), runs here, as written
-//! but for the rules below, against the debug binary in a
-//! scratch directory, and must end with the exit status the page gives (0 unless a
-//! `<!-- doc-test: exit N -->` comment before the block says otherwise). A failure names the
+//! but for the rules below, against the debug binary in a scratch directory, and must end with
+//! the exit status the page gives (0 unless a `<!-- doc-test: exit N -->` comment before the
+//! block says otherwise). A failure names the
 //! page, the line and everything the command printed.
 //!
 //! What a page may put, as an HTML comment, on the line before a fenced block:
@@ -12,9 +12,9 @@
 //!   cannot have: hosts of a real cluster, a kernel mount);
 //! - `<!-- doc-test: synopsis -->`: a synopsis with brackets and placeholders, not a command;
 //! - `<!-- doc-test: exit N -->` or `exit N|M (WHY)`: the status the commands end with;
-//! - `<!-- doc-test: file NAME -->`: the block (a TOML job or suite file, an agents file) is
-//!   written to NAME in every page's scratch directory, with the rules below, before any
-//!   command runs;
+//! - `<!-- doc-test: file NAME -->`: the block (a TOML job or suite file) is written to NAME,
+//!   with the rules below, in the scratch directory of every page whose commands name it (the
+//!   page's own file of that name first), before any command runs;
 //! - `<!-- doc-test: output unchecked (WHY) -->`: the output shown is not compared;
 //! - `<!-- doc-test: inline skip (WHY) -->`, anywhere in a page: its inline commands are not
 //!   run (counted as skipped).
@@ -27,9 +27,10 @@
 //! ([`world`] applies them):
 //!
 //! - a path under /mnt, /tank, /tmp, /srv, /data, /scratch or /etc/stormark is one of the
-//!   scratch directory's; /xfs is an XFS of 512 MiB on a loop device, and a command with
-//!   `--auto` (which sizes its files by the free space) has its paths on an ext4 of 256 MiB (made as a directory unless it names a file: `.json`, `.pem`, ...); a block
-//!   device (`/dev/nvme1n1`) is a loop device over a sparse file;
+//!   scratch directory's (made as a directory unless it names a file: `.json`, `.pem`, ...);
+//!   /xfs is an XFS of 512 MiB on a loop device, and a command with `--auto` (which sizes its
+//!   files by the free space) has its paths on an ext4 of 256 MiB; a block device
+//!   (`/dev/nvme1n1`) is a loop device over a sparse file;
 //! - `--time`, `--step-time` become 1 s, and `run`, `s3` and `net` commands without `--time`
 //!   get `--time 1s`; a search (`--target-latency`) without `--step-time` gets `--step-time 1s`
 //!   and at most 4 steps; a suite gets `--smoke`, and its relative TARGETs (`suite disks d1
