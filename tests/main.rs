@@ -8,6 +8,8 @@ mod charts;
 mod cluster;
 mod data;
 mod device;
+mod docs;
+mod docs_world;
 mod faults;
 mod fio_corpus;
 mod fio_errors;

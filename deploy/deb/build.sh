@@ -6,8 +6,10 @@
 # installing starts nothing and makes no secret; the host's administrator does both.
 #
 #   deploy/deb/build.sh [BINARY] [OUT_DIR]
-#       BINARY   default target/release/stormark (cargo build --release --locked first)
-#       OUT_DIR  default target/deb; prints the package's path
+#       BINARY   default $CARGO_TARGET_DIR/release/stormark where CARGO_TARGET_DIR is set
+#                (cargo builds there then), else target/release/stormark (cargo build
+#                --release --locked first)
+#       OUT_DIR  default deb/ beside that build (target/deb); prints the package's path
 #   DEB_COMPRESSION=none|gzip|xz (default xz: the smallest package to copy to many hosts)
 #
 # On each host:
@@ -18,9 +20,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-bin=${1:-$repo/target/release/stormark}
-out=${2:-$repo/target/deb}
-[ -x "$bin" ] || { echo "$bin: no such binary (cargo build --release --locked first, or give BINARY)" >&2; exit 2; }
+# Where `cargo build --release` put it: CARGO_TARGET_DIR moves cargo's output (issue 56: the
+# documented command failed for a build made with it set).
+bin=${1:-${CARGO_TARGET_DIR:-$repo/target}/release/stormark}
+out=${2:-${CARGO_TARGET_DIR:-$repo/target}/deb}
+[ -x "$bin" ] || { echo "$bin: no such binary (cargo build --release --locked first, or give it: deploy/deb/build.sh BINARY [OUT_DIR])" >&2; exit 2; }
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$repo/Cargo.toml" | head -1)
 arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)

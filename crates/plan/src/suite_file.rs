@@ -108,6 +108,18 @@ pub fn suite_file_steps(
         }
         if let Some(t) = time.as_ref().filter(|_| cmd != "meta") {
             set_flag(&mut args, "--time", t);
+            // A search measures each step for --step-time (20 s by default), not --time: the
+            // suite's time reaches its steps too, and --smoke takes four of them, as the
+            // shipped suites' searches do (issue 56: a --smoke suite ran a search at full length).
+            let search = args
+                .iter()
+                .any(|a| a == "--target-latency" || a.starts_with("--target-latency="));
+            if search {
+                set_flag(&mut args, "--step-time", t);
+                if o.smoke {
+                    set_flag(&mut args, "--search-steps", "4");
+                }
+            }
         }
         // An S3 step takes the suite's object store (--endpoint, --bucket, keys' options)
         // where it names none of its own.
@@ -205,6 +217,42 @@ command = ["meta", "/mnt/bench", "--files", "100"]
         assert!(!s[0].args.contains(&"60s".to_string()));
         assert!(s[0].args.windows(2).any(|w| w == ["--agents", "a:1,b:1"]));
         assert_eq!(s[1].args, ["meta", "/mnt/bench", "--files", "100"]);
+    }
+
+    #[test]
+    fn smoke_shortens_a_search_steps_too_issue_56() {
+        let text = "[[step]]\nname = \"commits\"\ncommand = [\"run\", \"/mnt/db\", \"--target-latency\", \"sync:p99<=2ms\"]\n";
+        let (_, s) = suite_file_steps(text, "s.toml", &SuiteOptions::default()).unwrap();
+        assert!(
+            !s[0].args.iter().any(|a| a == "--step-time"),
+            "{:?}",
+            s[0].args
+        );
+        let o = SuiteOptions {
+            smoke: true,
+            ..SuiteOptions::default()
+        };
+        let (_, s) = suite_file_steps(text, "s.toml", &o).unwrap();
+        assert!(
+            s[0].args.windows(2).any(|w| w == ["--step-time", "1s"]),
+            "{:?}",
+            s[0].args
+        );
+        assert!(
+            s[0].args.windows(2).any(|w| w == ["--search-steps", "4"]),
+            "{:?}",
+            s[0].args
+        );
+        let o = SuiteOptions {
+            time: Some("5s".into()),
+            ..SuiteOptions::default()
+        };
+        let (_, s) = suite_file_steps(text, "s.toml", &o).unwrap();
+        assert!(
+            s[0].args.windows(2).any(|w| w == ["--step-time", "5s"]),
+            "{:?}",
+            s[0].args
+        );
     }
 
     #[test]

@@ -50,10 +50,20 @@ pub enum Command {
     Cert(CertArgs),
 }
 
+/// `s3 --help`'s examples: `--embedded` first where this build has the server (a build with
+/// `--features embedded-s3`); the default build, which refuses it, does not offer it (issue 56).
+fn s3_examples() -> String {
+    let embedded = if cfg!(feature = "embedded-s3") {
+        "  stormark s3 --embedded --op-mix put=50,get=50 --obj-size 64k --time 10s
+      a first try with no S3 service: a server inside this build of stormark, on a temporary
+      directory\n"
+    } else {
+        ""
+    };
+    format!("Examples:\n{embedded}{S3_EXAMPLES}")
+}
+
 const S3_EXAMPLES: &str = "\
-Examples:
-  stormark s3 --embedded --op-mix put=50,get=50 --obj-size 64k --time 10s
-      a first try with nothing installed: an S3 server inside stormark, on a temporary directory
   stormark s3 --endpoint http://127.0.0.1:9000 --bucket bench --op-mix get --obj-size 4k --concurrency 16
       GETs of 4 KiB objects (1000 written first) from 16 connections for 30 s
   stormark s3 --endpoint http://minio:9000 --bucket bench --create-bucket \\
@@ -79,7 +89,7 @@ PREFIX/<run id>/ and is deleted at the end (unless --keep); no other object is t
 
 /// Options of `stormark s3`.
 #[derive(Debug, Args)]
-#[command(after_help = S3_EXAMPLES)]
+#[command(after_help = s3_examples())]
 pub struct S3Args {
     /// The workload flags (`--endpoint`, `--op-mix`, `--obj-size`, ...), from the spec's table.
     #[command(flatten)]
@@ -112,9 +122,12 @@ pub struct S3Args {
     #[arg(long, value_name = "ID", help_heading = "Keys", conflicts_with_all = ["keep", "embedded", "job"])]
     pub remove_run: Option<String>,
     /// Start an S3 server inside stormark (s3s with its filesystem backend) on a fresh
-    /// directory under TMPDIR, and measure it: for trying the command with nothing installed.
-    /// Its endpoint, bucket and keys are made for the run; the directory is removed at the end.
-    #[arg(long, help_heading = "Embedded server")]
+    /// directory under TMPDIR, and measure it: for learning the command without an S3
+    /// service. Its endpoint, bucket and keys are made for the run; the directory is removed
+    /// at the end.
+    // Hidden from --help in a build without the server (the default): there it is refused in
+    // one line saying how to build it (issue 56).
+    #[arg(long, help_heading = "Embedded server", hide = !cfg!(feature = "embedded-s3"))]
     pub embedded: bool,
     /// Where the embedded server listens (agents must reach it there) [default: 127.0.0.1:0,
     /// a free port on loopback].
@@ -122,7 +135,8 @@ pub struct S3Args {
         long,
         value_name = "ADDR:PORT",
         requires = "embedded",
-        help_heading = "Embedded server"
+        help_heading = "Embedded server",
+        hide = !cfg!(feature = "embedded-s3")
     )]
     pub embedded_listen: Option<std::net::SocketAddr>,
 

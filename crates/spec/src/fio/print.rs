@@ -325,7 +325,13 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     match job.direct.name() {
         "true" => out.push_str("direct=1\n"),
         "false" => out.push_str("direct=0\n"),
-        _ => {}
+        // `direct = "auto"` (the quick and oltp-4k profiles): O_DIRECT wherever the target
+        // takes it, which is where anyone runs fio beside it; without a line fio would run
+        // buffered what stormark ran direct (issue 56). fio has no "auto": on tmpfs it
+        // refuses direct=1 (EINVAL) where stormark fell back to buffered I/O, hence the note.
+        _ => out.push_str(
+            "; stormark's direct=auto: O_DIRECT where the file system takes it (tmpfs: direct=0)\ndirect=1\n",
+        ),
     }
     // fio invalidates before each pass (its default); it has no "once at the start".
     if job.invalidate == crate::choices::Invalidate::No {

@@ -682,3 +682,18 @@ fn a_job_without_an_engine_runs_fios_default_psync() {
     assert!(f.notes[0].contains("[c]") && f.notes[0].contains("libaio"));
     assert!(to_fio(&j, "/mnt/d", true).contains("[a]\nioengine=psync\n"));
 }
+
+/// Issue 56: `--print-fio` of `direct = "auto"` (the quick and oltp-4k profiles) wrote no
+/// `direct=` line, so fio ran buffered what stormark ran direct.
+#[test]
+fn direct_auto_is_printed_as_direct_for_fio() {
+    let f = parse("[j]\nrw=randread\n").unwrap();
+    let mut j = jobs(&f);
+    j[0].direct = crate::choices::Direct::Auto;
+    let text = to_fio(&j, "/mnt/d", true);
+    assert!(text.contains("\ndirect=1\n"), "{text}");
+    // fio reads it back, the note a comment.
+    let again = parse(&text).unwrap();
+    assert!(again.ignored.is_empty(), "{text}");
+    assert_eq!(jobs(&again)[0].direct, crate::choices::Direct::Yes);
+}
