@@ -186,7 +186,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 let entry = entry_of(ctx, fds[req.file as usize], features, slot, &req, ioprio);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
                 // completion is reaped below; the ring has one entry per slot.
-                unsafe { sq.push(&entry) }.expect("the ring has an entry for every free slot");
+                while unsafe { sq.push(&entry) }.is_err() {
+                    // Only with a polling thread (fio's sqthread_poll): it issues entries
+                    // before it moves the queue's head past them, so their completions can
+                    // be reaped first. Wait for the room it has not yet given back.
+                    submitter.squeue_wait().map_err(EngineError::RingEnter)?;
+                    sq.sync();
+                }
                 slots[slot as usize].0 = counted;
                 if let Some(s) = &mut ctx.schedule {
                     due[slot as usize] = s.take();
