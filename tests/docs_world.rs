@@ -50,6 +50,10 @@ pub(crate) struct World {
     tgt: Option<Tgt>,
     ganesha: Option<Ganesha>,
     loopdev: Option<LoopDevice>,
+    /// Each device path the page names, by the order it first appears: the first is
+    /// `loopdev`, each other one a loop device of its own (`/dev/sdb /dev/sdc`: two).
+    devices: Vec<String>,
+    more_devices: Vec<LoopDevice>,
     xfs: Option<(LoopDevice, PathBuf)>,
     /// An ext4 of 256 MiB for the paths of `--auto` commands, and whether this command is one.
     auto_fs: Option<(LoopDevice, PathBuf)>,
@@ -278,6 +282,8 @@ impl World {
             tgt,
             ganesha,
             loopdev,
+            devices: Vec::new(),
+            more_devices: Vec::new(),
             xfs,
             auto_fs,
             small: false,
@@ -370,13 +376,27 @@ impl World {
             return self.place(w);
         }
         if w.starts_with("/dev/") {
-            return self
-                .loopdev
-                .as_ref()
-                .expect("a loop device")
-                .path
-                .display()
-                .to_string();
+            let i = match self.devices.iter().position(|d| d == w) {
+                Some(i) => i,
+                None => {
+                    self.devices.push(w.to_string());
+                    self.devices.len() - 1
+                }
+            };
+            if i == 0 {
+                return self
+                    .loopdev
+                    .as_ref()
+                    .expect("a loop device")
+                    .path
+                    .display()
+                    .to_string();
+            }
+            while self.more_devices.len() < i {
+                self.more_devices
+                    .push(LoopDevice::new(TMP, 256 << 20).expect("a loop device"));
+            }
+            return self.more_devices[i - 1].path.display().to_string();
         }
         if w.starts_with("iscsi://") {
             return self.iscsi(w);
