@@ -237,3 +237,32 @@ pub unsafe fn message(p: *const std::ffi::c_char) -> String {
         s => s.to_string(),
     }
 }
+
+/// A client's `wait` method, written once for both protocol clients: one step of its
+/// library's event loop through its [`Session`], the `who` at the other end named in a
+/// failure, which becomes `$err::Session`. The client has `lib` (with `get_fd`,
+/// `which_events`, `service`, `get_error`), `ctx`, `session`, and a thread-local `DONE` of
+/// its `Completion`s.
+#[macro_export]
+macro_rules! wait_method {
+    ($who:literal, $err:ident) => {
+        /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for
+        /// completions, then moves every completion there is into `out`.
+        pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), $err> {
+            let (lib, ctx) = (self.lib, self.ctx);
+            // SAFETY: a live context; the callbacks run in service, here, on this thread.
+            unsafe {
+                self.session.wait(
+                    &DONE,
+                    out,
+                    ((lib.get_fd)(ctx), (lib.which_events)(ctx)),
+                    timeout_ms,
+                    $who,
+                    |revents| (lib.service)(ctx, revents),
+                    || $crate::message((lib.get_error)(ctx)),
+                )
+            }
+            .map_err($err::Session)
+        }
+    };
+}

@@ -382,24 +382,7 @@ impl Session {
         Ok(())
     }
 
-    /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
-    /// then moves every completion there is into `out`.
-    pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), IscsiError> {
-        let (lib, ctx) = (self.lib, self.ctx);
-        // SAFETY: a live context; the callbacks run in service, here, on this thread.
-        unsafe {
-            self.session.wait(
-                &DONE,
-                out,
-                ((lib.get_fd)(ctx), (lib.which_events)(ctx)),
-                timeout_ms,
-                "target",
-                |revents| (lib.service)(ctx, revents),
-                || stormark_dlclient::message((lib.get_error)(ctx)),
-            )
-        }
-        .map_err(IscsiError::Session)
-    }
+    stormark_dlclient::wait_method!("target", IscsiError);
 
     /// Reads `buf.len()` bytes at byte `offset` (multiples of the block), waiting for them;
     /// `Ok(Err(_))`: the target failed the command. Only with nothing else in flight.

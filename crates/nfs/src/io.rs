@@ -14,7 +14,7 @@ use crate::{Client, Completion, Dir, NfsError, DONE};
 
 /// `READ3args` and `COMMIT3args` (the same fields).
 #[repr(C)]
-struct RangeArgs {
+pub(crate) struct RangeArgs {
     file: Fh3,
     offset: u64,
     count: u32,
@@ -22,7 +22,7 @@ struct RangeArgs {
 
 /// `WRITE3args`.
 #[repr(C)]
-struct WriteArgs {
+pub(crate) struct WriteArgs {
     file: Fh3,
     offset: u64,
     count: u32,
@@ -63,44 +63,9 @@ struct WriteOk {
     verf: [u8; 8],
 }
 
-type RpcCb = extern "C" fn(*mut c_void, c_int, *mut c_void, *mut c_void);
-type Call<A> = unsafe extern "C" fn(*mut c_void, RpcCb, *mut A, *mut c_void) -> c_int;
-
-/// The raw calls, from the library `ffi` loaded.
-pub(crate) struct Raw {
-    rpc_context: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
-    readmax: unsafe extern "C" fn(*mut c_void) -> u64,
-    writemax: unsafe extern "C" fn(*mut c_void) -> u64,
-    read: Call<RangeArgs>,
-    write: Call<WriteArgs>,
-    commit: Call<RangeArgs>,
-}
-
-pub(crate) fn raw() -> Result<&'static Raw, String> {
-    fn load() -> Result<Raw, String> {
-        crate::ffi::lib()?;
-        // Another reference to the library loaded above.
-        let lib = stormark_dlclient::Library::open(
-            c"libnfs.so.13",
-            "libnfs.so.13 could not be opened again",
-        )?;
-        const TOO_OLD: &str = "libnfs 4.0 or newer is needed";
-        // SAFETY: each symbol is libnfs 4.0's function of that name, whose signature the
-        // field's type restates (`int rpc_nfs3_X_async(struct rpc_context *, rpc_cb, struct
-        // X3args *, void *)`; `uint64_t nfs_get_readmax(struct nfs_context *)`).
-        unsafe {
-            Ok(Raw {
-                rpc_context: lib.function(c"nfs_get_rpc_context", TOO_OLD)?,
-                readmax: lib.function(c"nfs_get_readmax", TOO_OLD)?,
-                writemax: lib.function(c"nfs_get_writemax", TOO_OLD)?,
-                read: lib.function(c"rpc_nfs3_read_async", TOO_OLD)?,
-                write: lib.function(c"rpc_nfs3_write_async", TOO_OLD)?,
-                commit: lib.function(c"rpc_nfs3_commit_async", TOO_OLD)?,
-            })
-        }
-    }
-    static RAW: stormark_dlclient::Loaded<Raw> = stormark_dlclient::Loaded::new();
-    RAW.get(load)
+/// The raw calls, from the library `ffi` loaded (one table with the namespace's).
+pub(crate) fn raw() -> Result<&'static crate::ns::Raw, String> {
+    crate::ns::raw_calls()
 }
 
 /// The largest READ and WRITE a mounted context sends in one RPC (what its server's FSINFO
@@ -327,24 +292,7 @@ impl Client {
         Ok(())
     }
 
-    /// Sends what is queued and waits up to `timeout_ms` (0: not at all) for completions,
-    /// then moves every completion there is into `out`.
-    pub fn wait(&mut self, timeout_ms: i32, out: &mut Vec<Completion>) -> Result<(), NfsError> {
-        let (lib, ctx) = (self.lib, self.ctx);
-        // SAFETY: a live context; the callbacks run in service, here, on this thread.
-        unsafe {
-            self.session.wait(
-                &DONE,
-                out,
-                ((lib.get_fd)(ctx), (lib.which_events)(ctx)),
-                timeout_ms,
-                "server",
-                |revents| (lib.service)(ctx, revents),
-                || stormark_dlclient::message((lib.get_error)(ctx)),
-            )
-        }
-        .map_err(NfsError::Session)
-    }
+    stormark_dlclient::wait_method!("server", NfsError);
 
     /// Reads `buf.len()` bytes at `offset` of held file `file`, waiting for them: the bytes
     /// read, or `Ok(Err(errno))` when the server failed the READ. Only with nothing else in

@@ -219,12 +219,13 @@ struct ReaddirOk {
     eof: u32,
 }
 
-type RpcCb = extern "C" fn(*mut c_void, c_int, *mut c_void, *mut c_void);
-type Call<A> = unsafe extern "C" fn(*mut c_void, RpcCb, *mut A, *mut c_void) -> c_int;
+pub(crate) type RpcCb = extern "C" fn(*mut c_void, c_int, *mut c_void, *mut c_void);
+pub(crate) type Call<A> = unsafe extern "C" fn(*mut c_void, RpcCb, *mut A, *mut c_void) -> c_int;
 
-/// The raw calls, from the library `ffi` loaded.
-struct Raw {
-    rpc_context: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+/// The raw calls, from the library `ffi` loaded: the namespace's and the file I/O's
+/// (`io.rs`), one table.
+pub(crate) struct Raw {
+    pub(crate) rpc_context: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
     rootfh: unsafe extern "C" fn(*mut c_void) -> *const Fh3,
     lookup: Call<DirOpArgs>,
     create: Call<CreateArgs>,
@@ -233,9 +234,18 @@ struct Raw {
     rmdir: Call<DirOpArgs>,
     rename: Call<RenameArgs>,
     readdir: Call<ReaddirArgs>,
+    pub(crate) readmax: unsafe extern "C" fn(*mut c_void) -> u64,
+    pub(crate) writemax: unsafe extern "C" fn(*mut c_void) -> u64,
+    pub(crate) read: Call<crate::io::RangeArgs>,
+    pub(crate) write: Call<crate::io::WriteArgs>,
+    pub(crate) commit: Call<crate::io::RangeArgs>,
 }
 
 fn raw() -> io::Result<&'static Raw> {
+    raw_calls().map_err(io::Error::other)
+}
+
+pub(crate) fn raw_calls() -> Result<&'static Raw, String> {
     fn load() -> Result<Raw, String> {
         crate::ffi::lib()?;
         // Another reference to the library loaded above.
@@ -247,7 +257,7 @@ fn raw() -> io::Result<&'static Raw> {
         // SAFETY: each symbol is libnfs 4.0's function of that name, whose signature the
         // field's type restates (`int rpc_nfs3_X_async(struct rpc_context *, rpc_cb,
         // struct X3args *, void *)`; `nfs_get_rootfh` returns the mount's `struct nfs_fh`,
-        // laid out as `nfs_fh3`).
+        // laid out as `nfs_fh3`; `uint64_t nfs_get_readmax(struct nfs_context *)`).
         unsafe {
             Ok(Raw {
                 rpc_context: lib.function(c"nfs_get_rpc_context", TOO_OLD)?,
@@ -259,11 +269,16 @@ fn raw() -> io::Result<&'static Raw> {
                 rmdir: lib.function(c"rpc_nfs3_rmdir_async", TOO_OLD)?,
                 rename: lib.function(c"rpc_nfs3_rename_async", TOO_OLD)?,
                 readdir: lib.function(c"rpc_nfs3_readdir_async", TOO_OLD)?,
+                readmax: lib.function(c"nfs_get_readmax", TOO_OLD)?,
+                writemax: lib.function(c"nfs_get_writemax", TOO_OLD)?,
+                read: lib.function(c"rpc_nfs3_read_async", TOO_OLD)?,
+                write: lib.function(c"rpc_nfs3_write_async", TOO_OLD)?,
+                commit: lib.function(c"rpc_nfs3_commit_async", TOO_OLD)?,
             })
         }
     }
     static RAW: stormark_dlclient::Loaded<Raw> = stormark_dlclient::Loaded::new();
-    RAW.get(load).map_err(io::Error::other)
+    RAW.get(load)
 }
 
 /// What a reply is read for.
