@@ -77,8 +77,11 @@ fn atomic_writes_where_the_file_system_takes_them_and_refused_where_not() {
     let out = run(&at, &["--bs", "8m"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let said = text(&out);
+    // One line on standard error (the target line, said as the run started, is on standard
+    // output).
+    let error = String::from_utf8_lossy(&out.stderr);
     assert!(
-        said.contains("takes no atomic writes of 8m") && said.trim().lines().count() == 1,
+        error.contains("takes no atomic writes of 8m") && error.trim().lines().count() == 1,
         "{said}"
     );
     // ext4 on a loop device (no atomic writes of its own): refused, naming it.

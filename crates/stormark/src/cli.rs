@@ -520,14 +520,46 @@ impl<T: FlagTable> FromArgMatches for WorkloadFlags<T> {
     }
 }
 
+/// The workload options most runs use, shown first in help in this order; every other one
+/// after them, under its own heading.
+const COMMON_KEYS: &[&str] = &[
+    "rw",
+    "bs",
+    "iodepth",
+    "jobs",
+    "size",
+    "time",
+    "direct",
+    "rwmixread",
+    "engine",
+    "files",
+    "endpoint",
+    "bucket",
+    "op_mix",
+    "obj_size",
+    "objects",
+    "rate_iops",
+    "verify",
+    "ramp",
+];
+
 impl<T: FlagTable> Args for WorkloadFlags<T> {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        T::FLAGS.iter().fold(cmd, |cmd, flag| {
+        let rank = |f: &&Flag| COMMON_KEYS.iter().position(|k| *k == f.key);
+        let mut flags: Vec<&Flag> = T::FLAGS.iter().collect();
+        // Common ones first, in COMMON_KEYS' order; the rest in the table's (a stable sort).
+        flags.sort_by_key(|f| rank(f).unwrap_or(COMMON_KEYS.len()));
+        flags.into_iter().fold(cmd, |cmd, flag| {
             let long = flag.long();
+            let heading = if rank(&flag).is_some() {
+                "Workload"
+            } else {
+                "Advanced workload"
+            };
             let mut arg = Arg::new(long.clone())
                 .long(long.clone())
                 .help(flag.help.strip_suffix('.').unwrap_or(flag.help))
-                .help_heading("Workload");
+                .help_heading(heading);
             arg = match flag.value {
                 FlagValue::Text(name) => arg
                     .value_name(name)
