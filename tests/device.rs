@@ -243,3 +243,92 @@ fn block_device_reads_writes_and_refusals() {
     let out = stormark(&["run", &d, "--rw", "read", "--bs", "128m", "--quiet"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// Issue 58: a 1 MiB direct read of a device whose `max_sectors_kb` is 128 reaches it as
+/// requests of 128 KiB, and the finding says so, naming the setting and how far it can be
+/// raised; at 1024 no request is split and nothing is said.
+#[test]
+fn requests_split_by_max_sectors_kb_are_named() {
+    let Some(dev) = device("requests_split_by_max_sectors_kb_are_named") else {
+        return;
+    };
+    let d = dev.path.to_str().unwrap().to_string();
+    let name = dev.path.file_name().unwrap().to_str().unwrap().to_string();
+    let limit = format!("/sys/block/{name}/queue/max_sectors_kb");
+    let hw: u64 = std::fs::read_to_string(format!("/sys/block/{name}/queue/max_hw_sectors_kb"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("r.json");
+    let run = |kb: u64, bs: &str| {
+        std::fs::write(&limit, kb.to_string()).unwrap();
+        let out = stormark(&[
+            "run",
+            &d,
+            "--rw",
+            "read",
+            "--bs",
+            bs,
+            "--direct",
+            "--iodepth",
+            "4",
+            "--time",
+            "3s",
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc = read_json(&json);
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["code"] == "device-splits-requests")
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let split = run(128, "1m");
+    assert_eq!(split.len(), 1, "{split:?}");
+    let f = &split[0];
+    assert_eq!(f["evidence"]["device"], name.as_str(), "{f}");
+    assert_eq!(f["evidence"]["asked_bytes"], 1048576.0, "{f}");
+    let served = f["evidence"]["served_bytes"].as_f64().unwrap();
+    assert!(
+        (120.0 * 1024.0..=136.0 * 1024.0).contains(&served),
+        "served {served}: {f}"
+    );
+    assert_eq!(f["evidence"]["max_sectors_kb"], 128, "{f}");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("128 KiB") && message.contains("1024 KiB"),
+        "{message}"
+    );
+    assert!(message.contains("max_sectors_kb (128)"), "{message}");
+    if hw >= 1024 {
+        let advice = f["advice"].as_str().unwrap();
+        assert!(advice.contains("echo 1024 >"), "{advice}");
+        // At 1024 the size limit no longer splits a 1 MiB read; a loop device still takes at
+        // most max_segments pages a request (128: 512 KiB), which is named instead.
+        let segments: u64 =
+            std::fs::read_to_string(format!("/sys/block/{name}/queue/max_segments"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+        let at_1024 = run(1024, "1m");
+        if segments * 4 >= 1024 {
+            assert!(at_1024.is_empty(), "{at_1024:?}");
+        } else {
+            assert_eq!(at_1024.len(), 1, "{at_1024:?}");
+            let message = at_1024[0]["message"].as_str().unwrap();
+            assert!(message.contains("(max_segments)"), "{message}");
+            assert!(!message.contains("max_sectors_kb"), "{message}");
+        }
+        // A block size both limits take whole: nothing said.
+        let whole = format!("{}k", (segments * 4).min(1024));
+        assert!(run(1024, &whole).is_empty(), "{whole}");
+    }
+}

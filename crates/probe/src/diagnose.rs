@@ -75,6 +75,11 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
                 samples: &samples,
                 inventory: inv,
                 several_hosts: results.hosts.len() > 1,
+                target_device: host
+                    .target
+                    .as_ref()
+                    .or(results.target.as_ref())
+                    .and_then(|t| t.device.as_deref()),
             };
             // A host that ran nothing of the phase (its jobs name other hosts, a sweep's first
             // N): no load of its own to diagnose, and the phase's figures are not its.
@@ -84,6 +89,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
                 continue;
             }
             devices(&ctx, &mut out);
+            crate::requests::split_requests(&ctx, &mut out);
             cpu(&ctx, &mut out);
             swapping(&ctx, &mut out);
             page_cache(&ctx, &mut out);
@@ -108,17 +114,19 @@ pub fn phase_findings(p: &Phase, client: Option<&Inventory>) -> Vec<Finding> {
     out
 }
 
-struct Ctx<'a> {
-    host: &'a str,
-    phase: &'a Phase,
+pub(crate) struct Ctx<'a> {
+    pub(crate) host: &'a str,
+    pub(crate) phase: &'a Phase,
     samples: &'a [&'a HostSample],
-    inventory: Option<&'a Inventory>,
+    pub(crate) inventory: Option<&'a Inventory>,
     several_hosts: bool,
+    /// The whole block device under this host's target (`vda`, `loop3`), where known.
+    pub(crate) target_device: Option<&'a str>,
 }
 
 impl Ctx<'_> {
     /// "phase run" or "phase run on host a": where a finding applies.
-    fn place(&self) -> String {
+    pub(crate) fn place(&self) -> String {
         if self.several_hosts {
             format!("phase {} on {}", self.phase.name, self.host)
         } else {
@@ -126,12 +134,23 @@ impl Ctx<'_> {
         }
     }
 
-    fn mean(&self, f: impl Fn(&HostSample) -> Option<f64>) -> Option<f64> {
+    pub(crate) fn mean(&self, f: impl Fn(&HostSample) -> Option<f64>) -> Option<f64> {
         mean_over(self.samples, f)
+    }
+
+    /// This host's figures of the phase, per operation (the phase's own with one host).
+    pub(crate) fn by_op(
+        &self,
+    ) -> Option<&std::collections::BTreeMap<String, stormark_stats::Summary>> {
+        if self.several_hosts {
+            self.phase.by_host.get(self.host).map(|b| &b.by_op)
+        } else {
+            Some(&self.phase.by_op)
+        }
     }
 }
 
-fn finding(
+pub(crate) fn finding(
     severity: Severity,
     code: &str,
     message: String,

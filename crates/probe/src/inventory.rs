@@ -259,6 +259,15 @@ fn block_devices(root: &HostRoot, mounts: &[Mount]) -> Vec<BlockDevice> {
                 logical_block_bytes: root
                     .read_value(&format!("{base}/queue/logical_block_size"))
                     .and_then(|v| v.parse().ok()),
+                max_sectors_kb: root
+                    .read_value(&format!("{base}/queue/max_sectors_kb"))
+                    .and_then(|v| v.parse().ok()),
+                max_hw_sectors_kb: root
+                    .read_value(&format!("{base}/queue/max_hw_sectors_kb"))
+                    .and_then(|v| v.parse().ok()),
+                max_segments: root
+                    .read_value(&format!("{base}/queue/max_segments"))
+                    .and_then(|v| v.parse().ok()),
                 mount_points,
                 fs_type,
                 partitions,

@@ -25,6 +25,7 @@ mod inventory;
 mod mountstats;
 mod network;
 mod objects;
+mod requests;
 mod safety;
 mod sampler;
 mod sizing;

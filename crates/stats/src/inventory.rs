@@ -60,6 +60,18 @@ pub struct BlockDevice {
     pub queue_depth: Option<u32>,
     /// Logical block size, bytes.
     pub logical_block_bytes: Option<u32>,
+    /// The largest request the block layer sends it, KiB (`queue/max_sectors_kb`): larger
+    /// I/Os are split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u32>,
+    /// The most `max_sectors_kb` may be raised to: the device's own limit
+    /// (`queue/max_hw_sectors_kb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hw_sectors_kb: Option<u32>,
+    /// The most memory segments one request carries (`queue/max_segments`): with buffers of
+    /// pages not next to each other, a request holds at most this many pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_segments: Option<u32>,
     /// Where the device itself is mounted.
     pub mount_points: Vec<String>,
     /// Filesystem on the device itself, when mounted.

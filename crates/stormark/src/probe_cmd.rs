@@ -62,6 +62,12 @@ pub fn text(inv: &Inventory) -> String {
             or_unknown(d.scheduler.as_ref()),
             or_unknown(d.queue_depth)
         );
+        if let Some(kb) = d.max_sectors_kb {
+            let _ = write!(out, ", requests up to {kb} KiB");
+            if let Some(hw) = d.max_hw_sectors_kb.filter(|hw| *hw > kb) {
+                let _ = write!(out, " (raisable to {hw})");
+            }
+        }
         if let Some(m) = &d.model {
             let _ = write!(out, ", model {m}");
         }
