@@ -332,3 +332,68 @@ fn requests_split_by_max_sectors_kb_are_named() {
         assert!(run(1024, &whole).is_empty(), "{whole}");
     }
 }
+
+/// Issue 58: the probe names each device's transport and its queues (what the transport
+/// takes at once) and request limits, read from sysfs: a loop device made here, and a virtio
+/// disk where the host has one (this VM's); a field sysfs lacks is absent, never made up.
+#[test]
+fn the_probe_names_transport_queues_and_request_limits() {
+    let Some(dev) = device("the_probe_names_transport_queues_and_request_limits") else {
+        return;
+    };
+    let name = dev.path.file_name().unwrap().to_str().unwrap().to_string();
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("host.json");
+    let out = stormark(&["probe", "--json", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let inv = read_json(&json);
+    let devices = inv["block_devices"].as_array().unwrap();
+    let sys = |dev: &str, rel: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/sys/block/{dev}/{rel}"))
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let entry = |dev: &str| devices.iter().find(|d| d["name"] == dev).cloned();
+    let l = entry(&name).unwrap_or_else(|| panic!("{name} missing: {inv}"));
+    assert_eq!(l["transport"], "loop", "{l}");
+    assert_eq!(
+        l["max_sectors_kb"].as_u64(),
+        sys(&name, "queue/max_sectors_kb"),
+        "{l}"
+    );
+    assert_eq!(
+        l["max_segments"].as_u64(),
+        sys(&name, "queue/max_segments"),
+        "{l}"
+    );
+    assert_eq!(
+        l["hw_queue_depth"].as_u64(),
+        sys(&name, "mq/0/nr_tags"),
+        "{l}"
+    );
+    // A loop device has no firmware or vendor of its own: absent.
+    assert!(
+        l.get("firmware").is_none() && l.get("vendor").is_none(),
+        "{l}"
+    );
+    let line = text
+        .lines()
+        .find(|t| t.trim_start().starts_with(&name))
+        .unwrap();
+    assert!(
+        line.contains("loop (") && line.contains("requests up to"),
+        "{line}"
+    );
+    let virtio = std::fs::canonicalize("/sys/block/vda")
+        .is_ok_and(|p| p.to_string_lossy().contains("/virtio"));
+    if virtio {
+        let v = entry("vda").unwrap();
+        assert_eq!(v["transport"], "virtio", "{v}");
+        assert_eq!(
+            v["hw_queue_depth"].as_u64(),
+            sys("vda", "mq/0/nr_tags"),
+            "{v}"
+        );
+    }
+}

@@ -268,6 +268,15 @@ fn block_devices(root: &HostRoot, mounts: &[Mount]) -> Vec<BlockDevice> {
                 max_segments: root
                     .read_value(&format!("{base}/queue/max_segments"))
                     .and_then(|v| v.parse().ok()),
+                transport: transport(root, &name),
+                vendor: root.read_value(&format!("{base}/device/vendor")),
+                firmware: root
+                    .read_value(&format!("{base}/device/firmware_rev"))
+                    .or_else(|| root.read_value(&format!("{base}/device/rev"))),
+                hw_queues: Some(root.list(&format!("{base}/mq")).len() as u32).filter(|n| *n > 0),
+                hw_queue_depth: root
+                    .read_value(&format!("{base}/mq/0/nr_tags"))
+                    .and_then(|v| v.parse().ok()),
                 mount_points,
                 fs_type,
                 partitions,
@@ -275,6 +284,40 @@ fn block_devices(root: &HostRoot, mounts: &[Mount]) -> Vec<BlockDevice> {
             }
         })
         .collect()
+}
+
+/// How the host reaches block device `name`: read from where sysfs places it (its path under
+/// /sys/devices), `None` where that says nothing known.
+fn transport(root: &HostRoot, name: &str) -> Option<String> {
+    if name.starts_with("dm-") {
+        return Some("device-mapper".into());
+    }
+    if name.starts_with("md") {
+        return Some("md".into());
+    }
+    let real = std::fs::canonicalize(root.path(&format!("sys/block/{name}"))).ok()?;
+    let path = real.to_string_lossy();
+    let has = |part: &str| path.contains(part);
+    let kind = if has("/nvme") {
+        "nvme"
+    } else if has("/virtual/block/loop") {
+        "loop"
+    } else if has("/virtio") {
+        "virtio"
+    } else if has("/usb") {
+        "usb"
+    } else if has("/session") && has("/target") {
+        "iscsi"
+    } else if has("/ata") {
+        "sata"
+    } else if has("/end_device-") || has("/sas_") || has("/expander-") {
+        "sas"
+    } else if has("/target") && has("/host") {
+        "scsi"
+    } else {
+        return None;
+    };
+    Some(kind.into())
 }
 
 /// The bracketed entry of `queue/scheduler` (`none [mq-deadline] kyber`); a lone name is the

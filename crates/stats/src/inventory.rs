@@ -68,6 +68,23 @@ pub struct BlockDevice {
     /// (`queue/max_hw_sectors_kb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_hw_sectors_kb: Option<u32>,
+    /// How the host reaches it: `nvme`, `sata`, `sas`, `scsi`, `virtio`, `usb`, `iscsi`,
+    /// `loop`, `device-mapper`, `md` (from where sysfs places it); absent where unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Vendor as the device or its bus reports it (`ATA`, a PCI vendor id `0x1af4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// Firmware revision (`device/firmware_rev` of NVMe, `device/rev` of SCSI and SATA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// Hardware queues the block layer drives it with (`mq/*`), and the requests each takes
+    /// at once (`mq/0/nr_tags`: 32 for SATA's NCQ): the transport's queue limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_queues: Option<u32>,
+    /// See `hw_queues`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hw_queue_depth: Option<u32>,
     /// The most memory segments one request carries (`queue/max_segments`): with buffers of
     /// pages not next to each other, a request holds at most this many pages.
     #[serde(default, skip_serializing_if = "Option::is_none")]

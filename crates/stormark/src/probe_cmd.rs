@@ -62,6 +62,13 @@ pub fn text(inv: &Inventory) -> String {
             or_unknown(d.scheduler.as_ref()),
             or_unknown(d.queue_depth)
         );
+        if let Some(t) = &d.transport {
+            let _ = write!(out, ", {t}");
+            if let (Some(n), Some(depth)) = (d.hw_queues, d.hw_queue_depth) {
+                let queues = if n == 1 { "queue" } else { "queues" };
+                let _ = write!(out, " ({n} {queues} of {depth})");
+            }
+        }
         if let Some(kb) = d.max_sectors_kb {
             let _ = write!(out, ", requests up to {kb} KiB");
             if let Some(hw) = d.max_hw_sectors_kb.filter(|hw| *hw > kb) {
@@ -70,6 +77,12 @@ pub fn text(inv: &Inventory) -> String {
         }
         if let Some(m) = &d.model {
             let _ = write!(out, ", model {m}");
+        }
+        if let Some(v) = &d.vendor {
+            let _ = write!(out, ", vendor {v}");
+        }
+        if let Some(f) = &d.firmware {
+            let _ = write!(out, ", firmware {f}");
         }
         if !d.mount_points.is_empty() {
             let _ = write!(
