@@ -40,4 +40,5 @@ mod safety;
 mod shapes;
 mod suite;
 mod targets;
+mod verdict;
 mod zoned;

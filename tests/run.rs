@@ -912,13 +912,29 @@ fn compare_documents_and_gate_on_regressions() {
     assert_eq!(code, 0, "{out}");
     let a = dir.path().join("a.json");
     std::fs::write(&a, serde_json::to_string(&r).unwrap()).unwrap();
-    // The same document: nothing differs.
+    // A 4 s run is too short to publish: its verdict is suspect, and a gate refuses it
+    // unless told (issue 58).
     let out = stormark(&[
         "compare",
         a.to_str().unwrap(),
         a.to_str().unwrap(),
         "--fail-if-worse",
         "5%",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("verdict: suspect") && text.contains("run-too-short"),
+        "{text}"
+    );
+    // The same document, told: nothing differs.
+    let out = stormark(&[
+        "compare",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "--fail-if-worse",
+        "5%",
+        "--allow-suspect",
     ]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(0), "{text}");
@@ -951,6 +967,7 @@ fn compare_documents_and_gate_on_regressions() {
         b.to_str().unwrap(),
         "--fail-if-worse",
         "5%",
+        "--allow-suspect",
         "--json",
         json.to_str().unwrap(),
     ]);

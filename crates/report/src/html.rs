@@ -76,6 +76,13 @@ fn header(o: &mut String, r: &Results) {
     if let Some(f) = &r.failure {
         let _ = write!(o, "<p><strong>Failed:</strong> {}</p>", esc(f));
     }
+    let v = crate::terminal::verdict(r);
+    let _ = write!(
+        o,
+        "<p class=\"verdict {}\">{}</p>",
+        if v.suspect() { "suspect" } else { "valid" },
+        esc(&v.line())
+    );
     let _ = write!(
         o,
         "<pre class=\"command\">{}</pre>",

@@ -46,7 +46,7 @@ pub use stormark_stats::{format_bw, format_figure, format_iops, format_latency};
 pub use suite::{suite_html, suite_markdown, suite_step_line, suite_terminal};
 pub use terminal::{
     findings_text, is_step, phase_table, step_line, summary_after_phases, target_line,
-    targets_line, Terminal,
+    targets_line, verdict, Terminal,
 };
 
 /// What `--verify` checked in a phase, in words: `2048 blocks (8 MiB) checked, 0 bad`, said

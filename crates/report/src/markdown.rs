@@ -90,6 +90,7 @@ impl Render for Markdown {
                 .map(|f| format!(" ({})", cell(f)))
                 .unwrap_or_default()
         );
+        let _ = writeln!(out, "- {}", cell(&crate::terminal::verdict(r).line()));
         let _ = writeln!(
             out,
             "- started {}, {:.2} s, {} {}",

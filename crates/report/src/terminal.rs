@@ -299,6 +299,7 @@ fn after_phases(r: &Results) -> String {
         RunStatus::Interrupted => "interrupted",
         RunStatus::Running => "running",
     };
+    let _ = writeln!(out, "{}", verdict(r).line());
     match &r.failure {
         // A failure that only says the status again ("interrupted: interrupted").
         Some(why) if why.trim() != status => {
@@ -649,3 +650,11 @@ fn row(label: &str, s: &Summary) -> Vec<Cell> {
 
 #[cfg(test)]
 mod tests;
+
+/// The document's verdict: as written, or (a document written before verdicts) from its
+/// findings, settings and status.
+pub fn verdict(r: &Results) -> stormark_stats::Validity {
+    r.verdict
+        .clone()
+        .unwrap_or_else(|| stormark_stats::validity_of(r))
+}

@@ -45,6 +45,7 @@ mod suite;
 mod summary;
 mod sweep;
 mod time;
+mod verdict;
 
 pub use accumulate::{PhaseAccumulator, WorkerKey};
 pub use check::{check_document, redact_command};
@@ -84,3 +85,4 @@ pub use suite::{
 pub use summary::{Latency, Summary};
 pub use sweep::{CurvePoint, CurveReport, SweepPoint, SweepReport};
 pub use time::format_rfc3339;
+pub use verdict::{validity_of, Reason, Validity, ValidityStatus, SUSPECT_FINDINGS};

@@ -45,6 +45,10 @@ pub struct Results {
     pub hosts: Vec<Host>,
     /// What the numbers mean: problems found and advice.
     pub findings: Vec<Finding>,
+    /// Whether the figures can be published as the storage's: `valid`, or `suspect` and why
+    /// (from the findings above and the run's settings), settled when the document is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::Validity>,
     /// Measured against what the user expected (`--expect`).
     #[serde(default)]
     pub expectations: Vec<ExpectationResult>,
@@ -91,6 +95,7 @@ impl Results {
             phases: Vec::new(),
             hosts: Vec::new(),
             findings: Vec::new(),
+            verdict: None,
             expectations: Vec::new(),
             repetitions: Vec::new(),
             search: None,

@@ -585,7 +585,7 @@ impl<T: FlagTable> Args for WorkloadFlags<T> {
 /// Options of `stormark compare`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark compare before.json after.json\n      each figure of after.json against before.json: delta and significance\n  stormark compare base.json new.json --noise 2% --fail-if-worse 5%\n      a regression gate: exit 1 when new.json is significantly worse by more than 5%,\n      or when the two differ in workload, version or hosts, or one did not finish\n  stormark compare old-kernel.json new-kernel.json --fail-if-worse 5% --allow-different --json -\n      the same gate across an intended change of host, the rows as JSON on stdout\n\nSignificance is Welch's t-test over repetitions (--repeat) when both documents have them,\nelse over their 1-second intervals, whose number is discounted for autocorrelation."
+    after_help = "Examples:\n  stormark compare before.json after.json\n      each figure of after.json against before.json: delta and significance\n  stormark compare base.json new.json --noise 2% --fail-if-worse 5%\n      a regression gate: exit 1 when new.json is significantly worse by more than 5%,\n      or when the two differ in workload, version or hosts, or one did not finish\n  stormark compare old-kernel.json new-kernel.json --fail-if-worse 5% --allow-different --json -\n      the same gate across an intended change of host, the rows as JSON on stdout\n\nA gate refuses a document whose verdict is suspect (its reasons are printed) unless\n--allow-suspect is given.\n\nSignificance is Welch's t-test over repetitions (--repeat) when both documents have them,\nelse over their 1-second intervals, whose number is discounted for autocorrelation."
 )]
 pub struct CompareArgs {
     /// The baseline, then one or more documents to compare with it.
@@ -606,6 +606,10 @@ pub struct CompareArgs {
     /// runs that did not finish, without failing on that alone.
     #[arg(long)]
     pub allow_different: bool,
+    /// With --fail-if-worse: gate on documents whose verdict is suspect (reads from a cache,
+    /// a client limit, a run too short, ...) without failing on that alone.
+    #[arg(long)]
+    pub allow_suspect: bool,
     /// Also write the comparison as JSON (- for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -89,9 +89,29 @@ pub fn main(args: CompareArgs) -> Result<Ending> {
         .collect::<Result<_, _>>()
         .map_err(usage)?;
     let base = &docs[0];
+    let mut failed = false;
+    // A gate on figures that are not the storage's gates nothing: each suspect document is
+    // named with its reasons, and fails the gate unless --allow-suspect.
+    for (path, doc) in args.files.iter().zip(&docs) {
+        let v = stormark_report::verdict(doc);
+        if v.suspect() {
+            let fatal = gate.is_some() && !args.allow_suspect;
+            say(format!(
+                "{}: {}: {}{}",
+                if fatal { "error" } else { "warning" },
+                path.display(),
+                v.line(),
+                if fatal {
+                    " (add --allow-suspect to gate on it anyway)"
+                } else {
+                    ""
+                }
+            ));
+            failed |= fatal;
+        }
+    }
     let mut all = Vec::new();
     let mut pages: Vec<(usize, Vec<stormark_stats::CompareRow>, Vec<String>)> = Vec::new();
-    let mut failed = false;
     for (k, (path, doc)) in args.files.iter().zip(&docs).enumerate().skip(1) {
         let rows = compare(base, doc, noise);
         say(format!("{} -> {}", args.files[0].display(), path.display()));

@@ -400,6 +400,7 @@ fn run(args: RunArgs) -> Result<Ending> {
     if !expect.is_empty() {
         stormark_stats::expectation_findings(&mut results, &expect);
     }
+    results.verdict = Some(stormark_stats::validity_of(&results));
     // The results file is written whatever happened.
     let write_failed = write_outputs(&args, json.as_ref(), html.as_ref(), &results);
     if let Outcome::Refused(msg) = &outcome {

@@ -103,7 +103,7 @@ fn findings_of_many_phases_are_counted_after_three() {
         .lines()
         .skip_while(|l| *l != "findings:")
         .skip(1)
-        .take_while(|l| !l.starts_with("status"))
+        .take_while(|l| !l.starts_with("verdict") && !l.starts_with("status"))
         .collect();
     assert_eq!(
         lines,
