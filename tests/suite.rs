@@ -503,6 +503,19 @@ fn a_suite_file_runs_its_own_steps() {
     );
     assert_eq!(doc["expectations"][0]["met"], true, "{doc}");
     assert_eq!(steps(&s)[1]["result"], "pass", "{s}");
+    // A step of one second is too short to publish: its verdict travels to the summary
+    // (issue 58), in the JSON and on the step's line.
+    assert_eq!(doc["verdict"]["status"], "suspect", "{doc}");
+    let suspect = &steps(&s)[0]["figures"]["suspect"];
+    assert!(
+        suspect
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "run-too-short"),
+        "{s}"
+    );
+    assert!(said.contains("suspect: run-too-short"), "{said}");
     assert!(std::fs::read_dir(&target).unwrap().next().is_none());
     // A command that is not stormark's is refused before anything runs.
     std::fs::write(

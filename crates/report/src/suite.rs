@@ -35,6 +35,9 @@ fn cells(s: &StepOutcome) -> [String; 7] {
 /// repetitions, the weakest pair.
 fn note(f: &StepFigures) -> String {
     let mut parts = Vec::new();
+    if !f.suspect.is_empty() {
+        parts.push(format!("suspect: {}", f.suspect.join(", ")));
+    }
     if let Some(b) = &f.best {
         parts.push(format!("best: {b}"));
     }

@@ -113,6 +113,9 @@ pub struct StepOutcome {
 pub struct StepFigures {
     /// Operations per second (IOPS, objects/s; 0 for a network mesh).
     pub ops_per_s: f64,
+    /// Why the step's document is suspect (its verdict's reason codes); empty when valid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspect: Vec<String>,
     /// Bytes per second (for a mesh: the median pair alone).
     pub bw_bytes_per_s: f64,
     /// Median latency, ns.
@@ -205,6 +208,15 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
 /// The headline figures of a results document: a search's best step; a mesh's pairs; else
 /// the mean over the measured phases (one per repetition).
 pub fn step_figures(r: &Results) -> Option<StepFigures> {
+    let mut f = figures_of(r)?;
+    // What makes the step's figures not the storage's (its document's verdict).
+    let v = r.verdict.clone().unwrap_or_else(|| crate::validity_of(r));
+    f.suspect = v.reasons.into_iter().map(|x| x.code).collect();
+    Some(f)
+}
+
+/// The headline figures of a step's document, its verdict aside.
+fn figures_of(r: &Results) -> Option<StepFigures> {
     if let Some(mesh) = &r.mesh {
         return Some(mesh_figures(mesh));
     }
@@ -296,6 +308,7 @@ pub fn step_figures(r: &Results) -> Option<StepFigures> {
         phases: phases.len() as u32,
         best,
         weakest_pair: None,
+        suspect: Vec::new(),
     })
 }
 
