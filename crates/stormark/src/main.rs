@@ -134,6 +134,7 @@ mod agent_cmd;
 mod cert_cmd;
 mod cli;
 mod cli_cert;
+mod cli_flags;
 mod cli_meta;
 mod cli_net;
 mod cli_on;
