@@ -1323,3 +1323,22 @@ fn distributed_and_agent_mistakes_are_one_line_and_exit_2() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// Issue 56: a job under a bssplit is named by its sizes, not by the block size it leaves
+/// unused (`read-64k-1m`, not `read-4k`).
+#[test]
+fn a_bssplit_job_is_named_by_its_sizes() {
+    let dir = temp_dir(TMP);
+    let out = stormark(&[
+        "run",
+        dir.path().to_str().unwrap(),
+        "--rw",
+        "read",
+        "--bssplit",
+        "64k/40:1m/60",
+        "--print-fio",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("[read-64k-1m]"), "{text}");
+}

@@ -520,11 +520,26 @@ fn default_name(opts: &JobOpts, several: bool, i: usize) -> String {
         };
         format!("s3-{mix}-{size}")
     } else {
-        format!(
-            "{}-{}",
-            opts.rw.map_or("read", |r| r.name()),
-            opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string())
-        )
+        // A bssplit's sizes, smallest to largest (`read-64k-1m`), not the block size it
+        // leaves unused.
+        let size = match &opts.bs_split {
+            Some(split) => {
+                let mut sizes: Vec<u64> = split.reads().iter().map(|(b, _)| *b).collect();
+                sizes.sort_unstable();
+                sizes.dedup();
+                match (sizes.first(), sizes.last()) {
+                    (Some(lo), Some(hi)) if lo != hi => format!(
+                        "{}-{}",
+                        stormark_spec::units::format_size(*lo),
+                        stormark_spec::units::format_size(*hi)
+                    ),
+                    (Some(one), _) => stormark_spec::units::format_size(*one),
+                    _ => "4k".to_string(),
+                }
+            }
+            None => opts.bs.map_or_else(|| "4k".to_string(), |b| b.to_string()),
+        };
+        format!("{}-{size}", opts.rw.map_or("read", |r| r.name()))
     }
 }
 
