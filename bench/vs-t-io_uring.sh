@@ -11,7 +11,9 @@
 # fair twin: stormark times and records every I/O). stormark runs twice: with fio's defaults
 # (one I/O a submission, one completion a reap) and with the same batches as t/io_uring
 # (--iodepth-batch, --iodepth-batch-complete). Prints each round's IOPS and the ratios of the
-# medians.
+# medians; with perf, also each side's I/Os per CPU-second (its process's task-clock), the
+# figure that holds on a machine other work shares: on an idle one the cached IOPS and these
+# agree.
 # Usage: bench/vs-t-io_uring.sh   (env: FIO_SRC=a fio source tree, or FIO_GIT=a fio git
 #   repository to take HEAD from; ROUNDS=3, RUNTIME=5, DEPTHS="1 8 32 128",
 #   MODES="cached direct", SUBMIT=8, COMPLETE=8, SIZE_MB=256, BENCH_DIR=./bench-data,
@@ -42,17 +44,25 @@ fi
 TIO=$FIO_SRC/t/io_uring
 head -c $((SIZE_MB << 20)) /dev/urandom > "$dir/file"
 sync "$dir/file"
-iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round([p for p in d["phases"] if p["kind"]=="run"][0]["total"]["iops"]))' "$1"; }
-# t/io_uring prints one "IOPS=285.26K, ..." line a second: their mean.
+# Each side's command under perf's task-clock where perf runs (its CPU time, all threads).
+PERF=(); if perf stat -x, -e task-clock -o /dev/null true 2>/dev/null; then
+  PERF=(perf stat -x, -e task-clock -o "$dir/cpu.txt"); fi
+cpu_s() { if [ ${#PERF[@]} -gt 0 ]; then awk -F, '/task-clock/ {print $1 / 1000}' "$dir/cpu.txt"; else echo 0; fi; }
+# "IOPS I/Os-per-CPU-second" of stormark's last run.
+iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=[p for p in d["phases"] if p["kind"]=="run"][0]; c=float(sys.argv[2]); print(round(p["total"]["iops"]), round(p["total"]["ops"] / c) if c else 0)' "$1" "$(cpu_s)"; }
+# t/io_uring prints one "IOPS=285.26K, ..." line a second: their mean, and their sum (the
+# I/Os of those seconds) per CPU-second.
 tio_iops() {
-  "$TIO" "$@" 2>&1 | python3 -c '
+  "${PERF[@]}" "$TIO" "$@" > "$dir/tio.txt" 2>&1
+  python3 -c '
 import re, sys
 v = []
-for line in sys.stdin:
+for line in open(sys.argv[1]):
     m = re.match(r"IOPS=([0-9.]+)([KM]?),", line)
     if m:
         v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
-print(round(sum(v) / len(v)) if v else 0)'
+c = float(sys.argv[2])
+print(round(sum(v) / len(v)) if v else 0, round(sum(v) / c) if v and c else 0)' "$dir/tio.txt" "$(cpu_s)"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 pin_file() {
@@ -82,7 +92,7 @@ for mode in $MODES; do
   esac
   for d in $DEPTHS; do
     s=$((SUBMIT < d ? SUBMIT : d)); c=$((COMPLETE < d ? COMPLETE : d))
-    declare -A got=()
+    declare -A got=() cpu=()
     sides=("t0" "t1" "stormark" "stormark-batch")
     for r in $(seq "$ROUNDS"); do
       # The order turns by one each round, so no side always runs first.
@@ -93,24 +103,33 @@ for mode in $MODES; do
                        -n1 -r"$RUNTIME" "$dir/file") ;;
           stormark|stormark-batch)
             extra=(); [ "$side" = stormark-batch ] && extra=(--iodepth-batch "$s" --iodepth-batch-complete "$c")
-            "$STORMARK" run "$dir/file" --engine io_uring --rw randread --bs 4k --iodepth "$d" \
+            "${PERF[@]}" "$STORMARK" run "$dir/file" --engine io_uring --rw randread --bs 4k --iodepth "$d" \
               "${smode[@]}" "${extra[@]}" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
             v=$(iops "$dir/r.json") ;;
         esac
-        got[$side]+="$v "
+        read -r v w <<< "$v"
+        got[$side]+="$v "; cpu[$side]+="$w "
       done
     done
-    declare -A med=()
+    declare -A med=() medc=()
     for side in "${sides[@]}"; do
       med[$side]=$(echo "${got[$side]}" | tr ' ' '\n' | grep . | median)
+      medc[$side]=$(echo "${cpu[$side]}" | tr ' ' '\n' | grep . | median)
     done
     printf '%s depth %s (t/io_uring -s%s -c%s)\n' "$mode" "$d" "$s" "$c"
     for side in "${sides[@]}"; do
-      printf '  %-15s %s median %s\n' "$side" "${got[$side]}" "${med[$side]}"
+      printf '  %-15s IOPS %s median %s   I/Os per CPU-second %s median %s\n' \
+        "$side" "${got[$side]}" "${med[$side]}" "${cpu[$side]}" "${medc[$side]}"
     done
-    printf '  stormark/t0 = %.3f  stormark/t1 = %.3f  stormark-batch/t0 = %.3f  stormark-batch/t1 = %.3f\n' \
-      "$(echo "${med[stormark]} / ${med[t0]}" | bc -l)" "$(echo "${med[stormark]} / ${med[t1]}" | bc -l)" \
-      "$(echo "${med[stormark-batch]} / ${med[t0]}" | bc -l)" "$(echo "${med[stormark-batch]} / ${med[t1]}" | bc -l)"
-    unset got med
+    ratios() {
+      local -n m=$1
+      [ "${m[t0]}" != 0 ] || return 0
+      printf '  %-19s stormark/t0 = %.3f  stormark/t1 = %.3f  stormark-batch/t0 = %.3f  stormark-batch/t1 = %.3f\n' \
+        "$2" "$(echo "${m[stormark]} / ${m[t0]}" | bc -l)" "$(echo "${m[stormark]} / ${m[t1]}" | bc -l)" \
+        "$(echo "${m[stormark-batch]} / ${m[t0]}" | bc -l)" "$(echo "${m[stormark-batch]} / ${m[t1]}" | bc -l)"
+    }
+    ratios med "IOPS:"
+    ratios medc "per CPU-second:"
+    unset got cpu med medc
   done
 done
