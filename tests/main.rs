@@ -6,6 +6,7 @@ mod agent_cleanup;
 mod atomic;
 mod charts;
 mod cluster;
+mod container;
 mod data;
 mod device;
 mod docs;
