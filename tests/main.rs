@@ -20,6 +20,7 @@ mod fiofile;
 mod fuzz;
 mod hostile;
 mod iscsi;
+mod kubernetes;
 mod layering;
 mod live;
 mod meta;
