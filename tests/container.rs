@@ -1,7 +1,9 @@
 //! Issue 57: stormark's container image (the repository's Containerfile), built with podman
 //! from the test's binary on a base made from Debian packages (deploy/container/base.sh), runs
 //! a job into a mounted directory as its non-root user, and serves as an agent to a
-//! coordinator in another container over TLS, as the Kubernetes manifests run it.
+//! coordinator in another container over TLS, as the Kubernetes manifests run it: the agent's
+//! certificate made by the manifest's init container script, the coordinator started once the
+//! manifest's wait for the agents ends, every container with a read-only root.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -102,31 +104,43 @@ fn an_agent_container_serves_a_coordinator_container_over_tls() {
     let Some(podman) = podman(test) else { return };
     let dir = temp_dir(TMP);
     let root = dir.path();
-    // The CA, made once outside (as for a Kubernetes Secret); the agent's certificate made in
-    // a container from a copy of it, for the address it is reached at, as the manifests'
-    // init container does with the pod's IP.
+    // The CA, made once outside (as for the Kubernetes Secret).
     let ca = root.join("ca");
     let out = Bin(BIN).run(&["cert", "ca", ca.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let tls = volume(root, "tls");
+    // The agent's certificate made by the Kubernetes manifest's own init container script
+    // (deploy/kubernetes/base/agents.yaml), for the address it is reached at, from the CA
+    // mounted as the stormark-ca Secret is; the CA's key is gone again afterwards.
+    let secret_ca = volume(root, "secret-ca");
     for f in ["ca.pem", "ca.key"] {
-        std::fs::copy(ca.join(f), Path::new(&tls).join(f)).unwrap();
-        std::os::unix::fs::chown(Path::new(&tls).join(f), Some(UID), Some(UID)).unwrap();
+        let to = Path::new(&secret_ca).join(f);
+        std::fs::copy(ca.join(f), &to).unwrap();
+        std::os::unix::fs::chown(&to, Some(UID), Some(UID)).unwrap();
     }
+    let tls = volume(root, "tls");
+    let agents =
+        std::fs::read_to_string(format!("{REPO}/deploy/kubernetes/base/agents.yaml")).unwrap();
     let out = podman.run(&[
+        "--read-only",
+        "-e",
+        "POD_IP=127.0.0.1",
+        "--hostname",
+        "stormark-agent-0",
+        "-v",
+        &format!("{secret_ca}:/etc/stormark-ca:ro"),
         "-v",
         &format!("{tls}:/tls"),
+        "--entrypoint",
+        "sh",
         &podman.image,
-        "cert",
-        "agent",
-        "/tls",
-        "--name",
-        "agent",
-        "--ip",
-        "127.0.0.1",
+        "-c",
+        &manifest_script(&agents, "cert"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    std::fs::remove_file(Path::new(&tls).join("ca.key")).unwrap();
+    assert_eq!(
+        entries(Path::new(&tls)),
+        ["agent.key", "agent.pem", "ca.pem"]
+    );
     // The token as a Secret volume lays it out: a link into a hidden directory.
     let secret = root.join("secret");
     std::fs::create_dir_all(secret.join("..data")).unwrap();
@@ -174,8 +188,29 @@ fn an_agent_container_serves_a_coordinator_container_over_tls() {
     .unwrap_or_else(|e| panic!("the agent's container: {e}"));
     wait_listening(&listen, "the agent's container");
 
+    // The coordinator's init container waits until the agents' name resolves to AGENTS
+    // addresses (here localhost, and one agent).
+    let coordinator =
+        std::fs::read_to_string(format!("{REPO}/deploy/kubernetes/base/coordinator.yaml")).unwrap();
+    let out = podman.run(&[
+        "--read-only",
+        "--network",
+        "host",
+        "-e",
+        "SERVICE=localhost",
+        "-e",
+        "AGENTS=1",
+        "--entrypoint",
+        "sh",
+        &podman.image,
+        "-c",
+        &manifest_script(&coordinator, "wait-for-agents"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
     let t0 = std::time::Instant::now();
     let out = podman.run(&[
+        "--read-only",
         "--network",
         "host",
         "-v",
@@ -218,4 +253,24 @@ fn an_agent_container_serves_a_coordinator_container_over_tls() {
     // The agent removed its run directory at the run's end.
     assert_eq!(entries(Path::new(&bench)), Vec::<String>::new());
     drop(agent);
+}
+
+/// The shell script of the container `name` of a manifest (its `args: - |` block).
+fn manifest_script(manifest: &str, name: &str) -> String {
+    let mut lines = manifest
+        .lines()
+        .skip_while(|l| l.trim() != format!("- name: {name}"))
+        .skip_while(|l| l.trim() != "- |")
+        .skip(1);
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no script for {name}"));
+    let indent = first.len() - first.trim_start().len();
+    let mut script = vec![first.trim_start().to_string()];
+    script.extend(
+        lines
+            .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+            .map(|l| l.get(indent..).unwrap_or("").to_string()),
+    );
+    script.join("\n")
 }
