@@ -65,6 +65,9 @@ func newObject(apiVersion, kind string) (any, *metav1.ObjectMeta, bool) {
 	case "v1 Service":
 		o := &corev1.Service{}
 		return o, &o.ObjectMeta, true
+	case "v1 Pod":
+		o := &corev1.Pod{}
+		return o, &o.ObjectMeta, true
 	case "v1 Secret":
 		o := &corev1.Secret{}
 		return o, &o.ObjectMeta, true
@@ -190,7 +193,7 @@ func check(path string, print bool) []string {
 		if head.Kind == "Service" || head.Kind == "Namespace" {
 			nameFn = apivalidation.NameIsDNS1035Label
 		}
-		for _, e := range apivalidation.ValidateObjectMeta(meta, namespaced && built, nameFn, field.NewPath("metadata")) {
+		for _, e := range apivalidation.ValidateObjectMeta(meta, namespaced && (built || meta.Namespace != ""), nameFn, field.NewPath("metadata")) {
 			problems = append(problems, fmt.Sprintf("%s: %v", o, e))
 		}
 		for _, e := range validateObject(value) {

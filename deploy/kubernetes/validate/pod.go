@@ -39,6 +39,8 @@ func validateObject(value any) field.ErrorList {
 			errs = append(errs, field.NotSupported(spec.Child("template", "spec", "restartPolicy"), rp, []string{"Never", "OnFailure"}))
 		}
 		errs = append(errs, validatePod(&o.Spec.Template.Spec, spec.Child("template", "spec"))...)
+	case *corev1.Pod:
+		errs = append(errs, validatePod(&o.Spec, field.NewPath("spec"))...)
 	case *appsv1.DaemonSet:
 		errs = append(errs, validatePod(&o.Spec.Template.Spec, field.NewPath("spec", "template", "spec"))...)
 	case *appsv1.Deployment:
