@@ -87,7 +87,8 @@ command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
 bash .ci/build-s3-servers.sh
 # The container image's base, made once per machine (tests/container.rs uses it).
 if [ "$root" = yes ] && command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then
-  bash deploy/container/base.sh >/dev/null
+  bash deploy/container/base.sh >/dev/null ||
+    echo "the container base was not made; tests/container.rs tries again and says why" >&2
 fi
 
 # STORMARK_TEST_LOAD=N runs N busy loops beside the tests, for as long as they run: the suite
