@@ -83,6 +83,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("rate_min", "RATE", "Each worker fails once a measured second of its reads (or writes) moves less than this, as fio's ratemin: 1m, or R,W for each direction."),
     text("rate_iops_min", "IOPS", "The same in I/Os a second, as fio's rate_iops_min: 100, or R,W."),
     text("exitall", "BOOL", "When a worker of the job ends, the jobs running with it stop (fio's exitall)."),
+    text("exitall_on_error", "BOOL", "When a worker of the job fails, the jobs running with it stop (fio's exitall_on_error): --exitall-on-error true."),
     text("exit_what", "WHICH", "Which jobs --exitall stops: group or stonewall (those running now), or all (and nothing after runs) [default: group]."),
     text("nice", "N", "The workers' CPU priority, -20 to 19, as nice and fio's nice."),
     text("prio", "LEVEL", "The workers' I/O priority level, 0 (highest) to 7, as ionice -n and fio's prio (best effort unless --prioclass)."),
@@ -110,6 +111,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
     text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
     text("iodepth_batch_complete", "N", "Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1]."),
+    text("serialize_overlap", "BOOL", "With --iodepth above 1, no I/O is issued while one of the worker's in flight overlaps it (it waits for that one), as fio's serialize_overlap: --serialize-overlap true."),
+    text("iodepth_low", "N", "With the queue full, refill only once this few I/Os are in flight, as fio's iodepth_low: --iodepth 16 --iodepth-low 4 [default: refill as each completes]."),
     Flag {
         key: "fixedbufs",
         long: None,
