@@ -78,7 +78,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("startdelay", "DURATION", "Wait this long after the group starts before the job's first I/O, then run its whole --time (fio's startdelay)."),
     text("bssplit", "SPLIT", "Block sizes by share of the I/Os, as fio's bssplit: 4k/50:64k/50 (a last share left empty takes the rest)."),
     text("bs_align", "SIZE", "Alignment of offsets and of sizes drawn from a --bs range [default: smallest --bs]."),
-    text("offset", "SIZE", "Start the region used this far into the file or device (fio's offset; with a directory each job has its own files, so it changes nothing there, unless they share a --filename)."),
+    text("offset", "SIZE", "Start the region used this far into the file or device (fio's offset; with a directory each job has its own files, so bytes change nothing there unless they share a --filename, and a share starts each file's region at that share of it: --offset 20%)."),
     text("ignore_errors", "KINDS", "Errors of these kinds are counted and shown but do not fail the run, and a worker goes on past them, as fio's ignore_error: --ignore-errors ENOSPC,EIO (errno names or numbers, short, or an iSCSI LUN's sense key such as scsi-medium-error)."),
     text("rate_min", "RATE", "Each worker fails once a measured second of its reads (or writes) moves less than this, as fio's ratemin: 1m, or R,W for each direction."),
     text("rate_iops_min", "IOPS", "The same in I/Os a second, as fio's rate_iops_min: 100, or R,W."),
