@@ -564,6 +564,8 @@ impl WorkerSpec {
                     .unwrap_or_else(|| verify_block(bs_min, bs_align)),
                 only: job.verify_only,
                 after: job.verify_after,
+                trim_pct: job.trim_percentage,
+                trim_zero: job.trim_verify_zero,
             }),
             sync_flags: match job.sync {
                 stormark_spec::SyncMode::None => 0,

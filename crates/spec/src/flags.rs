@@ -111,6 +111,8 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
     text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
     text("iodepth_batch_complete", "N", "Most completions reaped before refilling, as fio's iodepth_batch_complete_max [default: 1]."),
+    text("trim_percentage", "PCT", "With --verify: this share of the written blocks is trimmed once the load is over, and the check finds them zeros, as fio's trim_percentage: --verify --trim-percentage 10."),
+    text("trim_verify_zero", "BOOL", "With --trim-percentage: whether trimmed blocks must read back as zeros (fio's trim_verify_zero): --trim-verify-zero false [default: true]."),
     text("serialize_overlap", "BOOL", "With --iodepth above 1, no I/O is issued while one of the worker's in flight overlaps it (it waits for that one), as fio's serialize_overlap: --serialize-overlap true."),
     text("iodepth_low", "N", "With the queue full, refill only once this few I/Os are in flight, as fio's iodepth_low: --iodepth 16 --iodepth-low 4 [default: refill as each completes]."),
     Flag {

@@ -171,6 +171,8 @@ pub const JOB_KEYS: &[&str] = &[
     "fill_device",
     "verify_after",
     "verify_interval",
+    "trim_percentage",
+    "trim_verify_zero",
     "server",
     "mode",
     "msg_size",
@@ -420,6 +422,10 @@ pub struct JobOpts {
     pub verify_after: Option<bool>,
     /// With `verify`: bytes per verified block (fio's `verify_interval`).
     pub verify_interval: Option<u64>,
+    /// With `verify`: the share of written blocks trimmed before the check (fio's).
+    pub trim_percentage: Option<u8>,
+    /// Trimmed blocks must read back as zeros (fio's `trim_verify_zero`).
+    pub trim_verify_zero: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
@@ -674,6 +680,8 @@ impl JobOpts {
             fill_device,
             verify_after,
             verify_interval,
+            trim_percentage,
+            trim_verify_zero,
             server,
             mode,
             msg_size,

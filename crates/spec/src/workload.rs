@@ -154,6 +154,12 @@ pub struct Job {
     /// With `verify`: bytes per verified block, each with its header (fio's
     /// `verify_interval`); `None`: the largest unit every I/O's offset and size are made of.
     pub verify_interval: Option<u64>,
+    /// With `verify`: the share of the written blocks trimmed once the load is over, before
+    /// the check (fio's `trim_percentage`; 0: none).
+    pub trim_percentage: u8,
+    /// Those blocks must read back as zeros; `false`: they are not checked (fio's
+    /// `trim_verify_zero`, default 1).
+    pub trim_verify_zero: bool,
     /// Write until the file system or device is full (fio's `fill_device`): the size the free
     /// space unless given, and ENOSPC the job's end, not its failure.
     pub fill_device: bool,
@@ -275,6 +281,10 @@ impl Job {
         ];
         if let Some(low) = self.iodepth_low {
             pairs.push(("iodepth_low", low.to_string()));
+        }
+        if self.trim_percentage > 0 {
+            pairs.push(("trim_percentage", self.trim_percentage.to_string()));
+            pairs.push(("trim_verify_zero", self.trim_verify_zero.to_string()));
         }
         if self.serialize_overlap {
             pairs.push(("serialize_overlap", "true".into()));

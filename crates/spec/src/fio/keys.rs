@@ -78,6 +78,10 @@ const REPORTING: &[&str] = &[
     // times each I/O with its own clock (the CPU's counter where the kernel keeps time with
     // it, CLOCK_MONOTONIC elsewhere; engine/src/clock.rs).
     "clocksource",
+    // When fio trims its trim_percentage of the verified blocks (every N written, so many at
+    // a time): stormark trims them once the load is over, before the check.
+    "trim_backlog",
+    "trim_backlog_batch",
 ];
 
 /// The keys fio takes in zone units (`size=8z`).

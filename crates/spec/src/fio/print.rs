@@ -106,6 +106,13 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         if let Some(low) = job.iodepth_low {
             out.push_str(&format!("iodepth_low={low}\n"));
         }
+        if job.trim_percentage > 0 {
+            out.push_str(&format!(
+                "trim_percentage={}\ntrim_verify_zero={}\n",
+                job.trim_percentage,
+                u8::from(job.trim_verify_zero)
+            ));
+        }
         if job.serialize_overlap {
             out.push_str("serialize_overlap=1\n");
         }

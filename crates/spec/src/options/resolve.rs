@@ -137,6 +137,8 @@ impl JobOpts {
             fill_device: self.fill_device(rw)?,
             verify_after: self.verify_after.unwrap_or(true),
             verify_interval: self.verify_interval.filter(|_| verify),
+            trim_percentage: self.trim_percentage.filter(|_| verify).unwrap_or(0),
+            trim_verify_zero: self.trim_verify_zero.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
             iodepth_low: self.iodepth_low,
