@@ -15,7 +15,7 @@ fn iodepth_low_is_kept_and_travels() {
         .to_pairs()
         .iter()
         .any(|(k, v)| *k == "iodepth_low" && v == "4"));
-    assert!(crate::to_fio(&[job.clone()], "/data", true).contains("iodepth_low=4\n"));
+    assert!(crate::to_fio(std::slice::from_ref(job), "/data", true).contains("iodepth_low=4\n"));
     assert_eq!(
         jobs(&parse("[r]\niodepth_low=0\n").unwrap())[0].iodepth_low,
         Some(0)
