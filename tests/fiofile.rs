@@ -66,14 +66,14 @@ fn options_stormark_does_not_run_are_refused_with_their_lines_unless_lenient() {
     let fio = dir.path().join("odd.fio");
     std::fs::write(
         &fio,
-        "[global]\nlockmem=1m\n[j]\nrw=randread\nsize=4m\nruntime=1\nexitall_on_error\n",
+        "[global]\nlockmem=1m\n[j]\nrw=randread\nsize=4m\nruntime=1\ncgroup=bench\n",
     )
     .unwrap();
     let out = Bin(BIN).run(&["run", t.to_str().unwrap(), "--job", fio.to_str().unwrap()]);
     let said = text(&out);
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
-        said.contains("line 2: lockmem") && said.contains("line 7: exitall_on_error"),
+        said.contains("line 2: lockmem") && said.contains("line 7: cgroup"),
         "{said}"
     );
     assert_eq!(said.trim().lines().count(), 1, "{said}");
@@ -93,7 +93,7 @@ fn options_stormark_does_not_run_are_refused_with_their_lines_unless_lenient() {
         notes.iter().any(|n| n
             .as_str()
             .unwrap()
-            .contains("left out (--lenient): line 2: lockmem, line 7: exitall_on_error")),
+            .contains("left out (--lenient): line 2: lockmem, line 7: cgroup")),
         "{notes:?}"
     );
 }
@@ -263,7 +263,7 @@ fn real_world_job_files_map_field_by_field() {
     for line in [
         "line 4: iomem",
         "line 10: lockmem",
-        "line 11: exitall_on_error",
+        "line 11: cgroup",
     ] {
         assert!(e.contains(line), "{line}: {e}");
     }
