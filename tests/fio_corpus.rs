@@ -361,8 +361,8 @@ fn third_party_job_files_keep_their_verdicts() {
     );
 }
 
-/// Issue 55: real job files under their own names (tests/fixtures/fio-corpus: 40 job files
-/// of 28 public repositories, `.ini`, `.cfg`, `.conf`, `.job` and `.fio`; README.md names
+/// Issue 55: real job files under their own names (tests/fixtures/fio-corpus: 41 job files
+/// of 27 public repositories, `.ini`, `.cfg`, `.conf`, `.job` and `.fio`; README.md names
 /// each one's source), each given to stormark as its user would, as the TARGET
 /// (`stormark run fio.cfg`), after the edits of `EDITS` beside them (paths this host lacks
 /// made a scratch directory or a sparse file standing for a device, variables set). Each
