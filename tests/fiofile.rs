@@ -260,11 +260,7 @@ fn real_world_job_files_map_field_by_field() {
     assert!(!together(&j[0], &j[1]));
 
     let e = collection("unsupported.fio", &[]).unwrap_err();
-    for line in [
-        "line 4: iomem",
-        "line 10: lockmem",
-        "line 11: cgroup",
-    ] {
+    for line in ["line 4: iomem", "line 10: lockmem", "line 11: cgroup"] {
         assert!(e.contains(line), "{line}: {e}");
     }
 }
