@@ -360,3 +360,161 @@ fn third_party_job_files_keep_their_verdicts() {
         lines.len()
     );
 }
+
+/// Issue 55: real job files under their own names (tests/fixtures/fio-corpus: 41 job files
+/// of 27 public repositories, `.ini`, `.cfg`, `.conf`, `.job` and `.fio`; README.md names
+/// each one's source), each given to stormark as its user would, as the TARGET
+/// (`stormark run fio.cfg`), after the edits of `EDITS` beside them (paths this host lacks
+/// made a scratch directory or a sparse file standing for a device, variables set). Each
+/// keeps its verdict: those that run exit 0 with I/O measured as the file's jobs (never the
+/// file itself as the thing measured) and leave nothing behind; those refused (another
+/// engine's load, a mistake fio refuses too) and the one that fails stop before any load in
+/// one line. At least 95% of the files not refused run.
+#[test]
+fn real_job_files_run_under_their_own_names() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fio-corpus");
+    let lines: Vec<String> = std::fs::read_to_string(corpus.join("EDITS"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    // Every job file of the corpus has a line (an included file is not a job file).
+    let mut files: Vec<String> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n != "README.md" && n != "EDITS" && !n.contains("global_config"))
+        .collect();
+    files.sort();
+    let listed: Vec<String> = lines
+        .iter()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(files, listed, "every file has a line in EDITS, in order");
+    let (mut runs, mut refused, mut fails) = (Vec::new(), Vec::new(), Vec::new());
+    let mut differ = Vec::new();
+    for line in &lines {
+        let mut words = line.split(' ');
+        let (name, verdict) = (words.next().unwrap(), words.next().unwrap());
+        let dir = temp_dir(TMP);
+        let scratch = dir.path().join("d");
+        std::fs::create_dir(&scratch).unwrap();
+        // {dir} and {devN} in an edit: the scratch directory, and 1 GiB sparse files standing
+        // for the devices the original names.
+        let place = |text: &str| -> String {
+            let mut out = text.replace("{dir}", scratch.to_str().unwrap());
+            for n in 1..=9 {
+                let key = format!("{{dev{n}}}");
+                if out.contains(&key) {
+                    let dev = dir.path().join(format!("dev{n}"));
+                    if !dev.exists() {
+                        std::fs::File::create(&dev)
+                            .unwrap()
+                            .set_len(1 << 30)
+                            .unwrap();
+                    }
+                    out = out.replace(&key, dev.to_str().unwrap());
+                }
+            }
+            out
+        };
+        let mut body = std::fs::read_to_string(corpus.join(name)).unwrap();
+        let (mut vars, mut targets, mut flags) = (Vec::new(), Vec::new(), Vec::new());
+        for edit in words {
+            if let Some((old, new)) = edit.split_once('|') {
+                body = body.replace(old, &place(new).replace("\\n", "\n"));
+            } else if let Some(target) = edit.strip_prefix('+') {
+                targets.push(place(target));
+            } else if edit.starts_with("--") {
+                flags.push(edit.to_string());
+            } else {
+                let (k, v) = edit.split_once('=').unwrap();
+                vars.push((k.to_string(), place(v)));
+            }
+        }
+        // The file under its own name where it is run, with what it includes.
+        std::fs::write(scratch.join(name), &body).unwrap();
+        std::fs::copy(
+            corpus.join("stackhpc-global_config.fio"),
+            scratch.join("stackhpc-global_config.fio"),
+        )
+        .unwrap();
+        let json = dir.path().join("r.json");
+        let out = std::process::Command::new(BIN)
+            .current_dir(&scratch)
+            .arg("run")
+            .arg(name)
+            .args(&targets)
+            .args(["--time", "200ms", "--ramp", "0", "--startdelay", "0"])
+            .args(["--size", "16m", "--allow-overwrite", "-q", "--json"])
+            .arg(&json)
+            .args(&flags)
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        let said = text(&out);
+        let got = match out.status.code() {
+            Some(0) => {
+                let doc = stormark_testkit::read_json(&json);
+                // The file's jobs ran (by their sections' names), not the file as a target.
+                let jobs = doc["spec"]["jobs"].as_array().unwrap();
+                assert!(!jobs.is_empty(), "{name}: {said}");
+                let measured: u64 = doc["phases"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["kind"] == "run")
+                    .map(|p| p["total"]["ops"].as_u64().unwrap_or(0))
+                    .sum();
+                assert!(measured > 0, "{name}: nothing measured: {}", doc["phases"]);
+                assert!(
+                    !doc["target"]["path"].as_str().unwrap_or("").ends_with(name),
+                    "{name} was measured as a file"
+                );
+                "runs"
+            }
+            Some(2) => {
+                assert_eq!(said.trim().lines().count(), 1, "{name}: {said}");
+                if said.contains("ioengine") && said.contains("not even --lenient") {
+                    "engine"
+                } else if said.contains("options stormark does not run") {
+                    "fio-refuses"
+                } else {
+                    "fails"
+                }
+            }
+            other => panic!("{name}: exit {other:?}: {said}"),
+        };
+        match got {
+            "runs" => runs.push(name),
+            "fails" => fails.push(format!("{name}: {said}")),
+            _ => refused.push(name),
+        }
+        if got != verdict {
+            differ.push(format!("{name}: {got}, recorded {verdict}: {said}"));
+        }
+        // Only the file and what it includes are left in the scratch directory.
+        assert_eq!(
+            std::fs::read_dir(&scratch).unwrap().count(),
+            2,
+            "{name} left files behind"
+        );
+    }
+    eprintln!(
+        "fio corpus: {} files, {} run, {} refused (another engine, or a mistake fio refuses too), {} fail: {fails:#?}",
+        lines.len(),
+        runs.len(),
+        refused.len(),
+        fails.len()
+    );
+    assert!(
+        differ.is_empty(),
+        "verdicts changed (update EDITS if for the better): {differ:#?}"
+    );
+    let tried = runs.len() + fails.len();
+    assert!(
+        runs.len() * 100 >= tried * 95,
+        "{} of {tried} run: {fails:#?}",
+        runs.len()
+    );
+}

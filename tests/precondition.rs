@@ -270,3 +270,56 @@ fn a_later_check_finds_what_another_job_overwrote() {
     assert_eq!(errors[0]["count"], 16);
     assert_eq!(errors[0]["first_offset"], 1 << 20);
 }
+
+/// Issue 55: fio's `trim_percentage` with `verify`: a quarter of the 256 written blocks is
+/// trimmed once the load is over (holes punched), the check finds those zeros and the rest as
+/// written, none bad; the kept file holds exactly 64 blocks of zeros. With
+/// `trim_verify_zero=0` the trimmed blocks are not checked, and it runs too.
+#[test]
+fn trim_percentage_trims_a_share_of_the_verified_blocks_and_finds_them_zeros() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    for zero in ["1", "0"] {
+        let job = dir.path().join("trim.fio");
+        std::fs::write(
+            &job,
+            format!("[w]\nrw=write\nbs=4k\nsize=1m\nverify=crc32c\ntrim_percentage=25\ntrim_backlog=8\ntrim_verify_zero={zero}\n"),
+        )
+        .unwrap();
+        let json = dir.path().join("r.json");
+        let out = Bin(BIN).run(&[
+            "run",
+            t.to_str().unwrap(),
+            "--job",
+            job.to_str().unwrap(),
+            "--keep",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let r = read_json(&json);
+        let phase = r["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "run")
+            .unwrap();
+        let v = &phase["verify"];
+        assert_eq!(v["blocks"].as_u64(), Some(256), "{v}");
+        assert_eq!(v["bad"].as_u64(), Some(0), "{v}");
+        assert_eq!(r["spec"]["jobs"][0]["trim_percentage"], "25");
+        let run_dir = std::fs::read_dir(&t)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir())
+            .expect("the kept run directory");
+        let data = std::fs::read(run_dir.join("j0.w0.f0")).unwrap();
+        let zeros = data
+            .chunks(4096)
+            .filter(|b| b.iter().all(|x| *x == 0))
+            .count();
+        assert_eq!(zeros, 64, "trimmed blocks");
+        std::fs::remove_dir_all(&run_dir).unwrap();
+    }
+}

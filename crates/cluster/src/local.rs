@@ -240,9 +240,9 @@ impl LocalAgent {
         }
     }
 
-    /// The engine's handle on the files of one worker of job run `r`, each `len` long; on one
-    /// file or device the worker's region starts at `start` (fio's offset; a worker's own
-    /// files in a run directory start at 0).
+    /// The engine's handle on the files of one worker of job run `r`, each `len` long from
+    /// `start`: on one file or device the worker's region (fio's offset); a worker's own files
+    /// in a run directory start at 0, or at their job's share of them (fio's offset=N%).
     fn targets(&self, files: &[usize], start: u64, len: u64) -> Vec<FileTarget> {
         match &self.place {
             Some(Where::Dir(ws)) => files.iter().map(|&i| ws.target(i, start, len)).collect(),

@@ -97,7 +97,7 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
 /// Releases `len` bytes at `off`: a hole punched in a file (its size kept), a discard of a
 /// block device's range (`BLKDISCARD`). The length on success, as a read or write returns.
 #[cold]
-fn trim(fd: i32, off: libc::off_t, len: usize, device: bool) -> isize {
+pub(crate) fn trim(fd: i32, off: libc::off_t, len: usize, device: bool) -> isize {
     let r = if device {
         let range: [u64; 2] = [off as u64, len as u64];
         // SAFETY: BLKDISCARD reads two u64s (start, length) from the pointer, valid here.

@@ -178,7 +178,7 @@ pub fn run_stage_at(
     // fio's exitall: the stage's own stop, set when such a worker ends (and by `stop`).
     let exit_stop = specs
         .iter()
-        .any(|s| s.exit.is_some())
+        .any(|s| s.exit.is_some() || s.exit_on_error)
         .then(|| Arc::new(AtomicBool::new(false)));
     let workers_stop = exit_stop.clone().unwrap_or_else(|| stop.clone());
     let mut ended_by = None;
@@ -256,6 +256,13 @@ pub fn run_stage_at(
                             ended_by = Some(worker);
                         }
                     }
+                    // fio's exitall_on_error: a worker that failed stops the others.
+                    if let Some(own) = exit_stop
+                        .as_ref()
+                        .filter(|_| failure.is_some() && specs[worker].exit_on_error)
+                    {
+                        own.store(true, Ordering::Relaxed);
+                    }
                     on_event(StageEvent::Done {
                         worker,
                         end_ns,
@@ -278,6 +285,9 @@ pub fn run_stage_at(
         ended_by,
     }
 }
+
+#[cfg(test)]
+mod fio_keys_tests;
 
 #[cfg(test)]
 mod tests {

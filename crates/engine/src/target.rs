@@ -201,6 +201,11 @@ pub struct WorkerSpec {
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
     pub iodepth_batch_complete: u32,
+    /// With the queue full, refill only once this few I/Os are in flight (fio's
+    /// `iodepth_low`); `None`: as each completes.
+    pub iodepth_low: Option<u32>,
+    /// No I/O is issued while one in flight overlaps it (fio's `serialize_overlap`).
+    pub serialize_overlap: bool,
     /// io_uring's registrations and setup (fio's `fixedbufs`, `registerfiles`,
     /// `sqthread_poll`, `hipri`).
     pub ring: stormark_spec::Ring,
@@ -256,6 +261,8 @@ pub struct WorkerSpec {
     /// When this worker ends, the stage's other workers stop (fio's `exitall`), and with
     /// `All` nothing after the stage runs.
     pub exit: Option<stormark_spec::ExitWhat>,
+    /// When this worker fails, the stage's other workers stop (fio's `exitall_on_error`).
+    pub exit_on_error: bool,
     /// fio's `flow`: the worker's weight among its flow's workers on this host, and the
     /// flow's shared count (made by the stage for each `flow_id`).
     pub flow: Option<stormark_spec::Flow>,
@@ -303,6 +310,8 @@ impl WorkerSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_batch_complete: 1,
+            iodepth_low: None,
+            serialize_overlap: false,
             ring: stormark_spec::Ring::default(),
             direct: false,
             load: crate::work::Load::Psync,
@@ -325,6 +334,7 @@ impl WorkerSpec {
             steady: None,
             rate_min: RateMin::default(),
             exit: None,
+            exit_on_error: false,
             flow: None,
             flow_group: None,
             cpus: Vec::new(),
@@ -528,6 +538,8 @@ impl WorkerSpec {
             iodepth: load.iodepth.unwrap_or(job.iodepth),
             iodepth_batch: job.iodepth_batch,
             iodepth_batch_complete: job.iodepth_batch_complete,
+            iodepth_low: job.iodepth_low,
+            serialize_overlap: job.serialize_overlap,
             ring: job.ring,
             direct: at.direct,
             load: work,
@@ -564,6 +576,8 @@ impl WorkerSpec {
                     .unwrap_or_else(|| verify_block(bs_min, bs_align)),
                 only: job.verify_only,
                 after: job.verify_after,
+                trim_pct: job.trim_percentage,
+                trim_zero: job.trim_verify_zero,
             }),
             sync_flags: match job.sync {
                 stormark_spec::SyncMode::None => 0,
@@ -586,6 +600,7 @@ impl WorkerSpec {
                 ops: job.rate_iops_min.unwrap_or_default(),
             },
             exit: job.exit,
+            exit_on_error: job.exit_on_error,
             flow: job.flow,
             flow_group: None,
             cpus: Vec::new(),

@@ -87,10 +87,33 @@ fn new_ring(depth: u32, features: Ring) -> std::io::Result<IoUring> {
     Err(last.expect("at least one attempt was made"))
 }
 
+/// Whether `req` overlaps an I/O in flight (a `busy` slot) on the same file, by a byte or
+/// more (fio's `in_flight_overlap`).
+fn overlaps_in_flight(req: &IoReq, slots: &[(IoReq, u64)], busy: &[bool]) -> bool {
+    let end = req.offset + u64::from(req.len);
+    slots.iter().zip(busy).any(|((other, _), on)| {
+        *on && other.file == req.file
+            && other.offset < end
+            && req.offset < other.offset + u64::from(other.len)
+    })
+}
+
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
+    // fio's iodepth_low: once the queue is full, no refill until this few are in flight.
+    let low = ctx
+        .spec
+        .iodepth_low
+        .map_or(depth, |l| (l as usize).min(depth));
+    let mut holding = false;
+    // fio's serialize_overlap: an I/O that overlaps one in flight waits (kept here) until
+    // that one completes; `busy` says which slots are in flight, scanned before each issue
+    // (at most `depth` compares, no allocation).
+    let serialize = ctx.spec.serialize_overlap && depth > 1;
+    let mut busy: Vec<bool> = vec![false; if serialize { depth } else { 0 }];
+    let mut deferred: Option<IoReq> = None;
     let mut features = ctx.spec.ring;
     let polled = features.sq_poll;
     let mut ring = new_ring(depth as u32, features).map_err(EngineError::RingSetup)?;
@@ -165,7 +188,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 draining = true;
             }
         }
-        if !draining && !flow_due {
+        if holding && inflight <= low {
+            holding = false;
+        }
+        if !draining && !flow_due && !holding {
             sq.sync();
             while let (Some(&slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
@@ -178,13 +204,21 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     flow_due = true;
                     break;
                 }
-                let Some(req) = ctx.next_req() else {
+                let next = match deferred.take() {
+                    Some(req) => Some(req),
+                    None => ctx.next_req(),
+                };
+                let Some(req) = next else {
                     // fio's zoned mode: a zone another worker holds is waited for once what
                     // this one has in flight completes.
                     zone_due = ctx.zone_was_busy();
                     draining = !zone_due;
                     break;
                 };
+                if serialize && overlaps_in_flight(&req, &slots, &busy) {
+                    deferred = Some(req);
+                    break;
+                }
                 free.pop_front();
                 let (ioprio, counted) = match &mut prio {
                     None => (0, req),
@@ -201,6 +235,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     sq.sync();
                 }
                 slots[slot as usize].0 = counted;
+                if serialize {
+                    busy[slot as usize] = true;
+                }
                 if let Some(s) = &mut ctx.schedule {
                     due[slot as usize] = s.take();
                 }
@@ -210,6 +247,10 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 think_due = ctx.think_due();
                 pending.push(slot);
                 inflight += 1;
+                if inflight == depth && low < depth {
+                    holding = true;
+                    break;
+                }
                 if pending.len() >= batch {
                     submit(
                         &submitter,
@@ -297,6 +338,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             }
             ctx.bufs.done(slot as usize, cqe.result() == req.len as i32);
             free.push_back(slot);
+            if serialize {
+                busy[slot as usize] = false;
+            }
             inflight -= 1;
         }
         if over || ctx.failing().is_some() {
@@ -613,5 +657,39 @@ mod tests {
             })
             .count();
         assert_eq!(writes, 40);
+    }
+}
+
+#[cfg(test)]
+mod overlap_tests {
+    use super::{overlaps_in_flight, IoReq};
+    use stormark_stats::Op;
+
+    fn io(file: u32, offset: u64, len: u32) -> IoReq {
+        IoReq {
+            op: Op::Write,
+            file,
+            offset,
+            len,
+        }
+    }
+
+    /// fio's `in_flight_overlap`: a byte in common on the same file, with an I/O in flight.
+    #[test]
+    fn overlap_is_a_byte_in_common_with_one_in_flight() {
+        let slots = [(io(0, 4096, 4096), 0), (io(1, 0, 4096), 0)];
+        let both = [true, true];
+        assert!(overlaps_in_flight(&io(0, 4096, 512), &slots, &both));
+        assert!(overlaps_in_flight(&io(0, 0, 4097), &slots, &both));
+        assert!(overlaps_in_flight(&io(0, 8191, 4096), &slots, &both));
+        assert!(!overlaps_in_flight(&io(0, 0, 4096), &slots, &both));
+        assert!(!overlaps_in_flight(&io(0, 8192, 4096), &slots, &both));
+        assert!(overlaps_in_flight(&io(1, 0, 512), &slots, &both));
+        // A slot no longer in flight overlaps nothing.
+        assert!(!overlaps_in_flight(
+            &io(0, 4096, 512),
+            &slots,
+            &[false, true]
+        ));
     }
 }

@@ -18,6 +18,9 @@ pub const HEADER: usize = 40;
 const STATE_MAGIC: &[u8; 8] = b"STMKVST1";
 /// A block written by two writes in flight at once: either may be on disk.
 const EITHER: u32 = u32::MAX;
+/// A block trimmed after the load (fio's `trim_percentage`): zeros, or anything when
+/// `trim_verify_zero` is off.
+pub(crate) const TRIMMED: u32 = u32::MAX - 1;
 /// Bad blocks described in full (all are counted).
 pub(crate) const SHOWN: usize = 8;
 /// Bytes read at a time by the verify pass (the next two read ahead meanwhile).
@@ -33,6 +36,11 @@ pub struct VerifySpec {
     /// Check the written blocks after the load; `false`: only keep their expected state
     /// beside a run directory's file, for a later job or `--verify-only` (fio's `do_verify=0`).
     pub after: bool,
+    /// The share of written blocks trimmed after the load, before the check (fio's
+    /// `trim_percentage`; 0: none).
+    pub trim_pct: u8,
+    /// Trimmed blocks must read back as zeros (fio's `trim_verify_zero`).
+    pub trim_zero: bool,
 }
 
 /// The name of the state file beside a run directory's file `name`.
@@ -73,8 +81,8 @@ impl Verifier {
         file: u32,
         offset: u64,
     ) {
-        // 1, 2, ... skipping 0 (never written) and EITHER.
-        self.seq = if self.seq + 1 == EITHER {
+        // 1, 2, ... skipping 0 (never written), TRIMMED and EITHER.
+        self.seq = if self.seq + 1 >= TRIMMED {
             1
         } else {
             self.seq + 1

@@ -175,6 +175,15 @@ pub fn hosts(opts: &HostsOptions) -> Result<Option<Vec<Host>>, String> {
             pair,
             "HOST=PATH, such as node2=/dev/sdb",
         )?;
+        // A list of targets for one host (`node2=/dev/sdb,/dev/sdc`, or the host given again):
+        // over agents each host runs one target for now; said rather than taken as one path
+        // or the last one silently.
+        let list = path.contains(',') && path.split(',').all(|p| p.starts_with('/'));
+        if list || entries[i].1.is_some() {
+            return Err(format!(
+                "--target {pair}: one target per host over agents (several targets on one host run locally: stormark run T1 T2); give this host one PATH"
+            ));
+        }
         entries[i].1 = Some(PathBuf::from(path));
     }
     for pair in &opts.endpoints {
@@ -299,6 +308,8 @@ mod tests {
             ("a:1,a:2", &["a=/x"], Some("/m")),
             ("a:1", &["a/x"], Some("/m")),
             ("a:1", &[], None),
+            ("a:1", &["a=/x,/y"], Some("/m")),
+            ("a:1", &["a=/x", "a=/y"], Some("/m")),
         ] {
             let e = hosts(&opts(agents, targets, default)).unwrap_err();
             assert!(!e.contains('\n') && !e.is_empty(), "{e}");
@@ -312,6 +323,10 @@ mod tests {
             "--token-file needs --agents or --agents-file"
         );
         assert_eq!(hosts(&HostsOptions::default()), Ok(None));
+        for list in [&["a=/x,/y"][..], &["a=/x", "a:1=/y"]] {
+            let e = hosts(&opts("a:1", list, None)).unwrap_err();
+            assert!(e.contains("one target per host over agents"), "{e}");
+        }
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub fn parse_fio_job_file(
             .cloned()
             .chain(lines.iter().map(|l| (l.no, l.key.clone(), l.value.clone())))
             .collect();
+        fio.has_bssplit = all.iter().any(|(_, k, _)| k == "bssplit");
         for (no, key, value) in &all {
             if key == "kb_base" {
                 kb_1000 = value.as_deref() == Some("1000");
@@ -174,6 +175,14 @@ pub fn parse_fio_job_file(
         }
         if fio.overwrite {
             out.file.prepare = Some(true);
+        }
+        if let Some((low, high, middle)) = fio.size_range {
+            out.notes.push(format!(
+                "job [{name}]: filesize={}-{}: fio draws each file's size in the range; stormark makes every file {} (the range's middle, the same bytes on average)",
+                crate::units::format_size(low),
+                crate::units::format_size(high),
+                crate::units::format_size(middle)
+            ));
         }
         places.push(fio.place());
         if let Some(search) = fio.latency_search() {
@@ -368,6 +377,11 @@ struct FioState {
     do_verify: Option<bool>,
     /// The engine named last is fio's `libaio`.
     libaio: bool,
+    /// The job has a `bssplit`, which decides its block sizes over `bs` and `bsrange`.
+    has_bssplit: bool,
+    /// fio's range of file sizes (`filesize=10M-100M`): its bounds and the size stormark
+    /// makes every file.
+    size_range: Option<(u64, u64, u64)>,
 }
 
 impl FioState {
@@ -528,6 +542,8 @@ pub use print::{fio_check, to_fio};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_corpus;
 #[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]

@@ -107,6 +107,8 @@ pub const JOB_KEYS: &[&str] = &[
     "invalidate",
     "iodepth_batch",
     "iodepth_batch_complete",
+    "iodepth_low",
+    "serialize_overlap",
     "fixedbufs",
     "registerfiles",
     "sqthread_poll",
@@ -116,6 +118,7 @@ pub const JOB_KEYS: &[&str] = &[
     "rate_min",
     "rate_iops_min",
     "exitall",
+    "exitall_on_error",
     "ignore_errors",
     "exit_what",
     "flow",
@@ -168,6 +171,8 @@ pub const JOB_KEYS: &[&str] = &[
     "fill_device",
     "verify_after",
     "verify_interval",
+    "trim_percentage",
+    "trim_verify_zero",
     "server",
     "mode",
     "msg_size",
@@ -322,6 +327,10 @@ pub struct JobOpts {
     pub iodepth_batch: Option<u32>,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
     pub iodepth_batch_complete: Option<u32>,
+    /// With the queue full, refill only once this few are in flight (fio's `iodepth_low`).
+    pub iodepth_low: Option<u32>,
+    /// No two I/Os in flight overlap (fio's `serialize_overlap`).
+    pub serialize_overlap: Option<bool>,
     /// io_uring: registered buffers (fio's `fixedbufs`).
     pub fixedbufs: Option<bool>,
     /// io_uring: registered files (fio's `registerfiles`).
@@ -340,6 +349,9 @@ pub struct JobOpts {
     pub rate_iops_min: Option<[u64; 2]>,
     /// When the job ends, the jobs running with it stop (fio's `exitall`).
     pub exitall: Option<bool>,
+    /// When a worker of the job fails, the jobs running with it stop (fio's
+    /// `exitall_on_error`).
+    pub exitall_on_error: Option<bool>,
     /// Errors of these kinds are counted but do not fail the run (fio's `ignore_error`).
     pub ignore_errors: Option<Vec<String>>,
     /// Which jobs `exitall` stops (fio's `exit_what`).
@@ -410,6 +422,10 @@ pub struct JobOpts {
     pub verify_after: Option<bool>,
     /// With `verify`: bytes per verified block (fio's `verify_interval`).
     pub verify_interval: Option<u64>,
+    /// With `verify`: the share of written blocks trimmed before the check (fio's).
+    pub trim_percentage: Option<u8>,
+    /// Trimmed blocks must read back as zeros (fio's `trim_verify_zero`).
+    pub trim_verify_zero: Option<bool>,
     /// S3: objects written for reads before the measured phase.
     pub objects: Option<u32>,
     /// S3: sizes at which the objects for reads are prepared too (`--sweep obj-size`).
@@ -491,6 +507,10 @@ impl JobOpts {
             "iodepth" => self.iodepth = Some(count(32768)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
+            "iodepth_low" => {
+                let n = value.trim().parse::<u32>().ok().filter(|n| *n <= 32768);
+                self.iodepth_low = Some(n.ok_or_else(|| bad("a whole number from 0 to 32768"))?)
+            }
             "rate_iops" => self.rate_iops = Some(count(100_000_000)?),
             "steady_state" => {
                 self.steady_state = Some(parse_steady_state(value).map_err(|_| bad(STEADY_FORM))?)
@@ -611,6 +631,8 @@ impl JobOpts {
             atomic,
             iodepth_batch,
             iodepth_batch_complete,
+            iodepth_low,
+            serialize_overlap,
             fixedbufs,
             registerfiles,
             sqthread_poll,
@@ -620,6 +642,7 @@ impl JobOpts {
             rate_min,
             rate_iops_min,
             exitall,
+            exitall_on_error,
             ignore_errors,
             exit_what,
             flow,
@@ -657,6 +680,8 @@ impl JobOpts {
             fill_device,
             verify_after,
             verify_interval,
+            trim_percentage,
+            trim_verify_zero,
             server,
             mode,
             msg_size,

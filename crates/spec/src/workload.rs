@@ -154,6 +154,12 @@ pub struct Job {
     /// With `verify`: bytes per verified block, each with its header (fio's
     /// `verify_interval`); `None`: the largest unit every I/O's offset and size are made of.
     pub verify_interval: Option<u64>,
+    /// With `verify`: the share of the written blocks trimmed once the load is over, before
+    /// the check (fio's `trim_percentage`; 0: none).
+    pub trim_percentage: u8,
+    /// Those blocks must read back as zeros; `false`: they are not checked (fio's
+    /// `trim_verify_zero`, default 1).
+    pub trim_verify_zero: bool,
     /// Write until the file system or device is full (fio's `fill_device`): the size the free
     /// space unless given, and ENOSPC the job's end, not its failure.
     pub fill_device: bool,
@@ -161,6 +167,12 @@ pub struct Job {
     pub iodepth_batch: u32,
     /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
     pub iodepth_batch_complete: u32,
+    /// With the queue full, no refill until this few I/Os are in flight (fio's
+    /// `iodepth_low`; `None`: refill as each completes).
+    pub iodepth_low: Option<u32>,
+    /// No I/O is issued while one of the worker's in flight overlaps it (fio's
+    /// `serialize_overlap`).
+    pub serialize_overlap: bool,
     /// The io_uring features asked for (fio's `fixedbufs`, `registerfiles`, `sqthread_poll`,
     /// `hipri`).
     pub ring: Ring,
@@ -181,6 +193,9 @@ pub struct Job {
     pub rate_iops_min: Option<[u64; 2]>,
     /// When a worker of the job ends, these jobs stop (fio's `exitall` and `exit_what`).
     pub exit: Option<crate::choices::ExitWhat>,
+    /// When a worker of the job fails, the workers running with it stop (fio's
+    /// `exitall_on_error`).
+    pub exit_on_error: bool,
     /// Errors of these kinds (as results name them: `enospc`, `errno-61`) are counted but do
     /// not fail the run (fio's `ignore_error`).
     pub ignore_errors: Vec<String>,
@@ -264,6 +279,16 @@ impl Job {
                 self.iodepth_batch_complete.to_string(),
             ),
         ];
+        if let Some(low) = self.iodepth_low {
+            pairs.push(("iodepth_low", low.to_string()));
+        }
+        if self.trim_percentage > 0 {
+            pairs.push(("trim_percentage", self.trim_percentage.to_string()));
+            pairs.push(("trim_verify_zero", self.trim_verify_zero.to_string()));
+        }
+        if self.serialize_overlap {
+            pairs.push(("serialize_overlap", "true".into()));
+        }
         if self.kind == LoadKind::Meta {
             // A meta job refuses the options of data load: only its own travel.
             pairs.retain(|(k, _)| matches!(*k, "name" | "jobs" | "ramp"));
@@ -425,6 +450,9 @@ impl Job {
         if let Some(e) = self.exit {
             pairs.push(("exitall", "true".into()));
             pairs.push(("exit_what", e.name().into()));
+        }
+        if self.exit_on_error {
+            pairs.push(("exitall_on_error", "true".into()));
         }
         if !self.ignore_errors.is_empty() {
             pairs.push(("ignore_errors", self.ignore_errors.join(",")));

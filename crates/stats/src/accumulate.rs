@@ -47,6 +47,9 @@ pub struct PhaseAccumulator {
     /// operation in its order (a short vector: a map's node per host and second was most of
     /// a thousand hosts' growth over a phase).
     host_seconds: BTreeMap<(u32, u16), Vec<(Op, Counts)>>,
+    /// In a run of several targets: each second's counts per job, by operation, made each
+    /// target's seconds at the end.
+    job_seconds: BTreeMap<(u32, u16), Vec<(Op, Counts)>>,
     /// Hosts that failed or were cut off during the phase.
     failed: std::collections::BTreeSet<u16>,
     /// What `--verify` checked, over every worker.
@@ -71,6 +74,7 @@ impl PhaseAccumulator {
             next_to_close: 0,
             end_ns: 0,
             host_seconds: BTreeMap::new(),
+            job_seconds: BTreeMap::new(),
             failed: Default::default(),
             verified: Default::default(),
         }
@@ -92,29 +96,103 @@ impl PhaseAccumulator {
         if self.hosts.len() < 2 || ops + errors == 0 && bytes == 0 {
             return;
         }
-        let second = self.host_seconds.entry((interval, host)).or_default();
-        let at = match second.binary_search_by_key(&op, |(o, _)| *o) {
-            Ok(at) => at,
-            Err(at) => {
-                // Room for one operation more, not the four a vector's first growth makes:
-                // most seconds hold one or two, and a thousand hosts keep one a second each.
-                second.reserve_exact(1);
-                second.insert(at, (op, Counts::default()));
-                at
-            }
-        };
-        let c = &mut second[at].1;
-        c.ops += ops;
-        c.bytes += bytes;
-        c.errors += errors;
+        tally(
+            &mut self.host_seconds,
+            (interval, host),
+            op,
+            (ops, bytes, errors),
+        );
     }
 
+    /// Whether the phase's jobs ran on more than one target.
+    fn several_targets(&self) -> bool {
+        let mut targets = self.jobs.iter().filter_map(|j| j.target.as_deref());
+        targets
+            .next()
+            .is_some_and(|first| targets.any(|t| t != first))
+    }
+
+    /// Counts what job `job` did in interval `interval`, in a run of several targets.
+    fn count_job(&mut self, job: u16, interval: u32, op: Op, counts: (u64, u64, u64)) {
+        if counts.0 + counts.2 == 0 && counts.1 == 0 {
+            return;
+        }
+        tally(&mut self.job_seconds, (interval, job), op, counts);
+    }
+
+    /// Each target's seconds on the phase's intervals, from its jobs' (several targets only).
+    fn target_seconds_list(&self) -> BTreeMap<String, Vec<HostSecond>> {
+        let mut seconds: BTreeMap<String, Vec<HostSecond>> = BTreeMap::new();
+        if !self.several_targets() {
+            return seconds;
+        }
+        for t in self.jobs.iter().filter_map(|j| j.target.clone()) {
+            seconds.entry(t).or_insert_with(|| {
+                self.closed
+                    .iter()
+                    .map(|c| HostSecond {
+                        t_s: c.t_s,
+                        duration_ns: c.duration_ns,
+                        by_op: Default::default(),
+                    })
+                    .collect()
+            });
+        }
+        for ((i, job), ops) in &self.job_seconds {
+            let target = self.jobs.get(*job as usize).and_then(|j| j.target.as_ref());
+            let Some(list) = target.and_then(|t| seconds.get_mut(t)) else {
+                continue;
+            };
+            let Some(s) = list.iter_mut().rev().find(|s| s.t_s <= *i) else {
+                continue;
+            };
+            for (op, c) in ops {
+                let t = s.by_op.entry_or_default(op.name());
+                t.ops += c.ops;
+                t.bytes += c.bytes;
+                t.errors += c.errors;
+            }
+        }
+        seconds
+    }
+}
+
+/// Adds `(ops, bytes, errors)` of `op` to the second `key` of `map`.
+fn tally(
+    map: &mut BTreeMap<(u32, u16), Vec<(Op, Counts)>>,
+    key: (u32, u16),
+    op: Op,
+    (ops, bytes, errors): (u64, u64, u64),
+) {
+    let second = map.entry(key).or_default();
+    let at = match second.binary_search_by_key(&op, |(o, _)| *o) {
+        Ok(at) => at,
+        Err(at) => {
+            // Room for one operation more, not the four a vector's first growth makes:
+            // most seconds hold one or two, and a thousand hosts keep one a second each.
+            second.reserve_exact(1);
+            second.insert(at, (op, Counts::default()));
+            at
+        }
+    };
+    let c = &mut second[at].1;
+    c.ops += ops;
+    c.bytes += bytes;
+    c.errors += errors;
+}
+
+impl PhaseAccumulator {
     /// Adds what worker `key` did in 1-second interval `interval` (0 = the first second after
     /// the ramp). Snapshots of one worker arrive in interval order.
     pub fn add(&mut self, key: WorkerKey, interval: u32, snap: &Snapshot) {
         if self.hosts.len() > 1 {
             for (op, r) in snap.ops() {
                 self.count(key.host, interval, op, r);
+            }
+        }
+        if self.several_targets() {
+            for (op, r) in snap.ops() {
+                self.count_job(key.job, interval, op, (r.ops, r.bytes, r.errors));
             }
         }
         let source = self
@@ -146,8 +224,12 @@ impl PhaseAccumulator {
         (errors, verified): (&ErrorTally, crate::Verified),
     ) {
         self.verified += verified;
+        let several_targets = self.several_targets();
         for (op, r) in ops {
             self.count_of(key.host, interval, *op, (r.ops, r.bytes, r.errors));
+            if several_targets {
+                self.count_job(key.job, interval, *op, (r.ops, r.bytes, r.errors));
+            }
         }
         let source = self
             .per_source
@@ -276,6 +358,7 @@ impl PhaseAccumulator {
         let mut histograms = BTreeMap::new();
         let mut errors = Vec::new();
         let mut seconds = self.host_seconds_list();
+        let mut target_seconds = self.target_seconds_list();
         // Each host's figures as soon as its sources are merged, its sources then dropped:
         // a thousand hosts' histograms are never all held twice, and a remote host's are
         // never made whole.
@@ -349,10 +432,8 @@ impl PhaseAccumulator {
             by_target: by_target
                 .iter()
                 .map(|(t, s)| {
-                    (
-                        t.clone(),
-                        breakdown(s, Vec::new(), duration_ns, duration_ns),
-                    )
+                    let mine = target_seconds.remove(t).unwrap_or_default();
+                    (t.clone(), breakdown(s, mine, duration_ns, duration_ns))
                 })
                 .collect(),
             jobs: self.jobs,

@@ -37,12 +37,14 @@ pub fn main(args: RunArgs) -> Result<Ending> {
 fn request_options(args: &RunArgs) -> Result<RequestOptions> {
     // `stormark run FILE.fio`: a fio job file given as TARGET is the job file; so is a file of
     // another name written as fio writes job files (`job.ini`), when no flag or profile says
-    // what to run on it: with them it is a file to measure.
+    // what to run on it: with them it is a file to measure. Flags that only bound a run (how
+    // long, how much: `--time 1s`, `--size 16m`) say nothing of what to run: a fio user gives
+    // them to a job file (`fio job.ini --runtime=1`), and a file to measure needs the others.
     let fio_target = args.target.as_ref().filter(|t| {
         args.job.is_none()
             && t.is_file()
             && (t.extension().is_some_and(|e| e == "fio")
-                || (args.workload.0.is_empty()
+                || (args.workload.0.iter().all(|(key, _)| BOUNDS.contains(key))
                     && args.profile.is_none()
                     && t.extension().is_none_or(|e| e != "toml")
                     && starts_as_fio(t)))
@@ -94,6 +96,10 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         prepare: args.prepare,
     })
 }
+
+/// The workload flags that only bound a run (its time, warm-up, start, bytes), which leave a
+/// TARGET written as a fio job file a job file.
+const BOUNDS: [&str; 5] = ["time", "ramp", "startdelay", "size", "io_total"];
 
 /// The largest job file read (a job file is a few kilobytes; this bounds a mistaken path).
 const JOB_FILE_LIMIT: u64 = 16 << 20;

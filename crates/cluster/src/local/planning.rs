@@ -122,8 +122,8 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
-            // A share of the job's own files' size is their start, and those are used from
-            // their start (noted below); a share of a file the jobs name is not run here.
+            // A share of the job's own files' size is where each one's region starts; a share
+            // of a file the jobs name is not run here.
             let pct = job.size_pct.map(|p| ("--size", p)).or(job
                 .offset_pct
                 .filter(|_| job.filename.is_some())
@@ -137,8 +137,8 @@ impl LocalAgent {
                     ),
                 ));
             }
-            let offset = job.offset > 0 || job.offset_pct.is_some_and(|p| p > 0);
-            if job.filename.is_none() && (offset || job.offset_increment > 0) {
+            // A share (fio's offset=20%) starts each own file's region at that share of it.
+            if job.filename.is_none() && (job.offset > 0 || job.offset_increment > 0) {
                 push_once(
                     &mut validated.notes,
                     format!(
@@ -449,6 +449,7 @@ impl Existing<'_> {
             direct: false,
             worker_files: vec![Vec::new(); job.jobs as usize],
             len,
+            own_start: 0,
         })
     }
 }
@@ -533,6 +534,23 @@ pub(super) fn plan_job_files(
             ),
         ));
     }
+    // fio's offset=N% on the job's own files: each file's region starts at that share of its
+    // size and runs to its end, as fio takes the share of each file it lays out.
+    let own_start = match job.offset_pct.filter(|_| job.filename.is_none()) {
+        Some(p) => (u128::from(len) * u128::from(p) / 100) as u64 / align * align,
+        None => 0,
+    };
+    if len - own_start < job.bs.max {
+        return Err(AgentError::option(
+            format!("--offset {}%", job.offset_pct.unwrap_or(0)),
+            format!(
+                "leaves {} of each {} file, less than one block of {}: a smaller share",
+                format_size(len - own_start),
+                format_size(len),
+                job.bs
+            ),
+        ));
+    }
     let mut worker_files = Vec::new();
     for w in 0..job.jobs {
         let mut list = Vec::new();
@@ -549,7 +567,6 @@ pub(super) fn plan_job_files(
             let i = *index.entry(name.clone()).or_insert_with(|| {
                 files.push(PlannedFile {
                     name,
-                    shared: job.filename.is_some(),
                     size: 0,
                     needs_data: false,
                     exists: false,
@@ -577,7 +594,8 @@ pub(super) fn plan_job_files(
         backend,
         direct: false,
         worker_files,
-        len,
+        len: len - own_start,
+        own_start,
     })
 }
 

@@ -21,6 +21,9 @@ pub(super) struct JobRun {
     pub worker_files: Vec<Vec<usize>>,
     /// Bytes of each file used.
     pub len: u64,
+    /// Where the region used starts in each of the job's own files in a run directory
+    /// (fio's `offset=N%`, a share of each file's size); 0 elsewhere.
+    pub own_start: u64,
 }
 
 impl JobRun {
@@ -34,6 +37,7 @@ impl JobRun {
             worker_files: vec![Vec::new(); job.jobs as usize],
             len: (job.size.unwrap_or(stormark_spec::DEFAULT_FILE_SIZE) / align * align)
                 .max(job.bs.max),
+            own_start: 0,
         }
     }
 

@@ -90,6 +90,12 @@ impl LocalAgent {
             for (w, files) in run.worker_files[..workers].iter().enumerate() {
                 let targets = match run.backend {
                     Backend::S3 | Backend::Net | Backend::Meta => Vec::new(),
+                    // A job's own files in a run directory start at 0, or at its share of
+                    // them (fio's offset=N%); one file or device the workers share, at each
+                    // worker's region.
+                    _ if !files.is_empty() && run.job.filename.is_none() => {
+                        self.targets(files, run.own_start, len)
+                    }
                     _ => self.targets(files, run.job.region_start(w as u64), len),
                 };
                 if !run.direct

@@ -20,8 +20,6 @@ use crate::agent::AgentError;
 #[derive(Debug, Clone)]
 pub(super) struct PlannedFile {
     pub name: String,
-    /// A job's own file (fio's `filename=`), its workers each in their region of it.
-    pub shared: bool,
     pub size: u64,
     pub needs_data: bool,
     pub exists: bool,
@@ -391,7 +389,9 @@ impl Workspace {
                 name: self.files[i].name.clone(),
             },
             expect: self.files[i].id,
-            start: if self.files[i].shared { start } else { 0 },
+            // A worker's own file starts at 0, or at its job's share of it (fio's
+            // offset=N%, which the caller passes); a shared one at the worker's region.
+            start,
             len,
         }
     }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use stormark_stats::{ErrorKind, Op};
 
-use super::{judge, state_name, Verifier, CHUNK, SHOWN};
+use super::{judge, state_name, Verifier, CHUNK, SHOWN, TRIMMED};
 use crate::buffer::AlignedBuf;
 use crate::ctx::Ctx;
 use crate::target::Place;
@@ -22,10 +22,18 @@ pub(crate) fn verify_pass(
     mut remote: Option<&mut dyn crate::remote::Remote>,
 ) -> Result<Option<String>, EngineError> {
     let spec = ctx.spec.verify.expect("a verify pass is asked for");
-    let v = match ctx.bufs.take_verifier() {
+    let mut v = match ctx.bufs.take_verifier() {
         Some(v) => v,
         None => Verifier::load(&ctx.spec.files, spec.block, 1).map_err(EngineError::Verify)?,
     };
+    if spec.trim_pct > 0 && !spec.only {
+        if remote.is_some() {
+            return Err(EngineError::Verify(
+                "trim_percentage: stormark trims no block of a LUN or a share; leave it out".into(),
+            ));
+        }
+        trim_share(ctx, &mut v, spec.trim_pct)?;
+    }
     if !spec.only {
         for (i, t) in ctx.spec.files.iter().enumerate() {
             if let Place::Beneath { dir, name } = &t.place {
@@ -95,7 +103,18 @@ pub(crate) fn verify_pass(
                 checked += 1;
                 let blk = &buf.as_slice()[b * block..(b + 1) * block];
                 let at = off + (b * block) as u64;
-                if let Some((kind, why)) = judge(blk, v.run, i as u32, at, w) {
+                // A trimmed block: zeros (fio's trim_verify_zero), or anything without it.
+                let verdict = if w == TRIMMED {
+                    (spec.trim_zero && blk.iter().any(|&b| b != 0)).then(|| {
+                        (
+                            ErrorKind::Corrupt,
+                            "trimmed, but not zeros (trim_verify_zero)".to_string(),
+                        )
+                    })
+                } else {
+                    judge(blk, v.run, i as u32, at, w)
+                };
+                if let Some((kind, why)) = verdict {
                     bad += 1;
                     ctx.rec.record_error(Op::Verify, kind, base + at, i as u32);
                     if shown.len() < SHOWN {
@@ -128,6 +147,44 @@ pub(crate) fn verify_pass(
             }
         )
     }))
+}
+
+/// fio's `trim_percentage`: that share of each file's written blocks, spread evenly, trimmed
+/// once the load is over (a hole punched in a file, a discard on a device) and marked
+/// [`TRIMMED`], so that the check finds them zeros. Untimed, one call a block.
+fn trim_share(ctx: &Ctx<'_>, v: &mut Verifier, pct: u8) -> Result<(), EngineError> {
+    let block = v.block;
+    let mut share = 0u32;
+    for (i, blocks) in v.files.iter_mut().enumerate() {
+        let Some(file) = ctx.files.get(i) else {
+            continue;
+        };
+        let device = file.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_block_device()
+        });
+        let base = ctx.spec.files[i].start;
+        for (b, want) in blocks.iter_mut().enumerate() {
+            if *want == 0 {
+                continue;
+            }
+            share += u32::from(pct);
+            if share < 100 {
+                continue;
+            }
+            share -= 100;
+            let at = base + (b * block) as u64;
+            if crate::psync::trim(file.as_raw_fd(), at as libc::off_t, block, device) < 0 {
+                return Err(EngineError::Verify(format!(
+                    "trim_percentage: trimming {} at offset {at}: {}",
+                    ctx.spec.files[i].shown().display(),
+                    std::io::Error::last_os_error()
+                )));
+            }
+            *want = TRIMMED;
+        }
+    }
+    Ok(())
 }
 
 /// Reads `len` bytes of file `fd` at `at` into `buf`, the next two chunks read ahead meanwhile

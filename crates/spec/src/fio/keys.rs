@@ -74,6 +74,14 @@ const REPORTING: &[&str] = &[
     // fio saves its verify state at exit with it; stormark always saves its own beside the
     // run's files for a later --verify-only.
     "verify_state_save",
+    // Which clock fio reads its times from (gettimeofday, clock_gettime, cpu): stormark
+    // times each I/O with its own clock (the CPU's counter where the kernel keeps time with
+    // it, CLOCK_MONOTONIC elsewhere; engine/src/clock.rs).
+    "clocksource",
+    // When fio trims its trim_percentage of the verified blocks (every N written, so many at
+    // a time): stormark trims them once the load is over, before the check.
+    "trim_backlog",
+    "trim_backlog_batch",
 ];
 
 /// The keys fio takes in zone units (`size=8z`).
@@ -210,15 +218,17 @@ pub(super) fn apply(
                 set(job, "verify", "true")?;
             }
         }
-        "bs" | "blocksize" => {
-            // fio's bs=R,W: one size for both is all stormark runs.
+        "bs" | "blocksize" | "bsrange" | "blocksize_range" if v.contains(',') => {
+            // fio's bs=R,W: one size (or range) for both is all stormark runs, unless the
+            // job's bssplit decides the sizes (fio: it wins over bs and bsrange).
             let mut parts = v.split(',').filter(|p| !p.is_empty());
             let first = parts.next().unwrap_or(v);
             if parts.any(|p| p != first) {
-                return Ok(false);
+                return Ok(fio.has_bssplit);
             }
-            set(job, "bs", &sizes(first, kb_1000))?;
+            set(job, key, &sizes(first, kb_1000))?;
         }
+        "bs" | "blocksize" => set(job, "bs", &sizes(v, kb_1000))?,
         "size" if v.trim_end().ends_with('%') => set(job, "size", v)?,
         "size" => {
             fio.size = Some(crate::units::parse_size(&sizes(v, kb_1000)).ok_or_else(|| {
@@ -248,6 +258,25 @@ pub(super) fn apply(
         "fallocate" => {}
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
+        // fio's range of file sizes (`filesize=10M-100M`), each file's drawn in it: stormark
+        // makes every file the range's middle (the same bytes on average), said in a note.
+        "filesize" if v.contains('-') => {
+            let bounds: Vec<u64> = sizes(v, kb_1000)
+                .split('-')
+                .filter_map(crate::units::parse_size)
+                .collect();
+            let &[low, high] = bounds.as_slice() else {
+                return Err(SpecError::invalid(
+                    &format!("filesize in {context}"),
+                    v,
+                    "a size such as 64m, or a range such as 10m-100m",
+                ));
+            };
+            let (low, high) = (low.min(high), low.max(high));
+            let middle = low.midpoint(high);
+            set(job, "filesize", &middle.to_string())?;
+            fio.size_range = Some((low, high, middle));
+        }
         "filesize" | "io_size" | "io_limit" | "bsrange" | "blocksize_range" | "ba"
         | "blockalign" | "zonesize" | "zonerange" | "zoneskip" | "verify_interval" => {
             set(job, key, &sizes(v, kb_1000))?

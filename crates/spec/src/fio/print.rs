@@ -103,6 +103,19 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         if job.iodepth_batch > 1 {
             out.push_str(&format!("iodepth_batch_submit={}\n", job.iodepth_batch));
         }
+        if let Some(low) = job.iodepth_low {
+            out.push_str(&format!("iodepth_low={low}\n"));
+        }
+        if job.trim_percentage > 0 {
+            out.push_str(&format!(
+                "trim_percentage={}\ntrim_verify_zero={}\n",
+                job.trim_percentage,
+                u8::from(job.trim_verify_zero)
+            ));
+        }
+        if job.serialize_overlap {
+            out.push_str("serialize_overlap=1\n");
+        }
         if job.iodepth_batch_complete > 1 {
             out.push_str(&format!(
                 "iodepth_batch_complete_max={}\n",
@@ -264,6 +277,9 @@ fn pattern(out: &mut String, job: &Job) {
     }
     if let Some(e) = job.exit {
         out.push_str(&format!("exitall=1\nexit_what={}\n", e.name()));
+    }
+    if job.exit_on_error {
+        out.push_str("exitall_on_error=1\n");
     }
     // fio's lists (reads, writes, verifies) of errno names or numbers: stormark's kinds that
     // are errnos, in each.

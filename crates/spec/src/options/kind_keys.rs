@@ -10,7 +10,7 @@ use crate::s3::{
     parse_endpoint, parse_obj_size, valid_bucket, valid_prefix, Addressing, OpMix, SizeDist,
     ENDPOINT_FORM, OP_MIX_FORM,
 };
-use crate::units::{parse_bool, parse_size, BOOL_FORM, SIZE_FORM};
+use crate::units::{parse_bool, parse_percent, parse_size, BOOL_FORM, SIZE_FORM};
 use crate::SpecError;
 
 use super::{JobOpts, NET_DEFAULT_PORT};
@@ -88,6 +88,13 @@ impl JobOpts {
             "verify" => self.verify = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "verify_only" => {
                 self.verify_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "trim_percentage" => {
+                self.trim_percentage =
+                    Some(parse_percent(value).ok_or_else(|| bad("a percentage from 0 to 100"))?)
+            }
+            "trim_verify_zero" => {
+                self.trim_verify_zero = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
             "verify_after" => {
                 self.verify_after = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)

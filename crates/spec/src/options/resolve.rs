@@ -137,8 +137,12 @@ impl JobOpts {
             fill_device: self.fill_device(rw)?,
             verify_after: self.verify_after.unwrap_or(true),
             verify_interval: self.verify_interval.filter(|_| verify),
+            trim_percentage: self.trim_percentage.filter(|_| verify).unwrap_or(0),
+            trim_verify_zero: self.trim_verify_zero.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            iodepth_low: self.iodepth_low,
+            serialize_overlap: self.serialize_overlap.unwrap_or(false),
             ring: self.ring(),
             rate_iops: self.rate_iops,
             steady_state: self.steady_state,
@@ -151,6 +155,7 @@ impl JobOpts {
                 .exitall
                 .unwrap_or(false)
                 .then(|| self.exit_what.unwrap_or_default()),
+            exit_on_error: self.exitall_on_error.unwrap_or(false),
             // An S3 job stops by time or by operations, a net job by time: 30 s when not given.
             time: match (&s3, &net) {
                 (Some(s), _) if self.time.is_none() && s.ops.is_none() => {

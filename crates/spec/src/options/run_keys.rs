@@ -31,6 +31,12 @@ impl JobOpts {
                 }
             }
             "exitall" => self.exitall = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "serialize_overlap" => {
+                self.serialize_overlap = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "exitall_on_error" => {
+                self.exitall_on_error = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "ignore_errors" => {
                 self.ignore_errors = Some(
                     value

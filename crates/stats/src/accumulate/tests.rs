@@ -444,6 +444,13 @@ fn by_target_sums_to_the_total_and_keeps_each_targets_latency() {
     assert_eq!(sum, p.total.ops);
     let bytes: u64 = p.by_target.values().map(|b| b.total.bytes).sum();
     assert_eq!(bytes, p.total.bytes);
+    // Each target's seconds on the phase's intervals, summing to each interval's total.
+    for (t, ops) in [("/d1", 30), ("/d2", 5)] {
+        let secs = &p.by_target[t].seconds;
+        assert_eq!(secs.len(), p.intervals.len(), "{t}");
+        assert_eq!(secs[0].t_s, p.intervals[0].t_s);
+        assert_eq!(secs[0].by_op.get("read").map(|c| c.ops), Some(ops), "{t}");
+    }
     let lat = |t: &str| p.by_target[t].total.latency_ns.as_ref().unwrap().p50;
     assert!(
         lat("/d2") > 100 * lat("/d1"),
