@@ -28,6 +28,7 @@ mod cert;
 mod config;
 mod connect;
 mod coordinator;
+mod launch;
 mod listen;
 mod local;
 mod remote;
@@ -49,6 +50,10 @@ pub use local::{
     is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
 };
 pub use remote::{ClockProbe, RemoteAgent, SILENCE};
-pub use server::{serve, AgentService};
+pub use launch::{
+    coordinator_address, host_name, one_run_token, rank_and_size, serve_launched, Announce, LaunchError,
+    LaunchOptions, Launched, LaunchedAgent, Net, TOKEN_ENV,
+};
+pub use server::{serve, AgentService, SessionChange, SessionHook};
 pub use targets::SeveralTargets;
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};
