@@ -19,6 +19,7 @@ mod fiofile;
 mod fuzz;
 mod hostile;
 mod iscsi;
+mod launch;
 mod layering;
 mod live;
 mod meta;

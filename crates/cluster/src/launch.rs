@@ -168,7 +168,8 @@ impl Launched {
                 Ok(launched)
             }
             Err(e) => {
-                launched.finish();
+                // Nothing to wait for: the run will not start.
+                launched.end(false);
                 Err(match e {
                     Gather::Short {
                         what,
@@ -254,25 +255,33 @@ impl Launched {
     /// group (srun and mpirun pass it on to their tasks), then SIGKILL; the launcher reaped.
     /// Whatever is left in its group is told to stop too.
     pub fn finish(&mut self) {
+        self.end(true);
+    }
+
+    /// [`Launched::finish`]; without `graceful`, the launcher is told to stop at once.
+    fn end(&mut self, graceful: bool) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
         drop(self.stdin.take());
         let group = self.child.id() as libc::pid_t;
-        let signal = |sig: libc::c_int| {
-            // SAFETY: kill(2) with a negative pid signals that process group; no memory is
-            // touched.
-            unsafe { libc::kill(-group, sig) };
-        };
-        for sig in [None, Some(libc::SIGTERM), Some(libc::SIGKILL)] {
-            if let Some(sig) = sig {
-                signal(sig);
+        // SAFETY: kill(2) with a negative pid signals that process group (0: only whether
+        // any of it is left); no memory is touched.
+        let signal = |sig: libc::c_int| unsafe { libc::kill(-group, sig) == 0 };
+        if !graceful || !self.exited_within(LAUNCHER_GRACE) {
+            signal(libc::SIGTERM);
+            if !self.exited_within(LAUNCHER_GRACE) {
+                signal(libc::SIGKILL);
+                let _ = self.child.wait();
             }
-            if self.exited_within(LAUNCHER_GRACE) {
-                // What the launcher left behind in its group (a shell's background tasks).
-                signal(libc::SIGTERM);
-                return;
+        }
+        // What the launcher left behind in its group (a shell's background tasks).
+        if signal(libc::SIGTERM) {
+            let until = Instant::now() + LAUNCHER_GRACE;
+            while signal(0) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(50));
             }
+            signal(libc::SIGKILL);
         }
     }
 

@@ -17,6 +17,7 @@ mod minio;
 mod netns;
 mod oneshot;
 mod sample;
+mod slurm;
 mod tgt;
 mod versitygw;
 pub use certs::certificates;
@@ -26,6 +27,7 @@ pub use loopdev::LoopDevice;
 pub use minio::{minio_binary, Minio};
 pub use netns::{require_netns, NetCluster};
 pub use sample::sample_results;
+pub use slurm::Slurm;
 pub use tgt::Tgt;
 
 /// A free `127.0.0.1:PORT`, never handed out twice in one test process (tests run in parallel
