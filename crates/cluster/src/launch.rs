@@ -358,9 +358,5 @@ pub fn host_name() -> String {
 
 /// A token for one run's launched agents: 256 random bits from the kernel, as hex.
 pub fn one_run_token() -> String {
-    format!(
-        "{}{}",
-        crate::auth::session_id(),
-        crate::auth::session_id()
-    )
+    format!("{}{}", crate::auth::session_id(), crate::auth::session_id())
 }

@@ -2,7 +2,9 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use stormark_cluster::{serve, serve_launched, AgentConfig, Journal, LaunchedAgent, Net, TOKEN_ENV};
+use stormark_cluster::{
+    serve, serve_launched, AgentConfig, Journal, LaunchedAgent, Net, TOKEN_ENV,
+};
 
 use anyhow::{Context, Result};
 
@@ -60,7 +62,10 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
             "--listen {addr}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:7878"
         ))
     })?);
-    let token_file = args.token_file.as_deref().expect("clap requires it without --launched");
+    let token_file = args
+        .token_file
+        .as_deref()
+        .expect("clap requires it without --launched");
     for w in cfg.warnings(&addr, token_file, args.tls_key.as_deref()) {
         eprintln!("warning: {w}");
     }

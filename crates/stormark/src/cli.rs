@@ -464,11 +464,21 @@ pub struct DistributedArgs {
     #[arg(long, value_name = "COMMAND", conflicts_with_all = ["agents", "agents_file", "token_file"], help_heading = "Distributed")]
     pub launch: Option<String>,
     /// With --launch: how long the agents may take to report, all of them [default: 60s].
-    #[arg(long, value_name = "DURATION", requires = "launch", help_heading = "Distributed")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "launch",
+        help_heading = "Distributed"
+    )]
     pub launch_wait: Option<String>,
     /// With --launch: each agent listens on its host's address in this network (10.0.0.0/16)
     /// instead of the one its host reaches the coordinator from.
-    #[arg(long, value_name = "NET", requires = "launch", help_heading = "Distributed")]
+    #[arg(
+        long,
+        value_name = "NET",
+        requires = "launch",
+        help_heading = "Distributed"
+    )]
     pub launch_net: Option<String>,
 }
 
@@ -582,20 +592,40 @@ pub struct AgentArgs {
     /// Serve the runs of the coordinator that launched this agent (`stormark run --launch`
     /// appends this), then exit: a port of its own, said on standard output; the token
     /// from STORMARK_LAUNCH_TOKEN.
-    #[arg(long, requires = "coordinator", conflicts_with = "token_file", help_heading = "Launched")]
+    #[arg(
+        long,
+        requires = "coordinator",
+        conflicts_with = "token_file",
+        help_heading = "Launched"
+    )]
     pub launched: bool,
     /// With --launched: the coordinator's address; the agent listens on the address its
     /// host reaches it from.
-    #[arg(long, value_name = "ADDR", requires = "launched", help_heading = "Launched")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "launched",
+        help_heading = "Launched"
+    )]
     pub coordinator: Option<std::net::IpAddr>,
     /// With --launched: listen on this host's address in this network instead.
-    #[arg(long, value_name = "NET", requires = "launched", help_heading = "Launched")]
+    #[arg(
+        long,
+        value_name = "NET",
+        requires = "launched",
+        help_heading = "Launched"
+    )]
     pub launch_net: Option<String>,
     /// With --launched: the runs to serve before exiting (the coordinator's --repeat).
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Launched")]
     pub runs: u32,
     /// With --launched: exit when no coordinator has come within this many seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 90, help_heading = "Launched")]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 90,
+        help_heading = "Launched"
+    )]
     pub contact_within: u64,
 }
 

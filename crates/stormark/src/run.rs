@@ -7,16 +7,15 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure,
-    Outcome, SeveralTargets, TargetOptions,
+    Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure, Outcome, SeveralTargets,
+    TargetOptions,
 };
 use stormark_report::{Html, Json, Output, Render, Terminal};
 use stormark_spec::PROFILES;
 use stormark_stats::{combine_repetitions, Results, RunStatus};
 
 use stormark_plan::{
-    check_agents, place_jobs, request, Plan, Request, RequestOptions,
-    ShapeOptions,
+    check_agents, place_jobs, request, Plan, Request, RequestOptions, ShapeOptions,
 };
 
 use crate::cli::RunArgs;

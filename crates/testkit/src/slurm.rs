@@ -39,7 +39,10 @@ impl Slurm {
                 .output()
                 .map_or(true, |o| !o.status.success())
             {
-                crate::skip(test, &format!("`{tool}` is not installed (Debian: {package})"));
+                crate::skip(
+                    test,
+                    &format!("`{tool}` is not installed (Debian: {package})"),
+                );
                 return None;
             }
         }
@@ -149,9 +152,9 @@ PartitionName=bench Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubsc
             std::thread::sleep(Duration::from_millis(50));
         }
         let conf_arg = conf.display().to_string();
-        slurm
-            .daemons
-            .push(spawn(Command::new("slurmctld").args(["-D", "-f", &conf_arg]))?);
+        slurm.daemons.push(spawn(
+            Command::new("slurmctld").args(["-D", "-f", &conf_arg]),
+        )?);
         slurm
             .daemons
             .push(spawn(Command::new("slurmd").args(["-D", "-f", &conf_arg]))?);
@@ -183,7 +186,10 @@ PartitionName=bench Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubsc
             .map(|f| {
                 let text = std::fs::read_to_string(self.dir.path().join(f)).unwrap_or_default();
                 let lines: Vec<&str> = text.lines().collect();
-                format!("{f}: {}", lines[lines.len().saturating_sub(5)..].join(" | "))
+                format!(
+                    "{f}: {}",
+                    lines[lines.len().saturating_sub(5)..].join(" | ")
+                )
             })
             .collect::<Vec<_>>()
             .join("; ")

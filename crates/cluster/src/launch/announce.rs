@@ -90,7 +90,10 @@ mod tests {
             "stormark-agent rank=2 size=4 address=10.0.0.12:41234 host=node2"
         );
         assert_eq!(Announce::parse(&a.line()), Some(a.clone()));
-        assert_eq!(Announce::parse(&format!("2: {}", a.line())), Some(a.clone()));
+        assert_eq!(
+            Announce::parse(&format!("2: {}", a.line())),
+            Some(a.clone())
+        );
         assert_eq!(
             Announce::parse(&format!("[1,2]<stdout>:{}", a.line())),
             Some(a.clone())

@@ -208,8 +208,8 @@ pub async fn serve_launched(
             every.tick().await;
             // SAFETY: as above.
             let now = unsafe { libc::getppid() };
-            let uncontacted = !opened.load(Ordering::Relaxed)
-                && started.elapsed() >= launched.contact_within;
+            let uncontacted =
+                !opened.load(Ordering::Relaxed) && started.elapsed() >= launched.contact_within;
             if now != parent || uncontacted {
                 orphaned.notify_one();
                 break;
@@ -245,7 +245,10 @@ fn watch_stdin(end: Arc<Notify>) {
         loop {
             // SAFETY: reads into `buf`, at most its length.
             let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-            if n == 0 || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted) {
+            if n == 0
+                || (n < 0
+                    && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+            {
                 end.notify_one();
                 return;
             }
@@ -269,10 +272,16 @@ mod tests {
         assert!(!one.contains("127.0.0.2".parse().unwrap()));
         let v6: Net = "fd00::/64".parse().unwrap();
         assert!(v6.contains("fd00::1:2".parse().unwrap()));
-        assert!("0.0.0.0/0".parse::<Net>().unwrap().contains("8.8.8.8".parse().unwrap()));
+        assert!("0.0.0.0/0"
+            .parse::<Net>()
+            .unwrap()
+            .contains("8.8.8.8".parse().unwrap()));
         for bad in ["10.0.0.0/33", "10.0.0/8", "eth0", "10.0.0.0/x", ""] {
             let e = bad.parse::<Net>().unwrap_err();
-            assert!(e.starts_with("--launch-net") && e.contains("10.0.0.0/16"), "{e}");
+            assert!(
+                e.starts_with("--launch-net") && e.contains("10.0.0.0/16"),
+                "{e}"
+            );
         }
     }
 
