@@ -30,7 +30,7 @@ fn launched_of(dir: &Path, launchers: bool) -> Vec<(u32, String)> {
             .map(|w| String::from_utf8_lossy(w).into_owned())
             .collect();
         let agent = words.get(1).is_some_and(|w| w == "agent") || launchers;
-        if agent && words.iter().any(|w| w == "--launched") && words.iter().any(|w| *w == dir) {
+        if agent && words.iter().any(|w| w == "--launched") && words.contains(&dir) {
             found.push((pid, words.join(" ")));
         }
     }
@@ -263,4 +263,80 @@ fn a_launcher_that_cannot_start_is_one_line() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(says), "{err}");
     }
+}
+
+/// Issue 57: with `--tls-ca DIR/ca.pem`, launched agents serve TLS with the certificates
+/// `stormark cert agent DIR --name HOST --ip ADDR` made beside it; a host without one says so
+/// in the run's one line, and agents whose certificates another CA signed are refused (exit 2),
+/// leaving nothing.
+#[test]
+fn launched_agents_serve_tls_with_the_certificates_stormark_cert_made() {
+    let test = "launch::launched_agents_serve_tls_with_the_certificates_stormark_cert_made";
+    if !require_tool(test, "mpirun") {
+        return;
+    }
+    let dir = temp_dir(TMP);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host = host.trim();
+    let cert = |args: &[&str]| {
+        let out = Command::new(BIN).arg("cert").args(args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let (tls, other) = (dir.path().join("tls"), dir.path().join("other"));
+    let (tls_s, other_s) = (tls.display().to_string(), other.display().to_string());
+    cert(&["ca", &tls_s]);
+    cert(&["ca", &other_s]);
+    let root = [
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+    ];
+    let bench = dir.path().join("bench");
+    std::fs::create_dir_all(&bench).unwrap();
+    let run = |ca: &Path| {
+        Command::new(BIN)
+            .arg("run")
+            .arg(&bench)
+            .args(["--launch", "mpirun --oversubscribe -np 2", "--tls-ca"])
+            .arg(ca)
+            .args(["--engine", "null", "--time", "2s", "--json"])
+            .arg(dir.path().join("tls.json"))
+            .envs(root)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // No certificate for this host yet: the agent's own words end the run's line.
+    let out = run(&tls.join("ca.pem"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "it said: error: --tls-cert {tls_s}/{host}.pem: cannot read it"
+        )),
+        "{err}"
+    );
+    assert_none_left(&bench);
+    cert(&["agent", &tls_s, "--name", host, "--ip", "127.0.0.1"]);
+    let out = run(&tls.join("ca.pem"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&dir.path().join("tls.json"));
+    assert_eq!(doc["hosts"].as_array().unwrap().len(), 2);
+    assert_none_left(&bench);
+    // The same agents' certificates, trusted through another CA: refused.
+    std::fs::copy(
+        tls.join(format!("{host}.pem")),
+        other.join(format!("{host}.pem")),
+    )
+    .unwrap();
+    std::fs::copy(
+        tls.join(format!("{host}.key")),
+        other.join(format!("{host}.key")),
+    )
+    .unwrap();
+    let out = run(&other.join("ca.pem"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(err.contains("invalid peer certificate"), "{err}");
+    assert_none_left(&bench);
 }

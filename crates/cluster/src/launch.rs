@@ -150,7 +150,7 @@ impl Launched {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
-                if said.len() == 4 {
+                if said.len() == 64 {
                     said.pop_front();
                 }
                 said.push_back(line);
@@ -313,15 +313,17 @@ enum Gather {
     Interrupted,
 }
 
-/// The launcher's last line on standard error, as the end of an error's line.
+/// What the launcher (or an agent through it) said last on standard error, as the end of an
+/// error's line: its last error (`srun: error: ...`, an agent's `error: ...`), else its last
+/// line of words (mpirun frames its messages in lines of dashes).
 fn last_line(said: &Mutex<VecDeque<String>>) -> String {
     // Its reader may still be at work on what the launcher wrote as it ended.
     std::thread::sleep(Duration::from_millis(100));
     let said = said.lock().unwrap_or_else(|e| e.into_inner());
-    said.iter()
-        .rev()
-        .map(|l| l.trim())
-        .find(|l| !l.is_empty())
+    let lines = || said.iter().rev().map(|l| l.trim());
+    lines()
+        .find(|l| l.contains("error:"))
+        .or_else(|| lines().find(|l| l.chars().any(char::is_alphanumeric)))
         .map(|l| format!("; it said: {l}"))
         .unwrap_or_default()
 }

@@ -20,8 +20,17 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
         .and_then(|c| c.with_devices(&args.allow_device))
         .and_then(|c| c.with_iscsi(&args.allow_iscsi))
         .and_then(|c| c.with_nfs(&args.allow_nfs))
-        .and_then(|c| match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => c.with_tls(cert, key),
+        .and_then(|c| match (&args.tls_cert, &args.tls_key, &args.tls_dir) {
+            (Some(cert), Some(key), _) => c.with_tls(cert, key),
+            // A launched agent's own files, named for its host as `stormark cert agent` names
+            // them.
+            (_, _, Some(dir)) => {
+                let host = stormark_cluster::host_name();
+                c.with_tls(
+                    &dir.join(format!("{host}.pem")),
+                    &dir.join(format!("{host}.key")),
+                )
+            }
             _ => Ok(c),
         });
     let mut cfg = cfg.map_err(|e| usage(e.to_string()))?;

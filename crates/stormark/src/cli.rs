@@ -207,7 +207,8 @@ Examples:
       latency at 100 reads a second each (job files: the hosts key)
   stormark run /scratch/bench --launch 'srun -N 4 --ntasks-per-node=1' --rw read --bs 1m
       agents started for this run by a launcher ('mpirun --oversubscribe -np 4' too), their
-      addresses read back from it, gone with the run (--launch-wait 2m, --launch-net 10.0.0.0/16)
+      addresses read back from it, gone with the run (--launch-wait 2m, --launch-net 10.0.0.0/16;
+      --tls-ca tls/ca.pem: each agent serves TLS with tls/HOST.pem and tls/HOST.key)
   stormark run /mnt/bench --agents-file fleet.toml --token-file token --on-agent-failure continue --max-failed-agents 10
       a large fleet goes on without up to 10 hosts that fail, and stops if more do
   stormark run /mnt/db --rw write --bs 8k --engine psync --fdatasync 1 --time 60s
@@ -548,7 +549,7 @@ pub struct ReportArgs {
 /// Options of `stormark agent`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-nfs nfs://10.0.0.6/export/bench\n      also a directory of an NFS share, over this host's own connections (no mount)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n  STORMARK_LAUNCH_TOKEN=... stormark agent --launched --coordinator 10.0.0.1 --allow-path /mnt/bench --launch-net 10.0.0.0/16\n      what `stormark run --launch` appends to its launcher: serves that run on a port of its\n      own, said on standard output, then exits (or after --contact-within 90 s without one)\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-nfs nfs://10.0.0.6/export/bench\n      also a directory of an NFS share, over this host's own connections (no mount)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n  STORMARK_LAUNCH_TOKEN=... stormark agent --launched --coordinator 10.0.0.1 --allow-path /mnt/bench --launch-net 10.0.0.0/16\n      what `stormark run --launch` appends to its launcher: serves that run on a port of its\n      own, said on standard output, then exits (or after --contact-within 90 s without one);\n      --tls-dir tls serves TLS with tls/HOST.pem and tls/HOST.key\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
 )]
 pub struct AgentArgs {
     /// Address and port to listen on.
@@ -616,6 +617,16 @@ pub struct AgentArgs {
         help_heading = "Launched"
     )]
     pub launch_net: Option<String>,
+    /// With --launched: serve TLS with DIR/HOST.pem and DIR/HOST.key, HOST this host's name
+    /// (`stormark cert agent DIR --name HOST` makes them).
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "launched",
+        conflicts_with = "tls_cert",
+        help_heading = "Launched"
+    )]
+    pub tls_dir: Option<PathBuf>,
     /// With --launched: the runs to serve before exiting (the coordinator's --repeat).
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Launched")]
     pub runs: u32,

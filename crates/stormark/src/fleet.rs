@@ -60,6 +60,18 @@ pub fn agents(
             distributed_only.push(name);
         }
     }
+    let tls_ca = match &d.tls_ca {
+        Some(p) => Some(
+            read_regular(
+                p,
+                "--tls-ca",
+                stormark_cluster::PEM_LIMIT,
+                "a PEM file of the CA that signed the agents' certificates",
+            )
+            .map_err(|e| usage(e.to_string()))?,
+        ),
+        None => None,
+    };
     // One token for this run's launched agents, made here and given to them through the
     // launcher's environment.
     let launch_token = d.launch.as_ref().map(|_| stormark_cluster::one_run_token());
@@ -97,18 +109,6 @@ pub fn agents(
             ))
         }
     };
-    let tls_ca = match &d.tls_ca {
-        Some(p) => Some(
-            read_regular(
-                p,
-                "--tls-ca",
-                stormark_cluster::PEM_LIMIT,
-                "a PEM file of the CA that signed the agents' certificates",
-            )
-            .map_err(|e| usage(e.to_string()))?,
-        ),
-        None => None,
-    };
     Ok(Some(Agents {
         fleet: Fleet {
             token,
@@ -133,11 +133,10 @@ fn launch(
     for (given, name) in [
         (!args.target_map.is_empty(), "--target HOST=PATH"),
         (!args.host_endpoints.is_empty(), "--host-endpoint"),
-        (d.tls_ca.is_some(), "--tls-ca"),
     ] {
         if given {
             return Err(usage(format!(
-                "{name} goes with --agents: launched agents are known only once they run, and each uses TARGET, in clear (leave out {name}, or start the agents yourself)"
+                "{name} goes with --agents: launched agents are known only once they run, and each uses TARGET (leave out {name}, or start the agents yourself)"
             )));
         }
     }
@@ -188,6 +187,20 @@ fn launch(
     ];
     if let Some(net) = &d.launch_net {
         agent.extend(["--launch-net".into(), net.into()]);
+    }
+    // TLS: each agent serves the certificate `stormark cert agent` made for its host beside
+    // the CA (DIR/HOST.pem, DIR/HOST.key), which must name the address it listens on.
+    if let Some(ca) = &d.tls_ca {
+        let dir = std::path::absolute(ca)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .ok_or_else(|| {
+                usage(format!(
+                    "--tls-ca {}: cannot find its directory",
+                    ca.display()
+                ))
+            })?;
+        agent.extend(["--tls-dir".into(), dir.into()]);
     }
     let opts = LaunchOptions {
         command: command.to_string(),
