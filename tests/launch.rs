@@ -340,3 +340,68 @@ fn launched_agents_serve_tls_with_the_certificates_stormark_cert_made() {
     assert!(err.contains("invalid peer certificate"), "{err}");
     assert_none_left(&bench);
 }
+
+/// Issue 57: a launched agent says its address in one line and exits by itself when no
+/// coordinator comes within --contact-within, and when its standard input from the launcher
+/// closes; without the token in its environment it refuses in one line (exit 2).
+#[test]
+fn a_launched_agent_exits_when_no_coordinator_comes_or_its_input_closes() {
+    let dir = temp_dir(TMP);
+    let agent = |contact: &str, stdin: Stdio, token: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["agent", "--launched", "--coordinator", "127.0.0.1"])
+            .arg("--allow-path")
+            .arg(dir.path())
+            .args(["--contact-within", contact])
+            .env_remove("STORMARK_LAUNCH_TOKEN")
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if token {
+            cmd.env("STORMARK_LAUNCH_TOKEN", "0123456789abcdef0123456789abcdef");
+        }
+        cmd.spawn().unwrap()
+    };
+    let out = agent("600", Stdio::null(), false)
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("STORMARK_LAUNCH_TOKEN is not in this agent's environment"),
+        "{err}"
+    );
+    // Its line, then its end, with no coordinator.
+    let started = Instant::now();
+    let out = agent("2", Stdio::null(), true).wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with("stormark-agent rank=0 size=1 address=127.0.0.1:"),
+        "{said}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    // Its input closed: it ends well before --contact-within 600.
+    let mut child = agent("600", Stdio::piped(), true);
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.starts_with("stormark-agent "), "{line}");
+    let closed = Instant::now();
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        closed.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        closed.elapsed()
+    );
+}

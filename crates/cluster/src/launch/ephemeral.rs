@@ -3,11 +3,12 @@
 //! reaches the coordinator from (or its address in `--launch-net`), says so in one line on its
 //! standard output, and exits when its runs are over, on SIGTERM or Ctrl-C (the launcher's
 //! end), when its standard input closes (srun's, and mpirun's rank 0's, is the coordinator's
-//! pipe), when its parent goes (the launcher's task daemon), and when no coordinator came.
+//! pipe), when its parent goes (the launcher's task daemon), and when no coordinator came (or
+//! came back for its next run) within `--contact-within`.
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,14 +171,26 @@ pub async fn serve_launched(
         .map_err(|e| serve_err(e.to_string()))?;
     let (rank, size) = rank_and_size(|k| std::env::var(k).ok());
     let end = Arc::new(Notify::new());
-    let opened = Arc::new(AtomicBool::new(false));
+    // Whether a session is open now, and when (ms from the start) the agent last was without
+    // one: a coordinator that does not come, or does not come back for its next repetition,
+    // within `contact_within` is taken for gone.
+    let started = std::time::Instant::now();
+    let open = Arc::new(AtomicBool::new(false));
+    let idle_since_ms = Arc::new(AtomicU64::new(0));
     let closed = Arc::new(AtomicU32::new(0));
     {
-        let (end, opened, closed) = (end.clone(), opened.clone(), closed.clone());
+        let (end, open, idle, closed) = (
+            end.clone(),
+            open.clone(),
+            idle_since_ms.clone(),
+            closed.clone(),
+        );
         let runs = launched.runs.max(1);
         cfg.on_session = Some(Arc::new(move |change| match change {
-            SessionChange::Opened => opened.store(true, Ordering::Relaxed),
+            SessionChange::Opened => open.store(true, Ordering::Relaxed),
             SessionChange::Closed => {
+                idle.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+                open.store(false, Ordering::Relaxed);
                 if closed.fetch_add(1, Ordering::Relaxed) + 1 >= runs {
                     end.notify_one();
                 }
@@ -202,14 +215,15 @@ pub async fn serve_launched(
     let parent = unsafe { libc::getppid() };
     let orphaned = end.clone();
     let watcher = tokio::spawn(async move {
-        let started = tokio::time::Instant::now();
         let mut every = tokio::time::interval(Duration::from_millis(500));
         loop {
             every.tick().await;
             // SAFETY: as above.
             let now = unsafe { libc::getppid() };
-            let uncontacted =
-                !opened.load(Ordering::Relaxed) && started.elapsed() >= launched.contact_within;
+            let idle = started
+                .elapsed()
+                .saturating_sub(Duration::from_millis(idle_since_ms.load(Ordering::Relaxed)));
+            let uncontacted = !open.load(Ordering::Relaxed) && idle >= launched.contact_within;
             if now != parent || uncontacted {
                 orphaned.notify_one();
                 break;
