@@ -136,25 +136,23 @@ impl Launched {
         // Read to the end, whatever comes: a launcher blocked on a full pipe would stall its
         // tasks.
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(a) = Announce::parse(&line) {
+            each_line(stdout, |line| {
+                if let Some(a) = Announce::parse(line) {
                     let _ = tx.send(a);
                 }
-            }
+            })
         });
         let last_words = Arc::new(Mutex::new(VecDeque::new()));
         let stderr = child.stderr.take().expect("stderr is piped");
         let said = last_words.clone();
         std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
+            each_line(stderr, |line| {
                 let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
                 if said.len() == 64 {
                     said.pop_front();
                 }
-                said.push_back(line);
-            }
+                said.push_back(line.to_string());
+            })
         });
         let mut launched = Launched {
             child,
@@ -201,8 +199,7 @@ impl Launched {
         let mut size: Option<u32> = None;
         let mut exited: Option<(ExitStatus, Instant)> = None;
         loop {
-            if let Some(n) = size.filter(|&n| got.len() == n as usize) {
-                debug_assert_eq!(got.len(), n as usize);
+            if size.is_some_and(|n| got.len() == n as usize) {
                 return Ok(got.into_values().collect());
             }
             if stop.load(Ordering::Relaxed) {
@@ -311,6 +308,22 @@ enum Gather {
     },
     Inconsistent(String),
     Interrupted,
+}
+
+/// Hands each line read from `from` to `each` until its end, bytes that are not UTF-8
+/// replaced (read on whatever comes, so that the launcher never blocks on a full pipe).
+fn each_line(from: impl std::io::Read, mut each: impl FnMut(&str)) {
+    let mut reader = BufReader::new(from);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => return,
+            Ok(_) => each(String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r'])),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// What the launcher (or an agent through it) said last on standard error, as the end of an
