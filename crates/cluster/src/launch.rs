@@ -91,8 +91,8 @@ pub struct LaunchOptions {
     pub wait: Duration,
 }
 
-/// A launcher running, and its agents' addresses in rank order. Dropped, it ends the launcher
-/// and what it started ([`Launched::finish`]).
+/// A launcher running, and its agents' addresses in rank order. Dropped without
+/// [`Launched::finish`], it tells the launcher and what it started to stop at once.
 pub struct Launched {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -295,8 +295,10 @@ impl Launched {
 }
 
 impl Drop for Launched {
+    /// Not finished first: the run ended early (a mistake found after the launch), and there
+    /// is nothing to wait for.
     fn drop(&mut self) {
-        self.finish();
+        self.end(false);
     }
 }
 
