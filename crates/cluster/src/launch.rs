@@ -248,8 +248,8 @@ impl Launched {
     }
 
     /// Ends the launcher and what it started: its standard input closed (its agents take that
-    /// as the coordinator's end), then [`LAUNCHER_GRACE`] to exit, then SIGTERM to its process
-    /// group (srun and mpirun pass it on to their tasks), then SIGKILL; the launcher reaped.
+    /// as the coordinator's end), then 10 s to exit, then SIGTERM to its process group (srun
+    /// and mpirun pass it on to their tasks), then SIGKILL 10 s later; the launcher reaped.
     /// Whatever is left in its group is told to stop too.
     pub fn finish(&mut self) {
         self.end(true);
