@@ -16,12 +16,15 @@ cat >&2 <<'EOF'
 stormark tests: what this installs, if missing, and how long it takes
   Debian packages: mount e2fsprogs xfsprogs iproute2 openssl curl strace zstd lz4 faketime
     chromium fio tgt libiscsi-bin nfs-ganesha nfs-ganesha-vfs rpcbind dbus libnfs-utils
-    prometheus munge slurmctld slurmd slurm-client openmpi-bin (loop devices, XFS for atomic
-    writes, namespaces, TLS certificates, syscall counts, compressors, a clock moved an hour,
-    a real browser for the HTML report, fio's fio-genzipf for skewed offsets, a user-space
-    iSCSI target and libiscsi for iscsi:// targets, a user-space NFS server and libnfs for
-    nfs:// targets, promtool to check the metrics endpoint, a single-node Slurm and Open MPI
+    prometheus podman runc mmdebstrap munge slurmctld slurmd slurm-client openmpi-bin (loop
+    devices, XFS for atomic writes, namespaces, TLS certificates, syscall counts, compressors,
+    a clock moved an hour, a real browser for the HTML report, fio's fio-genzipf for skewed
+    offsets, a user-space iSCSI target and libiscsi for iscsi:// targets, a user-space NFS
+    server and libnfs for nfs:// targets, promtool to check the metrics endpoint, a container
+    runtime and a Debian base image for the Containerfile, a single-node Slurm and Open MPI
     for --launch)
+  the container image's base, made from Debian packages by deploy/container/base.sh into
+    podman's store (about 2-3 minutes the first time, then kept while its recipe is unchanged)
   MinIO and versitygw, pinned versions built with Go into Go's bin directory, outside the
     repository (about 6 minutes the first time on 2 cores, then kept)
   then: cargo fmt --check, cargo clippy -D warnings, cargo test (build about 8 minutes cold,
@@ -61,6 +64,12 @@ need dbus-daemon dbus
 need nfs-ls libnfs-utils
 # Prometheus' own checker of what --metrics-listen serves.
 need promtool prometheus
+# A container runtime for the image of the repository's Containerfile (tests/container.rs):
+# podman, runc (crun refuses a host with cgroups v1 and v2 mounted side by side), and
+# mmdebstrap to make its base from Debian packages where no container registry is reached.
+need podman podman
+need runc runc
+need mmdebstrap mmdebstrap
 # A real single-node Slurm (munge for its authentication) and Open MPI, the launchers of
 # `run --launch` (tests/launch.rs starts the daemons itself, in a directory of their own).
 need munged munge
@@ -85,6 +94,11 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 command -v go >/dev/null || export PATH="$PATH:/usr/local/go/bin"
 bash .ci/build-s3-servers.sh
+# The container image's base, made once per machine (tests/container.rs uses it).
+if [ "$root" = yes ] && command -v podman >/dev/null && command -v mmdebstrap >/dev/null; then
+  bash deploy/container/base.sh >/dev/null ||
+    echo "the container base was not made; tests/container.rs tries again and says why" >&2
+fi
 
 # STORMARK_TEST_LOAD=N runs N busy loops beside the tests, for as long as they run: the suite
 # must hold on a machine doing other work (every timed ground truth measures long enough or

@@ -6,6 +6,8 @@
 # also times every I/O by its own start and end and records it in its histogram. A second
 # loop makes the bare system call, as stormark's psync does, instead of glibc's pread (a
 # cancellation point): both ratios are printed.
+# The file is pinned in the page cache (mmap + mlock) for the whole run. With perf, each
+# side's I/Os per CPU-second are printed too.
 # Usage: bench/vs-pread.sh   (env: ROUNDS=3, RUNTIME=5, THREADS="1 2", SIZE_MB=256,
 #   BENCH_DIR=./bench-data, STORMARK=<binary>; without STORMARK the release binary is built)
 # Writes only a temporary directory inside $BENCH_DIR and removes it.
@@ -17,7 +19,8 @@ if [ -z "${STORMARK:-}" ]; then
 fi
 mkdir -p "${BENCH_DIR:-$PWD/bench-data}"
 dir=$(mktemp -d "${BENCH_DIR:-$PWD/bench-data}/vs-pread.XXXX")
-trap 'rm -rf "$dir"' EXIT
+pin=
+trap '[ -n "$pin" ] && kill "$pin" 2>/dev/null; rm -rf "$dir"' EXIT
 cat > "$dir/loop.c" <<'EOF'
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -72,31 +75,59 @@ int main(int argc, char **argv) {
   for (int i = 0; i < threads; i++) pthread_create(&t[i], 0, run, (void *)(uintptr_t)i);
   uint64_t total = 0;
   for (int i = 0; i < threads; i++) { void *r; pthread_join(t[i], &r); total += (uintptr_t)r; }
-  printf("%.0f\n", total / (now() - start));
+  printf("%.0f %llu\n", total / (now() - start), (unsigned long long)total);
   return 0;
 }
 EOF
 cc -O2 -pthread -o "$dir/loop" "$dir/loop.c"
 cc -O2 -pthread -DRAW -o "$dir/loop-raw" "$dir/loop.c"
 head -c $((SIZE_MB << 20)) /dev/urandom > "$dir/file"
-cat "$dir/file" > /dev/null
-iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round([p for p in d["phases"] if p["kind"]=="run"][0]["total"]["iops"]))' "$1"; }
+# Held in the page cache for the whole run, mapped and locked by a process of its own: a host
+# whose DAMON evicts page cache within seconds would otherwise serve part of each side's
+# "cached" reads from the disk.
+python3 - "$dir/file" <<'PY' &
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(size)) != 0:
+    sys.exit("mlock failed: %s" % os.strerror(ctypes.get_errno()))
+while True:
+    time.sleep(60)
+PY
+pin=$!
+sleep 2
+# Each side under perf's task-clock where perf runs: its I/Os per CPU-second (all its
+# threads), the figure that holds on a machine other work shares.
+PERF=(); if perf stat -x, -e task-clock -o /dev/null true 2>/dev/null; then
+  PERF=(perf stat -x, -e task-clock -o "$dir/cpu.txt"); fi
+cpu_s() { if [ ${#PERF[@]} -gt 0 ]; then awk -F, '/task-clock/ {print $1 / 1000}' "$dir/cpu.txt"; else echo 0; fi; }
+per_cpu() { python3 -c 'import sys; c=float(sys.argv[2]); print(round(float(sys.argv[1]) / c) if c else 0)' "$1" "$(cpu_s)"; }
+# "IOPS I/Os-per-CPU-second" of a loop's line ("IOPS I/Os") or stormark's last run.
+loop_side() { local out; out=$("${PERF[@]}" "$@"); set -- $out; echo "$1 $(per_cpu "$2")"; }
+iops() { local v; v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=[p for p in d["phases"] if p["kind"]=="run"][0]["total"]; print(round(t["iops"]), t["ops"])' "$1"); set -- $v; echo "$1 $(per_cpu "$2")"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 echo "stormark: $("$STORMARK" --version)  cores: $(nproc)  file: ${SIZE_MB} MiB, page-cached"
+col() { printf '%s\n' "$@" | awk -v k="$K" '{print $k}'; }
 for n in $THREADS; do
   loop=(); raw=(); sm=()
   for r in $(seq "$ROUNDS"); do
-    loop+=("$("$dir/loop" "$dir/file" "$RUNTIME" "$n")")
-    raw+=("$("$dir/loop-raw" "$dir/file" "$RUNTIME" "$n")")
-    "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 \
+    loop+=("$(loop_side "$dir/loop" "$dir/file" "$RUNTIME" "$n")")
+    raw+=("$(loop_side "$dir/loop-raw" "$dir/file" "$RUNTIME" "$n")")
+    "${PERF[@]}" "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 \
       --jobs "$n" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
     sm+=("$(iops "$dir/r.json")")
   done
-  a=$(printf '%s\n' "${loop[@]}" | median)
-  c=$(printf '%s\n' "${raw[@]}" | median)
-  b=$(printf '%s\n' "${sm[@]}" | median)
-  printf '%s thread(s)  loop: %s  loop with the bare system call: %s  stormark: %s\n' \
-    "$n" "${loop[*]}" "${raw[*]}" "${sm[*]}"
-  printf '  median stormark/loop = %.3f   stormark/bare-system-call loop = %.3f\n' \
-    "$(python3 -c "print($b / $a)")" "$(python3 -c "print($b / $c)")"
+  for K in 1 2; do
+    a=$(col "${loop[@]}" | median); c=$(col "${raw[@]}" | median); b=$(col "${sm[@]}" | median)
+    [ "$a" != 0 ] || continue
+    what=IOPS; [ "$K" = 2 ] && what="I/Os per CPU-second"
+    printf '%s thread(s), %s  loop: %s  loop with the bare system call: %s  stormark: %s\n' \
+      "$n" "$what" "$(col "${loop[@]}" | tr '\n' ' ')" "$(col "${raw[@]}" | tr '\n' ' ')" "$(col "${sm[@]}" | tr '\n' ' ')"
+    printf '  median stormark/loop = %.3f   stormark/bare-system-call loop = %.3f\n' \
+      "$(python3 -c "print($b / $a)")" "$(python3 -c "print($b / $c)")"
+  done
 done

@@ -523,6 +523,7 @@ page_tests! {
     fio_compat => "docs/fio-compat.md",
     fuzzing => "docs/fuzzing.md",
     job_files => "docs/job-files.md",
+    kubernetes => "docs/kubernetes.md",
     meta => "docs/meta.md",
     net => "docs/net.md",
     nfs_iscsi => "docs/nfs-iscsi.md",

@@ -963,3 +963,51 @@ fn issue16_sessions_are_released_when_another_agent_refuses() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(!text(&out).contains("busy"), "{}", text(&out));
 }
+
+/// A file given to read keeps its access time: stormark opens it with `O_NOATIME` (as fio's
+/// `t/io_uring`), so a run does not change what backup and tiering tools read of it. Under
+/// `relatime` an access time older than the file's change would otherwise be moved to now on
+/// the first read; with a psync and an io_uring run it stays where it was set.
+#[test]
+fn a_file_read_keeps_its_access_time() {
+    let dir = temp_dir(TMP);
+    let file = dir.path().join("data");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    // An access time a day before the change: the case relatime updates on a read.
+    let old = std::time::SystemTime::now() - Duration::from_secs(86_400 * 2);
+    let f = std::fs::File::options().write(true).open(&file).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(old))
+        .unwrap();
+    drop(f);
+    let before = std::fs::metadata(&file).unwrap().accessed().unwrap();
+    for engine in ["psync", "io_uring"] {
+        let out = stormark(&[
+            "run",
+            file.to_str().unwrap(),
+            "--engine",
+            engine,
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--buffered",
+            "--time",
+            "300ms",
+            "-q",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let after = std::fs::metadata(&file).unwrap().accessed().unwrap();
+        assert_eq!(after, before, "{engine} moved the access time");
+    }
+    // The same read with cat does move it: the check above can fail.
+    let out = Command::new("cat")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .status();
+    assert!(out.unwrap().success());
+    let after = std::fs::metadata(&file).unwrap().accessed().unwrap();
+    assert!(
+        after > before,
+        "relatime did not update on a plain read here"
+    );
+}

@@ -91,7 +91,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
-    let features = ctx.spec.ring;
+    let mut features = ctx.spec.ring;
     let polled = features.sq_poll;
     let mut ring = new_ring(depth as u32, features).map_err(EngineError::RingSetup)?;
     // Each file's descriptor with its region's start, and the plain descriptor for syncs.
@@ -101,16 +101,23 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         .map(|(fd, s)| ((types::Fd(fd), s), fd))
         .unzip();
     // fio's registerfiles and fixedbufs: the files and buffers registered once, so that no
-    // I/O looks its file up or pins its pages.
-    if features.registered_files {
-        ring.submitter()
-            .register_files(&raw)
-            .map_err(EngineError::RingSetup)?;
+    // I/O looks its file up or pins its pages. Asked for, they must be had (the job was
+    // checked before load); not named, they are registered where the kernel lets it, as fio's
+    // t/io_uring does (a locked-memory limit, an old kernel: the I/O goes on without).
+    if !features.registered_files_off {
+        match ring.submitter().register_files(&raw) {
+            Ok(()) => features.registered_files = true,
+            Err(e) if features.registered_files => return Err(EngineError::RingSetup(e)),
+            Err(_) => {}
+        }
     }
-    if features.fixed_bufs {
+    if !features.fixed_bufs_off {
         // SAFETY: the buffers live in ctx, which outlives the ring (dropped when run returns).
-        unsafe { ring.submitter().register_buffers(&ctx.bufs.areas()) }
-            .map_err(EngineError::RingSetup)?;
+        match unsafe { ring.submitter().register_buffers(&ctx.bufs.areas()) } {
+            Ok(()) => features.fixed_bufs = true,
+            Err(e) if features.fixed_bufs => return Err(EngineError::RingSetup(e)),
+            Err(_) => {}
+        }
     }
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {

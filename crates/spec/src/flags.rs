@@ -114,13 +114,25 @@ pub const FILE_FLAGS: &[Flag] = &[
         key: "fixedbufs",
         long: None,
         value: FlagValue::Switch("true"),
-        help: "io_uring: register the workers' buffers once, reads and writes as READ_FIXED and WRITE_FIXED (fio's fixedbufs): stormark run /data --engine io_uring --iodepth 32 --fixedbufs --registerfiles.",
+        help: "io_uring: register the workers' buffers once, reads and writes as READ_FIXED and WRITE_FIXED (fio's fixedbufs), and refuse the job before load where the kernel will not: stormark run /data --engine io_uring --iodepth 32 --fixedbufs --registerfiles.",
+    },
+    Flag {
+        key: "fixedbufs",
+        long: Some("no-fixedbufs"),
+        value: FlagValue::Switch("false"),
+        help: "io_uring: never register the workers' buffers (fio's fixedbufs=0); without either flag they are registered where the kernel lets it: stormark run /data --engine io_uring --iodepth 32 --no-fixedbufs.",
     },
     Flag {
         key: "registerfiles",
         long: None,
         value: FlagValue::Switch("true"),
         help: "io_uring: register the workers' files once, no file lookup per I/O (fio's registerfiles).",
+    },
+    Flag {
+        key: "registerfiles",
+        long: Some("no-registerfiles"),
+        value: FlagValue::Switch("false"),
+        help: "io_uring: never register the workers' files (fio's registerfiles=0); without either flag they are registered where the kernel lets it.",
     },
     Flag {
         key: "sqthread_poll",

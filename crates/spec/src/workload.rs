@@ -340,6 +340,11 @@ impl Job {
                 pairs.push((key, "true".into()));
             }
         }
+        for (key, off) in self.ring.keys_off() {
+            if off {
+                pairs.push((key, "false".into()));
+            }
+        }
         if self.dedup_ratio > 1.0 {
             pairs.push(("dedup_ratio", self.dedup_ratio.to_string()));
             pairs.push(("dedup_block", format_size(self.dedup_block)));
@@ -610,8 +615,10 @@ impl Workload {
 #[cfg(test)]
 mod tests;
 
-/// io_uring's setup and registrations for a job's ring, each off unless asked: fio's
-/// io_uring engine options of the same names.
+/// io_uring's setup and registrations for a job's ring: fio's io_uring engine options of the
+/// same names. A feature asked for must be had (the job is refused before load where the
+/// kernel refuses it); buffers and files not named are registered where the kernel lets it
+/// (as fio's `t/io_uring` does), unless turned off by name (`fixedbufs=0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Ring {
     /// The worker's buffers registered once (`IORING_REGISTER_BUFFERS`), reads and writes as
@@ -625,6 +632,10 @@ pub struct Ring {
     /// Completions polled from the device's poll queues (`IORING_SETUP_IOPOLL`, fio's
     /// `hipri`): direct I/O on a device with poll queues only.
     pub hipri: bool,
+    /// `fixedbufs=0`: the buffers are never registered.
+    pub fixed_bufs_off: bool,
+    /// `registerfiles=0`: the files are never registered.
+    pub registered_files_off: bool,
 }
 
 impl Ring {
@@ -635,6 +646,14 @@ impl Ring {
             ("registerfiles", self.registered_files),
             ("sqthread_poll", self.sq_poll),
             ("hipri", self.hipri),
+        ]
+    }
+
+    /// The registrations turned off by name, by their job keys.
+    pub fn keys_off(&self) -> [(&'static str, bool); 2] {
+        [
+            ("fixedbufs", self.fixed_bufs_off),
+            ("registerfiles", self.registered_files_off),
         ]
     }
 

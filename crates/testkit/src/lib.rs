@@ -1,7 +1,7 @@
 //! Test-only helpers: temp dirs, the real binary and prerequisites that skip with a printed
 //! reason, here; loop devices (`loopdev`), network namespaces (`netns`), certificates (`certs`),
-//! MinIO and versitygw, relays and a fixed results document, each in a module of its own. Not
-//! published.
+//! MinIO and versitygw, podman with stormark's image (`podman`), relays and a fixed results
+//! document, each in a module of its own. Not published.
 #![warn(missing_docs)]
 
 use std::path::Path;
@@ -16,6 +16,7 @@ mod loopdev;
 mod minio;
 mod netns;
 mod oneshot;
+mod podman;
 mod sample;
 mod slurm;
 mod tgt;
@@ -26,6 +27,7 @@ pub use ganesha::Ganesha;
 pub use loopdev::LoopDevice;
 pub use minio::{minio_binary, Minio};
 pub use netns::{require_netns, NetCluster};
+pub use podman::{Container, Podman};
 pub use sample::sample_results;
 pub use slurm::Slurm;
 pub use tgt::Tgt;

@@ -114,6 +114,11 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
                 out.push_str(&format!("{key}=1\n"));
             }
         }
+        for (key, off) in job.ring.keys_off() {
+            if off {
+                out.push_str(&format!("{key}=0\n"));
+            }
+        }
         // The size stormark uses: the job's, or for files it makes its default (fio needs
         // one); a whole file or device (`filename=`) is fio's default too.
         match job.size {

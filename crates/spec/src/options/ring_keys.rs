@@ -26,13 +26,16 @@ impl JobOpts {
         Ok(true)
     }
 
-    /// The ring the job asks for (each feature off unless given).
+    /// The ring the job asks for: each feature asked for by name, or turned off by name
+    /// (buffers and files are otherwise registered where the kernel lets it).
     pub(super) fn ring(&self) -> Ring {
         Ring {
             fixed_bufs: self.fixedbufs.unwrap_or(false),
             registered_files: self.registerfiles.unwrap_or(false),
             sq_poll: self.sqthread_poll.unwrap_or(false),
             hipri: self.hipri.unwrap_or(false),
+            fixed_bufs_off: self.fixedbufs == Some(false),
+            registered_files_off: self.registerfiles == Some(false),
         }
     }
 }
