@@ -16,11 +16,13 @@ cat >&2 <<'EOF'
 stormark tests: what this installs, if missing, and how long it takes
   Debian packages: mount e2fsprogs xfsprogs iproute2 openssl curl strace zstd lz4 faketime
     chromium fio tgt libiscsi-bin nfs-ganesha nfs-ganesha-vfs rpcbind dbus libnfs-utils
-    prometheus podman runc mmdebstrap (loop devices, XFS for atomic writes, namespaces, TLS
-    certificates, syscall counts, compressors, a clock moved an hour, a real browser for the
-    HTML report, fio's fio-genzipf for skewed offsets, a user-space iSCSI target and libiscsi
-    for iscsi:// targets, a user-space NFS server and libnfs for nfs:// targets, promtool to check the
-    metrics endpoint, a container runtime and a Debian base image for the Containerfile)
+    prometheus podman runc mmdebstrap munge slurmctld slurmd slurm-client openmpi-bin (loop
+    devices, XFS for atomic writes, namespaces, TLS certificates, syscall counts, compressors,
+    a clock moved an hour, a real browser for the HTML report, fio's fio-genzipf for skewed
+    offsets, a user-space iSCSI target and libiscsi for iscsi:// targets, a user-space NFS
+    server and libnfs for nfs:// targets, promtool to check the metrics endpoint, a container
+    runtime and a Debian base image for the Containerfile, a single-node Slurm and Open MPI
+    for --launch)
   the container image's base, made from Debian packages by deploy/container/base.sh into
     podman's store (about 2-3 minutes the first time, then kept while its recipe is unchanged)
   MinIO and versitygw, pinned versions built with Go into Go's bin directory, outside the
@@ -68,6 +70,13 @@ need promtool prometheus
 need podman podman
 need runc runc
 need mmdebstrap mmdebstrap
+# A real single-node Slurm (munge for its authentication) and Open MPI, the launchers of
+# `run --launch` (tests/launch.rs starts the daemons itself, in a directory of their own).
+need munged munge
+need slurmctld slurmctld
+need slurmd slurmd
+need srun slurm-client
+need mpirun openmpi-bin
 root=$([ "$(id -u)" = 0 ] && echo yes || echo no)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$root" = yes ]; then

@@ -21,6 +21,7 @@ mod fuzz;
 mod hostile;
 mod iscsi;
 mod kubernetes;
+mod launch;
 mod layering;
 mod live;
 mod meta;

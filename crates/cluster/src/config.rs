@@ -160,6 +160,8 @@ pub struct AgentConfig {
     /// Told what this host's load did, each worker's second as it is sent (`--metrics-listen`):
     /// per operation, completed, bytes and failed.
     pub observer: Option<Observer>,
+    /// Told when a session opens and when it ends (a launched agent counts its runs).
+    pub on_session: Option<crate::server::SessionHook>,
 }
 
 /// What an agent tells its observer: one worker's second, per operation (completed, bytes,
@@ -178,6 +180,7 @@ impl std::fmt::Debug for AgentConfig {
             .field("tls", &self.tls.as_ref().map(|_| "<certificate and key>"))
             .field("journal", &self.journal)
             .field("observer", &self.observer.as_ref().map(|_| "<set>"))
+            .field("on_session", &self.on_session.as_ref().map(|_| "<set>"))
             .finish()
     }
 }
@@ -185,7 +188,11 @@ impl std::fmt::Debug for AgentConfig {
 impl AgentConfig {
     /// Reads the token file and resolves the allowed paths. Errors are one line for the user.
     pub fn new(token_file: &Path, allow: &[PathBuf]) -> Result<AgentConfig, ConfigError> {
-        let token = read_token(token_file)?;
+        AgentConfig::with_token(read_token(token_file)?, allow)
+    }
+
+    /// [`AgentConfig::new`] with the token given (checked by the caller).
+    pub fn with_token(token: String, allow: &[PathBuf]) -> Result<AgentConfig, ConfigError> {
         if allow.is_empty() {
             return Err(ConfigError::NoAllowedPath);
         }
@@ -215,6 +222,7 @@ impl AgentConfig {
             tls: None,
             journal: None,
             observer: None,
+            on_session: None,
         })
     }
 
@@ -436,6 +444,7 @@ mod tests {
             tls: None,
             journal: None,
             observer: None,
+            on_session: None,
         };
         assert!(!format!("{cfg:?}").contains("s3cret"));
     }

@@ -28,6 +28,7 @@ mod cert;
 mod config;
 mod connect;
 mod coordinator;
+mod launch;
 mod listen;
 mod local;
 mod remote;
@@ -45,10 +46,14 @@ pub use config::{read_regular, read_token, PEM_LIMIT, TOKEN_FILE_LIMIT};
 pub use config::{AgentConfig, ConfigError, Observer};
 pub use connect::Fleet;
 pub use coordinator::{peer_ips, Coordinator, Live, OnAgentFailure, Outcome};
+pub use launch::{
+    coordinator_address, host_name, one_run_token, rank_and_size, serve_launched, Announce,
+    LaunchError, LaunchOptions, Launched, LaunchedAgent, Net, TOKEN_ENV,
+};
 pub use local::{
     is_run_id, remove_host_objects, remove_run_objects, Journal, LocalAgent, MANIFEST,
 };
 pub use remote::{ClockProbe, RemoteAgent, SILENCE};
-pub use server::{serve, AgentService};
+pub use server::{serve, AgentService, SessionChange, SessionHook};
 pub use targets::SeveralTargets;
 pub use wire::{decode_parts, decode_snapshot, encode_snapshot, pb};

@@ -185,10 +185,11 @@ impl AsyncWrite for Guarded {
 
 /// Binds `addr` and hands guarded connections to the server through the returned channel.
 pub async fn guarded_incoming(
-    addr: SocketAddr,
+    listener: std::net::TcpListener,
     liveness: Liveness,
 ) -> io::Result<(mpsc::Receiver<Result<Guarded, io::Error>>, Connections)> {
-    let listener = TcpListener::bind(addr).await?;
+    listener.set_nonblocking(true)?;
+    let listener = TcpListener::from_std(listener)?;
     let table: Arc<Table> = Arc::new(Mutex::new(BTreeMap::new()));
     let connections = Connections(table.clone());
     let (tx, rx) = mpsc::channel(16);

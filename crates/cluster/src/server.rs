@@ -67,6 +67,18 @@ pub struct AgentService {
     connections: crate::listen::Connections,
 }
 
+/// A session's opening or end, as told to [`AgentConfig::on_session`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionChange {
+    /// A coordinator's handshake opened a session.
+    Opened,
+    /// A session ended: its coordinator finished or is gone, and its cleanup is done.
+    Closed,
+}
+
+/// What is told of each session's opening and end.
+pub type SessionHook = Arc<dyn Fn(SessionChange) + Send + Sync>;
+
 /// The session's agent, shared between calls and the blocking thread that runs a phase.
 type SharedAgent = Arc<Mutex<LocalAgent>>;
 
@@ -312,6 +324,9 @@ impl AgentRpc for AgentService {
                 removing_since: None,
             });
         }
+        if let Some(hook) = &self.cfg.on_session {
+            hook(SessionChange::Opened);
+        }
         let inv = tokio::task::spawn_blocking(stormark_probe::collect_inventory)
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
@@ -505,6 +520,23 @@ pub async fn serve(
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<(), ConfigError> {
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| ConfigError::Serve {
+        option: format!("--listen {addr}"),
+        cause: e.to_string(),
+    })?;
+    serve_listener(cfg, listener, shutdown).await
+}
+
+/// Serves the agent on a socket bound already until `shutdown` resolves.
+pub(crate) async fn serve_listener(
+    cfg: AgentConfig,
+    listener: std::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<(), ConfigError> {
+    let addr = listener.local_addr().map_err(|e| ConfigError::Serve {
+        option: "--listen".into(),
+        cause: e.to_string(),
+    })?;
     let token = cfg.token.clone();
     // A session lives as long as its coordinator's connection. A coordinator whose host or
     // network is lost is given up by the kernel within the heartbeat timeout (keep-alive
@@ -529,7 +561,7 @@ pub async fn serve(
                 cause: e.to_string(),
             })?;
     }
-    let (incoming, connections) = crate::listen::guarded_incoming(addr, liveness)
+    let (incoming, connections) = crate::listen::guarded_incoming(listener, liveness)
         .await
         .map_err(|e| ConfigError::Serve {
             option: format!("--listen {addr}"),

@@ -2,7 +2,9 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use stormark_cluster::{serve, AgentConfig, Journal};
+use stormark_cluster::{
+    serve, serve_launched, AgentConfig, Journal, LaunchedAgent, Net, TOKEN_ENV,
+};
 
 use anyhow::{Context, Result};
 
@@ -10,18 +12,34 @@ use crate::cli::AgentArgs;
 use crate::{usage, Ending};
 
 pub fn main(args: AgentArgs) -> Result<Ending> {
-    let cfg = AgentConfig::new(&args.token_file, &args.allow_path)
+    let cfg = match &args.token_file {
+        Some(file) => AgentConfig::new(file, &args.allow_path),
+        None => AgentConfig::with_token(launched_token()?, &args.allow_path),
+    };
+    let cfg = cfg
         .and_then(|c| c.with_devices(&args.allow_device))
         .and_then(|c| c.with_iscsi(&args.allow_iscsi))
         .and_then(|c| c.with_nfs(&args.allow_nfs))
-        .and_then(|c| match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => c.with_tls(cert, key),
+        .and_then(|c| match (&args.tls_cert, &args.tls_key, &args.tls_dir) {
+            (Some(cert), Some(key), _) => c.with_tls(cert, key),
+            // A launched agent's own files, named for its host as `stormark cert agent` names
+            // them.
+            (_, _, Some(dir)) => {
+                let host = stormark_cluster::host_name();
+                c.with_tls(
+                    &dir.join(format!("{host}.pem")),
+                    &dir.join(format!("{host}.key")),
+                )
+            }
             _ => Ok(c),
         });
     let mut cfg = cfg.map_err(|e| usage(e.to_string()))?;
     if let Some(addr) = args.metrics_listen {
         let metrics = stormark_report::LiveMetrics::serve(addr).map_err(usage)?;
         cfg.observer = Some(std::sync::Arc::new(move |counts| metrics.counts(counts)));
+    }
+    if args.launched {
+        return launched(cfg, &args);
     }
     match Journal::open(&args.state_dir) {
         Ok((j, recovered)) => {
@@ -45,19 +63,7 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
                 args.listen
             ))
         })?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")?;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let tx = std::sync::Mutex::new(Some(tx));
-    ctrlc::set_handler(move || {
-        if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-            let _ = tx.send(());
-        }
-    })
-    .context("cannot install the signal handler")?;
+    let (rt, rx) = runtime()?;
     // The port is tried before "listening" is said (the server binds it again at once): an
     // address in use is one line, exit 2, never a claim followed by an error.
     drop(std::net::TcpListener::bind(addr).map_err(|e| {
@@ -65,7 +71,11 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
             "--listen {addr}: cannot listen there ({e}); give a free ADDR:PORT of this host, such as 0.0.0.0:7878"
         ))
     })?);
-    for w in cfg.warnings(&addr, &args.token_file, args.tls_key.as_deref()) {
+    let token_file = args
+        .token_file
+        .as_deref()
+        .expect("clap requires it without --launched");
+    for w in cfg.warnings(&addr, token_file, args.tls_key.as_deref()) {
         eprintln!("warning: {w}");
     }
     eprintln!(
@@ -81,5 +91,63 @@ pub fn main(args: AgentArgs) -> Result<Ending> {
     rt.block_on(serve(cfg, addr, async {
         let _ = rx.await;
     }))?;
+    Ok(Ending::Success)
+}
+
+/// The runtime the agent serves on, and what Ctrl-C or SIGTERM resolves.
+fn runtime() -> Result<(tokio::runtime::Runtime, tokio::sync::oneshot::Receiver<()>)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let tx = std::sync::Mutex::new(Some(tx));
+    ctrlc::set_handler(move || {
+        if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
+            let _ = tx.send(());
+        }
+    })
+    .context("cannot install the signal handler")?;
+    Ok((rt, rx))
+}
+
+/// The one-run token of a launched agent, from its environment (never its command line).
+fn launched_token() -> Result<String> {
+    let token = std::env::var(TOKEN_ENV).map_err(|_| {
+        usage(format!(
+            "--launched: {TOKEN_ENV} is not in this agent's environment: the launcher did not pass it on (mpirun needs -x {TOKEN_ENV} for other hosts' ranks)"
+        ))
+    })?;
+    if token.len() < stormark_cluster::MIN_TOKEN_LEN || token.contains(char::is_whitespace) {
+        return Err(usage(format!(
+            "--launched: {TOKEN_ENV} holds no usable token (at least {} characters, no spaces)",
+            stormark_cluster::MIN_TOKEN_LEN
+        )));
+    }
+    Ok(token)
+}
+
+/// `stormark agent --launched`: serves the runs of the coordinator that launched it, on a
+/// port of its own said on standard output, then exits. No journal: several launched agents
+/// share a host, and each removes its run directory as its run ends.
+fn launched(cfg: AgentConfig, args: &AgentArgs) -> Result<Ending> {
+    let net = args
+        .launch_net
+        .as_deref()
+        .map(str::parse::<Net>)
+        .transpose()
+        .map_err(usage)?;
+    let launched = LaunchedAgent {
+        coordinator: args.coordinator.expect("clap requires it with --launched"),
+        net,
+        runs: args.runs,
+        contact_within: std::time::Duration::from_secs(args.contact_within),
+    };
+    let (rt, rx) = runtime()?;
+    rt.block_on(serve_launched(cfg, launched, async {
+        let _ = rx.await;
+    }))
+    .map_err(|e| usage(e.to_string()))?;
     Ok(Ending::Success)
 }

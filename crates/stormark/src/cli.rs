@@ -77,6 +77,8 @@ const S3_EXAMPLES: &str = "\
   stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --concurrency 16 \\
       --agents client1:7878,client2:7878 --token-file token --tls-ca ca.pem
       every agent runs 16 connections at once; per-host rows and the exact merge
+  stormark s3 --endpoint http://minio:9000 --bucket bench --op-mix get --launch 'srun -N 4'
+      the clients started on the allocation's nodes by srun for this run, gone with it
   stormark s3 --endpoint http://minio:9000 --bucket bench --remove-run 20261126-001739-11450
       removes what that run left (kept with --keep, or its cleanup cut short), every host's
 
@@ -205,6 +207,10 @@ Examples:
       --on 0 --rw randwrite --bs 64k --iodepth 32 --on 1-2 --rw randread --rate-iops 200
       different jobs on different hosts, at once: host 0 loads, hosts 1 and 2 measure their
       latency at 100 reads a second each (job files: the hosts key)
+  stormark run /scratch/bench --launch 'srun -N 4 --ntasks-per-node=1' --rw read --bs 1m
+      agents started for this run by a launcher ('mpirun --oversubscribe -np 4' too), their
+      addresses read back from it, gone with the run (--launch-wait 2m, --launch-net 10.0.0.0/16;
+      --tls-ca tls/ca.pem: each agent serves TLS with tls/HOST.pem and tls/HOST.key)
   stormark run /mnt/bench --agents-file fleet.toml --token-file token --on-agent-failure continue --max-failed-agents 10
       a large fleet goes on without up to 10 hosts that fail, and stops if more do
   stormark run /mnt/db --rw write --bs 8k --engine psync --fdatasync 1 --time 60s
@@ -455,6 +461,28 @@ pub struct DistributedArgs {
     /// hosts as given in --agents.
     #[arg(long, value_name = "FILE", help_heading = "Distributed")]
     pub tls_ca: Option<PathBuf>,
+    /// Start this run's agents with a launcher, its command line given whole ('srun -n 4',
+    /// 'mpirun -np 4'): the agent's command is appended, each agent reports its address
+    /// through the launcher's output, serves this run, and exits with it.
+    #[arg(long, value_name = "COMMAND", conflicts_with_all = ["agents", "agents_file", "token_file"], help_heading = "Distributed")]
+    pub launch: Option<String>,
+    /// With --launch: how long the agents may take to report, all of them [default: 60s].
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "launch",
+        help_heading = "Distributed"
+    )]
+    pub launch_wait: Option<String>,
+    /// With --launch: each agent listens on its host's address in this network (10.0.0.0/16)
+    /// instead of the one its host reaches the coordinator from.
+    #[arg(
+        long,
+        value_name = "NET",
+        requires = "launch",
+        help_heading = "Distributed"
+    )]
+    pub launch_net: Option<String>,
 }
 
 /// Options of `stormark compare`.
@@ -523,15 +551,15 @@ pub struct ReportArgs {
 /// Options of `stormark agent`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-nfs nfs://10.0.0.6/export/bench\n      also a directory of an NFS share, over this host's own connections (no mount)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
+    after_help = "Examples:\n  head -c 32 /dev/urandom | base64 > /etc/stormark/token && chmod 600 /etc/stormark/token\n  stormark agent --listen 0.0.0.0:7878 --token-file /etc/stormark/token --allow-path /mnt/bench\n      then, on the coordinator: stormark run /mnt/bench --agents host1:7878,host2:7878 --token-file token\n  stormark agent --token-file token --allow-path /mnt/bench --allow-device /dev/nvme1n1\n      also a raw device (coordinators add --allow-device-write to write it)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-iscsi iscsi://10.0.0.5/iqn.2003-01.org.example:disk1\n      also the LUNs of an iSCSI target, over this host's own sessions (CHAP from its environment)\n  stormark agent --token-file token --allow-path /mnt/bench --allow-nfs nfs://10.0.0.6/export/bench\n      also a directory of an NFS share, over this host's own connections (no mount)\n  stormark agent --token-file token --allow-path /mnt/bench --tls-cert a.pem --tls-key a.key\n      over TLS (coordinators give --tls-ca); --state-dir journals run directories for crashes\n  STORMARK_LAUNCH_TOKEN=... stormark agent --launched --coordinator 10.0.0.1 --allow-path /mnt/bench --launch-net 10.0.0.0/16 --runs 1\n      what `stormark run --launch` appends to its launcher: serves that run on a port of its\n      own, said on standard output, then exits (or after --contact-within 90 s without one);\n      --tls-dir tls serves TLS with tls/HOST.pem and tls/HOST.key\n\nThe agent runs only stormark's own load, only on paths under --allow-path, for one\ncoordinator at a time; a coordinator silent for 5 s loses its run (load stopped, files removed)."
 )]
 pub struct AgentArgs {
     /// Address and port to listen on.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7878")]
     pub listen: String,
     /// The shared token coordinators must present (one line, at least 16 characters).
-    #[arg(long, value_name = "FILE")]
-    pub token_file: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "launched")]
+    pub token_file: Option<PathBuf>,
     /// A directory or device coordinators may use; repeat for more. Nothing else is touched.
     #[arg(long, value_name = "PATH", required = true)]
     pub allow_path: Vec<PathBuf>,
@@ -564,6 +592,54 @@ pub struct AgentArgs {
     /// bytes and failures per operation, for as long as the agent runs).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve the runs of the coordinator that launched this agent (`stormark run --launch`
+    /// appends this), then exit: a port of its own, said on standard output; the token
+    /// from STORMARK_LAUNCH_TOKEN.
+    #[arg(
+        long,
+        requires = "coordinator",
+        conflicts_with = "token_file",
+        help_heading = "Launched"
+    )]
+    pub launched: bool,
+    /// With --launched: the coordinator's address; the agent listens on the address its
+    /// host reaches it from.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        requires = "launched",
+        help_heading = "Launched"
+    )]
+    pub coordinator: Option<std::net::IpAddr>,
+    /// With --launched: listen on this host's address in this network instead.
+    #[arg(
+        long,
+        value_name = "NET",
+        requires = "launched",
+        help_heading = "Launched"
+    )]
+    pub launch_net: Option<String>,
+    /// With --launched: serve TLS with DIR/HOST.pem and DIR/HOST.key, HOST this host's name
+    /// (`stormark cert agent DIR --name HOST` makes them).
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "launched",
+        conflicts_with = "tls_cert",
+        help_heading = "Launched"
+    )]
+    pub tls_dir: Option<PathBuf>,
+    /// With --launched: the runs to serve before exiting (the coordinator's --repeat).
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "Launched")]
+    pub runs: u32,
+    /// With --launched: exit when no coordinator has come within this many seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 90,
+        help_heading = "Launched"
+    )]
+    pub contact_within: u64,
 }
 
 /// Options of `stormark probe`.

@@ -18,6 +18,9 @@ Examples:
       distributed filesystem
   stormark meta /mnt/shared --agents client1:7878,client2:7878 --token-file token --jobs 8 --shared
       every client's workers in one tree of the shared filesystem, merged exactly
+  stormark meta /scratch/shared --launch 'srun -N 8 --ntasks-per-node=1' --jobs 4 --shared
+      as mdtest runs: the allocation's nodes as clients, their agents started by srun for this
+      run and gone with it (docs/distributed.md)
   stormark meta nfs://nas1/export/bench --jobs 4 --files 1000
       an NFS share from user space, no mount: each create, stat, rename and delete one RPC
       relative to a directory's file handle, over each worker's own connection

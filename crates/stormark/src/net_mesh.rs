@@ -45,6 +45,7 @@ pub fn main(args: &NetMeshArgs) -> Result<Ending> {
             // A host that fails is named in its pairs; the others are measured.
             on_agent_failure: Some("continue".into()),
             max_failed_agents: None,
+            ..DistributedArgs::default()
         },
         output: OutputArgs {
             json: args.json.clone(),

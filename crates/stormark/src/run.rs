@@ -7,16 +7,15 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use stormark_cluster::{
-    read_regular, read_token, Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure,
-    Outcome, SeveralTargets, TargetOptions,
+    Agent, AgentError, Coordinator, Fleet, LocalAgent, OnAgentFailure, Outcome, SeveralTargets,
+    TargetOptions,
 };
 use stormark_report::{Html, Json, Output, Render, Terminal};
 use stormark_spec::PROFILES;
 use stormark_stats::{combine_repetitions, Results, RunStatus};
 
 use stormark_plan::{
-    check_agents, hosts, place_jobs, request, HostsOptions, Plan, Request, RequestOptions,
-    ShapeOptions,
+    check_agents, place_jobs, request, Plan, Request, RequestOptions, ShapeOptions,
 };
 
 use crate::cli::RunArgs;
@@ -91,7 +90,9 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
         lenient: args.lenient,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,
-        distributed: args.distributed.agents.is_some() || args.distributed.agents_file.is_some(),
+        distributed: args.distributed.agents.is_some()
+            || args.distributed.agents_file.is_some()
+            || args.distributed.launch.is_some(),
         reuse: args.reuse,
         prepare: args.prepare,
     })
@@ -131,75 +132,6 @@ fn starts_as_fio(path: &Path) -> bool {
         (false, _) => &text,
     };
     stormark_spec::looks_like_fio(whole)
-}
-
-/// `--agents`/`--agents-file`, `--token-file`, `--tls-ca` and `--target HOST=PATH`; `None`
-/// for a local run. Every mistake is a user error, before anything connects.
-fn fleet(args: &RunArgs, default_target: Option<&PathBuf>) -> Result<Option<Fleet>> {
-    let agents_file = match &args.distributed.agents_file {
-        Some(path) => Some((
-            path.display().to_string(),
-            crate::read_limited(path, JOB_FILE_LIMIT, "an agents file").map_err(|e| {
-                usage(format!(
-                    "--agents-file {}: cannot read it: {e}",
-                    path.display()
-                ))
-            })?,
-        )),
-        None => None,
-    };
-    let mut distributed_only = Vec::new();
-    for (given, name) in [
-        (args.distributed.token_file.is_some(), "--token-file"),
-        (!args.target_map.is_empty(), "--target"),
-        (
-            args.distributed.on_agent_failure.is_some(),
-            "--on-agent-failure",
-        ),
-        (
-            args.distributed.max_failed_agents.is_some(),
-            "--max-failed-agents",
-        ),
-        (args.distributed.tls_ca.is_some(), "--tls-ca"),
-        (!args.host_endpoints.is_empty(), "--host-endpoint"),
-    ] {
-        if given {
-            distributed_only.push(name);
-        }
-    }
-    let Some(hosts) = hosts(&HostsOptions {
-        agents: args.distributed.agents.clone(),
-        agents_file,
-        targets: args.target_map.clone(),
-        endpoints: args.host_endpoints.clone(),
-        default_target: default_target.cloned(),
-        distributed_only,
-    })
-    .map_err(usage)?
-    else {
-        return Ok(None);
-    };
-    let token_file = args.distributed.token_file.as_ref().ok_or_else(|| {
-        usage("--agents needs --token-file FILE holding the agents' shared token")
-    })?;
-    let token = read_token(token_file).map_err(|e| usage(e.to_string()))?;
-    let tls_ca = match &args.distributed.tls_ca {
-        Some(p) => Some(
-            read_regular(
-                p,
-                "--tls-ca",
-                stormark_cluster::PEM_LIMIT,
-                "a PEM file of the CA that signed the agents' certificates",
-            )
-            .map_err(|e| usage(e.to_string()))?,
-        ),
-        None => None,
-    };
-    Ok(Some(Fleet {
-        token,
-        tls_ca,
-        hosts,
-    }))
 }
 
 /// The results document's output, checked before any load: never the target, a run
@@ -317,23 +249,6 @@ fn run(args: RunArgs) -> Result<Ending> {
     let s3 = s3_access(&args, &workload)?;
     // A workload that touches no path (S3, null) sends each agent a target it ignores.
     let needs_target = workload.jobs.iter().any(|j| j.kind.needs_target());
-    let fleet = fleet(&args, (target_given || !needs_target).then_some(&target))?;
-    check_agents(
-        &shape,
-        fleet.as_ref().map_or(1, |p| p.hosts.len()),
-        fleet.is_some(),
-    )
-    .map_err(usage)?;
-    place_jobs(&mut workload, fleet.as_ref().map(|f| f.hosts.as_slice())).map_err(usage)?;
-    // Streams between the agents: each at an address of its own, said before connecting.
-    if let Some(f) = fleet.as_ref().filter(|_| {
-        workload
-            .jobs
-            .iter()
-            .any(|j| j.net.as_ref().is_some_and(|n| n.to_agents()))
-    }) {
-        stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
-    }
     let json = json_output(&args, &target, &targets)?;
     let html = output(
         "--html",
@@ -342,6 +257,29 @@ fn run(args: RunArgs) -> Result<Ending> {
         &target,
         &targets,
     )?;
+    let (repeat, policy) = repeat_and_policy(&args)?;
+    // Before any agent is launched: Ctrl-C while they start ends the run in order.
+    let (stop, abandon) = ctrl_c(workload.jobs.iter().any(|j| j.s3.is_some()))?;
+    let mut agents = crate::fleet::agents(
+        &args,
+        &target,
+        (target_given || !needs_target).then_some(&target),
+        repeat,
+        &stop,
+    )?;
+    let mut launched = agents.as_mut().and_then(|a| a.launched.take());
+    let fleet = agents.as_ref().map(|a| &a.fleet);
+    check_agents(&shape, fleet.map_or(1, |p| p.hosts.len()), fleet.is_some()).map_err(usage)?;
+    place_jobs(&mut workload, fleet.map(|f| f.hosts.as_slice())).map_err(usage)?;
+    // Streams between the agents: each at an address of its own, said before connecting.
+    if let Some(f) = fleet.filter(|_| {
+        workload
+            .jobs
+            .iter()
+            .any(|j| j.net.as_ref().is_some_and(|n| n.to_agents()))
+    }) {
+        stormark_cluster::peer_ips(f.hosts.iter().map(|h| h.address.as_str())).map_err(usage)?;
+    }
     let metrics = args
         .output
         .metrics_listen
@@ -366,7 +304,6 @@ fn run(args: RunArgs) -> Result<Ending> {
     )
     .map_err(usage)?;
     let watch = std::cell::RefCell::new(Watch::new(metrics.as_deref(), to_stderr, pace));
-    let (stop, abandon) = ctrl_c(workload.jobs.iter().any(|j| j.s3.is_some()))?;
     let opts = TargetOptions {
         path: target,
         keep: args.keep,
@@ -381,14 +318,13 @@ fn run(args: RunArgs) -> Result<Ending> {
         net_token: args.net_token.clone(),
         net_peers: None,
     };
-    let (repeat, policy) = repeat_and_policy(&args)?;
     let mut notes: Vec<String> = args.notes.iter().chain(&notes).cloned().collect();
     notes.extend(auto.iter().map(|r| format!("auto: {r}")));
     let runner = Runner {
         workload: &workload,
         targets: &targets,
         shape: &shape,
-        fleet: fleet.as_ref(),
+        fleet,
         opts: &opts,
         stop: &stop,
         abandon: &abandon,
@@ -409,6 +345,10 @@ fn run(args: RunArgs) -> Result<Ending> {
     results.verdict = Some(stormark_stats::validity_of(&results));
     // The results file is written whatever happened.
     let write_failed = write_outputs(&args, json.as_ref(), html.as_ref(), &results);
+    // The launched agents have served their runs: they and their launcher end now.
+    if let Some(l) = launched.as_mut() {
+        l.finish();
+    }
     if let Outcome::Refused(msg) = &outcome {
         bail!(Usage(msg.clone()));
     }

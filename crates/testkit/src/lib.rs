@@ -18,6 +18,7 @@ mod netns;
 mod oneshot;
 mod podman;
 mod sample;
+mod slurm;
 mod tgt;
 mod versitygw;
 pub use certs::certificates;
@@ -28,6 +29,7 @@ pub use minio::{minio_binary, Minio};
 pub use netns::{require_netns, NetCluster};
 pub use podman::{Container, Podman};
 pub use sample::sample_results;
+pub use slurm::Slurm;
 pub use tgt::Tgt;
 
 /// A free `127.0.0.1:PORT`, never handed out twice in one test process (tests run in parallel

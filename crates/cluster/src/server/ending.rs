@@ -146,6 +146,10 @@ impl Drop for Ended {
         let mut guard = self.service.lock();
         if guard.as_ref().is_some_and(|s| s.id == self.id) {
             *guard = None;
+            drop(guard);
+            if let Some(hook) = &self.service.cfg.on_session {
+                hook(super::SessionChange::Closed);
+            }
         }
     }
 }
