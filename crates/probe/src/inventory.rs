@@ -109,6 +109,7 @@ pub fn collect_inventory_from(root: &HostRoot) -> Inventory {
         block_devices: block_devices(root, &mounts),
         filesystems: filesystems(&mounts, live),
         net_interfaces: net_interfaces(root),
+        cache_eviction: crate::eviction::cache_eviction(root),
         notes,
     };
     if inv.block_devices.is_empty() {

@@ -55,7 +55,9 @@ pub use compare::{
 };
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
-pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition};
+pub use inventory::{
+    BlockDevice, CacheEviction, DamonScheme, Filesystem, Inventory, NetInterface, Partition,
+};
 pub use mesh::mesh_of;
 pub use names::Names;
 pub use recorder::{
@@ -70,8 +72,8 @@ pub use results::{
     Results, RunStatus, Severity, Spec, Target, Tool, Verified, SCHEMA,
 };
 pub use samples::{
-    mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
-    NfsOpSample, NfsSample,
+    mean_over, samples_within, ArcSample, CpuSample, DiskSample, HostSample, MemorySample,
+    NetSample, NfsOpSample, NfsSample,
 };
 pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{
