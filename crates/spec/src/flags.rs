@@ -152,6 +152,12 @@ pub const FILE_FLAGS: &[Flag] = &[
         help: "Go through the page cache (the default unless a profile says otherwise).",
     },
     Flag {
+        key: "pin_cache",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Hold the run's files in the page cache (mmap + mlock) from before the load to its end, so that nothing evicts them (a DAMON pageout scheme, memory pressure): for buffered runs that mean to measure the cache; refused with --direct or files that do not fit in memory: stormark run /mnt/data/f --rw randread --buffered --pin-cache.",
+    },
+    Flag {
         key: "zero_buffers",
         long: None,
         value: FlagValue::Switch("true"),
