@@ -41,8 +41,8 @@ pub use counters::{
 pub use diagnose::{diagnose, first_look, phase_findings};
 pub use eviction::cache_eviction;
 pub use inventory::{
-    collect_inventory, collect_inventory_from, BlockDevice, Filesystem, Inventory, NetInterface,
-    Partition, NETWORK_FS,
+    collect_inventory, collect_inventory_from, read_serials, BlockDevice, Filesystem, Inventory,
+    NetInterface, Partition, NETWORK_FS,
 };
 pub use mountstats::{parse_mountstats, NfsMount, NfsOpCounters};
 pub use safety::{

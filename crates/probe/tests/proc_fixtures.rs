@@ -392,3 +392,26 @@ fn damon_pageout_and_a_balloon_from_sysfs() {
         "no intervals: unknown"
     );
 }
+
+/// Serial numbers are read only when asked (`stormark probe --show-serial`): NVMe's
+/// `device/serial`, virtio's `serial`, SCSI and SATA's unit serial number page; an inventory
+/// collected for a run has none, and its JSON no `serial` key.
+#[test]
+fn serials_only_when_asked() {
+    let root = fixture("kernel-5.4");
+    let mut inv = collect_inventory_from(&root);
+    assert!(inv.block_devices.iter().all(|d| d.serial.is_none()));
+    let json = serde_json::to_string(&inv).unwrap();
+    assert!(!json.contains("serial"), "{json}");
+    stormark_probe::read_serials(&mut inv, &root);
+    let serial = |name: &str| inv.device(name).unwrap().serial.clone();
+    assert_eq!(serial("nvme0n1").as_deref(), Some("S4EVNF0M812345A"));
+    assert_eq!(serial("sda").as_deref(), Some("WD-WCC4E1234567"));
+    let root = fixture("kernel-6.18");
+    let mut inv = collect_inventory_from(&root);
+    stormark_probe::read_serials(&mut inv, &root);
+    assert_eq!(
+        inv.device("vda").unwrap().serial.as_deref(),
+        Some("overlayblk")
+    );
+}

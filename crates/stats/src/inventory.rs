@@ -120,6 +120,10 @@ pub struct BlockDevice {
     /// Firmware revision (`device/firmware_rev` of NVMe, `device/rev` of SCSI and SATA).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firmware: Option<String>,
+    /// Serial number: read only when asked (`stormark probe --show-serial`), so that results
+    /// and inventories shared with others never carry it; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
     /// Hardware queues the block layer drives it with (`mq/*`), and the requests each takes
     /// at once (`mq/0/nr_tags`: 32 for SATA's NCQ): the transport's queue limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]

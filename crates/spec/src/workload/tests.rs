@@ -269,7 +269,10 @@ fn pin_cache_takes_a_yes_or_no() {
     }
     assert!(!opts(&[]).unwrap().resolve("j").unwrap().pin_cache);
     let e = opts(&[("pin_cache", "always")]).unwrap_err().to_string();
-    assert!(e.contains("pin-cache always") && e.contains("true or false"), "{e}");
+    assert!(
+        e.contains("pin-cache always") && e.contains("true or false"),
+        "{e}"
+    );
 }
 
 /// A mistyped key is told the key it was likely meant to be, never a list of every key; a
