@@ -75,6 +75,33 @@ impl LocalAgent {
         out
     }
 
+    /// Bytes [`Self::pin_regions`] will lock, known before the run directory is made: each
+    /// file of a run directory once, each region of a file or device once.
+    fn pin_bytes(&self) -> u64 {
+        let mut seen = BTreeSet::new();
+        let existing = matches!(self.place, Some(Where::Existing { .. }));
+        let mut bytes = 0;
+        for run in self.stages.iter().flatten() {
+            if !run.job.pin_cache || !run.backend.touches_files() {
+                continue;
+            }
+            for (w, files) in run.worker_files.iter().enumerate() {
+                let start = run.job.region_start(w as u64);
+                let keys: Vec<(usize, u64)> = if existing {
+                    vec![(usize::MAX, start)]
+                } else {
+                    files.iter().map(|&i| (i, 0)).collect()
+                };
+                for (file, at) in keys {
+                    if seen.insert((file, at, run.len)) {
+                        bytes += run.len;
+                    }
+                }
+            }
+        }
+        bytes
+    }
+
     /// Refuses, before the load, a pin that cannot hold (see the module's words).
     pub(super) fn check_pin(&self) -> Result<(), AgentError> {
         let runs: Vec<_> = self
@@ -100,7 +127,7 @@ impl LocalAgent {
                 "only a directory, file or device of this host has its pages in this host's page cache (not a share or LUN reached by stormark's own client); leave out --pin-cache",
             ));
         }
-        let bytes: u64 = self.pin_regions().iter().map(|t| t.len).sum();
+        let bytes = self.pin_bytes();
         if let Some(avail) = limits::mem_available() {
             if bytes as f64 > avail as f64 * PIN_SHARE {
                 return Err(AgentError::option(
