@@ -703,3 +703,84 @@ fn interference_names_the_victims_p99_before_during_and_after() {
         "nothing left in the shared directory"
     );
 }
+
+/// Issue 58: `suite spec` runs a spec sheet's four workloads (1 MiB sequential at depth 8,
+/// 4 KiB random at depth 32, one worker, direct) against the sheet's figures: a figure far
+/// below what was measured (a sheet of 1 MB/s) is `above-expectation`, one out of reach (a
+/// billion IOPS) misses and fails the step; no figure, or one that is no figure, is a
+/// mistake in one line.
+#[test]
+fn the_spec_suite_measures_against_the_sheet() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().to_str().unwrap().to_string();
+    let sub = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &sub,
+        &[
+            "spec",
+            &t,
+            "--smoke",
+            "-q",
+            "--spec-read-mbs",
+            "1",
+            "--spec-write-iops",
+            "1000000000",
+        ],
+    );
+    assert_eq!(code, 1, "{said}");
+    let names: Vec<&str> = steps(&s)
+        .iter()
+        .map(|st| st["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "spec/read-1m",
+            "spec/write-1m",
+            "spec/randread-4k",
+            "spec/randwrite-4k"
+        ]
+    );
+    let results: Vec<&str> = steps(&s)
+        .iter()
+        .map(|st| st["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["pass", "pass", "pass", "missed"], "{s}");
+    let out = sub.path().join("out");
+    let doc = |i: usize| read_json(&out.join(steps(&s)[i]["document"].as_str().unwrap()));
+    let codes = |d: &serde_json::Value| -> Vec<String> {
+        d["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let read = doc(0);
+    assert!(
+        codes(&read).contains(&"above-expectation".to_string()),
+        "{}",
+        read["findings"]
+    );
+    assert_eq!(read["expectations"][0]["figure"], "bw_bytes_per_s");
+    assert_eq!(read["expectations"][0]["expected"], 1e6);
+    let job = &read["spec"]["jobs"][0];
+    assert_eq!(
+        (job["iodepth"].as_str(), job["jobs"].as_str()),
+        (Some("8"), Some("1"))
+    );
+    assert!(codes(&doc(3)).contains(&"expectation-missed".to_string()));
+    for (args, says) in [
+        (vec!["suite", "spec", &t], "--spec-read-mbs"),
+        (
+            vec!["suite", "spec", &t, "--spec-read-iops", "lots"],
+            "--spec-read-iops",
+        ),
+    ] {
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(says), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+}

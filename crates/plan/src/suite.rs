@@ -13,7 +13,45 @@ pub const SUITES: &[(&str, &str)] = &[
     ("s3", "PUT, GET and a mix of small and large objects (needs --endpoint and --bucket)"),
     ("interference", "one agent (the first) writes hard while the others read at 100 I/Os a second each: the victims' read p99 before, during and after (needs --agents, two or more)"),
     ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
+    ("spec", "a device against its spec sheet: sequential read and write of 1 MiB at depth 8, random read and write of 4 KiB at depth 32 (give its figures with --spec-read-mbs, --spec-write-mbs, --spec-read-iops, --spec-write-iops)"),
 ];
+
+/// A spec sheet's four figures, as given (`--spec-read-mbs 550`, `--spec-read-iops 98k`):
+/// sequential MB/s (decimal, as datasheets write them) and random 4 KiB IOPS.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpecSheet {
+    /// Sequential 1 MiB reads, MB/s.
+    pub read_mbs: Option<String>,
+    /// Sequential 1 MiB writes, MB/s.
+    pub write_mbs: Option<String>,
+    /// Random 4 KiB reads, IOPS.
+    pub read_iops: Option<String>,
+    /// Random 4 KiB writes, IOPS.
+    pub write_iops: Option<String>,
+}
+
+impl SpecSheet {
+    /// Each workload's `--expect` list (read-1m, write-1m, randread-4k, randwrite-4k), where
+    /// its figure is given: a bare number of MB/s is decimal, as datasheets write it.
+    pub fn expectations(&self) -> [Option<String>; 4] {
+        let bw = |f: &Option<String>| {
+            f.as_ref().map(|f| {
+                if f.ends_with("/s") {
+                    format!("bw={f}")
+                } else {
+                    format!("bw={f}MB/s")
+                }
+            })
+        };
+        let iops = |f: &Option<String>| f.as_ref().map(|f| format!("iops={f}"));
+        [
+            bw(&self.read_mbs),
+            bw(&self.write_mbs),
+            iops(&self.read_iops),
+            iops(&self.write_iops),
+        ]
+    }
+}
 
 /// Why a suite stops before its remaining steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +113,8 @@ pub struct SuiteOptions {
     pub s3: Option<Vec<String>>,
     /// Expectations: (a step name or the part of one, the `--expect` list).
     pub expect: Vec<(String, String)>,
+    /// The spec suite's figures.
+    pub spec: SpecSheet,
 }
 
 /// One step of a suite: a stormark command line.
@@ -182,6 +222,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
         "s3" => &["s3"],
         "interference" => &["interference"],
         "acceptance" => &["network", "disks", "fileserver", "latency", "s3"],
+        "spec" => &["spec"],
         _ => {
             let names: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
             return Err(format!(
@@ -197,6 +238,9 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
     if name == "interference" && o.agents.len() < 2 {
         return Err("the interference suite runs an aggressor beside its victims on other hosts: give --agents with two or more, such as node1:7878,node2:7878".into());
     }
+    if name == "spec" && o.spec == SpecSheet::default() {
+        return Err("the spec suite measures a device against its spec sheet: give one or more of its figures, such as --spec-read-mbs 550 --spec-write-mbs 520 --spec-read-iops 98k --spec-write-iops 90k".into());
+    }
     if name == "s3" && o.s3.is_none() {
         return Err(
             "the s3 suite needs an object store: give --endpoint URL and --bucket NAME".into(),
@@ -211,6 +255,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "latency" => latency(o),
             "network" => network(o),
             "interference" => interference(o),
+            "spec" => spec(o),
             _ => s3(o),
         });
     }
@@ -260,6 +305,37 @@ const DISK_WORKLOADS: &[(&str, &[&str])] = &[
     ("write-1m", &["--rw", "write", "--bs", "1m"]),
     ("read-1m", &["--rw", "read", "--bs", "1m"]),
 ];
+
+/// A spec sheet's four workloads (seed 003's): (name, flags, depth), in the order of
+/// [`SpecSheet::expectations`].
+const SPEC_WORKLOADS: &[(&str, &[&str], &str)] = &[
+    ("read-1m", &["--rw", "read", "--bs", "1m"], "8"),
+    ("write-1m", &["--rw", "write", "--bs", "1m"], "8"),
+    ("randread-4k", &["--rw", "randread", "--bs", "4k"], "32"),
+    ("randwrite-4k", &["--rw", "randwrite", "--bs", "4k"], "32"),
+];
+
+/// The spec suite: each of a spec sheet's workloads on the device (the first TARGET), one
+/// worker at the sheet's depth, direct, each with the sheet's figure as its `--expect`; a
+/// workload whose figure is not given runs for its measurement alone.
+fn spec(o: &SuiteOptions) -> Vec<SuiteStep> {
+    SPEC_WORKLOADS
+        .iter()
+        .zip(o.spec.expectations())
+        .map(|((w, flags, depth), expect)| {
+            let mut args = vec!["run".to_string(), o.dir()];
+            args.extend(strings(flags));
+            args.extend(strings(&["--direct", "--jobs", "1", "--iodepth", depth]));
+            args.extend(o.sizing(None));
+            args.extend(o.time("60s"));
+            args.extend(o.on(&o.agents));
+            if let Some(e) = expect {
+                args.extend(["--expect".to_string(), e]);
+            }
+            step("spec", format!("spec/{w}"), w, args)
+        })
+        .collect()
+}
 
 /// The file-service workloads.
 const FILESERVER_WORKLOADS: &[(&str, &[&str])] = &[

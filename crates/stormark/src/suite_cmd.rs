@@ -265,6 +265,27 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
     for (_, list) in &expect {
         stormark_spec::parse_expect(list).map_err(|e| usage(format!("--expect: {e}")))?;
     }
+    let spec = stormark_plan::SpecSheet {
+        read_mbs: args.spec_read_mbs.clone(),
+        write_mbs: args.spec_write_mbs.clone(),
+        read_iops: args.spec_read_iops.clone(),
+        write_iops: args.spec_write_iops.clone(),
+    };
+    let flags = [
+        "--spec-read-mbs",
+        "--spec-write-mbs",
+        "--spec-read-iops",
+        "--spec-write-iops",
+    ];
+    for (flag, e) in flags.iter().zip(spec.expectations()) {
+        if let Some(e) = e {
+            stormark_spec::parse_expect(&e).map_err(|err| {
+                usage(format!(
+                    "{flag}: {err}; give a figure such as 550 (MB/s) or 98k (IOPS)"
+                ))
+            })?;
+        }
+    }
     if let Some(t) = &args.time {
         stormark_spec::parse_duration(t)
             .filter(|d| !d.is_zero())
@@ -284,6 +305,7 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
         target_latency: args.target_latency.clone(),
         s3,
         expect,
+        spec,
     })
 }
 

@@ -137,3 +137,41 @@ fn interference_runs_the_victims_before_during_and_after_the_aggressor() {
         .windows(2)
         .any(|w| w == ["--job", "interference.toml"]));
 }
+
+/// Issue 58: the spec suite runs a spec sheet's four workloads on the device, each at the
+/// sheet's depth with one worker, direct, its figure as the step's `--expect` (MB/s decimal,
+/// IOPS as given); a figure not given leaves its workload unchecked; no figure is a mistake.
+#[test]
+fn the_spec_suite_measures_against_a_spec_sheet() {
+    let o = SuiteOptions {
+        targets: vec!["/dev/sdb".into()],
+        spec: SpecSheet {
+            read_mbs: Some("550".into()),
+            write_mbs: Some("1.5GB/s".into()),
+            read_iops: Some("98k".into()),
+            write_iops: None,
+        },
+        ..opts()
+    };
+    let s = suite_steps("spec", &o).unwrap();
+    let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "spec/read-1m",
+            "spec/write-1m",
+            "spec/randread-4k",
+            "spec/randwrite-4k"
+        ]
+    );
+    let has = |i: usize, pair: [&str; 2]| s[i].args.windows(2).any(|w| w == pair);
+    assert_eq!(s[0].args[..2], ["run", "/dev/sdb"]);
+    assert!(has(0, ["--iodepth", "8"]) && has(0, ["--jobs", "1"]) && has(0, ["--bs", "1m"]));
+    assert!(s[0].args.contains(&"--direct".to_string()));
+    assert!(has(0, ["--expect", "bw=550MB/s"]));
+    assert!(has(1, ["--expect", "bw=1.5GB/s"]));
+    assert!(has(2, ["--iodepth", "32"]) && has(2, ["--expect", "iops=98k"]));
+    assert!(!s[3].args.contains(&"--expect".to_string()));
+    let e = suite_steps("spec", &opts()).unwrap_err();
+    assert!(e.contains("--spec-read-mbs"), "{e}");
+}
