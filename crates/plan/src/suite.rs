@@ -13,6 +13,7 @@ pub const SUITES: &[(&str, &str)] = &[
     ("s3", "PUT, GET and a mix of small and large objects (needs --endpoint and --bucket)"),
     ("interference", "one agent (the first) writes hard while the others read at 100 I/Os a second each: the victims' read p99 before, during and after (needs --agents, two or more)"),
     ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
+    ("ssd", "an SSD's steady state (SNIA PTS): the device or file written twice over, then 4 KiB random-write rounds until five agree; fresh against steady"),
     ("spec", "a device against its spec sheet: sequential read and write of 1 MiB at depth 8, random read and write of 4 KiB at depth 32 (give its figures with --spec-read-mbs, --spec-write-mbs, --spec-read-iops, --spec-write-iops)"),
 ];
 
@@ -61,7 +62,13 @@ pub struct SuiteStop {
     /// A refused step before any step measured anything: the suite as a whole was a mistake
     /// (exit 2).
     pub refused_first: bool,
+    /// The suite has what it came for (an SSD's rounds are steady): the steps left are not
+    /// run and not counted, and the suite ends as it would at its last step.
+    pub done: bool,
 }
+
+/// The most measurement rounds of the `ssd` suite when `--rounds` is not given (SNIA PTS's).
+pub const SSD_ROUNDS: u32 = 25;
 
 /// Whether suite `suite` stops after step outcome `o` (`before`: the outcomes so far): a
 /// refused step (the steps after it would be refused too), or the acceptance suite's network
@@ -84,12 +91,34 @@ pub fn suite_stops(
                     StepResult::Pass | StepResult::Missed | StepResult::Failed
                 )
             }),
+            done: false,
         });
+    }
+    if suite == "ssd" && o.part == "ssd" && o.workload == "round" {
+        let mut all = before.to_vec();
+        all.push(o.clone());
+        let rounds = stormark_stats::round_figures(&all);
+        if let Some(w) = stormark_stats::steady_window(&rounds) {
+            return Some(SuiteStop {
+                why: format!(
+                    "steady state after round {}: rounds {}-{} within {:.0}% of their mean ({:.0} IOPS), the fitted line {:.0}%; the rounds left were not needed",
+                    w.last_round,
+                    w.first_round,
+                    w.last_round,
+                    100.0 * w.range_share,
+                    w.mean,
+                    100.0 * w.slope_share
+                ),
+                refused_first: false,
+                done: true,
+            });
+        }
     }
     (o.part == "network" && suite == "acceptance" && o.result == StepResult::Failed).then(|| {
         SuiteStop {
             why: "stopped early: the network failed; storage measured over a failing network would mislead".into(),
             refused_first: false,
+            done: false,
         }
     })
 }
@@ -115,6 +144,8 @@ pub struct SuiteOptions {
     pub expect: Vec<(String, String)>,
     /// The spec suite's figures.
     pub spec: SpecSheet,
+    /// The ssd suite's most measurement rounds ([`SSD_ROUNDS`] when `None`).
+    pub rounds: Option<u32>,
 }
 
 /// One step of a suite: a stormark command line.
@@ -223,6 +254,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
         "interference" => &["interference"],
         "acceptance" => &["network", "disks", "fileserver", "latency", "s3"],
         "spec" => &["spec"],
+        "ssd" => &["ssd"],
         _ => {
             let names: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
             return Err(format!(
@@ -256,6 +288,7 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "network" => network(o),
             "interference" => interference(o),
             "spec" => spec(o),
+            "ssd" => ssd(o),
             _ => s3(o),
         });
     }
@@ -335,6 +368,52 @@ fn spec(o: &SuiteOptions) -> Vec<SuiteStep> {
             step("spec", format!("spec/{w}"), w, args)
         })
         .collect()
+}
+
+/// The ssd suite (SNIA PTS's steady state): the device or file (the first TARGET) written
+/// twice over, 1 MiB at a time, then rounds of 4 KiB random writes at depth 32 until the last
+/// five agree ([`suite_stops`] ends it there) or the rounds run out.
+fn ssd(o: &SuiteOptions) -> Vec<SuiteStep> {
+    let target = o.dir();
+    let size: Vec<String> = if o.smoke {
+        strings(&["--size", "16m"])
+    } else {
+        strings(&["--size", "100%"])
+    };
+    let mut pre = vec!["run".to_string(), target.clone()];
+    pre.extend(strings(&[
+        "--rw",
+        "write",
+        "--bs",
+        "1m",
+        "--direct",
+        "--jobs",
+        "1",
+        "--iodepth",
+        "8",
+        "--loops",
+        "2",
+    ]));
+    pre.extend(size.iter().cloned());
+    let mut out = vec![step("ssd", "ssd/precondition".into(), "precondition", pre)];
+    for k in 1..=o.rounds.unwrap_or(SSD_ROUNDS) {
+        let mut a = vec!["run".to_string(), target.clone()];
+        a.extend(strings(&[
+            "--rw",
+            "randwrite",
+            "--bs",
+            "4k",
+            "--direct",
+            "--jobs",
+            "1",
+            "--iodepth",
+            "32",
+        ]));
+        a.extend(size.iter().cloned());
+        a.extend(o.time("60s"));
+        out.push(step("ssd", format!("ssd/round-{k}"), "round", a));
+    }
+    out
 }
 
 /// The file-service workloads.

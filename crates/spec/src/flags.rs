@@ -139,6 +139,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("size", "SIZE", "Bytes per file, or the part of a file or device used [default: 1g, or the whole file]."),
     text("time", "DURATION", "Measured duration [default: one pass over the working set]."),
     text("io_total", "SIZE", "Stop each job after this many bytes (fio's io_size)."),
+    text("loops", "N", "Passes over the size before each job stops (fio's loops), with --size as bytes or a share of the target: an SSD written twice over, stormark run /dev/sdb --allow-device-write --rw write --bs 1m --direct --size 100% --loops 2."),
     Flag {
         key: "direct",
         long: None,

@@ -41,6 +41,7 @@ mod samples;
 mod search;
 mod significance;
 mod sparse;
+mod steady;
 mod suite;
 mod summary;
 mod sweep;
@@ -80,6 +81,7 @@ pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };
 pub use sparse::{SparseHist, SparseRecord};
+pub use steady::{round_figures, steady_window, SteadyWindow};
 pub use suite::{
     step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
     TargetFigures, WeakPair, SUITE_SCHEMA,
