@@ -17,43 +17,6 @@ pub const SUITES: &[(&str, &str)] = &[
     ("spec", "a device against its spec sheet: sequential read and write of 1 MiB at depth 8, random read and write of 4 KiB at depth 32 (give its figures with --spec-read-mbs, --spec-write-mbs, --spec-read-iops, --spec-write-iops)"),
 ];
 
-/// A spec sheet's four figures, as given (`--spec-read-mbs 550`, `--spec-read-iops 98k`):
-/// sequential MB/s (decimal, as datasheets write them) and random 4 KiB IOPS.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SpecSheet {
-    /// Sequential 1 MiB reads, MB/s.
-    pub read_mbs: Option<String>,
-    /// Sequential 1 MiB writes, MB/s.
-    pub write_mbs: Option<String>,
-    /// Random 4 KiB reads, IOPS.
-    pub read_iops: Option<String>,
-    /// Random 4 KiB writes, IOPS.
-    pub write_iops: Option<String>,
-}
-
-impl SpecSheet {
-    /// Each workload's `--expect` list (read-1m, write-1m, randread-4k, randwrite-4k), where
-    /// its figure is given: a bare number of MB/s is decimal, as datasheets write it.
-    pub fn expectations(&self) -> [Option<String>; 4] {
-        let bw = |f: &Option<String>| {
-            f.as_ref().map(|f| {
-                if f.ends_with("/s") {
-                    format!("bw={f}")
-                } else {
-                    format!("bw={f}MB/s")
-                }
-            })
-        };
-        let iops = |f: &Option<String>| f.as_ref().map(|f| format!("iops={f}"));
-        [
-            bw(&self.read_mbs),
-            bw(&self.write_mbs),
-            iops(&self.read_iops),
-            iops(&self.write_iops),
-        ]
-    }
-}
-
 /// Why a suite stops before its remaining steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuiteStop {
@@ -66,9 +29,6 @@ pub struct SuiteStop {
     /// run and not counted, and the suite ends as it would at its last step.
     pub done: bool,
 }
-
-/// The most measurement rounds of the `ssd` suite when `--rounds` is not given (SNIA PTS's).
-pub const SSD_ROUNDS: u32 = 25;
 
 /// Whether suite `suite` stops after step outcome `o` (`before`: the outcomes so far): a
 /// refused step (the steps after it would be refused too), or the acceptance suite's network
@@ -94,25 +54,8 @@ pub fn suite_stops(
             done: false,
         });
     }
-    if suite == "ssd" && o.part == "ssd" && o.workload == "round" {
-        let mut all = before.to_vec();
-        all.push(o.clone());
-        let rounds = stormark_stats::round_figures(&all);
-        if let Some(w) = stormark_stats::steady_window(&rounds) {
-            return Some(SuiteStop {
-                why: format!(
-                    "steady state after round {}: rounds {}-{} within {:.0}% of their mean ({:.0} IOPS), the fitted line {:.0}%; the rounds left were not needed",
-                    w.last_round,
-                    w.first_round,
-                    w.last_round,
-                    100.0 * w.range_share,
-                    w.mean,
-                    100.0 * w.slope_share
-                ),
-                refused_first: false,
-                done: true,
-            });
-        }
+    if let Some(stop) = device::ssd_steady(suite, o, before) {
+        return Some(stop);
     }
     (o.part == "network" && suite == "acceptance" && o.result == StepResult::Failed).then(|| {
         SuiteStop {
@@ -287,8 +230,8 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "latency" => latency(o),
             "network" => network(o),
             "interference" => interference(o),
-            "spec" => spec(o),
-            "ssd" => ssd(o),
+            "spec" => device::spec(o),
+            "ssd" => device::ssd(o),
             _ => s3(o),
         });
     }
@@ -338,83 +281,6 @@ const DISK_WORKLOADS: &[(&str, &[&str])] = &[
     ("write-1m", &["--rw", "write", "--bs", "1m"]),
     ("read-1m", &["--rw", "read", "--bs", "1m"]),
 ];
-
-/// A spec sheet's four workloads (seed 003's): (name, flags, depth), in the order of
-/// [`SpecSheet::expectations`].
-const SPEC_WORKLOADS: &[(&str, &[&str], &str)] = &[
-    ("read-1m", &["--rw", "read", "--bs", "1m"], "8"),
-    ("write-1m", &["--rw", "write", "--bs", "1m"], "8"),
-    ("randread-4k", &["--rw", "randread", "--bs", "4k"], "32"),
-    ("randwrite-4k", &["--rw", "randwrite", "--bs", "4k"], "32"),
-];
-
-/// The spec suite: each of a spec sheet's workloads on the device (the first TARGET), one
-/// worker at the sheet's depth, direct, each with the sheet's figure as its `--expect`; a
-/// workload whose figure is not given runs for its measurement alone.
-fn spec(o: &SuiteOptions) -> Vec<SuiteStep> {
-    SPEC_WORKLOADS
-        .iter()
-        .zip(o.spec.expectations())
-        .map(|((w, flags, depth), expect)| {
-            let mut args = vec!["run".to_string(), o.dir()];
-            args.extend(strings(flags));
-            args.extend(strings(&["--direct", "--jobs", "1", "--iodepth", depth]));
-            args.extend(o.sizing(None));
-            args.extend(o.time("60s"));
-            args.extend(o.on(&o.agents));
-            if let Some(e) = expect {
-                args.extend(["--expect".to_string(), e]);
-            }
-            step("spec", format!("spec/{w}"), w, args)
-        })
-        .collect()
-}
-
-/// The ssd suite (SNIA PTS's steady state): the device or file (the first TARGET) written
-/// twice over, 1 MiB at a time, then rounds of 4 KiB random writes at depth 32 until the last
-/// five agree ([`suite_stops`] ends it there) or the rounds run out.
-fn ssd(o: &SuiteOptions) -> Vec<SuiteStep> {
-    let target = o.dir();
-    let size: Vec<String> = if o.smoke {
-        strings(&["--size", "16m"])
-    } else {
-        strings(&["--size", "100%"])
-    };
-    let mut pre = vec!["run".to_string(), target.clone()];
-    pre.extend(strings(&[
-        "--rw",
-        "write",
-        "--bs",
-        "1m",
-        "--direct",
-        "--jobs",
-        "1",
-        "--iodepth",
-        "8",
-        "--loops",
-        "2",
-    ]));
-    pre.extend(size.iter().cloned());
-    let mut out = vec![step("ssd", "ssd/precondition".into(), "precondition", pre)];
-    for k in 1..=o.rounds.unwrap_or(SSD_ROUNDS) {
-        let mut a = vec!["run".to_string(), target.clone()];
-        a.extend(strings(&[
-            "--rw",
-            "randwrite",
-            "--bs",
-            "4k",
-            "--direct",
-            "--jobs",
-            "1",
-            "--iodepth",
-            "32",
-        ]));
-        a.extend(size.iter().cloned());
-        a.extend(o.time("60s"));
-        out.push(step("ssd", format!("ssd/round-{k}"), "round", a));
-    }
-    out
-}
 
 /// The file-service workloads.
 const FILESERVER_WORKLOADS: &[(&str, &[&str])] = &[
@@ -762,6 +628,10 @@ fn s3(o: &SuiteOptions) -> Vec<SuiteStep> {
     }
     out
 }
+
+mod device;
+
+pub use device::{SpecSheet, SSD_ROUNDS};
 
 #[cfg(test)]
 mod tests;
