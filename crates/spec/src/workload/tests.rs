@@ -273,6 +273,8 @@ fn pin_cache_takes_a_yes_or_no() {
         e.contains("pin-cache always") && e.contains("true or false"),
         "{e}"
     );
+    // fio's pre_read is the nearest: what --print-fio writes for it, read back as it.
+    assert_eq!(crate::canonical_key("pre_read"), Some("pin_cache"));
 }
 
 /// A mistyped key is told the key it was likely meant to be, never a list of every key; a
