@@ -396,4 +396,22 @@ fn the_probe_names_transport_queues_and_request_limits() {
             "{v}"
         );
     }
+    // No serial unless asked; --show-serial reads virtio's (and prints it) where sysfs has one.
+    assert!(!inv.to_string().contains("\"serial\""), "{inv}");
+    let out = stormark(&["probe", "--show-serial", "--json", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = read_json(&json);
+    if let Ok(serial) = std::fs::read_to_string("/sys/block/vda/serial") {
+        let serial = serial.trim();
+        let v = shown["block_devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "vda")
+            .cloned()
+            .unwrap();
+        assert_eq!(v["serial"], serial, "{v}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains(&format!(", serial {serial}")), "{text}");
+    }
 }

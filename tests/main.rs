@@ -4,6 +4,7 @@
 
 mod agent_cleanup;
 mod atomic;
+mod cache;
 mod charts;
 mod cluster;
 mod container;

@@ -703,3 +703,182 @@ fn interference_names_the_victims_p99_before_during_and_after() {
         "nothing left in the shared directory"
     );
 }
+
+/// Issue 58: `suite spec` runs a spec sheet's four workloads (1 MiB sequential at depth 8,
+/// 4 KiB random at depth 32, one worker, direct) against the sheet's figures: a figure far
+/// below what was measured (a sheet of 1 MB/s) is `above-expectation`, one out of reach (a
+/// billion IOPS) misses and fails the step; no figure, or one that is no figure, is a
+/// mistake in one line.
+#[test]
+fn the_spec_suite_measures_against_the_sheet() {
+    let dir = temp_dir(TMP);
+    let t = dir.path().to_str().unwrap().to_string();
+    let sub = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &sub,
+        &[
+            "spec",
+            &t,
+            "--smoke",
+            "-q",
+            "--spec-read-mbs",
+            "1",
+            "--spec-write-iops",
+            "1000000000",
+        ],
+    );
+    assert_eq!(code, 1, "{said}");
+    let names: Vec<&str> = steps(&s)
+        .iter()
+        .map(|st| st["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "spec/read-1m",
+            "spec/write-1m",
+            "spec/randread-4k",
+            "spec/randwrite-4k"
+        ]
+    );
+    let results: Vec<&str> = steps(&s)
+        .iter()
+        .map(|st| st["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["pass", "pass", "pass", "missed"], "{s}");
+    let out = sub.path().join("out");
+    let doc = |i: usize| read_json(&out.join(steps(&s)[i]["document"].as_str().unwrap()));
+    let codes = |d: &serde_json::Value| -> Vec<String> {
+        d["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let read = doc(0);
+    assert!(
+        codes(&read).contains(&"above-expectation".to_string()),
+        "{}",
+        read["findings"]
+    );
+    assert_eq!(read["expectations"][0]["figure"], "bw_bytes_per_s");
+    assert_eq!(read["expectations"][0]["expected"], 1e6);
+    let job = &read["spec"]["jobs"][0];
+    assert_eq!(
+        (job["iodepth"].as_str(), job["jobs"].as_str()),
+        (Some("8"), Some("1"))
+    );
+    assert!(codes(&doc(3)).contains(&"expectation-missed".to_string()));
+    for (args, says) in [
+        (vec!["suite", "spec", &t], "--spec-read-mbs"),
+        (
+            vec!["suite", "spec", &t, "--spec-read-iops", "lots"],
+            "--spec-read-iops",
+        ),
+    ] {
+        let out = Bin(BIN).run(&args);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(says), "{args:?}: {said}");
+        assert_eq!(said.trim().lines().count(), 1, "{args:?}: {said}");
+    }
+}
+
+/// Issue 58: `suite ssd` on a loop device (small sizes, `--smoke`): written twice over, then
+/// rounds until five agree or `--rounds` run out; the summary says fresh (round 1) against
+/// steady state and the rounds that decided it, or that it never was steady, with every
+/// round; a directory is refused in one line (each step would make its own files).
+#[test]
+fn the_ssd_suite_reports_fresh_against_steady_state() {
+    let test = "the_ssd_suite_reports_fresh_against_steady_state";
+    if !stormark_testkit::require_root(test) {
+        return;
+    }
+    let dev = match stormark_testkit::LoopDevice::new(TMP, 32 << 20) {
+        Ok(d) => d,
+        Err(e) => return stormark_testkit::skip(test, &format!("no loop device: {e}")),
+    };
+    let d = dev.path.to_str().unwrap().to_string();
+    let sub = temp_dir(TMP);
+    let (code, s, said) = suite(
+        &sub,
+        &[
+            "ssd",
+            &d,
+            "--allow-device-write",
+            "--smoke",
+            "-q",
+            "--rounds",
+            "8",
+        ],
+    );
+    assert_eq!(code, 0, "{said}");
+    let st = steps(&s);
+    assert_eq!(st[0]["name"], "ssd/precondition");
+    assert_eq!(st[0]["result"], "pass", "{s}");
+    // Written twice over: 2 × the 16 MiB region.
+    let out = sub.path().join("out");
+    let pre = read_json(&out.join(st[0]["document"].as_str().unwrap()));
+    let written = phase_bytes(&pre);
+    assert_eq!(written, 32 << 20, "{}", pre["phases"]);
+    let rounds: Vec<f64> = st[1..]
+        .iter()
+        .map(|r| r["figures"]["ops_per_s"].as_f64().unwrap())
+        .collect();
+    assert!(!rounds.is_empty() && rounds.len() <= 8, "{s}");
+    let verdicts: Vec<&str> = s["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["code"].as_str().unwrap())
+        .collect();
+    if verdicts.contains(&"ssd-steady-state") {
+        let v = verdict(&s, "ssd-steady-state");
+        let last = v["evidence"]["last_round"].as_u64().unwrap() as usize;
+        assert_eq!(
+            last,
+            rounds.len(),
+            "the suite ended at the deciding round: {s}"
+        );
+        assert!(last >= 5);
+        let window = &rounds[last - 5..];
+        let mean = window.iter().sum::<f64>() / 5.0;
+        let steady = v["evidence"]["steady_iops"].as_f64().unwrap();
+        assert!((steady - mean).abs() <= 1e-6 * mean, "{v}");
+        assert_eq!(v["evidence"]["fresh_iops"].as_f64().unwrap(), rounds[0]);
+        assert!(
+            s["notes"].as_array().unwrap().iter().any(|n| n
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("steady state after round {last}"))),
+            "{s}"
+        );
+    } else {
+        let v = verdict(&s, "ssd-never-steady");
+        assert_eq!(rounds.len(), 8, "every round ran: {s}");
+        assert_eq!(v["evidence"]["rounds"].as_array().unwrap().len(), 8, "{v}");
+        assert!(v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not steady after 8 rounds"));
+    }
+    assert!(said.contains("fresh"), "{said}");
+
+    let dir = temp_dir(TMP);
+    let out = Bin(BIN).run(&["suite", "ssd", dir.path().to_str().unwrap(), "--smoke"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("one device or file"), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+}
+
+/// Bytes every phase of a document moved.
+fn phase_bytes(doc: &serde_json::Value) -> u64 {
+    doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["total"]["bytes"].as_u64().unwrap())
+        .sum()
+}

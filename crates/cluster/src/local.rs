@@ -13,6 +13,7 @@ mod metajob;
 mod metaleft;
 mod netjob;
 mod peers;
+mod pin;
 mod planning;
 mod prepare;
 mod rules;
@@ -98,6 +99,8 @@ pub struct LocalAgent {
     zone_maps: std::sync::Mutex<Vec<stage::ZonedFile>>,
     /// How far the cleanup's removal of the run directory's files has come.
     removal: Arc<Removal>,
+    /// The files `pin_cache` holds in the page cache, until the cleanup.
+    pinned: Option<pin::Pinned>,
 }
 
 impl LocalAgent {
@@ -127,6 +130,7 @@ impl LocalAgent {
             peer_ports: None,
             zone_maps: std::sync::Mutex::new(Vec::new()),
             removal: Arc::new(Removal::default()),
+            pinned: None,
         }
     }
 
@@ -305,6 +309,7 @@ impl Agent for LocalAgent {
                 stormark_spec::Target::Lun(_) => self.plan_lun(workload, &target, &mut v)?,
                 _ => self.plan_share(workload, &target, &mut v)?,
             }
+            self.check_pin()?;
             v.stages = (0..self.stages.len())
                 .map(|i| self.phase_jobs(i, &StageLoad::AS_GIVEN))
                 .collect();
@@ -351,6 +356,7 @@ impl Agent for LocalAgent {
             TargetKind::Directory => self.plan_dir(workload, &stages, &mut v)?,
             other => self.plan_existing(workload, &stages, other, &mut v)?,
         }
+        self.check_pin()?;
         // S3 and net jobs beside file jobs: the bucket's preflight and the network's servers
         // once the files are planned.
         self.open_bucket(workload)?;
@@ -376,7 +382,9 @@ impl Agent for LocalAgent {
         self.notes.extend(notes);
         decided?;
         self.decide_atomic()?;
-        self.run_preparation(on_event)
+        let jobs = self.run_preparation(on_event)?;
+        self.pin_files()?;
+        Ok(jobs)
     }
 
     fn run_stage(
@@ -466,6 +474,8 @@ impl Agent for LocalAgent {
     }
 
     fn cleanup(&mut self) -> Vec<String> {
+        // Unlocked before the files go.
+        self.pinned = None;
         let mut problems = self.cleanup_objects();
         problems.extend(self.remove_meta_trees());
         self.peer_ports = None;

@@ -4,7 +4,7 @@
 use hdrhistogram::serialization::{Serializer as _, V2Serializer};
 use hdrhistogram::Histogram;
 use stormark_stats::{
-    CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
+    ArcSample, CpuSample, DiskSample, ErrorKind, ErrorTally, ErrorTallyEntry, Finding, HostSample,
     MemorySample, NetSample, NfsOpSample, NfsSample, Op, OpRecord, PhaseJob, Severity, Snapshot,
     SparseHist, SparseRecord, Target, Verified,
 };
@@ -431,6 +431,15 @@ pub(crate) fn encode_samples(samples: &[HostSample]) -> Vec<pb::HostSample> {
                     (mount.clone(), n)
                 })
                 .collect(),
+            arc: s.arc.map(|a| pb::ArcSample {
+                hits_per_s: a.hits_per_s,
+                misses_per_s: a.misses_per_s,
+                demand_data_hits_per_s: a.demand_data_hits_per_s,
+                demand_data_misses_per_s: a.demand_data_misses_per_s,
+                size_bytes: a.size_bytes,
+                target_bytes: a.target_bytes,
+                max_bytes: a.max_bytes,
+            }),
         })
         .collect()
 }
@@ -515,6 +524,15 @@ pub(crate) fn decode_samples(samples: Vec<pb::HostSample>) -> Vec<HostSample> {
                     (mount, n)
                 })
                 .collect(),
+            arc: s.arc.map(|a| ArcSample {
+                hits_per_s: a.hits_per_s,
+                misses_per_s: a.misses_per_s,
+                demand_data_hits_per_s: a.demand_data_hits_per_s,
+                demand_data_misses_per_s: a.demand_data_misses_per_s,
+                size_bytes: a.size_bytes,
+                target_bytes: a.target_bytes,
+                max_bytes: a.max_bytes,
+            }),
         })
         .collect()
 }
@@ -575,6 +593,15 @@ mod tests {
             },
         );
         s.nfs.insert("/mnt/nas".into(), nfs);
+        s.arc = Some(ArcSample {
+            hits_per_s: 900.0,
+            misses_per_s: 100.0,
+            demand_data_hits_per_s: Some(800.0),
+            demand_data_misses_per_s: None,
+            size_bytes: 8 << 30,
+            target_bytes: Some(8 << 30),
+            max_bytes: None,
+        });
         let back = decode_samples(encode_samples(std::slice::from_ref(&s)));
         assert_eq!(back, vec![s]);
     }

@@ -33,5 +33,7 @@ pub use search::{Search, SearchLimits, FLAT_GAIN, RATE_ACHIEVED, TOLERANCE};
 pub use shape::{check_agents, shape, Plan, Shape, ShapeOptions, DEFAULT_STEP_TIME};
 pub use stormark_spec::Host;
 pub use stormark_spec::{mesh_steps, stage_steps, Step};
-pub use suite::{suite_steps, suite_stops, SuiteOptions, SuiteStep, SuiteStop, SUITES};
+pub use suite::{
+    suite_steps, suite_stops, SpecSheet, SuiteOptions, SuiteStep, SuiteStop, SSD_ROUNDS, SUITES,
+};
 pub use suite_file::{suite_file_steps, SUITE_FILE_STEPS};

@@ -13,6 +13,8 @@ pub const SUITES: &[(&str, &str)] = &[
     ("s3", "PUT, GET and a mix of small and large objects (needs --endpoint and --bucket)"),
     ("interference", "one agent (the first) writes hard while the others read at 100 I/Os a second each: the victims' read p99 before, during and after (needs --agents, two or more)"),
     ("acceptance", "network, disks, fileserver, latency and s3 in that order; stops early when the network fails"),
+    ("ssd", "an SSD's steady state (SNIA PTS): the device or file written twice over, then 4 KiB random-write rounds until five agree; fresh against steady"),
+    ("spec", "a device against its spec sheet: sequential read and write of 1 MiB at depth 8, random read and write of 4 KiB at depth 32 (give its figures with --spec-read-mbs, --spec-write-mbs, --spec-read-iops, --spec-write-iops)"),
 ];
 
 /// Why a suite stops before its remaining steps.
@@ -23,6 +25,9 @@ pub struct SuiteStop {
     /// A refused step before any step measured anything: the suite as a whole was a mistake
     /// (exit 2).
     pub refused_first: bool,
+    /// The suite has what it came for (an SSD's rounds are steady): the steps left are not
+    /// run and not counted, and the suite ends as it would at its last step.
+    pub done: bool,
 }
 
 /// Whether suite `suite` stops after step outcome `o` (`before`: the outcomes so far): a
@@ -46,12 +51,17 @@ pub fn suite_stops(
                     StepResult::Pass | StepResult::Missed | StepResult::Failed
                 )
             }),
+            done: false,
         });
+    }
+    if let Some(stop) = device::ssd_steady(suite, o, before) {
+        return Some(stop);
     }
     (o.part == "network" && suite == "acceptance" && o.result == StepResult::Failed).then(|| {
         SuiteStop {
             why: "stopped early: the network failed; storage measured over a failing network would mislead".into(),
             refused_first: false,
+            done: false,
         }
     })
 }
@@ -75,6 +85,10 @@ pub struct SuiteOptions {
     pub s3: Option<Vec<String>>,
     /// Expectations: (a step name or the part of one, the `--expect` list).
     pub expect: Vec<(String, String)>,
+    /// The spec suite's figures.
+    pub spec: SpecSheet,
+    /// The ssd suite's most measurement rounds ([`SSD_ROUNDS`] when `None`).
+    pub rounds: Option<u32>,
 }
 
 /// One step of a suite: a stormark command line.
@@ -182,6 +196,8 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
         "s3" => &["s3"],
         "interference" => &["interference"],
         "acceptance" => &["network", "disks", "fileserver", "latency", "s3"],
+        "spec" => &["spec"],
+        "ssd" => &["ssd"],
         _ => {
             let names: Vec<&str> = SUITES.iter().map(|s| s.0).collect();
             return Err(format!(
@@ -197,6 +213,9 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
     if name == "interference" && o.agents.len() < 2 {
         return Err("the interference suite runs an aggressor beside its victims on other hosts: give --agents with two or more, such as node1:7878,node2:7878".into());
     }
+    if name == "spec" && o.spec == SpecSheet::default() {
+        return Err("the spec suite measures a device against its spec sheet: give one or more of its figures, such as --spec-read-mbs 550 --spec-write-mbs 520 --spec-read-iops 98k --spec-write-iops 90k".into());
+    }
     if name == "s3" && o.s3.is_none() {
         return Err(
             "the s3 suite needs an object store: give --endpoint URL and --bucket NAME".into(),
@@ -211,6 +230,8 @@ pub fn suite_steps(name: &str, o: &SuiteOptions) -> Result<Vec<SuiteStep>, Strin
             "latency" => latency(o),
             "network" => network(o),
             "interference" => interference(o),
+            "spec" => device::spec(o),
+            "ssd" => device::ssd(o),
             _ => s3(o),
         });
     }
@@ -607,6 +628,10 @@ fn s3(o: &SuiteOptions) -> Vec<SuiteStep> {
     }
     out
 }
+
+mod device;
+
+pub use device::{SpecSheet, SSD_ROUNDS};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
 //! Reading the kernel's cumulative counters (/proc/stat, /proc/diskstats, /proc/meminfo,
-//! /proc/vmstat, /proc/net/dev, /proc/net/snmp) and turning two reads into one [`HostSample`].
+//! /proc/vmstat, /proc/net/dev, /proc/net/snmp, ZFS's arcstats where loaded) and turning two reads into one [`HostSample`].
 //!
 //! Parsing is procfs-core's (pure parsers, no syscalls); this module picks the fields, keeps
 //! only whole disks, and does the arithmetic `iostat -x` and `mpstat` do. Every file may be
@@ -94,6 +94,8 @@ pub struct Counters {
     own_ticks: Option<u64>,
     /// The kernel NFS client's mounts (/proc/self/mountstats).
     nfs: Vec<crate::NfsMount>,
+    /// ZFS's ARC (/proc/spl/kstat/zfs/arcstats), where the zfs module is loaded.
+    arc: Option<crate::ArcCounters>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -279,6 +281,9 @@ impl Counters {
             .filter(|t| t.contains(" with fstype nfs"))
             .map(|t| crate::parse_mountstats(&t))
             .unwrap_or_default();
+        let arc = root
+            .read("proc/spl/kstat/zfs/arcstats")
+            .and_then(|t| crate::parse_arcstats(&t));
         Counters {
             cpu,
             disks,
@@ -288,6 +293,7 @@ impl Counters {
             tcp_retrans,
             own_ticks,
             nfs,
+            arc,
         }
     }
 
@@ -419,6 +425,10 @@ impl Counters {
             net,
             tcp_retrans_per_s,
             nfs,
+            arc: match (&self.arc, &prev.arc) {
+                (Some(now), Some(then)) => Some(now.since(then, secs)),
+                _ => None,
+            },
         }
     }
 }

@@ -34,8 +34,6 @@ pub const SHORT_RUN_S: f64 = 60.0;
 pub const NOISY_CV: f64 = 0.10;
 /// CPU steal above this share means a neighbour on the hypervisor takes time.
 pub const STEAL_PCT: f64 = 1.0;
-/// Reads this many times above what the disks served came from the page cache.
-pub const CACHE_READ_RATIO: f64 = 1.5;
 /// An open loop achieving less than this share of its requested rate fell behind.
 pub const RATE_ACHIEVED: f64 = 0.97;
 /// An NFS operation whose round trip takes this long on average is slow at the server or on
@@ -92,7 +90,7 @@ pub fn diagnose(results: &Results) -> Vec<Finding> {
             crate::requests::split_requests(&ctx, &mut out);
             cpu(&ctx, &mut out);
             swapping(&ctx, &mut out);
-            page_cache(&ctx, &mut out);
+            crate::cache::caches(&ctx, results, &mut out);
             nfs_mounts(&ctx, &mut out);
         }
     }
@@ -117,7 +115,7 @@ pub fn phase_findings(p: &Phase, client: Option<&Inventory>) -> Vec<Finding> {
 pub(crate) struct Ctx<'a> {
     pub(crate) host: &'a str,
     pub(crate) phase: &'a Phase,
-    samples: &'a [&'a HostSample],
+    pub(crate) samples: &'a [&'a HostSample],
     pub(crate) inventory: Option<&'a Inventory>,
     several_hosts: bool,
     /// The whole block device under this host's target (`vda`, `loop3`), where known.
@@ -186,7 +184,7 @@ fn iops_cv(p: &Phase) -> Option<(f64, usize)> {
     Some((var.sqrt() / mean, v.len()))
 }
 
-fn r1(x: f64) -> f64 {
+pub(crate) fn r1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
 
@@ -527,53 +525,6 @@ fn swapping(c: &Ctx<'_>, out: &mut Vec<Finding>) {
             format!("{}: the host swapped {:.1} MiB during the run", c.place(), bytes / 1_048_576.0),
             json!({"host": c.host, "phase": c.phase.name, "swapped_bytes": bytes.round()}),
             "Memory ran short, so swap I/O competed with the benchmark and slowed the host: stop other work, or use less memory (fewer jobs or files).",
-        ));
-    }
-}
-
-fn page_cache(c: &Ctx<'_>, out: &mut Vec<Finding>) {
-    let Some(read) = c.phase.by_op.get("read").filter(|r| r.ops > 0) else {
-        return;
-    };
-    let buffered: Vec<&stormark_stats::PhaseJob> = c
-        .phase
-        .jobs
-        .iter()
-        .filter(|j| !j.direct && j.engine != "null")
-        .collect();
-    if buffered.is_empty() {
-        return;
-    }
-    let hosts = c.phase.by_host.len().max(1) as f64;
-    let measured = c
-        .phase
-        .by_host
-        .get(c.host)
-        .and_then(|b| b.by_op.get("read"))
-        .map_or(read.iops / hosts, |r| r.iops);
-    let device_reads = c
-        .mean(|s| Some(s.disks.values().map(|d| d.read_iops).sum::<f64>()))
-        .unwrap_or(0.0);
-    let working_set: u64 = buffered.iter().map(|j| j.working_set_bytes).sum();
-    let ram = c.inventory.and_then(|i| i.memory_bytes);
-    let small = ram.is_some_and(|r| working_set > 0 && working_set < r);
-    let more_than_disks = measured >= 100.0 && measured > CACHE_READ_RATIO * device_reads;
-    if small || more_than_disks {
-        out.push(finding(
-            Severity::Warning,
-            "page-cache-reads",
-            format!(
-                "{}: buffered reads {}; the page cache, not the storage, answered many of them",
-                c.place(),
-                if more_than_disks {
-                    format!("ran at {measured:.0} IOPS while the disks served {device_reads:.0}")
-                } else {
-                    "on a working set smaller than RAM".to_string()
-                }
-            ),
-            json!({"host": c.host, "phase": c.phase.name, "read_iops": r1(measured), "device_read_iops": r1(device_reads),
-                   "working_set_bytes": working_set, "memory_bytes": ram}),
-            "Measure the storage with --direct, or make the working set larger than RAM (--size, --files, --jobs, or --auto).",
         ));
     }
 }

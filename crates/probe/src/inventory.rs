@@ -109,6 +109,7 @@ pub fn collect_inventory_from(root: &HostRoot) -> Inventory {
         block_devices: block_devices(root, &mounts),
         filesystems: filesystems(&mounts, live),
         net_interfaces: net_interfaces(root),
+        cache_eviction: crate::eviction::cache_eviction(root),
         notes,
     };
     if inv.block_devices.is_empty() {
@@ -273,6 +274,8 @@ fn block_devices(root: &HostRoot, mounts: &[Mount]) -> Vec<BlockDevice> {
                 firmware: root
                     .read_value(&format!("{base}/device/firmware_rev"))
                     .or_else(|| root.read_value(&format!("{base}/device/rev"))),
+                // Left out unless asked (read_serials): a shared report should not carry it.
+                serial: None,
                 hw_queues: Some(root.list(&format!("{base}/mq")).len() as u32).filter(|n| *n > 0),
                 hw_queue_depth: root
                     .read_value(&format!("{base}/mq/0/nr_tags"))
@@ -284,6 +287,27 @@ fn block_devices(root: &HostRoot, mounts: &[Mount]) -> Vec<BlockDevice> {
             }
         })
         .collect()
+}
+
+/// Fills in each block device's serial number, where sysfs has one: `device/serial` (NVMe,
+/// and SCSI/SATA where the driver shows it), `serial` (virtio), or the unit serial number page
+/// of a SCSI or SATA device (`device/vpd_pg80`: a 4-byte header, then the ASCII serial).
+/// Never called for a run's inventory: only `stormark probe --show-serial` asks.
+pub fn read_serials(inv: &mut Inventory, root: &HostRoot) {
+    for d in &mut inv.block_devices {
+        let base = format!("sys/block/{}", d.name);
+        d.serial = root
+            .read_value(&format!("{base}/device/serial"))
+            .or_else(|| root.read_value(&format!("{base}/serial")))
+            .or_else(|| {
+                let page = std::fs::read(root.path(&format!("{base}/device/vpd_pg80"))).ok()?;
+                let len = usize::from(*page.get(3)?);
+                let text = String::from_utf8_lossy(page.get(4..4 + len)?)
+                    .trim()
+                    .to_string();
+                (!text.is_empty()).then_some(text)
+            });
+    }
 }
 
 /// How the host reaches block device `name`: read from where sysfs places it (its path under

@@ -19,8 +19,11 @@
 //! ```
 #![warn(missing_docs)]
 
+mod arcstats;
+mod cache;
 mod counters;
 mod diagnose;
+mod eviction;
 mod inventory;
 mod mountstats;
 mod network;
@@ -30,14 +33,16 @@ mod safety;
 mod sampler;
 mod sizing;
 
+pub use arcstats::{parse_arcstats, ArcCounters};
 pub use counters::{
     parse_diskstats, parse_meminfo, parse_net_dev, parse_own_ticks, parse_stat, parse_tcp_retrans,
     parse_vmstat_swap, whole_disks, Counters, HostRoot,
 };
 pub use diagnose::{diagnose, first_look, phase_findings};
+pub use eviction::cache_eviction;
 pub use inventory::{
-    collect_inventory, collect_inventory_from, BlockDevice, Filesystem, Inventory, NetInterface,
-    Partition, NETWORK_FS,
+    collect_inventory, collect_inventory_from, read_serials, BlockDevice, Filesystem, Inventory,
+    NetInterface, Partition, NETWORK_FS,
 };
 pub use mountstats::{parse_mountstats, NfsMount, NfsOpCounters};
 pub use safety::{

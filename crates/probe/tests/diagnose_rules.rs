@@ -281,7 +281,8 @@ fn page_cache_serving_buffered_reads() {
     // Buffered, disk keeping up, but a working set (1 GiB) far below RAM (16 GiB).
     let mut r = run_with(&[20_000.0; 120], false, |_| {});
     r.phases[0].jobs[0].working_set_bytes = 1 << 30;
-    assert_eq!(codes(&r), ["page-cache-reads"]);
+    // The disk read 9 GiB of that 1 GiB meanwhile: the cache did not keep it either.
+    assert_eq!(codes(&r), ["page-cache-reads", "page-cache-evicted"]);
 }
 
 #[test]
@@ -772,4 +773,122 @@ fn an_nfs_mounts_story() {
     ] {
         assert!(f[i].contains(said), "{f:?}");
     }
+}
+
+/// ZFS's ARC from the arcstats fixtures (tests/fixtures/zfs, zfs-later: a second apart):
+/// 97% of demand data reads answered from the ARC make `arc-reads`; an ARC that missed most
+/// of them, or a phase without reads, says nothing.
+#[test]
+fn the_arc_answering_most_reads_is_said_from_arcstats_fixtures() {
+    use stormark_probe::{Counters, HostRoot};
+    let root = |name: &str| {
+        HostRoot::at(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+    };
+    let arc = Counters::read(&root("zfs-later"), &[])
+        .since(
+            &Counters::read(&root("zfs"), &[]),
+            std::time::Duration::from_secs(1),
+            4096,
+        )
+        .arc
+        .expect("arcstats fixtures");
+    let r = run(120, |s| s.arc = Some(arc));
+    assert_eq!(codes(&r), ["arc-reads"]);
+    let f = &diagnose(&r)[0];
+    assert!(
+        f.message
+            .contains("answered 97% of 1188000 demand data reads"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message.contains("ARC 15.6 GiB of a 15.6 GiB target"),
+        "{}",
+        f.message
+    );
+    assert_eq!(f.evidence["arc_hits"], 1_152_000.0);
+    assert_eq!(f.evidence["arc_target_bytes"], 16_742_211_584u64);
+    // Misses dominate: the pool's disks served the reads.
+    let cold = stormark_stats::ArcSample {
+        demand_data_hits_per_s: Some(100.0),
+        demand_data_misses_per_s: Some(9_000.0),
+        ..arc
+    };
+    assert!(codes(&run(120, |s| s.arc = Some(cold))).is_empty());
+    // An older module without demand counters: every access counted instead.
+    let old = stormark_stats::ArcSample {
+        demand_data_hits_per_s: None,
+        demand_data_misses_per_s: None,
+        ..arc
+    };
+    let f = diagnose(&run(120, |s| s.arc = Some(old)));
+    assert!(
+        f[0].message.contains("of 1224000 accesses"),
+        "{}",
+        f[0].message
+    );
+    // A write phase: the ARC's hits are not the phase's figures.
+    let mut w = run(120, |s| s.arc = Some(arc));
+    let read = w.phases[0].by_op.remove("read").unwrap();
+    w.phases[0].by_op.insert("write".into(), read);
+    assert!(codes(&w).is_empty());
+}
+
+/// A host whose page cache is taken away (this VM's DAMON pageout scheme): buffered reads
+/// of a working set that fits in RAM get `page-cache-evicted`, from the scheme alone or from
+/// the devices reading the working set over again; direct reads, and a pinned cache the
+/// devices did not read, do not.
+#[test]
+fn a_host_evicting_the_page_cache_is_said() {
+    use stormark_stats::{CacheEviction, DamonScheme};
+    let small = |r: &mut Results| r.phases[0].jobs[0].working_set_bytes = 1 << 30;
+    let damon = |r: &mut Results| {
+        r.hosts[0].inventory.cache_eviction = CacheEviction {
+            damon_pageout: vec![DamonScheme {
+                path: "kdamonds/0/contexts/0/schemes/0".into(),
+                operations: Some("paddr".into()),
+                min_age_us: Some(60_000_000),
+            }],
+            virtio_balloon: true,
+        }
+    };
+    let quiet = |s: &mut HostSample| s.disks.get_mut("sdb").unwrap().read_bytes_per_s = 0.0;
+    // DAMON on, the devices quiet: said from the scheme.
+    let mut r = run_with(&[20_000.0; 120], false, quiet);
+    small(&mut r);
+    damon(&mut r);
+    assert_eq!(codes(&r), ["page-cache-reads", "page-cache-evicted"]);
+    let f = diagnose(&r).pop().unwrap();
+    assert!(f.message.contains("a DAMON pageout scheme runs on this host (kdamonds/0/contexts/0/schemes/0), paging out what goes unaccessed for 60 s"), "{}", f.message);
+    assert_eq!(f.evidence["virtio_balloon"], true);
+    // No DAMON, the devices reading 80 MB/s for 120 s: 9 GiB of a 1 GiB working set.
+    let mut r = run_with(&[20_000.0; 120], false, |_| {});
+    small(&mut r);
+    let f = diagnose(&r).pop().unwrap();
+    assert_eq!(f.code, "page-cache-evicted");
+    assert!(
+        f.message.contains("the devices read 9375.0 MiB"),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("did not keep it"), "{}", f.message);
+    // No DAMON, the devices quiet: the cache held; only page-cache-reads.
+    let mut r = run_with(&[20_000.0; 120], false, quiet);
+    small(&mut r);
+    assert_eq!(codes(&r), ["page-cache-reads"]);
+    // Pinned (--pin-cache), DAMON on, the devices quiet: the cache held.
+    let mut r = run_with(&[20_000.0; 120], false, quiet);
+    small(&mut r);
+    damon(&mut r);
+    r.spec.jobs = vec![[("pin_cache".to_string(), "true".to_string())].into()];
+    assert_eq!(codes(&r), ["page-cache-reads"]);
+    // Direct reads: not the page cache at all.
+    let mut r = run_with(&[20_000.0; 120], true, |_| {});
+    small(&mut r);
+    damon(&mut r);
+    assert!(codes(&r).is_empty());
 }

@@ -333,3 +333,85 @@ fn own_cpu_time_from_proc_self_stat() {
     let own = std::fs::read_to_string("/proc/self/stat").unwrap();
     assert!(stormark_probe::parse_own_ticks(&own).is_some());
 }
+
+/// ZFS's arcstats (OpenZFS 2.2's kstat text: a header line, `name type data`, then a counter
+/// a line), read twice a second apart as the sampler reads it.
+#[test]
+fn zfs_arcstats_read_a_second_apart() {
+    let then = Counters::read(&fixture("zfs"), &[]);
+    let now = Counters::read(&fixture("zfs-later"), &[]);
+    let arc = now
+        .since(&then, Duration::from_secs(1), 4096)
+        .arc
+        .expect("arcstats in both reads");
+    assert_eq!((arc.hits_per_s, arc.misses_per_s), (9800.0, 400.0));
+    assert_eq!(
+        (arc.demand_data_hits_per_s, arc.demand_data_misses_per_s),
+        (Some(9600.0), Some(300.0))
+    );
+    assert_eq!(arc.size_bytes, 16_738_357_616);
+    assert_eq!(arc.target_bytes, Some(16_742_211_584));
+    assert_eq!(arc.max_bytes, Some(16_742_264_832));
+    // No zfs module loaded: no ARC in the sample.
+    let plain = Counters::read(&fixture("kernel-6.18"), &[]);
+    assert!(plain
+        .since(&plain, Duration::from_secs(1), 4096)
+        .arc
+        .is_none());
+}
+
+/// This VM's DAMON scheme (a kdamond `on`, its context's scheme `pageout`) and its virtio
+/// balloon, as captured; a kdamond turned off, or none at all, is nothing.
+#[test]
+fn damon_pageout_and_a_balloon_from_sysfs() {
+    let inv = collect_inventory_from(&fixture("kernel-6.18"));
+    let e = &inv.cache_eviction;
+    assert_eq!(e.damon_pageout.len(), 1, "{e:?}");
+    let s = &e.damon_pageout[0];
+    assert_eq!(s.path, "kdamonds/0/contexts/0/schemes/0");
+    assert_eq!(s.operations.as_deref(), Some("paddr"));
+    // 12 aggregation intervals of 5 s.
+    assert_eq!(s.min_age_us, Some(60_000_000));
+    assert!(e.virtio_balloon);
+    assert!(collect_inventory_from(&fixture("kernel-5.4"))
+        .cache_eviction
+        .is_none());
+    // The same tree with its kdamond off.
+    let dir = tempfile::tempdir().unwrap();
+    let kd = dir.path().join("sys/kernel/mm/damon/admin/kdamonds/0");
+    std::fs::create_dir_all(kd.join("contexts/0/schemes/0")).unwrap();
+    std::fs::write(kd.join("state"), "off\n").unwrap();
+    std::fs::write(kd.join("contexts/0/schemes/0/action"), "pageout\n").unwrap();
+    let off = stormark_probe::cache_eviction(&HostRoot::at(dir.path()));
+    assert!(off.is_none(), "{off:?}");
+    std::fs::write(kd.join("state"), "on\n").unwrap();
+    let on = stormark_probe::cache_eviction(&HostRoot::at(dir.path()));
+    assert_eq!(on.damon_pageout.len(), 1);
+    assert_eq!(
+        on.damon_pageout[0].min_age_us, None,
+        "no intervals: unknown"
+    );
+}
+
+/// Serial numbers are read only when asked (`stormark probe --show-serial`): NVMe's
+/// `device/serial`, virtio's `serial`, SCSI and SATA's unit serial number page; an inventory
+/// collected for a run has none, and its JSON no `serial` key.
+#[test]
+fn serials_only_when_asked() {
+    let root = fixture("kernel-5.4");
+    let mut inv = collect_inventory_from(&root);
+    assert!(inv.block_devices.iter().all(|d| d.serial.is_none()));
+    let json = serde_json::to_string(&inv).unwrap();
+    assert!(!json.contains("serial"), "{json}");
+    stormark_probe::read_serials(&mut inv, &root);
+    let serial = |name: &str| inv.device(name).unwrap().serial.clone();
+    assert_eq!(serial("nvme0n1").as_deref(), Some("S4EVNF0M812345A"));
+    assert_eq!(serial("sda").as_deref(), Some("WD-WCC4E1234567"));
+    let root = fixture("kernel-6.18");
+    let mut inv = collect_inventory_from(&root);
+    stormark_probe::read_serials(&mut inv, &root);
+    assert_eq!(
+        inv.device("vda").unwrap().serial.as_deref(),
+        Some("overlayblk")
+    );
+}

@@ -156,6 +156,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("size", "SIZE", "Bytes per file, or the part of a file or device used [default: 1g, or the whole file]."),
     text("time", "DURATION", "Measured duration [default: one pass over the working set]."),
     text("io_total", "SIZE", "Stop each job after this many bytes (fio's io_size)."),
+    text("loops", "N", "Passes over the size before each job stops (fio's loops), with --size as bytes or a share of the target: an SSD written twice over, stormark run /dev/sdb --allow-device-write --rw write --bs 1m --direct --size 100% --loops 2."),
     Flag {
         key: "direct",
         long: None,
@@ -167,6 +168,12 @@ pub const FILE_FLAGS: &[Flag] = &[
         long: Some("buffered"),
         value: FlagValue::Switch("false"),
         help: "Go through the page cache (the default unless a profile says otherwise).",
+    },
+    Flag {
+        key: "pin_cache",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Hold the run's files in the page cache (mmap + mlock) from before the load to its end, so that nothing evicts them (a DAMON pageout scheme, memory pressure): for buffered runs that mean to measure the cache; refused with --direct or files that do not fit in memory: stormark run /mnt/data/f --rw randread --buffered --pin-cache.",
     },
     Flag {
         key: "zero_buffers",

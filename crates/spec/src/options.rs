@@ -105,6 +105,7 @@ pub const JOB_KEYS: &[&str] = &[
     "loops",
     "rate_process",
     "invalidate",
+    "pin_cache",
     "iodepth_batch",
     "iodepth_batch_complete",
     "iodepth_low",
@@ -298,6 +299,9 @@ pub struct JobOpts {
     pub start_delay: Option<Duration>,
     /// When a buffered job's files leave the page cache (fio's `invalidate`).
     pub invalidate: Option<crate::choices::Invalidate>,
+    /// Hold a buffered job's files in the page cache (mmap + mlock) from before the load to
+    /// the run's end, for runs that mean to measure the cache.
+    pub pin_cache: Option<bool>,
     /// Fill write buffers with zeros instead of random bytes (fio's `zero_buffers`).
     pub zero_buffers: Option<bool>,
     /// Fill write buffers with these bytes repeated (fio's `buffer_pattern`).
@@ -617,6 +621,7 @@ impl JobOpts {
             ramp,
             start_delay,
             invalidate,
+            pin_cache,
             zero_buffers,
             buffer_pattern,
             sync,

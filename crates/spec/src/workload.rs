@@ -113,6 +113,10 @@ pub struct Job {
     /// When a buffered job's files leave the page cache: before it starts (the default), never,
     /// or before each pass as fio does.
     pub invalidate: Invalidate,
+    /// The job's files are held in the page cache (mmap + mlock) from before the load to the
+    /// run's end, so that nothing evicts them (a DAMON pageout scheme, memory pressure): for
+    /// runs that mean to measure the cache. Buffered I/O only.
+    pub pin_cache: bool,
     /// Write buffers hold zeros rather than random bytes (fio's `zero_buffers`): what a
     /// compressing or deduplicating target stores in almost no space.
     pub zero_buffers: bool,
@@ -320,6 +324,9 @@ impl Job {
         }
         if self.zero_buffers {
             pairs.push(("zero_buffers", "true".into()));
+        }
+        if self.pin_cache {
+            pairs.push(("pin_cache", "true".into()));
         }
         if self.sync != SyncMode::None {
             pairs.push(("sync", self.sync.name().into()));

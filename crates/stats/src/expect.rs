@@ -36,14 +36,37 @@ pub fn check_expectations(phase: &Phase, expected: &[Expectation]) -> Vec<Expect
         })
         .collect()
 }
+/// A throughput this far above what was expected is not the figure's workload: a spec sheet's
+/// figure is the device's most, so a measurement well above it came from a cache, data that
+/// compresses, or a different workload (`above-expectation`).
+pub const ABOVE_EXPECTED: f64 = 1.25;
+
 /// `--expect`: every measured phase of `results` against the expected figures, each result
-/// recorded, and a miss a finding (`expectation-missed`).
+/// recorded, a miss a finding (`expectation-missed`), and a throughput well above what was
+/// expected another (`above-expectation`).
 pub fn expectation_findings(results: &mut Results, expect: &[Expectation]) {
     let mut checked = Vec::new();
     for phase in results.phases.iter().filter(|p| p.measured()) {
         checked.extend(check_expectations(phase, expect));
     }
     for e in checked {
+        let throughput = e.figure == Figure::Iops.key() || e.figure == Figure::Bw.key();
+        if throughput && e.ratio >= ABOVE_EXPECTED {
+            results.findings.push(Finding {
+                severity: Severity::Info,
+                code: "above-expectation".into(),
+                message: format!(
+                    "phase {}: {} measured {} against {} expected ({:.2}×): more than the expected figure allows",
+                    e.phase,
+                    e.figure,
+                    format_figure(&e.figure, e.measured),
+                    format_figure(&e.figure, e.expected),
+                    e.ratio
+                ),
+                evidence: serde_json::to_value(&e).expect("an expectation serializes"),
+                advice: "Where the expected figure is the device's most (a spec sheet's), more than it came from something else: a cache (the page cache, the array's or the drive's own: use --direct and a working set above every cache), data that compresses or repeats, or a different workload than the figure's (block size, queue depth, read/write mix).".into(),
+            });
+        }
         if !e.met {
             results.findings.push(Finding {
                 severity: Severity::Warning,

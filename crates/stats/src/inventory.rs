@@ -39,8 +39,50 @@ pub struct Inventory {
     pub filesystems: Vec<Filesystem>,
     /// Every network interface (/sys/class/net).
     pub net_interfaces: Vec<NetInterface>,
+    /// What takes pages from this host's page cache besides memory pressure: a DAMON scheme
+    /// paging cold memory out, a virtio balloon the hypervisor reclaims memory through.
+    #[serde(default, skip_serializing_if = "CacheEviction::is_none")]
+    pub cache_eviction: CacheEviction,
     /// What could not be read, and so is unknown.
     pub notes: Vec<String>,
+}
+
+/// What evicts this host's page cache besides memory pressure (`inventory.cache_eviction`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheEviction {
+    /// DAMON schemes whose action is `pageout`, of a kdamond whose state is `on`
+    /// (/sys/kernel/mm/damon/admin/kdamonds/*/contexts/*/schemes/*): they write out or drop
+    /// pages not accessed for a while, the page cache's included, whatever memory is free.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damon_pageout: Vec<DamonScheme>,
+    /// A virtio balloon is bound (/sys/bus/virtio/drivers/virtio_balloon/virtio*): the
+    /// hypervisor may take this guest's memory back, the page cache first.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub virtio_balloon: bool,
+}
+
+impl CacheEviction {
+    /// Nothing known to evict the cache.
+    pub fn is_none(&self) -> bool {
+        self.damon_pageout.is_empty() && !self.virtio_balloon
+    }
+}
+
+/// One DAMON scheme that pages memory out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DamonScheme {
+    /// Where sysfs shows it, under /sys/kernel/mm/damon/admin (`kdamonds/0/contexts/0/schemes/0`).
+    pub path: String,
+    /// What the context monitors (`paddr`: physical memory, the page cache included; `vaddr`
+    /// a process's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<String>,
+    /// How long a region must go unaccessed before it is paged out, µs (the scheme's least
+    /// age, counted in aggregation intervals, times the interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_age_us: Option<u64>,
 }
 
 /// A whole block device.
@@ -78,6 +120,10 @@ pub struct BlockDevice {
     /// Firmware revision (`device/firmware_rev` of NVMe, `device/rev` of SCSI and SATA).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firmware: Option<String>,
+    /// Serial number: read only when asked (`stormark probe --show-serial`), so that results
+    /// and inventories shared with others never carry it; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
     /// Hardware queues the block layer drives it with (`mq/*`), and the requests each takes
     /// at once (`mq/0/nr_tags`: 32 for SATA's NCQ): the transport's queue limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -41,6 +41,7 @@ mod samples;
 mod search;
 mod significance;
 mod sparse;
+mod steady;
 mod suite;
 mod summary;
 mod sweep;
@@ -55,7 +56,9 @@ pub use compare::{
 };
 pub use expect::{check_expectations, expectation_findings, figure_of};
 pub use format::{format_bw, format_figure, format_iops, format_latency};
-pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition};
+pub use inventory::{
+    BlockDevice, CacheEviction, DamonScheme, Filesystem, Inventory, NetInterface, Partition,
+};
 pub use mesh::mesh_of;
 pub use names::Names;
 pub use recorder::{
@@ -70,14 +73,15 @@ pub use results::{
     Results, RunStatus, Severity, Spec, Target, Tool, Verified, SCHEMA,
 };
 pub use samples::{
-    mean_over, samples_within, CpuSample, DiskSample, HostSample, MemorySample, NetSample,
-    NfsOpSample, NfsSample,
+    mean_over, samples_within, ArcSample, CpuSample, DiskSample, HostSample, MemorySample,
+    NetSample, NfsOpSample, NfsSample,
 };
 pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{
     describe, effective_n, lag1_autocorrelation, t_quantile_975, t_two_sided_p, welch_p, Describe,
 };
 pub use sparse::{SparseHist, SparseRecord};
+pub use steady::{round_figures, steady_window, SteadyWindow};
 pub use suite::{
     step_figures, suite_verdicts, StepFigures, StepOutcome, StepResult, SuiteSummary, SuiteVerdict,
     TargetFigures, WeakPair, SUITE_SCHEMA,

@@ -28,6 +28,34 @@ pub struct HostSample {
     /// (/proc/self/mountstats, as `nfsiostat` reads it).
     #[serde(default, skip_serializing_if = "Names::is_empty")]
     pub nfs: Names<NfsSample>,
+    /// ZFS's ARC over the second (/proc/spl/kstat/zfs/arcstats), where the host runs ZFS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arc: Option<ArcSample>,
+}
+
+/// ZFS's ARC over the second: what it answered and missed (as `arcstat`), and its size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArcSample {
+    /// Accesses the ARC answered per second (`hits`: demand and prefetch, data and metadata).
+    pub hits_per_s: f64,
+    /// Accesses it missed per second (`misses`).
+    pub misses_per_s: f64,
+    /// Reads of file data a caller asked for, answered from the ARC, per second
+    /// (`demand_data_hits`); `None` where the kernel module does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demand_data_hits_per_s: Option<f64>,
+    /// Reads of file data a caller asked for that went to the disks, per second
+    /// (`demand_data_misses`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demand_data_misses_per_s: Option<f64>,
+    /// What the ARC holds at the end of the second, bytes (`size`).
+    pub size_bytes: u64,
+    /// What it aims to hold (`c`), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_bytes: Option<u64>,
+    /// The most it may hold (`c_max`), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 /// One NFS mount over the second: its RPCs, their round trips, retransmissions.

@@ -510,6 +510,7 @@ pub fn suite_verdicts(steps: &[StepOutcome]) -> Vec<SuiteVerdict> {
     if let Some(v) = slowest_disk(steps) {
         out.push(v);
     }
+    out.extend(crate::steady::ssd_verdict(steps));
     out.extend(disks_together(steps));
     for s in steps {
         if let Some(p) = s.figures.as_ref().and_then(|f| f.weakest_pair.as_ref()) {

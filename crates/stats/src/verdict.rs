@@ -16,6 +16,14 @@ pub const SUSPECT_FINDINGS: &[(&str, &str)] = &[
         "reads were served from the page cache, not the storage",
     ),
     (
+        "arc-reads",
+        "reads were served from ZFS's ARC, not the storage",
+    ),
+    (
+        "page-cache-evicted",
+        "the host evicts the page cache, so cached reads were partly the device's",
+    ),
+    (
         "cpu-bound",
         "the client's CPU, not the storage, set the pace",
     ),

@@ -645,7 +645,7 @@ pub struct AgentArgs {
 /// Options of `stormark probe`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark probe\n      this host, and what --auto would choose for the current directory\n  stormark probe /mnt/data --json host.json\n      the same for /mnt/data, and the inventory as JSON"
+    after_help = "Examples:\n  stormark probe\n      this host, and what --auto would choose for the current directory\n  stormark probe /mnt/data --json host.json\n      the same for /mnt/data, and the inventory as JSON\n  stormark probe --show-serial\n      also each block device's serial number (left out unless asked, here and in results)"
 )]
 pub struct ProbeArgs {
     /// Directory, file or block device to size --auto for [default: the current directory].
@@ -653,4 +653,8 @@ pub struct ProbeArgs {
     /// Also write the inventory as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also read and show each block device's serial number (and write it with --json); left
+    /// out otherwise, and never in a results document, so that what is shared does not carry it.
+    #[arg(long)]
+    pub show_serial: bool,
 }

@@ -21,6 +21,13 @@ Examples:
       during and after
   stormark suite nightly.toml --expect 'randread:p99=2ms'
       a suite of your own: each [[step]] a stormark command, with its name and expectations
+  stormark suite spec /dev/sdb --allow-device-write --spec-read-mbs 550 --spec-write-mbs 520 \\
+      --spec-read-iops 98k --spec-write-iops 90k
+      a device against its spec sheet: 1 MiB sequential at depth 8, 4 KiB random at depth 32,
+      each measured against the sheet's figure (below it: missed; far above it: a cache)
+  stormark suite ssd /dev/nvme1n1 --allow-device-write --time 1m
+      an SSD's steady state (SNIA PTS): written twice over, then 4 KiB random-write rounds of
+      a minute until five agree (at most --rounds, 25); fresh against steady
   stormark suite acceptance /mnt/bench --agents n1:7878,n2:7878,n3:7878 --token-file token \\
       --endpoint http://rgw:8080 --bucket bench --expect 'randread-4k:iops=50k'
       a cluster's acceptance: network, disks, file service, latency and object store
@@ -64,6 +71,27 @@ pub struct SuiteArgs {
     /// target [default: sync:p99<=5ms].
     #[arg(long, value_name = "LIMITS", allow_hyphen_values = true)]
     pub target_latency: Option<String>,
+    /// The spec suite: the device's sequential 1 MiB read figure from its spec sheet, MB/s
+    /// (decimal, as datasheets write it: 550, or 3.5GB/s).
+    #[arg(long, value_name = "MB/S", help_heading = "Spec sheet (suite spec)")]
+    pub spec_read_mbs: Option<String>,
+    /// The spec sheet's sequential 1 MiB write figure, MB/s.
+    #[arg(long, value_name = "MB/S", help_heading = "Spec sheet (suite spec)")]
+    pub spec_write_mbs: Option<String>,
+    /// The spec sheet's random 4 KiB read figure, IOPS (98k).
+    #[arg(long, value_name = "IOPS", help_heading = "Spec sheet (suite spec)")]
+    pub spec_read_iops: Option<String>,
+    /// The spec sheet's random 4 KiB write figure, IOPS.
+    #[arg(long, value_name = "IOPS", help_heading = "Spec sheet (suite spec)")]
+    pub spec_write_iops: Option<String>,
+    /// The ssd suite's most measurement rounds before it says the device never reached a
+    /// steady state [default: 25, as SNIA's PTS].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(5..=1000))]
+    pub rounds: Option<u32>,
+    /// Let the steps write files given as TARGETS (overwrites their data; the ssd suite on a
+    /// file).
+    #[arg(long)]
+    pub allow_overwrite: bool,
     /// Let the steps write to block devices given as TARGETS (destroys their data).
     #[arg(long)]
     pub allow_device_write: bool,

@@ -84,6 +84,9 @@ pub fn text(inv: &Inventory) -> String {
         if let Some(f) = &d.firmware {
             let _ = write!(out, ", firmware {f}");
         }
+        if let Some(s) = &d.serial {
+            let _ = write!(out, ", serial {s}");
+        }
         if !d.mount_points.is_empty() {
             let _ = write!(
                 out,
@@ -139,7 +142,10 @@ pub fn text(inv: &Inventory) -> String {
 
 pub fn main(args: ProbeArgs) -> anyhow::Result<Ending> {
     let out = crate::output("--json", args.json.as_deref(), &[], true)?;
-    let inv = stormark_probe::collect_inventory();
+    let mut inv = stormark_probe::collect_inventory();
+    if args.show_serial {
+        stormark_probe::read_serials(&mut inv, &stormark_probe::HostRoot::live());
+    }
     // With --json -, the inventory owns standard output and the text goes to stderr.
     let json_out = out.as_ref().is_some_and(Output::is_stdout);
     let say = |t: &str| {

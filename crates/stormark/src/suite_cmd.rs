@@ -67,11 +67,13 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
         dir: &dir,
         quiet: args.quiet,
         allow_device_write: args.allow_device_write,
+        allow_overwrite: args.allow_overwrite,
         keys: &keys,
         running: &running,
     };
     let mut stopped: Option<String> = None;
     let mut refused_first = false;
+    let mut done = false;
     let mut i = 0;
     while i < steps.len() {
         // A batch: one step, or the steps that run together.
@@ -93,6 +95,12 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
         for o in &outcomes {
             if stopped.is_none() {
                 if let Some(stop) = suite_stops(&name, o, &summary.steps) {
+                    if stop.done {
+                        // What the suite came for is in: the rest is neither run nor counted.
+                        summary.notes.push(stop.why);
+                        done = true;
+                        continue;
+                    }
                     refused_first = stop.refused_first;
                     stopped = Some(stop.why);
                 }
@@ -102,6 +110,9 @@ pub fn main(args: SuiteArgs) -> Result<Ending> {
         summary.duration_ns = started.elapsed().as_nanos() as u64;
         write(&dir, "summary.json", &json(&summary));
         i = end;
+        if done {
+            break;
+        }
     }
     let interrupted = stop.load(Ordering::Relaxed);
     if let Some(why) = stopped.filter(|w| w != "interrupted") {
@@ -182,6 +193,16 @@ fn write(dir: &Path, file: &str, text: &str) -> bool {
 
 /// The suite's options from the command line; every mistake is exit 2 before any load.
 fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
+    if args.name.as_deref() == Some("ssd") {
+        // Its rounds must write what the preconditioning wrote: one device or file, not a
+        // directory, where each step would make files of its own.
+        let kind = args.targets.first().map(|t| stormark_probe::classify(t));
+        if !matches!(kind, Some(Ok(k)) if k.kind_name() != "directory") {
+            return Err(usage(
+                "the ssd suite writes one device or file twice over, then measures it: name it (stormark suite ssd /dev/nvme1n1 --allow-device-write, or an existing file with --allow-overwrite)",
+            ));
+        }
+    }
     let agents: Vec<String> = match &args.agents {
         Some(list) => hosts(&HostsOptions {
             agents: Some(list.clone()),
@@ -265,6 +286,27 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
     for (_, list) in &expect {
         stormark_spec::parse_expect(list).map_err(|e| usage(format!("--expect: {e}")))?;
     }
+    let spec = stormark_plan::SpecSheet {
+        read_mbs: args.spec_read_mbs.clone(),
+        write_mbs: args.spec_write_mbs.clone(),
+        read_iops: args.spec_read_iops.clone(),
+        write_iops: args.spec_write_iops.clone(),
+    };
+    let flags = [
+        "--spec-read-mbs",
+        "--spec-write-mbs",
+        "--spec-read-iops",
+        "--spec-write-iops",
+    ];
+    for (flag, e) in flags.iter().zip(spec.expectations()) {
+        if let Some(e) = e {
+            stormark_spec::parse_expect(&e).map_err(|err| {
+                usage(format!(
+                    "{flag}: {err}; give a figure such as 550 (MB/s) or 98k (IOPS)"
+                ))
+            })?;
+        }
+    }
     if let Some(t) = &args.time {
         stormark_spec::parse_duration(t)
             .filter(|d| !d.is_zero())
@@ -284,6 +326,8 @@ fn options(args: &SuiteArgs) -> Result<SuiteOptions> {
         target_latency: args.target_latency.clone(),
         s3,
         expect,
+        spec,
+        rounds: args.rounds,
     })
 }
 
@@ -360,6 +404,7 @@ struct Runner<'a> {
     dir: &'a Path,
     quiet: bool,
     allow_device_write: bool,
+    allow_overwrite: bool,
     keys: &'a [(&'static str, String)],
     running: &'a Mutex<Vec<u32>>,
 }
@@ -400,6 +445,9 @@ impl Runner<'_> {
             }
             if self.allow_device_write && args.first().is_some_and(|a| a == "run") {
                 args.push("--allow-device-write".into());
+            }
+            if self.allow_overwrite && args.first().is_some_and(|a| a == "run") {
+                args.push("--allow-overwrite".into());
             }
             let (doc, report) = (format!("{slug}.json"), format!("{slug}.html"));
             args.extend([

@@ -168,7 +168,7 @@ fn raise_nofile(needed: u64) -> u64 {
 }
 
 /// `MemAvailable` from /proc/meminfo, bytes.
-fn mem_available() -> Option<u64> {
+pub(super) fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

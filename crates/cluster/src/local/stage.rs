@@ -99,6 +99,7 @@ impl LocalAgent {
                     _ => self.targets(files, run.job.region_start(w as u64), len),
                 };
                 if !run.direct
+                    && !run.job.pin_cache
                     && run.job.invalidate != stormark_spec::Invalidate::No
                     && run.backend.touches_files()
                 {

@@ -394,6 +394,10 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     if job.zero_buffers {
         out.push_str("zero_buffers=1\n");
     }
+    if job.pin_cache {
+        // fio's nearest: the files read into the page cache before the load, not locked there.
+        out.push_str("pre_read=1\n");
+    }
     if let Some(p) = &job.buffer_pattern {
         out.push_str(&format!("buffer_pattern={}\n", p.text()));
     }

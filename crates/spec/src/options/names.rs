@@ -16,6 +16,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("filesize", "size"),
     ("runtime", "time"),
     ("io_size", "io_total"),
+    // fio reads the files into the page cache before the load; stormark also locks them there
+    // until the run's end (docs/fio-compat.md, "Approximated").
+    ("pre_read", "pin_cache"),
     ("io_limit", "io_total"),
     ("ioengine", "engine"),
     ("ramp_time", "ramp"),

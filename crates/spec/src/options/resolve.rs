@@ -119,6 +119,7 @@ impl JobOpts {
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             start_delay: self.start_delay.unwrap_or(Duration::ZERO),
             invalidate: self.invalidate.unwrap_or_default(),
+            pin_cache: self.pin_cache.unwrap_or(false),
             zero_buffers: self.zero_buffers.unwrap_or(false),
             buffer_pattern: self.buffer_pattern,
             sync: self.sync.unwrap_or_default(),

@@ -37,6 +37,9 @@ impl JobOpts {
             "exitall_on_error" => {
                 self.exitall_on_error = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }
+            "pin_cache" => {
+                self.pin_cache = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "ignore_errors" => {
                 self.ignore_errors = Some(
                     value

@@ -241,6 +241,7 @@ fn pairs_round_trip() {
         ("bs", "4k-16k"),
         ("time", "90s"),
         ("size", "64m"),
+        ("pin_cache", "true"),
     ])
     .unwrap()
     .resolve("j")
@@ -250,6 +251,30 @@ fn pairs_round_trip() {
         again.set(k, &v, Source::Flag).unwrap();
     }
     assert_eq!(again.resolve("other").unwrap(), job);
+}
+
+/// Issue 58: `pin_cache` (`--pin-cache`) takes fio's yes/no words, is off unless given, and
+/// refuses another word with the accepted form.
+#[test]
+fn pin_cache_takes_a_yes_or_no() {
+    for (v, want) in [
+        ("1", true),
+        ("true", true),
+        ("on", true),
+        ("0", false),
+        ("no", false),
+    ] {
+        let job = opts(&[("pin_cache", v)]).unwrap().resolve("j").unwrap();
+        assert_eq!(job.pin_cache, want, "{v}");
+    }
+    assert!(!opts(&[]).unwrap().resolve("j").unwrap().pin_cache);
+    let e = opts(&[("pin_cache", "always")]).unwrap_err().to_string();
+    assert!(
+        e.contains("pin-cache always") && e.contains("true or false"),
+        "{e}"
+    );
+    // fio's pre_read is the nearest: what --print-fio writes for it, read back as it.
+    assert_eq!(crate::canonical_key("pre_read"), Some("pin_cache"));
 }
 
 /// A mistyped key is told the key it was likely meant to be, never a list of every key; a
