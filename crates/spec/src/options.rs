@@ -26,6 +26,7 @@ mod s3_job;
 mod zoned;
 
 use names::label;
+pub(crate) use names::unknown_key;
 pub use names::{canonical_key, nearest_key};
 
 /// The first of `options` (name, given) that was given, refused as `why`.
@@ -33,14 +34,6 @@ fn refuse_given(options: &[(&str, bool)], why: &str) -> Result<(), SpecError> {
     match options.iter().find(|(_, given)| *given) {
         Some((name, _)) => Err(SpecError::invalid(name, "(given)", why)),
         None => Ok(()),
-    }
-}
-
-/// What an unknown key is told: the known key nearest to it, or where the keys are listed.
-pub(crate) fn unknown_key(key: &str) -> String {
-    match nearest_key(key) {
-        Some(near) => format!("a known key: did you mean {near}? (every key: docs/job-files.md)"),
-        None => "a known key (every key: docs/job-files.md, or stormark run --help)".to_string(),
     }
 }
 

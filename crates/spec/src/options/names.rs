@@ -81,3 +81,11 @@ pub fn nearest_key(key: &str) -> Option<&'static str> {
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, name)| name)
 }
+
+/// What an unknown key is told: the known key nearest to it, or where the keys are listed.
+pub(crate) fn unknown_key(key: &str) -> String {
+    match nearest_key(key) {
+        Some(near) => format!("a known key: did you mean {near}? (every key: docs/job-files.md)"),
+        None => "a known key (every key: docs/job-files.md, or stormark run --help)".to_string(),
+    }
+}
