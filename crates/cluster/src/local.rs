@@ -101,6 +101,33 @@ pub struct LocalAgent {
 }
 
 impl LocalAgent {
+    /// After stage `index` ran to its end: the files a job of it wrote in full hold data, as
+    /// if prepared, so a `--keep` run's files are read as they are by a `--reuse` run.
+    fn mark_written(&mut self, index: usize) -> Result<(), AgentError> {
+        let done: Vec<usize> = self.stages[index]
+            .iter()
+            .filter(|r| r.job.writes_in_full())
+            .flat_map(|r| r.worker_files.iter().flatten().copied())
+            .collect();
+        if done.is_empty() {
+            return Ok(());
+        }
+        match &mut self.place {
+            Some(Where::Dir(ws)) => {
+                let full: Vec<usize> = done
+                    .into_iter()
+                    .filter(|&i| {
+                        ws.files[i]
+                            .written
+                            .is_some_and(|(_, n)| n >= ws.files[i].size)
+                    })
+                    .collect();
+                ws.mark_written(&full)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// An agent for `opts` on this host.
     pub fn new(opts: TargetOptions) -> LocalAgent {
         let inventory = stormark_probe::collect_inventory();
@@ -461,6 +488,9 @@ impl Agent for LocalAgent {
                 worker: wk,
                 cause: format!("{f}{more}"),
             });
+        }
+        if !self.stop.load(Ordering::Relaxed) {
+            self.mark_written(index)?;
         }
         Ok(self.phase_jobs(index, load))
     }
