@@ -171,6 +171,11 @@ Examples:
       a fio job file run as written (--lenient leaves out what stormark does not run), its
       buffered jobs' files leaving the page cache before each pass as fio's do (--invalidate);
       --print-fio writes the fio job file of any run
+  stormark run /mnt/pfs --ior '-a POSIX -t 1m -b 64m -F -w -r -N 4'
+      IOR's command line: 4 workers each write a new 64 MiB file, then read it back, in one
+      run (docs/ior-mdtest.md); --print-ior writes IOR's command line of a run
+  stormark run /mnt/data --rw write --bs 1m --size 4g --direct --fresh
+      writes into new files the file system allocates as they are written (IOR's default)
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /dev/nvme0n1 /dev/nvme1n1 --rw randread --bs 4k --direct --time 1m
@@ -254,6 +259,20 @@ pub struct RunArgs {
     /// Print the fio job file of this run (what fio would run for the same workload) and exit.
     #[arg(long, help_heading = "Jobs")]
     pub print_fio: bool,
+    /// IOR's command line as jobs, such as '-a POSIX -t 1m -b 64m -F -w -r' (each task
+    /// writes its file, then reads it back, in one run); -f SCRIPT runs IOR's script format.
+    #[arg(
+        long,
+        value_name = "ARGS",
+        allow_hyphen_values = true,
+        conflicts_with_all = ["job", "profile"],
+        help_heading = "Jobs"
+    )]
+    pub ior: Option<String>,
+    /// Print IOR's command line for this run (where IOR has one) and exit:
+    /// stormark run /mnt/pfs --rw write --bs 1m --size 64m --jobs 4 --print-ior.
+    #[arg(long, help_heading = "Jobs")]
+    pub print_ior: bool,
     /// Shipped profile (see --list-profiles); flags given too override it.
     #[arg(long, value_name = "NAME", help_heading = "Jobs")]
     pub profile: Option<String>,

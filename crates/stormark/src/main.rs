@@ -140,6 +140,7 @@ mod cli_net;
 mod cli_on;
 mod cli_suite;
 mod compare_cmd;
+mod ior;
 mod meta_cmd;
 mod net_cmd;
 mod net_mesh;
