@@ -18,6 +18,7 @@ mod fio_run;
 mod fiofile;
 mod fuzz;
 mod hostile;
+mod ior;
 mod iscsi;
 mod layering;
 mod live;
