@@ -117,7 +117,10 @@ fn print_ior_gives_the_command_line_that_reads_back_as_the_run() {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert_eq!(text.trim(), "-a POSIX -t 1m -b 16m -s 1 -F -w -r -B -N 2");
+    assert_eq!(
+        text.trim(),
+        "-a POSIX -t 1m -b 16m -s 1 -F -w -r --posix.odirect -N 2"
+    );
     let out = SM.run(&["run", t.to_str().unwrap(), "--rw", "randrw", "--print-ior"]);
     assert_eq!(out.status.code(), Some(2));
 }
