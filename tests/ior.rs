@@ -258,3 +258,82 @@ fn a_file_a_run_wrote_in_full_is_reused_as_prepared() {
     let manifest = std::fs::read_to_string(Path::new(&run_dir).join(".stormark-run.json")).unwrap();
     assert!(manifest.contains("\"prepared\": false"), "{manifest}");
 }
+
+#[test]
+fn repetitions_give_the_summary_of_all_tests_and_each_phase_its_first_and_last_done() {
+    let dir = temp_dir(TMP);
+    let t = target(&dir);
+    let (code, r, out) = SM.run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--ior",
+            "-t 1m -b 8m -F -w -r -N 2 -i 2",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("summary of all tests"), "{out}");
+    assert!(out.contains("first done / last done"), "{out}");
+    for p in r["phases"].as_array().unwrap() {
+        let d = &p["done"];
+        let (first, last) = (
+            d["first"]["ns"].as_u64().unwrap(),
+            d["last"]["ns"].as_u64().unwrap(),
+        );
+        assert!(0 < first && first <= last, "{d}");
+        assert!(last <= p["duration_ns"].as_u64().unwrap(), "{p}");
+        assert_eq!(d["time_bound"], false, "a size-bound phase");
+    }
+    let json = dir.path().join("r.json");
+    let md = dir.path().join("r.md");
+    let csv = dir.path().join("csv");
+    let out = SM.run(&[
+        "report",
+        json.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(md.contains("## Summary of all tests"), "{md}");
+    assert!(
+        md.contains("| run:write (repetition 2) |"),
+        "each repetition labelled: {md}"
+    );
+    let table = std::fs::read_to_string(csv.join("summary_table.csv")).unwrap();
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows[1].starts_with("run:write,write,write,1m,1,2,2,"),
+        "{table}"
+    );
+    assert!(
+        rows[2].starts_with("run:read,read,read,1m,1,2,2,"),
+        "{table}"
+    );
+    // A time-bound phase: every worker ends at the time, so first/last done are n/a.
+    let (code, r, out) = SM.run_json(
+        &dir,
+        &[
+            t.to_str().unwrap(),
+            "--rw",
+            "read",
+            "--size",
+            "4m",
+            "--time",
+            "1s",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(phase(&r, "run")["done"]["time_bound"], true);
+    assert!(out.contains("n/a (time-bound)"), "{out}");
+    // The phase's CPU, from the host's samples over it.
+    assert!(
+        phase(&r, "run")["cpu"]["busy_pct"].as_f64().is_some(),
+        "{r}"
+    );
+}
