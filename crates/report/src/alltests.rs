@@ -65,6 +65,9 @@ pub struct Row {
     pub iops: Spread,
 }
 
+/// A phase's operation over the repetitions: bandwidths, rates, and the first phase of them.
+type Values<'r> = (Vec<f64>, Vec<f64>, &'r Phase);
+
 /// The rows of `r`: with `--repeat` or a sweep, one per measured phase and operation (every
 /// operation, and `all` where a phase has several); none otherwise.
 pub fn rows(r: &Results) -> Vec<Row> {
@@ -74,7 +77,7 @@ pub fn rows(r: &Results) -> Vec<Row> {
     }
     // Per phase and operation, in the order first seen: each repetition's figures.
     let mut order: Vec<(String, String)> = Vec::new();
-    let mut got: BTreeMap<(String, String), (Vec<f64>, Vec<f64>, &Phase)> = BTreeMap::new();
+    let mut got: BTreeMap<(String, String), Values<'_>> = BTreeMap::new();
     for p in r.phases.iter().filter(|p| p.measured()) {
         let mut ops: Vec<(&str, &stormark_stats::Summary)> =
             p.by_op.iter().map(|(o, s)| (o.as_str(), s)).collect();

@@ -135,8 +135,7 @@ fn options(words: &[String]) -> Result<Vec<(String, Option<String>)>, SpecError>
                 message: format!("{}: not an option; expected {IOR_FORM}", crate::shown(w)),
             });
         };
-        let mut chars = flags.char_indices();
-        while let Some((at, c)) = chars.next() {
+        for (at, c) in flags.char_indices() {
             if WITH_VALUE.contains(c) {
                 let rest = &flags[at + c.len_utf8()..];
                 let value = if rest.is_empty() {
@@ -347,8 +346,10 @@ impl Ior {
         }
         let mut jobs = Vec::new();
         let job = |name: String, rw: &str, extra: &[(&str, String)]| {
-            let mut o = JobOpts::default();
-            o.name = Some(name);
+            let mut o = JobOpts {
+                name: Some(name),
+                ..JobOpts::default()
+            };
             let mut pairs = common.clone();
             pairs.push(("rw", rw.into()));
             if self.random {
