@@ -102,29 +102,37 @@ pub struct LocalAgent {
 
 impl LocalAgent {
     /// After stage `index` ran to its end: the files a job of it wrote in full hold data, as
-    /// if prepared, so a `--keep` run's files are read as they are by a `--reuse` run.
-    fn mark_written(&mut self, index: usize) -> Result<(), AgentError> {
+    /// if prepared, so a `--keep` run's files are read as they are by a `--reuse` run. A
+    /// manifest that cannot be written then (the file system a job filled) leaves them
+    /// unprepared, the safe side, and says so.
+    fn mark_written(&mut self, index: usize) {
         let done: Vec<usize> = self.stages[index]
             .iter()
             .filter(|r| r.job.writes_in_full())
             .flat_map(|r| r.worker_files.iter().flatten().copied())
             .collect();
-        if done.is_empty() {
-            return Ok(());
+        let Some(Where::Dir(ws)) = &mut self.place else {
+            return;
+        };
+        let full: Vec<usize> = done
+            .into_iter()
+            .filter(|&i| {
+                ws.files[i]
+                    .written
+                    .is_some_and(|(_, n)| n >= ws.files[i].size)
+            })
+            .collect();
+        if full.is_empty() {
+            return;
         }
-        match &mut self.place {
-            Some(Where::Dir(ws)) => {
-                let full: Vec<usize> = done
-                    .into_iter()
-                    .filter(|&i| {
-                        ws.files[i]
-                            .written
-                            .is_some_and(|(_, n)| n >= ws.files[i].size)
-                    })
-                    .collect();
-                ws.mark_written(&full)
+        if let Err(e) = ws.mark_written(&full) {
+            for i in full {
+                ws.files[i].prepared = false;
             }
-            _ => Ok(()),
+            push_once(
+                &mut self.notes,
+                format!("the files written in full are not recorded as holding data ({e}): a --reuse run lays them out again"),
+            );
         }
     }
 
@@ -490,7 +498,7 @@ impl Agent for LocalAgent {
             });
         }
         if !self.stop.load(Ordering::Relaxed) {
-            self.mark_written(index)?;
+            self.mark_written(index);
         }
         Ok(self.phase_jobs(index, load))
     }
