@@ -32,10 +32,12 @@
 //!   files by the free space) has its paths on an ext4 of 256 MiB; a block device
 //!   (`/dev/nvme1n1`) is a loop device over a sparse file;
 //! - `--time`, `--step-time` become 1 s, and `run`, `s3` and `net` commands without `--time`
-//!   get `--time 1s`; a search (`--target-latency`) without `--step-time` gets `--step-time 1s`
+//!   get `--time 1s` (but `run --ior`, which ends with IOR's amount); a search
+//!   (`--target-latency`) without `--step-time` gets `--step-time 1s`
 //!   and at most 4 steps; a suite gets `--smoke`, and its relative TARGETs (`suite disks d1
 //!   d2`) are made as directories;
-//! - a `run` on a directory that gives no size (no `--size`, `--profile`, `--job`, `--auto`)
+//! - a `run` on a directory that gives no size (no `--size`, `--profile`, `--job`, `--auto`,
+//!   `--ior`)
 //!   gets `--size 64m` instead of 1 GiB a file;
 //! - sizes of a GiB or more, in any option, become as many MiB (`--size 4g` is 4m,
 //!   `--zone-skip 2g` 2m, `size = "16g"` 16m);
@@ -522,6 +524,7 @@ page_tests! {
     distributed => "docs/distributed.md",
     fio_compat => "docs/fio-compat.md",
     fuzzing => "docs/fuzzing.md",
+    ior_mdtest => "docs/ior-mdtest.md",
     job_files => "docs/job-files.md",
     kubernetes => "docs/kubernetes.md",
     meta => "docs/meta.md",

@@ -123,7 +123,14 @@ impl World {
         std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
         // The files the commands name (a job file, a suite file), this page's before
         // another's of the same name, and what those ask for too.
-        let named = |n: &str| commands.iter().any(|c| c.argv.iter().any(|a| a == n));
+        // (or a word of one: `--ior '-f tests.ior -N 2'` names IOR's script).
+        let named = |n: &str| {
+            commands.iter().any(|c| {
+                c.argv
+                    .iter()
+                    .any(|a| a == n || a.split_whitespace().any(|w| w == n))
+            })
+        };
         let mut chosen: BTreeMap<&str, &str> = BTreeMap::new();
         let (mine, others): (Vec<_>, Vec<_>) = files.iter().partition(|f| f.0 == page);
         for (_, name, text) in others.into_iter().chain(mine) {
@@ -613,6 +620,8 @@ impl World {
             "--auto",
             "--verify-only",
             "--print-fio",
+            // IOR's command line sizes its files (-b) and ends with the amount written.
+            "--ior",
         ]
         .iter()
         .any(|f| has(c, f));
@@ -621,8 +630,11 @@ impl World {
         if cmd == "run" && !sized && on_dir {
             out.extend(["--size".into(), "64m".into()]);
         }
-        let timed =
-            matches!(cmd, "run" | "s3") || net_client || (cmd == "net" && has(c, "--agents"));
+        // (A run of IOR's command line ends when its amount is moved, as IOR's: a time would
+        // cut its fresh writes short of the read after them.)
+        let timed = (matches!(cmd, "run" | "s3") && !has(c, "--ior"))
+            || net_client
+            || (cmd == "net" && has(c, "--agents"));
         if timed && !has(c, "--time") {
             out.extend(["--time".into(), "1s".into()]);
         }

@@ -189,6 +189,27 @@ proptest! {
     }
 
     #[test]
+    fn ior_command_lines_and_scripts_never_panic(args in prop_oneof![
+        bytes_text(),
+        "((-[a-zA-Z]{1,3}|--[a-z.]{1,12}(=[0-9a-z]{0,4})?)( [0-9a-z/'\"]{0,6})? ?){0,10}",
+    ], script in prop_oneof![
+        bytes_text(),
+        "(IOR START\n)?([a-zA-Z_]{1,14} ?= ?[0-9a-zA-Z]{0,6}\n|RUN\n|# c\n){0,12}(IOR STOP\n)?",
+    ]) {
+        // What parses resolves and prints back as IOR's command line, or is refused, whole.
+        for run in [stormark_spec::parse_ior(&args, None), stormark_spec::parse_ior(&args, Some(&script))]
+            .into_iter()
+            .flatten()
+        {
+            let jobs: Vec<_> = run.file.jobs.iter().filter_map(|j| j.resolve("fuzz").ok()).collect();
+            if let Ok(w) = stormark_spec::Workload::new(jobs, false) {
+                let _ = stormark_spec::to_ior(&w, run.repeat);
+            }
+        }
+        let _ = stormark_spec::ior_script(&args);
+    }
+
+    #[test]
     fn search_and_expectation_options_never_panic(text in near_valid()) {
         let _ = parse_expect(&text);
         let _ = parse_target_latency(&text);

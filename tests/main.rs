@@ -20,6 +20,7 @@ mod fio_run;
 mod fiofile;
 mod fuzz;
 mod hostile;
+mod ior;
 mod iscsi;
 mod kubernetes;
 mod launch;

@@ -324,6 +324,14 @@ impl Coordinator {
             host.samples = samples;
             host.sampler_cpu_ns = cpu_ns;
         }
+        stormark_stats::fill_phase_cpu(results);
+        let timed = |name: &str| {
+            workload
+                .jobs
+                .iter()
+                .any(|j| j.name == name && j.time.is_some())
+        };
+        stormark_stats::mark_time_bound(&mut results.phases, timed);
         for notes in fan::each(&mut self.agents, &all, |_, a| a.cleanup()) {
             results.notes.extend(notes.unwrap_or_default());
         }

@@ -104,6 +104,41 @@ pub struct LocalAgent {
 }
 
 impl LocalAgent {
+    /// After stage `index` ran to its end: the files a job of it wrote in full hold data, as
+    /// if prepared, so a `--keep` run's files are read as they are by a `--reuse` run. A
+    /// manifest that cannot be written then (the file system a job filled) leaves them
+    /// unprepared, the safe side, and says so.
+    fn mark_written(&mut self, index: usize) {
+        let done: Vec<usize> = self.stages[index]
+            .iter()
+            .filter(|r| r.job.writes_in_full())
+            .flat_map(|r| r.worker_files.iter().flatten().copied())
+            .collect();
+        let Some(Where::Dir(ws)) = &mut self.place else {
+            return;
+        };
+        let full: Vec<usize> = done
+            .into_iter()
+            .filter(|&i| {
+                ws.files[i]
+                    .written
+                    .is_some_and(|(_, n)| n >= ws.files[i].size)
+            })
+            .collect();
+        if full.is_empty() {
+            return;
+        }
+        if let Err(e) = ws.mark_written(&full) {
+            for i in full {
+                ws.files[i].prepared = false;
+            }
+            push_once(
+                &mut self.notes,
+                format!("the files written in full are not recorded as holding data ({e}): a --reuse run lays them out again"),
+            );
+        }
+    }
+
     /// An agent for `opts` on this host.
     pub fn new(opts: TargetOptions) -> LocalAgent {
         let inventory = stormark_probe::collect_inventory();
@@ -469,6 +504,9 @@ impl Agent for LocalAgent {
                 worker: wk,
                 cause: format!("{f}{more}"),
             });
+        }
+        if !self.stop.load(Ordering::Relaxed) {
+            self.mark_written(index);
         }
         Ok(self.phase_jobs(index, load))
     }

@@ -244,6 +244,8 @@ pub struct WorkerSpec {
     pub fadvise_hint: bool,
     /// Write each file once, front to back, then stop (the preparation pass).
     pub write_once: bool,
+    /// Empty each file before the gate, so that the writes allocate it afresh (`--fresh`).
+    pub fresh: bool,
     /// Open loop: I/Os per second this worker issues on a fixed schedule (0: closed loop,
     /// each I/O as soon as a slot is free). Latency is then measured from each I/O's
     /// scheduled time, so that a stall shows in the numbers (coordinated omission corrected);
@@ -329,6 +331,7 @@ impl WorkerSpec {
             end_fsync: false,
             fadvise_hint: false,
             write_once: false,
+            fresh: false,
             rate_iops: 0.0,
             rate_poisson: false,
             steady: None,
@@ -589,6 +592,7 @@ impl WorkerSpec {
             end_fsync: job.end_fsync,
             fadvise_hint: job.fadvise_hint && files_touched,
             write_once: false,
+            fresh: job.fresh && files_touched,
             // The job's total rate, shared by its workers on every host.
             rate_iops: rate.map_or(0.0, |r| {
                 r / at.workers.max(1) as f64 / f64::from(at.hosts.max(1))

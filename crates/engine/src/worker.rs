@@ -240,6 +240,14 @@ fn setup(spec: &WorkerSpec) -> Result<Setup, EngineError> {
             if spec.fadvise_hint && !spec.direct && !spec.write_once {
                 advise(&file, spec.random_pct);
             }
+            // Fresh writes: the file emptied before the gate (every worker of the stage before
+            // any write), so each phase's writes allocate its blocks as IOR's new files do.
+            if spec.fresh && writes {
+                file.set_len(0).map_err(|source| EngineError::Open {
+                    path: f.shown(),
+                    source,
+                })?;
+            }
             files.push(file);
         }
     }

@@ -63,6 +63,8 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         histograms: BTreeMap::new(),
         host_starts_ns: BTreeMap::new(),
         start_uncertainty_ns: None,
+        done: None,
+        cpu: None,
         repetition: None,
         net: Vec::new(),
         verify: None,

@@ -1,5 +1,7 @@
 //! CSV for spreadsheets and pandas: `summary.csv` (a row per phase, host and operation),
-//! `intervals.csv` (a row per second of each phase and operation) and, for a network mesh,
+//! `intervals.csv` (a row per second of each phase and operation), with `--repeat` or a sweep
+//! `summary_table.csv` (IOR's summary of all tests: max, min, mean, sd per phase and
+//! operation) and, for a network mesh,
 //! `mesh.csv` (a row per pair). Figures are raw (ns, bytes, per second), never rounded for
 //! reading; a missing figure is an empty cell.
 
@@ -30,6 +32,13 @@ pub fn csv_files(r: &Results) -> Vec<CsvFile> {
             text: intervals(r),
         },
     ];
+    // IOR's "Summary of all tests": with --repeat or a sweep.
+    if let Some(text) = crate::alltests::csv(r) {
+        files.push(CsvFile {
+            name: "summary_table.csv",
+            text,
+        });
+    }
     if r.mesh.is_some() {
         files.push(CsvFile {
             name: "mesh.csv",
@@ -42,7 +51,7 @@ pub fn csv_files(r: &Results) -> Vec<CsvFile> {
 /// A field, quoted when it holds a comma, quote or line break (RFC 4180); a text that a
 /// spreadsheet would take for a formula (starting with `=`, `+`, `-`, `@`, a tab or a
 /// carriage return) is prefixed with `'`, as OWASP advises against CSV injection.
-fn field(text: &str) -> String {
+pub(crate) fn field(text: &str) -> String {
     let guarded;
     let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         guarded = format!("'{text}");

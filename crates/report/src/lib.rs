@@ -11,6 +11,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod alltests;
 mod charts;
 mod command;
 mod compare;

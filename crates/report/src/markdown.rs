@@ -124,10 +124,15 @@ impl Render for Markdown {
             out.push_str("\n## Summary\n\n");
             out.push_str(HEADER);
             for p in &measured {
-                row(&mut out, &p.name, "all", "all", &p.total);
+                // Each repetition's phases labelled with it.
+                let name = match p.repetition {
+                    Some(k) => format!("{} (repetition {k})", p.name),
+                    None => p.name.clone(),
+                };
+                row(&mut out, &name, "all", "all", &p.total);
                 if p.by_op.len() > 1 {
                     for (op, s) in &p.by_op {
-                        row(&mut out, &p.name, "all", op, s);
+                        row(&mut out, &name, "all", op, s);
                     }
                 }
                 if p.by_host.len() > 1 {
@@ -135,14 +140,16 @@ impl Render for Markdown {
                     let shown = crate::fleet::shown(p);
                     for (host, b) in p.by_host.iter().filter(|(h, _)| shown(h)) {
                         let label = crate::fleet::host_label(host, b);
-                        row(&mut out, &p.name, &label, "all", &b.total);
+                        row(&mut out, &name, &label, "all", &b.total);
                     }
                 }
                 // Several targets: a row each, its target where the host goes.
                 for (target, b) in &p.by_target {
-                    row(&mut out, &p.name, target, "all", &b.total);
+                    row(&mut out, &name, target, "all", &b.total);
                 }
             }
+            out.push_str(&crate::alltests::markdown(r));
+            out.push_str(&crate::alltests::ends_markdown(r));
             let verified: Vec<_> = measured
                 .iter()
                 .filter_map(|p| Some((&p.name, p.verify.as_ref()?)))

@@ -268,6 +268,8 @@ fn after_phases(r: &Results) -> String {
     if !r.repetitions.is_empty() {
         out.push_str(&repetitions_text(r));
     }
+    out.push_str(&crate::alltests::text(r));
+    out.push_str(&crate::alltests::ends_text(r));
     if !r.expectations.is_empty() {
         out.push_str("\nexpected vs measured:\n");
         for e in &r.expectations {

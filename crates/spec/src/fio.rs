@@ -361,6 +361,10 @@ struct FioState {
     number_ios: Option<u64>,
     /// fio's `overwrite`: the file is laid out before it is written.
     overwrite: bool,
+    /// fio's `fallocate=none` (or `truncate`): nothing reserved before the writes.
+    no_fallocate: bool,
+    /// fio's `file_append`: writes at the end of the file.
+    append: bool,
     /// fio's `steadystate=iops:3%` and its `steadystate_duration` (its window; without one,
     /// fio judges nothing).
     steady: Option<String>,
@@ -452,6 +456,18 @@ impl FioState {
             job.dedup_global = job.dedup_global.or(Some(false));
         } else {
             job.dedup_working_set = None;
+        }
+        // fio's write-only job on a new file it neither reserves nor lays out (fallocate=none,
+        // or file_append): stormark's fresh writes, in the files stormark makes for it.
+        let rw = job.rw.unwrap_or(crate::Rw::Read);
+        if (self.no_fallocate || self.append)
+            && !self.overwrite
+            && self.filename.is_none()
+            && rw.read_pct(job.rwmixread.unwrap_or(50)) == 0
+            && !rw.trims()
+            && job.kind.is_none_or(|k| k == crate::LoadKind::File)
+        {
+            job.fresh = Some(true);
         }
         // A runtime given on the command line (fio --runtime, stormark --time) is the usual
         // companion of such a file: the request checks that one was.
@@ -546,6 +562,8 @@ mod tests;
 mod tests_corpus;
 #[cfg(test)]
 mod tests_hostile;
+#[cfg(test)]
+mod tests_layout;
 #[cfg(test)]
 mod tests_run;
 

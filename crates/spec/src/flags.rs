@@ -101,6 +101,13 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("numa_cpu_nodes", "NODES", "Run the job's workers on the CPUs of these NUMA nodes (fio's numa_cpu_nodes): 0 or 0-1."),
     text("numa_mem_policy", "POLICY", "Where the workers' buffers come from, as fio's numa_mem_policy: local, bind:0, interleave:0-1, prefer:1 or default."),
     text("filename", "NAME", "One file in the run directory that the job's workers share, and every job naming it (fio's filename= beside directory=), in place of a file per worker."),
+    Flag {
+        key: "fresh",
+        long: None,
+        value: FlagValue::Switch("true"),
+        help: "Writes go into new files the file system allocates as they are written, as IOR's and fio's fallocate=none: each phase of the job starts from empty files, nothing reserved or written before, so O_DIRECT writes pay block allocation: --rw write --bs 1m --size 1g --direct --fresh.",
+    },
+    text("file_shift", "N", "Worker N works in worker N+SHIFT's files, as IOR's -C reads back what another task wrote: --rw read --jobs 4 --file-shift 1 after a write job in the same run [default: 0]."),
     text("offset_increment", "SIZE", "Each further job of --jobs starts this much further on, each its own region of one file or device (fio's offset_increment)."),
     text("thinktime", "USEC", "Pause after every --thinktime-blocks I/Os of a job: microseconds, or with a unit (2ms), as fio's thinktime; I/Os in flight complete first."),
     text("thinktime_spin", "USEC", "The first part of each pause spent spinning on the CPU, the rest asleep (fio's thinktime_spin)."),

@@ -27,6 +27,7 @@ mod error;
 mod expect;
 mod fio;
 mod flags;
+mod ior;
 mod jobfile;
 mod meta;
 mod net;
@@ -47,6 +48,7 @@ pub use error::{printable, shown, shown_url, SpecError};
 pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile, FioTargets};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
+pub use ior::{ior_script, parse_ior, to_ior, Ior, IorRun, IOR_FORM};
 pub use jobfile::{parse_job_file, JobFile};
 pub use meta::{
     parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,

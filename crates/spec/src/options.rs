@@ -19,6 +19,7 @@ mod meta_job;
 mod names;
 mod net_job;
 mod pattern_keys;
+pub(crate) use pattern_keys::file_name as ior_file_name;
 mod resolve;
 mod ring_keys;
 mod run_keys;
@@ -90,6 +91,8 @@ pub const JOB_KEYS: &[&str] = &[
     "offset",
     "offset_increment",
     "filename",
+    "fresh",
+    "file_shift",
     "rw_sequencer",
     "thinktime",
     "thinktime_spin",
@@ -251,6 +254,12 @@ pub struct JobOpts {
     /// One file in the run directory that the job's workers share, and every job naming it
     /// (fio's `filename=NAME` beside `directory=`).
     pub filename: Option<String>,
+    /// Writes go into new files that the file system allocates as they are written: nothing
+    /// reserved or written before (IOR's default, fio's `fallocate=none` with `file_append`).
+    pub fresh: Option<bool>,
+    /// Worker N works in the files worker N + this of the job (of the job before it in its
+    /// place) has: IOR's `-C`, reading back what another task wrote.
+    pub file_shift: Option<u32>,
     /// `size` as a share of the file or device, percent (fio's `size=95%`).
     pub size_pct: Option<u8>,
     /// `offset` as a share of the file or device, percent (fio's `offset=50%`).
@@ -595,6 +604,8 @@ impl JobOpts {
             offset,
             offset_increment,
             filename,
+            fresh,
+            file_shift,
             size_pct,
             offset_pct,
             loops,

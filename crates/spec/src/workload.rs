@@ -63,6 +63,13 @@ pub struct Job {
     /// One file in the run directory its workers share, as every job naming it does (fio's
     /// `filename=NAME` in a `directory=`); `None`: each worker its own files.
     pub filename: Option<String>,
+    /// Its writes go into new files the file system allocates as they are written (IOR's
+    /// default; fio's `fallocate=none`, `file_append`): each of its phases starts from empty
+    /// files, nothing reserved or written before.
+    pub fresh: bool,
+    /// Worker N works in the files of worker N + `file_shift` (modulo the workers): IOR's
+    /// `-C`, a task reading back what another wrote.
+    pub file_shift: u32,
     /// `size` as a share of the file or device, percent (fio's `size=95%`): settled by
     /// [`Job::on_length`] where the target's length is known.
     pub size_pct: Option<u8>,
@@ -526,6 +533,44 @@ impl Job {
         if let Some(f) = &self.filename {
             pairs.push(("filename", f.clone()));
         }
+        if self.fresh {
+            pairs.push(("fresh", "true".into()));
+        }
+        if self.file_shift > 0 {
+            pairs.push(("file_shift", self.file_shift.to_string()));
+        }
+    }
+
+    /// Whether one run of the job writes every byte of each of its files once and nothing
+    /// else, ending by itself: what is read after it needs no preparation, and a kept file
+    /// it wrote is as good as prepared.
+    pub fn writes_in_full(&self) -> bool {
+        let once = self.time.is_none()
+            && self.io_total.is_none_or(|t| {
+                t >= self
+                    .size
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(u64::from(self.files))
+            })
+            && self.loops.is_none_or(|l| l >= 1);
+        let every_block = self.random_pct == 0 || self.random_map;
+        self.kind == LoadKind::File
+            && self.read_pct() == 0
+            && !self.rw.trims()
+            && once
+            && every_block
+            && self.seq_add == 0
+            && self.rand_run <= 1
+            && self.zones.is_none()
+            && self.sprandom.is_none()
+            && self.zoned.is_none()
+            && self.size.is_some()
+            && self.size_pct.is_none()
+            && !self.verify_only
+            && !self.fill_device
+            && self.exit.is_none()
+            && self.rate_min.is_none()
+            && self.rate_iops_min.is_none()
     }
 }
 

@@ -6,6 +6,9 @@ use crate::results::{Breakdown, Counts, ErrorSummary, HostSecond, Interval, Phas
 use crate::{ErrorTally, Op, OpRecord, Snapshot, SparseRecord, Summary};
 use source::{source_histograms, Figures, Source};
 
+mod done;
+pub use done::mark_time_bound;
+
 /// Names the source of a snapshot: which host, which job of the phase, which worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkerKey {
@@ -410,7 +413,15 @@ impl PhaseAccumulator {
         if let Some(done) = current.take() {
             host_done(done, &mut seconds);
         }
+        let ends: Vec<(u16, u64)> = self
+            .workers
+            .iter()
+            .filter_map(|(k, w)| w.end_ns.map(|e| (k.host, e)))
+            .collect();
+        let done = done::of(&ends, &self.hosts, &self.closed, &by_host);
         Phase {
+            done,
+            cpu: None,
             name: self.name,
             kind: None,
             start_offset_ns,

@@ -48,7 +48,7 @@ mod sweep;
 mod time;
 mod verdict;
 
-pub use accumulate::{PhaseAccumulator, WorkerKey};
+pub use accumulate::{mark_time_bound, PhaseAccumulator, WorkerKey};
 pub use check::{check_document, redact_command};
 pub use compare::{
     compare, differences, figure, gate, higher_is_better, regressions, CompareRow, GateCall,
@@ -67,14 +67,14 @@ pub use recorder::{
 };
 pub use repeat::{combine_repetitions, REPEAT_CV};
 pub use results::{
-    cpu_pct, decode_histogram, encode_histogram, Breakdown, Counts, ErrorSummary,
+    cpu_pct, decode_histogram, encode_histogram, Breakdown, Counts, Done, DoneAt, ErrorSummary,
     ExpectationResult, Finding, Host, HostFailure, HostSecond, Interval, IntervalOp, MeshHost,
-    MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseJob, PhaseKind, RepetitionStat,
-    Results, RunStatus, Severity, Spec, Target, Tool, Verified, SCHEMA,
+    MeshPair, MeshReport, NetReport, NetStream, Phase, PhaseCpu, PhaseJob, PhaseKind,
+    RepetitionStat, Results, RunStatus, Severity, Spec, Target, Tool, Verified, SCHEMA,
 };
 pub use samples::{
-    mean_over, samples_within, ArcSample, CpuSample, DiskSample, HostSample, MemorySample,
-    NetSample, NfsOpSample, NfsSample,
+    fill_phase_cpu, mean_over, samples_within, ArcSample, CpuSample, DiskSample, HostSample,
+    MemorySample, NetSample, NfsOpSample, NfsSample,
 };
 pub use search::{latency_stat, Load, SearchEnd, SearchReport, SearchStep, TargetDoc};
 pub use significance::{

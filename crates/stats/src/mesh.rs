@@ -177,6 +177,8 @@ mod tests {
             histograms: Default::default(),
             host_starts_ns: Default::default(),
             start_uncertainty_ns: None,
+            done: None,
+            cpu: None,
             repetition: None,
             net,
             verify: None,

@@ -213,6 +213,8 @@ mod tests {
             histograms: BTreeMap::new(),
             host_starts_ns: BTreeMap::new(),
             start_uncertainty_ns: None,
+            done: None,
+            cpu: None,
             repetition: None,
             net: Vec::new(),
             verify: None,

@@ -323,6 +323,52 @@ pub struct Phase {
     /// What `--verify` checked in this phase, over every host; absent when nothing was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Verified>,
+    /// When the quickest worker finished and when the slowest did (elbencho's first done
+    /// and last done), over the phase and per host; absent where no worker said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Done>,
+    /// CPU over the phase, from the hosts' samples that overlap it; absent without any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<PhaseCpu>,
+}
+
+/// First done and last done: the phase's (or a host's) quickest and slowest worker's end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    /// When the first worker finished its work.
+    pub first: DoneAt,
+    /// When the last did: the phase's real time.
+    pub last: DoneAt,
+    /// The phase ran for a time, not to an amount: every worker ends at that time, and the
+    /// two say nothing of stragglers (shown as n/a).
+    #[serde(default)]
+    pub time_bound: bool,
+    /// Per host of a run with several, the same (their own `by_host` empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_host: BTreeMap<String, Done>,
+}
+
+/// One end: when, and the rate of every worker (of the phase, or of the host) until then.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DoneAt {
+    /// ns after the phase's measured start.
+    pub ns: u64,
+    /// Bytes every worker moved until then, over that time.
+    pub bw_bytes_per_s: f64,
+}
+
+/// CPU over a phase: the hosts' user and system time, and stormark's own process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseCpu {
+    /// User and system time, percent of all CPUs (the mean over hosts).
+    pub busy_pct: f64,
+    /// stormark's own process (the agent and its workers), percent of all CPUs; absent where
+    /// it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_pct: Option<f64>,
+    /// Per host of a run with several, the same (their own `by_host` empty).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_host: BTreeMap<String, PhaseCpu>,
 }
 
 /// What `--verify` checked: blocks read back and judged (files, devices, iSCSI LUNs, NFS

@@ -181,6 +181,49 @@ pub fn mean_over(samples: &[&HostSample], f: impl Fn(&HostSample) -> Option<f64>
     (n > 0).then(|| sum / n as f64)
 }
 
+/// Fills each phase's `cpu` from its hosts' samples that overlap it (each about a second: a
+/// phase shorter than that takes the seconds it fell in): the hosts' user and system time
+/// and stormark's own, the mean over those seconds, per host and over the hosts.
+pub fn fill_phase_cpu(results: &mut crate::Results) {
+    let hosts = &results.hosts;
+    for p in &mut results.phases {
+        let (start, end) = (p.start_offset_ns, p.start_offset_ns + p.duration_ns);
+        let mut by_host = BTreeMap::new();
+        for h in hosts {
+            let over: Vec<&HostSample> = h
+                .samples
+                .iter()
+                .filter(|s| s.t_ns > start && s.t_ns.saturating_sub(s.duration_ns) < end)
+                .collect();
+            let busy = mean_over(&over, |s| s.cpu.map(|c| c.user_pct + c.system_pct));
+            if let Some(busy_pct) = busy {
+                by_host.insert(
+                    h.name.clone(),
+                    crate::PhaseCpu {
+                        busy_pct,
+                        own_pct: mean_over(&over, |s| s.cpu.and_then(|c| c.own_pct)),
+                        by_host: BTreeMap::new(),
+                    },
+                );
+            }
+        }
+        if by_host.is_empty() {
+            continue;
+        }
+        let n = by_host.len() as f64;
+        let owns: Vec<f64> = by_host.values().filter_map(|c| c.own_pct).collect();
+        p.cpu = Some(crate::PhaseCpu {
+            busy_pct: by_host.values().map(|c| c.busy_pct).sum::<f64>() / n,
+            own_pct: (!owns.is_empty()).then(|| owns.iter().sum::<f64>() / owns.len() as f64),
+            by_host: if by_host.len() > 1 {
+                by_host
+            } else {
+                BTreeMap::new()
+            },
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -173,6 +173,11 @@ Examples:
       a fio job file run as written (--lenient leaves out what stormark does not run), its
       buffered jobs' files leaving the page cache before each pass as fio's do (--invalidate);
       --print-fio writes the fio job file of any run
+  stormark run /mnt/pfs --ior '-a POSIX -t 1m -b 64m -F -w -r -N 4'
+      IOR's command line: 4 workers each write a new 64 MiB file, then read it back, in one
+      run (docs/ior-mdtest.md); --print-ior writes IOR's command line of a run
+  stormark run /mnt/data --rw write --bs 1m --size 4g --direct --fresh
+      writes into new files the file system allocates as they are written (IOR's default)
   stormark run /dev/nvme1n1 --rw randwrite --direct --allow-device-write
       writes to a raw device (destroys its data; refused while mounted)
   stormark run /dev/nvme0n1 /dev/nvme1n1 --rw randread --bs 4k --direct --time 1m
@@ -260,6 +265,20 @@ pub struct RunArgs {
     /// Print the fio job file of this run (what fio would run for the same workload) and exit.
     #[arg(long, help_heading = "Jobs")]
     pub print_fio: bool,
+    /// IOR's command line as jobs, such as '-a POSIX -t 1m -b 64m -F -w -r' (each task
+    /// writes its file, then reads it back, in one run); -f SCRIPT runs IOR's script format.
+    #[arg(
+        long,
+        value_name = "ARGS",
+        allow_hyphen_values = true,
+        conflicts_with_all = ["job", "profile"],
+        help_heading = "Jobs"
+    )]
+    pub ior: Option<String>,
+    /// Print IOR's command line for this run (where IOR has one) and exit:
+    /// stormark run /mnt/pfs --rw write --bs 1m --size 64m --jobs 4 --print-ior.
+    #[arg(long, help_heading = "Jobs")]
+    pub print_ior: bool,
     /// Shipped profile (see --list-profiles); flags given too override it.
     #[arg(long, value_name = "NAME", help_heading = "Jobs")]
     pub profile: Option<String>,
@@ -529,7 +548,7 @@ pub struct CompareArgs {
 /// Options of `stormark report`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  stormark report results.json\n      the tables and summary the run printed, as one text (each host's counters under its phase)\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
+    after_help = "Examples:\n  stormark report results.json\n      the tables and summary the run printed, as one text (each host's counters under its phase)\n  stormark report results.json --html report.html\n      one self-contained page (opens offline): tables, charts over time, the latency\n      distribution, per-host bars, findings\n  stormark report ci/*.json --html trend.html\n      a trend over many documents of one workload: each figure run by run, significant\n      changes ringed\n  stormark report results.json --markdown results.md\n      the command, summary table, findings and notes as Markdown (for a pull request or a wiki)\n  stormark report results.json --csv out/\n      out/summary.csv (a row per phase, host and operation) and out/intervals.csv (a row per\n      second of each phase and operation), out/summary_table.csv with --repeat or a sweep\n      (max, min, mean, sd per phase and operation), and out/mesh.csv for a network mesh\n\nFigures in CSV are raw (ns, bytes, per second); Markdown shows them as the terminal does."
 )]
 pub struct ReportArgs {
     /// The results document (`--json` of run, s3 or net); several, in order, for a trend

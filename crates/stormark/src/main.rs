@@ -141,6 +141,7 @@ mod cli_on;
 mod cli_suite;
 mod compare_cmd;
 mod fleet;
+mod ior;
 mod meta_cmd;
 mod net_cmd;
 mod net_mesh;

@@ -33,7 +33,12 @@ pub fn main(args: &ReportArgs) -> Result<Ending> {
             .with_context(|| "writing the Markdown")?;
     }
     if let Some(outputs) = &csv {
-        for (file, out) in csv_files(&results).iter().zip(outputs) {
+        for file in csv_files(&results) {
+            let out = outputs
+                .iter()
+                .find(|(name, _)| *name == file.name)
+                .map(|(_, out)| out)
+                .expect("an output is checked for every file csv_files writes");
             out.write(file.text.as_bytes())
                 .with_context(|| format!("writing {}", file.name))?;
         }
@@ -45,8 +50,8 @@ pub fn main(args: &ReportArgs) -> Result<Ending> {
 }
 
 /// The directory for CSV files (made when missing) and an output for each file name that
-/// [`csv_files`] may write, in its order.
-fn csv_outputs(dir: &Path, input: &Path) -> Result<Vec<Output>> {
+/// [`csv_files`] may write.
+fn csv_outputs(dir: &Path, input: &Path) -> Result<Vec<(&'static str, Output)>> {
     let bad = |why: String| {
         usage(format!(
             "--csv {}: {why}; give a directory, such as csv/",
@@ -58,12 +63,19 @@ fn csv_outputs(dir: &Path, input: &Path) -> Result<Vec<Output>> {
         Ok(_) => return Err(bad("is not a directory".into())),
         Err(_) => std::fs::create_dir(dir).map_err(|e| bad(format!("cannot make it ({e})")))?,
     }
-    ["summary.csv", "intervals.csv", "mesh.csv"]
-        .iter()
-        .map(|name| {
-            Output::check("--csv", &dir.join(name), &[input]).map_err(|e| usage(e.to_string()))
-        })
-        .collect()
+    [
+        "summary.csv",
+        "intervals.csv",
+        "summary_table.csv",
+        "mesh.csv",
+    ]
+    .into_iter()
+    .map(|name| {
+        Output::check("--csv", &dir.join(name), &[input])
+            .map(|out| (name, out))
+            .map_err(|e| usage(e.to_string()))
+    })
+    .collect()
 }
 
 /// Several documents: the trend page (`--html` only).

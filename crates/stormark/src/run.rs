@@ -33,7 +33,10 @@ pub fn main(args: RunArgs) -> Result<Ending> {
 }
 
 /// The command line as the plan reads it; the job file is read here.
-fn request_options(args: &RunArgs) -> Result<RequestOptions> {
+fn request_options(
+    args: &RunArgs,
+    imported: Option<(String, stormark_spec::JobFile, Vec<String>)>,
+) -> Result<RequestOptions> {
     // `stormark run FILE.fio`: a fio job file given as TARGET is the job file; so is a file of
     // another name written as fio writes job files (`job.ini`), when no flag or profile says
     // what to run on it: with them it is a file to measure. Flags that only bound a run (how
@@ -88,6 +91,7 @@ fn request_options(args: &RunArgs) -> Result<RequestOptions> {
             args.more_targets.clone()
         },
         lenient: args.lenient,
+        imported,
         current_dir: std::env::current_dir().context("cannot find the current directory")?,
         auto: args.auto,
         distributed: args.distributed.agents.is_some()
@@ -214,7 +218,8 @@ fn check_print_fio(args: &RunArgs, target: &Path) -> Result<()> {
     }
 }
 
-fn run(args: RunArgs) -> Result<Ending> {
+fn run(mut args: RunArgs) -> Result<Ending> {
+    let imported = crate::ior::import(&mut args)?;
     let Request {
         mut workload,
         target,
@@ -226,7 +231,11 @@ fn run(args: RunArgs) -> Result<Ending> {
         first_look,
         target_is_file,
         targets,
-    } = request(&request_options(&args)?).map_err(usage)?;
+    } = request(&request_options(&args, imported)?).map_err(usage)?;
+    if args.print_ior {
+        outln!("{}", crate::ior::print(&args, &workload)?);
+        return Ok(Ending::Success);
+    }
     check_print_fio(&args, &target)?;
     if args.print_fio && targets.len() > 1 {
         return Err(usage(

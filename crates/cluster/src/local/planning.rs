@@ -151,7 +151,7 @@ impl LocalAgent {
         check_named_files(stages)?;
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
-        for stage in stages {
+        for (s, stage) in stages.iter().enumerate() {
             let mut runs = Vec::new();
             for (k, (job, backend)) in stage.iter().enumerate() {
                 if matches!(backend, Backend::S3 | Backend::Net | Backend::Meta) {
@@ -165,7 +165,7 @@ impl LocalAgent {
                     &mut ws.files,
                     avail,
                     &mut index,
-                    k,
+                    (s, k),
                     job,
                     *backend,
                     workload,
@@ -207,6 +207,12 @@ impl LocalAgent {
             ));
         }
         for (job, _) in stages.iter().flatten() {
+            if job.fresh {
+                return Err(AgentError::option(
+                    "--fresh",
+                    format!("{shown} is written in place: fresh writes go into new files; give a directory as TARGET"),
+                ));
+            }
             // A job file's jobs sharing this very file name it: nothing to say.
             let own = path.file_name().and_then(|n| n.to_str());
             if let Some(name) = job.filename.as_ref().filter(|n| Some(n.as_str()) != own) {
@@ -489,7 +495,7 @@ pub(super) fn plan_job_files(
     files: &mut Vec<PlannedFile>,
     avail: u64,
     index: &mut BTreeMap<String, usize>,
-    k: usize,
+    (stage, k): (usize, usize),
     job: &Job,
     backend: Backend,
     workload: &Workload,
@@ -551,20 +557,33 @@ pub(super) fn plan_job_files(
             ),
         ));
     }
+    // A shared file is written in full when the regions of the job's workers follow one
+    // another from its start; the job's own files when their regions start at it.
+    let in_full = job.writes_in_full()
+        && ((job.filename.is_none() && own_start == 0)
+            || (job.offset == 0 && (job.jobs <= 1 || job.offset_increment == len)));
+    let reads = job.read_pct() > 0 || job.rw.trims();
     let mut worker_files = Vec::new();
     for w in 0..job.jobs {
         let mut list = Vec::new();
         for f in 0..job.files {
             // The job's own file (fio's filename=), which its workers share, each in its
-            // region (fio's offset_increment); or each worker's own.
+            // region (fio's offset_increment); or each worker's own: the files of the worker
+            // `file_shift` further on (IOR's -C), named by the job's place in its stage, so a
+            // job after another in the same place works in the files that one used.
             let (name, end) = match &job.filename {
                 Some(n) => (
                     n.clone(),
                     job.region_start(u64::from(w)).saturating_add(len),
                 ),
-                None => (format!("j{k}.w{w}.f{f}"), len),
+                None => {
+                    let owner = (u64::from(w) + u64::from(job.file_shift)) % u64::from(job.jobs);
+                    (format!("j{k}.w{owner}.f{f}"), len)
+                }
             };
+            let mut new = false;
             let i = *index.entry(name.clone()).or_insert_with(|| {
+                new = true;
                 files.push(PlannedFile {
                     name,
                     size: 0,
@@ -572,6 +591,10 @@ pub(super) fn plan_job_files(
                     exists: false,
                     prepared: false,
                     fill: false,
+                    fresh: false,
+                    written: None,
+                    fresh_partly: None,
+                    read_by: None,
                     id: None,
                 });
                 files.len() - 1
@@ -580,10 +603,37 @@ pub(super) fn plan_job_files(
             if backend != Backend::Null {
                 pf.size = pf.size.max(end);
                 pf.fill |= job.fill_device;
+                // What a job of an earlier stage wrote in full is there to read: no layout.
+                let written_before = pf.written.is_some_and(|(s, n)| s < stage && end <= n);
                 // --verify-only reads what a kept run left, as it is: never prepared.
-                // What is read, or trimmed (a hole in a hole releases nothing), is written first.
-                pf.needs_data |=
-                    (job.read_pct() > 0 || workload.prepare || job.rw.trims()) && !job.verify_only;
+                // What is read, or trimmed (a hole in a hole releases nothing), is written
+                // first; with --prepare every file, but one a job empties first (--fresh).
+                pf.needs_data |= ((reads && !written_before) || (workload.prepare && !job.fresh))
+                    && !job.verify_only;
+                if new {
+                    pf.fresh = job.fresh;
+                    if in_full {
+                        let to = if job.filename.is_some() {
+                            job.region_start(u64::from(job.jobs.max(1) - 1))
+                                .saturating_add(len)
+                        } else {
+                            len
+                        };
+                        pf.written = Some((stage, to));
+                    }
+                }
+                if job.fresh && !in_full {
+                    pf.fresh_partly = Some(job.name.clone());
+                }
+                if reads {
+                    pf.read_by = Some(job.name.clone());
+                }
+                if let (Some(writer), Some(reader)) = (&pf.fresh_partly, &pf.read_by) {
+                    return Err(AgentError::job(
+                        reader,
+                        format!("reads the files job {writer} writes fresh for a time (--fresh with --time): a fresh file holds only what was written; give job {writer} a --size to write in full without --time, or leave out --fresh"),
+                    ));
+                }
             }
             list.push(i);
         }

@@ -55,6 +55,9 @@ impl Service<'_> {
         if job.atomic {
             return Err(self.not_yet(job, "--atomic"));
         }
+        if job.fresh {
+            return Err(self.not_yet(job, "--fresh"));
+        }
         if job.dedup_ratio > 1.0 {
             return Err(self.not_yet(job, "--dedup-ratio"));
         }

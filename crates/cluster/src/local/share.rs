@@ -318,7 +318,7 @@ impl LocalAgent {
         let mut files = Vec::new();
         let mut index: BTreeMap<String, usize> = BTreeMap::new();
         self.stages.clear();
-        for stage in workload.stages() {
+        for (s, stage) in workload.stages().iter().enumerate() {
             let mut runs = Vec::new();
             for (k, job) in stage.iter().enumerate() {
                 let service = Service {
@@ -341,8 +341,15 @@ impl LocalAgent {
                 if job.fill_device {
                     return Err(service.not_yet(job, "--fill-device"));
                 }
-                let mut run =
-                    plan_job_files(&mut files, 0, &mut index, k, job, Backend::Nfs, workload)?;
+                let mut run = plan_job_files(
+                    &mut files,
+                    0,
+                    &mut index,
+                    (s, k),
+                    job,
+                    Backend::Nfs,
+                    workload,
+                )?;
                 // Nothing caches between the worker and the server: every operation is an RPC.
                 run.direct = true;
                 runs.push(run);

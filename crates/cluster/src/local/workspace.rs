@@ -27,6 +27,16 @@ pub(super) struct PlannedFile {
     /// A job fills it until the space is full (fio's `fill_device`): its length set, its
     /// blocks not reserved.
     pub fill: bool,
+    /// Its first job writes it fresh (`--fresh`): made empty, nothing reserved, its blocks
+    /// allocated by that job's writes.
+    pub fresh: bool,
+    /// An earlier job of the run writes it in full, without reading: the stage that job runs
+    /// in and how far from the start it writes; a job of a later stage reads what it wrote.
+    pub written: Option<(usize, u64)>,
+    /// A job writes it fresh for a time (not in full): the job's name.
+    pub fresh_partly: Option<String>,
+    /// A job reads it: the job's name.
+    pub read_by: Option<String>,
     /// What it is, once created or found in a reused run.
     pub id: Option<Identity>,
 }
@@ -332,7 +342,10 @@ impl Workspace {
             self.files[i].id =
                 Some(Identity::of(&file).map_err(|e| AgentError::io("examine", &shown, e))?);
             let size = self.files[i].size;
-            let made = if self.files[i].fill {
+            let made = if self.files[i].fresh {
+                // The writes allocate it, as IOR's and fio's fallocate=none: nothing reserved.
+                Ok(())
+            } else if self.files[i].fill {
                 file.set_len(size)
             } else {
                 allocate(&file, size)
@@ -402,6 +415,18 @@ impl Workspace {
             if let Ok(f) = self.target(i, 0, 0).open(false, false) {
                 let _ = f.sync_all();
             }
+            self.files[i].prepared = true;
+        }
+        self.write_manifest()
+    }
+
+    /// Marks files `done` as holding data once a job wrote them in full (no sync: the
+    /// manifest says what the run wrote; the files' pages reach the disk as any write's do).
+    pub fn mark_written(&mut self, done: &[usize]) -> Result<(), AgentError> {
+        if done.iter().all(|&i| self.files[i].prepared) {
+            return Ok(());
+        }
+        for &i in done {
             self.files[i].prepared = true;
         }
         self.write_manifest()

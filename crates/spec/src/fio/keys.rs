@@ -253,9 +253,14 @@ pub(super) fn apply(
                 fio.number_ios = Some(n);
             }
         }
-        // How fio allocates a file it lays out: stormark writes its files in full before
-        // reading them whatever the method (the first writes' cost may differ).
-        "fallocate" => {}
+        // How fio allocates a file it lays out. Read files are written in full whatever the
+        // method; a write-only job's new file is reserved (native, posix: stormark's default,
+        // fallocate) or, with none (or truncate), only its length set: its writes allocate
+        // the blocks, stormark's --fresh.
+        "fallocate" => fio.no_fallocate = matches!(v.trim(), "none" | "0" | "truncate"),
+        // Writes appended to the file's end: into a new file, its blocks allocated by the
+        // writes (stormark's --fresh).
+        "file_append" => fio.append |= yes,
         // Lay the file out before writing it: stormark's --prepare.
         "overwrite" => fio.overwrite |= yes,
         // fio's range of file sizes (`filesize=10M-100M`), each file's drawn in it: stormark

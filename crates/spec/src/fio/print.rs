@@ -38,6 +38,12 @@ pub fn fio_check(jobs: &[Job], target: &str) -> Result<(), String> {
         if let Some(e) = name.or(file) {
             return Err(e);
         }
+        if job.file_shift > 0 {
+            return Err(format!(
+                "job {}: file_shift {}: fio's jobs have no form for a worker working in another's files (IOR's -C); leave out file_shift",
+                job.name, job.file_shift
+            ));
+        }
         if let Some(h) = &job.hosts {
             return Err(format!(
                 "job {}: hosts {}: a fio job file runs on every client it is given (fio --client=HOST FILE per host); leave out hosts",
@@ -371,6 +377,10 @@ fn writes_and_cache(out: &mut String, job: &Job) {
     }
     if job.end_fsync {
         out.push_str("end_fsync=1\n");
+    }
+    if job.fresh {
+        // A write-only job's new file, nothing reserved: its writes allocate (--fresh).
+        out.push_str("fallocate=none\n");
     }
     if !job.fadvise_hint {
         out.push_str("fadvise_hint=0\n");

@@ -172,6 +172,23 @@ impl JobOpts {
                         .to_string(),
                 )
             }
+            "fresh" => {
+                self.fresh = Some(
+                    crate::units::parse_bool(value).ok_or_else(|| bad(crate::units::BOOL_FORM))?,
+                )
+            }
+            "file_shift" => {
+                self.file_shift = Some(
+                    value
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= 1 << 20)
+                        .ok_or_else(|| {
+                            bad("a whole number of workers from 0 to 1048576, such as 1")
+                        })?,
+                )
+            }
             "thinktime" | "thinktime_spin" => {
                 // fio's: microseconds, or with a unit (10ms).
                 let d = match value.trim().parse::<u64>() {

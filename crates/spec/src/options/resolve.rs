@@ -55,6 +55,17 @@ impl JobOpts {
                 "1 with a filename: the job's workers share that one file (leave out --files, or the filename for a file per worker)",
             ));
         }
+        let fresh = self.fresh(kind, rw)?;
+        if let (Some(n), true) = (
+            self.file_shift.filter(|n| *n > 0),
+            self.filename.is_some() || kind != LoadKind::File,
+        ) {
+            return Err(SpecError::invalid(
+                "file_shift",
+                &n.to_string(),
+                "a file job's key with a file per worker (no filename): worker N works in worker N+SHIFT's files",
+            ));
+        }
         let s3 = self.s3(kind)?;
         let net = self.net(kind)?;
         if let (LoadKind::Net, Some(h)) = (kind, &self.hosts) {
@@ -93,6 +104,8 @@ impl JobOpts {
             offset: self.offset.unwrap_or(0),
             offset_increment: self.offset_increment.unwrap_or(0),
             filename: self.filename.clone(),
+            fresh,
+            file_shift: self.file_shift.unwrap_or(0),
             size_pct: self.size_pct.filter(|_| self.size.is_none()),
             offset_pct: self.offset_pct.filter(|_| self.offset.is_none()),
             loops: self.loops,
@@ -302,6 +315,29 @@ impl JobOpts {
                 "fill_device",
                 "true",
                 "with --rw write: it writes front to back until the file system or device is full (fio's fill_device)",
+            ));
+        }
+        Ok(true)
+    }
+
+    /// Fresh, allocating writes: a file job that only writes (reads of a file it has just
+    /// emptied would read nothing; trims release what it never held).
+    fn fresh(&self, kind: LoadKind, rw: Rw) -> Result<bool, SpecError> {
+        if self.fresh != Some(true) {
+            return Ok(false);
+        }
+        if kind != LoadKind::File || rw.read_pct(self.rwmixread.unwrap_or(50)) > 0 || rw.trims() {
+            return Err(SpecError::invalid(
+                "fresh",
+                "true",
+                "with --rw write or randwrite on files: each phase of the job starts from empty files its writes allocate (read them back with a job after it)",
+            ));
+        }
+        if self.fill_device == Some(true) || self.verify_only == Some(true) {
+            return Err(SpecError::invalid(
+                "fresh",
+                "true",
+                "without --fill-device and --verify-only: a fresh job empties its files first",
             ));
         }
         Ok(true)
