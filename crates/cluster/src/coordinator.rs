@@ -128,6 +128,9 @@ pub struct Coordinator {
     /// By stage, by host: whether a job of the stage runs there (jobs' `hosts`). A host that
     /// runs none sits the stage out; its samplers go on.
     stage_hosts: Vec<Vec<bool>>,
+    /// Each stage of metadata jobs alone: the time that cuts each of its phases short (mdtest's
+    /// stonewall), if any; `None` for other stages.
+    meta_stages: Vec<Option<Option<Duration>>>,
 }
 
 /// What the coordinator needs to remove the objects a failed host left.
@@ -156,6 +159,7 @@ impl Coordinator {
             peers: None,
             objects: None,
             stage_hosts: Vec::new(),
+            meta_stages: Vec::new(),
         }
     }
 
@@ -301,6 +305,15 @@ impl Coordinator {
             .iter()
             .map(|jobs| (0..n).map(|h| jobs.iter().any(|j| j.runs_on(h))).collect())
             .collect();
+        self.meta_stages = workload
+            .stages()
+            .iter()
+            .map(|jobs| {
+                jobs.iter()
+                    .all(|j| j.meta.is_some())
+                    .then(|| jobs.iter().filter_map(|j| j.time).min())
+            })
+            .collect();
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         // Each host's samples counted from its sampler's start: an agent that started it
         // with its validation says when.
@@ -415,6 +428,7 @@ impl Coordinator {
                 selected: &vec![true; n],
                 peers: &vec![Vec::new(); n],
                 known_jobs: &[],
+                meta: None,
             },
             start,
             start_wall,
@@ -499,6 +513,9 @@ impl Coordinator {
                     selected: &selected,
                     peers: &peers,
                     known_jobs: stages.get(stage).map_or(&[][..], Vec::as_slice),
+                    meta: load
+                        .meta_op
+                        .and_then(|_| self.meta_stages.get(stage).copied().flatten()),
                 },
                 start,
                 start_wall,

@@ -429,6 +429,7 @@ mod tests {
             repetition: None,
             net: Vec::new(),
             verify: None,
+            reached: None,
         });
         r
     }

@@ -34,6 +34,7 @@ mod mesh;
 mod names;
 mod netreport;
 mod op;
+mod reached;
 mod recorder;
 mod repeat;
 mod results;
@@ -58,6 +59,7 @@ pub use format::{format_bw, format_figure, format_iops, format_latency};
 pub use inventory::{BlockDevice, Filesystem, Inventory, NetInterface, Partition};
 pub use mesh::mesh_of;
 pub use names::Names;
+pub use reached::Reached;
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,

@@ -180,6 +180,7 @@ mod tests {
             repetition: None,
             net,
             verify: None,
+            reached: None,
         }
     }
 

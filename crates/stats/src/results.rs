@@ -323,6 +323,10 @@ pub struct Phase {
     /// What `--verify` checked in this phase, over every host; absent when nothing was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Verified>,
+    /// A metadata phase: how many items each worker went through, and whether its time cut
+    /// it short (mdtest's stonewall figures); absent for other phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached: Option<crate::Reached>,
 }
 
 /// What `--verify` checked: blocks read back and judged (files, devices, iSCSI LUNs, NFS
