@@ -28,6 +28,7 @@ mod expect;
 mod fio;
 mod flags;
 mod jobfile;
+mod mdtest;
 mod meta;
 mod net;
 mod on_hosts;
@@ -48,6 +49,7 @@ pub use expect::{parse_expect, Expectation, Figure, LatencyStat, EXPECT_FORM};
 pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile, FioTargets};
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use jobfile::{parse_job_file, JobFile};
+pub use mdtest::{parse_mdtest, to_mdtest, Mdtest, MDTEST_FORM};
 pub use meta::{
     parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,
 };

@@ -21,6 +21,14 @@ Examples:
   stormark meta nfs://nas1/export/bench --jobs 4 --files 1000
       an NFS share from user space, no mount: each create, stat, rename and delete one RPC
       relative to a directory's file handle, over each worker's own connection
+  stormark meta /mnt/lustre --jobs 8 --files 1000000 --ops create,stat,delete --time 30s
+      stonewall: each phase stops at 30 s and says so, with each worker's count (mdtest -W 30)
+  stormark meta /mnt/data --jobs 2 --mdtest '-n 1000 -z 2 -b 3 -u -F'
+      mdtest's command line as it is (2 ranks: 2 workers): 13 directories and 988 files each
+  stormark meta /mnt/data --jobs 4 --depth 1 --branch 4 --files 500 \\
+      --ops mkdir,create,stat,delete,rmdir --print-mdtest
+      the mdtest command line that makes the same load: mpirun -np 4 mdtest -a POSIX -z 1
+      -b 4 -I 500 -F -u -C -T -r -d /mnt/data
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
       small files written and read back, three times, with the spread of each figure
 
@@ -62,6 +70,19 @@ pub struct MetaArgs {
     /// --file-size].
     #[arg(long, value_name = "LIST")]
     pub ops: Option<String>,
+    /// Stonewall: each operation's phase stops after this time (mdtest's -W), saying it was
+    /// cut and how many items each worker went through (min, max, mean; per worker in the
+    /// JSON) [default: no limit, every item].
+    #[arg(long, value_name = "DURATION", alias = "runtime")]
+    pub time: Option<String>,
+    /// mdtest's command line as the job, its arguments quoted as one: -n, -I, -z, -b, -u,
+    /// -F, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX (mdtest's ranks are the workers:
+    /// --jobs on each host); the rest refused by name.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub mdtest: Option<String>,
+    /// Print mdtest's command line for this job (where mdtest has one) and exit.
+    #[arg(long)]
+    pub print_mdtest: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,
