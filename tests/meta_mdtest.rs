@@ -185,3 +185,51 @@ fn time_stops_each_phase_says_so_and_counts_each_worker() {
     // Its files removed afterwards.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// mdtest's wear-out: after the create its time cut, the workers' files are made up to the
+/// most any made, so the stat after it goes through equal counts.
+#[test]
+fn wear_out_gives_every_worker_the_furthest_count() {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("m.json");
+    let out = Bin(BIN).run(&[
+        "meta",
+        dir.path().to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--files",
+        "1000000",
+        "--ops",
+        "create,stat",
+        "--time",
+        "1s",
+        "--stonewall-wear-out",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let create = &doc["phases"][0]["reached"];
+    let stat = &doc["phases"][1]["reached"];
+    assert_eq!(create["cut"], true, "{create}");
+    let max = create["max"].as_u64().unwrap();
+    if stat["cut"] == false {
+        assert_eq!(
+            (stat["min"].as_u64(), stat["max"].as_u64()),
+            (Some(max), Some(max)),
+            "{stat}"
+        );
+    }
+    assert_eq!(
+        doc["phases"][1]["by_op"]["stat"]["errors"]
+            .as_u64()
+            .unwrap_or(0),
+        0
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // Without --time it is a mistake, one line.
+    let out = Bin(BIN).run(&["meta", dir.path().to_str().unwrap(), "--stonewall-wear-out"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("with --time"), "{}", text(&out));
+}

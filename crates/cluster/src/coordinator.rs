@@ -131,6 +131,11 @@ pub struct Coordinator {
     /// Each stage of metadata jobs alone: the time that cuts each of its phases short (mdtest's
     /// stonewall), if any; `None` for other stages.
     meta_stages: Vec<Option<Option<Duration>>>,
+    /// Each stage whose meta jobs wear out after a cut create (mdtest's `-W`).
+    wear_out: Vec<bool>,
+    /// The stage whose create phase its time cut, and the most files a worker made then:
+    /// the next phases of that stage start with every worker's files made up to it.
+    worn: Option<(usize, u64)>,
 }
 
 /// What the coordinator needs to remove the objects a failed host left.
@@ -160,6 +165,8 @@ impl Coordinator {
             objects: None,
             stage_hosts: Vec::new(),
             meta_stages: Vec::new(),
+            wear_out: Vec::new(),
+            worn: None,
         }
     }
 
@@ -314,6 +321,14 @@ impl Coordinator {
                     .then(|| jobs.iter().filter_map(|j| j.time).min())
             })
             .collect();
+        self.wear_out = workload
+            .stages()
+            .iter()
+            .map(|jobs| {
+                jobs.iter()
+                    .any(|j| j.meta.as_ref().is_some_and(|m| m.wear_out))
+            })
+            .collect();
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         // Each host's samples counted from its sampler's start: an agent that started it
         // with its validation says when.
@@ -453,10 +468,19 @@ impl Coordinator {
                 name,
                 kind,
                 stage,
-                load,
+                mut load,
                 hosts,
                 pair,
             } = step;
+            // mdtest's wear-out: the phases after a create its time cut start with every
+            // worker's files made up to the most any worker made (untimed, on each agent).
+            match load.meta_op {
+                Some(stormark_spec::MetaOp::Create) => self.worn = None,
+                Some(_) => {
+                    load.meta_items = self.worn.filter(|(s, _)| *s == stage).map(|(_, m)| m);
+                }
+                None => {}
+            }
             // Where each host's streams to the run's agents go; the hosts that run the step
             // (the first `hosts`, a pair's sender, one with somewhere to stream). Streams
             // between agents reach a host that does not run the step (a pair's receiver): every
@@ -525,6 +549,11 @@ impl Coordinator {
             let net = self.take_net();
             if let Some(mut p) = phase {
                 p.kind = Some(kind);
+                if load.meta_op == Some(stormark_spec::MetaOp::Create)
+                    && self.wear_out.get(stage).copied().unwrap_or(false)
+                {
+                    self.worn = p.reached.as_ref().filter(|r| r.cut).map(|r| (stage, r.max));
+                }
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }

@@ -16,7 +16,7 @@ use crate::ctx::Ctx;
 use crate::error::EngineError;
 use crate::work::MetaWork;
 use namespace::{Local, Namespace};
-use stormark_spec::MetaJob;
+use stormark_spec::{MetaJob, MetaOp};
 use tree::MetaTree;
 
 pub(crate) mod namespace;
@@ -49,6 +49,15 @@ pub(crate) fn ready(work: &MetaWork) {
         match &work.tree {
             AnyMetaTree::Local(t) => t.ready(work.worker, op),
             AnyMetaTree::Nfs(t) => t.ready(work.worker, op),
+        }
+        if let Some(upto) = work
+            .top_up
+            .filter(|_| !op.on_dirs() && op != MetaOp::Create)
+        {
+            match &work.tree {
+                AnyMetaTree::Local(t) => t.top_up(work.worker, upto),
+                AnyMetaTree::Nfs(t) => t.top_up(work.worker, upto),
+            }
         }
     }
 }

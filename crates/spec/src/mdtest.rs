@@ -220,6 +220,8 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     }
     if let Some(s) = stonewall.filter(|s| *s > 0) {
         out.pairs.push(("time", format!("{s}s")));
+        // mdtest's ranks then create on to the furthest one's count.
+        out.pairs.push(("wear_out", "true".into()));
     }
     Ok(out)
 }
@@ -337,6 +339,9 @@ pub fn to_mdtest(
         let _ = write!(out, " -e {}", meta.file_size);
     }
     if let Some(t) = time {
+        if !meta.wear_out {
+            return Err("--print-mdtest: mdtest's -W always wears out (its ranks create on to the furthest one's count); add --stonewall-wear-out".into());
+        }
         if t.subsec_nanos() != 0 || t.as_secs() == 0 {
             return Err(format!(
                 "--print-mdtest: --time {}: mdtest's -W takes whole seconds",
@@ -413,6 +418,7 @@ mod tests {
         assert_eq!(m.iterations, Some(3));
         assert_eq!(m.dir.as_deref(), Some("/mnt/x"));
         assert!(m.pairs.contains(&("time", "5s".into())));
+        assert!(meta_of(&m).wear_out);
         let meta = meta_of(&parse_mdtest("-n 10 -F -E -w 8 -e 8").unwrap());
         assert_eq!(meta.ops, [MetaOp::Read]);
     }

@@ -112,6 +112,10 @@ pub struct MetaJob {
     /// Every worker of every host in one tree (mdtest's shared directory), instead of a
     /// tree of its own.
     pub shared: bool,
+    /// After a create phase its time cut, every worker's files are made up to the most any
+    /// worker made, untimed, before the next phase (mdtest's wear-out after `-W`), so that
+    /// later phases go through equal counts.
+    pub wear_out: bool,
 }
 
 /// The directories of a tree.
@@ -204,6 +208,9 @@ impl MetaJob {
         }
         if self.shared {
             pairs.push(("shared", "true".into()));
+        }
+        if self.wear_out {
+            pairs.push(("wear_out", "true".into()));
         }
         pairs
     }

@@ -178,6 +178,7 @@ pub const JOB_KEYS: &[&str] = &[
     "file_size",
     "meta_ops",
     "shared",
+    "wear_out",
     "depth",
     "branch",
 ];
@@ -436,6 +437,9 @@ pub struct JobOpts {
     pub meta_ops: Option<Vec<MetaOp>>,
     /// Meta: every worker of every host in one tree.
     pub shared: Option<bool>,
+    /// Meta: after a create phase its time cut, every worker's files made up to the most any
+    /// worker made, untimed (mdtest's wear-out after `-W`).
+    pub wear_out: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -667,6 +671,7 @@ impl JobOpts {
             file_size,
             meta_ops,
             shared,
+            wear_out,
             depth,
             branch
         )

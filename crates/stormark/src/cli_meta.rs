@@ -23,6 +23,9 @@ Examples:
       relative to a directory's file handle, over each worker's own connection
   stormark meta /mnt/lustre --jobs 8 --files 1000000 --ops create,stat,delete --time 30s
       stonewall: each phase stops at 30 s and says so, with each worker's count (mdtest -W 30)
+  stormark meta /mnt/lustre --jobs 8 --files 1000000 --time 30s --stonewall-wear-out
+      as mdtest -W 30: after the cut create, every worker's files made up to the most any
+      worker made, so that stat and delete go through equal counts
   stormark meta /mnt/data --jobs 2 --mdtest '-n 1000 -z 2 -b 3 -u -F'
       mdtest's command line as it is (2 ranks: 2 workers): 13 directories and 988 files each
   stormark meta /mnt/data --jobs 4 --depth 1 --branch 4 --files 500 \\
@@ -75,6 +78,11 @@ pub struct MetaArgs {
     /// JSON) [default: no limit, every item].
     #[arg(long, value_name = "DURATION", alias = "runtime")]
     pub time: Option<String>,
+    /// With --time: after a create phase the time cut, every worker's files are made up to
+    /// the most any worker made (untimed), so that later phases go through equal counts
+    /// (mdtest's wear-out after -W).
+    #[arg(long)]
+    pub stonewall_wear_out: bool,
     /// mdtest's command line as the job, its arguments quoted as one: -n, -I, -z, -b, -u,
     /// -F, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX (mdtest's ranks are the workers:
     /// --jobs on each host); the rest refused by name.

@@ -49,6 +49,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.shared {
         flags.push(("shared", "true".into()));
     }
+    if args.stonewall_wear_out {
+        flags.push(("wear_out", "true".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -78,6 +81,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--ops", args.ops.is_some()),
         ("--shared", args.shared),
         ("--time", args.time.is_some()),
+        ("--stonewall-wear-out", args.stonewall_wear_out),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

@@ -96,6 +96,7 @@ impl MetaJobTree {
             },
             worker: w,
             op: load.meta_op,
+            top_up: load.meta_items,
         }
     }
 }

@@ -108,6 +108,7 @@ fn remove_in<N: Namespace>(
         file_size: 0,
         ops: Vec::new(),
         shared: r.shared,
+        wear_out: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

@@ -202,7 +202,7 @@ impl<N: Namespace> MetaTree<N> {
         if !self.job.shared {
             if op == MetaOp::Mkdir && st.dirs {
                 if st.has_files() {
-                    self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                    self.file_pass(w, MetaOp::Delete, st, u64::MAX, &mut scratch, &mut always);
                     st.no_files();
                 }
                 self.dir_pass(w, MetaOp::Rmdir, &mut scratch, &mut left, &mut always);
@@ -215,7 +215,7 @@ impl<N: Namespace> MetaTree<N> {
         self.open_dirs(w);
         match op {
             MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.has_files() => {
-                self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                self.file_pass(w, MetaOp::Delete, st, u64::MAX, &mut scratch, &mut always);
                 st.no_files();
             }
             MetaOp::Write
@@ -227,10 +227,26 @@ impl<N: Namespace> MetaTree<N> {
                 if !st.has_files() =>
             {
                 st.no_files();
-                st.files = self.file_pass(w, MetaOp::Create, st, &mut scratch, &mut always);
+                st.files =
+                    self.file_pass(w, MetaOp::Create, st, u64::MAX, &mut scratch, &mut always);
             }
             _ => {}
         }
+        *part.state.lock().expect("a worker's state") = st;
+    }
+
+    /// The wear-out after a create phase its time cut: worker `w`'s files made up to `upto`
+    /// (of the tree's), untimed, when its create stopped short of that and none was removed
+    /// since.
+    pub(crate) fn top_up(&self, w: usize, upto: u64) {
+        let part = &self.parts[w];
+        let mut st = *part.state.lock().expect("a worker's state");
+        if st.first > 0 || st.files == 0 || st.files >= upto {
+            return;
+        }
+        let mut scratch = Recorder::new();
+        let mut always = |_: &mut Recorder, _: Instant, _: u64| true;
+        st.files = self.file_pass(w, MetaOp::Create, st, upto, &mut scratch, &mut always);
         *part.state.lock().expect("a worker's state") = st;
     }
 
@@ -319,11 +335,13 @@ impl<N: Namespace> MetaTree<N> {
 
     /// Goes through worker `w`'s files with `op`, recording each call; returns the items gone
     /// through. `st` says which name the files carry.
+    #[allow(clippy::too_many_arguments)]
     fn file_pass(
         &self,
         w: usize,
         op: MetaOp,
         st: State,
+        upto: u64,
         rec: &mut Recorder,
         each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
     ) -> u64 {
@@ -346,7 +364,8 @@ impl<N: Namespace> MetaTree<N> {
         let files = u64::from(self.job.files);
         // The items it goes through: every one for create, those that may exist for the rest.
         let (first, limit) = match op {
-            MetaOp::Create => (0, u64::MAX),
+            // From the first item not made yet (none made: from 0), up to `upto`.
+            MetaOp::Create => (st.files, upto),
             _ => (st.first, st.files),
         };
         let mut n = 0u64;
@@ -411,7 +430,7 @@ impl<N: Namespace> MetaTree<N> {
                 _ => {}
             }
         } else {
-            let n = self.file_pass(w, op, st, rec, &mut go);
+            let n = self.file_pass(w, op, st, u64::MAX, rec, &mut go);
             match op {
                 MetaOp::Create => {
                     st.first = 0;

@@ -217,6 +217,7 @@ impl JobOpts {
                 self.meta_ops = Some(parse_meta_ops(value).ok_or_else(|| bad(META_OPS_FORM))?)
             }
             "shared" => self.shared = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "wear_out" => self.wear_out = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             _ => return Ok(false),
         }
         Ok(true)

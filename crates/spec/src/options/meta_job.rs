@@ -20,6 +20,7 @@ impl JobOpts {
                 ("--file-size", self.file_size.is_some()),
                 ("--ops", self.meta_ops.is_some()),
                 ("--shared", self.shared.is_some()),
+                ("--stonewall-wear-out", self.wear_out.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -108,7 +109,15 @@ impl JobOpts {
             file_size,
             ops,
             shared: self.shared.unwrap_or(false),
+            wear_out: self.wear_out.unwrap_or(false),
         };
+        if meta.wear_out && self.time.is_none() {
+            return Err(SpecError::invalid(
+                "--stonewall-wear-out",
+                "true",
+                "with --time (the stonewall it wears out after), such as --time 30s --stonewall-wear-out",
+            ));
+        }
         let items = meta
             .items()
             .saturating_mul(u64::from(self.jobs.unwrap_or(1)));

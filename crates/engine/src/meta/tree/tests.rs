@@ -13,6 +13,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         file_size: 4096,
         ops: ops.to_vec(),
         shared,
+        wear_out: false,
     }
 }
 
@@ -175,4 +176,37 @@ fn a_file_shorter_than_its_size_reads_as_short_not_as_a_device_error() {
         kind_of(&std::io::Error::from_raw_os_error(libc::ENOSPC)),
         ErrorKind::NoSpace
     );
+}
+
+/// Issue 60: mdtest's wear-out. A create cut short after 7 of 40 files, then topped up to 25
+/// (the most another worker made): the next phase goes through exactly 25, each file made
+/// once (no `eexist`), and the cleanup leaves nothing.
+#[test]
+fn a_cut_create_is_worn_out_to_the_count_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Dir::open(tmp.path()).unwrap();
+    let tops = vec![(Arc::new(top.create_dir("w0").unwrap()), Local)];
+    let j = job(
+        false,
+        Tree::Flat { dirs: 4 },
+        &[MetaOp::Create, MetaOp::Stat],
+    );
+    let t = MetaTree::new(&j, tops, 0, 1);
+    let mut rec = Recorder::new();
+    t.ready(0, MetaOp::Create);
+    let mut left = 7;
+    t.timed(0, MetaOp::Create, &mut rec, &mut |_, _, _| {
+        left -= 1;
+        left > 0
+    });
+    assert_eq!(count(&mut rec, MetaOp::Create), (7, 0));
+    t.ready(0, MetaOp::Stat);
+    t.top_up(0, 25);
+    // Asked again, or for fewer, it makes nothing more.
+    t.top_up(0, 25);
+    t.top_up(0, 3);
+    t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
+    assert_eq!(count(&mut rec, MetaOp::Stat), (25, 0));
+    assert!(t.cleanup().is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
 }
