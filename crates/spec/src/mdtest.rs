@@ -27,12 +27,11 @@ pub struct Mdtest {
 
 /// Options of mdtest that stormark takes, for messages.
 pub const MDTEST_FORM: &str =
-    "mdtest's -n, -I, -z, -b, -u, -F, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
+    "mdtest's -n, -I, -z, -b, -u, -F, -L, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
 
 /// Why each option of mdtest that stormark does not take is refused.
 fn refused(opt: char) -> Option<&'static str> {
     Some(match opt {
-        'L' => "files at the leaves alone are not made yet: every directory of the tree holds them",
         'D' => "mdtest's directory items are not made (stormark's mkdir, dirstat and rmdir time the tree's own directories): give -F for the file phases",
         'N' => "a stride (each rank on another rank's items) is not made yet: each worker goes through its own items",
         'R' => "random order is not made yet: each worker goes through its items in order",
@@ -58,7 +57,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     let mut items_n: Option<u64> = None;
     let mut items_i: Option<u64> = None;
     let (mut depth, mut branch) = (0u32, 1u32);
-    let (mut unique, mut files_only) = (false, false);
+    let (mut unique, mut files_only, mut leaf) = (false, false, false);
     let (mut create, mut stat, mut read, mut remove) = (false, false, false, false);
     let (mut write_bytes, mut read_bytes) = (0u64, 0u64);
     let mut stonewall: Option<u32> = None;
@@ -104,6 +103,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 'b' => branch = small(&value)?,
                 'u' => unique = true,
                 'F' => files_only = true,
+                'L' => leaf = true,
                 'C' => create = true,
                 'T' => stat = true,
                 'E' => read = true,
@@ -168,14 +168,16 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 )
             }
             (None, Some(i)) => i,
-            // As mdtest: items_per_dir = n / directories, the remainder not made.
+            // As mdtest: items_per_dir = n / directories (the leaves with -L), the remainder
+            // not made.
+            (Some(n), None) if leaf => n / tree.leaves(),
             (Some(n), None) => n / tree.dirs(),
         };
     if files == 0 {
         return Err(format!(
             "--mdtest: -n {}: fewer items than the tree's {} directories, so mdtest makes none; give a larger -n",
             items_n.unwrap_or(0),
-            tree.dirs()
+            if leaf { tree.leaves() } else { tree.dirs() }
         ));
     }
     if !(create || stat || read || remove) {
@@ -217,6 +219,9 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     ];
     if !unique {
         out.pairs.push(("shared", "true".into()));
+    }
+    if leaf {
+        out.pairs.push(("leaf_only", "true".into()));
     }
     if let Some(s) = stonewall.filter(|s| *s > 0) {
         out.pairs.push(("time", format!("{s}s")));
@@ -314,6 +319,9 @@ pub fn to_mdtest(
     let _ = write!(out, "-a POSIX -z {depth} -b {branch} -I {} -F", meta.files);
     if !meta.shared {
         out.push_str(" -u");
+    }
+    if meta.leaf_only {
+        out.push_str(" -L");
     }
     let all = has(MetaOp::Create)
         && has(MetaOp::Stat)
@@ -419,6 +427,9 @@ mod tests {
         assert_eq!(m.dir.as_deref(), Some("/mnt/x"));
         assert!(m.pairs.contains(&("time", "5s".into())));
         assert!(meta_of(&m).wear_out);
+        // -L: n over the 9 leaves alone.
+        let meta = meta_of(&parse_mdtest("-n 1000 -z 2 -b 3 -L -F").unwrap());
+        assert_eq!((meta.files, meta.items(), meta.leaf_only), (111, 999, true));
         let meta = meta_of(&parse_mdtest("-n 10 -F -E -w 8 -e 8").unwrap());
         assert_eq!(meta.ops, [MetaOp::Read]);
     }
@@ -430,7 +441,6 @@ mod tests {
             ("-n 10 -F -D", "-D"),
             ("-n 10 -F -N 1", "-N: a stride"),
             ("-n 10 -F -R", "-R: random"),
-            ("-n 10 -F -L", "-L"),
             ("-n 10 -F -y", "-y: fsync"),
             ("-n 10 -F -Y", "-Y"),
             ("-n 10 -F -X", "-X: verified"),
@@ -483,6 +493,7 @@ mod tests {
             (0u32..4).prop_map(|z| format!("-z {z}")),
             (1u32..5).prop_map(|b| format!("-b{b}")),
             Just("-u".to_string()),
+            Just("-L".to_string()),
             Just("-C".to_string()),
             Just("-T".to_string()),
             Just("-E".to_string()),

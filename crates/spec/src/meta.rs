@@ -116,6 +116,8 @@ pub struct MetaJob {
     /// worker made, untimed, before the next phase (mdtest's wear-out after `-W`), so that
     /// later phases go through equal counts.
     pub wear_out: bool,
+    /// Files only in the directories without children, the tree's leaves (mdtest's `-L`).
+    pub leaf_only: bool,
 }
 
 /// The directories of a tree.
@@ -153,6 +155,15 @@ impl Tree {
         }
     }
 
+    /// Directories without children: every one side by side, the last level of a deep tree
+    /// (branch^depth).
+    pub fn leaves(self) -> u64 {
+        match self {
+            Tree::Flat { dirs } => u64::from(dirs),
+            Tree::Deep { depth, branch } => u64::from(branch).saturating_pow(depth),
+        }
+    }
+
     /// Each directory's parent (an earlier index), in creation order: parents before
     /// children, so that removing in reverse order removes children first.
     pub fn parents(self) -> Vec<Option<u32>> {
@@ -179,7 +190,12 @@ impl Tree {
 impl MetaJob {
     /// Files of one worker.
     pub fn items(&self) -> u64 {
-        self.tree.dirs() * u64::from(self.files)
+        let dirs = if self.leaf_only {
+            self.tree.leaves()
+        } else {
+            self.tree.dirs()
+        };
+        dirs * u64::from(self.files)
     }
 
     /// The job-file pairs of its options.
@@ -211,6 +227,9 @@ impl MetaJob {
         }
         if self.wear_out {
             pairs.push(("wear_out", "true".into()));
+        }
+        if self.leaf_only {
+            pairs.push(("leaf_only", "true".into()));
         }
         pairs
     }
@@ -249,6 +268,15 @@ mod tests {
             1
         );
         assert_eq!(Tree::Flat { dirs: 4 }.parents(), vec![None; 4]);
+        let leaves = Tree::Deep {
+            depth: 2,
+            branch: 3,
+        };
+        assert_eq!(leaves.leaves(), 9);
+        assert_eq!(
+            leaves.leaves(),
+            (0..13u32).filter(|d| !parents.contains(&Some(*d))).count() as u64
+        );
         // Every parent comes before its children.
         for (i, p) in parents.iter().enumerate() {
             assert!(p.is_none_or(|p| (p as usize) < i));

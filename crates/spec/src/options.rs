@@ -179,6 +179,7 @@ pub const JOB_KEYS: &[&str] = &[
     "meta_ops",
     "shared",
     "wear_out",
+    "leaf_only",
     "depth",
     "branch",
 ];
@@ -440,6 +441,8 @@ pub struct JobOpts {
     /// Meta: after a create phase its time cut, every worker's files made up to the most any
     /// worker made, untimed (mdtest's wear-out after `-W`).
     pub wear_out: Option<bool>,
+    /// Meta: files only in the directories without children (mdtest's `-L`).
+    pub leaf_only: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -672,6 +675,7 @@ impl JobOpts {
             meta_ops,
             shared,
             wear_out,
+            leaf_only,
             depth,
             branch
         )

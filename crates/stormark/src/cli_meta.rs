@@ -13,6 +13,8 @@ Examples:
       open, rename, delete, rmdir, each a phase, each call timed (mdtest's unique-directory mode)
   stormark meta /mnt/cephfs --jobs 4 --depth 2 --branch 3 --files 100
       mdtest's tree (-z 2 -b 3 -I 100): 13 directories per worker, 100 files in each
+  stormark meta /mnt/cephfs --jobs 4 --depth 3 --branch 4 --files 100 --leaf-only
+      files only in the 64 directories of the last level (mdtest -z 3 -b 4 -I 100 -L)
   stormark meta /mnt/cephfs --jobs 16 --shared --files 5000 --ops create,stat,delete
       every worker creating, statting and deleting in one shared directory: the hard case of a
       distributed filesystem
@@ -91,6 +93,10 @@ pub struct MetaArgs {
     /// Print mdtest's command line for this job (where mdtest has one) and exit.
     #[arg(long)]
     pub print_mdtest: bool,
+    /// Files only in the tree's last level, its leaves (mdtest's -L); the directories above
+    /// hold their children alone.
+    #[arg(long)]
+    pub leaf_only: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,

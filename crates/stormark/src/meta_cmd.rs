@@ -52,6 +52,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.stonewall_wear_out {
         flags.push(("wear_out", "true".into()));
     }
+    if args.leaf_only {
+        flags.push(("leaf_only", "true".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -82,6 +85,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--shared", args.shared),
         ("--time", args.time.is_some()),
         ("--stonewall-wear-out", args.stonewall_wear_out),
+        ("--leaf-only", args.leaf_only),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

@@ -109,6 +109,7 @@ fn remove_in<N: Namespace>(
         ops: Vec::new(),
         shared: r.shared,
         wear_out: false,
+        leaf_only: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

@@ -129,6 +129,7 @@ mod tests {
             ops: vec![MetaOp::Create],
             shared: true,
             wear_out: false,
+            leaf_only: false,
         };
         // Two hosts of two workers each in one tree; this one holds workers 2 and 3.
         let other = MetaTree::new(&job, vec![(top.clone(), Local); 2], 0, 4);

@@ -235,6 +235,14 @@ impl<N: Namespace> MetaTree<N> {
         *part.state.lock().expect("a worker's state") = st;
     }
 
+    /// The directories that hold files, in order: every one, or the leaves alone.
+    fn item_dirs<'a, D>(&'a self, dirs: &'a [Option<D>]) -> impl Iterator<Item = &'a Option<D>> {
+        dirs.iter()
+            .enumerate()
+            .filter(|(d, _)| !self.job.leaf_only || !self.has_children[*d])
+            .map(|(_, dir)| dir)
+    }
+
     /// The wear-out after a create phase its time cut: worker `w`'s files made up to `upto`
     /// (of the tree's), untimed, when its create stopped short of that and none was removed
     /// since.
@@ -369,7 +377,7 @@ impl<N: Namespace> MetaTree<N> {
             _ => (st.first, st.files),
         };
         let mut n = 0u64;
-        'all: for dir in dirs.iter() {
+        'all: for dir in self.item_dirs(&dirs) {
             for f in 0..files {
                 if n >= limit {
                     break 'all;
@@ -465,7 +473,7 @@ impl<N: Namespace> MetaTree<N> {
             if st.has_files() {
                 let mut other = String::new();
                 let mut n = 0u64;
-                'all: for dir in dirs.iter() {
+                'all: for dir in self.item_dirs(&dirs) {
                     for f in 0..u64::from(self.job.files) {
                         if n >= st.files {
                             break 'all;

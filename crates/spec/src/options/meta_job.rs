@@ -21,6 +21,7 @@ impl JobOpts {
                 ("--ops", self.meta_ops.is_some()),
                 ("--shared", self.shared.is_some()),
                 ("--stonewall-wear-out", self.wear_out.is_some()),
+                ("--leaf-only", self.leaf_only.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -110,6 +111,7 @@ impl JobOpts {
             ops,
             shared: self.shared.unwrap_or(false),
             wear_out: self.wear_out.unwrap_or(false),
+            leaf_only: self.leaf_only.unwrap_or(false),
         };
         if meta.wear_out && self.time.is_none() {
             return Err(SpecError::invalid(

@@ -14,6 +14,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         ops: ops.to_vec(),
         shared,
         wear_out: false,
+        leaf_only: false,
     }
 }
 
@@ -207,6 +208,40 @@ fn a_cut_create_is_worn_out_to_the_count_asked() {
     t.top_up(0, 3);
     t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
     assert_eq!(count(&mut rec, MetaOp::Stat), (25, 0));
+    assert!(t.cleanup().is_empty());
+    assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
+}
+
+/// Issue 60: mdtest's `-L`: files in the leaves alone (9 of a depth 2, branch 3 tree's 13).
+#[test]
+fn leaf_only_files_are_in_the_leaves_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Dir::open(tmp.path()).unwrap();
+    let tops = vec![(Arc::new(top.create_dir("w0").unwrap()), Local)];
+    let tree = Tree::Deep {
+        depth: 2,
+        branch: 3,
+    };
+    let mut j = job(false, tree, &[MetaOp::Create, MetaOp::Stat]);
+    j.leaf_only = true;
+    let t = MetaTree::new(&j, tops, 0, 1);
+    let mut rec = Recorder::new();
+    t.ready(0, MetaOp::Create);
+    t.timed(0, MetaOp::Create, &mut rec, &mut |_, _, _| true);
+    assert_eq!(count(&mut rec, MetaOp::Create), (90, 0));
+    // d0 (the root) and d1..d3 hold their children alone; d4..d12 their 10 files each.
+    let root = tmp.path().join("w0").join("d0");
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), 3);
+    assert_eq!(std::fs::read_dir(root.join("d1")).unwrap().count(), 3);
+    assert_eq!(
+        std::fs::read_dir(root.join("d1").join("d4"))
+            .unwrap()
+            .count(),
+        10
+    );
+    t.ready(0, MetaOp::Stat);
+    t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
+    assert_eq!(count(&mut rec, MetaOp::Stat), (90, 0));
     assert!(t.cleanup().is_empty());
     assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
 }
