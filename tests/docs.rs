@@ -522,6 +522,7 @@ page_tests! {
     distributed => "docs/distributed.md",
     fio_compat => "docs/fio-compat.md",
     fuzzing => "docs/fuzzing.md",
+    ior_mdtest => "docs/ior-mdtest.md",
     job_files => "docs/job-files.md",
     meta => "docs/meta.md",
     net => "docs/net.md",

@@ -114,7 +114,7 @@ fn mdtest_command_line_makes_what_mdtest_makes() {
     for (args, want) in [
         ("-n 1000 -z 2 -b 3 -u", "directory items"),
         ("-n 100 -F -N 1", "-N"),
-        ("-n 100 -F -y", "-y"),
+        ("-n 100 -F -R", "-R"),
     ] {
         let out = Bin(BIN).run(&["meta", target.to_str().unwrap(), "--mdtest", args]);
         let said = text(&out);
@@ -232,4 +232,31 @@ fn wear_out_gives_every_worker_the_furthest_count() {
     let out = Bin(BIN).run(&["meta", dir.path().to_str().unwrap(), "--stonewall-wear-out"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("with --time"), "{}", text(&out));
+}
+
+/// mdtest's -y: each file fsynced after its write, within the create's time; nothing lost.
+#[test]
+fn fsync_after_each_write_is_counted_with_the_create() {
+    let dir = temp_dir(TMP);
+    let json = dir.path().join("m.json");
+    let out = Bin(BIN).run(&[
+        "meta",
+        dir.path().to_str().unwrap(),
+        "--jobs",
+        "2",
+        "--mdtest",
+        "-n 30 -F -C -T -r -w 4096 -y",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = read_json(&json);
+    let create = &doc["phases"][1]["by_op"]["create"];
+    assert_eq!(
+        (create["ops"].as_u64(), create["bytes"].as_u64()),
+        (Some(60), Some(60 * 4096))
+    );
+    assert_eq!(doc["spec"]["jobs"][0]["fsync"], "1", "{}", doc["spec"]);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

@@ -27,7 +27,7 @@ pub struct Mdtest {
 
 /// Options of mdtest that stormark takes, for messages.
 pub const MDTEST_FORM: &str =
-    "mdtest's -n, -I, -z, -b, -u, -F, -L, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
+    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
 
 /// Why each option of mdtest that stormark does not take is refused.
 fn refused(opt: char) -> Option<&'static str> {
@@ -35,7 +35,6 @@ fn refused(opt: char) -> Option<&'static str> {
         'D' => "mdtest's directory items are not made (stormark's mkdir, dirstat and rmdir time the tree's own directories): give -F for the file phases",
         'N' => "a stride (each rank on another rank's items) is not made yet: each worker goes through its own items",
         'R' => "random order is not made yet: each worker goes through its items in order",
-        'y' => "fsync after each write is not made yet",
         'Y' => "a sync between phases is not made yet",
         'X' => "verified reads are not made yet",
         'S' => "a shared file is not made: each item is a file of its own",
@@ -57,7 +56,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     let mut items_n: Option<u64> = None;
     let mut items_i: Option<u64> = None;
     let (mut depth, mut branch) = (0u32, 1u32);
-    let (mut unique, mut files_only, mut leaf) = (false, false, false);
+    let (mut unique, mut files_only, mut leaf, mut fsync) = (false, false, false, false);
     let (mut create, mut stat, mut read, mut remove) = (false, false, false, false);
     let (mut write_bytes, mut read_bytes) = (0u64, 0u64);
     let mut stonewall: Option<u32> = None;
@@ -104,6 +103,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 'u' => unique = true,
                 'F' => files_only = true,
                 'L' => leaf = true,
+                'y' => fsync = true,
                 'C' => create = true,
                 'T' => stat = true,
                 'E' => read = true,
@@ -223,6 +223,9 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     if leaf {
         out.pairs.push(("leaf_only", "true".into()));
     }
+    if fsync {
+        out.pairs.push(("fsync", "1".into()));
+    }
     if let Some(s) = stonewall.filter(|s| *s > 0) {
         out.pairs.push(("time", format!("{s}s")));
         // mdtest's ranks then create on to the furthest one's count.
@@ -322,6 +325,9 @@ pub fn to_mdtest(
     }
     if meta.leaf_only {
         out.push_str(" -L");
+    }
+    if meta.fsync {
+        out.push_str(" -y");
     }
     let all = has(MetaOp::Create)
         && has(MetaOp::Stat)
@@ -427,6 +433,7 @@ mod tests {
         assert_eq!(m.dir.as_deref(), Some("/mnt/x"));
         assert!(m.pairs.contains(&("time", "5s".into())));
         assert!(meta_of(&m).wear_out);
+        assert!(meta_of(&parse_mdtest("-n 10 -F -y -w 8").unwrap()).fsync);
         // -L: n over the 9 leaves alone.
         let meta = meta_of(&parse_mdtest("-n 1000 -z 2 -b 3 -L -F").unwrap());
         assert_eq!((meta.files, meta.items(), meta.leaf_only), (111, 999, true));
@@ -441,7 +448,6 @@ mod tests {
             ("-n 10 -F -D", "-D"),
             ("-n 10 -F -N 1", "-N: a stride"),
             ("-n 10 -F -R", "-R: random"),
-            ("-n 10 -F -y", "-y: fsync"),
             ("-n 10 -F -Y", "-Y"),
             ("-n 10 -F -X", "-X: verified"),
             ("-n 10 -F -a S3", "-a POSIX"),
@@ -494,6 +500,7 @@ mod tests {
             (1u32..5).prop_map(|b| format!("-b{b}")),
             Just("-u".to_string()),
             Just("-L".to_string()),
+            Just("-y".to_string()),
             Just("-C".to_string()),
             Just("-T".to_string()),
             Just("-E".to_string()),

@@ -118,6 +118,9 @@ pub struct MetaJob {
     pub wear_out: bool,
     /// Files only in the directories without children, the tree's leaves (mdtest's `-L`).
     pub leaf_only: bool,
+    /// Each file written is `fsync`ed before its close, timed with its write (mdtest's `-y`;
+    /// the job's `fsync = 1`, carried by the job's own pairs).
+    pub fsync: bool,
 }
 
 /// The directories of a tree.

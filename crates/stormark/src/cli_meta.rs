@@ -34,6 +34,8 @@ Examples:
       --ops mkdir,create,stat,delete,rmdir --print-mdtest
       the mdtest command line that makes the same load: mpirun -np 4 mdtest -a POSIX -z 1
       -b 4 -I 500 -F -u -C -T -r -d /mnt/data
+  stormark meta /mnt/data --file-size 4k --fsync --ops create,stat,delete
+      each create writes 4 KiB and fsyncs them before its close (mdtest -w 4096 -y)
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
       small files written and read back, three times, with the spread of each figure
 
@@ -97,6 +99,9 @@ pub struct MetaArgs {
     /// hold their children alone.
     #[arg(long)]
     pub leaf_only: bool,
+    /// fsync each file after its write, timed with it (mdtest's -y).
+    #[arg(long)]
+    pub fsync: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,

@@ -55,6 +55,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.leaf_only {
         flags.push(("leaf_only", "true".into()));
     }
+    if args.fsync {
+        flags.push(("fsync", "1".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -86,6 +89,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--time", args.time.is_some()),
         ("--stonewall-wear-out", args.stonewall_wear_out),
         ("--leaf-only", args.leaf_only),
+        ("--fsync", args.fsync),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

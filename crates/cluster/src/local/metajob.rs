@@ -142,6 +142,12 @@ impl LocalAgent {
         }
         for job in jobs {
             if let Some(Where::Share(sd)) = &mut self.place {
+                if job.meta.as_ref().is_some_and(|m| m.fsync) {
+                    return Err(AgentError::option(
+                        "--fsync",
+                        "not on an NFS share yet (its writes are not committed by handle); leave it out, or run on a mounted directory",
+                    ));
+                }
                 let (ns, run, parent) = sd.meta_dirs()?;
                 let url = sd.url.clone();
                 let site = Site {

@@ -110,6 +110,7 @@ fn remove_in<N: Namespace>(
         shared: r.shared,
         wear_out: false,
         leaf_only: false,
+        fsync: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

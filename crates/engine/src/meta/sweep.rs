@@ -130,6 +130,7 @@ mod tests {
             shared: true,
             wear_out: false,
             leaf_only: false,
+            fsync: false,
         };
         // Two hosts of two workers each in one tree; this one holds workers 2 and 3.
         let other = MetaTree::new(&job, vec![(top.clone(), Local); 2], 0, 4);

@@ -365,6 +365,7 @@ impl<N: Namespace> MetaTree<N> {
         } else {
             size
         };
+        let sync = self.job.fsync;
         let buf = vec![0x5a_u8; size.min(1 << 20)];
         let mut rbuf = vec![0_u8; size.min(1 << 20)];
         let stat_op = meta_stat_op(op);
@@ -391,8 +392,11 @@ impl<N: Namespace> MetaTree<N> {
                 let (r, bytes) = match dir {
                     None => (Err(std::io::Error::from_raw_os_error(libc::ENOENT)), 0),
                     Some(dir) => match op {
-                        MetaOp::Create => (ns.create(dir, fname, &buf, create_bytes), create_bytes),
-                        MetaOp::Write => (ns.write(dir, fname, &buf, size), size),
+                        MetaOp::Create => (
+                            ns.create(dir, fname, &buf, create_bytes, sync && create_bytes > 0),
+                            create_bytes,
+                        ),
+                        MetaOp::Write => (ns.write(dir, fname, &buf, size, sync), size),
                         MetaOp::Stat => (ns.stat(dir, fname).map(|_| ()), 0),
                         MetaOp::Open => (ns.open(dir, fname), 0),
                         MetaOp::Read => (ns.read(dir, fname, &mut rbuf, size), size),

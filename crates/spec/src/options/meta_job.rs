@@ -112,6 +112,17 @@ impl JobOpts {
             shared: self.shared.unwrap_or(false),
             wear_out: self.wear_out.unwrap_or(false),
             leaf_only: self.leaf_only.unwrap_or(false),
+            fsync: match self.fsync {
+                None | Some(0) => false,
+                Some(1) => true,
+                Some(n) => {
+                    return Err(SpecError::invalid(
+                        "--fsync",
+                        &n.to_string(),
+                        "1 for a metadata job: each file fsynced after its write (mdtest's -y)",
+                    ))
+                }
+            },
         };
         if meta.wear_out && self.time.is_none() {
             return Err(SpecError::invalid(

@@ -15,6 +15,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         shared,
         wear_out: false,
         leaf_only: false,
+        fsync: false,
     }
 }
 
