@@ -234,9 +234,10 @@ fn wear_out_gives_every_worker_the_furthest_count() {
     assert!(text(&out).contains("with --time"), "{}", text(&out));
 }
 
-/// mdtest's -y: each file fsynced after its write, within the create's time; nothing lost.
+/// mdtest's -y and -X: each file fsynced after its write, within the create's time, and each
+/// read checked against what was written.
 #[test]
-fn fsync_after_each_write_is_counted_with_the_create() {
+fn fsync_after_each_write_and_verified_reads() {
     let dir = temp_dir(TMP);
     let json = dir.path().join("m.json");
     let out = Bin(BIN).run(&[
@@ -245,7 +246,7 @@ fn fsync_after_each_write_is_counted_with_the_create() {
         "--jobs",
         "2",
         "--mdtest",
-        "-n 30 -F -C -T -r -w 4096 -y",
+        "-n 30 -F -w 4096 -e 4096 -y -X",
         "-q",
         "--json",
         json.to_str().unwrap(),
@@ -258,5 +259,9 @@ fn fsync_after_each_write_is_counted_with_the_create() {
         (Some(60), Some(60 * 4096))
     );
     assert_eq!(doc["spec"]["jobs"][0]["fsync"], "1", "{}", doc["spec"]);
+    let read = &doc["phases"][3];
+    assert_eq!(read["name"], "read");
+    assert_eq!(read["by_op"]["read"]["ops"], 60);
+    assert_eq!((read["verify"]["objects"].as_u64(), read["verify"]["bad"].as_u64()), (Some(60), Some(0)));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

@@ -27,7 +27,7 @@ pub struct Mdtest {
 
 /// Options of mdtest that stormark takes, for messages.
 pub const MDTEST_FORM: &str =
-    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
+    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -X, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
 
 /// Why each option of mdtest that stormark does not take is refused.
 fn refused(opt: char) -> Option<&'static str> {
@@ -36,7 +36,6 @@ fn refused(opt: char) -> Option<&'static str> {
         'N' => "a stride (each rank on another rank's items) is not made yet: each worker goes through its own items",
         'R' => "random order is not made yet: each worker goes through its items in order",
         'Y' => "a sync between phases is not made yet",
-        'X' => "verified reads are not made yet",
         'S' => "a shared file is not made: each item is a file of its own",
         'c' => "collective creates (rank 0 makes every item) are not made",
         'k' => "mknod is not made: files are created with openat",
@@ -57,6 +56,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     let mut items_i: Option<u64> = None;
     let (mut depth, mut branch) = (0u32, 1u32);
     let (mut unique, mut files_only, mut leaf, mut fsync) = (false, false, false, false);
+    let mut verify = false;
     let (mut create, mut stat, mut read, mut remove) = (false, false, false, false);
     let (mut write_bytes, mut read_bytes) = (0u64, 0u64);
     let mut stonewall: Option<u32> = None;
@@ -104,6 +104,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 'F' => files_only = true,
                 'L' => leaf = true,
                 'y' => fsync = true,
+                'X' => verify = true,
                 'C' => create = true,
                 'T' => stat = true,
                 'E' => read = true,
@@ -226,6 +227,13 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     if fsync {
         out.pairs.push(("fsync", "1".into()));
     }
+    if verify {
+        // As mdtest: only with its read phase, reading bytes.
+        if !read || read_bytes == 0 {
+            return Err("--mdtest: -X verifies the read phase's bytes: give -E (or no phase option) with -e equal to -w".into());
+        }
+        out.pairs.push(("verify_read", "true".into()));
+    }
     if let Some(s) = stonewall.filter(|s| *s > 0) {
         out.pairs.push(("time", format!("{s}s")));
         // mdtest's ranks then create on to the furthest one's count.
@@ -328,6 +336,9 @@ pub fn to_mdtest(
     }
     if meta.fsync {
         out.push_str(" -y");
+    }
+    if meta.verify_read {
+        out.push_str(" -X");
     }
     let all = has(MetaOp::Create)
         && has(MetaOp::Stat)
@@ -449,7 +460,7 @@ mod tests {
             ("-n 10 -F -N 1", "-N: a stride"),
             ("-n 10 -F -R", "-R: random"),
             ("-n 10 -F -Y", "-Y"),
-            ("-n 10 -F -X", "-X: verified"),
+            ("-n 10 -F -X", "-X verifies"),
             ("-n 10 -F -a S3", "-a POSIX"),
             ("-n 10 -F -q", "-q is not an option of mdtest"),
             ("-F", "give -n"),
@@ -506,6 +517,7 @@ mod tests {
             Just("-E".to_string()),
             Just("-r".to_string()),
             Just("-w 64 -e 64".to_string()),
+            Just("-w 64 -e 64 -E -X".to_string()),
             (1u32..100).prop_map(|w| format!("-W {w}")),
             (1u32..5).prop_map(|i| format!("-i {i}")),
         ];

@@ -121,6 +121,9 @@ pub struct MetaJob {
     /// Each file written is `fsync`ed before its close, timed with its write (mdtest's `-y`;
     /// the job's `fsync = 1`, carried by the job's own pairs).
     pub fsync: bool,
+    /// Each read checked against the bytes every create and write puts in a file (mdtest's
+    /// `-X`), a file that differs counted `corrupt`.
+    pub verify_read: bool,
 }
 
 /// The directories of a tree.
@@ -233,6 +236,9 @@ impl MetaJob {
         }
         if self.leaf_only {
             pairs.push(("leaf_only", "true".into()));
+        }
+        if self.verify_read {
+            pairs.push(("verify_read", "true".into()));
         }
         pairs
     }

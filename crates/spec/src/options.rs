@@ -180,6 +180,7 @@ pub const JOB_KEYS: &[&str] = &[
     "shared",
     "wear_out",
     "leaf_only",
+    "verify_read",
     "depth",
     "branch",
 ];
@@ -443,6 +444,8 @@ pub struct JobOpts {
     pub wear_out: Option<bool>,
     /// Meta: files only in the directories without children (mdtest's `-L`).
     pub leaf_only: Option<bool>,
+    /// Meta: each read checked against the bytes written (mdtest's `-X`).
+    pub verify_read: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -676,6 +679,7 @@ impl JobOpts {
             shared,
             wear_out,
             leaf_only,
+            verify_read,
             depth,
             branch
         )

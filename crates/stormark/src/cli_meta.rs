@@ -36,6 +36,8 @@ Examples:
       -b 4 -I 500 -F -u -C -T -r -d /mnt/data
   stormark meta /mnt/data --file-size 4k --fsync --ops create,stat,delete
       each create writes 4 KiB and fsyncs them before its close (mdtest -w 4096 -y)
+  stormark meta /mnt/data --file-size 4k --ops create,read,delete --verify-read
+      each read's 4 KiB checked against what was written (mdtest -w 4096 -e 4096 -X)
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
       small files written and read back, three times, with the spread of each figure
 
@@ -102,6 +104,10 @@ pub struct MetaArgs {
     /// fsync each file after its write, timed with it (mdtest's -y).
     #[arg(long)]
     pub fsync: bool,
+    /// Check each read's bytes against what every create and write puts in a file, a file
+    /// that differs counted `corrupt` (mdtest's -X; with read and a --file-size up to 1m).
+    #[arg(long)]
+    pub verify_read: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,

@@ -58,6 +58,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.fsync {
         flags.push(("fsync", "1".into()));
     }
+    if args.verify_read {
+        flags.push(("verify_read", "true".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -90,6 +93,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--stonewall-wear-out", args.stonewall_wear_out),
         ("--leaf-only", args.leaf_only),
         ("--fsync", args.fsync),
+        ("--verify-read", args.verify_read),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

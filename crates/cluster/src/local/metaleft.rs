@@ -111,6 +111,7 @@ fn remove_in<N: Namespace>(
         wear_out: false,
         leaf_only: false,
         fsync: false,
+        verify_read: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

@@ -11,6 +11,9 @@ use stormark_stats::{ErrorKind, Op, Recorder};
 
 use super::namespace::{Local, Namespace};
 
+/// Every byte a create or write puts in a file.
+const FILL: u8 = 0x5a;
+
 /// The operation a meta operation is recorded as.
 pub fn meta_stat_op(op: MetaOp) -> Op {
     match op {
@@ -366,7 +369,8 @@ impl<N: Namespace> MetaTree<N> {
             size
         };
         let sync = self.job.fsync;
-        let buf = vec![0x5a_u8; size.min(1 << 20)];
+        let verify = self.job.verify_read;
+        let buf = vec![FILL; size.min(1 << 20)];
         let mut rbuf = vec![0_u8; size.min(1 << 20)];
         let stat_op = meta_stat_op(op);
         let (mut name, mut other) = (String::new(), String::new());
@@ -399,7 +403,17 @@ impl<N: Namespace> MetaTree<N> {
                         MetaOp::Write => (ns.write(dir, fname, &buf, size, sync), size),
                         MetaOp::Stat => (ns.stat(dir, fname).map(|_| ()), 0),
                         MetaOp::Open => (ns.open(dir, fname), 0),
-                        MetaOp::Read => (ns.read(dir, fname, &mut rbuf, size), size),
+                        MetaOp::Read => {
+                            let r = ns.read(dir, fname, &mut rbuf, size);
+                            (
+                                if verify {
+                                    r.and_then(|()| check(&rbuf, size, rec))
+                                } else {
+                                    r
+                                },
+                                size,
+                            )
+                        }
                         MetaOp::Rename => {
                             let to = file_name(&mut other, part.global, f, true);
                             (ns.rename(dir, fname, to), 0)
@@ -527,6 +541,24 @@ impl<N: Namespace> MetaTree<N> {
     }
 }
 
+/// mdtest's `-X`: the `size` bytes a read brought (at most the buffer, as `verify_read`
+/// allows) are the ones every create and write puts in each file; counted as checked, and
+/// a file that is not is `corrupt`.
+fn check(rbuf: &[u8], size: usize, rec: &mut Recorder) -> std::io::Result<()> {
+    let bad = rbuf[..size.min(rbuf.len())].iter().any(|b| *b != FILL);
+    rec.record_verified(stormark_stats::Verified {
+        objects: 1,
+        bytes: size as u64,
+        bad: u64::from(bad),
+        ..Default::default()
+    });
+    if bad {
+        Err(std::io::ErrorKind::InvalidData.into())
+    } else {
+        Ok(())
+    }
+}
+
 fn record(
     rec: &mut Recorder,
     op: Op,
@@ -551,6 +583,7 @@ fn kind_of(e: &std::io::Error) -> ErrorKind {
     match e.raw_os_error() {
         Some(errno) => ErrorKind::from_errno(errno),
         None if e.kind() == std::io::ErrorKind::UnexpectedEof => ErrorKind::Short,
+        None if e.kind() == std::io::ErrorKind::InvalidData => ErrorKind::Corrupt,
         None => ErrorKind::Io,
     }
 }

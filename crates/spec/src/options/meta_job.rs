@@ -22,6 +22,7 @@ impl JobOpts {
                 ("--shared", self.shared.is_some()),
                 ("--stonewall-wear-out", self.wear_out.is_some()),
                 ("--leaf-only", self.leaf_only.is_some()),
+                ("--verify-read", self.verify_read.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -112,6 +113,7 @@ impl JobOpts {
             shared: self.shared.unwrap_or(false),
             wear_out: self.wear_out.unwrap_or(false),
             leaf_only: self.leaf_only.unwrap_or(false),
+            verify_read: self.verify_read.unwrap_or(false),
             fsync: match self.fsync {
                 None | Some(0) => false,
                 Some(1) => true,
@@ -124,6 +126,15 @@ impl JobOpts {
                 }
             },
         };
+        if meta.verify_read
+            && (!meta.ops.contains(&MetaOp::Read) || !(1..=1 << 20).contains(&meta.file_size))
+        {
+            return Err(SpecError::invalid(
+                "--verify-read",
+                "true",
+                "with the read operation and a --file-size from 1 to 1m, such as --file-size 4k --ops create,read",
+            ));
+        }
         if meta.wear_out && self.time.is_none() {
             return Err(SpecError::invalid(
                 "--stonewall-wear-out",

@@ -16,6 +16,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         wear_out: false,
         leaf_only: false,
         fsync: false,
+        verify_read: false,
     }
 }
 
@@ -245,4 +246,34 @@ fn leaf_only_files_are_in_the_leaves_alone() {
     assert_eq!(count(&mut rec, MetaOp::Stat), (90, 0));
     assert!(t.cleanup().is_empty());
     assert_eq!(std::fs::read_dir(tmp.path().join("w0")).unwrap().count(), 0);
+}
+
+/// Issue 60: mdtest's `-X`: each read checked; a file changed behind the run's back is
+/// `corrupt`, the others checked clean.
+#[test]
+fn verified_reads_find_a_changed_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Dir::open(tmp.path()).unwrap();
+    let tops = vec![(Arc::new(top.create_dir("w0").unwrap()), Local)];
+    let mut j = job(false, Tree::Flat { dirs: 1 }, &[MetaOp::Create, MetaOp::Read]);
+    j.verify_read = true;
+    let t = MetaTree::new(&j, tops, 0, 1);
+    let mut rec = Recorder::new();
+    t.ready(0, MetaOp::Create);
+    t.timed(0, MetaOp::Create, &mut rec, &mut |_, _, _| true);
+    rec.take();
+    // One byte of f0.3 changed in place.
+    let f = tmp.path().join("w0").join("d0").join("f0.3");
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&f, bytes).unwrap();
+    t.ready(0, MetaOp::Read);
+    t.timed(0, MetaOp::Read, &mut rec, &mut |_, _, _| true);
+    let snap = rec.take();
+    assert_eq!(snap.op(Op::Read).ops, 9);
+    let e: Vec<_> = snap.errors.entries().map(|e| (e.kind, e.count)).collect();
+    assert_eq!(e, [(ErrorKind::Corrupt, 1)]);
+    assert_eq!((snap.verified.objects, snap.verified.bad), (10, 1));
+    assert_eq!(snap.verified.bytes, 10 * 4096);
+    assert!(t.cleanup().is_empty());
 }
