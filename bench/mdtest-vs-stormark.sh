@@ -6,13 +6,13 @@
 #   IOR_SOURCE: a tree or a .tar.gz of hpc/ior's source (github.com/hpc/ior); mdtest is built
 #   from it (bootstrap, configure, make) with Open MPI from Debian (openmpi-bin,
 #   libopenmpi-dev, autoconf, automake: installed if missing). Or MDTEST names a built binary.
-#   env: BENCH_DIR, ROUNDS=3, NP=2, ARGS='-n 10000 -z 2 -b 3 -u -F', MDTEST, STORMARK
+#   env: BENCH_DIR, ROUNDS=4 (each tool first in half of them), NP=2, ARGS='-n 10000 -z 2 -b 3 -u -F', MDTEST, STORMARK
 # Then bench/path-walk.c: the cost of mdtest's full paths alone (stat and open by full path
 # against by name under a held directory, as stormark does), the same files, alternating.
 # Writes only inside $BENCH_DIR (default ./bench-data) and removes only what it created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-4}
 NP=${NP:-2}
 ARGS=${ARGS:--n 10000 -z 2 -b 3 -u -F}
 BENCH_DIR=${BENCH_DIR:-$PWD/bench-data}
@@ -53,6 +53,9 @@ for round in $(seq 1 "$ROUNDS"); do
       "$STORMARK" meta "$OUT/sm" --jobs "$NP" --mdtest "$ARGS" -q --json "$OUT/$round.sm.json" >/dev/null 2>&1
       rmdir "$OUT/sm"
     fi
+    # What one tool removed is written back before the other starts: else the second of a
+    # round creates while the first one's deletes are committed (ext4: 10-fold slower).
+    sync
   done
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
