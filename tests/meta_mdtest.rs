@@ -114,7 +114,7 @@ fn mdtest_command_line_makes_what_mdtest_makes() {
     for (args, want) in [
         ("-n 1000 -z 2 -b 3 -u", "directory items"),
         ("-n 100 -F -N 1", "-N"),
-        ("-n 100 -F -R", "-R"),
+        ("-n 100 -F -Y", "-Y"),
     ] {
         let out = Bin(BIN).run(&["meta", target.to_str().unwrap(), "--mdtest", args]);
         let said = text(&out);
@@ -234,8 +234,8 @@ fn wear_out_gives_every_worker_the_furthest_count() {
     assert!(text(&out).contains("with --time"), "{}", text(&out));
 }
 
-/// mdtest's -y and -X: each file fsynced after its write, within the create's time, and each
-/// read checked against what was written.
+/// mdtest's -y, -X and -R: each file fsynced after its write, within the create's time, each
+/// read checked against what was written, the stats in a scattered order (each file once).
 #[test]
 fn fsync_after_each_write_and_verified_reads() {
     let dir = temp_dir(TMP);
@@ -246,7 +246,7 @@ fn fsync_after_each_write_and_verified_reads() {
         "--jobs",
         "2",
         "--mdtest",
-        "-n 30 -F -w 4096 -e 4096 -y -X",
+        "-n 30 -F -w 4096 -e 4096 -y -X -R",
         "-q",
         "--json",
         json.to_str().unwrap(),
@@ -259,9 +259,16 @@ fn fsync_after_each_write_and_verified_reads() {
         (Some(60), Some(60 * 4096))
     );
     assert_eq!(doc["spec"]["jobs"][0]["fsync"], "1", "{}", doc["spec"]);
+    assert_eq!(doc["phases"][2]["by_op"]["stat"]["ops"], 60);
     let read = &doc["phases"][3];
     assert_eq!(read["name"], "read");
     assert_eq!(read["by_op"]["read"]["ops"], 60);
-    assert_eq!((read["verify"]["objects"].as_u64(), read["verify"]["bad"].as_u64()), (Some(60), Some(0)));
+    assert_eq!(
+        (
+            read["verify"]["objects"].as_u64(),
+            read["verify"]["bad"].as_u64()
+        ),
+        (Some(60), Some(0))
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

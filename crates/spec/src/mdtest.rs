@@ -27,14 +27,13 @@ pub struct Mdtest {
 
 /// Options of mdtest that stormark takes, for messages.
 pub const MDTEST_FORM: &str =
-    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -X, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
+    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -X, -R, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
 
 /// Why each option of mdtest that stormark does not take is refused.
 fn refused(opt: char) -> Option<&'static str> {
     Some(match opt {
         'D' => "mdtest's directory items are not made (stormark's mkdir, dirstat and rmdir time the tree's own directories): give -F for the file phases",
         'N' => "a stride (each rank on another rank's items) is not made yet: each worker goes through its own items",
-        'R' => "random order is not made yet: each worker goes through its items in order",
         'Y' => "a sync between phases is not made yet",
         'S' => "a shared file is not made: each item is a file of its own",
         'c' => "collective creates (rank 0 makes every item) are not made",
@@ -56,7 +55,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     let mut items_i: Option<u64> = None;
     let (mut depth, mut branch) = (0u32, 1u32);
     let (mut unique, mut files_only, mut leaf, mut fsync) = (false, false, false, false);
-    let mut verify = false;
+    let (mut verify, mut random) = (false, false);
     let (mut create, mut stat, mut read, mut remove) = (false, false, false, false);
     let (mut write_bytes, mut read_bytes) = (0u64, 0u64);
     let mut stonewall: Option<u32> = None;
@@ -105,6 +104,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 'L' => leaf = true,
                 'y' => fsync = true,
                 'X' => verify = true,
+                'R' => random = true,
                 'C' => create = true,
                 'T' => stat = true,
                 'E' => read = true,
@@ -227,6 +227,9 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     if fsync {
         out.pairs.push(("fsync", "1".into()));
     }
+    if random {
+        out.pairs.push(("random_order", "true".into()));
+    }
     if verify {
         // As mdtest: only with its read phase, reading bytes.
         if !read || read_bytes == 0 {
@@ -339,6 +342,9 @@ pub fn to_mdtest(
     }
     if meta.verify_read {
         out.push_str(" -X");
+    }
+    if meta.random_order {
+        out.push_str(" -R");
     }
     let all = has(MetaOp::Create)
         && has(MetaOp::Stat)
@@ -458,7 +464,6 @@ mod tests {
             ("-n 1000 -z 2 -b 3 -u", "directory items"),
             ("-n 10 -F -D", "-D"),
             ("-n 10 -F -N 1", "-N: a stride"),
-            ("-n 10 -F -R", "-R: random"),
             ("-n 10 -F -Y", "-Y"),
             ("-n 10 -F -X", "-X verifies"),
             ("-n 10 -F -a S3", "-a POSIX"),
@@ -512,6 +517,7 @@ mod tests {
             Just("-u".to_string()),
             Just("-L".to_string()),
             Just("-y".to_string()),
+            Just("-R".to_string()),
             Just("-C".to_string()),
             Just("-T".to_string()),
             Just("-E".to_string()),

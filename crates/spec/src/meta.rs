@@ -124,6 +124,8 @@ pub struct MetaJob {
     /// Each read checked against the bytes every create and write puts in a file (mdtest's
     /// `-X`), a file that differs counted `corrupt`.
     pub verify_read: bool,
+    /// The stat phase goes through the files in a scattered order, each once (mdtest's `-R`).
+    pub random_order: bool,
 }
 
 /// The directories of a tree.
@@ -239,6 +241,9 @@ impl MetaJob {
         }
         if self.verify_read {
             pairs.push(("verify_read", "true".into()));
+        }
+        if self.random_order {
+            pairs.push(("random_order", "true".into()));
         }
         pairs
     }

@@ -181,6 +181,7 @@ pub const JOB_KEYS: &[&str] = &[
     "wear_out",
     "leaf_only",
     "verify_read",
+    "random_order",
     "depth",
     "branch",
 ];
@@ -446,6 +447,8 @@ pub struct JobOpts {
     pub leaf_only: Option<bool>,
     /// Meta: each read checked against the bytes written (mdtest's `-X`).
     pub verify_read: Option<bool>,
+    /// Meta: stat in a scattered order (mdtest's `-R`).
+    pub random_order: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -680,6 +683,7 @@ impl JobOpts {
             wear_out,
             leaf_only,
             verify_read,
+            random_order,
             depth,
             branch
         )

@@ -36,6 +36,8 @@ Examples:
       -b 4 -I 500 -F -u -C -T -r -d /mnt/data
   stormark meta /mnt/data --file-size 4k --fsync --ops create,stat,delete
       each create writes 4 KiB and fsyncs them before its close (mdtest -w 4096 -y)
+  stormark meta /mnt/cephfs --jobs 4 --files 10000 --ops create,stat --random-order
+      the stats in a scattered order, each file once (mdtest -R)
   stormark meta /mnt/data --file-size 4k --ops create,read,delete --verify-read
       each read's 4 KiB checked against what was written (mdtest -w 4096 -e 4096 -X)
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
@@ -108,6 +110,10 @@ pub struct MetaArgs {
     /// that differs counted `corrupt` (mdtest's -X; with read and a --file-size up to 1m).
     #[arg(long)]
     pub verify_read: bool,
+    /// stat the files in a scattered order, each once, instead of in the order made
+    /// (mdtest's -R).
+    #[arg(long)]
+    pub random_order: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,

@@ -61,6 +61,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.verify_read {
         flags.push(("verify_read", "true".into()));
     }
+    if args.random_order {
+        flags.push(("random_order", "true".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -94,6 +97,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--leaf-only", args.leaf_only),
         ("--fsync", args.fsync),
         ("--verify-read", args.verify_read),
+        ("--random-order", args.random_order),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

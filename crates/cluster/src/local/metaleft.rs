@@ -112,6 +112,7 @@ fn remove_in<N: Namespace>(
         leaf_only: false,
         fsync: false,
         verify_read: false,
+        random_order: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

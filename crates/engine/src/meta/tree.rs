@@ -381,6 +381,30 @@ impl<N: Namespace> MetaTree<N> {
             MetaOp::Create => (st.files, upto),
             _ => (st.first, st.files),
         };
+        if op == MetaOp::Stat && self.job.random_order {
+            // mdtest's -R: the items that exist, each once, in a scattered order (an affine
+            // bijection of 0..count: no table, nothing allocated per call).
+            let holders: Vec<&Option<N::Dir>> = self.item_dirs(&dirs).collect();
+            let end = limit.min(holders.len() as u64 * files);
+            let count = end.saturating_sub(first);
+            let (a, c) = scatter(count);
+            for k in 0..count {
+                let i = first
+                    + ((u128::from(k) * u128::from(a) + u128::from(c)) % u128::from(count)) as u64;
+                let fname = file_name(&mut name, part.global, i % files, st.renamed);
+                let start = Instant::now();
+                let r = match holders[(i / files) as usize] {
+                    None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+                    Some(dir) => ns.stat(dir, fname).map(|_| ()),
+                };
+                let now = Instant::now();
+                record(rec, stat_op, 0, start, now, &r);
+                if !each(rec, now, 0) {
+                    break;
+                }
+            }
+            return end;
+        }
         let mut n = 0u64;
         'all: for dir in self.item_dirs(&dirs) {
             for f in 0..files {
@@ -539,6 +563,25 @@ impl<N: Namespace> MetaTree<N> {
         }
         notes
     }
+}
+
+/// A multiplier coprime with `count` near its golden section, and an offset: `k -> (a*k + c)
+/// mod count` visits each of `0..count` once, neighbours far apart.
+fn scatter(count: u64) -> (u64, u64) {
+    if count < 2 {
+        return (1, 0);
+    }
+    let gcd = |mut x: u64, mut y: u64| {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        x
+    };
+    let mut a = (count as f64 * 0.618_033_988_7) as u64 | 1;
+    while gcd(a, count) != 1 {
+        a += 1;
+    }
+    (a, count / 2)
 }
 
 /// mdtest's `-X`: the `size` bytes a read brought (at most the buffer, as `verify_read`

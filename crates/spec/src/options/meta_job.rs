@@ -23,6 +23,7 @@ impl JobOpts {
                 ("--stonewall-wear-out", self.wear_out.is_some()),
                 ("--leaf-only", self.leaf_only.is_some()),
                 ("--verify-read", self.verify_read.is_some()),
+                ("--random-order", self.random_order.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -114,6 +115,7 @@ impl JobOpts {
             wear_out: self.wear_out.unwrap_or(false),
             leaf_only: self.leaf_only.unwrap_or(false),
             verify_read: self.verify_read.unwrap_or(false),
+            random_order: self.random_order.unwrap_or(false),
             fsync: match self.fsync {
                 None | Some(0) => false,
                 Some(1) => true,

@@ -17,6 +17,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         leaf_only: false,
         fsync: false,
         verify_read: false,
+        random_order: false,
     }
 }
 
@@ -255,7 +256,11 @@ fn verified_reads_find_a_changed_file() {
     let tmp = tempfile::tempdir().unwrap();
     let top = Dir::open(tmp.path()).unwrap();
     let tops = vec![(Arc::new(top.create_dir("w0").unwrap()), Local)];
-    let mut j = job(false, Tree::Flat { dirs: 1 }, &[MetaOp::Create, MetaOp::Read]);
+    let mut j = job(
+        false,
+        Tree::Flat { dirs: 1 },
+        &[MetaOp::Create, MetaOp::Read],
+    );
     j.verify_read = true;
     let t = MetaTree::new(&j, tops, 0, 1);
     let mut rec = Recorder::new();
@@ -275,5 +280,34 @@ fn verified_reads_find_a_changed_file() {
     assert_eq!(e, [(ErrorKind::Corrupt, 1)]);
     assert_eq!((snap.verified.objects, snap.verified.bad), (10, 1));
     assert_eq!(snap.verified.bytes, 10 * 4096);
+    assert!(t.cleanup().is_empty());
+}
+
+/// Issue 60: mdtest's `-R`: every file statted once, in a scattered order.
+#[test]
+fn random_order_stats_each_file_once() {
+    for count in [0u64, 1, 2, 10, 12, 1000, 1001] {
+        let (a, c) = scatter(count);
+        let mut seen: Vec<u64> = (0..count).map(|k| (k * a + c) % count.max(1)).collect();
+        if count > 3 {
+            assert_ne!(seen[..3], [0, 1, 2], "{count}: not in order");
+        }
+        seen.sort();
+        assert_eq!(seen, (0..count).collect::<Vec<_>>(), "{count}");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let top = Dir::open(tmp.path()).unwrap();
+    let tops = vec![(Arc::new(top.create_dir("w0").unwrap()), Local)];
+    let mut j = job(
+        false,
+        Tree::Flat { dirs: 3 },
+        &[MetaOp::Create, MetaOp::Stat],
+    );
+    j.random_order = true;
+    let t = MetaTree::new(&j, tops, 0, 1);
+    let mut rec = Recorder::new();
+    t.ready(0, MetaOp::Stat);
+    t.timed(0, MetaOp::Stat, &mut rec, &mut |_, _, _| true);
+    assert_eq!(count(&mut rec, MetaOp::Stat), (30, 0));
     assert!(t.cleanup().is_empty());
 }
