@@ -114,7 +114,7 @@ fn mdtest_command_line_makes_what_mdtest_makes() {
     for (args, want) in [
         ("-n 1000 -z 2 -b 3 -u", "directory items"),
         ("-n 100 -F -N 1", "-N"),
-        ("-n 100 -F -Y", "-Y"),
+        ("-n 100 -F -S", "-S"),
     ] {
         let out = Bin(BIN).run(&["meta", target.to_str().unwrap(), "--mdtest", args]);
         let said = text(&out);
@@ -234,8 +234,9 @@ fn wear_out_gives_every_worker_the_furthest_count() {
     assert!(text(&out).contains("with --time"), "{}", text(&out));
 }
 
-/// mdtest's -y, -X and -R: each file fsynced after its write, within the create's time, each
-/// read checked against what was written, the stats in a scattered order (each file once).
+/// mdtest's -y, -X, -R and -Y: each file fsynced after its write, within the create's time,
+/// each read checked against what was written, the stats in a scattered order (each file
+/// once), a sync(2) by each worker at each phase's end.
 #[test]
 fn fsync_after_each_write_and_verified_reads() {
     let dir = temp_dir(TMP);
@@ -246,7 +247,7 @@ fn fsync_after_each_write_and_verified_reads() {
         "--jobs",
         "2",
         "--mdtest",
-        "-n 30 -F -w 4096 -e 4096 -y -X -R",
+        "-n 30 -F -w 4096 -e 4096 -y -X -R -Y",
         "-q",
         "--json",
         json.to_str().unwrap(),
@@ -260,6 +261,20 @@ fn fsync_after_each_write_and_verified_reads() {
     );
     assert_eq!(doc["spec"]["jobs"][0]["fsync"], "1", "{}", doc["spec"]);
     assert_eq!(doc["phases"][2]["by_op"]["stat"]["ops"], 60);
+    // -Y: each worker's sync(2) at the end of each of the 6 phases, in its time.
+    for p in doc["phases"].as_array().unwrap() {
+        assert_eq!(p["by_op"]["sync"]["ops"], 2, "{}", p["name"]);
+        assert_eq!(
+            p["reached"]["max"],
+            if p["name"] == "mkdir" || p["name"] == "rmdir" {
+                1
+            } else {
+                30
+            },
+            "{}",
+            p["name"]
+        );
+    }
     let read = &doc["phases"][3];
     assert_eq!(read["name"], "read");
     assert_eq!(read["by_op"]["read"]["ops"], 60);

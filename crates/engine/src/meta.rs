@@ -87,6 +87,17 @@ fn run_on<N: Namespace>(
         match work.op {
             Some(op) => {
                 tree.timed(work.worker, op, &mut rec, &mut each);
+                if tree.job.sync_phases {
+                    // mdtest's -Y: sync(2) at the phase's end, within its time.
+                    let start = Instant::now();
+                    // SAFETY: sync takes no argument and cannot fail.
+                    unsafe { libc::sync() };
+                    rec.record(
+                        stormark_stats::Op::Sync,
+                        0,
+                        start.elapsed().as_nanos() as u64,
+                    );
+                }
             }
             None => {
                 // A storm beside other load: the job's operations in turn, each readied

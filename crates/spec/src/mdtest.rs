@@ -27,14 +27,13 @@ pub struct Mdtest {
 
 /// Options of mdtest that stormark takes, for messages.
 pub const MDTEST_FORM: &str =
-    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -X, -R, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
+    "mdtest's -n, -I, -z, -b, -u, -F, -L, -y, -X, -R, -Y, -C, -T, -E, -r, -w, -e, -W, -i, -d, -a POSIX, -v";
 
 /// Why each option of mdtest that stormark does not take is refused.
 fn refused(opt: char) -> Option<&'static str> {
     Some(match opt {
         'D' => "mdtest's directory items are not made (stormark's mkdir, dirstat and rmdir time the tree's own directories): give -F for the file phases",
         'N' => "a stride (each rank on another rank's items) is not made yet: each worker goes through its own items",
-        'Y' => "a sync between phases is not made yet",
         'S' => "a shared file is not made: each item is a file of its own",
         'c' => "collective creates (rank 0 makes every item) are not made",
         'k' => "mknod is not made: files are created with openat",
@@ -55,7 +54,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     let mut items_i: Option<u64> = None;
     let (mut depth, mut branch) = (0u32, 1u32);
     let (mut unique, mut files_only, mut leaf, mut fsync) = (false, false, false, false);
-    let (mut verify, mut random) = (false, false);
+    let (mut verify, mut random, mut sync_phases) = (false, false, false);
     let (mut create, mut stat, mut read, mut remove) = (false, false, false, false);
     let (mut write_bytes, mut read_bytes) = (0u64, 0u64);
     let mut stonewall: Option<u32> = None;
@@ -105,6 +104,7 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
                 'y' => fsync = true,
                 'X' => verify = true,
                 'R' => random = true,
+                'Y' => sync_phases = true,
                 'C' => create = true,
                 'T' => stat = true,
                 'E' => read = true,
@@ -230,6 +230,9 @@ pub fn parse_mdtest(text: &str) -> Result<Mdtest, String> {
     if random {
         out.pairs.push(("random_order", "true".into()));
     }
+    if sync_phases {
+        out.pairs.push(("sync_phases", "true".into()));
+    }
     if verify {
         // As mdtest: only with its read phase, reading bytes.
         if !read || read_bytes == 0 {
@@ -345,6 +348,9 @@ pub fn to_mdtest(
     }
     if meta.random_order {
         out.push_str(" -R");
+    }
+    if meta.sync_phases {
+        out.push_str(" -Y");
     }
     let all = has(MetaOp::Create)
         && has(MetaOp::Stat)
@@ -464,7 +470,6 @@ mod tests {
             ("-n 1000 -z 2 -b 3 -u", "directory items"),
             ("-n 10 -F -D", "-D"),
             ("-n 10 -F -N 1", "-N: a stride"),
-            ("-n 10 -F -Y", "-Y"),
             ("-n 10 -F -X", "-X verifies"),
             ("-n 10 -F -a S3", "-a POSIX"),
             ("-n 10 -F -q", "-q is not an option of mdtest"),
@@ -518,6 +523,7 @@ mod tests {
             Just("-L".to_string()),
             Just("-y".to_string()),
             Just("-R".to_string()),
+            Just("-Y".to_string()),
             Just("-C".to_string()),
             Just("-T".to_string()),
             Just("-E".to_string()),

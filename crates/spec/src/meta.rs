@@ -126,6 +126,9 @@ pub struct MetaJob {
     pub verify_read: bool,
     /// The stat phase goes through the files in a scattered order, each once (mdtest's `-R`).
     pub random_order: bool,
+    /// Each worker calls sync(2) at the end of each phase, within the phase's time (mdtest's
+    /// `-Y`).
+    pub sync_phases: bool,
 }
 
 /// The directories of a tree.
@@ -244,6 +247,9 @@ impl MetaJob {
         }
         if self.random_order {
             pairs.push(("random_order", "true".into()));
+        }
+        if self.sync_phases {
+            pairs.push(("sync_phases", "true".into()));
         }
         pairs
     }

@@ -182,6 +182,7 @@ pub const JOB_KEYS: &[&str] = &[
     "leaf_only",
     "verify_read",
     "random_order",
+    "sync_phases",
     "depth",
     "branch",
 ];
@@ -449,6 +450,8 @@ pub struct JobOpts {
     pub verify_read: Option<bool>,
     /// Meta: stat in a scattered order (mdtest's `-R`).
     pub random_order: Option<bool>,
+    /// Meta: sync(2) at the end of each phase, timed with it (mdtest's `-Y`).
+    pub sync_phases: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -684,6 +687,7 @@ impl JobOpts {
             leaf_only,
             verify_read,
             random_order,
+            sync_phases,
             depth,
             branch
         )

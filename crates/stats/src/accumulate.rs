@@ -144,7 +144,11 @@ impl PhaseAccumulator {
         *self.open.entry(interval).or_default() += snap;
         self.verified += snap.verified;
         let state = self.workers.entry(key).or_default();
-        state.items += snap.ops().map(|(_, r)| r.ops + r.errors).sum::<u64>();
+        state.items += snap
+            .ops()
+            .filter(|(op, _)| *op != Op::Sync)
+            .map(|(_, r)| r.ops + r.errors)
+            .sum::<u64>();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 
@@ -181,7 +185,12 @@ impl PhaseAccumulator {
         }
         open.errors += errors;
         let state = self.workers.entry(key).or_default();
-        state.items += ops.iter().map(|(_, r)| r.ops + r.errors).sum::<u64>();
+        // A metadata phase's items, not the sync(2) at its end (`--sync-phases`).
+        state.items += ops
+            .iter()
+            .filter(|(op, _)| *op != Op::Sync)
+            .map(|(_, r)| r.ops + r.errors)
+            .sum::<u64>();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 

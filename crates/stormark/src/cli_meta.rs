@@ -38,6 +38,8 @@ Examples:
       each create writes 4 KiB and fsyncs them before its close (mdtest -w 4096 -y)
   stormark meta /mnt/cephfs --jobs 4 --files 10000 --ops create,stat --random-order
       the stats in a scattered order, each file once (mdtest -R)
+  stormark meta /mnt/data --file-size 64k --ops create,delete --sync-phases
+      each phase ends with sync(2) on every worker, timed with it (mdtest -w 65536 -Y)
   stormark meta /mnt/data --file-size 4k --ops create,read,delete --verify-read
       each read's 4 KiB checked against what was written (mdtest -w 4096 -e 4096 -X)
   stormark meta /mnt/data --file-size 4k --ops create,read --repeat 3 --json meta.json
@@ -114,6 +116,10 @@ pub struct MetaArgs {
     /// (mdtest's -R).
     #[arg(long)]
     pub random_order: bool,
+    /// sync(2) at the end of each phase, by each worker, within the phase's time (mdtest's
+    /// -Y); the syncs are in the phase's `sync` operation.
+    #[arg(long)]
+    pub sync_phases: bool,
     /// Every worker of every host in the same tree instead of its own.
     #[arg(long)]
     pub shared: bool,

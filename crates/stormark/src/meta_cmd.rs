@@ -64,6 +64,9 @@ pub fn main(mut args: MetaArgs) -> Result<Ending> {
     if args.random_order {
         flags.push(("random_order", "true".into()));
     }
+    if args.sync_phases {
+        flags.push(("sync_phases", "true".into()));
+    }
     flags.extend(mdtest.unwrap_or_default());
     if args.print_mdtest {
         return print_mdtest(&args, &flags);
@@ -98,6 +101,7 @@ fn from_mdtest(args: &mut MetaArgs, text: &str) -> Result<Vec<(&'static str, Str
         ("--fsync", args.fsync),
         ("--verify-read", args.verify_read),
         ("--random-order", args.random_order),
+        ("--sync-phases", args.sync_phases),
         ("--job", args.job.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {

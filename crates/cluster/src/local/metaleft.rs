@@ -113,6 +113,7 @@ fn remove_in<N: Namespace>(
         fsync: false,
         verify_read: false,
         random_order: false,
+        sync_phases: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

@@ -133,6 +133,7 @@ mod tests {
             fsync: false,
             verify_read: false,
             random_order: false,
+            sync_phases: false,
         };
         // Two hosts of two workers each in one tree; this one holds workers 2 and 3.
         let other = MetaTree::new(&job, vec![(top.clone(), Local); 2], 0, 4);

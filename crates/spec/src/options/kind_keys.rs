@@ -219,6 +219,9 @@ impl JobOpts {
             "shared" => self.shared = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "wear_out" => self.wear_out = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
             "leaf_only" => self.leaf_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "sync_phases" => {
+                self.sync_phases = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             "random_order" => {
                 self.random_order = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
             }

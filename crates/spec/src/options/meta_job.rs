@@ -24,6 +24,7 @@ impl JobOpts {
                 ("--leaf-only", self.leaf_only.is_some()),
                 ("--verify-read", self.verify_read.is_some()),
                 ("--random-order", self.random_order.is_some()),
+                ("--sync-phases", self.sync_phases.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -116,6 +117,7 @@ impl JobOpts {
             leaf_only: self.leaf_only.unwrap_or(false),
             verify_read: self.verify_read.unwrap_or(false),
             random_order: self.random_order.unwrap_or(false),
+            sync_phases: self.sync_phases.unwrap_or(false),
             fsync: match self.fsync {
                 None | Some(0) => false,
                 Some(1) => true,

@@ -18,6 +18,7 @@ fn job(shared: bool, tree: Tree, ops: &[MetaOp]) -> MetaJob {
         fsync: false,
         verify_read: false,
         random_order: false,
+        sync_phases: false,
     }
 }
 
