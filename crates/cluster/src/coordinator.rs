@@ -17,6 +17,7 @@ mod fan;
 mod peers;
 pub use peers::peer_ips;
 mod phase;
+mod stonewall;
 
 /// What the live display is told: one stream of events for everything that shows a run as it
 /// happens (the terminal's live line, progress lines, `--metrics-listen`).
@@ -128,14 +129,8 @@ pub struct Coordinator {
     /// By stage, by host: whether a job of the stage runs there (jobs' `hosts`). A host that
     /// runs none sits the stage out; its samplers go on.
     stage_hosts: Vec<Vec<bool>>,
-    /// Each stage of metadata jobs alone: the time that cuts each of its phases short (mdtest's
-    /// stonewall), if any; `None` for other stages.
-    meta_stages: Vec<Option<Option<Duration>>>,
-    /// Each stage whose meta jobs wear out after a cut create (mdtest's `-W`).
-    wear_out: Vec<bool>,
-    /// The stage whose create phase its time cut, and the most files a worker made then:
-    /// the next phases of that stage start with every worker's files made up to it.
-    worn: Option<(usize, u64)>,
+    /// mdtest's stonewall over the metadata phases: the time that cuts them, the wear-out.
+    stonewall: stonewall::Stonewall,
 }
 
 /// What the coordinator needs to remove the objects a failed host left.
@@ -164,9 +159,7 @@ impl Coordinator {
             peers: None,
             objects: None,
             stage_hosts: Vec::new(),
-            meta_stages: Vec::new(),
-            wear_out: Vec::new(),
-            worn: None,
+            stonewall: stonewall::Stonewall::default(),
         }
     }
 
@@ -312,23 +305,7 @@ impl Coordinator {
             .iter()
             .map(|jobs| (0..n).map(|h| jobs.iter().any(|j| j.runs_on(h))).collect())
             .collect();
-        self.meta_stages = workload
-            .stages()
-            .iter()
-            .map(|jobs| {
-                jobs.iter()
-                    .all(|j| j.meta.is_some())
-                    .then(|| jobs.iter().filter_map(|j| j.time).min())
-            })
-            .collect();
-        self.wear_out = workload
-            .stages()
-            .iter()
-            .map(|jobs| {
-                jobs.iter()
-                    .any(|j| j.meta.as_ref().is_some_and(|m| m.wear_out))
-            })
-            .collect();
+        self.stonewall = stonewall::Stonewall::new(workload);
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         // Each host's samples counted from its sampler's start: an agent that started it
         // with its validation says when.
@@ -472,15 +449,7 @@ impl Coordinator {
                 hosts,
                 pair,
             } = step;
-            // mdtest's wear-out: the phases after a create its time cut start with every
-            // worker's files made up to the most any worker made (untimed, on each agent).
-            match load.meta_op {
-                Some(stormark_spec::MetaOp::Create) => self.worn = None,
-                Some(_) => {
-                    load.meta_items = self.worn.filter(|(s, _)| *s == stage).map(|(_, m)| m);
-                }
-                None => {}
-            }
+            let meta = self.stonewall.before(stage, &mut load);
             // Where each host's streams to the run's agents go; the hosts that run the step
             // (the first `hosts`, a pair's sender, one with somewhere to stream). Streams
             // between agents reach a host that does not run the step (a pair's receiver): every
@@ -537,9 +506,7 @@ impl Coordinator {
                     selected: &selected,
                     peers: &peers,
                     known_jobs: stages.get(stage).map_or(&[][..], Vec::as_slice),
-                    meta: load
-                        .meta_op
-                        .and_then(|_| self.meta_stages.get(stage).copied().flatten()),
+                    meta,
                 },
                 start,
                 start_wall,
@@ -549,11 +516,7 @@ impl Coordinator {
             let net = self.take_net();
             if let Some(mut p) = phase {
                 p.kind = Some(kind);
-                if load.meta_op == Some(stormark_spec::MetaOp::Create)
-                    && self.wear_out.get(stage).copied().unwrap_or(false)
-                {
-                    self.worn = p.reached.as_ref().filter(|r| r.cut).map(|r| (stage, r.max));
-                }
+                self.stonewall.after(stage, &load, &p);
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }
