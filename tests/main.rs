@@ -28,6 +28,7 @@ mod layering;
 mod live;
 mod meta;
 mod meta_crash;
+mod meta_mdtest;
 mod net;
 mod net_jobs;
 mod nfs;

@@ -157,7 +157,7 @@ fn meta_mistakes_are_one_line_and_exit_2() {
         (vec![d, "--ops", "create,list"], "is not one of mkdir"),
         (vec![d, "--jobs", "0"], "from 1 to 4096"),
         (vec![d, "--files", "x"], "a whole number"),
-        (vec![d, "--ops", "read"], "--file-size above 0"),
+        (vec![d, "--ops", "write"], "--file-size above 0"),
         (vec![d, "--file-size", "2g"], "from 0 to 1g"),
         (
             vec![d, "--jobs", "4096", "--dirs", "1000", "--files", "1000"],

@@ -17,6 +17,7 @@ mod fan;
 mod peers;
 pub use peers::peer_ips;
 mod phase;
+mod stonewall;
 
 /// What the live display is told: one stream of events for everything that shows a run as it
 /// happens (the terminal's live line, progress lines, `--metrics-listen`).
@@ -128,6 +129,8 @@ pub struct Coordinator {
     /// By stage, by host: whether a job of the stage runs there (jobs' `hosts`). A host that
     /// runs none sits the stage out; its samplers go on.
     stage_hosts: Vec<Vec<bool>>,
+    /// mdtest's stonewall over the metadata phases: the time that cuts them, the wear-out.
+    stonewall: stonewall::Stonewall,
 }
 
 /// What the coordinator needs to remove the objects a failed host left.
@@ -156,6 +159,7 @@ impl Coordinator {
             peers: None,
             objects: None,
             stage_hosts: Vec::new(),
+            stonewall: stonewall::Stonewall::default(),
         }
     }
 
@@ -301,6 +305,7 @@ impl Coordinator {
             .iter()
             .map(|jobs| (0..n).map(|h| jobs.iter().any(|j| j.runs_on(h))).collect())
             .collect();
+        self.stonewall = stonewall::Stonewall::new(workload);
         let outcome = self.run_phases(&stages, results, start, start_wall, live, next);
         // Each host's samples counted from its sampler's start: an agent that started it
         // with its validation says when.
@@ -423,6 +428,7 @@ impl Coordinator {
                 selected: &vec![true; n],
                 peers: &vec![Vec::new(); n],
                 known_jobs: &[],
+                meta: None,
             },
             start,
             start_wall,
@@ -447,10 +453,11 @@ impl Coordinator {
                 name,
                 kind,
                 stage,
-                load,
+                mut load,
                 hosts,
                 pair,
             } = step;
+            let meta = self.stonewall.before(stage, &mut load);
             // Where each host's streams to the run's agents go; the hosts that run the step
             // (the first `hosts`, a pair's sender, one with somewhere to stream). Streams
             // between agents reach a host that does not run the step (a pair's receiver): every
@@ -507,6 +514,7 @@ impl Coordinator {
                     selected: &selected,
                     peers: &peers,
                     known_jobs: stages.get(stage).map_or(&[][..], Vec::as_slice),
+                    meta,
                 },
                 start,
                 start_wall,
@@ -516,6 +524,7 @@ impl Coordinator {
             let net = self.take_net();
             if let Some(mut p) = phase {
                 p.kind = Some(kind);
+                self.stonewall.after(stage, &load, &p);
                 if p.jobs.is_empty() {
                     p.jobs = stages.get(stage).cloned().unwrap_or_default();
                 }

@@ -172,6 +172,7 @@ impl RemoteAgent {
             bs: load.bs,
             size: load.size,
             meta_op: load.meta_op.map(|o| o.index()),
+            meta_items: load.meta_items,
             net_to: peers
                 .iter()
                 .map(|p| pb::NetPeer {

@@ -438,6 +438,7 @@ impl AgentRpc for AgentService {
             meta_op: req
                 .meta_op
                 .and_then(|i| stormark_spec::MetaOp::ALL.get(i as usize).copied()),
+            meta_items: req.meta_items,
         };
         let peers = request::net_to(&req)?;
         self.stream_phase(&req.session, move |agent, sink| {

@@ -16,7 +16,7 @@ use crate::ctx::Ctx;
 use crate::error::EngineError;
 use crate::work::MetaWork;
 use namespace::{Local, Namespace};
-use stormark_spec::MetaJob;
+use stormark_spec::{MetaJob, MetaOp};
 use tree::MetaTree;
 
 pub(crate) mod namespace;
@@ -50,6 +50,15 @@ pub(crate) fn ready(work: &MetaWork) {
             AnyMetaTree::Local(t) => t.ready(work.worker, op),
             AnyMetaTree::Nfs(t) => t.ready(work.worker, op),
         }
+        if let Some(upto) = work
+            .top_up
+            .filter(|_| !op.on_dirs() && op != MetaOp::Create)
+        {
+            match &work.tree {
+                AnyMetaTree::Local(t) => t.top_up(work.worker, upto),
+                AnyMetaTree::Nfs(t) => t.top_up(work.worker, upto),
+            }
+        }
     }
 }
 
@@ -78,6 +87,17 @@ fn run_on<N: Namespace>(
         match work.op {
             Some(op) => {
                 tree.timed(work.worker, op, &mut rec, &mut each);
+                if tree.job.sync_phases {
+                    // mdtest's -Y: sync(2) at the phase's end, within its time.
+                    let start = Instant::now();
+                    // SAFETY: sync takes no argument and cannot fail.
+                    unsafe { libc::sync() };
+                    rec.record(
+                        stormark_stats::Op::Sync,
+                        0,
+                        start.elapsed().as_nanos() as u64,
+                    );
+                }
             }
             None => {
                 // A storm beside other load: the job's operations in turn, each readied

@@ -179,6 +179,9 @@ pub struct MetaWork {
     /// The one operation of this phase; `None`: every operation of the job in turn, again
     /// until the stage ends (once, without a time).
     pub op: Option<MetaOp>,
+    /// Before the phase, its files made up to this many, untimed (the wear-out after a
+    /// create phase its time cut).
+    pub top_up: Option<u64>,
 }
 
 /// What an iSCSI worker works on: the LUN, and the credentials of its login.

@@ -68,6 +68,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
         repetition: None,
         net: Vec::new(),
         verify: None,
+        reached: None,
     }
 }
 

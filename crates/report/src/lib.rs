@@ -52,6 +52,18 @@ pub use terminal::{
 
 /// What `--verify` checked in a phase, in words: `2048 blocks (8 MiB) checked, 0 bad`, said
 /// the same in every format.
+/// A metadata phase's items per worker, as mdtest's stonewall line says them.
+pub(crate) fn reached_words(r: &stormark_stats::Reached) -> String {
+    format!(
+        "{}items per worker: min {} max {} mean {:.1} ({} workers)",
+        if r.cut { "cut by the time: " } else { "" },
+        r.min,
+        r.max,
+        r.mean,
+        r.by_worker.len()
+    )
+}
+
 pub(crate) fn verified_words(v: &stormark_stats::Verified) -> String {
     let mut what = Vec::new();
     if v.blocks > 0 {

@@ -536,6 +536,9 @@ fn phase_text(p: &Phase, failed: &[&str]) -> String {
     if let Some(v) = &p.verify {
         let _ = writeln!(out, "  verify: {}", crate::verified_words(v));
     }
+    if let Some(r) = &p.reached {
+        let _ = writeln!(out, "  {}", crate::reached_words(r));
+    }
     if many_hosts {
         let bytes = p.total.ops > 0 && p.total.bytes / p.total.ops >= 64 << 10;
         out.push_str(&crate::fleet::summary(p, bytes));

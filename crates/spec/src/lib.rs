@@ -29,6 +29,7 @@ mod fio;
 mod flags;
 mod ior;
 mod jobfile;
+mod mdtest;
 mod meta;
 mod net;
 mod on_hosts;
@@ -50,6 +51,7 @@ pub use fio::{fio_check, looks_like_fio, parse_fio_job_file, to_fio, FioJobFile,
 pub use flags::{Flag, FlagValue, FILE_FLAGS, S3_FLAGS};
 pub use ior::{ior_script, parse_ior, to_ior, Ior, IorRun, IOR_FORM};
 pub use jobfile::{parse_job_file, JobFile};
+pub use mdtest::{parse_mdtest, to_mdtest, Mdtest, MDTEST_FORM};
 pub use meta::{
     parse_meta_ops, MetaJob, MetaOp, Tree, MAX_META_ITEMS, MAX_TREE_DIRS, META_OPS_FORM,
 };

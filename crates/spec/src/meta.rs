@@ -112,6 +112,23 @@ pub struct MetaJob {
     /// Every worker of every host in one tree (mdtest's shared directory), instead of a
     /// tree of its own.
     pub shared: bool,
+    /// After a create phase its time cut, every worker's files are made up to the most any
+    /// worker made, untimed, before the next phase (mdtest's wear-out after `-W`), so that
+    /// later phases go through equal counts.
+    pub wear_out: bool,
+    /// Files only in the directories without children, the tree's leaves (mdtest's `-L`).
+    pub leaf_only: bool,
+    /// Each file written is `fsync`ed before its close, timed with its write (mdtest's `-y`;
+    /// the job's `fsync = 1`, carried by the job's own pairs).
+    pub fsync: bool,
+    /// Each read checked against the bytes every create and write puts in a file (mdtest's
+    /// `-X`), a file that differs counted `corrupt`.
+    pub verify_read: bool,
+    /// The stat phase goes through the files in a scattered order, each once (mdtest's `-R`).
+    pub random_order: bool,
+    /// Each worker calls sync(2) at the end of each phase, within the phase's time (mdtest's
+    /// `-Y`).
+    pub sync_phases: bool,
 }
 
 /// The directories of a tree.
@@ -149,6 +166,15 @@ impl Tree {
         }
     }
 
+    /// Directories without children: every one side by side, the last level of a deep tree
+    /// (branch^depth).
+    pub fn leaves(self) -> u64 {
+        match self {
+            Tree::Flat { dirs } => u64::from(dirs),
+            Tree::Deep { depth, branch } => u64::from(branch).saturating_pow(depth),
+        }
+    }
+
     /// Each directory's parent (an earlier index), in creation order: parents before
     /// children, so that removing in reverse order removes children first.
     pub fn parents(self) -> Vec<Option<u32>> {
@@ -175,7 +201,12 @@ impl Tree {
 impl MetaJob {
     /// Files of one worker.
     pub fn items(&self) -> u64 {
-        self.tree.dirs() * u64::from(self.files)
+        let dirs = if self.leaf_only {
+            self.tree.leaves()
+        } else {
+            self.tree.dirs()
+        };
+        dirs * u64::from(self.files)
     }
 
     /// The job-file pairs of its options.
@@ -204,6 +235,21 @@ impl MetaJob {
         }
         if self.shared {
             pairs.push(("shared", "true".into()));
+        }
+        if self.wear_out {
+            pairs.push(("wear_out", "true".into()));
+        }
+        if self.leaf_only {
+            pairs.push(("leaf_only", "true".into()));
+        }
+        if self.verify_read {
+            pairs.push(("verify_read", "true".into()));
+        }
+        if self.random_order {
+            pairs.push(("random_order", "true".into()));
+        }
+        if self.sync_phases {
+            pairs.push(("sync_phases", "true".into()));
         }
         pairs
     }
@@ -242,6 +288,15 @@ mod tests {
             1
         );
         assert_eq!(Tree::Flat { dirs: 4 }.parents(), vec![None; 4]);
+        let leaves = Tree::Deep {
+            depth: 2,
+            branch: 3,
+        };
+        assert_eq!(leaves.leaves(), 9);
+        assert_eq!(
+            leaves.leaves(),
+            (0..13u32).filter(|d| !parents.contains(&Some(*d))).count() as u64
+        );
         // Every parent comes before its children.
         for (i, p) in parents.iter().enumerate() {
             assert!(p.is_none_or(|p| (p as usize) < i));

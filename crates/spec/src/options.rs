@@ -180,6 +180,11 @@ pub const JOB_KEYS: &[&str] = &[
     "file_size",
     "meta_ops",
     "shared",
+    "wear_out",
+    "leaf_only",
+    "verify_read",
+    "random_order",
+    "sync_phases",
     "depth",
     "branch",
 ];
@@ -458,6 +463,17 @@ pub struct JobOpts {
     pub meta_ops: Option<Vec<MetaOp>>,
     /// Meta: every worker of every host in one tree.
     pub shared: Option<bool>,
+    /// Meta: after a create phase its time cut, every worker's files made up to the most any
+    /// worker made, untimed (mdtest's wear-out after `-W`).
+    pub wear_out: Option<bool>,
+    /// Meta: files only in the directories without children (mdtest's `-L`).
+    pub leaf_only: Option<bool>,
+    /// Meta: each read checked against the bytes written (mdtest's `-X`).
+    pub verify_read: Option<bool>,
+    /// Meta: stat in a scattered order (mdtest's `-R`).
+    pub random_order: Option<bool>,
+    /// Meta: sync(2) at the end of each phase, timed with it (mdtest's `-Y`).
+    pub sync_phases: Option<bool>,
     /// Meta: levels of the tree below its root (mdtest's `-z`).
     pub depth: Option<u32>,
     /// Meta: children of each directory of the tree (mdtest's `-b`).
@@ -701,6 +717,11 @@ impl JobOpts {
             file_size,
             meta_ops,
             shared,
+            wear_out,
+            leaf_only,
+            verify_read,
+            random_order,
+            sync_phases,
             depth,
             branch
         )

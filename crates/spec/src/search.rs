@@ -327,6 +327,9 @@ pub struct StageLoad {
     /// Meta jobs: the one operation of this phase (each operation is a phase of its own, as
     /// in mdtest); `None`: every operation of the job in turn.
     pub meta_op: Option<crate::meta::MetaOp>,
+    /// Meta jobs: before the phase, each worker's files made up to this many, untimed (the
+    /// wear-out after a create phase its time cut).
+    pub meta_items: Option<u64>,
 }
 
 impl StageLoad {
@@ -338,6 +341,7 @@ impl StageLoad {
         bs: None,
         size: None,
         meta_op: None,
+        meta_items: None,
     };
 }
 

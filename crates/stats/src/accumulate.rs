@@ -27,6 +27,8 @@ struct WorkerState {
     /// When it said it finished (its last I/O, after the measured start): known even for a
     /// host that then failed (a `--verify` pass that found bad blocks after its load).
     end_ns: Option<u64>,
+    /// Its calls, failed ones included (a metadata phase's items).
+    items: u64,
 }
 
 /// Builds one [`Phase`] from the snapshots its workers send, closing each 1-second interval
@@ -57,6 +59,9 @@ pub struct PhaseAccumulator {
     failed: std::collections::BTreeSet<u16>,
     /// What `--verify` checked, over every worker.
     verified: crate::Verified,
+    /// A metadata phase: each worker's items counted into [`Phase::reached`], the phase cut
+    /// short at this time if any.
+    meta: Option<Option<std::time::Duration>>,
 }
 
 impl PhaseAccumulator {
@@ -80,7 +85,14 @@ impl PhaseAccumulator {
             job_seconds: BTreeMap::new(),
             failed: Default::default(),
             verified: Default::default(),
+            meta: None,
         }
+    }
+
+    /// Makes it a metadata phase: [`Phase::reached`] will say how many items each worker
+    /// went through, and whether `time` (if any) cut the phase short.
+    pub fn count_items(&mut self, time: Option<std::time::Duration>) {
+        self.meta = Some(time);
     }
 
     /// Counts `r` as host `host`'s in interval `interval` (runs of several hosts only).
@@ -213,6 +225,11 @@ impl PhaseAccumulator {
         *self.open.entry(interval).or_default() += snap;
         self.verified += snap.verified;
         let state = self.workers.entry(key).or_default();
+        state.items += snap
+            .ops()
+            .filter(|(op, _)| *op != Op::Sync)
+            .map(|(_, r)| r.ops + r.errors)
+            .sum::<u64>();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 
@@ -253,6 +270,12 @@ impl PhaseAccumulator {
         }
         open.errors += errors;
         let state = self.workers.entry(key).or_default();
+        // A metadata phase's items, not the sync(2) at its end (`--sync-phases`).
+        state.items += ops
+            .iter()
+            .filter(|(op, _)| *op != Op::Sync)
+            .map(|(_, r)| r.ops + r.errors)
+            .sum::<u64>();
         state.last_interval = Some(state.last_interval.map_or(interval, |l| l.max(interval)));
     }
 
@@ -346,6 +369,24 @@ impl PhaseAccumulator {
     /// span; `start_offset_ns` places it in the run.
     pub fn finish(mut self, start_offset_ns: u64, duration_ns: u64) -> Phase {
         self.close_remaining(duration_ns);
+        let reached = self.meta.and_then(|time| {
+            let counts = self
+                .workers
+                .iter()
+                .map(|(k, w)| {
+                    let host = self.hosts.get(k.host as usize).map_or("?", |h| h.as_str());
+                    let job = self
+                        .jobs
+                        .get(k.job as usize)
+                        .map_or_else(|| format!("job{}", k.job), |j| j.name.clone());
+                    (format!("{host}/{job}/{}", k.worker), w.items)
+                })
+                .collect();
+            // A worker still going at the time was stopped by it (each stops at its own
+            // start plus the time, none before the phase's start).
+            let cut = time.is_some_and(|t| u128::from(duration_ns) >= t.as_nanos());
+            crate::Reached::of(counts, cut)
+        });
         let mut total = Snapshot::new();
         let mut by_job: BTreeMap<u16, Snapshot> = BTreeMap::new();
         // Each target's jobs merged, in a run of several targets: one histogram a target.
@@ -456,6 +497,7 @@ impl PhaseAccumulator {
             repetition: None,
             net: Vec::new(),
             verify: (!self.verified.is_empty()).then_some(self.verified),
+            reached,
         }
     }
 

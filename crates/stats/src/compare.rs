@@ -431,6 +431,7 @@ mod tests {
             repetition: None,
             net: Vec::new(),
             verify: None,
+            reached: None,
         });
         r
     }

@@ -34,6 +34,7 @@ mod mesh;
 mod names;
 mod netreport;
 mod op;
+mod reached;
 mod recorder;
 mod repeat;
 mod results;
@@ -61,6 +62,7 @@ pub use inventory::{
 };
 pub use mesh::mesh_of;
 pub use names::Names;
+pub use reached::Reached;
 pub use recorder::{
     new_histogram, ErrorKind, ErrorTally, ErrorTallyEntry, Op, OpRecord, Recorder, Snapshot,
     HIGHEST_NS,

@@ -182,6 +182,7 @@ mod tests {
             repetition: None,
             net,
             verify: None,
+            reached: None,
         }
     }
 

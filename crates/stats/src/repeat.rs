@@ -218,6 +218,7 @@ mod tests {
             repetition: None,
             net: Vec::new(),
             verify: None,
+            reached: None,
         });
         r.findings.push(Finding {
             severity: Severity::Warning,

@@ -330,6 +330,10 @@ pub struct Phase {
     /// CPU over the phase, from the hosts' samples that overlap it; absent without any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<PhaseCpu>,
+    /// A metadata phase: how many items each worker went through, and whether its time cut
+    /// it short (mdtest's stonewall figures); absent for other phases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached: Option<crate::Reached>,
 }
 
 /// First done and last done: the phase's (or a host's) quickest and slowest worker's end.

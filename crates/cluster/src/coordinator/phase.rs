@@ -34,6 +34,8 @@ pub(super) struct Scope<'a> {
     pub selected: &'a [bool],
     pub peers: &'a [Vec<NetPeer>],
     pub known_jobs: &'a [PhaseJob],
+    /// A metadata phase (each worker's items counted), cut short at this time if any.
+    pub meta: Option<Option<std::time::Duration>>,
 }
 
 /// What a phase gathers while its agents run, beside the accumulator.
@@ -223,6 +225,7 @@ impl Coordinator {
             selected,
             peers,
             known_jobs,
+            meta,
         } = scope;
         // The agents that run this phase: alive, and selected by the step.
         let alive: Vec<bool> = self
@@ -233,6 +236,9 @@ impl Coordinator {
             .collect();
         let keys = self.worker_keys(&alive, stage, jobs_cap, peers);
         let mut acc = PhaseAccumulator::new(name, self.names.clone(), Vec::new(), &keys);
+        if let Some(time) = meta {
+            acc.count_items(time);
+        }
         let running = alive.iter().filter(|a| **a).count();
         let uncertainty = self.measure_clocks(&alive, stage);
         // Hosts of a distributed stage start together, at a time named now.

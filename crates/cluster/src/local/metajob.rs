@@ -96,6 +96,7 @@ impl MetaJobTree {
             },
             worker: w,
             op: load.meta_op,
+            top_up: load.meta_items,
         }
     }
 }
@@ -141,6 +142,18 @@ impl LocalAgent {
         }
         for job in jobs {
             if let Some(Where::Share(sd)) = &mut self.place {
+                if job.meta.as_ref().is_some_and(|m| m.fsync) {
+                    return Err(AgentError::option(
+                        "--fsync",
+                        "not on an NFS share yet (its writes are not committed by handle); leave it out, or run on a mounted directory",
+                    ));
+                }
+                if job.meta.as_ref().is_some_and(|m| m.sync_phases) {
+                    return Err(AgentError::option(
+                        "--sync-phases",
+                        "not on an NFS share: its calls go to the server directly, with no client cache for sync(2) to flush",
+                    ));
+                }
                 let (ns, run, parent) = sd.meta_dirs()?;
                 let url = sd.url.clone();
                 let site = Site {

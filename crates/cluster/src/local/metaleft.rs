@@ -108,6 +108,12 @@ fn remove_in<N: Namespace>(
         file_size: 0,
         ops: Vec::new(),
         shared: r.shared,
+        wear_out: false,
+        leaf_only: false,
+        fsync: false,
+        verify_read: false,
+        random_order: false,
+        sync_phases: false,
     };
     let mut swept = MetaSweep::default();
     if r.shared {

@@ -40,10 +40,25 @@ pub trait Namespace: Send + std::fmt::Debug + 'static {
     /// What `name` in `at` is (a link itself, not what it names).
     fn stat(&mut self, at: &Self::Dir, name: &str) -> io::Result<EntryKind>;
     /// Creates the regular file `name` in `at` (it must not exist), writing `len` bytes of
-    /// `data` (repeated).
-    fn create(&mut self, at: &Self::Dir, name: &str, data: &[u8], len: usize) -> io::Result<()>;
-    /// Writes `len` bytes of `data` (repeated) into the existing file `name`.
-    fn write(&mut self, at: &Self::Dir, name: &str, data: &[u8], len: usize) -> io::Result<()>;
+    /// `data` (repeated), then with `sync` its `fsync`.
+    fn create(
+        &mut self,
+        at: &Self::Dir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        sync: bool,
+    ) -> io::Result<()>;
+    /// Writes `len` bytes of `data` (repeated) into the existing file `name`, then with
+    /// `sync` its `fsync`.
+    fn write(
+        &mut self,
+        at: &Self::Dir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        sync: bool,
+    ) -> io::Result<()>;
     /// Opens the existing file `name` (and closes it).
     fn open(&mut self, at: &Self::Dir, name: &str) -> io::Result<()>;
     /// Reads `len` bytes of the existing file `name` through `buf`.
@@ -85,13 +100,37 @@ impl Namespace for Local {
             _ => EntryKind::Other,
         })
     }
-    fn create(&mut self, at: &Dir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
-        at.create_file(name, 0)
-            .and_then(|mut file| write_all(&mut file, data, len))
+    fn create(
+        &mut self,
+        at: &Dir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        sync: bool,
+    ) -> io::Result<()> {
+        at.create_file(name, 0).and_then(|mut file| {
+            write_all(&mut file, data, len)?;
+            if sync {
+                file.sync_all()?;
+            }
+            Ok(())
+        })
     }
-    fn write(&mut self, at: &Dir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
-        at.open_own(name, libc::O_WRONLY)
-            .and_then(|mut file| write_all(&mut file, data, len))
+    fn write(
+        &mut self,
+        at: &Dir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        sync: bool,
+    ) -> io::Result<()> {
+        at.open_own(name, libc::O_WRONLY).and_then(|mut file| {
+            write_all(&mut file, data, len)?;
+            if sync {
+                file.sync_all()?;
+            }
+            Ok(())
+        })
     }
     fn open(&mut self, at: &Dir, name: &str) -> io::Result<()> {
         at.open_own(name, libc::O_RDONLY).map(|_| ())
@@ -209,7 +248,15 @@ impl Namespace for Client {
             _ => EntryKind::Other,
         })
     }
-    fn create(&mut self, at: &NfsDir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
+    // `sync`: refused before the load for a share (no COMMIT by handle yet).
+    fn create(
+        &mut self,
+        at: &NfsDir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        _sync: bool,
+    ) -> io::Result<()> {
         // The CREATE, then (with bytes to write) its WRITEs to the handle it returned: the
         // create timed whole, as a local create with its write(2)s is.
         let made = self.create_at(&at.handle, name, 0)?;
@@ -222,7 +269,14 @@ impl Namespace for Client {
         };
         write_handle_all(self, &file, data, len)
     }
-    fn write(&mut self, at: &NfsDir, name: &str, data: &[u8], len: usize) -> io::Result<()> {
+    fn write(
+        &mut self,
+        at: &NfsDir,
+        name: &str,
+        data: &[u8],
+        len: usize,
+        _sync: bool,
+    ) -> io::Result<()> {
         let file = nfs_file(self, at, name)?;
         write_handle_all(self, &file, data, len)
     }

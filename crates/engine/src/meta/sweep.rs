@@ -128,6 +128,12 @@ mod tests {
             file_size: 0,
             ops: vec![MetaOp::Create],
             shared: true,
+            wear_out: false,
+            leaf_only: false,
+            fsync: false,
+            verify_read: false,
+            random_order: false,
+            sync_phases: false,
         };
         // Two hosts of two workers each in one tree; this one holds workers 2 and 3.
         let other = MetaTree::new(&job, vec![(top.clone(), Local); 2], 0, 4);

@@ -11,6 +11,9 @@ use stormark_stats::{ErrorKind, Op, Recorder};
 
 use super::namespace::{Local, Namespace};
 
+/// Every byte a create or write puts in a file.
+const FILL: u8 = 0x5a;
+
 /// The operation a meta operation is recorded as.
 pub fn meta_stat_op(op: MetaOp) -> Op {
     match op {
@@ -202,7 +205,7 @@ impl<N: Namespace> MetaTree<N> {
         if !self.job.shared {
             if op == MetaOp::Mkdir && st.dirs {
                 if st.has_files() {
-                    self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                    self.file_pass(w, MetaOp::Delete, st, u64::MAX, &mut scratch, &mut always);
                     st.no_files();
                 }
                 self.dir_pass(w, MetaOp::Rmdir, &mut scratch, &mut left, &mut always);
@@ -215,7 +218,7 @@ impl<N: Namespace> MetaTree<N> {
         self.open_dirs(w);
         match op {
             MetaOp::Create | MetaOp::Rmdir | MetaOp::Mkdir if st.has_files() => {
-                self.file_pass(w, MetaOp::Delete, st, &mut scratch, &mut always);
+                self.file_pass(w, MetaOp::Delete, st, u64::MAX, &mut scratch, &mut always);
                 st.no_files();
             }
             MetaOp::Write
@@ -227,10 +230,34 @@ impl<N: Namespace> MetaTree<N> {
                 if !st.has_files() =>
             {
                 st.no_files();
-                st.files = self.file_pass(w, MetaOp::Create, st, &mut scratch, &mut always);
+                st.files =
+                    self.file_pass(w, MetaOp::Create, st, u64::MAX, &mut scratch, &mut always);
             }
             _ => {}
         }
+        *part.state.lock().expect("a worker's state") = st;
+    }
+
+    /// The directories that hold files, in order: every one, or the leaves alone.
+    fn item_dirs<'a, D>(&'a self, dirs: &'a [Option<D>]) -> impl Iterator<Item = &'a Option<D>> {
+        dirs.iter()
+            .enumerate()
+            .filter(|(d, _)| !self.job.leaf_only || !self.has_children[*d])
+            .map(|(_, dir)| dir)
+    }
+
+    /// The wear-out after a create phase its time cut: worker `w`'s files made up to `upto`
+    /// (of the tree's), untimed, when its create stopped short of that and none was removed
+    /// since.
+    pub(crate) fn top_up(&self, w: usize, upto: u64) {
+        let part = &self.parts[w];
+        let mut st = *part.state.lock().expect("a worker's state");
+        if st.first > 0 || st.files == 0 || st.files >= upto {
+            return;
+        }
+        let mut scratch = Recorder::new();
+        let mut always = |_: &mut Recorder, _: Instant, _: u64| true;
+        st.files = self.file_pass(w, MetaOp::Create, st, upto, &mut scratch, &mut always);
         *part.state.lock().expect("a worker's state") = st;
     }
 
@@ -319,11 +346,13 @@ impl<N: Namespace> MetaTree<N> {
 
     /// Goes through worker `w`'s files with `op`, recording each call; returns the items gone
     /// through. `st` says which name the files carry.
+    #[allow(clippy::too_many_arguments)]
     fn file_pass(
         &self,
         w: usize,
         op: MetaOp,
         st: State,
+        upto: u64,
         rec: &mut Recorder,
         each: &mut dyn FnMut(&mut Recorder, Instant, u64) -> bool,
     ) -> u64 {
@@ -339,18 +368,45 @@ impl<N: Namespace> MetaTree<N> {
         } else {
             size
         };
-        let buf = vec![0x5a_u8; size.min(1 << 20)];
+        let sync = self.job.fsync;
+        let verify = self.job.verify_read;
+        let buf = vec![FILL; size.min(1 << 20)];
         let mut rbuf = vec![0_u8; size.min(1 << 20)];
         let stat_op = meta_stat_op(op);
         let (mut name, mut other) = (String::new(), String::new());
         let files = u64::from(self.job.files);
         // The items it goes through: every one for create, those that may exist for the rest.
         let (first, limit) = match op {
-            MetaOp::Create => (0, u64::MAX),
+            // From the first item not made yet (none made: from 0), up to `upto`.
+            MetaOp::Create => (st.files, upto),
             _ => (st.first, st.files),
         };
+        if op == MetaOp::Stat && self.job.random_order {
+            // mdtest's -R: the items that exist, each once, in a scattered order (an affine
+            // bijection of 0..count: no table, nothing allocated per call).
+            let holders: Vec<&Option<N::Dir>> = self.item_dirs(&dirs).collect();
+            let end = limit.min(holders.len() as u64 * files);
+            let count = end.saturating_sub(first);
+            let (a, c) = scatter(count);
+            for k in 0..count {
+                let i = first
+                    + ((u128::from(k) * u128::from(a) + u128::from(c)) % u128::from(count)) as u64;
+                let fname = file_name(&mut name, part.global, i % files, st.renamed);
+                let start = Instant::now();
+                let r = match holders[(i / files) as usize] {
+                    None => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+                    Some(dir) => ns.stat(dir, fname).map(|_| ()),
+                };
+                let now = Instant::now();
+                record(rec, stat_op, 0, start, now, &r);
+                if !each(rec, now, 0) {
+                    break;
+                }
+            }
+            return end;
+        }
         let mut n = 0u64;
-        'all: for dir in dirs.iter() {
+        'all: for dir in self.item_dirs(&dirs) {
             for f in 0..files {
                 if n >= limit {
                     break 'all;
@@ -364,11 +420,24 @@ impl<N: Namespace> MetaTree<N> {
                 let (r, bytes) = match dir {
                     None => (Err(std::io::Error::from_raw_os_error(libc::ENOENT)), 0),
                     Some(dir) => match op {
-                        MetaOp::Create => (ns.create(dir, fname, &buf, create_bytes), create_bytes),
-                        MetaOp::Write => (ns.write(dir, fname, &buf, size), size),
+                        MetaOp::Create => (
+                            ns.create(dir, fname, &buf, create_bytes, sync && create_bytes > 0),
+                            create_bytes,
+                        ),
+                        MetaOp::Write => (ns.write(dir, fname, &buf, size, sync), size),
                         MetaOp::Stat => (ns.stat(dir, fname).map(|_| ()), 0),
                         MetaOp::Open => (ns.open(dir, fname), 0),
-                        MetaOp::Read => (ns.read(dir, fname, &mut rbuf, size), size),
+                        MetaOp::Read => {
+                            let r = ns.read(dir, fname, &mut rbuf, size);
+                            (
+                                if verify {
+                                    r.and_then(|()| check(&rbuf, size, rec))
+                                } else {
+                                    r
+                                },
+                                size,
+                            )
+                        }
                         MetaOp::Rename => {
                             let to = file_name(&mut other, part.global, f, true);
                             (ns.rename(dir, fname, to), 0)
@@ -411,7 +480,7 @@ impl<N: Namespace> MetaTree<N> {
                 _ => {}
             }
         } else {
-            let n = self.file_pass(w, op, st, rec, &mut go);
+            let n = self.file_pass(w, op, st, u64::MAX, rec, &mut go);
             match op {
                 MetaOp::Create => {
                     st.first = 0;
@@ -446,7 +515,7 @@ impl<N: Namespace> MetaTree<N> {
             if st.has_files() {
                 let mut other = String::new();
                 let mut n = 0u64;
-                'all: for dir in dirs.iter() {
+                'all: for dir in self.item_dirs(&dirs) {
                     for f in 0..u64::from(self.job.files) {
                         if n >= st.files {
                             break 'all;
@@ -496,6 +565,43 @@ impl<N: Namespace> MetaTree<N> {
     }
 }
 
+/// A multiplier coprime with `count` near its golden section, and an offset: `k -> (a*k + c)
+/// mod count` visits each of `0..count` once, neighbours far apart.
+fn scatter(count: u64) -> (u64, u64) {
+    if count < 2 {
+        return (1, 0);
+    }
+    let gcd = |mut x: u64, mut y: u64| {
+        while y != 0 {
+            (x, y) = (y, x % y);
+        }
+        x
+    };
+    let mut a = (count as f64 * 0.618_033_988_7) as u64 | 1;
+    while gcd(a, count) != 1 {
+        a += 1;
+    }
+    (a, count / 2)
+}
+
+/// mdtest's `-X`: the `size` bytes a read brought (at most the buffer, as `verify_read`
+/// allows) are the ones every create and write puts in each file; counted as checked, and
+/// a file that is not is `corrupt`.
+fn check(rbuf: &[u8], size: usize, rec: &mut Recorder) -> std::io::Result<()> {
+    let bad = rbuf[..size.min(rbuf.len())].iter().any(|b| *b != FILL);
+    rec.record_verified(stormark_stats::Verified {
+        objects: 1,
+        bytes: size as u64,
+        bad: u64::from(bad),
+        ..Default::default()
+    });
+    if bad {
+        Err(std::io::ErrorKind::InvalidData.into())
+    } else {
+        Ok(())
+    }
+}
+
 fn record(
     rec: &mut Recorder,
     op: Op,
@@ -520,6 +626,7 @@ fn kind_of(e: &std::io::Error) -> ErrorKind {
     match e.raw_os_error() {
         Some(errno) => ErrorKind::from_errno(errno),
         None if e.kind() == std::io::ErrorKind::UnexpectedEof => ErrorKind::Short,
+        None if e.kind() == std::io::ErrorKind::InvalidData => ErrorKind::Corrupt,
         None => ErrorKind::Io,
     }
 }

@@ -224,6 +224,17 @@ impl JobOpts {
                 self.meta_ops = Some(parse_meta_ops(value).ok_or_else(|| bad(META_OPS_FORM))?)
             }
             "shared" => self.shared = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "wear_out" => self.wear_out = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "leaf_only" => self.leaf_only = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?),
+            "sync_phases" => {
+                self.sync_phases = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "random_order" => {
+                self.random_order = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
+            "verify_read" => {
+                self.verify_read = Some(parse_bool(value).ok_or_else(|| bad(BOOL_FORM))?)
+            }
             _ => return Ok(false),
         }
         Ok(true)

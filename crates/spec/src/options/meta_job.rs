@@ -18,8 +18,13 @@ impl JobOpts {
             let given = [
                 ("--dirs", self.dirs.is_some()),
                 ("--file-size", self.file_size.is_some()),
-                ("--meta-ops", self.meta_ops.is_some()),
+                ("--ops", self.meta_ops.is_some()),
                 ("--shared", self.shared.is_some()),
+                ("--stonewall-wear-out", self.wear_out.is_some()),
+                ("--leaf-only", self.leaf_only.is_some()),
+                ("--verify-read", self.verify_read.is_some()),
+                ("--random-order", self.random_order.is_some()),
+                ("--sync-phases", self.sync_phases.is_some()),
                 ("--depth", self.depth.is_some()),
                 ("--branch", self.branch.is_some()),
             ];
@@ -40,7 +45,7 @@ impl JobOpts {
         ];
         refuse_given(
             &refused,
-            "not an option of metadata jobs: they go through every file of their tree (give --files, --dirs or --depth, and --time to repeat the operations)",
+            "not an option of metadata jobs: they go through every file of their tree (give --files, --dirs or --depth; --time stops each phase early)",
         )?;
         let tree = match (self.depth, self.branch, self.dirs) {
             (Some(_), _, Some(d)) => {
@@ -94,15 +99,12 @@ impl JobOpts {
                 .filter(|o| *o != MetaOp::Write && (*o != MetaOp::Read || file_size > 0))
                 .collect(),
         };
-        if file_size == 0
-            && ops
-                .iter()
-                .any(|o| matches!(o, MetaOp::Write | MetaOp::Read))
-        {
+        // A read of empty files is mdtest's `-E` without `-e`: open and close, nothing read.
+        if file_size == 0 && ops.contains(&MetaOp::Write) {
             return Err(SpecError::invalid(
-                "--meta-ops",
+                "--ops",
                 &ops.iter().map(|o| o.name()).collect::<Vec<_>>().join(","),
-                "write and read with --file-size above 0, such as --file-size 4k",
+                "write with --file-size above 0, such as --file-size 4k",
             ));
         }
         let meta = MetaJob {
@@ -111,7 +113,39 @@ impl JobOpts {
             file_size,
             ops,
             shared: self.shared.unwrap_or(false),
+            wear_out: self.wear_out.unwrap_or(false),
+            leaf_only: self.leaf_only.unwrap_or(false),
+            verify_read: self.verify_read.unwrap_or(false),
+            random_order: self.random_order.unwrap_or(false),
+            sync_phases: self.sync_phases.unwrap_or(false),
+            fsync: match self.fsync {
+                None | Some(0) => false,
+                Some(1) => true,
+                Some(n) => {
+                    return Err(SpecError::invalid(
+                        "--fsync",
+                        &n.to_string(),
+                        "1 for a metadata job: each file fsynced after its write (mdtest's -y)",
+                    ))
+                }
+            },
         };
+        if meta.verify_read
+            && (!meta.ops.contains(&MetaOp::Read) || !(1..=1 << 20).contains(&meta.file_size))
+        {
+            return Err(SpecError::invalid(
+                "--verify-read",
+                "true",
+                "with the read operation and a --file-size from 1 to 1m, such as --file-size 4k --ops create,read",
+            ));
+        }
+        if meta.wear_out && self.time.is_none() {
+            return Err(SpecError::invalid(
+                "--stonewall-wear-out",
+                "true",
+                "with --time (the stonewall it wears out after), such as --time 30s --stonewall-wear-out",
+            ));
+        }
         let items = meta
             .items()
             .saturating_mul(u64::from(self.jobs.unwrap_or(1)));
@@ -173,7 +207,7 @@ mod tests {
     #[test]
     fn meta_mistakes_name_the_option() {
         for (pairs, want) in [
-            (vec![("meta_ops", "read")], "--file-size above 0"),
+            (vec![("meta_ops", "write")], "--file-size above 0"),
             (vec![("depth", "2")], "--branch"),
             (vec![("branch", "2")], "--depth"),
             (
