@@ -50,8 +50,9 @@ PERF=(); if perf stat -x, -e task-clock -o /dev/null true 2>/dev/null; then
 cpu_s() { if [ ${#PERF[@]} -gt 0 ]; then awk -F, '/task-clock/ {print $1 / 1000}' "$dir/cpu.txt"; else echo 0; fi; }
 # "IOPS I/Os-per-CPU-second" of stormark's last run.
 iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=[p for p in d["phases"] if p["kind"]=="run"][0]; c=float(sys.argv[2]); print(round(p["total"]["iops"]), round(p["total"]["ops"] / c) if c else 0)' "$1" "$(cpu_s)"; }
-# t/io_uring prints one "IOPS=285.26K, ..." line a second: their mean, and their sum (the
-# I/Os of those seconds) per CPU-second.
+# t/io_uring prints one "IOPS=285.26K, ..." line a second from its second second on: their
+# mean, and that mean over the whole run's seconds per CPU-second (its first second, which
+# it does not print, burns CPU too).
 tio_iops() {
   "${PERF[@]}" "$TIO" "$@" > "$dir/tio.txt" 2>&1
   python3 -c '
@@ -62,7 +63,8 @@ for line in open(sys.argv[1]):
     if m:
         v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
 c = float(sys.argv[2])
-print(round(sum(v) / len(v)) if v else 0, round(sum(v) / c) if v and c else 0)' "$dir/tio.txt" "$(cpu_s)"
+mean = sum(v) / len(v) if v else 0
+print(round(mean), round(mean * float(sys.argv[3]) / c) if c else 0)' "$dir/tio.txt" "$(cpu_s)" "$RUNTIME"
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 pin_file() {
