@@ -85,19 +85,7 @@ head -c $((SIZE_MB << 20)) /dev/urandom > "$dir/file"
 # Held in the page cache for the whole run, mapped and locked by a process of its own: a host
 # whose DAMON evicts page cache within seconds would otherwise serve part of each side's
 # "cached" reads from the disk.
-python3 - "$dir/file" <<'PY' &
-import ctypes, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size = os.fstat(fd).st_size
-addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(size)) != 0:
-    sys.exit("mlock failed: %s" % os.strerror(ctypes.get_errno()))
-while True:
-    time.sleep(60)
-PY
+python3 "$(dirname "$0")/pin.py" "$dir/file" &
 pin=$!
 sleep 2
 # Each side under perf's task-clock where perf runs: its I/Os per CPU-second (all its

@@ -68,19 +68,7 @@ print(round(mean), round(mean * float(sys.argv[3]) / c) if c else 0)' "$dir/tio.
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 pin_file() {
-  python3 - "$dir/file" <<'PY' &
-import ctypes, os, sys, time
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size = os.fstat(fd).st_size
-addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
-if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(size)) != 0:
-    sys.exit("mlock failed: %s" % os.strerror(ctypes.get_errno()))
-while True:
-    time.sleep(60)
-PY
+  python3 "$(dirname "$0")/pin.py" "$dir/file" &
   pin=$!
   sleep 2
 }
