@@ -171,6 +171,20 @@ fn io_uring_options_are_refused_in_one_line_where_they_cannot_run() {
     );
     let err = refused(&["--engine", "io_uring", "--hipri"]);
     assert!(err.contains("hipri") && err.contains("--direct"), "{err}");
+    // Atomic writes take one-segment buffers only: with registered ones asked for, refused
+    // (here, or before it where this file system takes no atomic writes at all).
+    let err = refused(&[
+        "--engine",
+        "io_uring",
+        "--direct",
+        "--rw",
+        "randwrite",
+        "--bs",
+        "16k",
+        "--atomic",
+        "--fixedbufs",
+    ]);
+    assert!(err.contains("atomic"), "{err}");
     // This machine's disks have no poll queues (a loop device never has): refused, not run
     // with every I/O failing. Where the test directory's device does poll, hipri runs.
     let dir = temp_dir(TMP);

@@ -134,7 +134,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             Err(_) => {}
         }
     }
-    if !features.fixed_bufs_off {
+    // Not by default for atomic writes (fio's `atomic`): the kernel takes `RWF_ATOMIC` only
+    // from a buffer of one segment, which a registered buffer's pages are not (EINVAL).
+    if !features.fixed_bufs_off && (features.fixed_bufs || !ctx.spec.atomic) {
         // SAFETY: the buffers live in ctx, which outlives the ring (dropped when run returns).
         match unsafe { ring.submitter().register_buffers(&ctx.bufs.areas()) } {
             Ok(()) => features.fixed_bufs = true,

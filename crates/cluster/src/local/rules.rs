@@ -124,6 +124,13 @@ pub(super) fn check_ring(
         };
         return Err(refuse(why));
     }
+    if ring.fixed_bufs && job.atomic {
+        return Err(refuse(
+            "atomic writes need a buffer of one segment, which registered buffers are not \
+             (the kernel says EINVAL): leave out fixedbufs or atomic"
+                .to_string(),
+        ));
+    }
     stormark_engine::io_uring_features_ok(ring)
         .map_err(|e| refuse(format!("this kernel refuses it ({e})")))?;
     if ring.hipri {
