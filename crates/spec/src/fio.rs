@@ -458,9 +458,13 @@ impl FioState {
             job.dedup_working_set = None;
         }
         // fio's write-only job on a new file it neither reserves nor lays out (fallocate=none,
-        // or file_append): stormark's fresh writes, in the files stormark makes for it.
+        // or file_append): stormark's fresh writes, in the files stormark makes for it. Not a
+        // time-based one: fio's file keeps its length and a later job reads all of it (its
+        // holes as zeros), where a fresh file holds only what the time let be written; such a
+        // job keeps stormark's reserved layout, fio's default.
         let rw = job.rw.unwrap_or(crate::Rw::Read);
         if (self.no_fallocate || self.append)
+            && !self.time_based
             && !self.overwrite
             && self.filename.is_none()
             && rw.read_pct(job.rwmixread.unwrap_or(50)) == 0
