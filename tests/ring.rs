@@ -100,6 +100,22 @@ fn registered_buffers_and_files_reach_the_kernel_and_write_what_is_verified() {
     let (out, doc, default) = traced(&common);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(doc["status"], "ok", "{doc}");
+    // Each worker's ring is entered by its registered descriptor (t/io_uring's -X1), taken
+    // (one slot, `= 1`, or a call another thread's interrupted in strace's record) and given
+    // back as the worker ends: a thread has 16 such slots.
+    let ring_fds = |what: &str| {
+        default
+            .lines()
+            .filter(|l| l.contains("io_uring_register(") && l.contains(what))
+            .filter(|l| l.trim_end().ends_with("= 1") || l.contains("<unfinished"))
+            .count()
+    };
+    assert!(ring_fds("IORING_REGISTER_RING_FDS") >= 2, "{default}");
+    assert_eq!(
+        ring_fds("IORING_REGISTER_RING_FDS"),
+        ring_fds("IORING_UNREGISTER_RING_FDS"),
+        "{default}"
+    );
     // Turned off by name, the two workers register nothing (the preparation's writers, not
     // the job's, still do): two fewer of each than by default.
     let (out, doc, off) =
@@ -144,6 +160,55 @@ fn a_polling_submission_thread_is_set_up_and_the_run_completes() {
     );
     // Every byte asked was read: the thread's submissions all completed.
     assert_eq!(ops(&doc, "read"), 2048, "{doc}");
+}
+
+/// `t/io_uring`'s batches (eight I/Os a submission, eight completions a reap): every I/O is
+/// counted once, in the operations and in the latency histogram (completions alike are
+/// recorded together), and what is read is verified.
+#[test]
+fn batched_submissions_and_reaps_count_and_time_every_io_once() {
+    if !require_tool("batched_submissions_and_reaps", "strace") {
+        return;
+    }
+    let (out, doc, _) = traced(&[
+        "--engine",
+        "io_uring",
+        "--rw",
+        "randrw",
+        "--bs",
+        "4k",
+        "--size",
+        "4m",
+        "--iodepth",
+        "32",
+        "--iodepth-batch",
+        "8",
+        "--iodepth-batch-complete",
+        "8",
+        "--io-total",
+        "16m",
+        "--verify",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(doc["status"], "ok", "{doc}");
+    let (reads, writes) = (ops(&doc, "read"), ops(&doc, "write"));
+    assert_eq!(reads + writes, 4096, "{doc}");
+    let run = doc["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "run")
+        .unwrap();
+    for (op, n) in [("read", reads), ("write", writes)] {
+        let (_, text) = run["histograms"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.ends_with(&format!("/{op}")))
+            .unwrap_or_else(|| panic!("no {op} histogram: {doc}"));
+        let h = stormark_stats::decode_histogram(text.as_str().unwrap()).unwrap();
+        assert_eq!(h.len(), n, "{op}");
+    }
 }
 
 /// Each refusal: one line, exit 2, before any load.

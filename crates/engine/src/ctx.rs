@@ -314,6 +314,14 @@ impl Ctx<'_> {
         }
     }
 
+    /// Records `n` I/Os like `req`, each whole and of `latency_ns` (completions reaped
+    /// together whose submissions were stamped together).
+    #[inline]
+    pub fn complete_n(&mut self, req: &IoReq, latency_ns: u64, n: u64) {
+        self.rec.record_n(req.op, u64::from(req.len), latency_ns, n);
+        self.consecutive_errors = 0;
+    }
+
     #[cold]
     fn fail(&mut self, req: &IoReq, res: i64) {
         let kind = if res < 0 {

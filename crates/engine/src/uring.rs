@@ -176,6 +176,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
     let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
+    let ring_fd = RingFd::new(std::os::fd::AsRawFd::as_raw_fd(&ring));
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -255,7 +256,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 }
                 if pending.len() >= batch {
                     submit(
-                        &submitter,
+                        &ring_fd,
                         &mut sq,
                         &mut pending,
                         &mut slots,
@@ -303,6 +304,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             match next_due {
                 Some(t) if wait == 1 && !free.is_empty() => submit_until(
                     &submitter,
+                    &ring_fd,
                     &mut sq,
                     &mut pending,
                     &mut slots,
@@ -311,7 +313,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     polled,
                 )?,
                 _ => submit(
-                    &submitter,
+                    &ring_fd,
                     &mut sq,
                     &mut pending,
                     &mut slots,
@@ -328,13 +330,34 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // per reap, as fio (fio_gettime in init_icd).
         let end = ctx.clock.ticks();
         let over = ctx.pace_at(end);
+        // Whole I/Os of a closed loop alike in operation, size and start (submitted in one
+        // call) took the same time: recorded together, `alike` the run so far.
+        let mut alike: Option<(IoReq, u64, u64)> = None;
         for cqe in cq.by_ref().take(reap_max) {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
-            // Open loop: latency from when the I/O was due (`due` is empty in a closed loop).
-            let scheduled = due.get(slot as usize).copied();
-            let service = ctx.clock.ns(end.saturating_sub(started));
-            ctx.complete_timed(&req, i64::from(cqe.result()), service, end, scheduled);
+            let res = cqe.result();
+            if due.is_empty() && res == req.len as i32 {
+                match &mut alike {
+                    Some((r, s, n)) if *s == started && r.op == req.op && r.len == req.len => {
+                        *n += 1;
+                    }
+                    run => {
+                        if let Some((r, s, n)) = run.replace((req, started, 1)) {
+                            ctx.complete_n(&r, ctx.clock.ns(end.saturating_sub(s)), n);
+                        }
+                    }
+                }
+            } else {
+                if let Some((r, s, n)) = alike.take() {
+                    ctx.complete_n(&r, ctx.clock.ns(end.saturating_sub(s)), n);
+                }
+                // Open loop: latency from when the I/O was due (`due` is empty in a closed
+                // loop).
+                let scheduled = due.get(slot as usize).copied();
+                let service = ctx.clock.ns(end.saturating_sub(started));
+                ctx.complete_timed(&req, i64::from(res), service, end, scheduled);
+            }
             if zoned {
                 ctx.zone_done(&req);
             }
@@ -345,9 +368,154 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             }
             inflight -= 1;
         }
+        if let Some((r, s, n)) = alike {
+            ctx.complete_n(&r, ctx.clock.ns(end.saturating_sub(s)), n);
+        }
         if over || ctx.failing().is_some() {
             draining = true;
         }
+    }
+}
+
+/// How this thread names its ring to `io_uring_enter`: by the index of the ring's descriptor
+/// registered with the thread, as t/io_uring's `-X1` (IORING_REGISTER_RING_FDS, 5.18; no
+/// descriptor lookup per call), or by the descriptor where the kernel has it not. The index
+/// is given back when dropped: a thread holds 16 at most, each keeping its ring's memory
+/// until the thread exits.
+struct RingFd {
+    fd: i32,
+    registered: Option<u32>,
+}
+
+/// `IORING_ENTER_REGISTERED_RING`, and `IORING_(UN)REGISTER_RING_FDS`, from linux/io_uring.h.
+const IORING_ENTER_REGISTERED_RING: u32 = 16;
+const IORING_REGISTER_RING_FDS: libc::c_long = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_long = 21;
+
+/// struct io_uring_rsrc_update of linux/io_uring.h.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+impl RingFd {
+    fn new(fd: i32) -> RingFd {
+        // Any free slot (-1): the kernel says which in `offset`.
+        let mut up = RsrcUpdate {
+            offset: u32::MAX,
+            resv: 0,
+            data: fd as u64,
+        };
+        // SAFETY: one io_uring_rsrc_update that outlives the call, on the ring's descriptor.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                fd,
+                IORING_REGISTER_RING_FDS,
+                &mut up as *mut RsrcUpdate,
+                1,
+            )
+        };
+        RingFd {
+            fd,
+            registered: (r == 1).then_some(up.offset),
+        }
+    }
+
+    /// One `io_uring_enter` with no signal mask: `to_submit` entries, waiting for
+    /// `min_complete` completions where `flags` has GETEVENTS.
+    #[inline(always)]
+    fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> std::io::Result<()> {
+        let (fd, flags) = match self.registered {
+            Some(i) => (i as i32, flags | IORING_ENTER_REGISTERED_RING),
+            None => (self.fd, flags),
+        };
+        // SAFETY: no argument struct is passed (null, size 0); the counts refer to entries
+        // already in the submission queue.
+        let r = unsafe { enter_raw(fd, to_submit, min_complete, flags) };
+        if r < 0 {
+            return Err(std::io::Error::from_raw_os_error(-r as i32));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RingFd {
+    fn drop(&mut self) {
+        if let Some(offset) = self.registered {
+            let up = RsrcUpdate {
+                offset,
+                resv: 0,
+                data: 0,
+            };
+            // SAFETY: as in `new`; the ring's descriptor is still open (the ring is dropped
+            // after this).
+            unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_register,
+                    self.fd,
+                    IORING_UNREGISTER_RING_FDS,
+                    &up as *const RsrcUpdate,
+                    1,
+                );
+            }
+        }
+    }
+}
+
+/// The system call itself, inline, as t/io_uring's `__do_syscall6` (libc's variadic
+/// `syscall` costs 0.5% of a page-cached run at depth 32): the result, or `-errno`.
+///
+/// # Safety
+/// As `io_uring_enter(2)` with a null argument.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
+    let ret: isize;
+    // SAFETY: the x86-64 system call convention; rcx and r11 are clobbered by `syscall`.
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") libc::SYS_io_uring_enter as isize => ret,
+            in("rdi") fd as isize,
+            in("rsi") to_submit as usize,
+            in("rdx") min_complete as usize,
+            in("r10") flags as usize,
+            in("r8") 0usize,
+            in("r9") 0usize,
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    ret
+}
+
+/// Elsewhere, libc's `syscall`.
+///
+/// # Safety
+/// As `io_uring_enter(2)` with a null argument.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
+    // SAFETY: as the caller's.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_enter,
+            fd,
+            to_submit,
+            min_complete,
+            flags,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+        )
+    };
+    if r < 0 {
+        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as isize)
+    } else {
+        r as isize
     }
 }
 
@@ -523,6 +691,7 @@ fn idle_until(ctx: &Ctx<'_>, t: Instant) -> bool {
 #[allow(clippy::too_many_arguments)]
 fn submit_until(
     submitter: &io_uring::Submitter<'_>,
+    ring_fd: &RingFd,
     sq: &mut io_uring::SubmissionQueue<'_>,
     pending: &mut Vec<u32>,
     slots: &mut [(IoReq, u64)],
@@ -532,7 +701,7 @@ fn submit_until(
 ) -> Result<(), EngineError> {
     let left = until.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return submit(submitter, sq, pending, slots, clock, 0, polled);
+        return submit(ring_fd, sq, pending, slots, clock, 0, polled);
     }
     let start = clock.ticks();
     for &slot in pending.iter() {
@@ -553,7 +722,7 @@ fn submit_until(
             Ok(())
         }
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            submit(submitter, sq, pending, slots, clock, 0, polled)?;
+            submit(ring_fd, sq, pending, slots, clock, 0, polled)?;
             std::thread::sleep(left.min(std::time::Duration::from_micros(50)));
             Ok(())
         }
@@ -567,7 +736,7 @@ fn submit_until(
 /// the thread when it sleeps.
 #[allow(clippy::too_many_arguments)]
 fn submit(
-    submitter: &io_uring::Submitter<'_>,
+    ring_fd: &RingFd,
     sq: &mut io_uring::SubmissionQueue<'_>,
     pending: &mut Vec<u32>,
     slots: &mut [(IoReq, u64)],
@@ -594,10 +763,7 @@ fn submit(
     loop {
         // GETEVENTS even when not waiting, as fio's commit does: with DEFER_TASKRUN it posts
         // completions that are ready, so they are reaped (and replaced) sooner.
-        // SAFETY: no argument struct is passed; the counts refer to entries pushed above.
-        let entered =
-            unsafe { submitter.enter::<libc::sigset_t>(to_submit, wait as u32, flags, None) };
-        match entered {
+        match ring_fd.enter(to_submit, wait as u32, flags) {
             Ok(_) => return Ok(()),
             Err(e)
                 if e.raw_os_error() == Some(libc::EINTR)

@@ -218,6 +218,17 @@ impl Recorder {
         r.bytes += bytes;
     }
 
+    /// Records `n` completed I/Os of `bytes` each that took the same `latency_ns` (a batch
+    /// submitted at one tick and reaped at another): the same as `n` calls of
+    /// [`Recorder::record`], in one step.
+    #[inline]
+    pub fn record_n(&mut self, op: Op, bytes: u64, latency_ns: u64, n: u64) {
+        let r = self.current.op_mut(op);
+        r.hist.saturating_record_n(latency_ns.max(1), n);
+        r.ops += n;
+        r.bytes += bytes * n;
+    }
+
     /// Counts what `--verify` checked (its pass over written blocks, a checked object), bad
     /// ones among them; each bad one is also recorded as a failure of its kind.
     pub fn record_verified(&mut self, v: crate::Verified) {

@@ -138,3 +138,24 @@ fn a_timed_out_request_counts_in_latency_not_in_operations() {
     let e = s.errors.entries().next().unwrap();
     assert_eq!((e.kind, e.count), (ErrorKind::Timeout, 1));
 }
+
+proptest! {
+    /// `record_n` of a run is `n` calls of `record`: the histogram, operations and bytes.
+    #[test]
+    fn a_run_recorded_at_once_equals_its_ios_one_by_one(
+        runs in proptest::collection::vec((any::<bool>(), 0u64..1 << 20, 0u64..HIGHEST_NS, 1u64..40), 0..30),
+    ) {
+        let (mut once, mut each) = (Recorder::new(), Recorder::new());
+        for &(read, bytes, lat, n) in &runs {
+            let op = if read { Op::Read } else { Op::Write };
+            once.record_n(op, bytes, lat, n);
+            for _ in 0..n {
+                each.record(op, bytes, lat);
+            }
+        }
+        let (once, each) = (once.take(), each.take());
+        for op in Op::ALL {
+            prop_assert_eq!(once.op(op), each.op(op));
+        }
+    }
+}
