@@ -7,15 +7,18 @@ use std::time::Instant;
 use io_uring::{opcode, squeue, types, IoUring};
 use stormark_spec::Ring;
 
-/// `IORING_ENTER_GETEVENTS` and `IORING_ENTER_SQ_WAKEUP` from linux/io_uring.h.
-const IORING_ENTER_GETEVENTS: u32 = 1;
-const IORING_ENTER_SQ_WAKEUP: u32 = 2;
 use stormark_stats::Op;
 
 use crate::ctx::Ctx;
 use crate::data::Payload;
 use crate::error::EngineError;
 use crate::offsets::IoReq;
+
+mod prio;
+mod sys;
+
+use prio::CmdPrioShare;
+use sys::{sqe, RingFd, Sqe, IORING_ENTER_GETEVENTS, IORING_ENTER_SQ_WAKEUP, IOSQE_FIXED_FILE};
 
 /// Whether this kernel lets this process set up an io_uring (it may be missing, or disabled
 /// by `kernel.io_uring_disabled` or a seccomp policy).
@@ -176,7 +179,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
     let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
-    let ring_fd = RingFd::new(std::os::fd::AsRawFd::as_raw_fd(&ring));
+    let ring_fd = RingFd::new(std::os::fd::AsRawFd::as_raw_fd(&ring), batch == 1);
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
         // Refill. Like fio's iodepth_batch_submit (default 1), every `batch` new I/Os go to
@@ -223,9 +226,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 }
                 free.pop_front();
-                let (ioprio, counted) = match &mut prio {
-                    None => (0, req),
-                    Some(p) => p.take(req),
+                // Counted as asked, or as `read-prio`/`write-prio` where it has a priority
+                // (changed in place: a new pair made here was a copy stalled on its stores).
+                let mut counted = req;
+                let ioprio = match &mut prio {
+                    None => 0,
+                    Some(p) => p.take(&mut counted),
                 };
                 let entry = entry_of(ctx, fds[req.file as usize], features, slot, &req, ioprio);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
@@ -377,148 +383,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     }
 }
 
-/// How this thread names its ring to `io_uring_enter`: by the index of the ring's descriptor
-/// registered with the thread, as t/io_uring's `-X1` (IORING_REGISTER_RING_FDS, 5.18; no
-/// descriptor lookup per call), or by the descriptor where the kernel has it not. The index
-/// is given back when dropped: a thread holds 16 at most, each keeping its ring's memory
-/// until the thread exits.
-struct RingFd {
-    fd: i32,
-    registered: Option<u32>,
-}
-
-/// `IORING_ENTER_REGISTERED_RING`, and `IORING_(UN)REGISTER_RING_FDS`, from linux/io_uring.h.
-const IORING_ENTER_REGISTERED_RING: u32 = 16;
-const IORING_REGISTER_RING_FDS: libc::c_long = 20;
-const IORING_UNREGISTER_RING_FDS: libc::c_long = 21;
-
-/// struct io_uring_rsrc_update of linux/io_uring.h.
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
-impl RingFd {
-    fn new(fd: i32) -> RingFd {
-        // Any free slot (-1): the kernel says which in `offset`.
-        let mut up = RsrcUpdate {
-            offset: u32::MAX,
-            resv: 0,
-            data: fd as u64,
-        };
-        // SAFETY: one io_uring_rsrc_update that outlives the call, on the ring's descriptor.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_register,
-                fd,
-                IORING_REGISTER_RING_FDS,
-                &mut up as *mut RsrcUpdate,
-                1,
-            )
-        };
-        RingFd {
-            fd,
-            registered: (r == 1).then_some(up.offset),
-        }
-    }
-
-    /// One `io_uring_enter` with no signal mask: `to_submit` entries, waiting for
-    /// `min_complete` completions where `flags` has GETEVENTS.
-    #[inline(always)]
-    fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> std::io::Result<()> {
-        let (fd, flags) = match self.registered {
-            Some(i) => (i as i32, flags | IORING_ENTER_REGISTERED_RING),
-            None => (self.fd, flags),
-        };
-        // SAFETY: no argument struct is passed (null, size 0); the counts refer to entries
-        // already in the submission queue.
-        let r = unsafe { enter_raw(fd, to_submit, min_complete, flags) };
-        if r < 0 {
-            return Err(std::io::Error::from_raw_os_error(-r as i32));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for RingFd {
-    fn drop(&mut self) {
-        if let Some(offset) = self.registered {
-            let up = RsrcUpdate {
-                offset,
-                resv: 0,
-                data: 0,
-            };
-            // SAFETY: as in `new`; the ring's descriptor is still open (the ring is dropped
-            // after this).
-            unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_register,
-                    self.fd,
-                    IORING_UNREGISTER_RING_FDS,
-                    &up as *const RsrcUpdate,
-                    1,
-                );
-            }
-        }
-    }
-}
-
-/// The system call itself, inline, as t/io_uring's `__do_syscall6` (libc's variadic
-/// `syscall` costs 0.5% of a page-cached run at depth 32): the result, or `-errno`.
-///
-/// # Safety
-/// As `io_uring_enter(2)` with a null argument.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
-    let ret: isize;
-    // SAFETY: the x86-64 system call convention; rcx and r11 are clobbered by `syscall`.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") libc::SYS_io_uring_enter as isize => ret,
-            in("rdi") fd as isize,
-            in("rsi") to_submit as usize,
-            in("rdx") min_complete as usize,
-            in("r10") flags as usize,
-            in("r8") 0usize,
-            in("r9") 0usize,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
-}
-
-/// Elsewhere, libc's `syscall`.
-///
-/// # Safety
-/// As `io_uring_enter(2)` with a null argument.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
-    // SAFETY: as the caller's.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_enter,
-            fd,
-            to_submit,
-            min_complete,
-            flags,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-        )
-    };
-    if r < 0 {
-        -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as isize)
-    } else {
-        r as isize
-    }
-}
-
 /// With nothing in flight: the sync due after a file's writes (timed), or fio's thinktime
 /// pause; `true` when one was made.
 fn settle(
@@ -552,128 +416,54 @@ fn entry_of(
 ) -> squeue::Entry {
     let offset = base + req.offset;
     let atomic = if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 };
-    // One entry for either kind of file reference (the crate's trait for both is sealed).
-    macro_rules! entry {
-        ($fd:expr) => {
-            match req.op {
-                Op::Read if features.fixed_bufs => {
-                    opcode::ReadFixed::new($fd, ctx.bufs.read_at(slot as usize), req.len, 0)
-                        .offset(offset)
-                        .ioprio(ioprio)
-                        .build()
-                }
-                Op::Read => opcode::Read::new($fd, ctx.bufs.read_at(slot as usize), req.len)
+    let (file, flags) = if features.registered_files {
+        (req.file as i32, IOSQE_FIXED_FILE)
+    } else {
+        (fd.0, 0)
+    };
+    // The plain reads and writes, a system call's worth of fields in one literal.
+    let plain = |opcode: u8, addr: *const u8, rw_flags: i32, buf_index: u16| {
+        sqe(Sqe {
+            opcode,
+            flags,
+            ioprio,
+            fd: file,
+            off: offset,
+            addr: addr as u64,
+            len: req.len,
+            rw_flags,
+            user_data: u64::from(slot),
+            buf_index,
+            ..Sqe::default()
+        })
+    };
+    match req.op {
+        Op::Read if features.fixed_bufs => plain(
+            opcode::ReadFixed::CODE,
+            ctx.bufs.read_at(slot as usize),
+            0,
+            0,
+        ),
+        Op::Read => plain(opcode::Read::CODE, ctx.bufs.read_at(slot as usize), 0, 0),
+        // The offset generator makes only reads and writes.
+        _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
+            Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| features.fixed_bufs) {
+                Some(area) => plain(opcode::WriteFixed::CODE, p, atomic, area),
+                None => plain(opcode::Write::CODE, p, atomic, 0),
+            },
+            Payload::Vectored(iov, n) if features.registered_files => {
+                opcode::Writev::new(types::Fixed(req.file), iov, n)
                     .offset(offset)
                     .ioprio(ioprio)
-                    .build(),
-                // The offset generator makes only reads and writes.
-                _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-                    Payload::Plain(p) => {
-                        match ctx.bufs.pool_area(p).filter(|_| features.fixed_bufs) {
-                            Some(area) => opcode::WriteFixed::new($fd, p, req.len, area)
-                                .offset(offset)
-                                .ioprio(ioprio)
-                                .rw_flags(atomic)
-                                .build(),
-                            None => opcode::Write::new($fd, p, req.len)
-                                .offset(offset)
-                                .ioprio(ioprio)
-                                .rw_flags(atomic)
-                                .build(),
-                        }
-                    }
-                    Payload::Vectored(iov, n) => opcode::Writev::new($fd, iov, n)
-                        .offset(offset)
-                        .ioprio(ioprio)
-                        .build(),
-                },
+                    .build()
+                    .user_data(u64::from(slot))
             }
-        };
-    }
-    if features.registered_files {
-        entry!(types::Fixed(req.file))
-    } else {
-        entry!(fd)
-    }
-    .user_data(u64::from(slot))
-}
-
-/// fio's `cmdprio_percentage` and `cmdprio_bssplit`: which reads and writes carry a priority
-/// and which: per direction, entries of a share of the I/Os (of one block size, or of any),
-/// each an exact share spread evenly, and the value the kernel takes.
-struct CmdPrioShare {
-    entries: [Vec<PrioShare>; 2],
-}
-
-/// One share: of the I/Os of `bs` bytes (0: any), `share` get `value`; `owed` is what is due.
-struct PrioShare {
-    bs: u64,
-    share: f64,
-    owed: f64,
-    value: u16,
-}
-
-impl CmdPrioShare {
-    fn new(c: stormark_spec::CmdPrio) -> CmdPrioShare {
-        let own = |e: &stormark_spec::PrioEntry| {
-            let (class, level, hint) = e.prio.unwrap_or((c.class, c.level, c.hint));
-            PrioShare {
-                bs: e.bs,
-                share: f64::from(e.share) / 100.0,
-                owed: 0.0,
-                value: stormark_spec::CmdPrio::value(class, level, hint),
-            }
-        };
-        let entries = match &c.split {
-            Some(split) => [split.reads(), split.writes()]
-                .map(|l| l.iter().filter(|e| e.share > 0).map(own).collect()),
-            None => c.share.map(|share| {
-                let any = stormark_spec::PrioEntry {
-                    bs: 0,
-                    share,
-                    prio: None,
-                };
-                (share > 0).then(|| own(&any)).into_iter().collect()
-            }),
-        };
-        CmdPrioShare { entries }
-    }
-
-    /// The priority `req` is submitted with (0: the worker's own), and the request as it is
-    /// counted (`read-prio`, `write-prio` for those with a priority of their own).
-    fn take(&mut self, req: IoReq) -> (u16, IoReq) {
-        let (d, op) = match req.op {
-            Op::Read => (0, Op::ReadPrio),
-            Op::Write => (1, Op::WritePrio),
-            _ => return (0, req),
-        };
-        // Each share is owed what it has not had; once they are owed a whole I/O together,
-        // the most owed takes this one: every share exact and spread evenly, and with
-        // shares of 100% every I/O.
-        let mut owed = 0.0;
-        let mut most: Option<&mut PrioShare> = None;
-        for e in &mut self.entries[d] {
-            if e.bs != 0 && e.bs != u64::from(req.len) {
-                continue;
-            }
-            e.owed += e.share;
-            owed += e.owed;
-            if most.as_ref().is_none_or(|m| e.owed > m.owed) {
-                most = Some(e);
-            }
-        }
-        let value = match most {
-            Some(e) if owed >= 1.0 - 1e-9 => {
-                e.owed -= 1.0;
-                e.value
-            }
-            _ => 0,
-        };
-        if value == 0 {
-            (0, req)
-        } else {
-            (value, IoReq { op, ..req })
-        }
+            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
+                .offset(offset)
+                .ioprio(ioprio)
+                .build()
+                .user_data(u64::from(slot)),
+        },
     }
 }
 
@@ -752,17 +542,24 @@ fn submit(
     sq.sync();
     // Everything still queued, including entries an earlier call left unsubmitted.
     let to_submit = sq.len() as u32;
-    let flags = if polled && sq.need_wakeup() {
-        IORING_ENTER_GETEVENTS | IORING_ENTER_SQ_WAKEUP
-    } else {
-        IORING_ENTER_GETEVENTS
-    };
-    if polled && wait == 0 && flags == IORING_ENTER_GETEVENTS {
+    let wakeup = polled && sq.need_wakeup();
+    if polled && wait == 0 && !wakeup {
         return Ok(());
     }
+    // GETEVENTS to wait; and without waiting where each I/O is submitted alone, as fio's
+    // commit does: with DEFER_TASKRUN it posts the device's completions that are ready, so
+    // they are reaped (and replaced) sooner (docs/performance.md: p50 -13% on the virtio
+    // disk). In larger batches, as t/io_uring's: the completions are reaped as the ring
+    // holds them, and the call that only submits does no more (0.6% of a page-cached run).
+    let mut flags = if wait > 0 || ring_fd.eager {
+        IORING_ENTER_GETEVENTS
+    } else {
+        0
+    };
+    if wakeup {
+        flags |= IORING_ENTER_SQ_WAKEUP;
+    }
     loop {
-        // GETEVENTS even when not waiting, as fio's commit does: with DEFER_TASKRUN it posts
-        // completions that are ready, so they are reaped (and replaced) sooner.
         match ring_fd.enter(to_submit, wait as u32, flags) {
             Ok(_) => return Ok(()),
             Err(e)
@@ -775,56 +572,6 @@ fn submit(
             }
             Err(e) => return Err(EngineError::RingEnter(e)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read(len: u32) -> IoReq {
-        IoReq {
-            op: Op::Read,
-            file: 0,
-            offset: 0,
-            len,
-        }
-    }
-
-    /// fio's `cmdprio_bssplit`: shares of one block size's reads go to their priorities
-    /// exactly, other sizes untouched; shares of 100% give every I/O one; writes of their own
-    /// list.
-    #[test]
-    fn prio_shares_by_block_size_are_exact() {
-        let split = stormark_spec::PrioSplit::parse("64k/25/1/1:64k/75/3/2:1m/0,1m/40").unwrap();
-        let mut s = CmdPrioShare::new(stormark_spec::CmdPrio {
-            share: [0, 0],
-            class: 1,
-            level: 0,
-            hint: 0,
-            split: Some(split),
-        });
-        let mut got = std::collections::HashMap::new();
-        for i in 0..800 {
-            let (v, req) = s.take(read(if i % 2 == 0 { 65536 } else { 1 << 20 }));
-            *got.entry((v, req.op, req.len)).or_insert(0) += 1;
-        }
-        let high = stormark_spec::CmdPrio::value(1, 1, 0);
-        let idle = stormark_spec::CmdPrio::value(3, 2, 0);
-        assert_eq!(got[&(high, Op::ReadPrio, 65536)], 100);
-        assert_eq!(got[&(idle, Op::ReadPrio, 65536)], 300);
-        assert_eq!(got[&(0, Op::Read, 1 << 20)], 400);
-        assert_eq!(got.len(), 3);
-        let writes = (0..100)
-            .filter(|_| {
-                let (v, _) = s.take(IoReq {
-                    op: Op::Write,
-                    ..read(1 << 20)
-                });
-                v == stormark_spec::CmdPrio::value(1, 0, 0)
-            })
-            .count();
-        assert_eq!(writes, 40);
     }
 }
 
