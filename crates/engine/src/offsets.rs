@@ -156,9 +156,6 @@ pub struct OffsetGen {
     bs_align: u64,
     bs_slots: u64,
     file_lens: Vec<u64>,
-    /// Per file, the aligned positions of a block of `bs_min` (one block size: no division
-    /// per I/O for a uniform random offset).
-    positions: Vec<u64>,
     seq_pos: Vec<[u64; 2]>,
     next_file: usize,
     once: bool,
@@ -304,10 +301,6 @@ impl OffsetGen {
             bs_min,
             bs_align,
             bs_slots,
-            positions: file_lens
-                .iter()
-                .map(|&l| l.saturating_sub(bs_min) / bs_align.max(1) + 1)
-                .collect(),
             file_lens,
             seq_pos: vec![[0; 2]; n],
             next_file: 0,
@@ -391,12 +384,7 @@ impl OffsetGen {
             p => self.below(100) < u64::from(p),
         };
         let offset = if random && self.uniform {
-            let positions = if self.bs_slots == 1 {
-                self.positions[file]
-            } else {
-                (file_len - len) / self.bs_align + 1
-            };
-            self.below(positions) * self.bs_align
+            self.below((file_len - len) / self.bs_align + 1) * self.bs_align
         } else if random {
             self.other_random(file, len)
         } else {
