@@ -59,7 +59,15 @@ pub fn io_uring_features_ok(features: Ring) -> std::io::Result<()> {
 /// back one step at a time, as fio does.
 fn new_ring(depth: u32, features: Ring) -> std::io::Result<IoUring> {
     let entries = depth.next_power_of_two();
-    let attempts: [fn(&mut io_uring::Builder); 3] = [
+    let attempts: [fn(&mut io_uring::Builder); 4] = [
+        // And no index array between the queue and its entries (6.6), as t/io_uring: the
+        // kernel takes each entry in the queue's order, one memory read less an I/O.
+        |b| {
+            b.setup_coop_taskrun()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_no_sqarray();
+        },
         |b| {
             b.setup_coop_taskrun()
                 .setup_single_issuer()
