@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Two stormark binaries on the same hot paths, alternating, ROUNDS rounds: the null engine
 # (stormark's own cost per I/O) and 4 KiB random reads from a page-cached file with psync
-# (fio's case a), and 4 KiB random buffered writes (the write path). Prints each round's IOPS
-# and the ratio B/A of the medians.
+# (fio's case a; the file pinned in the page cache), and 4 KiB random buffered writes (the
+# write path). Prints each round's IOPS and the ratio B/A of the medians.
 # Usage: bench/ab.sh A_BINARY B_BINARY   (env: ROUNDS=5, RUNTIME=4, BENCH_DIR=./bench-data)
 set -euo pipefail
 A=$1; B=$2
 ROUNDS=${ROUNDS:-5}; RUNTIME=${RUNTIME:-4}
 dir=$(mktemp -d "${BENCH_DIR:-$PWD/bench-data}.ab.XXXX")
-trap 'rm -rf "$dir"' EXIT
+pin=
+trap '[ -n "$pin" ] && kill "$pin" 2>/dev/null; rm -rf "$dir"' EXIT
 iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round([p for p in d["phases"] if p["kind"]=="run"][0]["total"]["iops"]))' "$1"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 declare -A got
 # One 256 MiB file, read in place and kept in the page cache.
 head -c $((256 << 20)) /dev/urandom > "$dir/file"
-cat "$dir/file" > /dev/null
+# Pinned (mmap + mlock, bench/pin.py): a host whose DAMON evicts page cache within seconds
+# would serve part of the page-cached case from the disk, moving it by 20% between runs.
+python3 "$(dirname "$0")/pin.py" "$dir/file" &
+pin=$!
+sleep 2
 mkdir "$dir/w"
 for case in null psync-cached psync-write; do
   for r in $(seq "$ROUNDS"); do
