@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use stormark_testkit::{read_json, require_tool, temp_dir, text};
+use stormark_testkit::{phase, read_json, require_tool, temp_dir, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stormark");
 const TMP: &str = env!("CARGO_TARGET_TMPDIR");
@@ -193,12 +193,7 @@ fn batched_submissions_and_reaps_count_and_time_every_io_once() {
     assert_eq!(doc["status"], "ok", "{doc}");
     let (reads, writes) = (ops(&doc, "read"), ops(&doc, "write"));
     assert_eq!(reads + writes, 4096, "{doc}");
-    let run = doc["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "run")
-        .unwrap();
+    let run = phase(&doc, "run");
     for (op, n) in [("read", reads), ("write", writes)] {
         let (_, text) = run["histograms"]
             .as_object()
