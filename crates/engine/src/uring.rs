@@ -1,7 +1,6 @@
 //! The io_uring backend: `iodepth` I/Os in flight, new submissions batched into the same
 //! `io_uring_enter` that waits for the next completion.
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
@@ -15,9 +14,11 @@ use crate::error::EngineError;
 use crate::offsets::IoReq;
 
 mod prio;
+mod slots;
 mod sys;
 
 use prio::CmdPrioShare;
+use slots::SlotRing;
 use sys::{sqe, RingFd, Sqe, IORING_ENTER_GETEVENTS, IORING_ENTER_SQ_WAKEUP, IOSQE_FIXED_FILE};
 
 /// Whether this kernel lets this process set up an io_uring (it may be missing, or disabled
@@ -167,10 +168,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // Open loop: when each slot's I/O was due.
     let mut due: Vec<Instant> =
         vec![Instant::now(); if ctx.schedule.is_some() { depth } else { 0 }];
-    // Slots are taken in turn (first freed, first reused), so that writes cycle through all
-    // of the write pool's regions.
-    let mut free: VecDeque<u32> = (0..depth as u32).collect();
-    let mut pending: Vec<u32> = Vec::with_capacity(depth);
+    // The free slots, taken in turn, and those taken since the last submission.
+    let mut free = SlotRing::new(depth);
     let mut inflight = 0usize;
     let mut draining = false;
     // A sync is due after the file's last write: no more is issued until every write in
@@ -207,7 +206,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         }
         if !draining && !flow_due && !holding {
             sq.sync();
-            while let (Some(&slot), None, false) = (free.front(), sync_due, think_due) {
+            while let (Some(slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
                 if let Some(s) = &ctx.schedule {
                     if s.peek() > Instant::now() {
@@ -233,7 +232,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     deferred = Some(req);
                     break;
                 }
-                free.pop_front();
+                free.take();
                 // Counted as asked, or as `read-prio`/`write-prio` where it has a priority
                 // (changed in place: a new pair made here was a copy stalled on its stores).
                 let mut counted = req;
@@ -262,21 +261,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     sync_due = Some(req.file);
                 }
                 think_due = ctx.think_due();
-                pending.push(slot);
                 inflight += 1;
                 if inflight == depth && low < depth {
                     holding = true;
                     break;
                 }
-                if pending.len() >= batch {
+                if free.pending() >= batch {
                     submit(
-                        &ring_fd,
-                        &mut sq,
-                        &mut pending,
-                        &mut slots,
-                        &ctx.clock,
-                        0,
-                        polled,
+                        &ring_fd, &mut sq, &mut free, &mut slots, &ctx.clock, 0, polled,
                     )?;
                 }
             }
@@ -313,27 +305,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         // Wait only when nothing is ready (submitting what is left, if anything); in an open
         // loop, no longer than until the next I/O is due.
         cq.sync();
-        if cq.is_empty() || !pending.is_empty() {
+        if cq.is_empty() || free.pending() > 0 {
             let wait = usize::from(cq.is_empty());
             match next_due {
                 Some(t) if wait == 1 && !free.is_empty() => submit_until(
-                    &submitter,
-                    &ring_fd,
-                    &mut sq,
-                    &mut pending,
-                    &mut slots,
-                    &ctx.clock,
-                    t,
-                    polled,
+                    &submitter, &ring_fd, &mut sq, &mut free, &mut slots, &ctx.clock, t, polled,
                 )?,
                 _ => submit(
-                    &ring_fd,
-                    &mut sq,
-                    &mut pending,
-                    &mut slots,
-                    &ctx.clock,
-                    wait,
-                    polled,
+                    &ring_fd, &mut sq, &mut free, &mut slots, &ctx.clock, wait, polled,
                 )?,
             }
             cq.sync();
@@ -376,7 +355,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 ctx.zone_done(&req);
             }
             ctx.bufs.done(slot as usize, cqe.result() == req.len as i32);
-            free.push_back(slot);
+            free.give(slot);
             if serialize {
                 busy[slot as usize] = false;
             }
@@ -491,7 +470,7 @@ fn submit_until(
     submitter: &io_uring::Submitter<'_>,
     ring_fd: &RingFd,
     sq: &mut io_uring::SubmissionQueue<'_>,
-    pending: &mut Vec<u32>,
+    pending: &mut SlotRing,
     slots: &mut [(IoReq, u64)],
     clock: &crate::clock::Clock,
     until: Instant,
@@ -501,11 +480,7 @@ fn submit_until(
     if left.is_zero() {
         return submit(ring_fd, sq, pending, slots, clock, 0, polled);
     }
-    let start = clock.ticks();
-    for &slot in pending.iter() {
-        slots[slot as usize].1 = start;
-    }
-    pending.clear();
+    pending.stamp(slots, clock.ticks());
     sq.sync();
     let ts = types::Timespec::from(left);
     let args = types::SubmitArgs::new().timespec(&ts);
@@ -536,17 +511,13 @@ fn submit_until(
 fn submit(
     ring_fd: &RingFd,
     sq: &mut io_uring::SubmissionQueue<'_>,
-    pending: &mut Vec<u32>,
+    pending: &mut SlotRing,
     slots: &mut [(IoReq, u64)],
     clock: &crate::clock::Clock,
     wait: usize,
     polled: bool,
 ) -> Result<(), EngineError> {
-    let start = clock.ticks();
-    for &slot in pending.iter() {
-        slots[slot as usize].1 = start;
-    }
-    pending.clear();
+    pending.stamp(slots, clock.ticks());
     sq.sync();
     // Everything still queued, including entries an earlier call left unsubmitted.
     let to_submit = sq.len() as u32;
