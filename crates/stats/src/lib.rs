@@ -29,6 +29,7 @@ mod compare;
 mod errors;
 mod expect;
 mod format;
+mod hot;
 mod inventory;
 mod mesh;
 mod names;

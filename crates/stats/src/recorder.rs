@@ -4,6 +4,8 @@ use std::ops::AddAssign;
 
 use hdrhistogram::Histogram;
 
+use crate::hot::HotCounts;
+
 pub use crate::errors::{ErrorKind, ErrorTally, ErrorTallyEntry};
 pub use crate::op::Op;
 
@@ -137,7 +139,10 @@ impl Snapshot {
     /// The record of one operation, to fill (made on first use).
     #[inline]
     pub fn op_mut(&mut self, op: Op) -> &mut OpRecord {
-        self.ops[op.index()].get_or_insert_with(|| Box::new(OpRecord::new()))
+        match &mut self.ops[op.index()] {
+            Some(r) => r,
+            none => new_record(none),
+        }
     }
 
     /// The record of every operation this snapshot (or the one whose memory it reuses) has
@@ -195,43 +200,51 @@ impl AddAssign<&Snapshot> for Snapshot {
     }
 }
 
-/// A worker's recorder: `record` is all the hot path calls.
+/// A worker's recorder: `record` is all the hot path calls. The latencies of completed I/Os
+/// are counted by [`HotCounts`] and folded into the snapshot's histograms whenever the
+/// snapshot is read or handed over.
 #[derive(Debug, Default)]
 pub struct Recorder {
     current: Snapshot,
+    hot: [Option<Box<HotCounts>>; Op::COUNT],
 }
 
 impl Recorder {
     /// An empty recorder.
     pub fn new() -> Recorder {
-        Recorder {
-            current: Snapshot::new(),
-        }
+        Recorder::default()
     }
 
     /// Records one completed I/O.
     #[inline]
     pub fn record(&mut self, op: Op, bytes: u64, latency_ns: u64) {
-        let r = self.current.op_mut(op);
-        r.hist.saturating_record(latency_ns.max(1));
-        r.ops += 1;
-        r.bytes += bytes;
+        self.record_n(op, bytes, latency_ns, 1);
     }
 
     /// Records `n` completed I/Os of `bytes` each that took the same `latency_ns` (a batch
     /// submitted at one tick and reaped at another): the same as `n` calls of
-    /// [`Recorder::record`], the operation looked up and counted once. The histogram takes
-    /// them one by one: any call of hdrhistogram's with a count of its own (`record_n`,
-    /// `saturating_record_n`) made the compiler give up `saturating_record`'s own path, and
-    /// every engine's record paid for it (the null engine 1.5%, bench/ab.sh).
+    /// [`Recorder::record`], counted in one step. `n` is at most a ring's depth.
     #[inline]
     pub fn record_n(&mut self, op: Op, bytes: u64, latency_ns: u64, n: u64) {
         let r = self.current.op_mut(op);
-        for _ in 0..n {
-            r.hist.saturating_record(latency_ns.max(1));
-        }
         r.ops += n;
         r.bytes += bytes * n;
+        let hot = match &mut self.hot[op.index()] {
+            Some(h) => h,
+            none => hot_counts(none, &r.hist),
+        };
+        if hot.add(latency_ns.max(1), n) {
+            hot.fold_into(&mut r.hist);
+        }
+    }
+
+    /// Folds the counted latencies into the current snapshot's histograms.
+    fn fold(&mut self) {
+        for (op, hot) in Op::ALL.iter().zip(&mut self.hot) {
+            if let Some(h) = hot.as_deref_mut().filter(|h| !h.is_empty()) {
+                h.fold_into(&mut self.current.op_mut(*op).hist);
+            }
+        }
     }
 
     /// Counts what `--verify` checked (its pass over written blocks, a checked object), bad
@@ -304,22 +317,28 @@ impl Recorder {
     /// Swaps the current snapshot for `spare` (which is cleared first) and returns what was
     /// recorded since the last swap. No allocation when a spare is handed back.
     pub fn swap(&mut self, mut spare: Snapshot) -> Snapshot {
+        self.fold();
         spare.clear();
         std::mem::replace(&mut self.current, spare)
     }
 
     /// Returns what was recorded and starts afresh (allocates a new snapshot).
     pub fn take(&mut self) -> Snapshot {
+        self.fold();
         std::mem::take(&mut self.current)
     }
 
     /// What was recorded since the last swap, left in place.
-    pub fn current(&self) -> &Snapshot {
+    pub fn current(&mut self) -> &Snapshot {
+        self.fold();
         &self.current
     }
 
     /// Drops what was recorded (the end of a ramp).
     pub fn discard(&mut self) {
+        for h in self.hot.iter_mut().flatten() {
+            h.clear();
+        }
         self.current.clear();
     }
 
@@ -327,6 +346,24 @@ impl Recorder {
     pub fn ops(&self) -> u64 {
         self.current.ops().map(|(_, r)| r.ops + r.errors).sum()
     }
+}
+
+/// An operation's first record, made once (out of the hot path, whose callers then keep
+/// no room for it on their stacks).
+#[cold]
+#[inline(never)]
+fn new_record(slot: &mut Option<Box<OpRecord>>) -> &mut OpRecord {
+    slot.insert(Box::new(OpRecord::new()))
+}
+
+/// The counters of an operation's first record, made once.
+#[cold]
+#[inline(never)]
+fn hot_counts<'a>(
+    slot: &'a mut Option<Box<HotCounts>>,
+    hist: &Histogram<u64>,
+) -> &'a mut HotCounts {
+    slot.insert(Box::new(HotCounts::new(hist)))
 }
 
 #[cfg(test)]
