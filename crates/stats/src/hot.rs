@@ -31,7 +31,8 @@ pub(crate) fn index_of(value: u64) -> usize {
 const FOLD_AT: u64 = (u32::MAX / 2) as u64;
 
 /// One histogram's counters as the hot path adds to them (32 bits each: half the memory of
-/// the histogram's, and they are folded before they could overflow).
+/// the histogram's, and they are folded before they could overflow). Allocated zeroed, only
+/// the pages of counters in use become resident.
 pub(crate) struct HotCounts {
     counts: Box<[u32]>,
     /// Where a value past the last counter is counted: at the histogram's highest value, as
@@ -101,12 +102,18 @@ impl HotCounts {
         self.since = 0;
     }
 
-    /// Drops the counts.
+    /// Drops the counts. Only counters in use are written: the others stay untouched
+    /// (allocated zeroed, never resident), as in [`HotCounts::fold_into`].
     pub(crate) fn clear(&mut self) {
-        if self.since != 0 {
-            self.counts.fill(0);
-            self.since = 0;
+        if self.since == 0 {
+            return;
         }
+        for chunk in self.counts.chunks_mut(16) {
+            if chunk.iter().any(|&c| c != 0) {
+                chunk.fill(0);
+            }
+        }
+        self.since = 0;
     }
 }
 

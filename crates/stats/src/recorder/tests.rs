@@ -159,3 +159,48 @@ proptest! {
         }
     }
 }
+
+/// What the recorder counts reaches every reader of its snapshot: a swap, a take, a look at
+/// the current one, each the histogram recording each latency directly would hold; a
+/// discarded ramp leaves nothing behind.
+#[test]
+fn counted_latencies_reach_every_reader_and_a_discard_drops_them() {
+    let lats = [
+        1u64,
+        900,
+        2047,
+        2048,
+        31_337,
+        1 << 30,
+        HIGHEST_NS,
+        HIGHEST_NS * 3,
+    ];
+    let direct = || {
+        let mut h = crate::recorder::new_histogram();
+        for &l in &lats {
+            h.saturating_record(l);
+        }
+        h
+    };
+    let mut r = Recorder::new();
+    let fill = |r: &mut Recorder| {
+        for &l in &lats {
+            r.record(Op::Read, 4096, l);
+        }
+    };
+    fill(&mut r);
+    assert_eq!(r.current().op(Op::Read).hist, direct());
+    // Looked at, then recorded again: folded once, counted twice.
+    fill(&mut r);
+    let mut twice = direct();
+    twice.add(direct()).unwrap();
+    let swapped = r.swap(Snapshot::new());
+    assert_eq!(swapped.op(Op::Read).hist, twice);
+    assert_eq!(swapped.op(Op::Read).ops, 2 * lats.len() as u64);
+    fill(&mut r);
+    r.discard();
+    fill(&mut r);
+    let taken = r.take();
+    assert_eq!(taken.op(Op::Read).hist, direct());
+    assert_eq!(taken.op(Op::Read).ops, lats.len() as u64);
+}
