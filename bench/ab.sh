@@ -3,7 +3,9 @@
 # (stormark's own cost per I/O) and 4 KiB random reads from a page-cached file with psync
 # (fio's case a; the file pinned in the page cache), and 4 KiB random buffered writes (the
 # write path). Prints each round's IOPS and the ratio B/A of the medians.
-# Usage: bench/ab.sh A_BINARY B_BINARY   (env: ROUNDS=5, RUNTIME=4, BENCH_DIR=./bench-data)
+# Usage: bench/ab.sh A_BINARY B_BINARY   (env: ROUNDS=5, RUNTIME=4, BENCH_DIR=./bench-data,
+#   CPU=<list> or none: see bench/cpus.sh, both binaries run on the same CPU, the last one by
+#   default)
 set -euo pipefail
 A=$1; B=$2
 ROUNDS=${ROUNDS:-5}; RUNTIME=${RUNTIME:-4}
@@ -21,6 +23,9 @@ python3 "$(dirname "$0")/pin.py" "$dir/file" &
 pin=$!
 sleep 2
 mkdir "$dir/w"
+source "$(dirname "$0")/cpus.sh"
+pin_cpus 1
+echo "$(pinned)"
 for case in null psync-cached psync-write; do
   for r in $(seq "$ROUNDS"); do
     for side in A B; do
@@ -31,7 +36,7 @@ for case in null psync-cached psync-write; do
         # Buffered 4 KiB random writes into a 64 MiB file the run makes: the write path.
         psync-write) args=(run "$dir/w" --engine psync --rw randwrite --bs 4k --size 64m --buffered --time "$RUNTIME" -q) ;;
       esac
-      "$bin" "${args[@]}" --json "$dir/r.json" >/dev/null
+      "${PIN[@]}" "$bin" "${args[@]}" --json "$dir/r.json" >/dev/null
       got[$case.$side]+="$(iops "$dir/r.json") "
     done
   done

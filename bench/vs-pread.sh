@@ -10,7 +10,9 @@
 # The file is pinned in the page cache (mmap + mlock) for the whole run. With perf, each
 # side's I/Os per CPU-second are printed too.
 # Usage: bench/vs-pread.sh   (env: ROUNDS=3, RUNTIME=5, THREADS="1 2", SIZE_MB=256,
-#   BENCH_DIR=./bench-data, STORMARK=<binary>; without STORMARK the release binary is built)
+#   BENCH_DIR=./bench-data, STORMARK=<binary>; without STORMARK the release binary is built;
+#   CPU=<list> or none: see bench/cpus.sh, every side of N threads runs on the same N CPUs,
+#   the last N by default)
 # Writes only a temporary directory inside $BENCH_DIR and removes it.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}; RUNTIME=${RUNTIME:-5}; THREADS=${THREADS:-1 2}; SIZE_MB=${SIZE_MB:-256}
@@ -96,17 +98,19 @@ PERF=(); if perf stat -x, -e task-clock -o /dev/null true 2>/dev/null; then
 cpu_s() { if [ ${#PERF[@]} -gt 0 ]; then awk -F, '/task-clock/ {print $1 / 1000}' "$dir/cpu.txt"; else echo 0; fi; }
 per_cpu() { python3 -c 'import sys; c=float(sys.argv[2]); print(round(float(sys.argv[1]) / c) if c else 0)' "$1" "$(cpu_s)"; }
 # "IOPS I/Os-per-CPU-second" of a loop's line ("IOPS I/Os") or stormark's last run.
-loop_side() { local out; out=$("${PERF[@]}" "$@"); set -- $out; echo "$1 $(per_cpu "$2")"; }
+loop_side() { local out; out=$("${PERF[@]}" "${PIN[@]}" "$@"); set -- $out; echo "$1 $(per_cpu "$2")"; }
 iops() { local v; v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=[p for p in d["phases"] if p["kind"]=="run"][0]["total"]; print(round(t["iops"]), t["ops"])' "$1"); set -- $v; echo "$1 $(per_cpu "$2")"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2)? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 echo "stormark: $("$STORMARK" --version)  cores: $(nproc)  file: ${SIZE_MB} MiB, page-cached"
 col() { printf '%s\n' "$@" | awk -v k="$K" '{print $k}'; }
+source "$(dirname "$0")/cpus.sh"
 for n in $THREADS; do
+  pin_cpus "$n"
   loop=(); raw=(); sm=()
   for r in $(seq "$ROUNDS"); do
     loop+=("$(loop_side "$dir/loop" "$dir/file" "$RUNTIME" "$n")")
     raw+=("$(loop_side "$dir/loop-raw" "$dir/file" "$RUNTIME" "$n")")
-    "${PERF[@]}" "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 \
+    "${PERF[@]}" "${PIN[@]}" "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 \
       --jobs "$n" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
     sm+=("$(iops "$dir/r.json")")
   done
@@ -114,8 +118,8 @@ for n in $THREADS; do
     a=$(col "${loop[@]}" | median); c=$(col "${raw[@]}" | median); b=$(col "${sm[@]}" | median)
     [ "$a" != 0 ] || continue
     what=IOPS; [ "$K" = 2 ] && what="I/Os per CPU-second"
-    printf '%s thread(s), %s  loop: %s  loop with the bare system call: %s  stormark: %s\n' \
-      "$n" "$what" "$(col "${loop[@]}" | tr '\n' ' ')" "$(col "${raw[@]}" | tr '\n' ' ')" "$(col "${sm[@]}" | tr '\n' ' ')"
+    printf '%s thread(s) (%s), %s  loop: %s  loop with the bare system call: %s  stormark: %s\n' \
+      "$n" "$(pinned)" "$what" "$(col "${loop[@]}" | tr '\n' ' ')" "$(col "${raw[@]}" | tr '\n' ' ')" "$(col "${sm[@]}" | tr '\n' ' ')"
     printf '  median stormark/loop = %.3f   stormark/bare-system-call loop = %.3f\n' \
       "$(python3 -c "print($b / $a)")" "$(python3 -c "print($b / $c)")"
   done

@@ -17,7 +17,8 @@
 # Usage: bench/vs-t-io_uring.sh   (env: FIO_SRC=a fio source tree, or FIO_GIT=a fio git
 #   repository to take HEAD from; ROUNDS=3, RUNTIME=5, DEPTHS="1 8 32 128",
 #   MODES="cached direct", SUBMIT=8, COMPLETE=8, SIZE_MB=256, BENCH_DIR=./bench-data,
-#   STORMARK=<binary>; without STORMARK the release binary is built)
+#   STORMARK=<binary>; without STORMARK the release binary is built; CPU=<list> or none: see
+#   bench/cpus.sh, both tools run on the same CPU, the last one by default)
 # Writes only a temporary directory inside $BENCH_DIR and removes it.
 set -euo pipefail
 ROUNDS=${ROUNDS:-3}; RUNTIME=${RUNTIME:-5}; DEPTHS=${DEPTHS:-1 8 32 128}
@@ -42,6 +43,8 @@ if [ ! -x "$FIO_SRC/t/io_uring" ]; then
   (cd "$FIO_SRC" && ./configure --disable-native > /dev/null && make -j"$(nproc)" t/io_uring > /dev/null)
 fi
 TIO=$FIO_SRC/t/io_uring
+source "$(dirname "$0")/cpus.sh"
+pin_cpus 1
 head -c $((SIZE_MB << 20)) /dev/urandom > "$dir/file"
 sync "$dir/file"
 # Each side's command under perf's task-clock where perf runs (its CPU time, all threads).
@@ -54,7 +57,7 @@ iops() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=[p for p
 # mean, and that mean over the whole run's seconds per CPU-second (its first second, which
 # it does not print, burns CPU too).
 tio_iops() {
-  "${PERF[@]}" "$TIO" "$@" > "$dir/tio.txt" 2>&1
+  "${PERF[@]}" "${PIN[@]}" "$TIO" "$@" > "$dir/tio.txt" 2>&1
   python3 -c '
 import re, sys
 v = []
@@ -72,7 +75,7 @@ pin_file() {
   pin=$!
   sleep 2
 }
-echo "stormark: $("$STORMARK" --version)  t/io_uring: $FIO_SRC  cores: $(nproc)  file: ${SIZE_MB} MiB"
+echo "stormark: $("$STORMARK" --version)  t/io_uring: $FIO_SRC  cores: $(nproc), $(pinned)  file: ${SIZE_MB} MiB"
 for mode in $MODES; do
   case $mode in
     cached) [ -n "$pin" ] || pin_file; odirect=0; smode=(--buffered --invalidate 0) ;;
@@ -93,7 +96,7 @@ for mode in $MODES; do
                        -n1 -r"$RUNTIME" "$dir/file") ;;
           stormark|stormark-batch)
             extra=(); [ "$side" = stormark-batch ] && extra=(--iodepth-batch "$s" --iodepth-batch-complete "$c")
-            "${PERF[@]}" "$STORMARK" run "$dir/file" --engine io_uring --rw randread --bs 4k --iodepth "$d" \
+            "${PERF[@]}" "${PIN[@]}" "$STORMARK" run "$dir/file" --engine io_uring --rw randread --bs 4k --iodepth "$d" \
               "${smode[@]}" "${extra[@]}" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
             v=$(iops "$dir/r.json") ;;
         esac
