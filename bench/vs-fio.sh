@@ -7,7 +7,9 @@
 #   stormark peak RSS <= 64 MiB.
 # Usage: bench/vs-fio.sh [--quick]
 #   env: BENCH_DIR, ROUNDS, RUNTIME, ONLY=<case prefix>, FIO=<fio binary>, STORMARK=<binary>
-#   (with STORMARK set nothing is built; without /usr/bin/time peak memory is not measured)
+#   (with STORMARK set nothing is built; without /usr/bin/time peak memory is not measured),
+#   CPU=<list> or none (bench/cpus.sh: both tools of a case of N jobs run on the same N CPUs,
+#   the last N by default)
 # Writes only inside $BENCH_DIR (default ./bench-data, on the current filesystem, since /tmp may
 # be tmpfs without O_DIRECT) and removes only what it created there.
 set -euo pipefail
@@ -51,21 +53,25 @@ CASES=(
   "c-seqwrite-1m-direct|--rw=write --bs=1M --ioengine=io_uring --direct=1 --iodepth=1 --numjobs=1|--rw write --bs 1m --engine io_uring --direct --iodepth 1 --jobs 1 --allow-overwrite|cold"
 )
 
+source bench/cpus.sh
 for round in $(seq 1 "$ROUNDS"); do
   for c in "${CASES[@]}"; do
     IFS='|' read -r name fio_opts sm_opts cache <<<"$c"
     case "$name" in "${ONLY:-}"*) ;; *) continue ;; esac
+    jobs=$(grep -o -- '--jobs [0-9]*' <<<"$sm_opts" | awk '{print $2}')
+    pin_cpus "${jobs:-1}"
+    [ "$round" = 1 ] && echo "$name: $(pinned)"
     if [ "$cache" = warm ]; then cat "$FILE" >/dev/null; fi
     # Alternate which tool goes first, so neither always gets the warmer machine.
     order="fio sm"; [ $((round % 2)) = 0 ] && order="sm fio"
     for tool in $order; do
       if [ "$tool" = fio ]; then
         # norandommap: uniform random offsets with repeats, as stormark draws them.
-        timed "$OUT/$name.$round.fio.rss" "$FIO" --name=bench --filename="$FILE" --size=512m \
+        timed "$OUT/$name.$round.fio.rss" "${PIN[@]}" "$FIO" --name=bench --filename="$FILE" --size=512m \
           $fio_opts --time_based --runtime="$RUNTIME" --norandommap --randrepeat=0 --group_reporting \
           --lat_percentiles=1 --output-format=json --output="$OUT/$name.$round.fio.json" >/dev/null
       else
-        timed "$OUT/$name.$round.sm.rss" "$SM" run "$FILE" --size 512m $sm_opts \
+        timed "$OUT/$name.$round.sm.rss" "${PIN[@]}" "$SM" run "$FILE" --size 512m $sm_opts \
           --time "${RUNTIME}s" --quiet --json "$OUT/$name.$round.sm.json" >/dev/null
       fi
     done
