@@ -50,6 +50,7 @@ mod remote;
 mod s3;
 mod s3_body;
 mod stage;
+mod syscall;
 mod target;
 mod uring;
 mod verify;

@@ -5,6 +5,7 @@ use stormark_stats::Op;
 use crate::ctx::{wait_until, Ctx, MAX_CONSECUTIVE_ERRORS};
 use crate::data::Payload;
 use crate::error::EngineError;
+use crate::syscall::{or_errno, syscall6};
 
 /// Runs the loop until the stop rule, the deadline or too many errors in a row.
 pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
@@ -44,32 +45,26 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let off = (base + req.offset) as libc::off_t;
         let payload = (req.op == Op::Write).then(|| ctx.bufs.write(0, &req, ctx.tag ^ ctx.issued));
         let start = ctx.clock.ticks();
+        // The byte count, or -errno.
         // SAFETY: the read region and the payload hold at least req.len <= bs_max bytes and
         // stay untouched until the call returns; fd is open for this op.
         let res = unsafe {
             match payload {
-                None if req.op == Op::Trim => trim(fd, off, len, devices[req.file as usize]),
+                None if req.op == Op::Trim => {
+                    or_errno(trim(fd, off, len, devices[req.file as usize]))
+                }
                 None => pread(fd, ctx.bufs.read_at(0).cast(), len, off),
                 Some(Payload::Plain(p)) if atomic => {
                     let iov = libc::iovec {
                         iov_base: p.cast_mut().cast(),
                         iov_len: len,
                     };
-                    libc::pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC)
+                    or_errno(libc::pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC))
                 }
                 Some(Payload::Plain(p)) => pwrite(fd, p.cast(), len, off),
-                Some(Payload::Vectored(iov, n)) => libc::pwritev(fd, iov, n as i32, off),
+                Some(Payload::Vectored(iov, n)) => or_errno(libc::pwritev(fd, iov, n as i32, off)),
             }
-        };
-        let res = if res < 0 {
-            -i64::from(
-                std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO),
-            )
-        } else {
-            res as i64
-        };
+        } as i64;
         let end = ctx.clock.ticks();
         // The zone let go as soon as its I/O is done, as fio's is (zbd_queue_io), before the
         // I/O is counted.
@@ -123,31 +118,49 @@ pub(crate) fn trim(fd: i32, off: libc::off_t, len: usize, device: bool) -> isize
 /// `_IO(0x12, 119)`: discard a range of a block device.
 const BLKDISCARD: libc::c_ulong = 0x1277;
 
-/// pread(2) as the system call itself. glibc's `pread` is a cancellation point: in a process
-/// with threads it marks the thread cancellable around every call (two more calls, each an
-/// atomic update), about 4% of a page-cached 4 KiB read; stormark never cancels a thread.
-/// Returns what `pread` would, errno set the same way.
+/// pread(2) as the system call itself (inline, [`syscall6`]): the byte count, or -errno.
+/// glibc's `pread` is a cancellation point: in a process with threads it marks the thread
+/// cancellable around every call (two more calls, each an atomic update), about 4% of a
+/// page-cached 4 KiB read; stormark never cancels a thread.
 ///
 /// # Safety
 /// As `pread`: `buf` holds `len` writable bytes until the call returns.
-#[inline]
+#[inline(always)]
 #[cfg(target_pointer_width = "64")]
 unsafe fn pread(fd: i32, buf: *mut libc::c_void, len: usize, off: libc::off_t) -> isize {
+    let args = [fd as usize, buf as usize, len, off as usize, 0, 0];
     // SAFETY: the caller's promise, as pread's.
-    unsafe { libc::syscall(libc::SYS_pread64, fd, buf, len, off) as isize }
+    unsafe { syscall6(libc::SYS_pread64, args) }
 }
-
-/// Where a 64-bit offset is split over two registers, glibc's own.
-#[cfg(not(target_pointer_width = "64"))]
-use libc::{pread, pwrite};
 
 /// pwrite(2) as the system call itself, as [`pread`].
 ///
 /// # Safety
 /// As `pwrite`: `buf` holds `len` readable bytes until the call returns.
-#[inline]
+#[inline(always)]
 #[cfg(target_pointer_width = "64")]
 unsafe fn pwrite(fd: i32, buf: *const libc::c_void, len: usize, off: libc::off_t) -> isize {
+    let args = [fd as usize, buf as usize, len, off as usize, 0, 0];
     // SAFETY: the caller's promise, as pwrite's.
-    unsafe { libc::syscall(libc::SYS_pwrite64, fd, buf, len, off) as isize }
+    unsafe { syscall6(libc::SYS_pwrite64, args) }
+}
+
+/// Where a 64-bit offset is split over two registers, glibc's own, its errno the result.
+///
+/// # Safety
+/// As `pread`.
+#[cfg(not(target_pointer_width = "64"))]
+unsafe fn pread(fd: i32, buf: *mut libc::c_void, len: usize, off: libc::off_t) -> isize {
+    // SAFETY: as the caller's.
+    or_errno(unsafe { libc::pread(fd, buf, len, off) })
+}
+
+/// As [`pread`], for writes.
+///
+/// # Safety
+/// As `pwrite`.
+#[cfg(not(target_pointer_width = "64"))]
+unsafe fn pwrite(fd: i32, buf: *const libc::c_void, len: usize, off: libc::off_t) -> isize {
+    // SAFETY: as the caller's.
+    or_errno(unsafe { libc::pwrite(fd, buf, len, off) })
 }

@@ -104,60 +104,23 @@ impl Drop for RingFd {
     }
 }
 
-/// The system call itself, inline, as t/io_uring's `__do_syscall6` (libc's variadic
-/// `syscall` costs 0.5% of a page-cached run at depth 32): the result, or `-errno`.
+/// The system call itself, inline where it can be ([`crate::syscall::syscall6`]): the
+/// result, or `-errno`.
 ///
 /// # Safety
 /// As `io_uring_enter(2)` with a null argument.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
-    let ret: isize;
-    // SAFETY: the x86-64 system call convention; rcx and r11 are clobbered by `syscall`.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") libc::SYS_io_uring_enter as isize => ret,
-            in("rdi") fd as isize,
-            in("rsi") to_submit as usize,
-            in("rdx") min_complete as usize,
-            in("r10") flags as usize,
-            in("r8") 0usize,
-            in("r9") 0usize,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    ret
-}
-
-/// Elsewhere, libc's `syscall`.
-///
-/// # Safety
-/// As `io_uring_enter(2)` with a null argument.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-unsafe fn enter_raw(fd: i32, to_submit: u32, min_complete: u32, flags: u32) -> isize {
-    // SAFETY: as the caller's.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_enter,
-            fd,
-            to_submit,
-            min_complete,
-            flags,
-            std::ptr::null::<libc::c_void>(),
-            0usize,
-        )
-    };
-    if r < 0 {
-        -(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO) as isize)
-    } else {
-        r as isize
-    }
+    let args = [
+        fd as usize,
+        to_submit as usize,
+        min_complete as usize,
+        flags as usize,
+        0,
+        0,
+    ];
+    // SAFETY: as the caller's; no argument struct (null, size 0).
+    unsafe { crate::syscall::syscall6(libc::SYS_io_uring_enter, args) }
 }
 
 /// `IOSQE_FIXED_FILE` of linux/io_uring.h: `fd` is an index into the registered files.
