@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # stormark's psync against a bare C loop of pread calls (issue 33): 4 KiB random reads of one
-# page-cached file, 1 and 2 threads, alternating, ROUNDS rounds; prints each side's IOPS and the
+# page-cached file, 1 and 2 threads, alternating (the order turning each round), ROUNDS rounds; prints each side's IOPS and the
 # median ratio stormark/loop. The loop is what a benchmark cannot do less than: a random
 # aligned offset, one pread, a count; it reads the clock once every 4096 I/Os to stop. stormark
 # also times every I/O by its own start and end and records it in its histogram. Both open the
 # file O_NOATIME (as stormark and t/io_uring do: no access-time check per read). A second
 # loop makes the bare system call, as stormark's psync does, instead of glibc's pread (a
-# cancellation point): both ratios are printed.
+# cancellation point), one inline syscall instruction on x86-64 as stormark's: both ratios are
+# printed.
 # The file is pinned in the page cache (mmap + mlock) for the whole run. With perf, each
 # side's I/Os per CPU-second are printed too.
 # Usage: bench/vs-pread.sh   (env: ROUNDS=3, RUNTIME=5, THREADS="1 2", SIZE_MB=256,
@@ -41,8 +42,21 @@ static uint64_t blocks;
 
 #ifdef RAW
 /* The system call itself, as stormark's psync makes it: glibc's pread is a cancellation point
-   and marks the thread cancellable around each call. */
+   and marks the thread cancellable around each call, and libc's variadic syscall() cost
+   stormark's psync 11% of a page-cached read (docs/performance.md). On x86-64 one inline
+   syscall instruction, as stormark's; libc's syscall() elsewhere. */
+#if defined(__x86_64__)
+static inline long raw_pread(long fd, void *buf, long len, long off) {
+  long ret;
+  register long r10 __asm__("r10") = off;
+  __asm__ volatile("syscall" : "=a"(ret) : "0"((long)SYS_pread64), "D"(fd), "S"(buf), "d"(len), "r"(r10)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#define pread(fd, buf, len, off) raw_pread(fd, buf, len, off)
+#else
 #define pread(fd, buf, len, off) syscall(SYS_pread64, fd, buf, len, off)
+#endif
 #endif
 
 static double now(void) {
@@ -108,11 +122,16 @@ for n in $THREADS; do
   pin_cpus "$n"
   loop=(); raw=(); sm=()
   for r in $(seq "$ROUNDS"); do
-    loop+=("$(loop_side "$dir/loop" "$dir/file" "$RUNTIME" "$n")")
-    raw+=("$(loop_side "$dir/loop-raw" "$dir/file" "$RUNTIME" "$n")")
-    "${PERF[@]}" "${PIN[@]}" "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered --invalidate 0 \
-      --jobs "$n" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
-    sm+=("$(iops "$dir/r.json")")
+    # The order turns by one each round, so that no side always runs first (or last).
+    for i in 0 1 2; do
+      case $(((i + r) % 3)) in
+        0) loop+=("$(loop_side "$dir/loop" "$dir/file" "$RUNTIME" "$n")") ;;
+        1) raw+=("$(loop_side "$dir/loop-raw" "$dir/file" "$RUNTIME" "$n")") ;;
+        2) "${PERF[@]}" "${PIN[@]}" "$STORMARK" run "$dir/file" --engine psync --rw randread --bs 4k --buffered \
+             --invalidate 0 --jobs "$n" --time "${RUNTIME}s" -q --json "$dir/r.json" > /dev/null
+           sm+=("$(iops "$dir/r.json")") ;;
+      esac
+    done
   done
   for K in 1 2; do
     a=$(col "${loop[@]}" | median); c=$(col "${raw[@]}" | median); b=$(col "${sm[@]}" | median)
