@@ -11,8 +11,9 @@ use crate::recorder::HIGHEST_NS;
 use crate::sparse::value_for;
 
 /// Half a bucket's sub-buckets, as a power of two: 3 significant digits need 2,048
-/// sub-buckets, and a bucket's upper half of them are its own.
-const HALF_MAGNITUDE: u32 = 10;
+/// sub-buckets, and a bucket's upper half of them are its own (the index's way back to a
+/// value, `sparse::value_for`, uses it too).
+pub(crate) const HALF_MAGNITUDE: u32 = 10;
 /// Values below this share bucket 0, one counter each.
 const SUB_MASK: u64 = (1 << (HALF_MAGNITUDE + 1)) - 1;
 /// `64 - sub-bucket magnitude` (the unit magnitude is 0: 1 ns is discernible).

@@ -241,7 +241,7 @@ fn varint(mut v: u64, out: &mut Vec<u8>) {
 /// The lowest value counted at `index` of a histogram of stormark's configuration (unit 1 ns,
 /// 2,048 sub-buckets): hdrhistogram's own mapping.
 pub(crate) fn value_for(index: u32) -> u64 {
-    const HALF_MAGNITUDE: u32 = 10;
+    use crate::hot::HALF_MAGNITUDE;
     const HALF: u32 = 1 << HALF_MAGNITUDE;
     let bucket = (index >> HALF_MAGNITUDE) as i64 - 1;
     let sub = (index & (HALF - 1)) + HALF;
