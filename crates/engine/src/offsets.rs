@@ -20,6 +20,19 @@ pub struct IoReq {
     pub len: u32,
 }
 
+impl IoReq {
+    /// Copies this I/O into `to` field by field. A whole copy reads the fields back in wide
+    /// loads, which wait for their narrower stores to land where the I/O was just written
+    /// (a store-forwarding stall: 10 to 20% of the io_uring loop's own time).
+    #[inline(always)]
+    pub fn copy_to(&self, to: &mut IoReq) {
+        to.op = self.op;
+        to.file = self.file;
+        to.offset = self.offset;
+        to.len = self.len;
+    }
+}
+
 /// What a worker's I/Os look like: the mix, the sizes and where random ones fall.
 #[derive(Debug, Clone, Copy)]
 pub struct Pattern {
@@ -154,6 +167,8 @@ pub struct OffsetGen {
     random_pct: u8,
     bs_min: u64,
     bs_align: u64,
+    /// `bs_align`'s power of two, where it is one (as it nearly always is).
+    align_shift: Option<u32>,
     bs_slots: u64,
     file_lens: Vec<u64>,
     seq_pos: Vec<[u64; 2]>,
@@ -300,6 +315,9 @@ impl OffsetGen {
             random_pct,
             bs_min,
             bs_align,
+            align_shift: bs_align
+                .is_power_of_two()
+                .then(|| bs_align.trailing_zeros()),
             bs_slots,
             file_lens,
             seq_pos: vec![[0; 2]; n],
@@ -347,14 +365,25 @@ impl OffsetGen {
         wyrand(&mut self.rng)
     }
 
+    /// How many whole alignments `n` bytes hold: by a shift where the alignment is a power of
+    /// two (a division per I/O was 4% of the io_uring loop's time on page-cached reads).
+    #[inline]
+    fn blocks(&self, n: u64) -> u64 {
+        match self.align_shift {
+            Some(s) => n >> s,
+            None => n / self.bs_align,
+        }
+    }
+
     /// A number in `0..n` without division (Lemire's multiply-shift).
     #[inline]
     fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
-    /// The next I/O, or `None` when a one-pass generator is done.
-    #[inline]
+    /// The next I/O, or `None` when a one-pass generator is done. Always inline, as
+    /// [`crate::ctx::Ctx::next_req`].
+    #[inline(always)]
     pub fn next_io(&mut self) -> Option<IoReq> {
         if !self.plain {
             // Handed over in `self.special`, not returned: returned, it was merged with the
@@ -384,7 +413,7 @@ impl OffsetGen {
             p => self.below(100) < u64::from(p),
         };
         let offset = if random && self.uniform {
-            self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+            self.below(self.blocks(file_len - len) + 1) * self.bs_align
         } else if random {
             self.other_random(file, len)
         } else {
@@ -539,7 +568,7 @@ impl OffsetGen {
             } else if !self.skew.is_empty() {
                 self.skewed_offset(file)
             } else {
-                self.below((end - start - len) / self.bs_align + 1) * self.bs_align
+                self.below(self.blocks(end - start - len) + 1) * self.bs_align
             };
             // A zone cut short by the file's end holds fewer blocks than the map or skew.
             if start + within + len <= end {
@@ -588,7 +617,7 @@ impl OffsetGen {
         let at = if self.run_left == 0 {
             self.run_left = self.rand_run;
             if self.skew.is_empty() {
-                self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+                self.below(self.blocks(file_len - len) + 1) * self.bs_align
             } else {
                 self.skewed_offset(file)
             }
@@ -616,7 +645,7 @@ impl OffsetGen {
         self.next_file = (self.next_file + 1) % self.file_lens.len();
         let file_len = self.file_lens[file];
         let offset = if self.random_pct > 0 && self.below(100) < u64::from(self.random_pct) {
-            self.below((file_len - len) / self.bs_align + 1) * self.bs_align
+            self.below(self.blocks(file_len - len) + 1) * self.bs_align
         } else {
             let pos = &mut self.seq_pos[file][1];
             if *pos + len > file_len {

@@ -111,23 +111,54 @@ fn overlaps_in_flight(req: &IoReq, slots: &[(IoReq, u64)], busy: &[bool]) -> boo
 }
 
 pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
+    if is_plain(ctx) {
+        run_as::<true>(ctx)
+    } else {
+        run_as::<false>(ctx)
+    }
+}
+
+/// Whether the job asks for none of the loop's occasional work (an open loop, fio's
+/// serialize_overlap, flow, zoned mode, cmdprio, iodepth_low, fsync, thinktime or
+/// sqthread_poll): its loop is then compiled without them ([`run_as`]).
+fn is_plain(ctx: &Ctx<'_>) -> bool {
+    let s = ctx.spec;
+    let depth = s.iodepth.max(1);
+    ctx.schedule.is_none()
+        && !(s.serialize_overlap && depth > 1)
+        && s.flow_group.is_none()
+        && ctx.zones.is_none()
+        && s.cmdprio.is_none()
+        && s.iodepth_low.is_none_or(|l| l >= depth)
+        && s.sync_every == 0
+        && ctx.think_left == 0
+        && !s.ring.sq_poll
+}
+
+/// The loop, one source for every job. `PLAIN` (see [`is_plain`]) compiles it without the
+/// occasional work: fewer branches and live values, so that what the loop touches between
+/// two `io_uring_enter`s (whose copies of the reads empty the L1 cache) fits in fewer cache
+/// lines, most of them registers (docs/performance.md). Never inlined: each instance has its
+/// own frame and code, not one shared with the other's.
+#[inline(never)]
+fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let depth = ctx.spec.iodepth.max(1) as usize;
     let batch = (ctx.spec.iodepth_batch.max(1) as usize).min(depth);
     let reap_max = (ctx.spec.iodepth_batch_complete.max(1) as usize).min(depth);
     // fio's iodepth_low: once the queue is full, no refill until this few are in flight.
-    let low = ctx
-        .spec
-        .iodepth_low
-        .map_or(depth, |l| (l as usize).min(depth));
+    let low = match ctx.spec.iodepth_low {
+        Some(l) if !PLAIN => (l as usize).min(depth),
+        _ => depth,
+    };
     let mut holding = false;
     // fio's serialize_overlap: an I/O that overlaps one in flight waits (kept here) until
     // that one completes; `busy` says which slots are in flight, scanned before each issue
     // (at most `depth` compares, no allocation).
-    let serialize = ctx.spec.serialize_overlap && depth > 1;
+    let serialize = !PLAIN && ctx.spec.serialize_overlap && depth > 1;
     let mut busy: Vec<bool> = vec![false; if serialize { depth } else { 0 }];
     let mut deferred: Option<IoReq> = None;
     let mut features = ctx.spec.ring;
-    let polled = features.sq_poll;
+    let polled = !PLAIN && features.sq_poll;
     let mut ring = new_ring(depth as u32, features).map_err(EngineError::RingSetup)?;
     // Each file's descriptor with its region's start, and the plain descriptor for syncs.
     let (fds, raw): (Vec<_>, Vec<i32>) = ctx
@@ -166,8 +197,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // Each slot's I/O and its start, in the worker clock's ticks.
     let mut slots: Vec<(IoReq, u64)> = vec![(placeholder, 0); depth];
     // Open loop: when each slot's I/O was due.
-    let mut due: Vec<Instant> =
-        vec![Instant::now(); if ctx.schedule.is_some() { depth } else { 0 }];
+    let mut due: Vec<Instant> = vec![
+        Instant::now();
+        if !PLAIN && ctx.schedule.is_some() {
+            depth
+        } else {
+            0
+        }
+    ];
     // The free slots, taken in turn, and those taken since the last submission.
     let mut free = SlotRing::new(depth);
     let mut inflight = 0usize;
@@ -178,14 +215,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     // fio's thinktime: no more is issued until what is in flight completes, then the pause.
     let mut think_due = false;
     // fio's flow: a worker ahead of its share issues nothing more until it is not.
-    let flows = ctx.spec.flow_group.is_some();
+    let flows = !PLAIN && ctx.spec.flow_group.is_some();
     // fio's zoned mode: each I/O's zone let go once it completes.
-    let zoned = ctx.zones.is_some();
+    let zoned = !PLAIN && ctx.zones.is_some();
     let mut flow_due = false;
     let no_flow_sleep = ctx.spec.flow.is_some_and(|f| f.sleep.is_zero());
     let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
-    let mut prio = ctx.spec.cmdprio.map(CmdPrioShare::new);
+    let mut prio = ctx.spec.cmdprio.filter(|_| !PLAIN).map(CmdPrioShare::new);
     let ring_fd = RingFd::new(std::os::fd::AsRawFd::as_raw_fd(&ring), batch == 1);
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
@@ -208,7 +245,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             sq.sync();
             while let (Some(slot), None, false) = (free.front(), sync_due, think_due) {
                 // Open loop: only I/Os already due are issued.
-                if let Some(s) = &ctx.schedule {
+                if let Some(s) = ctx.schedule.as_ref().filter(|_| !PLAIN) {
                     if s.peek() > Instant::now() {
                         break;
                     }
@@ -233,12 +270,13 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     break;
                 }
                 free.take();
-                // Counted as asked, or as `read-prio`/`write-prio` where it has a priority
-                // (changed in place: a new pair made here was a copy stalled on its stores).
-                let mut counted = req;
+                // The slot keeps the I/O as it is counted: as asked, or as `read-prio` or
+                // `write-prio` where it has a priority, changed in place.
+                let kept = &mut slots[slot as usize].0;
+                req.copy_to(kept);
                 let ioprio = match &mut prio {
                     None => 0,
-                    Some(p) => p.take(&mut counted),
+                    Some(p) => p.take(kept),
                 };
                 let entry = entry_of(ctx, fds[req.file as usize], features, slot, &req, ioprio);
                 // SAFETY: the buffer region of this slot stays valid and untouched until its
@@ -250,17 +288,16 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     submitter.squeue_wait().map_err(EngineError::RingEnter)?;
                     sq.sync();
                 }
-                slots[slot as usize].0 = counted;
                 if serialize {
                     busy[slot as usize] = true;
                 }
-                if let Some(s) = &mut ctx.schedule {
+                if let Some(s) = ctx.schedule.as_mut().filter(|_| !PLAIN) {
                     due[slot as usize] = s.take();
                 }
-                if req.op == Op::Write && ctx.write_done() {
+                if !PLAIN && req.op == Op::Write && ctx.write_done() {
                     sync_due = Some(req.file);
                 }
-                think_due = ctx.think_due();
+                think_due = !PLAIN && ctx.think_due();
                 inflight += 1;
                 if inflight == depth && low < depth {
                     holding = true;
@@ -287,8 +324,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
         let next_due = ctx
             .schedule
             .as_ref()
-            .map(|s| s.peek())
-            .filter(|_| !draining);
+            .filter(|_| !PLAIN && !draining)
+            .map(|s| s.peek());
         if inflight == 0 {
             match next_due {
                 // Open loop, nothing in flight: sleep until the next I/O is due.
@@ -330,7 +367,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             let slot = cqe.user_data() as u32;
             let (req, started) = slots[slot as usize];
             let res = cqe.result();
-            if due.is_empty() && res == req.len as i32 {
+            if (PLAIN || due.is_empty()) && res == req.len as i32 {
                 match &mut alike {
                     Some((r, s, n)) if *s == started && r.op == req.op && r.len == req.len => {
                         *n += 1;
