@@ -84,8 +84,10 @@ pub(crate) struct Buffers {
     region: usize,
     slots: usize,
     lanes: usize,
-    /// Writes prepared so far: which lane the next one takes.
-    writes: usize,
+    /// The lane the next write takes (each lane `slots` writes in turn, the lanes in turn),
+    /// and the writes it has had: counted, not divided out per write.
+    lane: usize,
+    lane_writes: usize,
     stamped: bool,
     dedup: Option<Dedup>,
     verifier: Option<Verifier>,
@@ -225,7 +227,8 @@ impl Buffers {
             region,
             slots,
             lanes,
-            writes: 0,
+            lane: 0,
+            lane_writes: 0,
             stamped: !shape.zero && shape.pattern.is_none(),
             dedup,
             verifier,
@@ -283,8 +286,15 @@ impl Buffers {
     /// is used again.
     #[inline]
     pub(crate) fn write(&mut self, slot: usize, req: &IoReq, tag: u64) -> Payload {
-        let lane = (self.writes / self.slots) % self.lanes;
-        self.writes += 1;
+        let lane = self.lane;
+        self.lane_writes += 1;
+        if self.lane_writes >= self.slots {
+            self.lane_writes = 0;
+            self.lane += 1;
+            if self.lane >= self.lanes {
+                self.lane = 0;
+            }
+        }
         let at = (lane * self.slots + slot) * self.region;
         let len = req.len as usize;
         if self.stamped {
