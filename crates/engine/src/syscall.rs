@@ -37,14 +37,9 @@ pub(crate) unsafe fn syscall6(nr: libc::c_long, args: [usize; 6]) -> isize {
 #[inline(always)]
 pub(crate) unsafe fn syscall6(nr: libc::c_long, args: [usize; 6]) -> isize {
     // SAFETY: as the caller's.
-    let r = unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) };
-    if r < 0 {
-        -(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO) as isize)
-    } else {
-        r as isize
-    }
+    or_errno(
+        unsafe { libc::syscall(nr, args[0], args[1], args[2], args[3], args[4], args[5]) } as isize,
+    )
 }
 
 /// A libc call's result (`-1`, errno set, on failure) as a system call's: `-errno`.
