@@ -158,7 +158,10 @@ pub(crate) struct Ctx<'a> {
     pub gen: OffsetGen,
     pub rec: Recorder,
     pub pace: Pace<'a>,
-    pub stop: &'a Arc<AtomicBool>,
+    /// Set when the run stops. The flag itself, not its `Arc`: read before every I/O, one load.
+    pub stop: &'a AtomicBool,
+    /// The same flag shared, for what keeps it beyond the worker (an S3 client).
+    pub stop_shared: &'a Arc<AtomicBool>,
     pub tx: &'a Sender<WorkerMsg>,
     pub issued: u64,
     pub io_total: u64,

@@ -161,7 +161,7 @@ impl RandomMap {
 #[derive(Debug, Clone)]
 pub struct OffsetGen {
     rng: u64,
-    /// The last I/O of the uncommon paths ([`OffsetGen::next_special`]).
+    /// The last I/O of every path but the fast one ([`OffsetGen::next_other`]).
     special: IoReq,
     read_pct: u8,
     random_pct: u8,
@@ -178,6 +178,12 @@ pub struct OffsetGen {
     plain: bool,
     /// Random offsets uniform, one per I/O: the common random path (no skew, no run).
     uniform: bool,
+    /// Only reads or only writes (`fast_op`), of one size, every offset one uniform draw:
+    /// the benchmark's usual job, whose I/O is a draw and a multiply ([`OffsetGen::next_io`]).
+    fast: bool,
+    fast_op: Op,
+    /// Per file, how many positions its random offsets are drawn from (`fast` only).
+    positions: Vec<u64>,
     /// Per file, how its random offsets are skewed (empty: uniform, the common case).
     skew: Vec<Skew>,
     /// fio's `bssplit`, cumulative, for reads and for writes (empty: sizes drawn evenly from
@@ -303,6 +309,23 @@ impl OffsetGen {
             let len = file_lens.first().copied().unwrap_or(0);
             Box::new(SpRandomGen::new(s, len, bs_min, seed))
         });
+        let plain = trim == 0 && zones.is_none() && sprandom.is_none();
+        let uniform = dist == Distribution::Random && rand_run <= 1 && !mapped;
+        let fast = plain
+            && uniform
+            && random_pct == 100
+            && (read_pct == 100 || read_pct == 0)
+            && bs_slots == 1
+            && file_lens.iter().all(|&l| l >= bs_min);
+        // As the common path counts them: the aligned places where a block still fits.
+        let positions = if fast {
+            file_lens
+                .iter()
+                .map(|&l| (l - bs_min) / bs_align + 1)
+                .collect()
+        } else {
+            Vec::new()
+        };
         OffsetGen {
             special: IoReq {
                 op: Op::Read,
@@ -323,8 +346,11 @@ impl OffsetGen {
             seq_pos: vec![[0; 2]; n],
             next_file: 0,
             once: false,
-            plain: trim == 0 && zones.is_none() && sprandom.is_none(),
-            uniform: dist == Distribution::Random && rand_run <= 1 && !mapped,
+            plain,
+            uniform,
+            fast,
+            fast_op: if read_pct == 100 { Op::Read } else { Op::Write },
+            positions,
             skew,
             split,
             seq_add,
@@ -356,6 +382,7 @@ impl OffsetGen {
         OffsetGen {
             once: true,
             plain: false,
+            fast: false,
             ..OffsetGen::new(file_lens, Pattern::fixed(0, 0, bs), 1)
         }
     }
@@ -382,22 +409,46 @@ impl OffsetGen {
     }
 
     /// The next I/O, or `None` when a one-pass generator is done. Always inline, as
-    /// [`crate::ctx::Ctx::next_req`].
+    /// [`crate::ctx::Ctx::next_req`]: the usual job's I/O is drawn here, in a few
+    /// instructions; every other one by [`OffsetGen::next_other`], out of line, so that the
+    /// loops that call this keep their code small (docs/performance.md).
     #[inline(always)]
     pub fn next_io(&mut self) -> Option<IoReq> {
-        if !self.plain {
-            // Handed over in `self.special`, not returned: returned, it was merged with the
-            // common path's I/O in memory, and every I/O paid a store-forwarding stall.
-            if !self.next_special() {
-                return None;
+        if self.fast {
+            // The same draws as the common path's, with its sums worked out once.
+            let file = self.next_file;
+            self.next_file += 1;
+            if self.next_file == self.positions.len() {
+                self.next_file = 0;
             }
-            let r = &self.special;
+            let offset = self.below(self.positions[file]) * self.bs_align;
             return Some(IoReq {
-                op: r.op,
-                file: r.file,
-                offset: r.offset,
-                len: r.len,
+                op: self.fast_op,
+                file: file as u32,
+                offset,
+                len: self.bs_min as u32,
             });
+        }
+        // Handed over in `self.special`, not returned: returned, it was merged with the
+        // fast path's I/O in memory, and every I/O paid a store-forwarding stall.
+        if !self.next_other() {
+            return None;
+        }
+        let r = &self.special;
+        Some(IoReq {
+            op: r.op,
+            file: r.file,
+            offset: r.offset,
+            len: r.len,
+        })
+    }
+
+    /// Any I/O but the fast path's, left in `self.special`; `false` when a one-pass generator
+    /// is done.
+    #[inline(never)]
+    fn next_other(&mut self) -> bool {
+        if !self.plain {
+            return self.next_special();
         }
         let op = self.next_op();
         let len = self.next_len(op);
@@ -434,12 +485,13 @@ impl OffsetGen {
             };
             at
         };
-        Some(IoReq {
+        self.special = IoReq {
             op,
             file: file as u32,
             offset,
             len: len as u32,
-        })
+        };
+        true
     }
 
     /// A sequential stream of `op` on `file` goes on from `at` (fio's zoned mode moved its

@@ -388,7 +388,7 @@ impl S3Worker {
 /// Runs the worker's requests until its stop rule, the deadline or too many failures in a
 /// row. Nothing is retried: a failed request is counted by kind and the next one is drawn.
 pub(crate) fn run_s3(ctx: &mut Ctx<'_>, work: &S3Work) -> Result<(), EngineError> {
-    let mut w = S3Worker::new(ctx.spec.seed, ctx.stop, work)?;
+    let mut w = S3Worker::new(ctx.spec.seed, ctx.stop_shared, work)?;
     let mut done: u64 = 0;
     loop {
         if ctx.stop.load(Ordering::Relaxed) || w.work.ops.is_some_and(|n| done >= n) {

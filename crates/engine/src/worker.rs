@@ -86,6 +86,7 @@ pub(crate) fn run_worker(
         rec: Recorder::new(),
         pace: Pace::new(t0, spec, worker, &gate.steady_start_ns),
         stop,
+        stop_shared: stop,
         tx,
         issued: 0,
         io_total,

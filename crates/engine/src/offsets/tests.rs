@@ -459,3 +459,52 @@ fn strided_zones_move_on_after_their_bytes() {
         );
     }
 }
+
+/// The fast path draws what the common path would: the same I/Os, in the same order, for
+/// reads and for writes, one file or several of unlike lengths, alignments of a power of two
+/// or not, and a file exactly one block long.
+#[test]
+fn the_fast_path_draws_what_the_common_path_would() {
+    let cases: [(Vec<u64>, u8, u64, u64); 5] = [
+        (vec![1 << 20], 100, 4096, 4096),
+        (vec![1 << 20, 3 << 20, 5 * 4096 + 512], 0, 4096, 4096),
+        (vec![10 * 12288 + 7], 100, 12288, 12288),
+        (vec![4096, 1 << 16], 100, 4096, 512),
+        (vec![8192], 0, 8192, 8192),
+    ];
+    for (lens, read_pct, bs, align) in cases {
+        for seed in [1, 7, 0xdead_beef] {
+            let pattern = Pattern {
+                bs_align: align,
+                ..Pattern::fixed(read_pct, 100, bs)
+            };
+            let mut fast = OffsetGen::new(lens.clone(), pattern.clone(), seed);
+            let mut common = OffsetGen::new(lens.clone(), pattern, seed);
+            assert!(fast.fast, "{lens:?} {read_pct} {bs} {align}");
+            common.fast = false;
+            for i in 0..20_000 {
+                let (a, b) = (fast.next_io().unwrap(), common.next_io().unwrap());
+                assert_eq!(
+                    (a.op, a.file, a.offset, a.len),
+                    (b.op, b.file, b.offset, b.len),
+                    "{lens:?} {read_pct} {bs} {align} seed {seed}, I/O {i}"
+                );
+            }
+        }
+    }
+    // Not taken where a draw decides more than the offset.
+    for pattern in [
+        Pattern::fixed(70, 100, 4096),
+        Pattern::fixed(100, 50, 4096),
+        Pattern {
+            bs_max: 8192,
+            ..Pattern::fixed(100, 100, 4096)
+        },
+        Pattern {
+            random_map: true,
+            ..Pattern::fixed(100, 100, 4096)
+        },
+    ] {
+        assert!(!OffsetGen::new(vec![1 << 20], pattern, 1).fast);
+    }
+}
