@@ -271,6 +271,15 @@ impl Buffers {
         inside.then_some(u16::from(self.read.is_some()))
     }
 
+    /// Where the read of each of the first `slots` slots lands; none for a worker that does
+    /// not read.
+    pub(crate) fn read_addrs(&self, slots: usize) -> Vec<*mut u8> {
+        match &self.read {
+            Some(_) => (0..slots).map(|s| self.read_at(s)).collect(),
+            None => Vec::new(),
+        }
+    }
+
     /// Where the read of `slot` lands.
     #[inline]
     pub(crate) fn read_at(&self, slot: usize) -> *mut u8 {

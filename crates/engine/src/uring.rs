@@ -187,6 +187,7 @@ fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
             Err(_) => {}
         }
     }
+    let parts = Parts::new(ctx, &fds, features, depth);
     // user_data indexes this slab of in-flight I/Os (see io-uring's examples/tcp_echo.rs).
     let placeholder = IoReq {
         op: Op::Read,
@@ -222,12 +223,7 @@ fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
     let no_flow_sleep = ctx.spec.flow.is_some_and(|f| f.sleep.is_zero());
     let mut zone_due = false;
     // fio's cmdprio_percentage: an exact share of reads and of writes, spread evenly.
-    // (A constant `None` in the plain instance: no check of it is left in its loop.)
-    let mut prio = if PLAIN {
-        None
-    } else {
-        ctx.spec.cmdprio.map(CmdPrioShare::new)
-    };
+    let mut prio = ctx.spec.cmdprio.filter(|_| !PLAIN).map(CmdPrioShare::new);
     let ring_fd = RingFd::new(std::os::fd::AsRawFd::as_raw_fd(&ring), batch == 1);
     let (submitter, mut sq, mut cq) = ring.split();
     loop {
@@ -259,7 +255,8 @@ fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                     flow_due = true;
                     break;
                 }
-                let next = match deferred.take() {
+                // (Never one deferred in the plain instance: no copy of the I/O on its way.)
+                let next = match if PLAIN { None } else { deferred.take() } {
                     Some(req) => Some(req),
                     None => ctx.next_req(),
                 };
@@ -280,18 +277,22 @@ fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 let kept = &mut slots[slot as usize].0;
                 req.copy_to(kept);
                 let ioprio = match &mut prio {
-                    None => 0,
-                    Some(p) => p.take(kept),
+                    Some(p) if !PLAIN => p.take(kept),
+                    _ => 0,
                 };
-                let entry = entry_of(ctx, fds[req.file as usize], features, slot, &req, ioprio);
-                // SAFETY: the buffer region of this slot stays valid and untouched until its
-                // completion is reaped below; the ring has one entry per slot.
-                while unsafe { sq.push(&entry) }.is_err() {
-                    // Only with a polling thread (fio's sqthread_poll): it issues entries
-                    // before it moves the queue's head past them, so their completions can
-                    // be reaped first. Wait for the room it has not yet given back.
+                // Room first, then the entry is made straight in the ring (made apart and
+                // copied, its fields were read back before their stores had landed). Only a
+                // polling thread (fio's sqthread_poll) leaves the queue full: it issues
+                // entries before it moves the queue's head past them, so their completions
+                // can be reaped first. Wait for the room it has not yet given back.
+                while sq.is_full() {
                     submitter.squeue_wait().map_err(EngineError::RingEnter)?;
                     sq.sync();
+                }
+                match req.op {
+                    Op::Read => push(&mut sq, &read_entry(&parts, slot, &req, ioprio)),
+                    // The offset generator makes only reads and writes.
+                    _ => push(&mut sq, &write_entry(ctx, &parts, slot, &req, ioprio)),
                 }
                 if serialize {
                     busy[slot as usize] = true;
@@ -431,68 +432,127 @@ fn settle(
     false
 }
 
-/// The submission of `req` in `slot`'s buffer: a read, or a write of the slot's payload
-/// (plain, or vectored when the data is made in pieces); by the file's registered index and
+/// What every entry of a job has in common, worked out once: each file as entries name it
+/// (its registered index, or its descriptor) with its region's start, the flags that say
+/// which, the reads' opcode (fixed buffers or not) and each slot's read buffer. No I/O then
+/// tests the job's features again (docs/performance.md).
+struct Parts {
+    /// Per file: as entries name it, its descriptor, and its region's start.
+    files: Vec<(i32, types::Fd, u64)>,
+    flags: u8,
+    read_code: u8,
+    fixed_bufs: bool,
+    registered_files: bool,
+    /// Per slot, where its read lands (empty for a worker that does not read).
+    reads: Vec<*mut u8>,
+}
+
+impl Parts {
+    fn new(ctx: &Ctx<'_>, fds: &[(types::Fd, u64)], features: Ring, depth: usize) -> Parts {
+        Parts {
+            files: fds
+                .iter()
+                .enumerate()
+                .map(|(i, &(fd, base))| {
+                    let named = if features.registered_files {
+                        i as i32
+                    } else {
+                        fd.0
+                    };
+                    (named, fd, base)
+                })
+                .collect(),
+            flags: if features.registered_files {
+                IOSQE_FIXED_FILE
+            } else {
+                0
+            },
+            read_code: if features.fixed_bufs {
+                opcode::ReadFixed::CODE
+            } else {
+                opcode::Read::CODE
+            },
+            fixed_bufs: features.fixed_bufs,
+            registered_files: features.registered_files,
+            reads: ctx.bufs.read_addrs(depth),
+        }
+    }
+}
+
+/// Pushes `entry` into a queue with room for it.
+#[inline(always)]
+fn push(sq: &mut io_uring::SubmissionQueue<'_>, entry: &squeue::Entry) {
+    // SAFETY: the buffer region of the entry's slot stays valid and untouched until its
+    // completion is reaped; the ring has one entry per slot.
+    let pushed = unsafe { sq.push(entry) };
+    debug_assert!(pushed.is_ok(), "room is made before");
+}
+
+/// The submission of a read, `req` in `slot`'s buffer: by the file's registered index and
 /// the buffer's registered area where the job asks (fio's `registerfiles`, `fixedbufs`).
 #[inline(always)]
-fn entry_of(
+fn read_entry(parts: &Parts, slot: u32, req: &IoReq, ioprio: u16) -> squeue::Entry {
+    let (file, _, base) = parts.files[req.file as usize];
+    // A system call's worth of fields in one literal. Reads land in area 0 (the first
+    // registered).
+    sqe(Sqe {
+        opcode: parts.read_code,
+        flags: parts.flags,
+        ioprio,
+        fd: file,
+        off: base + req.offset,
+        addr: parts.reads[slot as usize] as u64,
+        len: req.len,
+        user_data: u64::from(slot),
+        ..Sqe::default()
+    })
+}
+
+/// The submission of a write, `req` from `slot`'s payload (plain, or vectored when the data
+/// is made in pieces), as [`read_entry`].
+#[inline]
+fn write_entry(
     ctx: &mut Ctx<'_>,
-    (fd, base): (types::Fd, u64),
-    features: Ring,
+    parts: &Parts,
     slot: u32,
     req: &IoReq,
     ioprio: u16,
 ) -> squeue::Entry {
+    let (file, fd, base) = parts.files[req.file as usize];
     let offset = base + req.offset;
     let atomic = if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 };
-    let (file, flags) = if features.registered_files {
-        (req.file as i32, IOSQE_FIXED_FILE)
-    } else {
-        (fd.0, 0)
-    };
-    // The plain reads and writes, a system call's worth of fields in one literal.
-    let plain = |opcode: u8, addr: *const u8, rw_flags: i32, buf_index: u16| {
+    let plain = |opcode: u8, addr: *const u8, buf_index: u16| {
         sqe(Sqe {
             opcode,
-            flags,
+            flags: parts.flags,
             ioprio,
             fd: file,
             off: offset,
             addr: addr as u64,
             len: req.len,
-            rw_flags,
+            rw_flags: atomic,
             user_data: u64::from(slot),
             buf_index,
             ..Sqe::default()
         })
     };
-    match req.op {
-        Op::Read if features.fixed_bufs => plain(
-            opcode::ReadFixed::CODE,
-            ctx.bufs.read_at(slot as usize),
-            0,
-            0,
-        ),
-        Op::Read => plain(opcode::Read::CODE, ctx.bufs.read_at(slot as usize), 0, 0),
-        // The offset generator makes only reads and writes.
-        _ => match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-            Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| features.fixed_bufs) {
-                Some(area) => plain(opcode::WriteFixed::CODE, p, atomic, area),
-                None => plain(opcode::Write::CODE, p, atomic, 0),
-            },
-            Payload::Vectored(iov, n) if features.registered_files => {
-                opcode::Writev::new(types::Fixed(req.file), iov, n)
-                    .offset(offset)
-                    .ioprio(ioprio)
-                    .build()
-                    .user_data(u64::from(slot))
-            }
-            Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
+    match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
+        Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| parts.fixed_bufs) {
+            Some(area) => plain(opcode::WriteFixed::CODE, p, area),
+            None => plain(opcode::Write::CODE, p, 0),
+        },
+        Payload::Vectored(iov, n) if parts.registered_files => {
+            opcode::Writev::new(types::Fixed(req.file), iov, n)
                 .offset(offset)
                 .ioprio(ioprio)
                 .build()
-                .user_data(u64::from(slot)),
-        },
+                .user_data(u64::from(slot))
+        }
+        Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
+            .offset(offset)
+            .ioprio(ioprio)
+            .build()
+            .user_data(u64::from(slot)),
     }
 }
 
