@@ -478,7 +478,7 @@ fn the_fast_path_draws_what_the_common_path_would() {
                 bs_align: align,
                 ..Pattern::fixed(read_pct, 100, bs)
             };
-            let mut fast = OffsetGen::new(lens.clone(), pattern.clone(), seed);
+            let mut fast = OffsetGen::new(lens.clone(), pattern, seed);
             let mut common = OffsetGen::new(lens.clone(), pattern, seed);
             assert!(fast.fast, "{lens:?} {read_pct} {bs} {align}");
             common.fast = false;
