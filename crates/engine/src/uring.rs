@@ -292,7 +292,7 @@ fn run_as<const PLAIN: bool>(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                 match req.op {
                     Op::Read => push(&mut sq, &read_entry(&parts, slot, &req, ioprio)),
                     // The offset generator makes only reads and writes.
-                    _ => push(&mut sq, &write_entry(ctx, &parts, slot, &req, ioprio)),
+                    _ => push_write(ctx, &parts, &mut sq, slot, &req, ioprio),
                 }
                 if serialize {
                     busy[slot as usize] = true;
@@ -508,16 +508,18 @@ fn read_entry(parts: &Parts, slot: u32, req: &IoReq, ioprio: u16) -> squeue::Ent
     })
 }
 
-/// The submission of a write, `req` from `slot`'s payload (plain, or vectored when the data
-/// is made in pieces), as [`read_entry`].
+/// Pushes the submission of a write, `req` from `slot`'s payload (plain, or vectored when
+/// the data is made in pieces), made as [`read_entry`]'s. It pushes the entry itself: returned
+/// from a call, the entry was copied from memory its fields had just been stored in.
 #[inline]
-fn write_entry(
+fn push_write(
     ctx: &mut Ctx<'_>,
     parts: &Parts,
+    sq: &mut io_uring::SubmissionQueue<'_>,
     slot: u32,
     req: &IoReq,
     ioprio: u16,
-) -> squeue::Entry {
+) {
     let (file, fd, base) = parts.files[req.file as usize];
     let offset = base + req.offset;
     let atomic = if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 };
@@ -536,7 +538,7 @@ fn write_entry(
             ..Sqe::default()
         })
     };
-    match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
+    let entry = match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
         Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| parts.fixed_bufs) {
             Some(area) => plain(opcode::WriteFixed::CODE, p, area),
             None => plain(opcode::Write::CODE, p, 0),
@@ -553,7 +555,8 @@ fn write_entry(
             .ioprio(ioprio)
             .build()
             .user_data(u64::from(slot)),
-    }
+    };
+    push(sq, &entry);
 }
 
 /// Open loop with nothing in flight: sleeps until `t`, when the next I/O is due; `false` when
