@@ -437,12 +437,12 @@ fn settle(
 /// which, the reads' opcode (fixed buffers or not) and each slot's read buffer. No I/O then
 /// tests the job's features again (docs/performance.md).
 struct Parts {
-    /// Per file: as entries name it, its descriptor, and its region's start.
-    files: Vec<(i32, types::Fd, u64)>,
+    /// Per file: as entries name it, and its region's start.
+    files: Vec<(i32, u64)>,
     flags: u8,
     read_code: u8,
-    fixed_bufs: bool,
-    registered_files: bool,
+    /// Which of fio's `registerfiles` and `fixedbufs` the ring has (for writes).
+    features: Ring,
     /// Per slot, where its read lands (empty for a worker that does not read).
     reads: Vec<*mut u8>,
 }
@@ -459,7 +459,7 @@ impl Parts {
                     } else {
                         fd.0
                     };
-                    (named, fd, base)
+                    (named, base)
                 })
                 .collect(),
             flags: if features.registered_files {
@@ -472,8 +472,7 @@ impl Parts {
             } else {
                 opcode::Read::CODE
             },
-            fixed_bufs: features.fixed_bufs,
-            registered_files: features.registered_files,
+            features,
             reads: ctx.bufs.read_addrs(depth),
         }
     }
@@ -492,7 +491,7 @@ fn push(sq: &mut io_uring::SubmissionQueue<'_>, entry: &squeue::Entry) {
 /// the buffer's registered area where the job asks (fio's `registerfiles`, `fixedbufs`).
 #[inline(always)]
 fn read_entry(parts: &Parts, slot: u32, req: &IoReq, ioprio: u16) -> squeue::Entry {
-    let (file, _, base) = parts.files[req.file as usize];
+    let (file, base) = parts.files[req.file as usize];
     // A system call's worth of fields in one literal. Reads land in area 0 (the first
     // registered).
     sqe(Sqe {
@@ -520,7 +519,7 @@ fn push_write(
     req: &IoReq,
     ioprio: u16,
 ) {
-    let (file, fd, base) = parts.files[req.file as usize];
+    let (file, base) = parts.files[req.file as usize];
     let offset = base + req.offset;
     let atomic = if ctx.spec.atomic { libc::RWF_ATOMIC } else { 0 };
     let plain = |opcode: u8, addr: *const u8, buf_index: u16| {
@@ -539,18 +538,18 @@ fn push_write(
         })
     };
     let entry = match ctx.bufs.write(slot as usize, req, ctx.tag ^ ctx.issued) {
-        Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| parts.fixed_bufs) {
+        Payload::Plain(p) => match ctx.bufs.pool_area(p).filter(|_| parts.features.fixed_bufs) {
             Some(area) => plain(opcode::WriteFixed::CODE, p, area),
             None => plain(opcode::Write::CODE, p, 0),
         },
-        Payload::Vectored(iov, n) if parts.registered_files => {
+        Payload::Vectored(iov, n) if parts.features.registered_files => {
             opcode::Writev::new(types::Fixed(req.file), iov, n)
                 .offset(offset)
                 .ioprio(ioprio)
                 .build()
                 .user_data(u64::from(slot))
         }
-        Payload::Vectored(iov, n) => opcode::Writev::new(fd, iov, n)
+        Payload::Vectored(iov, n) => opcode::Writev::new(types::Fd(file), iov, n)
             .offset(offset)
             .ioprio(ioprio)
             .build()
