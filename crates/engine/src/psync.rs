@@ -59,10 +59,10 @@ pub(crate) fn run_psync(ctx: &mut Ctx<'_>) -> Result<(), EngineError> {
                         iov_base: p.cast_mut().cast(),
                         iov_len: len,
                     };
-                    or_errno(libc::pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC))
+                    pwritev2(fd, &iov, 1, off, libc::RWF_ATOMIC)
                 }
                 Some(Payload::Plain(p)) => pwrite(fd, p.cast(), len, off),
-                Some(Payload::Vectored(iov, n)) => or_errno(libc::pwritev(fd, iov, n as i32, off)),
+                Some(Payload::Vectored(iov, n)) => pwritev2(fd, iov, n as usize, off, 0),
             }
         } as i64;
         let end = ctx.clock.ticks();
@@ -145,6 +145,30 @@ unsafe fn pwrite(fd: i32, buf: *const libc::c_void, len: usize, off: libc::off_t
     unsafe { syscall6(libc::SYS_pwrite64, args) }
 }
 
+/// pwritev2(2) as the system call itself, as [`pread`]: the writes made in pieces (dedupe,
+/// compression) and fio's atomic writes (`flags` `RWF_ATOMIC`). glibc's `pwritev` and
+/// `pwritev2` are cancellation points, each call paying what `pwrite`'s paid before it was
+/// made this way (docs/performance.md).
+///
+/// # Safety
+/// As `pwritev2`: `iov` holds `n` entries, each `iov_len` readable bytes, until the call
+/// returns.
+#[inline(always)]
+#[cfg(target_pointer_width = "64")]
+unsafe fn pwritev2(
+    fd: i32,
+    iov: *const libc::iovec,
+    n: usize,
+    off: libc::off_t,
+    flags: libc::c_int,
+) -> isize {
+    // The offset's low and high halves (`pos_l`, `pos_h`): on a 64-bit kernel the low
+    // register holds all of it and the high one is ignored.
+    let args = [fd as usize, iov as usize, n, off as usize, 0, flags as usize];
+    // SAFETY: the caller's promise, as pwritev2's.
+    unsafe { syscall6(libc::SYS_pwritev2, args) }
+}
+
 /// Where a 64-bit offset is split over two registers, glibc's own, its errno the result.
 ///
 /// # Safety
@@ -163,4 +187,20 @@ unsafe fn pread(fd: i32, buf: *mut libc::c_void, len: usize, off: libc::off_t) -
 unsafe fn pwrite(fd: i32, buf: *const libc::c_void, len: usize, off: libc::off_t) -> isize {
     // SAFETY: as the caller's.
     or_errno(unsafe { libc::pwrite(fd, buf, len, off) })
+}
+
+/// As [`pwritev2`].
+///
+/// # Safety
+/// As `pwritev2`.
+#[cfg(not(target_pointer_width = "64"))]
+unsafe fn pwritev2(
+    fd: i32,
+    iov: *const libc::iovec,
+    n: usize,
+    off: libc::off_t,
+    flags: libc::c_int,
+) -> isize {
+    // SAFETY: as the caller's.
+    or_errno(unsafe { libc::pwritev2(fd, iov, n as libc::c_int, off, flags) } as isize)
 }
