@@ -122,6 +122,24 @@ log=$(mktemp)
 skips=$(mktemp)
 trap 'rm -f "$log" "$skips"; [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null' EXIT
 export STORMARK_TEST_SKIPS="$skips"
+# The cache is shared by every checkout on the machine. Cargo takes a checkout's own crates as
+# built when their files are older than the cache's last build of them, even when that build
+# came from another checkout: the test binaries then read their fixtures and snapshots through
+# that other checkout's path (CARGO_MANIFEST_DIR, compiled in), which may no longer exist. So
+# when the last build came from elsewhere, this checkout's crates are built again (a fresh
+# clone's newer files rebuild them anyway); dependencies stay cached.
+stamp="$CARGO_TARGET_DIR/.stormark-checkout"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" != "$PWD" ]; then
+  echo "the cache was last built from $(cat "$stamp"): this checkout's crates are built again" >&2
+  own=()
+  for manifest in crates/*/Cargo.toml; do
+    own+=(-p "$(sed -n '0,/^name = /s/^name = "\(.*\)"$/\1/p' "$manifest")")
+  done
+  cargo clean -q "${own[@]}"
+fi
+mkdir -p "$CARGO_TARGET_DIR"
+printf '%s\n' "$PWD" > "$stamp"
+
 set +e
 # Clippy on the default build (what users get) and with every feature (what the tests run:
 # the embedded S3 server too).
