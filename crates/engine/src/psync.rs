@@ -164,7 +164,14 @@ unsafe fn pwritev2(
 ) -> isize {
     // The offset's low and high halves (`pos_l`, `pos_h`): on a 64-bit kernel the low
     // register holds all of it and the high one is ignored.
-    let args = [fd as usize, iov as usize, n, off as usize, 0, flags as usize];
+    let args = [
+        fd as usize,
+        iov as usize,
+        n,
+        off as usize,
+        0,
+        flags as usize,
+    ];
     // SAFETY: the caller's promise, as pwritev2's.
     unsafe { syscall6(libc::SYS_pwritev2, args) }
 }
