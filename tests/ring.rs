@@ -13,13 +13,18 @@ const TMP: &str = env!("CARGO_TARGET_TMPDIR");
 /// `stormark run DIR ARGS` under strace (io_uring's setup and registration calls): the
 /// output, the document and the record.
 fn traced(args: &[&str]) -> (std::process::Output, serde_json::Value, String) {
+    traced_calls("trace=io_uring_setup,io_uring_register", args)
+}
+
+/// As [`traced`], recording the system calls strace's `-e` names (`calls`).
+fn traced_calls(calls: &str, args: &[&str]) -> (std::process::Output, serde_json::Value, String) {
     let dir = temp_dir(TMP);
     let target = dir.path().join("target");
     std::fs::create_dir(&target).unwrap();
     let json = dir.path().join("r.json");
     let trace = dir.path().join("strace.txt");
     let out = Command::new("strace")
-        .args(["-f", "-e", "trace=io_uring_setup,io_uring_register", "-o"])
+        .args(["-f", "-e", calls, "-o"])
         .arg(&trace)
         .arg(BIN)
         .arg("run")
@@ -204,6 +209,71 @@ fn batched_submissions_and_reaps_count_and_time_every_io_once() {
         let h = stormark_stats::decode_histogram(text.as_str().unwrap()).unwrap();
         assert_eq!(h.len(), n, "{op}");
     }
+}
+
+/// fio's `iodepth_batch_complete` (t/io_uring's `-c`): a wait is for that many completions,
+/// and the batch made last before it is submitted in the same call, as t/io_uring's (one
+/// call a batch, not a submission and then a wait). Read from strace's record of every
+/// `io_uring_enter`, on O_DIRECT reads: they complete after the call that submits them, so
+/// each batch is waited for.
+#[test]
+fn a_wait_is_for_the_batch_completions_in_the_call_that_submits() {
+    if !require_tool("batch_complete_waits", "strace") {
+        return;
+    }
+    let (out, doc, trace) = traced_calls(
+        "trace=io_uring_enter",
+        &[
+            "--engine",
+            "io_uring",
+            "--direct",
+            "--rw",
+            "randread",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--iodepth",
+            "16",
+            "--iodepth-batch",
+            "8",
+            "--iodepth-batch-complete",
+            "8",
+            "--io-total",
+            "8m",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(ops(&doc, "read"), 2048, "{doc}");
+    // io_uring_enter(fd, to_submit, min_complete, flags, ...): the first three arguments of
+    // the calls of the thread that made the most, the worker's (the file is laid out before
+    // the load, by another thread on a ring of its own). A call another thread interrupted is
+    // written `<unfinished ...>` with its arguments.
+    let mut by_thread: std::collections::BTreeMap<&str, Vec<Vec<u64>>> = Default::default();
+    for line in trace.lines() {
+        let Some((thread, args)) = line.split_once(" io_uring_enter(") else {
+            continue;
+        };
+        let first: Vec<u64> = args
+            .split(", ")
+            .take(3)
+            .map(|n| n.trim().parse().unwrap_or_else(|_| panic!("{line}")))
+            .collect();
+        by_thread.entry(thread).or_default().push(first);
+    }
+    let calls = by_thread
+        .into_values()
+        .max_by_key(|c| c.len())
+        .expect("io_uring_enter calls");
+    let waits: Vec<u64> = calls.iter().map(|c| c[2]).filter(|&w| w > 0).collect();
+    assert!(waits.iter().all(|&w| w == 8), "waits {waits:?}");
+    // 2048 reads in batches of 8: one call each, and the first batch's own.
+    assert!(
+        calls.len() <= 2048 / 8 + 2,
+        "{} calls for 2048 reads: {calls:?}",
+        calls.len()
+    );
+    assert!(calls.iter().all(|c| c[1] <= 8), "{calls:?}");
 }
 
 /// Each refusal: one line, exit 2, before any load.

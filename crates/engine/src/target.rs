@@ -199,8 +199,11 @@ pub struct WorkerSpec {
     pub iodepth: u32,
     /// New I/Os submitted per system call (fio's `iodepth_batch_submit`; 1 = each at once).
     pub iodepth_batch: u32,
-    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
+    /// Fewest completions waited for before reaping, or all in flight where fewer are (fio's
+    /// `iodepth_batch_complete_min`; 1 = the first).
     pub iodepth_batch_complete: u32,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`; 1 = each).
+    pub iodepth_batch_complete_max: u32,
     /// With the queue full, refill only once this few I/Os are in flight (fio's
     /// `iodepth_low`); `None`: as each completes.
     pub iodepth_low: Option<u32>,
@@ -312,6 +315,7 @@ impl WorkerSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_batch_complete: 1,
+            iodepth_batch_complete_max: 1,
             iodepth_low: None,
             serialize_overlap: false,
             ring: stormark_spec::Ring::default(),
@@ -541,6 +545,7 @@ impl WorkerSpec {
             iodepth: load.iodepth.unwrap_or(job.iodepth),
             iodepth_batch: job.iodepth_batch,
             iodepth_batch_complete: job.iodepth_batch_complete,
+            iodepth_batch_complete_max: job.iodepth_batch_complete_max,
             iodepth_low: job.iodepth_low,
             serialize_overlap: job.serialize_overlap,
             ring: job.ring,

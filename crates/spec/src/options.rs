@@ -199,8 +199,11 @@ pub struct JobOpts {
     pub atomic: Option<bool>,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`).
     pub iodepth_batch: Option<u32>,
-    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
+    /// Fewest completions waited for before reaping (fio's `iodepth_batch_complete`, or
+    /// `iodepth_batch_complete_min`).
     pub iodepth_batch_complete: Option<u32>,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`).
+    pub iodepth_batch_complete_max: Option<u32>,
     /// With the queue full, refill only once this few are in flight (fio's `iodepth_low`).
     pub iodepth_low: Option<u32>,
     /// No two I/Os in flight overlap (fio's `serialize_overlap`).
@@ -392,6 +395,7 @@ impl JobOpts {
             "iodepth" => self.iodepth = Some(count(32768)?),
             "iodepth_batch" => self.iodepth_batch = Some(count(4096)?),
             "iodepth_batch_complete" => self.iodepth_batch_complete = Some(count(4096)?),
+            "iodepth_batch_complete_max" => self.iodepth_batch_complete_max = Some(count(4096)?),
             "iodepth_low" => {
                 let n = value.trim().parse::<u32>().ok().filter(|n| *n <= 32768);
                 self.iodepth_low = Some(n.ok_or_else(|| bad("a whole number from 0 to 32768"))?)
@@ -519,6 +523,7 @@ impl JobOpts {
             atomic,
             iodepth_batch,
             iodepth_batch_complete,
+            iodepth_batch_complete_max,
             iodepth_low,
             serialize_overlap,
             fixedbufs,

@@ -176,8 +176,12 @@ pub struct Job {
     pub fill_device: bool,
     /// New I/Os per submitting system call (fio's `iodepth_batch_submit`, default 1).
     pub iodepth_batch: u32,
-    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`, default 1).
+    /// Fewest completions waited for before reaping, or all in flight where fewer are (fio's
+    /// `iodepth_batch_complete`, or `iodepth_batch_complete_min`; default 1).
     pub iodepth_batch_complete: u32,
+    /// Most completions reaped before refilling (fio's `iodepth_batch_complete_max`): at
+    /// least `iodepth_batch_complete`, which it is unless given.
+    pub iodepth_batch_complete_max: u32,
     /// With the queue full, no refill until this few I/Os are in flight (fio's
     /// `iodepth_low`; `None`: refill as each completes).
     pub iodepth_low: Option<u32>,
@@ -290,6 +294,12 @@ impl Job {
                 self.iodepth_batch_complete.to_string(),
             ),
         ];
+        if self.iodepth_batch_complete_max != self.iodepth_batch_complete {
+            pairs.push((
+                "iodepth_batch_complete_max",
+                self.iodepth_batch_complete_max.to_string(),
+            ));
+        }
         if let Some(low) = self.iodepth_low {
             pairs.push(("iodepth_low", low.to_string()));
         }

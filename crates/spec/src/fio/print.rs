@@ -124,8 +124,15 @@ pub fn to_fio(jobs: &[Job], target: &str, is_dir: bool) -> String {
         }
         if job.iodepth_batch_complete > 1 {
             out.push_str(&format!(
-                "iodepth_batch_complete_max={}\n",
+                "iodepth_batch_complete_min={}\n",
                 job.iodepth_batch_complete
+            ));
+        }
+        // fio's maximum is the minimum unless given.
+        if job.iodepth_batch_complete_max != job.iodepth_batch_complete {
+            out.push_str(&format!(
+                "iodepth_batch_complete_max={}\n",
+                job.iodepth_batch_complete_max
             ));
         }
         for (key, on) in job.ring.keys() {

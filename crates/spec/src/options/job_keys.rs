@@ -54,6 +54,7 @@ pub const JOB_KEYS: &[&str] = &[
     "pin_cache",
     "iodepth_batch",
     "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
     "iodepth_low",
     "serialize_overlap",
     "fixedbufs",

@@ -23,7 +23,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("ioengine", "engine"),
     ("ramp_time", "ramp"),
     ("iodepth_batch_submit", "iodepth_batch"),
-    ("iodepth_batch_complete_max", "iodepth_batch_complete"),
+    ("iodepth_batch_complete_min", "iodepth_batch_complete"),
     ("percentage_random", "random_pct"),
     ("dedupe_working_set_percentage", "dedup_working_set"),
     ("dedupe_global", "dedup_global"),

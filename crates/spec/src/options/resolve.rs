@@ -155,6 +155,11 @@ impl JobOpts {
             trim_verify_zero: self.trim_verify_zero.unwrap_or(true),
             iodepth_batch: self.iodepth_batch.unwrap_or(1),
             iodepth_batch_complete: self.iodepth_batch_complete.unwrap_or(1),
+            // fio: never fewer than the completions waited for.
+            iodepth_batch_complete_max: self
+                .iodepth_batch_complete_max
+                .unwrap_or(1)
+                .max(self.iodepth_batch_complete.unwrap_or(1)),
             iodepth_low: self.iodepth_low,
             serialize_overlap: self.serialize_overlap.unwrap_or(false),
             ring: self.ring(),

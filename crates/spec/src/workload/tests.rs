@@ -79,6 +79,57 @@ fn fio_aliases() {
     );
 }
 
+/// fio's `iodepth_batch_complete` is its `iodepth_batch_complete_min` (the completions waited
+/// for); `iodepth_batch_complete_max` (the most reaped) is never below it, and is it unless
+/// given (fio's init.c). A job given by pairs comes back the same.
+#[test]
+fn batch_complete_is_fios_min_and_the_max_follows_it() {
+    let both = |pairs: &[(&str, &str)]| {
+        let job = opts(pairs).unwrap().resolve("x").unwrap();
+        (job.iodepth_batch_complete, job.iodepth_batch_complete_max)
+    };
+    assert_eq!(both(&[]), (1, 1));
+    assert_eq!(both(&[("iodepth_batch_complete", "8")]), (8, 8));
+    assert_eq!(both(&[("iodepth_batch_complete_min", "8")]), (8, 8));
+    assert_eq!(both(&[("iodepth_batch_complete_max", "8")]), (1, 8));
+    assert_eq!(
+        both(&[
+            ("iodepth_batch_complete", "4"),
+            ("iodepth_batch_complete_max", "16")
+        ]),
+        (4, 16)
+    );
+    assert_eq!(
+        both(&[
+            ("iodepth_batch_complete", "16"),
+            ("iodepth_batch_complete_max", "4")
+        ]),
+        (16, 16)
+    );
+    for pairs in [
+        &[("iodepth_batch_complete", "4")][..],
+        &[("iodepth_batch_complete_max", "16")],
+        &[
+            ("iodepth_batch_complete", "4"),
+            ("iodepth_batch_complete_max", "16"),
+        ],
+    ] {
+        let job = opts(pairs).unwrap().resolve("x").unwrap();
+        let owned: Vec<(String, String)> = job
+            .to_pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let again: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (&**k, &**v)).collect();
+        let back = opts(&again).unwrap().resolve("x").unwrap();
+        assert_eq!(
+            (back.iodepth_batch_complete, back.iodepth_batch_complete_max),
+            (job.iodepth_batch_complete, job.iodepth_batch_complete_max),
+            "{pairs:?}"
+        );
+    }
+}
+
 #[test]
 fn defaults_follow_fio() {
     let job = JobOpts::default().resolve("x").unwrap();
