@@ -173,6 +173,7 @@ pub(crate) fn encode_job(j: &PhaseJob) -> pb::PhaseJob {
         iodepth: j.iodepth,
         working_set_bytes: j.working_set_bytes,
         rate_iops: j.rate_iops,
+        iodepth_batch: j.iodepth_batch,
     }
 }
 
@@ -184,6 +185,7 @@ pub(crate) fn decode_job(p: pb::PhaseJob) -> PhaseJob {
         direct: p.direct,
         workers: p.workers,
         iodepth: p.iodepth,
+        iodepth_batch: p.iodepth_batch.max(1),
         working_set_bytes: p.working_set_bytes,
         rate_iops: p.rate_iops,
         target: None,

@@ -58,6 +58,7 @@ fn job() -> PhaseJob {
         direct: false,
         workers: 1,
         iodepth: 1,
+        iodepth_batch: 1,
         rate_iops: None,
         target: None,
         working_set_bytes: 0,

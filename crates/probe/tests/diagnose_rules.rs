@@ -38,6 +38,7 @@ fn phase(iops: &[f64], direct: bool) -> Phase {
             direct,
             workers: 1,
             iodepth: 32,
+            iodepth_batch: 1,
             working_set_bytes: 64 << 30,
             rate_iops: None,
             target: None,
@@ -229,12 +230,41 @@ fn cpu_bound_host() {
     assert!(!advice("io_uring").contains("--engine io_uring"));
     assert!(advice("psync").contains("--engine io_uring"));
     assert!(advice("iscsi").contains("session"), "{}", advice("iscsi"));
+    // io_uring at depth 32, one I/O a system call (fio's default): t/io_uring's batches are
+    // the advice (issue 59); not where the job batches already, nor at a depth of one.
+    assert!(advice("io_uring").contains("--iodepth-batch 8"));
+    let advice_with = |depth: u32, batch: u32| {
+        let mut r = r.clone();
+        for j in &mut r.phases[0].jobs {
+            (j.engine, j.iodepth, j.iodepth_batch) = ("io_uring".into(), depth, batch);
+        }
+        diagnose(&r)
+            .into_iter()
+            .find(|f| f.code == "cpu-bound")
+            .unwrap()
+            .advice
+    };
+    assert!(!advice_with(32, 8).contains("--iodepth-batch"));
+    assert!(!advice_with(1, 1).contains("--iodepth-batch"));
 }
 
 #[test]
 fn one_core_saturated() {
     let r = run(120, |s| s.cpu.as_mut().unwrap().busiest_cpu_pct = 99.0);
     insta::assert_json_snapshot!("cpu_core_saturated", diagnose(&r));
+    // One io_uring worker at depth 32, a system call an I/O: t/io_uring's batches are the
+    // advice (issue 59); not once the job batches.
+    let advice = |batch: u32| {
+        let mut r = r.clone();
+        r.phases[0].jobs[0].iodepth_batch = batch;
+        diagnose(&r)
+            .into_iter()
+            .find(|f| f.code == "cpu-core-saturated")
+            .unwrap()
+            .advice
+    };
+    assert!(advice(1).contains("--iodepth-batch 8"), "{}", advice(1));
+    assert!(!advice(8).contains("--iodepth-batch"), "{}", advice(8));
 }
 
 #[test]

@@ -419,6 +419,10 @@ pub struct PhaseJob {
     pub workers: u32,
     /// I/Os in flight per worker.
     pub iodepth: u32,
+    /// New I/Os per submitting system call (io_uring; fio's `iodepth_batch_submit`): written
+    /// where above 1, the default.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub iodepth_batch: u32,
     /// Bytes the job's workers address together (files × size × workers).
     #[serde(default)]
     pub working_set_bytes: u64,
@@ -579,6 +583,15 @@ pub fn decode_histogram(text: &str) -> Option<Histogram<u64>> {
         .decode(text.trim())
         .ok()?;
     Deserializer::new().deserialize(&mut bytes.as_slice()).ok()
+}
+
+/// [`PhaseJob::iodepth_batch`]'s default, one I/O a call.
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 #[cfg(test)]

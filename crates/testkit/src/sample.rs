@@ -40,6 +40,7 @@ pub fn sample_results() -> stormark_stats::Results {
         direct: true,
         workers: 1,
         iodepth: 8,
+        iodepth_batch: 1,
         rate_iops: None,
         target: None,
         working_set_bytes: 1 << 30,

@@ -77,6 +77,11 @@ impl JobRun {
             } else {
                 load.iodepth.unwrap_or(self.job.iodepth)
             },
+            iodepth_batch: if self.backend == Backend::IoUring {
+                self.job.iodepth_batch.max(1)
+            } else {
+                1
+            },
             rate_iops: load.rate_iops.or(self.job.rate_iops.map(f64::from)),
             target: None,
             // One file or device, or a job's own file its workers share.

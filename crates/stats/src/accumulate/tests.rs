@@ -10,6 +10,7 @@ fn job(name: &str) -> PhaseJob {
         direct: false,
         workers: 1,
         iodepth: 1,
+        iodepth_batch: 1,
         working_set_bytes: 0,
         rate_iops: None,
         target: None,
