@@ -408,6 +408,13 @@ fn devices(c: &Ctx<'_>, out: &mut Vec<Finding>) {
     }
 }
 
+/// The advice to a CPU-bound run that [`unbatched`] finds: one literal, for both findings'.
+macro_rules! batches {
+    () => {
+        "batches as fio's t/io_uring makes them, --iodepth-batch 8 --iodepth-batch-complete 8, did 1.3x the IOPS of page-cached reads at depth 32."
+    };
+}
+
 /// Whether the phase's jobs are io_uring's, one at a queue depth of 8 or more entering each
 /// I/O with a system call of its own (fio's default `iodepth_batch_submit=1`): where the CPU
 /// is the limit, much of it goes to the calls, and t/io_uring's batches were 1.3x the IOPS of
@@ -479,7 +486,7 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 } else if c.phase.jobs.iter().all(|j| j.engine == "io_uring") && !c.phase.jobs.is_empty() {
                     // io_uring already: another engine is no advice.
                     if unbatched(c) {
-                        "Each I/O is its own system call (fio's default): batches as fio's t/io_uring makes them, --iodepth-batch 8 --iodepth-batch-complete 8, did 1.3x the IOPS of page-cached reads at depth 32. Else larger blocks, fewer jobs than CPUs (--jobs), or more hosts (--agents); stop other work on this host."
+                        concat!("Each I/O is its own system call (fio's default): ", batches!(), " Else larger blocks, fewer jobs than CPUs (--jobs), or more hosts (--agents); stop other work on this host.")
                     } else {
                         "Larger blocks, fewer jobs than CPUs (--jobs), or more hosts (--agents); stop other work on this host."
                     }
@@ -500,7 +507,7 @@ fn cpu(c: &Ctx<'_>, out: &mut Vec<Finding>) {
                 if objects {
                     "A single thread (one connection, or interrupt handling on one CPU) is the limit: raise --concurrency, or spread the network card's interrupts (irqbalance)."
                 } else if unbatched(c) {
-                    "A single thread is the limit, each of its I/Os its own system call (fio's default): batches as fio's t/io_uring makes them, --iodepth-batch 8 --iodepth-batch-complete 8, did 1.3x the IOPS of page-cached reads at depth 32. Else raise --jobs, or spread the device's interrupts (irqbalance)."
+                    concat!("A single thread is the limit, each of its I/Os its own system call (fio's default): ", batches!(), " Else raise --jobs, or spread the device's interrupts (irqbalance).")
                 } else {
                     "A single thread (one job, or interrupt handling on one CPU) is the limit: raise --jobs, or spread the device's interrupts (irqbalance)."
                 },

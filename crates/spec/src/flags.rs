@@ -118,7 +118,7 @@ pub const FILE_FLAGS: &[Flag] = &[
     text("iodepth", "N", "I/Os in flight per job (io_uring) [default: 1]."),
     text("iodepth_batch", "N", "New I/Os per submitting system call, as fio's iodepth_batch_submit [default: 1]."),
     text("iodepth_batch_complete", "N", "Fewest completions waited for before reaping (io_uring), as fio's iodepth_batch_complete (iodepth_batch_complete_min); with --iodepth-batch, t/io_uring's -s and -c: --iodepth-batch 8 --iodepth-batch-complete 8 [default: 1]."),
-    text("iodepth_batch_complete_max", "N", "Most completions reaped before refilling the queue (io_uring), as fio's iodepth_batch_complete_max [default: --iodepth-batch-complete]."),
+    text("iodepth_batch_complete_max", "N", "Most completions reaped before refilling the queue (io_uring), as fio's iodepth_batch_complete_max: --iodepth-batch-complete 4 --iodepth-batch-complete-max 16 [default: --iodepth-batch-complete]."),
     text("trim_percentage", "PCT", "With --verify: this share of the written blocks is trimmed once the load is over, and the check finds them zeros, as fio's trim_percentage: --verify --trim-percentage 10."),
     text("trim_verify_zero", "BOOL", "With --trim-percentage: whether trimmed blocks must read back as zeros (fio's trim_verify_zero): --trim-verify-zero false [default: true]."),
     text("serialize_overlap", "BOOL", "With --iodepth above 1, no I/O is issued while one of the worker's in flight overlaps it (it waits for that one), as fio's serialize_overlap: --serialize-overlap true."),

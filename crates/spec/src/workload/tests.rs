@@ -190,6 +190,11 @@ fn rejected_values_name_option_and_form() {
             "a b",
             "--name a b: expected a name of letters, digits, '-', '_' and '.', at most 64",
         ),
+        (
+            "iodepth_batch_complete_max",
+            "0",
+            "--iodepth-batch-complete-max 0: expected a whole number from 1 to 4096",
+        ),
     ];
     for (key, value, message) in cases {
         let err = opts(&[(key, value)]).unwrap_err();
